@@ -1,0 +1,96 @@
+// The in-place bitonic sort on host threads. It runs the very schedule of the GPU sort
+// (network/bitonic.hpp): the same passes, windows and step groups, a window per task.
+#pragma once
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "gpusort/detail/network/bitonic.hpp"
+#include "gpusort/detail/network/group_steps.hpp"
+
+namespace gpusort::detail::cpu {
+
+using network::index_t;
+
+// Runs f(i) for i in [0, count) on up to `threads` host threads (0: all cores).
+template <class F>
+void parallel_for(index_t count, unsigned threads, F&& f) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 1 || count < 2) {
+    for (index_t i = 0; i < count; ++i) f(i);
+    return;
+  }
+  const unsigned workers = static_cast<unsigned>(std::min<index_t>(threads, count));
+  std::vector<std::thread> pool;
+  pool.reserve(workers);
+  for (unsigned t = 0; t < workers; ++t) {
+    pool.emplace_back([&, t] {
+      const index_t begin = count * t / workers, end = count * (t + 1) / workers;
+      for (index_t i = begin; i < end; ++i) f(i);
+    });
+  }
+  for (auto& th : pool) th.join();
+}
+
+// Executes one step group on window w with up to 2^MAX_GROUP keys per member set.
+template <int COUNT, class K, class V, class Compare>
+void run_group(K* keys, V* values, index_t n, const network::pass& ps, index_t w,
+               const network::step_group& grp, bool descending, Compare comp) {
+  constexpr int members = 1 << COUNT;
+  const network::window& win = ps.win;
+  const int lowest = grp.top_local_bit - COUNT + 1;
+  const int low_global = lowest < win.low_bits ? lowest : win.group_lo + (lowest - win.low_bits);
+  const index_t sets = index_t{1} << (win.local_bits() - COUNT);
+  for (index_t q = 0; q < sets; ++q) {
+    const index_t slot0 = win.slot(w, network::group_member(q, lowest, COUNT, 0));
+    if (slot0 >= n) continue;
+    K k[members];
+    V v[members];
+    for (int r = 0; r < members; ++r) {
+      const index_t s = slot0 | (static_cast<index_t>(r) << low_global);
+      if (s < n) {
+        k[r] = keys[s];
+        if constexpr (!std::is_same_v<V, no_value>) v[r] = values[s];
+      }
+    }
+    network::group_steps<COUNT>(k, v, slot0, low_global, grp.phase, n, descending, comp);
+    for (int r = 0; r < members; ++r) {
+      const index_t s = slot0 | (static_cast<index_t>(r) << low_global);
+      if (s < n) {
+        keys[s] = k[r];
+        if constexpr (!std::is_same_v<V, no_value>) values[s] = v[r];
+      }
+    }
+  }
+}
+
+struct cpu_schedule {
+  network::schedule_shape shape{12, 5};
+  int group = 3;         // steps per register group, 1..4
+  unsigned threads = 0;  // 0: all cores
+};
+
+// Sorts keys[0, n) (and values alongside unless V is no_value) by comp, ascending, or
+// descending when `descending`. Not stable. Uses no memory beyond a few keys per thread.
+template <class K, class V, class Compare>
+void bitonic_sort(K* keys, V* values, index_t n, Compare comp, bool descending,
+                  cpu_schedule sched = {}) {
+  if (n < 2) return;
+  const unsigned threads = n < (index_t{1} << 16) ? 1u : sched.threads;
+  network::for_each_pass(n, sched.shape, [&](const network::pass& ps) {
+    parallel_for(ps.win.count(n), threads, [&](index_t w) {
+      if (ps.win.slot(w, 0) >= n) return;
+      network::for_each_step_group(ps, sched.group, [&](const network::step_group& g) {
+        switch (g.count) {
+          case 1: run_group<1>(keys, values, n, ps, w, g, descending, comp); break;
+          case 2: run_group<2>(keys, values, n, ps, w, g, descending, comp); break;
+          case 3: run_group<3>(keys, values, n, ps, w, g, descending, comp); break;
+          default: run_group<4>(keys, values, n, ps, w, g, descending, comp); break;
+        }
+      });
+    });
+  });
+}
+
+}  // namespace gpusort::detail::cpu

@@ -1,0 +1,30 @@
+// The baselines (CUB radix sort, CUB merge sort, thrust::sort with a comparator) behind the
+// library's interface, so that tests and benchmarks call them like our own algorithms.
+// Instantiated in src/baselines.cu for u32, i32, f32, u64, i64, f64 keys alone and with
+// 4-byte values; other combinations answer cudaErrorNotSupported.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace gpusort::detail::device {
+
+// temp == nullptr: writes the workspace bytes (the second key/value buffer included).
+template <class K, class V>
+cudaError_t cub_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                           std::uint64_t n, bool descending, cudaStream_t stream);
+template <class K, class V>
+cudaError_t cub_merge_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                           std::uint64_t n, bool descending, cudaStream_t stream);
+// thrust allocates its own workspace: temp_bytes is 0.
+template <class K, class V>
+cudaError_t thrust_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                        std::uint64_t n, bool descending, cudaStream_t stream);
+
+// Whether the baselines were built for this key/value combination.
+template <class K, class V>
+constexpr bool baseline_built = sizeof(V) <= 4;
+
+}  // namespace gpusort::detail::device

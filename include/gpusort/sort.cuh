@@ -1,0 +1,57 @@
+// Sorting with your own comparator: include this header from a .cu file (nvcc), since the
+// kernels are instantiated for your comparator. `comp(a, b)` must be callable on host and
+// device (__host__ __device__) and be a strict weak order.
+//
+//   struct by_x { __host__ __device__ bool operator()(const point& a, const point& b) const
+//                 { return a.x < b.x; } };
+//   size_t bytes = 0;
+//   gpusort::sort_keys(nullptr, bytes, d_points, n, by_x{});     // bytes == 0 (in place)
+//   gpusort::sort_keys(nullptr, bytes, d_points, n, by_x{}, opt);
+//
+// Keys may be any trivially copyable type. Only algorithm::bitonic (and automatic, which
+// picks it) takes a user comparator; others answer cudaErrorNotSupported.
+#pragma once
+
+#include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/sort.hpp"
+
+namespace gpusort {
+
+template <class K, class Compare, std::integral N>
+  requires std::is_trivially_copyable_v<K> && std::predicate<Compare, const K&, const K&>
+cudaError_t sort_keys(void* temp, std::size_t& temp_bytes, K* keys, N n, Compare comp,
+                      const options& opt = {}) {
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  if (opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic)
+    return cudaErrorNotSupported;
+  cudaError_t e = detail::validate_device_array(keys, static_cast<std::uint64_t>(n), sizeof(K),
+                                                alignof(K));
+  if (e != cudaSuccess || !temp) {
+    temp_bytes = 0;
+    return e;
+  }
+  return detail::device::bitonic_sort(keys, static_cast<detail::no_value*>(nullptr),
+                                      static_cast<std::uint64_t>(n), comp,
+                                      opt.direction == order::descending, opt.stream);
+}
+
+template <class K, detail::supported_value V, class Compare, std::integral N>
+  requires std::is_trivially_copyable_v<K> && std::predicate<Compare, const K&, const K&>
+cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values, N n,
+                       Compare comp, const options& opt = {}) {
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  if (opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic)
+    return cudaErrorNotSupported;
+  const auto count = static_cast<std::uint64_t>(n);
+  cudaError_t e = detail::validate_device_array(keys, count, sizeof(K), alignof(K));
+  if (e == cudaSuccess) e = detail::validate_device_array(values, count, sizeof(V), sizeof(V));
+  if (e != cudaSuccess || !temp) {
+    temp_bytes = 0;
+    return e;
+  }
+  return detail::device::bitonic_sort(keys, reinterpret_cast<detail::payload_of<V>*>(values),
+                                      count, comp, opt.direction == order::descending,
+                                      opt.stream);
+}
+
+}  // namespace gpusort

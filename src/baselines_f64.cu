@@ -1,0 +1,5 @@
+#include "baselines.cuh"
+
+namespace gpusort::detail::device {
+GPUSORT_BASELINES_FOR_KEY(double)
+}

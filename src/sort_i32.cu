@@ -1,0 +1,3 @@
+#include "sort_impl.cuh"
+
+GPUSORT_INSTANTIATE_KEY(std::int32_t)

@@ -1,0 +1,101 @@
+// The core layer's dispatch: validation, then the chosen algorithm. src/sort_<key>.cu
+// instantiates it for one key type and every value size.
+#pragma once
+
+#include "gpusort/detail/cpu/bitonic.hpp"
+#include "gpusort/detail/device/baselines.hpp"
+#include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/sort.hpp"
+
+namespace gpusort::detail {
+
+template <class K, class V>
+cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
+                     const options& opt) {
+  cudaError_t e = validate_device_array(keys, n, sizeof(K), alignof(K));
+  if (e == cudaSuccess && !std::is_same_v<V, no_value>)
+    e = validate_device_array(values, n, sizeof(V), sizeof(V));
+  if (e != cudaSuccess) return e;
+  const bool descending = opt.direction == order::descending;
+  switch (opt.algo) {
+    case algorithm::automatic:
+    case algorithm::bitonic:
+      if (!temp) {
+        temp_bytes = 0;
+        return cudaSuccess;
+      }
+      return device::bitonic_sort(keys, values, n, less<K>{}, descending, opt.stream);
+    case algorithm::cub_radix:
+    case algorithm::cub_merge:
+    case algorithm::thrust:
+      if constexpr (device::baseline_built<K, V>) {
+        if (opt.algo == algorithm::cub_radix)
+          return device::cub_radix_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
+        if (opt.algo == algorithm::cub_merge)
+          return device::cub_merge_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
+        return device::thrust_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
+      }
+      return cudaErrorNotSupported;
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <class K>
+cudaError_t sort_keys(void* temp, std::size_t& temp_bytes, K* keys, std::uint64_t n,
+                      const options& opt) {
+  return sort_any<K, no_value>(temp, temp_bytes, keys, nullptr, n, opt);
+}
+
+template <class K, class P>
+cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, P* values,
+                       std::uint64_t n, const options& opt) {
+  return sort_any<K, P>(temp, temp_bytes, keys, values, n, opt);
+}
+
+// The CPU backend: bitonic runs the GPU's schedule on host threads; the baselines, which
+// have no CPU version, run std::stable_sort (they are stable too).
+template <class K, class V>
+void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
+  const bool descending = opt.direction == order::descending;
+  if (opt.algo == algorithm::automatic || opt.algo == algorithm::bitonic) {
+    cpu::bitonic_sort(keys, values, n, less<K>{}, descending);
+    return;
+  }
+  std::vector<std::uint64_t> index(n);
+  for (std::uint64_t i = 0; i < n; ++i) index[i] = i;
+  std::stable_sort(index.begin(), index.end(), [&](std::uint64_t a, std::uint64_t b) {
+    return descending ? less<K>{}(keys[b], keys[a]) : less<K>{}(keys[a], keys[b]);
+  });
+  std::vector<K> k(n);
+  for (std::uint64_t i = 0; i < n; ++i) k[i] = keys[index[i]];
+  std::copy(k.begin(), k.end(), keys);
+  if constexpr (!std::is_same_v<V, no_value>) {
+    std::vector<V> v(n);
+    for (std::uint64_t i = 0; i < n; ++i) v[i] = values[index[i]];
+    std::copy(v.begin(), v.end(), values);
+  }
+}
+
+template <class K>
+void cpu_sort_keys(K* keys, std::uint64_t n, const options& opt) {
+  cpu_sort_any<K, no_value>(keys, nullptr, n, opt);
+}
+template <class K, class P>
+void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt) {
+  cpu_sort_any(keys, values, n, opt);
+}
+
+}  // namespace gpusort::detail
+
+#define GPUSORT_INSTANTIATE_PAIRS(K, P)                                                     \
+  template cudaError_t gpusort::detail::sort_pairs<K, P>(void*, std::size_t&, K*, P*,       \
+                                                         std::uint64_t, const options&);    \
+  template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t, const options&);
+
+#define GPUSORT_INSTANTIATE_KEY(K)                                                         \
+  template cudaError_t gpusort::detail::sort_keys<K>(void*, std::size_t&, K*, std::uint64_t, \
+                                                     const options&);                      \
+  template void gpusort::detail::cpu_sort_keys<K>(K*, std::uint64_t, const options&);      \
+  GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<4>)                                \
+  GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<8>)                                \
+  GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<16>)

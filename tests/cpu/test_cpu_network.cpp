@@ -1,0 +1,181 @@
+// The bitonic network math and the multi-step schedule, checked on the CPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "gpusort/detail/cpu/bitonic.hpp"
+#include "gpusort/detail/network/bitonic.hpp"
+
+namespace net = gpusort::detail::network;
+using gpusort::detail::no_value;
+using gpusort::detail::cpu::bitonic_sort;
+using gpusort::detail::cpu::cpu_schedule;
+
+TEST(Network, CeilLog2) {
+  EXPECT_EQ(net::ceil_log2(0), 0);
+  EXPECT_EQ(net::ceil_log2(1), 0);
+  EXPECT_EQ(net::ceil_log2(2), 1);
+  EXPECT_EQ(net::ceil_log2(3), 2);
+  EXPECT_EQ(net::ceil_log2(4), 2);
+  EXPECT_EQ(net::ceil_log2(5), 3);
+  EXPECT_EQ(net::ceil_log2((net::index_t{1} << 34) + 1), 35);
+  static_assert(net::ceil_log2(1u << 20) == 20);
+}
+
+TEST(Network, StepIndexRoundTrips) {
+  net::index_t s = 0;
+  for (int p = 1; p <= 40; ++p)
+    for (int b = p - 1; b >= 0; --b, ++s) {
+      ASSERT_EQ(net::step_index(p, b), s);
+      const net::step st = net::step_at(s);
+      ASSERT_EQ(st.phase, p);
+      ASSERT_EQ(st.bit, b);
+    }
+  static_assert(net::steps_through_phase(28) == 406);  // DESIGN.md's count for 2^28
+}
+
+TEST(Network, WindowSlotsAreABijection) {
+  const net::window shapes[] = {{5, 5, 0}, {3, 7, 2}, {2, 4, 3}, {4, 9, 1}, {0, 3, 2}};
+  for (const net::window& win : shapes) {
+    const net::index_t n = 1u << 12;
+    std::set<net::index_t> seen;
+    for (net::index_t w = 0; w < win.count(n); ++w)
+      for (net::index_t l = 0; l < (net::index_t{1} << win.local_bits()); ++l) {
+        const net::index_t s = win.slot(w, l);
+        ASSERT_TRUE(seen.insert(s).second) << "slot " << s << " twice";
+        for (int b = 0; b < win.local_bits(); ++b) {
+          // local bit b moves global bit local_bit^-1(b)
+          const net::index_t other = win.slot(w, l ^ (net::index_t{1} << b));
+          const int global = b < win.low_bits ? b : win.group_lo + b - win.low_bits;
+          ASSERT_EQ(s ^ other, net::index_t{1} << global);
+          ASSERT_EQ(win.local_bit(global), b);
+          ASSERT_TRUE(win.holds_bit(global));
+        }
+      }
+    EXPECT_EQ(seen.size(), n);
+    EXPECT_EQ(*seen.rbegin(), n - 1);
+  }
+}
+
+// The schedule performs every step of the network exactly once, in order, and each pass's
+// steps use bits its window holds; windows keep at least the minimum low bits.
+TEST(Network, ScheduleCoversEveryStepInOrder) {
+  for (int m = 1; m <= 14; ++m)
+    for (int c = 0; c < m; ++c)
+      for (net::index_t n : {2ull, 3ull, 5ull, 100ull, 4096ull, 4097ull, (1ull << 22) + 3,
+                             (1ull << 34)}) {
+        net::index_t next = 0;
+        int passes = 0;
+        const int counted = net::for_each_pass(n, {m, c}, [&](const net::pass& ps) {
+          ++passes;
+          ASSERT_EQ(ps.first_step, next);
+          ASSERT_LT(ps.first_step, ps.end_step);
+          ASSERT_LE(ps.win.local_bits(), m);
+          ASSERT_TRUE(ps.win.contiguous() || ps.win.low_bits >= c);
+          for (net::index_t s = ps.first_step; s < ps.end_step; ++s)
+            ASSERT_TRUE(ps.win.holds_bit(net::step_at(s).bit)) << "step " << s;
+          next = ps.end_step;
+        });
+        ASSERT_EQ(counted, passes);
+        ASSERT_EQ(next, net::steps_through_phase(net::ceil_log2(n)));
+      }
+}
+
+// DESIGN.md's pass count: 2^28 keys, tiles of 2^15, windows of 10 high + 5 low bits.
+TEST(Network, PassCountForTheDesignExample) {
+  EXPECT_EQ(net::for_each_pass(1ull << 28, {15, 5}, [](const net::pass&) {}), 30);
+}
+
+TEST(Network, StepGroupsPartitionEachPass) {
+  net::for_each_pass((1ull << 20) + 77, {9, 4}, [](const net::pass& ps) {
+    for (int group = 1; group <= 4; ++group) {
+      net::index_t s = ps.first_step;
+      net::for_each_step_group(ps, group, [&](const net::step_group& g) {
+        ASSERT_GE(g.count, 1);
+        ASSERT_LE(g.count, group);
+        for (int k = 0; k < g.count; ++k, ++s) {
+          const net::step st = net::step_at(s);
+          ASSERT_EQ(st.phase, g.phase);
+          ASSERT_EQ(ps.win.local_bit(st.bit), g.top_local_bit - k);
+        }
+      });
+      ASSERT_EQ(s, ps.end_step);
+    }
+  });
+}
+
+TEST(Network, GroupMembersCoverTheWindowOnce) {
+  for (int bits = 1; bits <= 8; ++bits)
+    for (int count = 1; count <= std::min(bits, 4); ++count)
+      for (int lowest = 0; lowest + count <= bits; ++lowest) {
+        std::vector<int> hits(1u << bits, 0);
+        for (net::index_t q = 0; q < (net::index_t{1} << (bits - count)); ++q)
+          for (net::index_t r = 0; r < (net::index_t{1} << count); ++r)
+            ++hits[net::group_member(q, lowest, count, r)];
+        ASSERT_TRUE(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; }));
+      }
+}
+
+TEST(Network, PaddingBlockIsAlwaysAscending) {
+  // The block of 2^p slots that holds slot n-1 and padding sorts ascending in every phase.
+  for (net::index_t n = 2; n < 300; ++n)
+    for (int p = 1; p <= net::ceil_log2(n); ++p)
+      ASSERT_TRUE(net::ascending(n - 1, p, n));
+}
+
+const cpu_schedule small_shapes[] = {
+    {{1, 0}, 1, 1}, {{2, 1}, 2, 1}, {{3, 1}, 3, 1}, {{4, 2}, 4, 1}, {{5, 2}, 3, 1}};
+
+// The 0-1 principle: a comparator network sorts every input iff it sorts every 0-1 input.
+TEST(Network, SortsEveryZeroOneInputUpTo20) {
+  for (const cpu_schedule& sched : small_shapes) {
+    for (int n = 0; n <= 20; ++n) {
+      if (n > 16 && sched.shape.tile_bits != 3) continue;  // keep the run short
+      std::vector<std::uint8_t> keys(n);
+      for (std::uint32_t bits = 0; bits < (1u << n); ++bits) {
+        for (int i = 0; i < n; ++i) keys[i] = (bits >> i) & 1u;
+        bitonic_sort(keys.data(), static_cast<no_value*>(nullptr), n, std::less<>{}, false, sched);
+        const int ones = __builtin_popcount(bits);
+        for (int i = 0; i < n; ++i)
+          ASSERT_EQ(keys[i], i >= n - ones ? 1 : 0) << "n=" << n << " input=" << bits;
+      }
+    }
+  }
+}
+
+TEST(Network, SortsLikeStdSortForEveryNUpTo5000) {
+  std::mt19937_64 rng(12345);
+  SCOPED_TRACE("seed 12345");
+  for (const cpu_schedule& sched : {cpu_schedule{{4, 2}, 3, 1}, cpu_schedule{{6, 3}, 4, 1}}) {
+    for (int n = 0; n <= 5000; ++n) {
+      std::vector<std::uint32_t> keys(n);
+      for (auto& k : keys) k = static_cast<std::uint32_t>(rng() % (n + 1));
+      std::vector<std::uint32_t> expect = keys;
+      std::sort(expect.begin(), expect.end());
+      bitonic_sort(keys.data(), static_cast<no_value*>(nullptr), n, std::less<>{}, false, sched);
+      ASSERT_EQ(keys, expect) << "n=" << n;
+    }
+  }
+}
+
+TEST(Network, SortsRandomLargerSizesDescendingToo) {
+  std::mt19937_64 rng(777);
+  SCOPED_TRACE("seed 777");
+  for (int trial = 0; trial < 12; ++trial) {
+    const std::size_t n = 5000 + rng() % 300000;
+    std::vector<std::uint64_t> keys(n);
+    for (auto& k : keys) k = rng();
+    const bool descending = trial % 2;
+    std::vector<std::uint64_t> expect = keys;
+    std::sort(expect.begin(), expect.end());
+    if (descending) std::reverse(expect.begin(), expect.end());
+    cpu_schedule sched{{static_cast<int>(5 + trial % 8), 2 + trial % 3}, 1 + trial % 4, 0};
+    bitonic_sort(keys.data(), static_cast<no_value*>(nullptr), n, std::less<>{}, descending, sched);
+    ASSERT_EQ(keys, expect) << "n=" << n;
+  }
+}

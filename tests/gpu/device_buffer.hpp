@@ -1,0 +1,61 @@
+// Test helpers for device memory: RAII buffers with guard zones, and the GPU skip.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "gpusort/sort.hpp"
+
+#define GPUSORT_REQUIRE_GPU()                                            \
+  do {                                                                   \
+    if (!gpusort::detail::gpu_available()) GTEST_SKIP() << "no CUDA device"; \
+  } while (0)
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+namespace gpusort::testing {
+
+constexpr std::size_t guard_elems = 257;
+constexpr unsigned char poison = 0xA5;
+
+// n elements in device memory, followed by a poisoned guard zone that must stay untouched
+// (in-place sorts never write past n, padding included).
+template <class T>
+class guarded_buffer {
+ public:
+  explicit guarded_buffer(const std::vector<T>& host) : n_(host.size()) {
+    if (cudaMalloc(&data_, sizeof(T) * (n_ + guard_elems)) != cudaSuccess) data_ = nullptr;
+    if (!data_) return;
+    cudaMemcpy(data_, host.data(), sizeof(T) * n_, cudaMemcpyHostToDevice);
+    cudaMemset(data_ + n_, poison, sizeof(T) * guard_elems);
+  }
+  ~guarded_buffer() { cudaFree(data_); }
+  guarded_buffer(const guarded_buffer&) = delete;
+  guarded_buffer& operator=(const guarded_buffer&) = delete;
+
+  T* data() const { return data_; }
+  std::size_t size() const { return n_; }
+  std::vector<T> to_host() const {
+    std::vector<T> h(n_);
+    cudaMemcpy(h.data(), data_, sizeof(T) * n_, cudaMemcpyDeviceToHost);
+    return h;
+  }
+  bool guard_intact() const {
+    std::vector<unsigned char> g(sizeof(T) * guard_elems);
+    cudaMemcpy(g.data(), data_ + n_, g.size(), cudaMemcpyDeviceToHost);
+    for (unsigned char c : g)
+      if (c != poison) return false;
+    return true;
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t n_;
+};
+
+}  // namespace gpusort::testing

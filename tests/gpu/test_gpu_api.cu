@@ -1,0 +1,168 @@
+// The public API on the device: validation and error messages, data untouched on error,
+// the convenience layer, user comparators, CUDA graph capture, and the baselines.
+#include <gtest/gtest.h>
+
+#include "device_buffer.hpp"
+#include "gpusort/sort.cuh"
+#include "gpusort/sort.hpp"
+#include "reference.hpp"
+
+using namespace gpusort::testing;
+namespace tools = gpusort::tools;
+
+class GpuApi : public ::testing::Test {
+ protected:
+  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
+};
+
+TEST_F(GpuApi, NullPointerIsRejected) {
+  std::size_t bytes = 0;
+  EXPECT_EQ(gpusort::sort_keys(nullptr, bytes, static_cast<std::uint32_t*>(nullptr), 10),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(gpusort::sort_keys(nullptr, bytes, static_cast<std::uint32_t*>(nullptr), 0),
+            cudaSuccess);
+  EXPECT_EQ(gpusort::sort_keys(nullptr, bytes, static_cast<std::uint32_t*>(nullptr), -1),
+            cudaErrorInvalidValue);
+  try {
+    gpusort::sort(std::span<float>(static_cast<float*>(nullptr), 5));
+    FAIL() << "no exception";
+  } catch (const gpusort::error& e) {
+    EXPECT_EQ(e.code(), cudaErrorInvalidValue);
+    EXPECT_NE(std::string(e.what()).find("null pointer"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(GpuApi, HostPointerIsRejectedAndUntouched) {
+  std::vector<std::uint64_t> host = {5, 3, 9, 1};
+  std::size_t bytes = 0;
+  EXPECT_EQ(gpusort::sort_keys(reinterpret_cast<void*>(1), bytes, host.data(), host.size()),
+            cudaErrorInvalidValue);
+  try {
+    gpusort::sort(std::span<std::uint64_t>(host));
+    FAIL() << "no exception";
+  } catch (const gpusort::error& e) {
+    EXPECT_NE(std::string(e.what()).find("not all in device memory"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(host, (std::vector<std::uint64_t>{5, 3, 9, 1}));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(GpuApi, CountBeyondTheAllocationIsRejected) {
+  std::vector<std::uint32_t> host = tools::generate<std::uint32_t>(tools::distribution::uniform, 1000, 1);
+  guarded_buffer<std::uint32_t> d(host);
+  std::size_t bytes = 0;
+  // far past the end of the allocation: the last element is not device memory
+  EXPECT_NE(gpusort::sort_keys(d.data(), bytes, d.data(), std::uint64_t{1} << 40), cudaSuccess);
+  EXPECT_EQ(d.to_host(), host);
+}
+
+TEST_F(GpuApi, MisalignedValuesAreRejected) {
+  std::vector<std::uint32_t> keys(9, 1);
+  guarded_buffer<std::uint32_t> dk(keys);
+  guarded_buffer<std::uint32_t> raw(std::vector<std::uint32_t>(20, 0));
+  auto* values = reinterpret_cast<std::uint64_t*>(raw.data() + 1);  // 4-byte aligned only
+  std::size_t bytes = 0;
+  EXPECT_EQ(gpusort::sort_pairs(nullptr, bytes, dk.data(), values, 8), cudaErrorMisalignedAddress);
+}
+
+TEST_F(GpuApi, ConvenienceLayerOnDeviceSpans) {
+  const auto input = tools::generate<std::int32_t>(tools::distribution::gaussian, 100003, 4);
+  guarded_buffer<std::int32_t> d(input);
+  gpusort::sort(std::span<std::int32_t>(d.data(), input.size()),
+                {.direction = gpusort::order::descending});
+  EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input, true)));
+}
+
+TEST_F(GpuApi, HostVectorsGoThroughTheGpu) {
+  auto keys = tools::generate<float>(tools::distribution::zipf, 77777, 8);
+  scatter_special_values(keys, 8);
+  std::vector<std::uint32_t> values(keys.size());
+  std::iota(values.begin(), values.end(), 0u);
+  const auto input = keys;
+  gpusort::sort(keys, values);
+  EXPECT_TRUE(same_bits(keys, reference_sort(input)));
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    ASSERT_EQ(gpusort::key_traits<float>::ordered(input[values[i]]),
+              gpusort::key_traits<float>::ordered(keys[i]));
+}
+
+struct point {
+  std::int32_t x, y;
+};
+struct by_y_then_x {
+  __host__ __device__ bool operator()(const point& a, const point& b) const {
+    return a.y != b.y ? a.y < b.y : a.x < b.x;
+  }
+};
+
+TEST_F(GpuApi, UserComparatorOnAStruct) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{33}, std::size_t{65537},
+                        std::size_t{1} << 20}) {
+    SCOPED_TRACE(n);
+    std::vector<point> pts(n);
+    for (std::size_t i = 0; i < n; ++i)
+      pts[i] = {int(tools::random_bits(1, i) % 1000), int(tools::random_bits(2, i) % 1000)};
+    std::vector<point> expect = pts;
+    std::stable_sort(expect.begin(), expect.end(), by_y_then_x{});
+    guarded_buffer<point> d(pts);
+    std::size_t bytes = 7;
+    ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), n, by_y_then_x{}), cudaSuccess);
+    ASSERT_EQ(bytes, 0u);
+    ASSERT_EQ(gpusort::sort_keys(d.data(), bytes, d.data(), n, by_y_then_x{}), cudaSuccess);
+    const auto got = d.to_host();
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i].x, expect[i].x) << i;
+      ASSERT_EQ(got[i].y, expect[i].y) << i;
+    }
+    ASSERT_TRUE(d.guard_intact());
+  }
+}
+
+// No hidden synchronization or allocation: the sort can be captured into a graph.
+TEST_F(GpuApi, WorksInsideGraphCapture) {
+  const auto input = tools::generate<std::uint64_t>(tools::distribution::uniform, 300001, 12);
+  guarded_buffer<std::uint64_t> d(input);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreate(&stream));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  std::size_t bytes = 0;
+  const cudaError_t sorted =
+      gpusort::sort_keys(d.data(), bytes, d.data(), input.size(), {.stream = stream});
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  ASSERT_EQ(sorted, cudaSuccess);
+  EXPECT_EQ(d.to_host(), input) << "capture must not run anything";
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input)));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+// The baselines answer through the same interface (u32 keys and u32/u32 pairs).
+TEST_F(GpuApi, BaselinesSortThroughTheInterface) {
+  for (auto algo : {gpusort::algorithm::cub_radix, gpusort::algorithm::cub_merge,
+                    gpusort::algorithm::thrust}) {
+    for (bool desc : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << gpusort::to_string(algo) << " desc=" << desc);
+      const auto input = tools::generate<std::uint32_t>(tools::distribution::uniform, 1 << 20, 3);
+      guarded_buffer<std::uint32_t> d(input);
+      gpusort::sort(std::span<std::uint32_t>(d.data(), input.size()),
+                    {.algo = algo, .direction = desc ? gpusort::order::descending
+                                                     : gpusort::order::ascending});
+      EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input, desc)));
+      EXPECT_TRUE(d.guard_intact());
+    }
+  }
+  std::vector<std::uint32_t> keys(10, 1);
+  guarded_buffer<std::uint32_t> dk(keys);
+  guarded_buffer<std::uint64_t> dv(std::vector<std::uint64_t>(10, 2));
+  std::size_t bytes = 0;
+  EXPECT_EQ(gpusort::sort_pairs(nullptr, bytes, dk.data(), dv.data(), 10,
+                                {.algo = gpusort::algorithm::cub_radix}),
+            cudaErrorNotSupported);
+}

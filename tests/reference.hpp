@@ -1,0 +1,71 @@
+// Shared by the tests: the key types under test, reference sorts and input sets.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "common/distributions.hpp"
+#include "gpusort/key_traits.hpp"
+
+namespace gpusort::testing {
+
+using key_types = ::testing::Types<std::uint32_t, std::int32_t, float, std::uint64_t,
+                                   std::int64_t, double>;
+
+// std::stable_sort in gpusort's order (total order for floats).
+template <class K>
+std::vector<K> reference_sort(std::vector<K> keys, bool descending = false) {
+  std::stable_sort(keys.begin(), keys.end(), [&](const K& a, const K& b) {
+    return descending ? gpusort::less<K>{}(b, a) : gpusort::less<K>{}(a, b);
+  });
+  return keys;
+}
+
+// Bitwise equality, so that NaN payloads and -0.0 count.
+template <class K>
+::testing::AssertionResult same_bits(const std::vector<K>& got, const std::vector<K>& want) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (gpusort::key_traits<K>::ordered(got[i]) != gpusort::key_traits<K>::ordered(want[i]))
+      return ::testing::AssertionFailure()
+             << "first difference at " << i << ": " << got[i] << " vs " << want[i];
+  return ::testing::AssertionSuccess();
+}
+
+// Inputs with -0.0, +0.0, infinities and NaNs of both signs scattered through (floats only).
+template <class K>
+void scatter_special_values(std::vector<K>& keys, std::uint64_t seed) {
+  if constexpr (std::is_floating_point_v<K>) {
+    const K specials[] = {K(-0.0), K(0.0), std::numeric_limits<K>::infinity(),
+                          -std::numeric_limits<K>::infinity(),
+                          std::numeric_limits<K>::quiet_NaN(),
+                          -std::numeric_limits<K>::quiet_NaN(),
+                          std::numeric_limits<K>::denorm_min(), std::numeric_limits<K>::lowest()};
+    std::mt19937_64 rng(seed);
+    for (std::size_t i = 0; i < keys.size() / 16 + 1 && !keys.empty(); ++i)
+      keys[rng() % keys.size()] = specials[rng() % std::size(specials)];
+  }
+}
+
+// The sizes the test plan asks for: 0, 1, 2, 3, 2^k-1, 2^k, 2^k+1, primes, large.
+inline std::vector<std::size_t> awkward_sizes(std::size_t largest) {
+  std::vector<std::size_t> sizes = {0, 1, 2, 3, 5, 7, 31, 97, 1009, 7919, 65521, 1000003};
+  for (int k = 4; (std::size_t{1} << k) <= largest; k += 3) {
+    sizes.push_back((std::size_t{1} << k) - 1);
+    sizes.push_back(std::size_t{1} << k);
+    sizes.push_back((std::size_t{1} << k) + 1);
+  }
+  std::erase_if(sizes, [&](std::size_t n) { return n > largest; });
+  std::sort(sizes.begin(), sizes.end());
+  return sizes;
+}
+
+}  // namespace gpusort::testing
