@@ -1,1 +1,274 @@
-int main() { return 0; }
+// gpusort: generate, sort, check and benchmark files of keys (DESIGN.md, "The command-line
+// tool"). Exit codes: 0 success, 1 `check` found disorder, 2 bad input or usage, 3 a CUDA or
+// I/O failure.
+#include <cstdio>
+#include <new>
+#include <string>
+#include <type_traits>
+
+#include "bench.hpp"
+#include "cli.hpp"
+#include "common/distributions.hpp"
+#include "gpusort/sort.hpp"
+#include "records.hpp"
+
+namespace {
+
+using namespace gpusort::tools;
+
+// Names separated by spaces, of enum values (through their to_string) or strings.
+std::string join_names(const auto& items) {
+  std::string names;
+  for (const auto& item : items) {
+    if (!names.empty()) names += ' ';
+    if constexpr (std::is_enum_v<std::decay_t<decltype(item)>>)
+      names += to_string(item);
+    else
+      names += item;
+  }
+  return names;
+}
+
+const std::string algorithm_names = join_names(gpusort::all_algorithms);
+const std::string distribution_names = join_names(all_distributions);
+
+const std::string main_help = R"(usage: gpusort <command> [options]
+  gen     write a file of generated keys
+  sort    sort a file
+  check   tell whether a file is sorted, and its checksum
+  bench   time the algorithms side by side
+  demo    sort one array with every algorithm and compare them
+`gpusort <command> --help` describes each command. Files are raw little-endian arrays of
+keys (u32 i32 f32 u64 i64 f64) or of packed (key, u32 value) records.
+Exit codes: 0 success, 1 check found disorder, 2 bad input or usage, 3 CUDA or I/O failure.
+)";
+
+const std::string gen_help =
+    R"(usage: gpusort gen --type T --n N [--dist D] [--seed S] [--pairs u32] [--text] OUT
+Writes N keys of type T (u32 i32 f32 u64 i64 f64) to OUT.
+  --n N        a number, 2^k, 2^k+c or 2^k-c
+  --dist D     )" +
+    distribution_names + R"( (default uniform)
+  --seed S     the same seed gives the same keys (default 1)
+  --pairs u32  write (key, value) records, the value being the key's original index
+  --text       one number (or "key value") per line instead of raw binary
+)";
+
+const std::string sort_help =
+    R"(usage: gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--text] IN OUT
+Sorts the records of IN by key into OUT, on the GPU if there is one, else on the CPU.
+OUT appears only when complete (it is written under a temporary name, then renamed); IN is
+never modified, and OUT may be IN. Floats sort -0.0 before +0.0 and NaNs last.
+  --algo A     )" +
+    algorithm_names + R"( (default automatic)
+  --desc       descending order
+  --pairs u32  records are (key, u32 value)
+  --text       IN and OUT hold one number (or "key value") per line
+)";
+
+const std::string check_help = R"(usage: gpusort check --type T [--pairs u32] [--desc] [--text] FILE
+Tells whether FILE's records are in order by key, where the first record out of order is,
+how many records come right after one they should precede, and a checksum of the records
+that does not depend on their order (so a sorted file has the checksum of its input).
+Exit code 1 if FILE is out of order.
+  --desc       check for descending order
+  --pairs u32  records are (key, u32 value)
+  --text       FILE holds one number (or "key value") per line
+)";
+
+const std::string bench_help =
+    R"(usage: gpusort bench [--algos a,b] [--types u32,u64,f32] [--dists uniform,...]
+                     [--sizes 2^16..2^28] [--pairs u32] [--reps 20] [--seed S]
+                     [--csv FILE] [--gpu-name NAME]
+Times the algorithms side by side on one GPU: for each point the input is copied from a
+pristine device buffer before every run (not timed), the sort is timed with CUDA events
+after 2 warm-up runs, and the median of --reps runs is reported; every result is verified.
+Without a CUDA device, the CPU backend (bitonic) is timed against std_sort.
+  --algos    default: all of )" +
+    join_names(bench_algorithms(true)) + R"(
+  --types    key types (default u32)
+  --dists    )" +
+    distribution_names + R"( (default uniform)
+  --sizes    counts (1000, 2^20, 2^20+1) and ranges 2^a..2^b (every power of two), comma
+             separated (default 2^16..2^28)
+  --pairs    u32: sort (key, u32 value) records
+  --reps     timed runs per point (default 20; std_sort does fewer above 2^22 keys)
+  --csv      write one row per measurement, with the columns of docs/results/
+  --gpu-name the name for the CSV's gpu column (default: the device's)
+)";
+
+const std::string demo_help = R"(usage: gpusort demo [--n N]
+Sorts N uniform u32 keys (default 2^24 on a GPU, 2^20 without) with every algorithm,
+verifies each result and prints the timings side by side. Without a CUDA device: the CPU
+backend against std_sort.
+)";
+
+int gen(const arguments& args) {
+  const std::string out = args.positional(1, "one output file")[0];
+  const bool pairs = parse_pairs(args);
+  const std::uint64_t n = parse_count(args.required("n"), "--n");
+  distribution dist = distribution::uniform;
+  if (args.has("dist") && !parse_distribution(args.get("dist"), dist))
+    throw usage_error("--dist: unknown distribution '" + args.get("dist") + "' (" +
+                      distribution_names + ")");
+  const std::uint64_t seed = parse_unsigned(args.get("seed", "1"), "--seed");
+  if (pairs && n > (std::uint64_t{1} << 32))
+    throw usage_error("--pairs u32: the original index of " + std::to_string(n) +
+                      " records does not fit a u32");
+  return with_key_type(args.required("type"), [&]<class K>() {
+    pending_file file(out);
+    records<K> r{generate<K>(dist, n, seed), {}, pairs};
+    if (pairs) {
+      r.values.resize(n);
+      for (std::uint64_t i = 0; i < n; ++i) r.values[i] = static_cast<std::uint32_t>(i);
+    }
+    write_records(file, r, args.has("text"));
+    return 0;
+  });
+}
+
+int sort(const arguments& args) {
+  const std::vector<std::string>& files = args.positional(2, "IN and OUT");
+  const bool pairs = parse_pairs(args);
+  const bool descending = args.has("desc");
+  gpusort::options opt{.direction =
+                           descending ? gpusort::order::descending : gpusort::order::ascending};
+  if (args.has("algo") && !gpusort::parse_algorithm(args.get("algo"), opt.algo))
+    throw usage_error("--algo: unknown algorithm '" + args.get("algo") + "' (" + algorithm_names +
+                      ")");
+  return with_key_type(args.required("type"), [&]<class K>() {
+    records<K> r = read_records<K>(files[0], pairs, args.has("text"));
+    pending_file out(files[1]);
+    const checksum input_sum = checksum_of(r);
+    if (pairs)
+      gpusort::sort(r.keys, r.values, opt);
+    else
+      gpusort::sort(r.keys, opt);
+    // A wrong result must never replace OUT; both scans cost little next to the file I/O.
+    const order_report order = scan_order(r.keys, descending);
+    if (order.out_of_order > 0 || !(checksum_of(r) == input_sum)) {
+      std::fprintf(stderr,
+                   "gpusort sort: the %s sort returned a wrong result (%llu records out of "
+                   "order, records %s); %s not written\n",
+                   std::string(gpusort::to_string(opt.algo)).c_str(),
+                   static_cast<unsigned long long>(order.out_of_order),
+                   checksum_of(r) == input_sum ? "kept" : "changed", files[1].c_str());
+      return 3;
+    }
+    write_records(out, r, args.has("text"));
+    return 0;
+  });
+}
+
+int check(const arguments& args) {
+  const std::string file = args.positional(1, "one file")[0];
+  const bool pairs = parse_pairs(args);
+  const bool descending = args.has("desc");
+  return with_key_type(args.required("type"), [&]<class K>() {
+    const records<K> r = read_records<K>(file, pairs, args.has("text"));
+    const order_report order = scan_order(r.keys, descending);
+    std::printf("file: %s\nrecords: %zu %s\nsorted (%s): %s\n", file.c_str(), r.keys.size(),
+                describe_records<K>(pairs).c_str(), descending ? "descending" : "ascending",
+                order.out_of_order == 0 ? "yes" : "no");
+    if (order.out_of_order == 0)
+      std::printf("first out of order: none\n");
+    else
+      std::printf("first out of order: %llu\n", static_cast<unsigned long long>(order.first));
+    std::printf("out of order: %llu\nchecksum: %s\n",
+                static_cast<unsigned long long>(order.out_of_order), checksum_of(r).str().c_str());
+    return order.out_of_order == 0 ? 0 : 1;
+  });
+}
+
+int bench(const arguments& args) {
+  args.positional(0, "no file arguments");
+  bench_config config;
+  if (args.has("algos")) config.algorithms = split(args.get("algos"), ',');
+  if (args.has("types")) config.key_types = split(args.get("types"), ',');
+  if (args.has("dists")) {
+    config.distributions.clear();
+    for (const std::string& name : split(args.get("dists"), ',')) {
+      if (!parse_distribution(name, config.distributions.emplace_back()))
+        throw usage_error("--dists: unknown distribution '" + name + "' (" + distribution_names +
+                          ")");
+    }
+  }
+  config.sizes = parse_sizes(args.get("sizes", "2^16..2^28"));
+  config.pairs = parse_pairs(args);
+  const std::uint64_t reps = parse_unsigned(args.get("reps", "20"), "--reps");
+  if (reps < 1 || reps > 100000) throw usage_error("--reps must be between 1 and 100000");
+  config.reps = static_cast<int>(reps);
+  config.seed = parse_unsigned(args.get("seed", "1"), "--seed");
+  config.csv_path = args.get("csv");
+  config.gpu_name = args.get("gpu-name");
+  return run_bench(config);
+}
+
+int demo(const arguments& args) {
+  args.positional(0, "no file arguments");
+  bench_config config;
+  config.sizes = {parse_count(args.get("n", cuda_device_present() ? "2^24" : "2^20"), "--n")};
+  config.reps = 10;
+  std::printf("gpusort demo: %llu uniform u32 keys, sorted by each algorithm and verified\n",
+              static_cast<unsigned long long>(config.sizes[0]));
+  return run_bench(config);
+}
+
+struct command {
+  std::string_view name;
+  const std::string& help;
+  int (*run)(const arguments&);
+  std::set<std::string_view> valued, flags;
+};
+
+const command commands[] = {
+    {"gen", gen_help, gen, {"type", "n", "dist", "seed", "pairs"}, {"text"}},
+    {"sort", sort_help, sort, {"type", "pairs", "algo"}, {"desc", "text"}},
+    {"check", check_help, check, {"type", "pairs"}, {"desc", "text"}},
+    {"bench",
+     bench_help,
+     bench,
+     {"algos", "types", "dists", "sizes", "pairs", "reps", "seed", "csv", "gpu-name"},
+     {}},
+    {"demo", demo_help, demo, {"n"}, {}},
+};
+
+bool asks_for_help(std::string_view arg) { return arg == "--help" || arg == "-h" || arg == "help"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || asks_for_help(argv[1])) {
+    std::fputs(main_help.c_str(), argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string_view name = argv[1];
+  const command* cmd = nullptr;
+  for (const command& c : commands)
+    if (c.name == name) cmd = &c;
+  if (!cmd) {
+    std::fprintf(stderr, "gpusort: unknown command '%s' (gen sort check bench demo)\n", argv[1]);
+    return 2;
+  }
+  for (int i = 2; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
+      std::fputs(cmd->help.c_str(), stdout);
+      return 0;
+    }
+  }
+  const auto fail = [&](const char* message, int code) {
+    std::fprintf(stderr, "gpusort %s: %s\n", argv[1], message);
+    return code;
+  };
+  try {
+    return cmd->run(arguments(argc - 2, argv + 2, cmd->valued, cmd->flags));
+  } catch (const usage_error& e) {
+    return fail(e.what(), 2);
+  } catch (const io_error& e) {
+    return fail(e.what(), 3);
+  } catch (const gpusort::error& e) {
+    return fail(e.what(), 3);
+  } catch (const std::bad_alloc&) {
+    return fail("out of host memory", 3);
+  }
+}

@@ -3,7 +3,8 @@
 // Two layers:
 //  * the core, CUB-style: sort_keys / sort_pairs take a workspace pointer and its size. With
 //    temp == nullptr they only write the bytes needed into temp_bytes (0 for in-place
-//    algorithms such as bitonic) and touch nothing else. They are ordered on opt.stream,
+//    algorithms such as bitonic) and touch nothing else; when 0 bytes are needed, pass any
+//    non-null pointer (the keys, say) to sort. They are ordered on opt.stream,
 //    never synchronize, never allocate and never throw; they return cudaSuccess or the error.
 //    Bad input (a null or host pointer with n > 0, a negative n, a misaligned value array)
 //    is reported before any data is touched.
@@ -76,6 +77,32 @@ void check_device_array(const void* ptr, std::uint64_t count, std::size_t elem_b
 std::string describe_call(const char* function, const options& opt, std::string_view key_type,
                           std::uint64_t n);
 
+// The convenience layer's workspace: allocated and freed on the stream. An in-place
+// algorithm needs 0 bytes but still gets a non-null pointer, since a null one only asks.
+class workspace {
+ public:
+  workspace(std::size_t bytes, cudaStream_t stream, const std::string& call) : stream_(stream) {
+    if (bytes == 0) return;
+    const cudaError_t e = cudaMallocAsync(&ptr_, bytes, stream);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      throw_error(e, call + ": cannot allocate " + std::to_string(bytes) +
+                         " bytes of device workspace");
+    }
+  }
+  ~workspace() {
+    if (ptr_ != &none_) cudaFreeAsync(ptr_, stream_);
+  }
+  workspace(const workspace&) = delete;
+  workspace& operator=(const workspace&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  static inline char none_ = 0;
+  void* ptr_ = &none_;
+  cudaStream_t stream_;
+};
+
 template <std::integral N>
 constexpr bool negative(N n) {
   if constexpr (std::is_signed_v<N>) return n < 0;
@@ -114,12 +141,8 @@ void sort(std::span<K> device_keys, const options& opt = {}) {
   std::size_t bytes = 0;
   cudaError_t e = sort_keys(nullptr, bytes, device_keys.data(), n, opt);
   if (e != cudaSuccess) detail::throw_error(e, call);
-  void* temp = nullptr;
-  if (bytes > 0 && (e = cudaMallocAsync(&temp, bytes, opt.stream)) != cudaSuccess)
-    detail::throw_error(e, call + ": cannot allocate " + std::to_string(bytes) +
-                               " bytes of device workspace");
-  e = sort_keys(temp, bytes, device_keys.data(), n, opt);
-  if (temp) cudaFreeAsync(temp, opt.stream);
+  detail::workspace temp(bytes, opt.stream, call);
+  e = sort_keys(temp.get(), bytes, device_keys.data(), n, opt);
   if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
   if (e != cudaSuccess) detail::throw_error(e, call);
 }
@@ -139,12 +162,8 @@ void sort(std::span<K> device_keys, std::span<V> device_values, const options& o
   std::size_t bytes = 0;
   cudaError_t e = sort_pairs(nullptr, bytes, device_keys.data(), device_values.data(), n, opt);
   if (e != cudaSuccess) detail::throw_error(e, call);
-  void* temp = nullptr;
-  if (bytes > 0 && (e = cudaMallocAsync(&temp, bytes, opt.stream)) != cudaSuccess)
-    detail::throw_error(e, call + ": cannot allocate " + std::to_string(bytes) +
-                               " bytes of device workspace");
-  e = sort_pairs(temp, bytes, device_keys.data(), device_values.data(), n, opt);
-  if (temp) cudaFreeAsync(temp, opt.stream);
+  detail::workspace temp(bytes, opt.stream, call);
+  e = sort_pairs(temp.get(), bytes, device_keys.data(), device_values.data(), n, opt);
   if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
   if (e != cudaSuccess) detail::throw_error(e, call);
 }

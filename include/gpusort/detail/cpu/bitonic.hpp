@@ -44,23 +44,24 @@ void run_group(K* keys, V* values, index_t n, const network::pass& ps, index_t w
   const index_t sets = index_t{1} << (win.local_bits() - COUNT);
   for (index_t q = 0; q < sets; ++q) {
     const index_t slot0 = win.slot(w, network::group_member(q, lowest, COUNT, 0));
-    if (slot0 >= n) continue;
+    const int real = network::real_members(slot0, low_global, COUNT, n);
+    if (real == 0) continue;
     K k[members];
     V v[members];
-    for (int r = 0; r < members; ++r) {
+    for (int r = 0; r < real; ++r) {
       const index_t s = slot0 | (static_cast<index_t>(r) << low_global);
-      if (s < n) {
-        k[r] = keys[s];
-        if constexpr (!std::is_same_v<V, no_value>) v[r] = values[s];
-      }
+      k[r] = keys[s];
+      if constexpr (!std::is_same_v<V, no_value>) v[r] = values[s];
     }
-    network::group_steps<COUNT>(k, v, slot0, low_global, grp.phase, n, descending, comp);
-    for (int r = 0; r < members; ++r) {
+    const bool asc = network::ascending(slot0, grp.phase, n, descending);
+    if (real == members)
+      network::group_steps<COUNT, false>(k, v, asc, real, comp);
+    else
+      network::group_steps<COUNT, true>(k, v, asc, real, comp);
+    for (int r = 0; r < real; ++r) {
       const index_t s = slot0 | (static_cast<index_t>(r) << low_global);
-      if (s < n) {
-        keys[s] = k[r];
-        if constexpr (!std::is_same_v<V, no_value>) values[s] = v[r];
-      }
+      keys[s] = k[r];
+      if constexpr (!std::is_same_v<V, no_value>) values[s] = v[r];
     }
   }
 }

@@ -1,17 +1,22 @@
-// Device-wide in-place bitonic sort (Peters et al.; windows after Capannini et al.).
+// Device-wide in-place bitonic sort (Peters et al.; passes after Capannini et al.).
 //
-// Schedule (network::for_each_pass), one kernel launch per pass, each a read and a write of
-// the keys: first every tile of 2^m keys is sorted in shared memory (phases 1..m); then each
-// later phase p takes ceil((p - m) / (m - c)) passes for its long-distance steps (windows
-// that keep the c lowest address bits, so every load is a coalesced run) and one tile pass
-// for its last m steps. Padded slots (>= n) are never read or written, and no device memory
-// is allocated.
+// Schedule (network::for_each_pass), one kernel launch per pass, each one read and one write
+// of the keys:
+//  * tile passes (bitonic_tile_kernel): a block sorts or merges a tile of 2^m consecutive
+//    keys in shared memory: phases 1..m in the first pass, then the last m steps of every
+//    later phase;
+//  * register passes (bitonic_register_kernel): the long-distance steps of a phase, up to g
+//    at a time; a thread loads the 2^g keys that differ in those bits straight from global
+//    memory (neighbouring threads read neighbouring keys), runs the g steps in registers and
+//    writes them back: no shared memory, no barrier.
+// For n = 2^28 u32 keys (m = 14, g = 5): 1 + 14 tile passes and 27 register passes.
+// Padded slots (>= n) are never read or written, and no device memory is allocated.
 #pragma once
 
 #include <algorithm>
 #include <cuda_runtime.h>
 
-#include "gpusort/detail/block/bitonic_window.cuh"
+#include "gpusort/detail/block/bitonic_tile.cuh"
 #include "gpusort/detail/network/bitonic.hpp"
 
 namespace gpusort::detail::device {
@@ -22,31 +27,76 @@ using network::index_t;
 template <class K, class V>
 struct bitonic_policy {
   static constexpr int slot_bytes = sizeof(K) + (block::has_values<K, V> ? sizeof(V) : 0);
-  static constexpr int threads = 512;
-  static constexpr int group = 3;  // steps per register round trip
-  static constexpr int min_low_bits = 5;
+  static constexpr int tile_threads = 512;
   // the largest tile that fits in 64 KiB of shared memory
   static constexpr int tile_bits = slot_bytes <= 4 ? 14 : slot_bytes <= 8 ? 13 : slot_bytes <= 16 ? 12 : 11;
-  static constexpr network::schedule_shape shape{tile_bits, min_low_bits};
+  static constexpr int digit_bits = slot_bytes <= 8 ? 5 : 4;  // tile steps per round trip
+  static constexpr int register_threads = 256;
+  static constexpr int register_bits = slot_bytes <= 4 ? 5 : slot_bytes <= 8 ? 4 : 3;
+  static constexpr network::schedule_shape shape{tile_bits, register_bits};
 };
 
 template <class Policy, class K, class V, class Compare>
-__global__ void __launch_bounds__(Policy::threads)
-    bitonic_pass_kernel(K* keys, V* values, index_t n, network::pass ps, bool descending,
+__global__ void __launch_bounds__(Policy::tile_threads)
+    bitonic_tile_kernel(K* keys, V* values, index_t n, network::pass ps, bool descending,
                         Compare comp) {
-  using network_t = block::window_network<K, V, Policy::threads, Policy::tile_bits,
-                                          Policy::group, Compare>;
+  using tile_t = block::tile_network<K, V, Policy::tile_threads, Policy::tile_bits,
+                                     Policy::digit_bits, Compare>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  auto& smem = *reinterpret_cast<typename network_t::storage*>(shared_bytes);
-  const index_t windows = ps.win.count(n);
-  for (index_t w = blockIdx.x; w < windows; w += gridDim.x) {
-    if (ps.win.slot(w, 0) >= n) continue;
-    network_t net{smem, ps.win, w, n, descending, comp};
-    net.load(keys, values);
-    net.run(ps);
-    net.store(keys, values);
-    __syncthreads();
+  auto& smem = *reinterpret_cast<typename tile_t::storage*>(shared_bytes);
+  const index_t first_slot = static_cast<index_t>(blockIdx.x) << Policy::tile_bits;
+  tile_t tile{smem, first_slot, n, descending, comp};
+  tile.load(keys, values);
+  tile.run(ps);
+  tile.store(keys, values);
+}
+
+template <int COUNT, class K, class V, class Compare>
+__device__ __forceinline__ void register_group(K* keys, V* values, index_t n, index_t slot0,
+                                               int lo, int phase, bool descending,
+                                               Compare comp) {
+  constexpr int members = 1 << COUNT;
+  const bool asc = network::ascending(slot0, phase, n, descending);
+  const int real = network::real_members(slot0, lo, COUNT, n);
+  K k[members];
+  V v[members];
+  if (real == members) {
+#pragma unroll
+    for (int r = 0; r < members; ++r) {
+      k[r] = keys[slot0 + (index_t(r) << lo)];
+      if constexpr (block::has_values<K, V>) v[r] = values[slot0 + (index_t(r) << lo)];
+    }
+    network::group_steps<COUNT, false>(k, v, asc, real, comp);
+#pragma unroll
+    for (int r = 0; r < members; ++r) {
+      keys[slot0 + (index_t(r) << lo)] = k[r];
+      if constexpr (block::has_values<K, V>) values[slot0 + (index_t(r) << lo)] = v[r];
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < members; ++r)
+      if (r < real) {
+        k[r] = keys[slot0 + (index_t(r) << lo)];
+        if constexpr (block::has_values<K, V>) v[r] = values[slot0 + (index_t(r) << lo)];
+      }
+    network::group_steps<COUNT, true>(k, v, asc, real, comp);
+#pragma unroll
+    for (int r = 0; r < members; ++r)
+      if (r < real) {
+        keys[slot0 + (index_t(r) << lo)] = k[r];
+        if constexpr (block::has_values<K, V>) values[slot0 + (index_t(r) << lo)] = v[r];
+      }
   }
+}
+
+template <class Policy, int COUNT, class K, class V, class Compare>
+__global__ void __launch_bounds__(Policy::register_threads)
+    bitonic_register_kernel(K* keys, V* values, index_t n, network::window win, int phase,
+                            bool descending, Compare comp) {
+  const index_t t = static_cast<index_t>(blockIdx.x) * Policy::register_threads + threadIdx.x;
+  const index_t slot0 = win.slot(t, 0);
+  if (slot0 >= n) return;
+  register_group<COUNT>(keys, values, n, slot0, win.group_lo, phase, descending, comp);
 }
 
 // Launches the whole schedule on `stream`. Returns the first launch error.
@@ -55,20 +105,44 @@ cudaError_t bitonic_sort(K* keys, V* values, index_t n, Compare comp, bool desce
                          cudaStream_t stream) {
   if (n < 2) return cudaSuccess;
   using policy = bitonic_policy<K, V>;
-  using storage = block::window_storage<K, V, policy::tile_bits>;
-  auto kernel = bitonic_pass_kernel<policy, K, V, Compare>;
+  using storage = block::tile_storage<K, V, policy::tile_bits>;
+  auto tile_kernel = bitonic_tile_kernel<policy, K, V, Compare>;
   constexpr int smem_bytes = sizeof(storage);
   if constexpr (smem_bytes > 48 * 1024) {
     const cudaError_t e =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+        cudaFuncSetAttribute(tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
     if (e != cudaSuccess) return e;
   }
   cudaError_t status = cudaSuccess;
   network::for_each_pass(n, policy::shape, [&](const network::pass& ps) {
     if (status != cudaSuccess) return;
-    const index_t windows = ps.win.count(n);
-    const unsigned grid = static_cast<unsigned>(std::min<index_t>(windows, index_t{1} << 30));
-    kernel<<<grid, policy::threads, smem_bytes, stream>>>(keys, values, n, ps, descending, comp);
+    if (ps.win.contiguous()) {
+      const index_t tiles = ((n - 1) >> policy::tile_bits) + 1;
+      tile_kernel<<<static_cast<unsigned>(tiles), policy::tile_threads, smem_bytes, stream>>>(
+          keys, values, n, ps, descending, comp);
+    } else {
+      const index_t threads = ps.win.count(n);
+      const auto blocks = static_cast<unsigned>((threads + policy::register_threads - 1) /
+                                                policy::register_threads);
+      const int phase = network::step_at(ps.first_step).phase;
+      auto launch = [&](auto kernel) {
+        kernel<<<blocks, policy::register_threads, 0, stream>>>(keys, values, n, ps.win, phase,
+                                                                descending, comp);
+      };
+      switch (ps.win.group_bits) {
+        case 1: launch(bitonic_register_kernel<policy, 1, K, V, Compare>); break;
+        case 2: launch(bitonic_register_kernel<policy, 2, K, V, Compare>); break;
+        case 3: launch(bitonic_register_kernel<policy, 3, K, V, Compare>); break;
+        case 4:
+          if constexpr (policy::register_bits >= 4)
+            launch(bitonic_register_kernel<policy, 4, K, V, Compare>);
+          break;
+        default:
+          if constexpr (policy::register_bits >= 5)
+            launch(bitonic_register_kernel<policy, 5, K, V, Compare>);
+          break;
+      }
+    }
     status = cudaGetLastError();
   });
   return status;

@@ -10,11 +10,12 @@
 // padded slots need not exist. Sibling blocks only need opposite directions, so the block
 // holding slot i is ascending iff bit p of i equals bit p of n-1 (the boundary block's bit).
 //
-// Passes: a pass is a set of 2^m slots per thread block (its "window") plus the run of
-// consecutive network steps it performs inside that window. A window keeps the c lowest
-// address bits (runs of 2^c consecutive keys: coalesced loads) and g higher bits starting at
-// `group_lo`; every step of the pass has its partner bit among them. Capannini et al. call
-// such windows Γ-partitions.
+// Passes: a pass is a set of "windows" plus the run of consecutive network steps it
+// performs inside each window; every step of the pass has its partner bit in the window.
+// Two shapes (Capannini et al.'s Γ-partitions, specialised):
+//  * a tile: 2^m consecutive slots (bits 0..m-1), held by one thread block in shared memory;
+//  * a register group: the 2^g slots that differ in bits lo..lo+g-1, held by one thread.
+//    Neighbouring threads take neighbouring slots, so every load is coalesced (lo >= m).
 #pragma once
 
 #include <cstdint>
@@ -88,6 +89,12 @@ struct window {
     return (w_high << (group_lo + group_bits)) | (group << group_lo) | (w_mid << low_bits) |
            (l & low_mask);
   }
+  // Global slot of local index l relative to the window's first slot: slot(w, l) is
+  // slot(w, 0) | offset(l), since the mapping only moves bits.
+  GPUSORT_HD constexpr index_t offset(index_t l) const {
+    const index_t low_mask = (index_t{1} << low_bits) - 1;
+    return ((l >> low_bits) << group_lo) | (l & low_mask);
+  }
   // Local bit that holds global bit b (b must be in the window).
   GPUSORT_HD constexpr int local_bit(int b) const {
     return b < low_bits ? b : low_bits + (b - group_lo);
@@ -111,23 +118,23 @@ struct pass {
   index_t end_step;
 };
 
-// Tunables of the schedule: tile_bits = log2 of the slots one block holds (m); min_low_bits
-// keeps at least this many low bits in every window, so loads stay coalesced.
+// Tunables of the schedule: tile_bits = log2 of the slots one block holds (m);
+// register_bits = the most long-distance steps one thread runs per pass (g).
 struct schedule_shape {
   int tile_bits;
-  int min_low_bits;
+  int register_bits;
 };
 
 // Calls f(pass) for every pass of the schedule sorting n keys, in order. Returns the count.
-//   1. a tile pass: every contiguous tile of 2^m slots runs phases 1..m;
-//   2. for each later phase p: its steps with bits >= m, at most m - c per pass, from the top,
-//      in windows keeping the c low bits; then one tile pass for bits m-1..0.
+//   1. a tile pass: every tile of 2^m slots runs phases 1..m;
+//   2. for each later phase p: its steps with bits >= m, at most g per pass from the top, in
+//      register groups; then one tile pass for the phase's last m steps (bits m-1..0).
 template <class F>
 GPUSORT_HD constexpr int for_each_pass(index_t n, schedule_shape shape, F&& f) {
   if (n < 2) return 0;
   const int L = ceil_log2(n);
   const int m = shape.tile_bits < L ? shape.tile_bits : L;
-  const int max_group = m - shape.min_low_bits > 0 ? m - shape.min_low_bits : 1;
+  const int max_group = shape.register_bits > 0 ? shape.register_bits : 1;
   int passes = 0;
   f(pass{window{m, m, 0}, 0, steps_through_phase(m)});
   ++passes;
@@ -137,7 +144,7 @@ GPUSORT_HD constexpr int for_each_pass(index_t n, schedule_shape shape, F&& f) {
       const int span = hi - m + 1;
       const int g = span < max_group ? span : max_group;
       const int lo = hi - g + 1;
-      f(pass{window{m - g, lo, g}, step_index(p, hi), step_index(p, lo) + 1});
+      f(pass{window{0, lo, g}, step_index(p, hi), step_index(p, lo) + 1});
       ++passes;
       hi = lo - 1;
     }

@@ -8,35 +8,48 @@
 
 namespace gpusort::detail::network {
 
-template <class T>
-GPUSORT_HD GPUSORT_FORCEINLINE void swap_values(T& a, T& b) {
-  T t = a;
-  a = b;
-  b = t;
+// Orders (a, b): ascending puts the smaller first. One comparison and selects only: a warp
+// never branches on the data (a ternary over two comparator calls compiles to branches).
+template <class K, class V, class Compare>
+GPUSORT_HD GPUSORT_FORCEINLINE void compare_exchange(K& a, K& b, V& va, V& vb, bool asc,
+                                                     Compare comp) {
+  const bool b_first = comp(b, a);
+  const K first = b_first ? b : a;
+  const K second = b_first ? a : b;
+  a = asc ? first : second;
+  b = asc ? second : first;
+  if constexpr (!std::is_same_v<V, no_value>) {
+    const V vfirst = b_first ? vb : va;
+    const V vsecond = b_first ? va : vb;
+    va = asc ? vfirst : vsecond;
+    vb = asc ? vsecond : vfirst;
+  }
 }
-GPUSORT_HD GPUSORT_FORCEINLINE void swap_values(no_value&, no_value&) {}
 
-// Runs COUNT consecutive steps of phase `phase` on the 2^COUNT keys whose global slots are
-// slot0 | (r << low_bit), r = 0..2^COUNT-1 (member r in keys[r]). The steps use the bits
-// low_bit+COUNT-1 down to low_bit. Members at slots >= n are padding: never compared.
-template <int COUNT, class K, class V, class Compare>
+// How many of a member set's slots slot0 | (r << low_bit), r = 0..2^count-1, are real keys
+// (< n). They are always a prefix in r, since the slots grow with r.
+GPUSORT_HD constexpr int real_members(index_t slot0, int low_bit, int count, index_t n) {
+  if (slot0 >= n) return 0;
+  const index_t span = n - slot0;  // slots slot0 .. n-1 are real
+  const index_t members = ((span - 1) >> low_bit) + 1;
+  return members >= (index_t{1} << count) ? (1 << count) : static_cast<int>(members);
+}
+
+// Runs COUNT consecutive steps, all of one direction, on 2^COUNT keys whose slots differ in
+// COUNT consecutive address bits (member r in keys[r], the step bits from high to low).
+// With PARTIAL, only the first `real` members are keys; the rest are padding that is never
+// compared (a comparator whose upper member is padding does nothing).
+template <int COUNT, bool PARTIAL, class K, class V, class Compare>
 GPUSORT_HD GPUSORT_FORCEINLINE void group_steps(K (&keys)[1 << COUNT], V (&values)[1 << COUNT],
-                                                index_t slot0, int low_bit, int phase, index_t n,
-                                                bool descending, Compare comp) {
-  const bool asc = ascending(slot0, phase, n, descending);  // bit `phase` is not in the group
-  const bool all_real = (slot0 | ((index_t{(1u << COUNT) - 1}) << low_bit)) < n;
+                                                bool asc, int real, Compare comp) {
 #pragma unroll
   for (int b = COUNT - 1; b >= 0; --b) {
 #pragma unroll
     for (int r = 0; r < (1 << COUNT); ++r) {
       if (r & (1 << b)) continue;
       const int u = r | (1 << b);
-      if (!all_real && (slot0 | (static_cast<index_t>(u) << low_bit)) >= n) continue;
-      const bool out_of_order = asc ? comp(keys[u], keys[r]) : comp(keys[r], keys[u]);
-      if (out_of_order) {
-        swap_values(keys[r], keys[u]);
-        swap_values(values[r], values[u]);
-      }
+      if (PARTIAL && u >= real) continue;
+      compare_exchange(keys[r], keys[u], values[r], values[u], asc, comp);
     }
   }
 }

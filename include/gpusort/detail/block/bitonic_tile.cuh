@@ -1,0 +1,162 @@
+// Block level: one thread block runs the short-distance steps (bits below TILE_BITS) of a
+// phase on a tile of 2^TILE_BITS consecutive slots held in shared memory.
+//
+// The tile's address bits are cut into digits of DIGIT bits. The steps of a phase run from
+// its top bit down, one digit at a time: each thread loads the 2^k slots that differ in the
+// k step bits of the digit into registers, runs the k steps there (network::group_steps) and
+// stores them back, so there is one barrier per digit rather than per step. Because a
+// digit's lowest bit is a compile-time constant, the member offsets in shared memory are
+// constants folded into the load and store instructions.
+#pragma once
+
+#include <type_traits>
+
+#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/network/bitonic.hpp"
+#include "gpusort/detail/network/group_steps.hpp"
+
+namespace gpusort::detail::block {
+
+using network::index_t;
+
+// Shared-memory index of tile slot l: one spare word every 32 slots, so that member sets
+// with power-of-two strides spread over the banks. For x whose bits are disjoint from l's,
+// padded_index(l | x) == padded_index(l) + padded_index(x): member offsets are constants.
+GPUSORT_HD constexpr unsigned padded_index(unsigned l) { return l + (l >> 5); }
+
+template <class K, class V>
+constexpr bool has_values = !std::is_same_v<V, no_value>;
+
+// Shared memory of a tile of 2^TILE_BITS slots: keys, then values.
+template <class K, class V, int TILE_BITS>
+struct tile_storage {
+  static constexpr unsigned slots = 1u << TILE_BITS;
+  K keys[padded_index(slots)];
+  V values[has_values<K, V> ? padded_index(slots) : 1];
+};
+
+template <class K, class V, int THREADS, int TILE_BITS, int DIGIT, class Compare>
+struct tile_network {
+  using storage = tile_storage<K, V, TILE_BITS>;
+  static constexpr unsigned slots = storage::slots;
+  static constexpr int top_digit = (TILE_BITS - 1) / DIGIT;
+
+  storage& smem;
+  index_t first_slot;
+  index_t n;
+  bool descending;
+  Compare comp;
+
+  // Does the tile hold padding (slots >= n)? Only then are comparators checked.
+  __device__ bool partial() const { return first_slot + slots > n; }
+
+  __device__ void load(const K* keys, const V* values) {
+    const index_t count = partial() ? n - first_slot : slots;
+#pragma unroll 4
+    for (unsigned l = threadIdx.x; l < count; l += THREADS) {
+      smem.keys[padded_index(l)] = keys[first_slot + l];
+      if constexpr (has_values<K, V>) smem.values[padded_index(l)] = values[first_slot + l];
+    }
+  }
+
+  __device__ void store(K* keys, V* values) const {
+    const index_t count = partial() ? n - first_slot : slots;
+#pragma unroll 4
+    for (unsigned l = threadIdx.x; l < count; l += THREADS) {
+      keys[first_slot + l] = smem.keys[padded_index(l)];
+      if constexpr (has_values<K, V>) values[first_slot + l] = smem.values[padded_index(l)];
+    }
+  }
+
+  // Steps on bits LOWEST + COUNT - 1 .. LOWEST of `phase`, one member set per thread.
+  template <int LOWEST, int COUNT, bool PARTIAL>
+  __device__ void run_group(int phase) {
+    constexpr int members = 1 << COUNT;
+    constexpr unsigned sets = slots >> COUNT;
+    // The direction depends on bit `phase` of the slot: a tile bit while the phase is
+    // shorter than the tile, else a bit of the tile's first slot.
+    const bool local_direction = phase < TILE_BITS;
+    const unsigned boundary_bit = static_cast<unsigned>(((n - 1) >> phase) & 1u);
+    const bool tile_asc = network::ascending(first_slot, phase, n, descending);
+    for (unsigned q = threadIdx.x; q < sets; q += THREADS) {
+      const unsigned local0 =
+          ((q >> LOWEST) << (LOWEST + COUNT)) | (q & ((1u << LOWEST) - 1));
+      const bool asc = local_direction
+                           ? ((((local0 >> phase) & 1u) == boundary_bit) != descending)
+                           : tile_asc;
+      int real = members;
+      if constexpr (PARTIAL) {
+        real = network::real_members(first_slot + local0, LOWEST, COUNT, n);
+        if (real == 0) continue;
+      }
+      const unsigned base = padded_index(local0);
+      K k[members];
+      V v[members];
+#pragma unroll
+      for (int r = 0; r < members; ++r) {
+        k[r] = smem.keys[base + padded_index(static_cast<unsigned>(r) << LOWEST)];
+        if constexpr (has_values<K, V>)
+          v[r] = smem.values[base + padded_index(static_cast<unsigned>(r) << LOWEST)];
+      }
+      network::group_steps<COUNT, PARTIAL>(k, v, asc, real, comp);
+#pragma unroll
+      for (int r = 0; r < members; ++r) {
+        smem.keys[base + padded_index(static_cast<unsigned>(r) << LOWEST)] = k[r];
+        if constexpr (has_values<K, V>)
+          smem.values[base + padded_index(static_cast<unsigned>(r) << LOWEST)] = v[r];
+      }
+    }
+  }
+
+  template <int LOWEST, int WIDTH, bool PARTIAL>
+  __device__ void run_digit(int phase, int count) {
+    __syncthreads();
+    if constexpr (WIDTH >= 5) {
+      if (count == 5) return run_group<LOWEST, 5, PARTIAL>(phase);
+    }
+    if constexpr (WIDTH >= 4) {
+      if (count == 4) return run_group<LOWEST, 4, PARTIAL>(phase);
+    }
+    if constexpr (WIDTH >= 3) {
+      if (count == 3) return run_group<LOWEST, 3, PARTIAL>(phase);
+    }
+    if constexpr (WIDTH >= 2) {
+      if (count == 2) return run_group<LOWEST, 2, PARTIAL>(phase);
+    }
+    run_group<LOWEST, 1, PARTIAL>(phase);
+  }
+
+  // Steps top_bit .. 0 of `phase`, digit D and the digits below it.
+  template <int D, bool PARTIAL>
+  __device__ void merge_from_digit(int phase, int top_bit) {
+    constexpr int lowest = D * DIGIT;
+    constexpr int width = DIGIT < TILE_BITS - lowest ? DIGIT : TILE_BITS - lowest;
+    if (top_bit >= lowest) {
+      const int top = top_bit < lowest + width - 1 ? top_bit : lowest + width - 1;
+      run_digit<lowest, width, PARTIAL>(phase, top - lowest + 1);
+    }
+    if constexpr (D > 0) merge_from_digit<D - 1, PARTIAL>(phase, top_bit);
+  }
+
+  // Runs the steps [ps.first_step, ps.end_step) (whole phases, or the tail of one) on the
+  // loaded tile.
+  template <bool PARTIAL>
+  __device__ void run_steps(const network::pass& ps) {
+    const network::step first = network::step_at(ps.first_step);
+    const network::step last = network::step_at(ps.end_step - 1);
+    for (int phase = first.phase; phase <= last.phase; ++phase) {
+      const int top = phase == first.phase ? first.bit : phase - 1;
+      merge_from_digit<top_digit, PARTIAL>(phase, top);
+    }
+    __syncthreads();
+  }
+
+  __device__ void run(const network::pass& ps) {
+    if (partial())
+      run_steps<true>(ps);
+    else
+      run_steps<false>(ps);
+  }
+};
+
+}  // namespace gpusort::detail::block

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds the gpusort tool and runs its demo: one array sorted by every algorithm, each result
+# verified, the timings side by side. Arguments go to `gpusort demo` (e.g. --n 2^26).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/cuda/bin:$PATH"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build --target gpusort_tool
+build/tools/gpusort demo "$@"

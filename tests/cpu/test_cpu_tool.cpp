@@ -1,0 +1,334 @@
+// The gpusort command-line tool end to end: gen -> sort -> check round trips on files, and
+// the errors with their exit codes. It runs the built binary, which sorts on the CPU where
+// there is no GPU.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+#ifdef GPUSORT_TOOL_PATH
+const std::string tool = GPUSORT_TOOL_PATH;
+#else
+const std::string tool;  // built with GPUSORT_BUILD_TOOLS=OFF
+#endif
+
+struct outcome {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+template <class T>
+std::vector<T> read_array(const fs::path& path) {
+  const std::string bytes = slurp(path);
+  std::vector<T> data(bytes.size() / sizeof(T));
+  std::memcpy(data.data(), bytes.data(), data.size() * sizeof(T));
+  return data;
+}
+
+template <class T>
+void write_array(const fs::path& path, const std::vector<T>& data) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(T));
+}
+
+// The rest of the line of `text` that starts with `prefix`, or "" if none does.
+std::string field(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with(prefix)) return line.substr(prefix.size());
+  return "";
+}
+
+class Tool : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (tool.empty()) GTEST_SKIP() << "the gpusort tool is not built";
+    dir_ = fs::temp_directory_path() /
+           ("gpusort_tool_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+  outcome run(const std::string& args) const {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    const std::string command =
+        "'" + tool + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const int status = std::system(command.c_str());
+    outcome o{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+    fs::remove(out);
+    fs::remove(err);
+    return o;
+  }
+
+  std::string checksum(const std::string& args) const {
+    return field(run("check " + args).out, "checksum: ");
+  }
+
+  // The files in the test's directory (no temporary files may be left behind).
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir_))
+      names.push_back(entry.path().filename().string());
+    std::ranges::sort(names);
+    return names;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Tool, RoundTripsEveryKeyType) {
+  for (const char* type : {"u32", "i32", "f32", "u64", "i64", "f64"}) {
+    for (const char* dist : {"uniform", "few_unique", "organ_pipe"}) {
+      SCOPED_TRACE(::testing::Message() << type << " " << dist);
+      const std::string t = std::string(" --type ") + type + " ";
+      ASSERT_EQ(run("gen" + t + "--n 4099 --seed 7 --dist " + dist + " " + file("in")).code, 0);
+      EXPECT_EQ(fs::file_size(file("in")), 4099u * (type[1] == '3' ? 4 : 8));
+      EXPECT_EQ(run("check" + t + file("in")).code, 1);
+      const outcome sorted = run("sort" + t + file("in") + " " + file("out"));
+      ASSERT_EQ(sorted.code, 0) << sorted.err;
+      const outcome checked = run("check" + t + file("out"));
+      EXPECT_EQ(checked.code, 0) << checked.out;
+      EXPECT_EQ(field(checked.out, "sorted (ascending): "), "yes");
+      EXPECT_EQ(field(checked.out, "out of order: "), "0");
+      EXPECT_EQ(checksum(t + file("in")), field(checked.out, "checksum: "));
+      EXPECT_FALSE(field(checked.out, "checksum: ").empty());
+    }
+  }
+  // The tool's verdict against an independent sort.
+  ASSERT_EQ(run("gen --type u32 --n 2^12 " + file("in")).code, 0);
+  ASSERT_EQ(run("sort --type u32 " + file("in") + " " + file("out")).code, 0);
+  std::vector<std::uint32_t> in = read_array<std::uint32_t>(file("in"));
+  std::ranges::sort(in);
+  EXPECT_EQ(read_array<std::uint32_t>(file("out")), in);
+}
+
+TEST_F(Tool, SizesAcceptPowersOfTwo) {
+  ASSERT_EQ(run("gen --type u32 --n 2^10 " + file("a")).code, 0);
+  EXPECT_EQ(fs::file_size(file("a")), 4096u);
+  ASSERT_EQ(run("gen --type u64 --n 2^10+1 " + file("b")).code, 0);
+  EXPECT_EQ(fs::file_size(file("b")), 8200u);
+  ASSERT_EQ(run("gen --type i32 --n 2^4-1 " + file("c")).code, 0);
+  EXPECT_EQ(fs::file_size(file("c")), 60u);
+  ASSERT_EQ(run("gen --type i32 --n 0 " + file("d")).code, 0);
+  EXPECT_EQ(fs::file_size(file("d")), 0u);
+  EXPECT_EQ(run("check --type i32 " + file("d")).code, 0);
+}
+
+TEST_F(Tool, PairsKeepTheirValues) {
+  const std::string p = " --type u64 --pairs u32 ";
+  ASSERT_EQ(run("gen" + p + "--n 5000 --dist few_unique " + file("in")).code, 0);
+  ASSERT_EQ(fs::file_size(file("in")), 5000u * 12);
+  ASSERT_EQ(run("sort" + p + file("in") + " " + file("out")).code, 0);
+  EXPECT_EQ(run("check" + p + file("out")).code, 0);
+  EXPECT_EQ(checksum(p + file("in")), checksum(p + file("out")));
+  // Records are packed (12 bytes): the value is the key's index in the input.
+  const std::string in = slurp(file("in")), out = slurp(file("out"));
+  ASSERT_EQ(in.size(), out.size());
+  std::vector<bool> seen(5000);
+  for (std::size_t r = 0; r < 5000; ++r) {
+    std::uint64_t key, original_key;
+    std::uint32_t index;
+    std::memcpy(&key, out.data() + r * 12, 8);
+    std::memcpy(&index, out.data() + r * 12 + 8, 4);
+    ASSERT_LT(index, 5000u);
+    ASSERT_FALSE(seen[index]) << "index " << index << " twice";
+    seen[index] = true;
+    std::memcpy(&original_key, in.data() + index * 12, 8);
+    ASSERT_EQ(key, original_key) << "record " << r;
+  }
+}
+
+TEST_F(Tool, TextFiles) {
+  ASSERT_EQ(run("gen --type f32 --n 1000 --seed 3 --text " + file("in.txt")).code, 0);
+  const std::string text = slurp(file("in.txt"));
+  EXPECT_EQ(std::ranges::count(text, '\n'), 1000);
+  ASSERT_EQ(run("sort --type f32 --text " + file("in.txt") + " " + file("out.txt")).code, 0);
+  EXPECT_EQ(run("check --type f32 --text " + file("out.txt")).code, 0);
+  // Text holds floats exactly: it checksums like the binary file of the same seed.
+  ASSERT_EQ(run("gen --type f32 --n 1000 --seed 3 " + file("in.bin")).code, 0);
+  EXPECT_EQ(checksum("--type f32 --text " + file("out.txt")),
+            checksum("--type f32 " + file("in.bin")));
+
+  ASSERT_EQ(run("gen --type i64 --pairs u32 --n 300 --text " + file("pairs.txt")).code, 0);
+  const std::string pairs = slurp(file("pairs.txt"));
+  EXPECT_EQ(std::count(pairs.begin(), pairs.begin() + pairs.find('\n'), ' '), 1) << "key value";
+  const std::string p = " --type i64 --pairs u32 --text ";
+  ASSERT_EQ(run("sort" + p + "--desc " + file("pairs.txt") + " " + file("sorted.txt")).code, 0);
+  EXPECT_EQ(run("check" + p + "--desc " + file("sorted.txt")).code, 0);
+  EXPECT_EQ(checksum(p + file("pairs.txt")), checksum(p + file("sorted.txt")));
+
+  std::ofstream(file("bad.txt")) << "1\n2\nthree\n";
+  const outcome bad = run("sort --type u32 --text " + file("bad.txt") + " " + file("x"));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("bad.txt:3"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(file("x")));
+}
+
+TEST_F(Tool, DescendingAndEveryAlgorithm) {
+  ASSERT_EQ(run("gen --type i32 --n 3001 --dist gaussian " + file("in")).code, 0);
+  for (const char* algo : {"automatic", "bitonic", "cub_radix", "cub_merge", "thrust"}) {
+    SCOPED_TRACE(algo);
+    const outcome sorted = run(std::string("sort --type i32 --desc --algo ") + algo + " " +
+                               file("in") + " " + file("out"));
+    ASSERT_EQ(sorted.code, 0) << sorted.err;
+    EXPECT_EQ(run("check --type i32 --desc " + file("out")).code, 0);
+    EXPECT_EQ(run("check --type i32 " + file("out")).code, 1);
+    EXPECT_EQ(checksum("--type i32 " + file("in")), checksum("--type i32 " + file("out")));
+  }
+}
+
+TEST_F(Tool, OutputMayReplaceTheInput) {
+  ASSERT_EQ(run("gen --type f64 --n 777 " + file("data")).code, 0);
+  const std::string before = checksum("--type f64 " + file("data"));
+  ASSERT_EQ(run("sort --type f64 " + file("data") + " " + file("data")).code, 0);
+  EXPECT_EQ(run("check --type f64 " + file("data")).code, 0);
+  EXPECT_EQ(checksum("--type f64 " + file("data")), before);
+  EXPECT_EQ(listing(), std::vector<std::string>{"data"});
+}
+
+TEST_F(Tool, CheckFindsDisorderAndChecksumsIgnoreOrder) {
+  write_array<std::uint32_t>(file("a"), {1, 2, 5, 3, 4, 0});
+  const outcome o = run("check --type u32 " + file("a"));
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(field(o.out, "sorted (ascending): "), "no");
+  EXPECT_EQ(field(o.out, "first out of order: "), "3");
+  EXPECT_EQ(field(o.out, "out of order: "), "2");
+  EXPECT_EQ(field(o.out, "records: ").substr(0, 2), "6 ");
+  write_array<std::uint32_t>(file("b"), {0, 1, 2, 3, 4, 5});
+  EXPECT_EQ(run("check --type u32 " + file("b")).code, 0);
+  EXPECT_EQ(checksum("--type u32 " + file("a")), checksum("--type u32 " + file("b")));
+  write_array<std::uint32_t>(file("c"), {0, 1, 2, 3, 4, 6});
+  EXPECT_NE(checksum("--type u32 " + file("a")), checksum("--type u32 " + file("c")));
+  write_array<std::uint32_t>(file("d"), {0, 1, 2, 3, 4, 4, 5});
+  EXPECT_NE(checksum("--type u32 " + file("b")), checksum("--type u32 " + file("d")));
+}
+
+TEST_F(Tool, FloatsFollowTheTotalOrder) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  write_array<float>(file("sorted"), {-1.0f, -0.0f, 0.0f, 2.0f, nan, -nan});
+  EXPECT_EQ(run("check --type f32 " + file("sorted")).code, 0);
+  write_array<float>(file("zeros"), {0.0f, -0.0f});
+  EXPECT_EQ(run("check --type f32 " + file("zeros")).code, 1);
+  write_array<float>(file("nan_first"), {nan, 1.0f});
+  EXPECT_EQ(run("check --type f32 " + file("nan_first")).code, 1);
+}
+
+TEST_F(Tool, BadInputFailsWithoutTouchingFiles) {
+  // 10 bytes are not whole u32 records; 24 bytes are not whole 12-byte (u64, u32) records.
+  std::ofstream(file("in"), std::ios::binary) << "0123456789";
+  std::ofstream(file("out"), std::ios::binary) << "previous";
+  for (const std::string& args :
+       {"sort --type u32 " + file("in") + " " + file("out"),
+        "sort --type u64 --pairs u32 " + file("in") + " " + file("out")}) {
+    SCOPED_TRACE(args);
+    const outcome o = run(args);
+    EXPECT_EQ(o.code, 2);
+    EXPECT_EQ(std::ranges::count(o.err, '\n'), 1) << o.err;
+    EXPECT_NE(o.err.find("10 bytes"), std::string::npos) << o.err;
+  }
+  EXPECT_EQ(slurp(file("in")), "0123456789");
+  EXPECT_EQ(slurp(file("out")), "previous");
+  const outcome new_out = run("sort --type u32 " + file("in") + " " + file("new"));
+  EXPECT_EQ(new_out.code, 2);
+  EXPECT_EQ(run("check --type u32 " + file("in")).code, 2);
+  EXPECT_EQ(listing(), (std::vector<std::string>{"in", "out"}));
+
+  const outcome missing = run("sort --type u32 " + file("nothing") + " " + file("new"));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("nothing: no such file"), std::string::npos) << missing.err;
+  EXPECT_EQ(run("check --type u32 " + file("nothing")).code, 2);
+  EXPECT_EQ(listing(), (std::vector<std::string>{"in", "out"}));
+}
+
+TEST_F(Tool, UsageErrorsNameTheProblem) {
+  ASSERT_EQ(run("gen --type u32 --n 8 " + file("in")).code, 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {"sort --type u16 " + file("in") + " " + file("out"), "u16"},
+      {"sort --type u32 --algo quick " + file("in") + " " + file("out"), "quick"},
+      {"sort --type u32 --pairs u64 " + file("in") + " " + file("out"), "u64"},
+      {"sort --type u32 --frobnicate " + file("in") + " " + file("out"), "--frobnicate"},
+      {"sort --type u32 " + file("in"), "IN and OUT"},
+      {"sort " + file("in") + " " + file("out"), "--type"},
+      {"sort --type u32 --desc=yes " + file("in") + " " + file("out"), "--desc"},
+      {"gen --type u32 --n lots " + file("out"), "lots"},
+      {"gen --type u32 --n 2^64 " + file("out"), "2^64"},
+      {"gen --type u32 --n 8 --dist bumpy " + file("out"), "bumpy"},
+      {"gen --type u32 --n", "--n"},
+      {"bench --sizes 2^20..2^10", "2^20..2^10"},
+      {"bench --algos bogosort", "bogosort"},
+      {"bench --types u8", "u8"},
+      {"bench --dists spiky", "spiky"},
+      {"frobnicate", "frobnicate"},
+  };
+  for (const auto& [args, named] : cases) {
+    SCOPED_TRACE(args);
+    const outcome o = run(args);
+    EXPECT_EQ(o.code, 2);
+    EXPECT_EQ(std::ranges::count(o.err, '\n'), 1) << o.err;
+    EXPECT_NE(o.err.find(named), std::string::npos) << o.err;
+  }
+  EXPECT_EQ(run("").code, 2);
+  EXPECT_FALSE(fs::exists(file("out")));
+}
+
+TEST_F(Tool, HelpOnEveryCommand) {
+  EXPECT_EQ(run("--help").code, 0);
+  for (const std::string command : {"gen", "sort", "check", "bench", "demo"}) {
+    const outcome o = run(command + " --help");
+    EXPECT_EQ(o.code, 0) << command;
+    EXPECT_TRUE(o.out.starts_with("usage: gpusort " + command)) << o.out;
+  }
+}
+
+TEST_F(Tool, BenchWritesCsvAndDemoVerifies) {
+  const outcome bench =
+      run("bench --sizes 2^10,1000 --dists uniform,sorted --reps 2 --csv " + file("r.csv"));
+  ASSERT_EQ(bench.code, 0) << bench.out << bench.err;
+  EXPECT_NE(bench.out.find("verified"), std::string::npos) << bench.out;
+  std::istringstream csv(slurp(file("r.csv")));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_TRUE(
+      line.starts_with("algorithm,key_type,value_type,distribution,n,segment_size,"
+                       "median_ms,keys_per_s,extra_device_bytes,gpu,commit"))
+      << line;
+  int rows = 0;
+  for (; std::getline(csv, line); ++rows) {
+    EXPECT_EQ(std::ranges::count(line, ','), 13) << line;
+    EXPECT_NE(line.find(",u32,none,"), std::string::npos) << line;
+  }
+  EXPECT_GE(rows, 8);  // 2 sizes x 2 distributions x (at least) 2 algorithms
+
+  const outcome demo = run("demo --n 2^12");
+  EXPECT_EQ(demo.code, 0) << demo.out << demo.err;
+  EXPECT_NE(demo.out.find("std_sort"), std::string::npos) << demo.out;
+}
+
+}  // namespace

@@ -1,0 +1,489 @@
+// The benchmark harness (bench.hpp). On a GPU, each point's input is generated on the host
+// once and copied to a pristine device buffer; every run copies it to a work buffer (not
+// timed) and times the sort alone with CUDA events on one stream, after warm-up runs.
+// std_sort and the CPU backend are timed with std::chrono, with fewer runs for large n.
+#include "bench.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include "bench/classic_bitonic.hpp"
+#include "cli.hpp"
+#include "gpusort/sort.hpp"
+#include "records.hpp"
+
+#ifndef GPUSORT_COMMIT
+#define GPUSORT_COMMIT "unknown"
+#endif
+
+namespace gpusort::tools {
+namespace {
+
+constexpr int device_warmups = 2;
+constexpr std::uint64_t large_host_n = std::uint64_t{1} << 22;
+constexpr double mib = 1024.0 * 1024.0;
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw error(e, what);
+}
+
+// Device memory that may fail to come: then failed() and the point or algorithm is skipped.
+class device_memory {
+ public:
+  explicit device_memory(std::size_t bytes) {
+    if (bytes > 0 && cudaMalloc(&ptr_, bytes) != cudaSuccess) {
+      cudaGetLastError();  // not sticky: clear it
+      ptr_ = nullptr;
+      failed_ = true;
+    }
+  }
+  ~device_memory() { cudaFree(ptr_); }
+  device_memory(const device_memory&) = delete;
+  device_memory& operator=(const device_memory&) = delete;
+  bool failed() const { return failed_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  bool failed_ = false;
+};
+
+// One input of the benchmark and what it must sort to.
+template <class K>
+struct point {
+  distribution dist;
+  std::uint64_t n;
+  records<K> input;
+  checksum input_sum;
+  std::string label() const {
+    return std::string(key_traits<K>::name) + (input.pairs ? "+u32 " : " ") +
+           std::string(to_string(dist)) + " n=" + std::to_string(n);
+  }
+};
+
+// The point's input on the device, and the buffer each run sorts.
+template <class K>
+struct device_input {
+  device_memory pristine_keys, pristine_values, keys, values;
+  device_input(std::uint64_t n, bool pairs)
+      : pristine_keys(n * sizeof(K)),
+        pristine_values(pairs ? n * 4 : 0),
+        keys(n * sizeof(K)),
+        values(pairs ? n * 4 : 0) {}
+  bool failed() const {
+    return pristine_keys.failed() || pristine_values.failed() || keys.failed() || values.failed();
+  }
+};
+
+// What one algorithm did on one point: the run times, or why it was not timed.
+struct measurement {
+  explicit measurement(std::string name, std::string why_skipped = "")
+      : algorithm(std::move(name)), skipped(std::move(why_skipped)) {}
+  std::string algorithm;
+  std::string skipped;     // non-empty: not timed, for this reason
+  std::vector<double> ms;  // ascending
+  std::int64_t extra_bytes = 0;
+  double median() const {
+    const std::size_t m = ms.size() / 2;
+    return ms.size() % 2 ? ms[m] : (ms[m - 1] + ms[m]) / 2;
+  }
+};
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+class harness {
+ public:
+  explicit harness(const bench_config& config) : config_(config), gpu_(cuda_device_present()) {
+    const std::vector<std::string> here = bench_algorithms(gpu_);
+    const std::vector<std::string> anywhere = bench_algorithms(true);
+    std::vector<std::string> gpu_only;
+    for (const std::string& name : config.algorithms.empty() ? here : config.algorithms) {
+      if (std::ranges::find(here, name) != here.end()) {
+        algorithms_.push_back(name);
+      } else if (std::ranges::find(anywhere, name) != anywhere.end()) {
+        gpu_only.push_back(name);
+      } else {
+        std::string known;
+        for (const std::string& a : anywhere) known += " " + a;
+        throw usage_error("--algos: unknown algorithm '" + name + "' (" + known.substr(1) + ")");
+      }
+    }
+    for (const std::string& type : config.key_types) with_key_type(type, []<class K>() {});
+    for (std::uint64_t n : config.sizes)
+      if (n == 0) throw usage_error("--sizes: every size must be at least 1");
+    if (config.reps < 1) throw usage_error("--reps must be at least 1");
+    if (gpu_) {
+      int device = 0;
+      cudaDeviceProp prop{};
+      cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+      cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+      gpu_name_ = prop.name;
+      cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+      cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
+      cuda_check(cudaEventCreate(&stop_), "cudaEventCreate");
+      references_ = {"cub_radix", "cub_merge"};
+    } else {
+      std::printf("gpusort: no CUDA device found; running the CPU backend\n");
+      for (const std::string& name : gpu_only)
+        std::printf("skipping %s: needs a CUDA device\n", name.c_str());
+      gpu_name_ = "cpu";
+      references_ = {"std_sort"};
+    }
+    if (!config.gpu_name.empty()) gpu_name_ = config.gpu_name;
+    if (!config.csv_path.empty()) {
+      csv_.reset(std::fopen(config.csv_path.c_str(), "w"));
+      if (!csv_) throw io_error(config.csv_path + ": cannot create: " + system_error_text());
+      std::fprintf(csv_.get(),
+                   "algorithm,key_type,value_type,distribution,n,segment_size,"
+                   "median_ms,keys_per_s,extra_device_bytes,gpu,commit,min_ms,max_ms,reps\n");
+    }
+  }
+
+  ~harness() {
+    if (stop_) cudaEventDestroy(stop_);
+    if (start_) cudaEventDestroy(start_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  int run() {
+    print_header();
+    for (const std::string& type : config_.key_types)
+      for (distribution dist : config_.distributions)
+        for (std::uint64_t n : config_.sizes)
+          with_key_type(type, [&]<class K>() { run_point<K>(dist, n); });
+    if (csv_ && std::fclose(csv_.release()) != 0)
+      throw io_error(config_.csv_path + ": write failed: " + system_error_text());
+    if (wrong_ > 0) {
+      std::printf("%d result(s) WRONG (see above)\n", wrong_);
+      return 1;
+    }
+    std::printf("%d result(s) verified: sorted, same checksum as the input\n", verified_);
+    return cuda_failures_ > 0 ? 3 : 0;
+  }
+
+ private:
+  void print_header() const {
+    std::printf("gpusort bench on %s, commit %s: median of %d runs", gpu_name_.c_str(),
+                GPUSORT_COMMIT, config_.reps);
+    if (gpu_)
+      std::printf(" after %d warm-ups (std_sort: fewer runs", device_warmups);
+    else
+      std::printf(" (fewer runs");
+    std::printf(
+        " above 2^22 keys)\nvs X: keys/s of the row divided by keys/s of X (> 1: faster)\n");
+    std::printf("%-16s %-8s %-11s %11s %10s %8s", "algorithm", "keys", "dist", "n", "median ms",
+                "Gkeys/s");
+    for (const std::string& ref : references_) std::printf(" %12s", ("vs " + ref).c_str());
+    std::printf(" %12s\n", "extra bytes");
+    std::fflush(stdout);
+  }
+
+  template <class K>
+  void run_point(distribution dist, std::uint64_t n) {
+    point<K> p{dist, n, {generate<K>(dist, n, config_.seed), {}, config_.pairs}, {}};
+    if (p.input.pairs) {
+      p.input.values.resize(n);
+      for (std::uint64_t i = 0; i < n; ++i) p.input.values[i] = static_cast<std::uint32_t>(i);
+    }
+    p.input_sum = checksum_of(p.input);
+    std::unique_ptr<device_input<K>> device;
+    std::string no_device;  // why device algorithms cannot run on this point
+    if (gpu_) {
+      std::size_t free_bytes = 0, total = 0;
+      cuda_check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
+      const double need = 2.0 * static_cast<double>(n * record_bytes<K>(p.input.pairs));
+      device = std::make_unique<device_input<K>>(n, p.input.pairs);
+      if (device->failed()) {
+        char why[128];
+        std::snprintf(why, sizeof why,
+                      "not enough device memory (%.0f MiB for input and work "
+                      "buffers, %.0f MiB free)",
+                      need / mib, static_cast<double>(free_bytes) / mib);
+        no_device = why;
+        device.reset();
+      } else {
+        cuda_check(cudaMemcpy(device->pristine_keys.template as<K>(), p.input.keys.data(),
+                              n * sizeof(K), cudaMemcpyHostToDevice),
+                   "copy to the device");
+        if (p.input.pairs)
+          cuda_check(cudaMemcpy(device->pristine_values.template as<std::uint32_t>(),
+                                p.input.values.data(), n * 4, cudaMemcpyHostToDevice),
+                     "copy to the device");
+      }
+    }
+    std::vector<measurement> done;
+    for (const std::string& name : algorithms_) {
+      try {
+        measurement m = measure(name, p, device.get(), no_device);
+        if (!m.skipped.empty())
+          std::printf("  skip %s on %s: %s\n", name.c_str(), p.label().c_str(), m.skipped.c_str());
+        else if (!m.ms.empty())  // empty: the result was wrong
+          done.push_back(std::move(m));
+      } catch (const error& e) {
+        std::fprintf(stderr, "gpusort bench: %s on %s failed: %s\n", name.c_str(),
+                     p.label().c_str(), e.what());
+        ++cuda_failures_;
+      }
+    }
+    report(p, done);
+  }
+
+  template <class K>
+  measurement measure(const std::string& name, const point<K>& p, device_input<K>* device,
+                      const std::string& no_device) {
+    if (name == "std_sort") return time_std_sort(p);
+    if (!gpu_) return time_cpu_backend(p);
+    if (!device) return measurement(name, no_device);
+    if (name == "classic_bitonic") return time_classic_bitonic(p, *device);
+    algorithm algo{};
+    parse_algorithm(name, algo);
+    return time_library(algo, p, *device);
+  }
+
+  // ---- device algorithms ---------------------------------------------------------------
+
+  template <class K>
+  measurement time_library(algorithm algo, const point<K>& p, device_input<K>& d) {
+    measurement m(std::string(to_string(algo)));
+    const options opt{.algo = algo, .stream = stream_};
+    K* keys = d.keys.template as<K>();
+    std::uint32_t* values = d.values.template as<std::uint32_t>();
+    auto sort = [&](void* temp, std::size_t& bytes) {
+      return p.input.pairs ? sort_pairs(temp, bytes, keys, values, p.n, opt)
+                           : sort_keys(temp, bytes, keys, p.n, opt);
+    };
+    std::size_t bytes = 0;
+    const cudaError_t e = sort(nullptr, bytes);
+    if (e == cudaErrorNotSupported)
+      return measurement(m.algorithm, "not built for this key/value type");
+    cuda_check(e, "workspace query");
+    device_memory temp(bytes);
+    if (temp.failed())
+      return measurement(m.algorithm, "not enough device memory for its " +
+                                          std::to_string(static_cast<long long>(bytes / mib)) +
+                                          " MiB workspace");
+    // A null workspace only asks for its size, so algorithms that need none get a dummy.
+    void* workspace = bytes > 0 ? temp.as<void>() : static_cast<void*>(keys);
+    m.extra_bytes = algo == algorithm::thrust ? -1 : static_cast<std::int64_t>(bytes);
+    m.ms = time_device(p, d, [&] { return sort(workspace, bytes); });
+    verify(m, p, result_of(p, d));
+    return m;
+  }
+
+  template <class K>
+  measurement time_classic_bitonic(const point<K>& p, device_input<K>& d) {
+    if constexpr (!bench::classic_bitonic_built<K>) {
+      return measurement("classic_bitonic", "built for u32, u64 and f32 keys only");
+    } else {
+      if (p.input.pairs) return measurement("classic_bitonic", "keys only");
+      if (!std::has_single_bit(p.n)) return measurement("classic_bitonic", "power-of-two n only");
+      measurement m("classic_bitonic");
+      m.ms = time_device(
+          p, d, [&] { return bench::classic_bitonic_sort(d.keys.template as<K>(), p.n, stream_); });
+      verify(m, p, result_of(p, d));
+      return m;
+    }
+  }
+
+  // Times `sort` on the stream: each run first restores the input from the pristine copy.
+  template <class K, class Sort>
+  std::vector<double> time_device(const point<K>& p, device_input<K>& d, Sort&& sort) {
+    std::vector<double> ms;
+    for (int run = 0; run < device_warmups + config_.reps; ++run) {
+      cuda_check(cudaMemcpyAsync(d.keys.template as<K>(), d.pristine_keys.template as<K>(),
+                                 p.n * sizeof(K), cudaMemcpyDeviceToDevice, stream_),
+                 "restoring the input");
+      if (p.input.pairs)
+        cuda_check(cudaMemcpyAsync(d.values.template as<std::uint32_t>(),
+                                   d.pristine_values.template as<std::uint32_t>(), p.n * 4,
+                                   cudaMemcpyDeviceToDevice, stream_),
+                   "restoring the input");
+      cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
+      cuda_check(sort(), "sort");
+      cuda_check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+      cuda_check(cudaEventSynchronize(stop_), "sort");
+      float elapsed = 0;
+      cuda_check(cudaEventElapsedTime(&elapsed, start_, stop_), "cudaEventElapsedTime");
+      if (run >= device_warmups) ms.push_back(elapsed);
+    }
+    std::ranges::sort(ms);
+    return ms;
+  }
+
+  template <class K>
+  records<K> result_of(const point<K>& p, const device_input<K>& d) {
+    records<K> out{std::vector<K>(p.n), std::vector<std::uint32_t>(p.input.pairs ? p.n : 0),
+                   p.input.pairs};
+    cuda_check(cudaMemcpy(out.keys.data(), d.keys.template as<K>(), p.n * sizeof(K),
+                          cudaMemcpyDeviceToHost),
+               "copy from the device");
+    if (p.input.pairs)
+      cuda_check(cudaMemcpy(out.values.data(), d.values.template as<std::uint32_t>(), p.n * 4,
+                            cudaMemcpyDeviceToHost),
+                 "copy from the device");
+    return out;
+  }
+
+  // ---- host algorithms -----------------------------------------------------------------
+
+  template <class K>
+  measurement time_std_sort(const point<K>& p) {
+    measurement m("std_sort");
+    const auto by_key = [](const auto& a, const auto& b) { return less<K>{}(a.first, b.first); };
+    if (!p.input.pairs) {
+      std::vector<K> keys;
+      m.ms = time_host(
+          p.n, [&] { keys = p.input.keys; },
+          [&] { std::sort(keys.begin(), keys.end(), less<K>{}); });
+      verify(m, p, records<K>{std::move(keys), {}, false});
+      return m;
+    }
+    std::vector<std::pair<K, std::uint32_t>> pristine(p.n), work;
+    for (std::uint64_t i = 0; i < p.n; ++i) pristine[i] = {p.input.keys[i], p.input.values[i]};
+    m.ms = time_host(
+        p.n, [&] { work = pristine; }, [&] { std::sort(work.begin(), work.end(), by_key); });
+    records<K> out{{}, {}, true};
+    for (const auto& [key, value] : work) {
+      out.keys.push_back(key);
+      out.values.push_back(value);
+    }
+    verify(m, p, out);
+    return m;
+  }
+
+  template <class K>
+  measurement time_cpu_backend(const point<K>& p) {
+    measurement m("bitonic");
+    const options opt{.algo = algorithm::bitonic};
+    records<K> work;
+    m.ms = time_host(
+        p.n, [&] { work = p.input; },
+        [&] {
+          if (work.pairs)
+            detail::cpu_sort_pairs(work.keys.data(),
+                                   reinterpret_cast<detail::payload<4>*>(work.values.data()), p.n,
+                                   opt);
+          else
+            detail::cpu_sort_keys(work.keys.data(), p.n, opt);
+        });
+    verify(m, p, work);
+    return m;
+  }
+
+  // Host runs take long for large n: fewer of them (at least 3), and no warm-up.
+  template <class Reset, class Sort>
+  std::vector<double> time_host(std::uint64_t n, Reset&& reset, Sort&& sort) {
+    const std::uint64_t reps = static_cast<std::uint64_t>(config_.reps);
+    const std::uint64_t runs =
+        std::clamp(reps * large_host_n / n, std::min<std::uint64_t>(reps, 3), reps);
+    const int warmups = n <= large_host_n ? 1 : 0;
+    std::vector<double> ms;
+    for (std::uint64_t run = 0; run < warmups + runs; ++run) {
+      reset();
+      const auto start = std::chrono::steady_clock::now();
+      sort();
+      const std::chrono::duration<double, std::milli> elapsed =
+          std::chrono::steady_clock::now() - start;
+      if (run >= static_cast<std::uint64_t>(warmups)) ms.push_back(elapsed.count());
+    }
+    std::ranges::sort(ms);
+    return ms;
+  }
+
+  // ---- results ---------------------------------------------------------------------------
+
+  // A wrong result is reported loudly and not measured.
+  template <class K>
+  void verify(measurement& m, const point<K>& p, const records<K>& result) {
+    const order_report order = scan_order(result.keys, false);
+    std::string problem;
+    if (result.keys.size() != p.n)
+      problem = "lost records";
+    else if (order.out_of_order > 0)
+      problem = std::to_string(order.out_of_order) + " records out of order, the first at " +
+                std::to_string(order.first);
+    else if (!(checksum_of(result) == p.input_sum))
+      problem = "the records differ from the input (checksum)";
+    if (problem.empty()) {
+      ++verified_;
+      return;
+    }
+    std::fprintf(stderr, "gpusort bench: WRONG RESULT from %s on %s: %s\n", m.algorithm.c_str(),
+                 p.label().c_str(), problem.c_str());
+    ++wrong_;
+    m.ms.clear();
+  }
+
+  template <class K>
+  void report(const point<K>& p, const std::vector<measurement>& done) {
+    const std::string keys = std::string(key_traits<K>::name) + (p.input.pairs ? "+u32" : "");
+    for (const measurement& m : done) {
+      const double keys_per_s = static_cast<double>(p.n) / (m.median() * 1e-3);
+      std::printf("%-16s %-8s %-11s %11llu %10.3f %8.3f", m.algorithm.c_str(), keys.c_str(),
+                  std::string(to_string(p.dist)).c_str(), static_cast<unsigned long long>(p.n),
+                  m.median(), keys_per_s * 1e-9);
+      for (const std::string& ref : references_) {
+        const auto it = std::ranges::find(done, ref, &measurement::algorithm);
+        if (it == done.end())
+          std::printf(" %12s", "-");
+        else
+          std::printf(" %12.2f", it->median() / m.median());
+      }
+      std::printf(" %12lld\n", static_cast<long long>(m.extra_bytes));
+      if (csv_) {
+        std::fprintf(csv_.get(), "%s,%s,%s,%s,%llu,0,%.6f,%.0f,%lld,%s,%s,%.6f,%.6f,%zu\n",
+                     m.algorithm.c_str(), std::string(key_traits<K>::name).c_str(),
+                     p.input.pairs ? "u32" : "none", std::string(to_string(p.dist)).c_str(),
+                     static_cast<unsigned long long>(p.n), m.median(), keys_per_s,
+                     static_cast<long long>(m.extra_bytes), csv_field(gpu_name_).c_str(),
+                     GPUSORT_COMMIT, m.ms.front(), m.ms.back(), m.ms.size());
+      }
+    }
+    std::fflush(stdout);
+    if (csv_ && std::fflush(csv_.get()) != 0)
+      throw io_error(config_.csv_path + ": write failed: " + system_error_text());
+  }
+
+  const bench_config& config_;
+  const bool gpu_;
+  std::vector<std::string> algorithms_, references_;
+  std::string gpu_name_;
+  file_handle csv_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  int verified_ = 0, wrong_ = 0, cuda_failures_ = 0;
+};
+
+}  // namespace
+
+bool cuda_device_present() {
+  int count = 0;
+  const bool present = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  cudaGetLastError();  // a machine without a driver leaves an error behind
+  return present;
+}
+
+std::vector<std::string> bench_algorithms(bool gpu) {
+  if (!gpu) return {"bitonic", "std_sort"};
+  std::vector<std::string> names;
+  for (algorithm a : all_algorithms)
+    if (a != algorithm::automatic) names.emplace_back(to_string(a));
+  names.insert(names.end(), {"classic_bitonic", "std_sort"});
+  return names;
+}
+
+int run_bench(const bench_config& config) { return harness(config).run(); }
+
+}  // namespace gpusort::tools

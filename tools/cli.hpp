@@ -1,0 +1,163 @@
+// Command-line plumbing of the gpusort tool: the two failure kinds (and their exit codes),
+// option parsing, counts such as 2^20, and the key-type names.
+#pragma once
+
+#include <bit>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpusort/key_traits.hpp"
+
+namespace gpusort::tools {
+
+// Bad input or usage: exit code 2.
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// A file could not be read or written: exit code 3 (as CUDA failures).
+struct io_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One subcommand's arguments: `--name value` (or `--name=value`) for the names in
+// `valued`, `--name` for those in `flags`, everything else positional.
+class arguments {
+ public:
+  arguments(int argc, char** argv, std::set<std::string_view> valued,
+            std::set<std::string_view> flags) {
+    for (int i = 0; i < argc; ++i) {
+      std::string_view arg = argv[i];
+      if (!arg.starts_with("--") || arg == "--") {
+        positional_.emplace_back(arg);
+        continue;
+      }
+      std::string name(arg.substr(2)), value;
+      const bool inline_value = name.find('=') != std::string::npos;
+      if (inline_value) {
+        value = name.substr(name.find('=') + 1);
+        name.resize(name.find('='));
+      }
+      if (flags.contains(name)) {
+        if (inline_value) throw usage_error("--" + name + " takes no value");
+        values_[name] = "";
+      } else if (valued.contains(name)) {
+        if (!inline_value && ++i == argc) throw usage_error("--" + name + " needs a value");
+        values_[name] = inline_value ? value : argv[i];
+      } else {
+        throw usage_error("unknown option --" + name);
+      }
+    }
+  }
+
+  bool has(const std::string& name) const { return values_.contains(name); }
+  std::string get(const std::string& name, const std::string& fallback = "") const {
+    const auto it = values_.find(name);
+    return it == values_.end() ? fallback : it->second;
+  }
+  std::string required(const std::string& name) const {
+    if (!has(name)) throw usage_error("--" + name + " is required");
+    return get(name);
+  }
+  // Exactly `count` positional arguments, named in the message if they are not there.
+  const std::vector<std::string>& positional(std::size_t count, std::string_view names) const {
+    if (positional_.size() != count)
+      throw usage_error("expected " + std::string(names) + ", got " +
+                        std::to_string(positional_.size()) + " file argument(s)");
+    return positional_;
+  }
+
+ private:
+  std::map<std::string, std::string, std::less<>> values_;
+  std::vector<std::string> positional_;
+};
+
+inline std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    const std::size_t end = text.find(separator, start);
+    parts.emplace_back(text.substr(start, end - start));
+    if (end == std::string_view::npos) return parts;
+    start = end + 1;
+  }
+}
+
+// Parses all of `token` as a number of type T (integer or floating point).
+template <class T>
+bool parse_number(std::string_view token, T& out) {
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), out);
+  return ec == std::errc{} && end == token.data() + token.size();
+}
+
+inline usage_error not_a_count(std::string_view text, std::string_view what) {
+  return usage_error(std::string(what) + ": '" + std::string(text) + "' is not a count");
+}
+
+inline std::uint64_t parse_unsigned(std::string_view text, std::string_view what) {
+  std::uint64_t value = 0;
+  if (!parse_number(text, value)) throw not_a_count(text, what);
+  return value;
+}
+
+// A count: `1000`, `2^20`, or a power of two plus or minus a number (`2^20+1`, `2^16-1`).
+inline std::uint64_t parse_count(std::string_view text, std::string_view what) {
+  if (!text.starts_with("2^")) return parse_unsigned(text, what);
+  const std::size_t sign = text.find_first_of("+-");
+  std::uint64_t exponent = 0, offset = 0;
+  if (!parse_number(text.substr(2, sign - 2), exponent) ||
+      (sign != std::string_view::npos && !parse_number(text.substr(sign + 1), offset)))
+    throw not_a_count(text, what);
+  if (exponent > 62)
+    throw usage_error(std::string(what) + ": '" + std::string(text) + "' is too large");
+  const std::uint64_t power = std::uint64_t{1} << exponent;
+  if (sign == std::string_view::npos || text[sign] == '+') return power + offset;
+  if (offset > power)
+    throw usage_error(std::string(what) + ": '" + std::string(text) + "' is negative");
+  return power - offset;
+}
+
+// Sizes for bench: a comma list whose items are counts or ranges `2^a..2^b` (every power of
+// two from 2^a to 2^b).
+inline std::vector<std::uint64_t> parse_sizes(std::string_view text) {
+  std::vector<std::uint64_t> sizes;
+  for (const std::string& item : split(text, ',')) {
+    const std::size_t dots = item.find("..");
+    if (dots == std::string::npos) {
+      sizes.push_back(parse_count(item, "--sizes"));
+      continue;
+    }
+    const std::uint64_t low = parse_count(item.substr(0, dots), "--sizes");
+    const std::uint64_t high = parse_count(item.substr(dots + 2), "--sizes");
+    if (!std::has_single_bit(low) || !std::has_single_bit(high) || low > high)
+      throw usage_error("--sizes: range '" + item + "' must be 2^a..2^b with a <= b");
+    for (std::uint64_t n = low; n <= high; n *= 2) sizes.push_back(n);
+  }
+  return sizes;
+}
+
+// Calls f.template operator()<K>() for the key type named `name` (u32 i32 f32 u64 i64 f64).
+template <class F>
+decltype(auto) with_key_type(std::string_view name, F&& f) {
+  if (name == key_traits<std::uint32_t>::name) return f.template operator()<std::uint32_t>();
+  if (name == key_traits<std::int32_t>::name) return f.template operator()<std::int32_t>();
+  if (name == key_traits<float>::name) return f.template operator()<float>();
+  if (name == key_traits<std::uint64_t>::name) return f.template operator()<std::uint64_t>();
+  if (name == key_traits<std::int64_t>::name) return f.template operator()<std::int64_t>();
+  if (name == key_traits<double>::name) return f.template operator()<double>();
+  throw usage_error("unknown key type '" + std::string(name) + "' (u32 i32 f32 u64 i64 f64)");
+}
+
+// --pairs: the only value type is u32 (the record's original index in `gen`).
+inline bool parse_pairs(const arguments& args) {
+  if (!args.has("pairs")) return false;
+  if (args.get("pairs") != "u32")
+    throw usage_error("--pairs: unknown value type '" + args.get("pairs") + "' (u32)");
+  return true;
+}
+
+}  // namespace gpusort::tools

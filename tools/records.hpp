@@ -1,0 +1,319 @@
+// Files of records for the gpusort tool: raw little-endian keys, packed (key, u32 value)
+// records, or text (one `key` or `key value` per line). Also the two facts `check` and
+// `bench` report about records: their order and an order-independent checksum.
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cli.hpp"
+#include "gpusort/key_traits.hpp"
+
+namespace gpusort::tools {
+
+static_assert(std::endian::native == std::endian::little, "files are little-endian, as the host");
+
+template <class K>
+struct records {
+  std::vector<K> keys;
+  std::vector<std::uint32_t> values;  // one per key for pairs, else empty
+  bool pairs = false;
+};
+
+template <class K>
+constexpr std::size_t record_bytes(bool pairs) {
+  return sizeof(K) + (pairs ? sizeof(std::uint32_t) : 0);
+}
+
+template <class K>
+std::string describe_records(bool pairs) {
+  return std::to_string(record_bytes<K>(pairs)) + "-byte records (" +
+         std::string(key_traits<K>::name) + (pairs ? " key, u32 value)" : " keys)");
+}
+
+// ---- order and checksum ---------------------------------------------------------------
+
+struct order_report {
+  std::uint64_t out_of_order = 0;  // positions i with record i before record i-1 in the order
+  std::uint64_t first = 0;         // the first such i (when out_of_order > 0)
+};
+
+template <class K>
+order_report scan_order(const std::vector<K>& keys, bool descending) {
+  order_report report;
+  const less<K> before;
+  for (std::size_t i = 1; i < keys.size(); ++i) {
+    if (descending ? before(keys[i - 1], keys[i]) : before(keys[i], keys[i - 1])) {
+      if (report.out_of_order++ == 0) report.first = i;
+    }
+  }
+  return report;
+}
+
+// splitmix64's finalizer: a cheap 64-bit hash with good avalanche.
+constexpr std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Sum and xor of a hash of every record's bits: equal for every permutation of the same
+// records, and (with near certainty) different once a record is lost, duplicated or changed.
+struct checksum {
+  std::uint64_t sum = 0, xor_all = 0;
+  bool operator==(const checksum&) const = default;
+  std::string str() const {
+    char text[48];
+    std::snprintf(text, sizeof text, "%016llx-%016llx", static_cast<unsigned long long>(sum),
+                  static_cast<unsigned long long>(xor_all));
+    return text;
+  }
+};
+
+template <class K>
+checksum checksum_of(const records<K>& r) {
+  checksum c;
+  for (std::size_t i = 0; i < r.keys.size(); ++i) {
+    std::uint64_t key_bits = 0;
+    std::memcpy(&key_bits, &r.keys[i], sizeof(K));
+    const std::uint64_t h = mix64(mix64(key_bits) + (r.pairs ? r.values[i] + 1 : 0));
+    c.sum += h;
+    c.xor_all ^= h;
+  }
+  return c;
+}
+
+// ---- files --------------------------------------------------------------------------
+
+inline std::string system_error_text() { return std::strerror(errno); }
+
+struct file_closer {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using file_handle = std::unique_ptr<std::FILE, file_closer>;
+
+inline void write_bytes(std::FILE* f, const void* data, std::size_t size, const std::string& path) {
+  if (size > 0 && std::fwrite(data, 1, size, f) != size)
+    throw io_error(path + ": write failed: " + system_error_text());
+}
+
+// An output file that appears at `path` only when complete: it is written under a
+// temporary name beside `path` and renamed over it by commit(). Until then (and if commit
+// is never reached) whatever was at `path`, the input too, stays as it was. Created before
+// the work, so that an unwritable destination fails early.
+class pending_file {
+ public:
+  explicit pending_file(std::string path) : path_(std::move(path)) {
+    namespace fs = std::filesystem;
+    const fs::path target(path_);
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+      temp_ = dir / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" +
+                     std::to_string(attempt));
+      fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+      if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0)
+      throw io_error(path_ + ": cannot create " + temp_.string() + ": " + system_error_text());
+    file_.reset(::fdopen(fd, "wb"));
+    if (!file_) {
+      ::close(fd);
+      discard();
+      throw io_error(path_ + ": " + system_error_text());
+    }
+  }
+  ~pending_file() {
+    if (!committed_) {
+      file_.reset();
+      discard();
+    }
+  }
+  pending_file(const pending_file&) = delete;
+  pending_file& operator=(const pending_file&) = delete;
+
+  std::FILE* get() const { return file_.get(); }
+  const std::string& path() const { return path_; }
+
+  void commit() {
+    // The data is on disk before the name points at it.
+    if (std::fflush(file_.get()) != 0 || ::fsync(::fileno(file_.get())) != 0 ||
+        std::fclose(file_.release()) != 0)
+      throw io_error(path_ + ": write failed: " + system_error_text());
+    std::error_code ec;
+    std::filesystem::rename(temp_, path_, ec);
+    if (ec) throw io_error(path_ + ": cannot replace it: " + ec.message());
+    committed_ = true;
+  }
+
+ private:
+  void discard() {
+    std::error_code ignored;
+    std::filesystem::remove(temp_, ignored);
+  }
+
+  std::string path_;
+  std::filesystem::path temp_;
+  file_handle file_;
+  bool committed_ = false;
+};
+
+// Size of a regular file, or a usage error naming why it cannot be input.
+inline std::uint64_t input_file_size(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) throw usage_error(path + ": no such file");
+  if (!fs::is_regular_file(status)) throw usage_error(path + ": not a regular file");
+  const std::uint64_t size = fs::file_size(path, ec);
+  if (ec) throw io_error(path + ": " + ec.message());
+  return size;
+}
+
+inline file_handle open_input(const std::string& path) {
+  file_handle f(std::fopen(path.c_str(), "rb"));
+  if (!f) throw io_error(path + ": cannot open: " + system_error_text());
+  return f;
+}
+
+inline void read_bytes(std::FILE* f, void* data, std::size_t size, const std::string& path) {
+  if (size > 0 && std::fread(data, 1, size, f) != size)
+    throw io_error(path + ": read failed (did the file change?)");
+}
+
+// Records are packed, so pairs move through a buffer of this many records at a time.
+inline constexpr std::size_t chunk_records = 1 << 16;
+
+template <class K>
+records<K> read_binary(const std::string& path, bool pairs) {
+  const std::uint64_t size = input_file_size(path);
+  const std::size_t bytes = record_bytes<K>(pairs);
+  if (size % bytes != 0)
+    throw usage_error(path + ": " + std::to_string(size) + " bytes is not a whole number of " +
+                      describe_records<K>(pairs));
+  const std::size_t n = size / bytes;
+  records<K> r{std::vector<K>(n), std::vector<std::uint32_t>(pairs ? n : 0), pairs};
+  file_handle f = open_input(path);
+  if (!pairs) {
+    read_bytes(f.get(), r.keys.data(), size, path);
+    return r;
+  }
+  std::vector<unsigned char> buffer(chunk_records * bytes);
+  for (std::size_t begin = 0; begin < n; begin += chunk_records) {
+    const std::size_t count = std::min(chunk_records, n - begin);
+    read_bytes(f.get(), buffer.data(), count * bytes, path);
+    for (std::size_t i = 0; i < count; ++i) {
+      std::memcpy(&r.keys[begin + i], &buffer[i * bytes], sizeof(K));
+      std::memcpy(&r.values[begin + i], &buffer[i * bytes + sizeof(K)], sizeof(std::uint32_t));
+    }
+  }
+  return r;
+}
+
+template <class K>
+void write_binary(std::FILE* f, const records<K>& r, const std::string& path) {
+  if (!r.pairs) {
+    write_bytes(f, r.keys.data(), r.keys.size() * sizeof(K), path);
+    return;
+  }
+  constexpr std::size_t bytes = record_bytes<K>(true);
+  std::vector<unsigned char> buffer(chunk_records * bytes);
+  for (std::size_t begin = 0; begin < r.keys.size(); begin += chunk_records) {
+    const std::size_t count = std::min(chunk_records, r.keys.size() - begin);
+    for (std::size_t i = 0; i < count; ++i) {
+      std::memcpy(&buffer[i * bytes], &r.keys[begin + i], sizeof(K));
+      std::memcpy(&buffer[i * bytes + sizeof(K)], &r.values[begin + i], sizeof(std::uint32_t));
+    }
+    write_bytes(f, buffer.data(), count * bytes, path);
+  }
+}
+
+// Text: one record per line; floats in their shortest exact form (NaN payloads are lost).
+template <class K>
+records<K> read_text(const std::string& path, bool pairs) {
+  const std::uint64_t size = input_file_size(path);
+  std::string text(size, '\0');
+  read_bytes(open_input(path).get(), text.data(), size, path);
+  records<K> r{{}, {}, pairs};
+  std::uint64_t line_number = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    ++line_number;
+    std::vector<std::string_view> tokens;
+    for (std::size_t pos = 0; pos < line.size();) {
+      pos = line.find_first_not_of(" \t\r", pos);
+      if (pos == std::string_view::npos) break;
+      const std::size_t stop = std::min(line.find_first_of(" \t\r", pos), line.size());
+      tokens.push_back(line.substr(pos, stop - pos));
+      pos = stop;
+    }
+    if (tokens.empty()) continue;
+    const std::string where = path + ":" + std::to_string(line_number) + ": ";
+    if (tokens.size() != (pairs ? 2u : 1u))
+      throw usage_error(where + (pairs ? "expected 'key value'" : "expected one key") + ", got '" +
+                        std::string(line) + "'");
+    K key;
+    if (!parse_number(tokens[0], key))
+      throw usage_error(where + "'" + std::string(tokens[0]) + "' is not a " +
+                        std::string(key_traits<K>::name) + " key");
+    r.keys.push_back(key);
+    if (pairs) {
+      std::uint32_t value;
+      if (!parse_number(tokens[1], value))
+        throw usage_error(where + "'" + std::string(tokens[1]) + "' is not a u32 value");
+      r.values.push_back(value);
+    }
+  }
+  return r;
+}
+
+template <class K>
+void write_text(std::FILE* f, const records<K>& r, const std::string& path) {
+  std::string buffer;
+  char number[64];
+  auto append = [&](auto value) {
+    const auto result = std::to_chars(number, number + sizeof number, value);
+    buffer.append(number, result.ptr);
+  };
+  for (std::size_t i = 0; i < r.keys.size(); ++i) {
+    append(r.keys[i]);
+    if (r.pairs) {
+      buffer += ' ';
+      append(r.values[i]);
+    }
+    buffer += '\n';
+    if (buffer.size() > (1 << 20)) {
+      write_bytes(f, buffer.data(), buffer.size(), path);
+      buffer.clear();
+    }
+  }
+  write_bytes(f, buffer.data(), buffer.size(), path);
+}
+
+template <class K>
+records<K> read_records(const std::string& path, bool pairs, bool text) {
+  return text ? read_text<K>(path, pairs) : read_binary<K>(path, pairs);
+}
+
+template <class K>
+void write_records(pending_file& out, const records<K>& r, bool text) {
+  text ? write_text(out.get(), r, out.path()) : write_binary(out.get(), r, out.path());
+  out.commit();
+}
+
+}  // namespace gpusort::tools
