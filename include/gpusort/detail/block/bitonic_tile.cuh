@@ -50,9 +50,28 @@ struct tile_network {
   // Does the tile hold padding (slots >= n)? Only then are comparators checked.
   __device__ bool partial() const { return first_slot + slots > n; }
 
+  // A whole tile is read with all its loads in flight at once (ITEMS per thread); only the
+  // last, partial tile loops.
+  static constexpr unsigned items = slots / THREADS;
+
   __device__ void load(const K* keys, const V* values) {
-    const index_t count = partial() ? n - first_slot : slots;
-#pragma unroll 4
+    if (!partial()) {
+      K k[items];
+#pragma unroll
+      for (unsigned i = 0; i < items; ++i) k[i] = keys[first_slot + i * THREADS + threadIdx.x];
+#pragma unroll
+      for (unsigned i = 0; i < items; ++i) smem.keys[padded_index(i * THREADS + threadIdx.x)] = k[i];
+      if constexpr (has_values<K, V>) {
+        V v[items];
+#pragma unroll
+        for (unsigned i = 0; i < items; ++i) v[i] = values[first_slot + i * THREADS + threadIdx.x];
+#pragma unroll
+        for (unsigned i = 0; i < items; ++i)
+          smem.values[padded_index(i * THREADS + threadIdx.x)] = v[i];
+      }
+      return;
+    }
+    const unsigned count = static_cast<unsigned>(n - first_slot);
     for (unsigned l = threadIdx.x; l < count; l += THREADS) {
       smem.keys[padded_index(l)] = keys[first_slot + l];
       if constexpr (has_values<K, V>) smem.values[padded_index(l)] = values[first_slot + l];
@@ -60,8 +79,8 @@ struct tile_network {
   }
 
   __device__ void store(K* keys, V* values) const {
-    const index_t count = partial() ? n - first_slot : slots;
-#pragma unroll 4
+    const unsigned count = partial() ? static_cast<unsigned>(n - first_slot) : slots;
+#pragma unroll 8
     for (unsigned l = threadIdx.x; l < count; l += THREADS) {
       keys[first_slot + l] = smem.keys[padded_index(l)];
       if constexpr (has_values<K, V>) values[first_slot + l] = smem.values[padded_index(l)];

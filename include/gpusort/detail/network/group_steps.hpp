@@ -8,21 +8,20 @@
 
 namespace gpusort::detail::network {
 
-// Orders (a, b): ascending puts the smaller first. One comparison and selects only: a warp
-// never branches on the data (a ternary over two comparator calls compiles to branches).
-template <class K, class V, class Compare>
-GPUSORT_HD GPUSORT_FORCEINLINE void compare_exchange(K& a, K& b, V& va, V& vb, bool asc,
-                                                     Compare comp) {
+// Orders (a, b): ASC puts the smaller first. One comparison and selects only (a min and a
+// max for built-in keys): a warp never branches on the data.
+template <bool ASC, class K, class V, class Compare>
+GPUSORT_HD GPUSORT_FORCEINLINE void compare_exchange(K& a, K& b, V& va, V& vb, Compare comp) {
   const bool b_first = comp(b, a);
   const K first = b_first ? b : a;
   const K second = b_first ? a : b;
-  a = asc ? first : second;
-  b = asc ? second : first;
+  a = ASC ? first : second;
+  b = ASC ? second : first;
   if constexpr (!std::is_same_v<V, no_value>) {
     const V vfirst = b_first ? vb : va;
     const V vsecond = b_first ? va : vb;
-    va = asc ? vfirst : vsecond;
-    vb = asc ? vsecond : vfirst;
+    va = ASC ? vfirst : vsecond;
+    vb = ASC ? vsecond : vfirst;
   }
 }
 
@@ -39,9 +38,10 @@ GPUSORT_HD constexpr int real_members(index_t slot0, int low_bit, int count, ind
 // COUNT consecutive address bits (member r in keys[r], the step bits from high to low).
 // With PARTIAL, only the first `real` members are keys; the rest are padding that is never
 // compared (a comparator whose upper member is padding does nothing).
-template <int COUNT, bool PARTIAL, class K, class V, class Compare>
-GPUSORT_HD GPUSORT_FORCEINLINE void group_steps(K (&keys)[1 << COUNT], V (&values)[1 << COUNT],
-                                                bool asc, int real, Compare comp) {
+template <int COUNT, bool PARTIAL, bool ASC, class K, class V, class Compare>
+GPUSORT_HD GPUSORT_FORCEINLINE void group_steps_in(K (&keys)[1 << COUNT],
+                                                   V (&values)[1 << COUNT], int real,
+                                                   Compare comp) {
 #pragma unroll
   for (int b = COUNT - 1; b >= 0; --b) {
 #pragma unroll
@@ -49,9 +49,19 @@ GPUSORT_HD GPUSORT_FORCEINLINE void group_steps(K (&keys)[1 << COUNT], V (&value
       if (r & (1 << b)) continue;
       const int u = r | (1 << b);
       if (PARTIAL && u >= real) continue;
-      compare_exchange(keys[r], keys[u], values[r], values[u], asc, comp);
+      compare_exchange<ASC>(keys[r], keys[u], values[r], values[u], comp);
     }
   }
+}
+
+// The same with the direction known at run time: one branch per group, not per comparator.
+template <int COUNT, bool PARTIAL, class K, class V, class Compare>
+GPUSORT_HD GPUSORT_FORCEINLINE void group_steps(K (&keys)[1 << COUNT], V (&values)[1 << COUNT],
+                                                bool asc, int real, Compare comp) {
+  if (asc)
+    group_steps_in<COUNT, PARTIAL, true>(keys, values, real, comp);
+  else
+    group_steps_in<COUNT, PARTIAL, false>(keys, values, real, comp);
 }
 
 }  // namespace gpusort::detail::network

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# On a GPU host: builds everything, runs the GPU test suite (every algorithm and key type)
+# and a short benchmark, and prints a one-screen summary. Fails if any test fails or if the
+# GPU tests did not run (no GPU).
+#   scripts/gpu-check.sh            build in build-gpu/, logs in build-gpu/logs/
+#   LOG_DIR=/tmp/x scripts/gpu-check.sh
+#   GPUSORT_GTEST_SOURCE_DIR=/path/to/googletest scripts/gpu-check.sh   (no libgtest-dev)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/cuda/bin:$PATH"
+build=${BUILD_DIR:-build-gpu}
+logs=${LOG_DIR:-$build/logs}
+mkdir -p "$logs"
+
+gtest_arg=()
+[ -n "${GPUSORT_GTEST_SOURCE_DIR:-}" ] && gtest_arg=(-DGPUSORT_GTEST_SOURCE_DIR="$GPUSORT_GTEST_SOURCE_DIR")
+if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${gtest_arg[@]}" &&
+       cmake --build "$build" -j "$(nproc)"; } >"$logs/build.log" 2>&1; then
+  tail -30 "$logs/build.log"
+  echo "gpu-check: BUILD FAILED (log: $logs/build.log)"
+  exit 1
+fi
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+ctest --test-dir "$build" --output-on-failure -j 1 >"$logs/tests.log" 2>&1
+tests_rc=$?
+"$build/tools/gpusort" bench --algos bitonic,cub_radix,cub_merge,thrust,classic_bitonic \
+  --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \
+  --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
+bench_rc=$?
+
+echo "== gpu-check on ${gpu:-no GPU} ($(git rev-parse --short HEAD 2>/dev/null || echo unknown)) =="
+grep -E "tests passed|tests failed" "$logs/tests.log"
+grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Exception)" "$logs/tests.log"
+skipped=$(grep -c "(Skipped)" "$logs/tests.log")
+echo "skipped tests: $skipped"
+cat "$logs/bench.log"
+if [ -z "$gpu" ] || [ "$skipped" -gt 0 ]; then
+  echo "gpu-check: FAILED (no GPU, or GPU tests skipped)"
+  exit 1
+fi
+if [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
+  echo "gpu-check: FAILED (tests rc=$tests_rc, bench rc=$bench_rc; logs in $logs)"
+  exit 1
+fi
+echo "gpu-check: PASSED"
