@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "bench.hpp"
+#include "bench/largest.hpp"
 #include "cli.hpp"
 #include "common/distributions.hpp"
 #include "gpusort/sort.hpp"
@@ -38,6 +39,7 @@ const std::string main_help = R"(usage: gpusort <command> [options]
   check   tell whether a file is sorted, and its checksum
   bench   time the algorithms side by side
   demo    sort one array with every algorithm and compare them
+  largest sort the most u32 keys the GPU holds, in place, and check them on the device
 `gpusort <command> --help` describes each command. Files are raw little-endian arrays of
 keys (u32 i32 f32 u64 i64 f64) or of packed (key, u32 value) records.
 Exit codes: 0 success, 1 check found disorder, 2 bad input or usage, 3 CUDA or I/O failure.
@@ -204,6 +206,42 @@ int bench(const arguments& args) {
   return run_bench(config);
 }
 
+const std::string largest_help = R"(usage: gpusort largest [--n N] [--algo A]
+Makes N u32 keys on the GPU (a shuffled counting sequence), sorts them with algorithm A
+(default bitonic, which needs no memory beyond the keys) and checks every key on the device.
+The default N is the largest power of two whose keys fit in the free device memory.
+An algorithm that needs more memory than is free fails with a message saying so.
+)";
+
+int largest(const arguments& args) {
+  args.positional(0, "no file arguments");
+  if (!cuda_device_present()) throw usage_error("needs a CUDA device");
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
+    throw io_error("cannot read the device's free memory");
+  std::uint64_t fitting = 1;
+  while (fitting * 2 * sizeof(std::uint32_t) <= free_bytes) fitting *= 2;
+  const std::uint64_t n = args.has("n") ? parse_count(args.get("n"), "--n") : fitting;
+  gpusort::algorithm algo = gpusort::algorithm::bitonic;
+  if (args.has("algo") && !gpusort::parse_algorithm(args.get("algo"), algo))
+    throw usage_error("unknown algorithm '" + args.get("algo") + "' (" + algorithm_names + ")");
+  std::printf("sorting %llu u32 keys (%.1f GiB) with %s; %.1f GiB of %.1f GiB free\n",
+              static_cast<unsigned long long>(n), n * 4.0 / (1ull << 30),
+              std::string(gpusort::to_string(algo)).c_str(), free_bytes / double(1ull << 30),
+              total_bytes / double(1ull << 30));
+  const gpusort::bench::largest_result r = gpusort::bench::sort_counting_sequence(n, algo);
+  if (r.status != cudaSuccess) {
+    std::printf("failed while %s: %s (workspace asked: %.1f GiB)\n", r.failed_step.c_str(),
+                cudaGetErrorString(r.status), r.workspace_bytes / double(1ull << 30));
+    return 3;
+  }
+  std::printf("sorted in %.1f ms (%.2f Gkeys/s), extra device memory %.1f GiB, %llu keys out "
+              "of place\n",
+              r.sort_ms, n / r.sort_ms / 1e6, r.workspace_bytes / double(1ull << 30),
+              static_cast<unsigned long long>(r.misplaced));
+  return r.misplaced == 0 ? 0 : 1;
+}
+
 int demo(const arguments& args) {
   args.positional(0, "no file arguments");
   bench_config config;
@@ -231,6 +269,7 @@ const command commands[] = {
      {"algos", "types", "dists", "sizes", "pairs", "reps", "seed", "csv", "gpu-name"},
      {}},
     {"demo", demo_help, demo, {"n"}, {}},
+    {"largest", largest_help, largest, {"n", "algo"}, {}},
 };
 
 bool asks_for_help(std::string_view arg) { return arg == "--help" || arg == "-h" || arg == "help"; }
@@ -247,7 +286,7 @@ int main(int argc, char** argv) {
   for (const command& c : commands)
     if (c.name == name) cmd = &c;
   if (!cmd) {
-    std::fprintf(stderr, "gpusort: unknown command '%s' (gen sort check bench demo)\n", argv[1]);
+    std::fprintf(stderr, "gpusort: unknown command '%s' (gen sort check bench demo largest)\n", argv[1]);
     return 2;
   }
   for (int i = 2; i < argc; ++i) {

@@ -6,6 +6,7 @@
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
 
+#include "common/shuffle.hpp"
 #include "device_buffer.hpp"
 #include "gpusort/sort.cuh"
 #include "gpusort/sort.hpp"
@@ -142,25 +143,10 @@ TYPED_TEST(GpuBitonic, PairsKeepTheirValues) {
   }
 }
 
-// A bijection of [0, 2^k) and cycle walking: a permutation of [0, n) that the device
-// makes without a host copy, so huge sorts can be checked on the device.
-__host__ __device__ inline std::uint64_t shuffle_index(std::uint64_t i, std::uint64_t n) {
-  int bits = 1;
-  while ((std::uint64_t{1} << bits) < n) ++bits;
-  const std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
-  std::uint64_t x = i;
-  do {
-    x = (x * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) & mask;  // odd multiplier: bijective
-    x ^= x >> (bits / 2 + 1);                                       // xorshift: bijective
-    x = (x * 0xD6E8FEB86659FD93ull) & mask;
-  } while (x >= n);
-  return x;
-}
-
 __global__ void fill_shuffled(std::uint32_t* keys, std::uint64_t n) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::uint64_t(gridDim.x) * blockDim.x)
-    keys[i] = static_cast<std::uint32_t>(shuffle_index(i, n));
+    keys[i] = static_cast<std::uint32_t>(tools::shuffle_index(i, n));
 }
 
 struct misplaced_key {
