@@ -14,6 +14,8 @@ mkdir -p "$logs"
 
 gtest_arg=()
 [ -n "${GPUSORT_GTEST_SOURCE_DIR:-}" ] && gtest_arg=(-DGPUSORT_GTEST_SOURCE_DIR="$GPUSORT_GTEST_SOURCE_DIR")
+# A copy without .git names its commit for the benchmark rows: GPUSORT_COMMIT=<id>.
+[ -n "${GPUSORT_COMMIT:-}" ] && gtest_arg+=(-DGPUSORT_COMMIT="$GPUSORT_COMMIT")
 if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${gtest_arg[@]}" &&
        cmake --build "$build" -j "$(nproc)"; } >"$logs/build.log" 2>&1; then
   tail -30 "$logs/build.log"
@@ -29,7 +31,7 @@ tests_rc=$?
   --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
 bench_rc=$?
 
-echo "== gpu-check on ${gpu:-no GPU} ($(git rev-parse --short HEAD 2>/dev/null || echo unknown)) =="
+echo "== gpu-check on ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
 grep -E "tests passed|tests failed" "$logs/tests.log"
 grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Exception)" "$logs/tests.log"
 skipped=$(grep -c "(Skipped)" "$logs/tests.log")

@@ -9,7 +9,7 @@
 //    at a time; a thread loads the 2^g keys that differ in those bits straight from global
 //    memory (neighbouring threads read neighbouring keys), runs the g steps in registers and
 //    writes them back: no shared memory, no barrier.
-// For n = 2^28 u32 keys (m = 14, g = 5): 1 + 14 tile passes and 27 register passes.
+// For n = 2^28 u32 keys (m = 14, g = 6): 1 + 14 tile passes and 24 register passes.
 // Padded slots (>= n) are never read or written, and no device memory is allocated.
 #pragma once
 
@@ -32,7 +32,7 @@ struct bitonic_policy {
   static constexpr int tile_bits = slot_bytes <= 4 ? 14 : slot_bytes <= 8 ? 13 : slot_bytes <= 16 ? 12 : 11;
   static constexpr int digit_bits = slot_bytes <= 8 ? 5 : 4;  // tile steps per round trip
   static constexpr int register_threads = 256;
-  static constexpr int register_bits = slot_bytes <= 4 ? 5 : slot_bytes <= 8 ? 4 : 3;
+  static constexpr int register_bits = slot_bytes <= 4 ? 6 : slot_bytes <= 8 ? 5 : 3;
   static constexpr network::schedule_shape shape{tile_bits, register_bits};
 };
 
@@ -137,9 +137,13 @@ cudaError_t bitonic_sort(K* keys, V* values, index_t n, Compare comp, bool desce
           if constexpr (policy::register_bits >= 4)
             launch(bitonic_register_kernel<policy, 4, K, V, Compare>);
           break;
-        default:
+        case 5:
           if constexpr (policy::register_bits >= 5)
             launch(bitonic_register_kernel<policy, 5, K, V, Compare>);
+          break;
+        default:
+          if constexpr (policy::register_bits >= 6)
+            launch(bitonic_register_kernel<policy, 6, K, V, Compare>);
           break;
       }
     }
