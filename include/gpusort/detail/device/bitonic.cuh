@@ -23,22 +23,31 @@ namespace gpusort::detail::device {
 
 using network::index_t;
 
-// Tunables, by the bytes one slot occupies (key plus value).
-template <class K, class V>
+// Tunables, by the bytes one slot occupies (key plus value). SMALL: the schedule for arrays
+// of up to small_sort_limit keys, whose few large tiles would leave most SMs idle during the
+// tile sort: 16 KiB tiles of 256 threads instead.
+template <class K, class V, bool SMALL>
 struct bitonic_policy {
   static constexpr int slot_bytes = sizeof(K) + (block::has_values<K, V> ? sizeof(V) : 0);
   // 8-byte keys alone: 128 KiB tiles, 1024 threads of 16 keys, one block per SM (measured
   // faster for u64; u32 keys lose more to the missing overlap of a second block than they gain
   // from the longer tile). Otherwise 64 KiB tiles and 512 threads.
-  static constexpr bool big_tile = !block::has_values<K, V> && slot_bytes == 8;
-  static constexpr int tile_threads = big_tile ? 1024 : 512;
-  static constexpr int tile_bytes_log2 = big_tile ? 17 : 16;
+  static constexpr bool big_tile = !SMALL && !block::has_values<K, V> && slot_bytes == 8;
+  static constexpr int tile_threads = SMALL ? 256 : big_tile ? 1024 : 512;
+  static constexpr int tile_bytes_log2 = SMALL ? 14 : big_tile ? 17 : 16;
   static constexpr int tile_bits = tile_bytes_log2 - (slot_bytes <= 4 ? 2 : slot_bytes <= 8 ? 3 : slot_bytes <= 16 ? 4 : 5);
   static constexpr int digit_bits = slot_bytes <= 8 ? 5 : 4;  // tile steps per round trip
   static constexpr int register_threads = 256;
   static constexpr int register_bits = slot_bytes <= 4 ? 6 : slot_bytes <= 8 ? 5 : 3;
   static constexpr network::schedule_shape shape{tile_bits, register_bits};
 };
+
+// Measured on an H100: 16 KiB tiles win for u32 up to 2^20 keys (2^16: 67 -> 46 us, 2^20:
+// 126 -> 112 us) but lose at 2^21 (161 -> 191 us); for u64 they win at 2^16 (92 -> 81 us)
+// and lose at 2^20 (196 -> 288 us).
+template <class K, class V>
+constexpr index_t small_sort_limit =
+    index_t{1} << (bitonic_policy<K, V, false>::slot_bytes <= 4 ? 20 : 17);
 
 template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::tile_threads)
@@ -103,12 +112,10 @@ __global__ void __launch_bounds__(Policy::register_threads)
   register_group<COUNT>(keys, values, n, slot0, win.group_lo, phase, descending, comp);
 }
 
-// Launches the whole schedule on `stream`. Returns the first launch error.
-template <class K, class V, class Compare>
-cudaError_t bitonic_sort(K* keys, V* values, index_t n, Compare comp, bool descending,
-                         cudaStream_t stream) {
-  if (n < 2) return cudaSuccess;
-  using policy = bitonic_policy<K, V>;
+// Launches the whole schedule of `policy` on `stream`. Returns the first launch error.
+template <class policy, class K, class V, class Compare>
+cudaError_t run_bitonic_schedule(K* keys, V* values, index_t n, Compare comp, bool descending,
+                                 cudaStream_t stream) {
   using storage = block::tile_storage<K, V, policy::tile_bits>;
   auto tile_kernel = bitonic_tile_kernel<policy, K, V, Compare>;
   constexpr int smem_bytes = sizeof(storage);
@@ -154,6 +161,17 @@ cudaError_t bitonic_sort(K* keys, V* values, index_t n, Compare comp, bool desce
     status = cudaGetLastError();
   });
   return status;
+}
+
+template <class K, class V, class Compare>
+cudaError_t bitonic_sort(K* keys, V* values, index_t n, Compare comp, bool descending,
+                         cudaStream_t stream) {
+  if (n < 2) return cudaSuccess;
+  if (n <= small_sort_limit<K, V>)
+    return run_bitonic_schedule<bitonic_policy<K, V, true>>(keys, values, n, comp, descending,
+                                                            stream);
+  return run_bitonic_schedule<bitonic_policy<K, V, false>>(keys, values, n, comp, descending,
+                                                           stream);
 }
 
 }  // namespace gpusort::detail::device
