@@ -166,3 +166,38 @@ TEST_F(GpuApi, BaselinesSortThroughTheInterface) {
                                 {.algo = gpusort::algorithm::cub_radix}),
             cudaErrorNotSupported);
 }
+
+// automatic: for integer keys CUB radix sort when its workspace fits (the query says how
+// much), and the in-place bitonic sort when the caller offers no workspace; float keys
+// always in place (the radix order of floats is not gpusort's).
+TEST_F(GpuApi, AutomaticUsesTheWorkspaceItIsGiven) {
+  for (bool desc : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "desc=" << desc);
+    const auto input = tools::generate<std::int64_t>(tools::distribution::gaussian, 1000003, 21);
+    const gpusort::options opt{.direction = desc ? gpusort::order::descending
+                                                 : gpusort::order::ascending};
+    guarded_buffer<std::int64_t> d(input);
+    std::size_t bytes = 0;
+    ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), input.size(), opt), cudaSuccess);
+    EXPECT_GE(bytes, input.size() * sizeof(std::int64_t)) << "radix needs a second buffer";
+    void* temp = nullptr;
+    ASSERT_EQ(cudaMalloc(&temp, bytes), cudaSuccess);
+    ASSERT_EQ(gpusort::sort_keys(temp, bytes, d.data(), input.size(), opt), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input, desc)));
+    cudaFree(temp);
+
+    guarded_buffer<std::int64_t> in_place(input);
+    std::size_t none = 0;
+    ASSERT_EQ(gpusort::sort_keys(in_place.data(), none, in_place.data(), input.size(), opt),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(same_bits(in_place.to_host(), reference_sort(input, desc)));
+    EXPECT_TRUE(in_place.guard_intact());
+  }
+  std::vector<float> floats(1000, 1.0f);
+  guarded_buffer<float> df(floats);
+  std::size_t bytes = 1;
+  ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, df.data(), floats.size()), cudaSuccess);
+  EXPECT_EQ(bytes, 0u) << "float keys sort in place";
+}
