@@ -8,11 +8,15 @@
 //   gpusort::sort_keys(nullptr, bytes, d_points, n, by_x{});     // bytes == 0 (in place)
 //   gpusort::sort_keys(nullptr, bytes, d_points, n, by_x{}, opt);
 //
+// The batched and segmented sorts take a comparator the same way:
+//   gpusort::sort_segmented_keys(temp, bytes, d_points, n, d_offsets, d_offsets + 1, rows, by_x{});
+//
 // Keys may be any trivially copyable type. Only algorithm::bitonic (and automatic, which
 // picks it) takes a user comparator; others answer cudaErrorNotSupported.
 #pragma once
 
 #include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/device/segmented.cuh"
 #include "gpusort/sort.hpp"
 
 namespace gpusort {
@@ -52,6 +56,68 @@ cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values, 
   return detail::device::bitonic_sort(keys, reinterpret_cast<detail::payload_of<V>*>(values),
                                       count, comp, opt.direction == order::descending,
                                       opt.stream);
+}
+
+namespace detail {
+template <class K, class V, class Compare>
+cudaError_t sort_segments_with(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                               std::uint64_t n, const segment_list& segs, Compare comp,
+                               const options& opt) {
+  if (opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic)
+    return cudaErrorNotSupported;
+  const cudaError_t e = validate_segment_arrays(keys, values, n, segs);
+  if (e != cudaSuccess) return e;
+  return device::segmented_sort(temp, temp_bytes, keys, values, n, segs, comp,
+                                opt.direction == order::descending, opt.stream);
+}
+}  // namespace detail
+
+template <class K, detail::offset_type O, class Compare>
+  requires std::is_trivially_copyable_v<K> && std::predicate<Compare, const K&, const K&>
+cudaError_t sort_segmented_keys(void* temp, std::size_t& temp_bytes, K* keys, std::uint64_t n,
+                                const O* begin_offsets, const O* end_offsets,
+                                std::uint64_t segment_count, Compare comp,
+                                const options& opt = {}) {
+  return detail::sort_segments_with(temp, temp_bytes, keys,
+                                    static_cast<detail::no_value*>(nullptr), n,
+                                    detail::make_segments(begin_offsets, end_offsets,
+                                                          segment_count),
+                                    comp, opt);
+}
+
+template <class K, detail::supported_value V, detail::offset_type O, class Compare>
+  requires std::is_trivially_copyable_v<K> && std::predicate<Compare, const K&, const K&>
+cudaError_t sort_segmented_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                                 std::uint64_t n, const O* begin_offsets, const O* end_offsets,
+                                 std::uint64_t segment_count, Compare comp,
+                                 const options& opt = {}) {
+  return detail::sort_segments_with(temp, temp_bytes, keys,
+                                    reinterpret_cast<detail::payload_of<V>*>(values), n,
+                                    detail::make_segments(begin_offsets, end_offsets,
+                                                          segment_count),
+                                    comp, opt);
+}
+
+template <class K, class Compare>
+  requires std::is_trivially_copyable_v<K> && std::predicate<Compare, const K&, const K&>
+cudaError_t sort_batched_keys(void* temp, std::size_t& temp_bytes, K* keys,
+                              std::uint64_t batch_count, std::uint64_t batch_size, Compare comp,
+                              const options& opt = {}) {
+  return detail::sort_segments_with(temp, temp_bytes, keys,
+                                    static_cast<detail::no_value*>(nullptr),
+                                    batch_count * batch_size,
+                                    detail::make_batches(batch_count, batch_size), comp, opt);
+}
+
+template <class K, detail::supported_value V, class Compare>
+  requires std::is_trivially_copyable_v<K> && std::predicate<Compare, const K&, const K&>
+cudaError_t sort_batched_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                               std::uint64_t batch_count, std::uint64_t batch_size,
+                               Compare comp, const options& opt = {}) {
+  return detail::sort_segments_with(temp, temp_bytes, keys,
+                                    reinterpret_cast<detail::payload_of<V>*>(values),
+                                    batch_count * batch_size,
+                                    detail::make_batches(batch_count, batch_size), comp, opt);
 }
 
 }  // namespace gpusort

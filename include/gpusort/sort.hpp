@@ -252,3 +252,5 @@ bool sort_on_device(std::vector<K>& keys, std::vector<V>* values, const options&
 }  // namespace detail
 
 }  // namespace gpusort
+
+#include "gpusort/segmented.hpp"  // sort_batched, sort_segmented (includes this header)

@@ -1,5 +1,6 @@
-// Block level: one thread block runs the short-distance steps (bits below TILE_BITS) of a
-// phase on a tile of 2^TILE_BITS consecutive slots held in shared memory.
+// Block level: a team of threads (a thread block, or one warp) runs the short-distance
+// steps (bits below TILE_BITS) of a phase on a tile of 2^TILE_BITS consecutive slots held in
+// shared memory.
 //
 // The tile's address bits are cut into digits of DIGIT bits. The steps of a phase run from
 // its top bit down, one digit at a time: each thread loads the 2^k slots that differ in the
@@ -24,6 +25,21 @@ using network::index_t;
 // padded_index(l | x) == padded_index(l) + padded_index(x): member offsets are constants.
 GPUSORT_HD constexpr unsigned padded_index(unsigned l) { return l + (l >> 5); }
 
+// The threads that share a tile: a whole block (barriers are __syncthreads) or a single
+// warp with its own tile (barriers are __syncwarp; the block's other warps work on theirs).
+template <int THREADS>
+struct block_team {
+  static constexpr int size = THREADS;
+  __device__ static unsigned rank() { return threadIdx.x; }
+  __device__ static void sync() { __syncthreads(); }
+};
+
+struct warp_team {
+  static constexpr int size = 32;
+  __device__ static unsigned rank() { return threadIdx.x & 31u; }
+  __device__ static void sync() { __syncwarp(); }
+};
+
 template <class K, class V>
 constexpr bool has_values = !std::is_same_v<V, no_value>;
 
@@ -35,8 +51,9 @@ struct tile_storage {
   V values[has_values<K, V> ? padded_index(slots) : 1];
 };
 
-template <class K, class V, int THREADS, int TILE_BITS, int DIGIT, class Compare>
+template <class K, class V, class Team, int TILE_BITS, int DIGIT, class Compare>
 struct tile_network {
+  static constexpr int THREADS = Team::size;
   using storage = tile_storage<K, V, TILE_BITS>;
   static constexpr unsigned slots = storage::slots;
   static constexpr int top_digit = (TILE_BITS - 1) / DIGIT;
@@ -58,21 +75,21 @@ struct tile_network {
     if (!partial()) {
       K k[items];
 #pragma unroll
-      for (unsigned i = 0; i < items; ++i) k[i] = keys[first_slot + i * THREADS + threadIdx.x];
+      for (unsigned i = 0; i < items; ++i) k[i] = keys[first_slot + i * THREADS + Team::rank()];
 #pragma unroll
-      for (unsigned i = 0; i < items; ++i) smem.keys[padded_index(i * THREADS + threadIdx.x)] = k[i];
+      for (unsigned i = 0; i < items; ++i) smem.keys[padded_index(i * THREADS + Team::rank())] = k[i];
       if constexpr (has_values<K, V>) {
         V v[items];
 #pragma unroll
-        for (unsigned i = 0; i < items; ++i) v[i] = values[first_slot + i * THREADS + threadIdx.x];
+        for (unsigned i = 0; i < items; ++i) v[i] = values[first_slot + i * THREADS + Team::rank()];
 #pragma unroll
         for (unsigned i = 0; i < items; ++i)
-          smem.values[padded_index(i * THREADS + threadIdx.x)] = v[i];
+          smem.values[padded_index(i * THREADS + Team::rank())] = v[i];
       }
       return;
     }
     const unsigned count = static_cast<unsigned>(n - first_slot);
-    for (unsigned l = threadIdx.x; l < count; l += THREADS) {
+    for (unsigned l = Team::rank(); l < count; l += THREADS) {
       smem.keys[padded_index(l)] = keys[first_slot + l];
       if constexpr (has_values<K, V>) smem.values[padded_index(l)] = values[first_slot + l];
     }
@@ -81,7 +98,7 @@ struct tile_network {
   __device__ void store(K* keys, V* values) const {
     const unsigned count = partial() ? static_cast<unsigned>(n - first_slot) : slots;
 #pragma unroll 8
-    for (unsigned l = threadIdx.x; l < count; l += THREADS) {
+    for (unsigned l = Team::rank(); l < count; l += THREADS) {
       keys[first_slot + l] = smem.keys[padded_index(l)];
       if constexpr (has_values<K, V>) values[first_slot + l] = smem.values[padded_index(l)];
     }
@@ -97,7 +114,7 @@ struct tile_network {
     const bool local_direction = phase < TILE_BITS;
     const unsigned boundary_bit = static_cast<unsigned>(((n - 1) >> phase) & 1u);
     const bool tile_asc = network::ascending(first_slot, phase, n, descending);
-    for (unsigned q = threadIdx.x; q < sets; q += THREADS) {
+    for (unsigned q = Team::rank(); q < sets; q += THREADS) {
       const unsigned local0 =
           ((q >> LOWEST) << (LOWEST + COUNT)) | (q & ((1u << LOWEST) - 1));
       const bool asc = local_direction
@@ -129,7 +146,7 @@ struct tile_network {
 
   template <int LOWEST, int WIDTH, bool PARTIAL>
   __device__ void run_digit(int phase, int count) {
-    __syncthreads();
+    Team::sync();
     if constexpr (WIDTH >= 5) {
       if (count == 5) return run_group<LOWEST, 5, PARTIAL>(phase);
     }
@@ -167,7 +184,7 @@ struct tile_network {
       const int top = phase == first.phase ? first.bit : phase - 1;
       merge_from_digit<top_digit, PARTIAL>(phase, top);
     }
-    __syncthreads();
+    Team::sync();
   }
 
   __device__ void run(const network::pass& ps) {

@@ -18,7 +18,7 @@ struct block_bitonic_sort {
   static constexpr int bits = network::ceil_log2(static_cast<index_t>(THREADS) * ITEMS);
   static_assert((1 << bits) == THREADS * ITEMS, "THREADS * ITEMS must be a power of two");
   static constexpr int digit = sizeof(K) + (has_values<K, V> ? sizeof(V) : 0) <= 8 ? 5 : 4;
-  using engine = tile_network<K, V, THREADS, bits, digit, Compare>;
+  using engine = tile_network<K, V, block_team<THREADS>, bits, digit, Compare>;
   using temp_storage = typename engine::storage;
 
   temp_storage& temp;

@@ -38,16 +38,33 @@ struct warp_bitonic_sort {
   // All 32 lanes must call it. Sorts positions [0, valid) ascending by comp (or descending).
   __device__ void sort(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned valid, bool descending,
                        Compare comp) const {
-    const unsigned lane = threadIdx.x & 31u;
     const int phases = network::ceil_log2(valid < (1u << bits) ? valid : (1u << bits));
-    for (int phase = 1; phase <= phases; ++phase) {
-      for (int bit = phase - 1; bit >= item_bits; --bit) lane_step(keys, values, lane, phase, bit, valid, descending, comp);
-      const int top = phase - 1 < item_bits - 1 ? phase - 1 : item_bits - 1;
-      for (int bit = top; bit >= 0; --bit) register_step(keys, values, lane, phase, bit, valid, descending, comp);
-    }
+    run(keys, values, threadIdx.x & 31u, phases, valid, descending, comp);
+  }
+
+  // Groups of 2^group_bits positions (2^group_bits / ITEMS consecutive lanes; item_bits <=
+  // group_bits <= bits) each sort their own positions [0, valid) at once: many small arrays
+  // per warp. group_bits must be the same in all lanes; `valid` may differ between groups.
+  __device__ void sort_groups(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned valid,
+                              bool descending, Compare comp, int group_bits) const {
+    const unsigned lanes = 1u << (group_bits - item_bits);
+    run(keys, values, threadIdx.x & (lanes - 1u), group_bits, valid, descending, comp);
   }
 
  private:
+  // `lane`: the lane's index within its group; `phases` is uniform over the warp, so every
+  // lane takes part in every shuffle.
+  __device__ void run(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned lane, int phases,
+                      unsigned valid, bool descending, Compare comp) const {
+    for (int phase = 1; phase <= phases; ++phase) {
+      for (int bit = phase - 1; bit >= item_bits; --bit)
+        lane_step(keys, values, lane, phase, bit, valid, descending, comp);
+      const int top = phase - 1 < item_bits - 1 ? phase - 1 : item_bits - 1;
+      for (int bit = top; bit >= 0; --bit)
+        register_step(keys, values, lane, phase, bit, valid, descending, comp);
+    }
+  }
+
   __device__ void register_step(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned lane, int phase,
                                 int bit, unsigned valid, bool descending, Compare comp) const {
 #pragma unroll

@@ -9,6 +9,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpusort/detail/network/segments.hpp"
+
 namespace gpusort::detail::device {
 
 // temp == nullptr: writes the workspace bytes (the second key/value buffer included).
@@ -22,6 +24,17 @@ cudaError_t cub_merge_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
 template <class K, class V>
 cudaError_t thrust_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                         std::uint64_t n, bool descending, cudaStream_t stream);
+
+// CUB's segmented sorts: cub::DeviceSegmentedRadixSort (n < 2^31) and
+// cub::DeviceSegmentedSort. The workspace includes a second key (and value) buffer.
+template <class K, class V>
+cudaError_t cub_segmented_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                                     std::uint64_t n, const network::segment_list& segs,
+                                     bool descending, cudaStream_t stream);
+template <class K, class V>
+cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                               std::uint64_t n, const network::segment_list& segs,
+                               bool descending, cudaStream_t stream);
 
 // Whether the baselines were built for this key/value combination.
 template <class K, class V>

@@ -53,7 +53,7 @@ template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::tile_threads)
     bitonic_tile_kernel(K* keys, V* values, index_t n, network::pass ps, bool descending,
                         Compare comp) {
-  using tile_t = block::tile_network<K, V, Policy::tile_threads, Policy::tile_bits,
+  using tile_t = block::tile_network<K, V, block::block_team<Policy::tile_threads>, Policy::tile_bits,
                                      Policy::digit_bits, Compare>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   auto& smem = *reinterpret_cast<typename tile_t::storage*>(shared_bytes);

@@ -1,0 +1,426 @@
+// Batched and segmented sort: every segment sorted by its own bitonic network.
+//
+// Schedule (size classes of network/segments.hpp):
+//  * segmented only: classify_kernel counts the segments of each class and scatter_kernel
+//    writes their indices into one list per class (the workspace: 4 bytes per segment);
+//    batched sorts know their single class on the host and need no lists;
+//  * shuffle classes: shuffle_kernel<ITEMS>, one launch per worker shape; a warp loads its
+//    segments into registers (ITEMS keys per lane), sorts with shuffles, stores: one read
+//    and one write of the keys;
+//  * tile classes: tile_kernel, one launch per class; a warp (up to 1024 slots) or a block
+//    loads a segment into shared memory, runs the whole network there, stores;
+//  * long segments: the device sort's passes (device/bitonic.cuh), each pass applied to
+//    every long segment in turn by the whole grid.
+// Kernels of the first two kinds are persistent: a fixed grid walks its class's list, so a
+// launch never depends on counts that only the device knows. Within a launch all segments
+// are of one class (sizes within 2x), so no worker waits for a much larger one.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "gpusort/detail/block/bitonic_tile.cuh"
+#include "gpusort/detail/block/warp_bitonic_sort.cuh"
+#include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/network/segments.hpp"
+
+namespace gpusort::detail::device {
+
+using network::segment_classes;
+using network::segment_list;
+
+template <class K, class V>
+constexpr segment_classes classes_for{bitonic_policy<K, V, false>::slot_bytes};
+
+// The class lists in the workspace: counts[list], cursors[list], then the segment indices,
+// list after list. A list's place is the sum of the counts of the lists before it.
+struct class_lists {
+  std::uint32_t* counts = nullptr;  // null for a batched sort: one class, all segments
+  std::uint32_t* cursors = nullptr;
+  std::uint32_t* ids = nullptr;
+  std::uint64_t batch_count = 0;
+
+  static constexpr std::size_t header_bytes = 2 * segment_classes::max_lists * 4;
+  static std::size_t bytes(std::uint64_t segments) { return header_bytes + 4 * segments; }
+  static class_lists in(void* temp) {
+    auto* words = static_cast<std::uint32_t*>(temp);
+    return {words, words + segment_classes::max_lists, words + 2 * segment_classes::max_lists};
+  }
+
+  __device__ std::uint64_t size(int list) const { return counts ? counts[list] : batch_count; }
+  __device__ std::uint64_t start(int list) const {
+    std::uint64_t s = 0;
+    for (int l = 1; l < list; ++l) s += counts[l];
+    return s;
+  }
+  // The segment index of entry e of `list`.
+  __device__ std::uint64_t segment(int list, std::uint64_t e, std::uint64_t start) const {
+    return counts ? ids[start + e] : e;
+  }
+};
+
+// ---- classification (segmented only) ----------------------------------------------------
+
+constexpr int classify_threads = 256;
+
+template <class K, class V>
+__global__ void __launch_bounds__(classify_threads)
+    classify_kernel(segment_list segs, std::uint64_t n, class_lists lists, bool scatter) {
+  constexpr segment_classes classes = classes_for<K, V>;
+  __shared__ std::uint32_t block_count[segment_classes::max_lists];
+  __shared__ std::uint32_t block_base[segment_classes::max_lists];
+  if (threadIdx.x < segment_classes::max_lists) block_count[threadIdx.x] = 0;
+  __syncthreads();
+  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * classify_threads + threadIdx.x;
+  int list = 0;  // 0: nothing to do (0 or 1 key, or an invalid segment)
+  std::uint32_t rank = 0;
+  if (i < segs.count && segs.valid(i, n)) {
+    list = classes.list_of(classes.of(segs.last(i) - segs.first(i)));
+    if (list != 0) rank = atomicAdd(&block_count[list], 1u);
+  }
+  __syncthreads();
+  if (threadIdx.x < segment_classes::max_lists && threadIdx.x > 0 && block_count[threadIdx.x]) {
+    std::uint32_t* total = scatter ? lists.cursors : lists.counts;
+    block_base[threadIdx.x] = atomicAdd(&total[threadIdx.x], block_count[threadIdx.x]);
+  }
+  if (!scatter) return;
+  __syncthreads();
+  if (list != 0) {
+    std::uint64_t start = 0;
+    for (int l = 1; l < list; ++l) start += lists.counts[l];
+    lists.ids[start + block_base[list] + rank] = static_cast<std::uint32_t>(i);
+  }
+}
+
+// ---- shuffle classes ------------------------------------------------------------------
+
+constexpr int shuffle_threads = 256;
+
+// Lists first_list..last_list, ITEMS keys per lane; with ITEMS == 1 a class-c segment takes
+// 2^c lanes, so a warp sorts 32 / 2^c segments at once.
+template <int ITEMS, class K, class V, class Compare>
+__global__ void __launch_bounds__(shuffle_threads)
+    shuffle_kernel(K* keys, V* values, segment_list segs, class_lists lists, int first_list,
+                   int last_list, bool descending, Compare comp) {
+  using sorter = block::warp_bitonic_sort<K, V, ITEMS, Compare>;
+  const std::uint64_t warp = (static_cast<std::uint64_t>(blockIdx.x) * shuffle_threads + threadIdx.x) / 32;
+  const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * shuffle_threads / 32;
+  const unsigned lane = threadIdx.x & 31u;
+  for (int c = first_list; c <= last_list; ++c) {
+    const std::uint64_t count = lists.size(c), start = lists.counts ? lists.start(c) : 0;
+    const int lanes_log2 = c - sorter::item_bits;
+    const unsigned per_warp = 32u >> lanes_log2;
+    const unsigned group_lane = lane & ((1u << lanes_log2) - 1u);
+    for (std::uint64_t e0 = warp * per_warp; e0 < count; e0 += warps * per_warp) {
+      const std::uint64_t e = e0 + (lane >> lanes_log2);
+      unsigned m = 0;
+      std::uint64_t first = 0;
+      if (e < count) {
+        const std::uint64_t s = lists.segment(c, e, start);
+        first = segs.first(s);
+        m = static_cast<unsigned>(segs.last(s) - first);
+      }
+      K k[ITEMS];
+      V v[ITEMS];
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const unsigned pos = group_lane * ITEMS + i;
+        if (pos < m) {
+          k[i] = keys[first + pos];
+          if constexpr (block::has_values<K, V>) v[i] = values[first + pos];
+        }
+      }
+      sorter{}.sort_groups(k, v, m, descending, comp, c);
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const unsigned pos = group_lane * ITEMS + i;
+        if (pos < m) {
+          keys[first + pos] = k[i];
+          if constexpr (block::has_values<K, V>) values[first + pos] = v[i];
+        }
+      }
+    }
+  }
+}
+
+// ---- tile classes ----------------------------------------------------------------------
+
+// A team (a warp, or a block) per segment of class TILE_BITS, TEAMS teams per block.
+template <class K, class V, int TILE_BITS, bool WARP>
+struct tile_class_policy {
+  static constexpr int slot_bytes = bitonic_policy<K, V, false>::slot_bytes;
+  static constexpr int max_digit = slot_bytes <= 8 ? 5 : 4;
+  // Every team member needs a member set in each digit round: 2^digit * size <= 2^TILE_BITS.
+  static constexpr int digit = WARP ? (TILE_BITS - 5 < max_digit ? TILE_BITS - 5 : max_digit)
+                                    : max_digit;
+  static constexpr int team_threads = WARP ? 32 : 1 << (TILE_BITS - digit);
+  using team = std::conditional_t<WARP, block::warp_team, block::block_team<team_threads>>;
+  using storage = block::tile_storage<K, V, TILE_BITS>;
+  static constexpr int teams = WARP ? (48 * 1024 / sizeof(storage) >= 4   ? 4
+                                       : 48 * 1024 / sizeof(storage) >= 2 ? 2
+                                                                           : 1)
+                                    : 1;
+  static constexpr int threads = team_threads * teams;
+  static constexpr int smem_bytes = sizeof(storage) * teams;
+};
+
+template <class Policy, int TILE_BITS, class K, class V, class Compare>
+__global__ void __launch_bounds__(Policy::threads)
+    tile_kernel(K* keys, V* values, segment_list segs, class_lists lists, bool descending,
+                Compare comp) {
+  using tile_t = block::tile_network<K, V, typename Policy::team, TILE_BITS, Policy::digit,
+                                     Compare>;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  const unsigned team = threadIdx.x / Policy::team_threads;
+  auto& smem = reinterpret_cast<typename Policy::storage*>(shared_bytes)[team];
+  const std::uint64_t teams = static_cast<std::uint64_t>(gridDim.x) * Policy::teams;
+  const std::uint64_t count = lists.size(TILE_BITS);
+  const std::uint64_t start = lists.counts ? lists.start(TILE_BITS) : 0;
+  const network::window whole{TILE_BITS, TILE_BITS, 0};
+  const network::pass sort_all{whole, 0, network::steps_through_phase(TILE_BITS)};
+  for (std::uint64_t e = static_cast<std::uint64_t>(blockIdx.x) * Policy::teams + team;
+       e < count; e += teams) {
+    const std::uint64_t s = lists.segment(TILE_BITS, e, start);
+    const std::uint64_t first = segs.first(s);
+    tile_t tile{smem, 0, segs.last(s) - first, descending, comp};
+    V* segment_values = nullptr;
+    if constexpr (block::has_values<K, V>) segment_values = values + first;
+    tile.load(keys + first, segment_values);
+    tile.run(sort_all);
+    tile.store(keys + first, segment_values);
+    Policy::team::sync();  // the next segment's load overwrites the tile
+  }
+}
+
+// ---- long segments ---------------------------------------------------------------------
+
+// One pass of the device sort's schedule on every long segment that has that phase.
+template <class Policy, class K, class V, class Compare>
+__global__ void __launch_bounds__(Policy::tile_threads)
+    long_tile_kernel(K* keys, V* values, segment_list segs, class_lists lists, int list,
+                     network::pass ps, bool descending, Compare comp) {
+  using tile_t = block::tile_network<K, V, block::block_team<Policy::tile_threads>,
+                                     Policy::tile_bits, Policy::digit_bits, Compare>;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  auto& smem = *reinterpret_cast<typename tile_t::storage*>(shared_bytes);
+  const int phase = network::step_at(ps.first_step).phase;
+  const std::uint64_t count = lists.size(list), start = lists.counts ? lists.start(list) : 0;
+  for (std::uint64_t e = 0; e < count; ++e) {
+    const std::uint64_t s = lists.segment(list, e, start);
+    const std::uint64_t first = segs.first(s), m = segs.last(s) - first;
+    if (phase > network::ceil_log2(m)) continue;  // sorted already
+    V* segment_values = nullptr;
+    if constexpr (block::has_values<K, V>) segment_values = values + first;
+    const std::uint64_t tiles = ((m - 1) >> Policy::tile_bits) + 1;
+    for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      tile_t tile{smem, t << Policy::tile_bits, m, descending, comp};
+      tile.load(keys + first, segment_values);
+      tile.run(ps);
+      tile.store(keys + first, segment_values);
+      __syncthreads();
+    }
+  }
+}
+
+template <class Policy, int COUNT, class K, class V, class Compare>
+__global__ void __launch_bounds__(Policy::register_threads)
+    long_register_kernel(K* keys, V* values, segment_list segs, class_lists lists, int list,
+                         network::window win, int phase, bool descending, Compare comp) {
+  const std::uint64_t count = lists.size(list), start = lists.counts ? lists.start(list) : 0;
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * Policy::register_threads;
+  for (std::uint64_t e = 0; e < count; ++e) {
+    const std::uint64_t s = lists.segment(list, e, start);
+    const std::uint64_t first = segs.first(s), m = segs.last(s) - first;
+    if (phase > network::ceil_log2(m)) continue;
+    V* segment_values = nullptr;
+    if constexpr (block::has_values<K, V>) segment_values = values + first;
+    const std::uint64_t groups = win.count(m);
+    for (std::uint64_t t = static_cast<std::uint64_t>(blockIdx.x) * Policy::register_threads +
+                           threadIdx.x;
+         t < groups; t += stride) {
+      const index_t slot0 = win.slot(t, 0);
+      if (slot0 < m)
+        register_group<COUNT>(keys + first, segment_values, m, slot0, win.group_lo, phase,
+                              descending, comp);
+    }
+  }
+}
+
+// ---- launching -------------------------------------------------------------------------
+
+// Blocks of a persistent grid: as many as fit on the device at once.
+template <class Kernel>
+cudaError_t resident_blocks(Kernel kernel, int threads, int smem_bytes, unsigned& blocks) {
+  int device = 0, sms = 0, per_sm = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess && smem_bytes > 48 * 1024)
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  if (e == cudaSuccess)
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes);
+  blocks = static_cast<unsigned>(sms * (per_sm > 0 ? per_sm : 1));
+  return e;
+}
+
+// A persistent grid, no larger than `needed` blocks (known for batched sorts).
+template <class Kernel>
+cudaError_t grid_for(Kernel kernel, int threads, int smem_bytes, std::uint64_t needed,
+                     unsigned& blocks) {
+  const cudaError_t e = resident_blocks(kernel, threads, smem_bytes, blocks);
+  if (needed < blocks) blocks = static_cast<unsigned>(needed > 0 ? needed : 1);
+  return e;
+}
+
+template <class K, class V, class Compare>
+struct segment_launcher {
+  K* keys;
+  V* values;
+  segment_list segs;
+  class_lists lists;
+  bool descending;
+  Compare comp;
+  cudaStream_t stream;
+  // Segments in a list; for segmented sorts only the device knows, so grids are persistent.
+  std::uint64_t host_count(std::uint64_t unknown) const {
+    return lists.counts ? unknown : lists.batch_count;
+  }
+
+  template <int ITEMS>
+  cudaError_t shuffle(int first_list, int last_list) {
+    auto kernel = shuffle_kernel<ITEMS, K, V, Compare>;
+    const std::uint64_t per_warp = 32u >> (last_list - network::ceil_log2(ITEMS));
+    const std::uint64_t needed = (host_count(~std::uint64_t{0} >> 8) + per_warp * 8 - 1) /
+                                 (per_warp * 8);
+    unsigned blocks = 0;
+    cudaError_t e = grid_for(kernel, shuffle_threads, 0, needed, blocks);
+    if (e != cudaSuccess) return e;
+    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, lists, first_list,
+                                                   last_list, descending, comp);
+    return cudaGetLastError();
+  }
+
+  template <int TILE_BITS, bool WARP>
+  cudaError_t tile() {
+    using policy = tile_class_policy<K, V, TILE_BITS, WARP>;
+    auto kernel = tile_kernel<policy, TILE_BITS, K, V, Compare>;
+    const std::uint64_t needed =
+        (host_count(~std::uint64_t{0} >> 8) + policy::teams - 1) / policy::teams;
+    unsigned blocks = 0;
+    cudaError_t e = grid_for(kernel, policy::threads, policy::smem_bytes, needed, blocks);
+    if (e != cudaSuccess) return e;
+    kernel<<<blocks, policy::threads, policy::smem_bytes, stream>>>(keys, values, segs, lists,
+                                                                    descending, comp);
+    return cudaGetLastError();
+  }
+
+  // The device sort's schedule for segments of up to `longest` keys, on the long list.
+  cudaError_t long_segments(int list, std::uint64_t longest) {
+    using policy = bitonic_policy<K, V, false>;
+    using storage = block::tile_storage<K, V, policy::tile_bits>;
+    constexpr int smem_bytes = sizeof(storage);
+    auto tile_kernel = long_tile_kernel<policy, K, V, Compare>;
+    unsigned tile_blocks = 0;
+    cudaError_t status = resident_blocks(tile_kernel, policy::tile_threads, smem_bytes, tile_blocks);
+    if (status != cudaSuccess) return status;
+    network::for_each_pass(longest, policy::shape, [&](const network::pass& ps) {
+      if (status != cudaSuccess) return;
+      if (ps.win.contiguous()) {
+        tile_kernel<<<tile_blocks, policy::tile_threads, smem_bytes, stream>>>(
+            keys, values, segs, lists, list, ps, descending, comp);
+      } else {
+        const int phase = network::step_at(ps.first_step).phase;
+        auto launch = [&](auto kernel) {
+          unsigned blocks = 0;
+          status = resident_blocks(kernel, policy::register_threads, 0, blocks);
+          if (status != cudaSuccess) return;
+          kernel<<<blocks, policy::register_threads, 0, stream>>>(
+              keys, values, segs, lists, list, ps.win, phase, descending, comp);
+        };
+        switch (ps.win.group_bits) {
+          case 1: launch(long_register_kernel<policy, 1, K, V, Compare>); break;
+          case 2: launch(long_register_kernel<policy, 2, K, V, Compare>); break;
+          case 3: launch(long_register_kernel<policy, 3, K, V, Compare>); break;
+          case 4:
+            if constexpr (policy::register_bits >= 4)
+              launch(long_register_kernel<policy, 4, K, V, Compare>);
+            break;
+          case 5:
+            if constexpr (policy::register_bits >= 5)
+              launch(long_register_kernel<policy, 5, K, V, Compare>);
+            break;
+          default:
+            if constexpr (policy::register_bits >= 6)
+              launch(long_register_kernel<policy, 6, K, V, Compare>);
+            break;
+        }
+      }
+      if (status == cudaSuccess) status = cudaGetLastError();
+    });
+    return status;
+  }
+
+  // Sorts the segments of classes [first_class, last_class] (long ones up to `longest`).
+  cudaError_t run(int first_class, int last_class, std::uint64_t longest) {
+    constexpr segment_classes classes = classes_for<K, V>;
+    constexpr int max_items_log2 = classes.max_items_log2();
+    cudaError_t e = cudaSuccess;
+    auto in = [&](int c) { return first_class <= c && c <= last_class; };
+    if (first_class <= 5 && last_class >= 1)
+      e = shuffle<1>(first_class < 1 ? 1 : first_class, last_class < 5 ? last_class : 5);
+    if (e == cudaSuccess && in(6)) e = shuffle<2>(6, 6);
+    if (e == cudaSuccess && in(7)) e = shuffle<4>(7, 7);
+    if constexpr (max_items_log2 >= 3)
+      if (e == cudaSuccess && in(8)) e = shuffle<8>(8, 8);
+    if constexpr (max_items_log2 < 3)
+      if (e == cudaSuccess && in(8)) e = tile<8, true>();
+    if (e == cudaSuccess && in(9)) e = tile<9, true>();
+    if (e == cudaSuccess && in(10)) e = tile<10, true>();
+    if constexpr (classes.tile_max_bits() >= 11)
+      if (e == cudaSuccess && in(11)) e = tile<11, false>();
+    if constexpr (classes.tile_max_bits() >= 12)
+      if (e == cudaSuccess && in(12)) e = tile<12, false>();
+    if constexpr (classes.tile_max_bits() >= 13)
+      if (e == cudaSuccess && in(13)) e = tile<13, false>();
+    if (e == cudaSuccess && last_class > classes.tile_max_bits())
+      e = long_segments(classes.tile_max_bits() + 1, longest);
+    return e;
+  }
+};
+
+// Sorts every segment of `segs` in keys[0, n), in the core layer's manner: temp == nullptr
+// only writes the workspace bytes (class_lists::bytes(segs.count) for a segmented sort,
+// nothing for a batched one).
+template <class K, class V, class Compare>
+cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                           std::uint64_t n, const segment_list& segs, Compare comp,
+                           bool descending, cudaStream_t stream) {
+  constexpr segment_classes classes = classes_for<K, V>;
+  const std::size_t needed = segs.batched() ? 0 : class_lists::bytes(segs.count);
+  if (!temp) {
+    temp_bytes = needed;
+    return cudaSuccess;
+  }
+  if (temp_bytes < needed) return cudaErrorInvalidValue;
+  if (segs.count == 0 || n < 2) return cudaSuccess;
+  segment_launcher<K, V, Compare> launcher{keys, values, segs, {}, descending, comp, stream};
+  if (segs.batched()) {
+    const int c = classes.of(segs.batch_size);
+    if (c == 0) return cudaSuccess;
+    launcher.lists.batch_count = segs.count;
+    return launcher.run(c, c, segs.batch_size);
+  }
+  launcher.lists = class_lists::in(temp);
+  cudaError_t e = cudaMemsetAsync(temp, 0, class_lists::header_bytes, stream);
+  const auto blocks = static_cast<unsigned>((segs.count + classify_threads - 1) / classify_threads);
+  for (int pass = 0; pass < 2 && e == cudaSuccess; ++pass) {
+    classify_kernel<K, V><<<blocks, classify_threads, 0, stream>>>(segs, n, launcher.lists,
+                                                                   pass == 1);
+    e = cudaGetLastError();
+  }
+  // Every class may occur; long segments only if n allows one.
+  const int last = n > (index_t{1} << classes.tile_max_bits()) ? classes.of(n)
+                                                                  : classes.tile_max_bits();
+  if (e == cudaSuccess) e = launcher.run(1, last, n);
+  return e;
+}
+
+}  // namespace gpusort::detail::device

@@ -1,0 +1,76 @@
+// Segments of a batched or segmented sort, and the size class that decides who sorts one.
+//
+// A segment of m keys is sorted by a bitonic network of 2^c slots, c = ceil(log2 m)
+// (virtual padding for the rest). Its class is c, and the class picks the worker:
+//  * shuffle classes, c <= shuffle_max_bits: a warp, or a group of 2^c / items lanes of a
+//    warp, holds the keys in registers, `items` per lane; steps between lanes are shuffles;
+//  * tile classes, c <= tile_max_bits: a warp (small tiles) or a thread block holds the
+//    segment in shared memory and runs the steps a digit at a time (block/bitonic_tile.cuh);
+//  * the long class, c > tile_max_bits: the device sort's passes over global memory, shared
+//    by all long segments at once;
+//  * segments of 0 or 1 key: nothing to do.
+// The limits depend on the bytes a slot takes (key plus value), so that registers and shared
+// memory hold a segment at any key and value size.
+#pragma once
+
+#include <cstdint>
+
+#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/network/bitonic.hpp"
+
+namespace gpusort::detail::network {
+
+// Where the segments lie. Batched: segment i is [i * batch_size, (i + 1) * batch_size), and
+// begin/end are null. Segmented: begin[i], end[i] in device (or, on the CPU, host) memory,
+// as 4- or 8-byte unsigned integers (signed offsets read the same when non-negative; a
+// negative one reads as huge and is rejected by validation).
+struct segment_list {
+  const void* begin = nullptr;
+  const void* end = nullptr;
+  std::uint64_t count = 0;
+  std::uint64_t batch_size = 0;
+  int offset_bytes = 8;
+
+  GPUSORT_HD constexpr bool batched() const { return begin == nullptr; }
+
+  GPUSORT_HD constexpr std::uint64_t read(const void* offsets, std::uint64_t i) const {
+    return offset_bytes == 4 ? static_cast<const std::uint32_t*>(offsets)[i]
+                             : static_cast<const std::uint64_t*>(offsets)[i];
+  }
+  GPUSORT_HD constexpr std::uint64_t first(std::uint64_t i) const {
+    return batched() ? i * batch_size : read(begin, i);
+  }
+  GPUSORT_HD constexpr std::uint64_t last(std::uint64_t i) const {  // one past the end
+    return batched() ? (i + 1) * batch_size : read(end, i);
+  }
+  // A segment is usable when begin <= end <= n (every key it names exists).
+  GPUSORT_HD constexpr bool valid(std::uint64_t i, std::uint64_t n) const {
+    const std::uint64_t b = first(i), e = last(i);
+    return b <= e && e <= n;
+  }
+};
+
+// The size classes for one slot size (bytes of a key plus its value).
+struct segment_classes {
+  int slot_bytes;
+
+  // Keys per lane in a shuffle class: 1 up to a warp's 32 keys, then up to 8 (4 for slots
+  // over 8 bytes, to bound registers).
+  GPUSORT_HD constexpr int max_items_log2() const { return slot_bytes <= 8 ? 3 : 2; }
+  GPUSORT_HD constexpr int shuffle_max_bits() const { return 5 + max_items_log2(); }
+  GPUSORT_HD constexpr int items_log2(int c) const { return c <= 5 ? 0 : c - 5; }
+  // A warp in shared memory up to 1024 slots, then thread blocks up to 32 KiB of slots.
+  GPUSORT_HD constexpr int warp_tile_max_bits() const { return 10; }
+  GPUSORT_HD constexpr int tile_max_bits() const {
+    return slot_bytes <= 4 ? 13 : slot_bytes <= 8 ? 12 : slot_bytes <= 16 ? 11 : 10;
+  }
+  // Class of a segment of m keys: 0 for m <= 1 (nothing to do), else ceil(log2 m).
+  GPUSORT_HD constexpr int of(std::uint64_t m) const { return ceil_log2(m); }
+  GPUSORT_HD constexpr bool is_long(int c) const { return c > tile_max_bits(); }
+  // Classes with their own list of segments: 1 .. tile_max_bits, then one list for all long
+  // segments at index tile_max_bits + 1.
+  GPUSORT_HD constexpr int list_of(int c) const { return is_long(c) ? tile_max_bits() + 1 : c; }
+  static constexpr int max_lists = 16;  // > the largest tile_max_bits + 1
+};
+
+}  // namespace gpusort::detail::network

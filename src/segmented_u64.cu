@@ -1,0 +1,3 @@
+#include "segmented_impl.cuh"
+
+GPUSORT_INSTANTIATE_SEGMENTS_FOR_KEY(std::uint64_t)

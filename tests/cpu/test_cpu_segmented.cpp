@@ -1,0 +1,133 @@
+// The size-class math and the CPU backend of the batched and segmented sorts, against
+// std::stable_sort per segment; on a machine without a GPU the convenience layer's host
+// overloads run here too.
+#include <gtest/gtest.h>
+
+#include "gpusort/sort.hpp"
+#include "reference.hpp"
+#include "segments_reference.hpp"
+
+using namespace gpusort::testing;
+namespace tools = gpusort::tools;
+using gpusort::detail::network::segment_classes;
+using gpusort::detail::network::segment_list;
+
+TEST(CpuSegmentClasses, EveryClassHasAWorkerAndAList) {
+  for (int slot_bytes : {4, 8, 12, 16, 24}) {
+    const segment_classes classes{slot_bytes};
+    SCOPED_TRACE(::testing::Message() << "slot bytes " << slot_bytes);
+    EXPECT_EQ(classes.of(0), 0);
+    EXPECT_EQ(classes.of(1), 0);
+    EXPECT_EQ(classes.of(2), 1);
+    EXPECT_EQ(classes.of(33), 6);
+    EXPECT_EQ(classes.of(1024), 10);
+    EXPECT_EQ(classes.of(1025), 11);
+    // Shuffle classes end where warp tiles begin; tiles fit in 32 KiB (+ padding).
+    EXPECT_LE(classes.shuffle_max_bits(), 8);
+    EXPECT_GE(classes.tile_max_bits(), classes.warp_tile_max_bits());
+    EXPECT_LE((std::size_t{1} << classes.tile_max_bits()) * slot_bytes, 32u * 1024);
+    // A warp holds 2^(5 + items) keys of the largest shuffle class.
+    EXPECT_EQ(5 + classes.items_log2(classes.shuffle_max_bits()), classes.shuffle_max_bits());
+    // Lists: one per class up to the tile limit, then one for all long segments.
+    for (int c = 1; c <= classes.tile_max_bits(); ++c) EXPECT_EQ(classes.list_of(c), c);
+    EXPECT_EQ(classes.list_of(classes.tile_max_bits() + 1), classes.tile_max_bits() + 1);
+    EXPECT_EQ(classes.list_of(40), classes.tile_max_bits() + 1);
+    EXPECT_LT(classes.tile_max_bits() + 1, segment_classes::max_lists);
+  }
+}
+
+TEST(CpuSegmentClasses, SegmentListsReadOffsetsOfEitherWidth) {
+  const std::vector<std::uint32_t> narrow_offsets = {0, 5, 5, 9};
+  const std::vector<std::uint64_t> wide_offsets = {0, 5, 5, 9};
+  for (const segment_list& s :
+       {gpusort::detail::make_segments(narrow_offsets.data(), narrow_offsets.data() + 1, 3),
+        gpusort::detail::make_segments(wide_offsets.data(), wide_offsets.data() + 1, 3)}) {
+    EXPECT_FALSE(s.batched());
+    EXPECT_EQ(s.first(1), 5u);
+    EXPECT_EQ(s.last(1), 5u);
+    EXPECT_EQ(s.last(2), 9u);
+    EXPECT_TRUE(s.valid(2, 9));
+    EXPECT_FALSE(s.valid(2, 8)) << "ends past n";
+  }
+  const std::vector<std::int32_t> backwards = {7, 3};
+  EXPECT_FALSE(gpusort::detail::make_segments(backwards.data(), backwards.data() + 1, 1).valid(0, 10));
+  const segment_list batches = gpusort::detail::make_batches(4, 3);
+  EXPECT_TRUE(batches.batched());
+  EXPECT_EQ(batches.first(2), 6u);
+  EXPECT_EQ(batches.last(3), 12u);
+}
+
+template <class K>
+class CpuSegmented : public ::testing::Test {};
+TYPED_TEST_SUITE(CpuSegmented, key_types);
+
+TYPED_TEST(CpuSegmented, BackendMatchesStableSortPerSegment) {
+  using K = TypeParam;
+  std::vector<std::uint64_t> sizes = power_law_sizes(1 << 16, 21);
+  for (std::uint64_t m : {0, 1, 2, 31, 32, 33, 1023, 4097, 70001})
+    sizes.insert(sizes.begin() + (m * 31) % sizes.size(), m);
+  const layout l = make_layout(sizes, 3, true, 5);
+  for (bool descending : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "desc=" << descending);
+    std::vector<K> keys = tools::generate<K>(tools::distribution::uniform, l.n, 12);
+    scatter_special_values(keys, 12);
+    const std::vector<K> expect = reference_segmented(keys, l, descending);
+    std::vector<std::uint32_t> values(l.n);
+    for (std::size_t i = 0; i < l.n; ++i) values[i] = static_cast<std::uint32_t>(i);
+    const segment_list segs =
+        gpusort::detail::make_segments(l.begin.data(), l.end.data(), l.begin.size());
+    const gpusort::options opt{.direction = descending ? gpusort::order::descending
+                                                       : gpusort::order::ascending};
+    gpusort::detail::cpu_sort_segments(
+        keys.data(), reinterpret_cast<gpusort::detail::payload<4>*>(values.data()), l.n, segs,
+        opt);
+    ASSERT_TRUE(same_bits(keys, expect));
+    // value = original index: each value must name a key equal to the one beside it.
+    std::vector<K> original = tools::generate<K>(tools::distribution::uniform, l.n, 12);
+    scatter_special_values(original, 12);
+    for (std::size_t i = 0; i < l.n; ++i)
+      ASSERT_EQ(gpusort::key_traits<K>::ordered(keys[i]),
+                gpusort::key_traits<K>::ordered(original[values[i]]))
+          << "value left its key at " << i;
+  }
+}
+
+TEST(CpuSegmented, InvalidSegmentsAreSkipped) {
+  std::vector<std::uint32_t> keys = {5, 4, 3, 2, 1, 0};
+  const std::vector<std::uint64_t> begin = {0, 4, 2}, end = {3, 2, 9};
+  gpusort::detail::cpu_sort_segments<std::uint32_t, gpusort::detail::no_value>(
+      keys.data(), nullptr, keys.size(), gpusort::detail::make_segments(begin.data(), end.data(), 3),
+      {});
+  EXPECT_EQ(keys, (std::vector<std::uint32_t>{3, 4, 5, 2, 1, 0}));
+}
+
+TEST(CpuSegmented, HostOverloadsSortAndReject) {
+  // On the GPU when there is one, else on the CPU: the result is the same.
+  std::vector<float> rows = tools::generate<float>(tools::distribution::gaussian, 50 * 77, 3);
+  const std::vector<float> rows_in = rows;
+  gpusort::sort_batched(rows, 50, 77, {.direction = gpusort::order::descending});
+  EXPECT_TRUE(same_bits(
+      rows, reference_segmented(rows_in, make_layout(std::vector<std::uint64_t>(50, 77)), true)));
+
+  const layout l = make_layout(power_law_sizes(5000, 2));
+  std::vector<std::int64_t> keys = tools::generate<std::int64_t>(tools::distribution::zipf, l.n, 4);
+  std::vector<std::uint64_t> values(l.n);
+  for (std::size_t i = 0; i < l.n; ++i) values[i] = i;
+  const std::vector<std::int64_t> keys_in = keys;
+  std::vector<std::uint64_t> offsets = l.begin;
+  offsets.push_back(l.n);
+  gpusort::sort_segmented(keys, values, offsets);
+  EXPECT_TRUE(same_bits(keys, reference_segmented(keys_in, l, false)));
+  for (std::size_t i = 0; i < l.n; ++i) ASSERT_EQ(keys[i], keys_in[values[i]]);
+
+  std::vector<std::int64_t> untouched = keys_in;
+  offsets.back() = l.n + 1;
+  try {
+    gpusort::sort_segmented(untouched, offsets);
+    FAIL() << "no exception";
+  } catch (const gpusort::error& e) {
+    EXPECT_NE(std::string(e.what()).find("ends past the"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(untouched, keys_in);
+  EXPECT_THROW(gpusort::sort_batched(untouched, 7, 7), gpusort::error);
+}

@@ -1,0 +1,437 @@
+// Batched and segmented sorts on the device against std::stable_sort per segment: every key
+// type, every size class (0, 1, 2, 31, 32, 33, ..., 1023, 4097, long segments), mixed
+// power-law sizes, gaps between segments (never written), shuffled segment lists, pairs,
+// both orders, a user comparator, the CUB baselines, bad offsets, graph capture, n >= 2^31.
+#include <gtest/gtest.h>
+
+#include <thrust/count.h>
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/reduce.h>
+#include <thrust/tabulate.h>
+
+#include "device_buffer.hpp"
+#include "gpusort/sort.cuh"
+#include "gpusort/sort.hpp"
+#include "reference.hpp"
+#include "segments_reference.hpp"
+
+using namespace gpusort::testing;
+namespace tools = gpusort::tools;
+
+namespace {
+
+template <class K>
+class GpuSegmented : public ::testing::Test {
+ protected:
+  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
+};
+TYPED_TEST_SUITE(GpuSegmented, key_types);
+
+class GpuSegmentedApi : public ::testing::Test {
+ protected:
+  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
+};
+
+gpusort::options make_options(bool descending,
+                              gpusort::algorithm algo = gpusort::algorithm::automatic) {
+  return {.algo = algo,
+          .direction = descending ? gpusort::order::descending : gpusort::order::ascending};
+}
+
+// Sorts `keys` in the segments of `l` through the core layer (offsets of type O), with the
+// workspace the query asks for, and compares with the reference.
+template <class K, class O>
+void check_segmented(const std::vector<K>& keys, const layout& l, bool descending,
+                     gpusort::algorithm algo = gpusort::algorithm::automatic) {
+  const std::vector<K> expect = reference_segmented(keys, l, descending);
+  guarded_buffer<K> d(keys);
+  guarded_buffer<O> begin(narrow<O>(l.begin)), end(narrow<O>(l.end));
+  const auto opt = make_options(descending, algo);
+  const std::uint64_t count = l.begin.size();
+  std::size_t bytes = 0;
+  ASSERT_EQ(gpusort::sort_segmented_keys(nullptr, bytes, d.data(), keys.size(), begin.data(),
+                                         end.data(), count, opt),
+            cudaSuccess);
+  if (algo == gpusort::algorithm::automatic)
+    EXPECT_LE(bytes, 4 * count + 256) << "4 bytes per segment and a few counters";
+  void* temp = nullptr;
+  CUDA_OK(cudaMalloc(&temp, bytes ? bytes : 1));
+  // Poison the workspace: the sort must not rely on it starting zeroed.
+  CUDA_OK(cudaMemset(temp, 0xA5, bytes ? bytes : 1));
+  const cudaError_t e = gpusort::sort_segmented_keys(temp, bytes, d.data(), keys.size(),
+                                                     begin.data(), end.data(), count, opt);
+  CUDA_OK(cudaDeviceSynchronize());
+  cudaFree(temp);
+  ASSERT_EQ(e, cudaSuccess);
+  ASSERT_TRUE(same_bits(d.to_host(), expect));
+  ASSERT_TRUE(d.guard_intact()) << "wrote past n";
+}
+
+template <class K>
+void check_batched(const std::vector<K>& keys, std::uint64_t batch_count,
+                   std::uint64_t batch_size, bool descending) {
+  std::vector<std::uint64_t> sizes(batch_count, batch_size);
+  const std::vector<K> expect = reference_segmented(keys, make_layout(sizes), descending);
+  guarded_buffer<K> d(keys);
+  const auto opt = make_options(descending);
+  std::size_t bytes = 1;
+  ASSERT_EQ(gpusort::sort_batched_keys(nullptr, bytes, d.data(), batch_count, batch_size, opt),
+            cudaSuccess);
+  ASSERT_EQ(bytes, 0u) << "batched sorts need no workspace";
+  ASSERT_EQ(gpusort::sort_batched_keys(d.data(), bytes, d.data(), batch_count, batch_size, opt),
+            cudaSuccess);
+  CUDA_OK(cudaDeviceSynchronize());
+  ASSERT_TRUE(same_bits(d.to_host(), expect));
+  ASSERT_TRUE(d.guard_intact());
+}
+
+// Sizes of every class boundary: tiny, shuffle classes, warp tiles, block tiles, long.
+const std::vector<std::uint64_t> class_sizes = {0,    1,    2,    3,    31,   32,   33,
+                                                63,   64,   65,   127,  129,  255,  256,
+                                                257,  511,  513,  1023, 1024, 1025, 2047,
+                                                2049, 4095, 4096, 4097, 8191, 8193, 20011};
+
+}  // namespace
+
+TYPED_TEST(GpuSegmented, BatchesOfEverySize) {
+  using K = TypeParam;
+  for (std::uint64_t size : class_sizes) {
+    const std::uint64_t count = std::max<std::uint64_t>(3, (std::uint64_t{1} << 17) / (size + 1));
+    for (bool descending : {false, true}) {
+      const tools::distribution dist =
+          descending ? tools::distribution::few_unique : tools::distribution::uniform;
+      SCOPED_TRACE(::testing::Message() << "batch size " << size << " x " << count
+                                        << " desc=" << descending);
+      std::vector<K> keys = tools::generate<K>(dist, count * size, size + 17);
+      scatter_special_values(keys, size);
+      check_batched(keys, count, size, descending);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TYPED_TEST(GpuSegmented, SegmentsOfEverySizeWithGapsInAnyOrder) {
+  using K = TypeParam;
+  for (std::uint64_t size : class_sizes) {
+    std::vector<std::uint64_t> sizes(std::max<std::uint64_t>(3, 60000 / (size + 1)), size);
+    for (bool wide : {false, true}) {
+      const layout l = make_layout(sizes, wide ? 5 : 0, wide, size);
+      SCOPED_TRACE(::testing::Message() << "segment size " << size << " x " << sizes.size()
+                                        << (wide ? " u64 offsets, gaps, shuffled" : " u32"));
+      std::vector<K> keys = tools::generate<K>(tools::distribution::uniform, l.n, size);
+      scatter_special_values(keys, size + 1);
+      if (wide)
+        check_segmented<K, std::uint64_t>(keys, l, size % 2 == 1);
+      else
+        check_segmented<K, std::uint32_t>(keys, l, size % 2 == 0);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TYPED_TEST(GpuSegmented, MixedSizesOnEveryDistribution) {
+  using K = TypeParam;
+  std::vector<std::uint64_t> sizes = power_law_sizes(1 << 19, 5);
+  // Every awkward size too, and long ones among the many short.
+  for (std::uint64_t m : {0, 1, 2, 31, 32, 33, 1023, 4097, 40000, 70001, 200003})
+    sizes.insert(sizes.begin() + (m * 7919) % sizes.size(), m);
+  const layout l = make_layout(sizes, 3, true, 9);
+  for (tools::distribution dist : tools::all_distributions) {
+    SCOPED_TRACE(::testing::Message() << "dist=" << tools::to_string(dist));
+    const std::vector<K> keys = tools::generate<K>(dist, l.n, static_cast<int>(dist) + 3);
+    check_segmented<K, std::int64_t>(keys, l, dist == tools::distribution::zipf);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TYPED_TEST(GpuSegmented, PairsKeepTheirValues) {
+  using K = TypeParam;
+  std::vector<std::uint64_t> sizes = power_law_sizes(1 << 16, 11);
+  for (std::uint64_t m : {2, 33, 257, 1023, 4097, 9000, 30000})
+    sizes.insert(sizes.begin() + (m * 131) % sizes.size(), m);
+  const layout l = make_layout(sizes, 2, false, 4);
+  const std::vector<K> keys = tools::generate<K>(tools::distribution::few_unique, l.n, 8);
+  auto run = [&](auto value_tag, bool descending) {
+    using V = decltype(value_tag);
+    SCOPED_TRACE(::testing::Message() << "value bytes " << sizeof(V) << " desc=" << descending);
+    std::vector<V> values(l.n);
+    for (std::size_t i = 0; i < l.n; ++i) {
+      std::memset(&values[i], 0, sizeof(V));
+      std::memcpy(&values[i], &i, std::min(sizeof(V), sizeof(i)));
+    }
+    guarded_buffer<K> dk(keys);
+    guarded_buffer<V> dv(values);
+    guarded_buffer<std::uint32_t> begin(narrow<std::uint32_t>(l.begin)),
+        end(narrow<std::uint32_t>(l.end));
+    std::size_t bytes = 0;
+    const auto opt = make_options(descending);
+    ASSERT_EQ(gpusort::sort_segmented_pairs(nullptr, bytes, dk.data(), dv.data(), l.n,
+                                            begin.data(), end.data(), sizes.size(), opt),
+              cudaSuccess);
+    void* temp = nullptr;
+    CUDA_OK(cudaMalloc(&temp, bytes));
+    ASSERT_EQ(gpusort::sort_segmented_pairs(temp, bytes, dk.data(), dv.data(), l.n,
+                                            begin.data(), end.data(), sizes.size(), opt),
+              cudaSuccess);
+    CUDA_OK(cudaDeviceSynchronize());
+    cudaFree(temp);
+    const std::vector<K> out_keys = dk.to_host();
+    const std::vector<V> out_values = dv.to_host();
+    ASSERT_TRUE(same_bits(out_keys, reference_segmented(keys, l, descending)));
+    // Every value is the index of a key of its own segment, equal to the key beside it.
+    std::vector<std::uint64_t> segment_of(l.n, ~std::uint64_t{0});
+    for (std::size_t s = 0; s < sizes.size(); ++s)
+      for (std::uint64_t i = l.begin[s]; i < l.end[s]; ++i) segment_of[i] = s;
+    std::vector<bool> seen(l.n, false);
+    for (std::size_t i = 0; i < l.n; ++i) {
+      std::uint64_t origin = 0;
+      std::memcpy(&origin, &out_values[i], std::min(sizeof(V), sizeof(origin)));
+      if (sizeof(V) == 4) origin &= 0xFFFFFFFFull;
+      ASSERT_LT(origin, l.n) << "value corrupted at " << i;
+      ASSERT_FALSE(seen[origin]) << "value " << origin << " twice";
+      seen[origin] = true;
+      ASSERT_EQ(segment_of[origin], segment_of[i]) << "value left its segment at " << i;
+      ASSERT_EQ(gpusort::key_traits<K>::ordered(keys[origin]),
+                gpusort::key_traits<K>::ordered(out_keys[i]))
+          << "value " << origin << " left its key";
+    }
+    ASSERT_TRUE(dv.guard_intact());
+  };
+  run(std::uint32_t{}, false);
+  run(std::uint64_t{}, true);
+  struct alignas(16) wide_value {
+    std::uint64_t a, b;
+  };
+  run(wide_value{}, false);
+}
+
+TYPED_TEST(GpuSegmented, ConvenienceLayerOnDeviceAndHostArrays) {
+  using K = TypeParam;
+  const std::vector<std::uint64_t> sizes = power_law_sizes(20000, 3);
+  const layout l = make_layout(sizes);
+  const std::vector<K> keys = tools::generate<K>(tools::distribution::gaussian, l.n, 2);
+  std::vector<std::uint32_t> offsets = narrow<std::uint32_t>(l.begin);
+  offsets.push_back(static_cast<std::uint32_t>(l.n));
+  // device spans
+  guarded_buffer<K> d(keys);
+  guarded_buffer<std::uint32_t> d_offsets(offsets);
+  gpusort::sort_segmented(std::span<K>(d.data(), l.n),
+                          std::span<const std::uint32_t>(d_offsets.data(), offsets.size()));
+  EXPECT_TRUE(same_bits(d.to_host(), reference_segmented(keys, l, false)));
+  // host vectors
+  std::vector<K> host = keys;
+  gpusort::sort_segmented(host, offsets, make_options(true));
+  EXPECT_TRUE(same_bits(host, reference_segmented(keys, l, true)));
+  std::vector<K> rows = tools::generate<K>(tools::distribution::uniform, 100 * 300, 4);
+  const std::vector<K> rows_in = rows;
+  gpusort::sort_batched(rows, 100, 300);
+  EXPECT_TRUE(same_bits(rows, reference_segmented(rows_in, make_layout(std::vector<std::uint64_t>(100, 300)), false)));
+}
+
+namespace {
+struct point {
+  float x, y, z;
+};
+struct by_x_then_y {
+  __host__ __device__ bool operator()(const point& a, const point& b) const {
+    return a.x < b.x || (a.x == b.x && a.y < b.y);
+  }
+};
+}  // namespace
+
+TEST_F(GpuSegmentedApi, UserComparator) {
+  const layout l = make_layout(power_law_sizes(50000, 7), 1, true, 3);
+  std::vector<point> pts(l.n);
+  for (std::size_t i = 0; i < l.n; ++i)
+    pts[i] = {float(tools::random_bits(1, i) % 50), float(tools::random_bits(2, i) % 1000),
+              float(i)};
+  guarded_buffer<point> d(pts);
+  guarded_buffer<std::uint64_t> begin(l.begin), end(l.end);
+  std::size_t bytes = 0;
+  ASSERT_EQ(gpusort::sort_segmented_keys(nullptr, bytes, d.data(), l.n, begin.data(),
+                                         end.data(), l.begin.size(), by_x_then_y{}),
+            cudaSuccess);
+  void* temp = nullptr;
+  CUDA_OK(cudaMalloc(&temp, bytes));
+  ASSERT_EQ(gpusort::sort_segmented_keys(temp, bytes, d.data(), l.n, begin.data(), end.data(),
+                                         l.begin.size(), by_x_then_y{},
+                                         make_options(true, gpusort::algorithm::bitonic)),
+            cudaSuccess);
+  CUDA_OK(cudaDeviceSynchronize());
+  cudaFree(temp);
+  const std::vector<point> out = d.to_host();
+  std::vector<bool> in_segment(l.n, false);
+  for (std::size_t s = 0; s < l.begin.size(); ++s) {
+    for (std::uint64_t i = l.begin[s]; i < l.end[s]; ++i) in_segment[i] = true;
+    for (std::uint64_t i = l.begin[s] + 1; i < l.end[s]; ++i)
+      ASSERT_FALSE(by_x_then_y{}(out[i - 1], out[i])) << "segment " << s << " at " << i;
+    double sum_in = 0, sum_out = 0;
+    for (std::uint64_t i = l.begin[s]; i < l.end[s]; ++i) {
+      sum_in += pts[i].z;
+      sum_out += out[i].z;
+    }
+    ASSERT_EQ(sum_in, sum_out) << "segment " << s << " lost a point";
+  }
+  for (std::size_t i = 0; i < l.n; ++i)
+    if (!in_segment[i]) ASSERT_EQ(out[i].z, pts[i].z) << "gap written at " << i;
+  // Batched with a comparator.
+  guarded_buffer<point> rows(std::vector<point>(pts.begin(), pts.begin() + 64 * 700));
+  ASSERT_EQ(gpusort::sort_batched_keys(rows.data(), bytes, rows.data(), 64, 700, by_x_then_y{}),
+            cudaSuccess);
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::vector<point> sorted_rows = rows.to_host();
+  for (std::size_t r = 0; r < 64; ++r)
+    for (std::size_t i = 1; i < 700; ++i)
+      ASSERT_FALSE(by_x_then_y{}(sorted_rows[r * 700 + i], sorted_rows[r * 700 + i - 1]));
+}
+
+TEST_F(GpuSegmentedApi, CubBaselines) {
+  const layout l = make_layout(power_law_sizes(100000, 13), 4, true, 2);
+  const std::vector<std::uint32_t> keys =
+      tools::generate<std::uint32_t>(tools::distribution::uniform, l.n, 6);
+  for (auto algo : {gpusort::algorithm::cub_radix, gpusort::algorithm::cub_merge}) {
+    for (bool descending : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << gpusort::to_string(algo) << " desc=" << descending);
+      check_segmented<std::uint32_t, std::uint32_t>(keys, l, descending, algo);
+      if (HasFatalFailure()) return;
+    }
+  }
+  std::size_t bytes = 0;
+  EXPECT_EQ(gpusort::sort_batched_keys(nullptr, bytes, static_cast<std::uint32_t*>(nullptr), 0,
+                                       0, make_options(false, gpusort::algorithm::thrust)),
+            cudaErrorNotSupported);
+}
+
+TEST_F(GpuSegmentedApi, BadOffsetsAreRejectedBeforeAnyKeyMoves) {
+  const std::vector<std::uint32_t> keys =
+      tools::generate<std::uint32_t>(tools::distribution::uniform, 1000, 1);
+  guarded_buffer<std::uint32_t> d(keys);
+  for (const std::vector<std::int64_t>& offsets :
+       {std::vector<std::int64_t>{0, 500, 1001}, std::vector<std::int64_t>{0, 600, 400, 1000},
+        std::vector<std::int64_t>{-1, 10}}) {
+    guarded_buffer<std::int64_t> d_offsets(offsets);
+    try {
+      gpusort::sort_segmented(std::span<std::uint32_t>(d.data(), keys.size()),
+                              std::span<std::int64_t>(d_offsets.data(), offsets.size()));
+      ADD_FAILURE() << "no exception";
+    } catch (const gpusort::error& e) {
+      EXPECT_EQ(e.code(), cudaErrorInvalidValue);
+      EXPECT_NE(std::string(e.what()).find("segment"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("no key was moved"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(d.to_host(), keys);
+    std::vector<std::uint32_t> host = keys;
+    EXPECT_THROW(gpusort::sort_segmented(host, offsets), gpusort::error);
+    EXPECT_EQ(host, keys);
+  }
+  // Sizes that do not match.
+  std::vector<std::uint32_t> host = keys;
+  EXPECT_THROW(gpusort::sort_batched(host, 3, 300), gpusort::error);
+  EXPECT_THROW(gpusort::sort_segmented(host, std::vector<std::uint32_t>{}), gpusort::error);
+  EXPECT_EQ(host, keys);
+  // The core rejects host pointers and too many segments without touching anything.
+  std::size_t bytes = 0;
+  const std::vector<std::uint32_t> host_offsets = {0, 10};
+  EXPECT_EQ(gpusort::sort_segmented_keys(nullptr, bytes, d.data(), keys.size(),
+                                         host_offsets.data(), host_offsets.data() + 1, 1),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(GpuSegmentedApi, EmptyInputs) {
+  std::size_t bytes = 7;
+  EXPECT_EQ(gpusort::sort_batched_keys(nullptr, bytes, static_cast<float*>(nullptr), 0, 5),
+            cudaSuccess);
+  EXPECT_EQ(bytes, 0u);
+  std::vector<float> none;
+  gpusort::sort_batched(none, 0, 0);
+  gpusort::sort_segmented(none, std::vector<std::uint32_t>{0});
+  std::vector<float> some = {3, 1, 2};
+  gpusort::sort_batched(some, 3, 1);
+  gpusort::sort_segmented(some, std::vector<std::uint64_t>{0, 0, 0});
+  EXPECT_EQ(some, (std::vector<float>{3, 1, 2}));
+}
+
+TEST_F(GpuSegmentedApi, WorksInsideGraphCapture) {
+  const layout l = make_layout(power_law_sizes(30000, 17));
+  const std::vector<std::uint32_t> keys =
+      tools::generate<std::uint32_t>(tools::distribution::uniform, l.n, 3);
+  guarded_buffer<std::uint32_t> d(keys);
+  guarded_buffer<std::uint64_t> begin(l.begin), end(l.end);
+  std::size_t bytes = 0;
+  ASSERT_EQ(gpusort::sort_segmented_keys(nullptr, bytes, d.data(), l.n, begin.data(),
+                                         end.data(), l.begin.size()),
+            cudaSuccess);
+  void* temp = nullptr;
+  CUDA_OK(cudaMalloc(&temp, bytes));
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreate(&stream));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const cudaError_t e =
+      gpusort::sort_segmented_keys(temp, bytes, d.data(), l.n, begin.data(), end.data(),
+                                   l.begin.size(), {.stream = stream});
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  ASSERT_EQ(e, cudaSuccess);
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  EXPECT_TRUE(same_bits(d.to_host(), reference_segmented(keys, l, false)));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  cudaFree(temp);
+}
+
+namespace {
+struct scrambled_key {
+  __host__ __device__ std::uint32_t operator()(std::uint64_t i) const {
+    return static_cast<std::uint32_t>(tools::random_bits(42, i));
+  }
+};
+// Out of order: a key greater than its successor within one segment of `size` keys.
+struct out_of_order {
+  const std::uint32_t* keys;
+  std::uint64_t size;
+  __host__ __device__ bool operator()(std::uint64_t i) const {
+    return (i + 1) % size != 0 && keys[i] > keys[i + 1];
+  }
+};
+struct widen {
+  __host__ __device__ std::uint64_t operator()(std::uint32_t k) const { return k; }
+};
+}  // namespace
+
+// More than 2^31 keys in one call (64-bit positions everywhere), checked on the device.
+TEST_F(GpuSegmentedApi, MoreThan2To31Keys) {
+  const std::uint64_t size = 1000, count = (std::uint64_t{1} << 31) / size + 3;
+  const std::uint64_t n = size * count;
+  std::size_t free_bytes = 0, total = 0;
+  CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+  if (free_bytes < n * 4 + (std::uint64_t{1} << 30)) GTEST_SKIP() << "not enough device memory";
+  std::uint32_t* keys = nullptr;
+  CUDA_OK(cudaMalloc(&keys, n * 4));
+  auto policy = thrust::cuda::par;
+  thrust::tabulate(policy, keys, keys + n, scrambled_key{});
+  const std::uint64_t sum_before = thrust::transform_reduce(
+      policy, keys, keys + n, widen{}, std::uint64_t{0}, thrust::plus<std::uint64_t>());
+  std::size_t bytes = 0;
+  ASSERT_EQ(gpusort::sort_batched_keys(keys, bytes, keys, count, size), cudaSuccess);
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto unsorted = thrust::count_if(policy, thrust::counting_iterator<std::uint64_t>(0),
+                                         thrust::counting_iterator<std::uint64_t>(n - 1),
+                                         out_of_order{keys, size});
+  const std::uint64_t sum_after = thrust::transform_reduce(
+      policy, keys, keys + n, widen{}, std::uint64_t{0}, thrust::plus<std::uint64_t>());
+  // The last segment, read back, is the sorted scramble of its original keys.
+  std::vector<std::uint32_t> last(size), expect(size);
+  CUDA_OK(cudaMemcpy(last.data(), keys + n - size, size * 4, cudaMemcpyDeviceToHost));
+  for (std::uint64_t i = 0; i < size; ++i) expect[i] = scrambled_key{}(n - size + i);
+  std::sort(expect.begin(), expect.end());
+  cudaFree(keys);
+  EXPECT_EQ(unsorted, 0);
+  EXPECT_EQ(sum_before, sum_after);
+  EXPECT_EQ(last, expect);
+}
