@@ -2,6 +2,8 @@
 // once and copied to a pristine device buffer; every run copies it to a work buffer (not
 // timed) and times the sort alone with CUDA events on one stream, after warm-up runs.
 // std_sort and the CPU backend are timed with std::chrono, with fewer runs for large n.
+// With --segments, every segment layout of a point reuses its input; a single array is the
+// layout of one segment, so that one verification serves both.
 #include "bench.hpp"
 
 #include <cuda_runtime_api.h>
@@ -9,10 +11,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include "bench/classic_bitonic.hpp"
 #include "cli.hpp"
+#include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 #include "records.hpp"
 
@@ -26,6 +30,7 @@ namespace {
 constexpr int device_warmups = 2;
 constexpr std::uint64_t large_host_n = std::uint64_t{1} << 22;
 constexpr double mib = 1024.0 * 1024.0;
+constexpr std::uint64_t narrow_offsets_below = std::uint64_t{1} << 32;  // u32 offsets, else u64
 
 void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw error(e, what);
@@ -55,23 +60,64 @@ class device_memory {
   bool failed_ = false;
 };
 
-// One input of the benchmark and what it must sort to.
+// One input of the benchmark in one segment layout, and what it must sort to.
 template <class K>
 struct point {
   distribution dist;
   std::uint64_t n;
   records<K> input;
-  checksum input_sum;
+  std::optional<segment_spec> segments;  // none: a single array
+  std::vector<std::uint64_t> offsets;    // segment i is [offsets[i], offsets[i + 1])
+  checksum input_sum;                    // checksum_by_segment of the input
+  std::uint64_t segment_count() const { return offsets.size() - 1; }
+  // Equal segments that fill n exactly go through the batched calls: no offsets to read.
+  bool batched() const { return segments && !segments->powerlaw && n % segments->size == 0; }
   std::string label() const {
     return std::string(key_traits<K>::name) + (input.pairs ? "+u32 " : " ") +
-           std::string(to_string(dist)) + " n=" + std::to_string(n);
+           std::string(to_string(dist)) + " n=" + std::to_string(n) +
+           (segments ? " segments=" + segments->name() : "");
   }
 };
+
+// scan_order within each segment: positions i whose key belongs before key i - 1 of the
+// same segment.
+template <class K>
+order_report segment_order(const std::vector<K>& keys, const std::vector<std::uint64_t>& offsets) {
+  order_report report;
+  const less<K> before;
+  for (std::size_t s = 0; s + 1 < offsets.size(); ++s)
+    for (std::uint64_t i = offsets[s] + 1; i < offsets[s + 1]; ++i)
+      if (before(keys[i], keys[i - 1]) && report.out_of_order++ == 0) report.first = i;
+  return report;
+}
+
+// checksum_of with each record's hash tied to its segment: equal to the input's only if
+// (with near certainty) every segment holds the records it had.
+template <class K>
+checksum checksum_by_segment(const records<K>& r, const std::vector<std::uint64_t>& offsets) {
+  checksum c;
+  for (std::size_t s = 0; s + 1 < offsets.size(); ++s)
+    for (std::uint64_t i = offsets[s]; i < offsets[s + 1]; ++i) {
+      const std::uint64_t h = mix64(record_hash(r, i) + s * 0x9E3779B97F4A7C15ull);
+      c.sum += h;
+      c.xor_all ^= h;
+    }
+  return c;
+}
+
+// Sorts every segment of p's layout in the array that starts at `data`.
+template <class K, class It, class Compare>
+void sort_each_segment(const point<K>& p, It data, Compare compare) {
+  for (std::size_t s = 0; s < p.segment_count(); ++s)
+    std::sort(data + static_cast<std::ptrdiff_t>(p.offsets[s]),
+              data + static_cast<std::ptrdiff_t>(p.offsets[s + 1]), compare);
+}
 
 // The point's input on the device, and the buffer each run sorts.
 template <class K>
 struct device_input {
   device_memory pristine_keys, pristine_values, keys, values;
+  std::unique_ptr<device_memory> offsets;  // the layout's, unless batched
   device_input(std::uint64_t n, bool pairs)
       : pristine_keys(n * sizeof(K)),
         pristine_values(pairs ? n * 4 : 0),
@@ -105,11 +151,19 @@ std::string csv_field(const std::string& text) {
 
 class harness {
  public:
-  explicit harness(const bench_config& config) : config_(config), gpu_(cuda_device_present()) {
-    const std::vector<std::string> here = bench_algorithms(gpu_);
-    const std::vector<std::string> anywhere = bench_algorithms(true);
+  explicit harness(const bench_config& config)
+      : config_(config), gpu_(cuda_device_present()), segmented_(!config.segments.empty()) {
+    // std_sort runs on the host: --algos may name it with or without a GPU, in either mode.
+    const auto with_std_sort = [](std::vector<std::string> names) {
+      if (std::ranges::find(names, "std_sort") == names.end()) names.emplace_back("std_sort");
+      return names;
+    };
+    const std::vector<std::string> here = with_std_sort(bench_algorithms(gpu_, segmented_));
+    const std::vector<std::string> anywhere = with_std_sort(bench_algorithms(true, segmented_));
+    const std::vector<std::string> other_mode = bench_algorithms(true, !segmented_);
     std::vector<std::string> gpu_only;
-    for (const std::string& name : config.algorithms.empty() ? here : config.algorithms) {
+    for (const std::string& name :
+         config.algorithms.empty() ? bench_algorithms(gpu_, segmented_) : config.algorithms) {
       if (std::ranges::find(here, name) != here.end()) {
         algorithms_.push_back(name);
       } else if (std::ranges::find(anywhere, name) != anywhere.end()) {
@@ -117,12 +171,20 @@ class harness {
       } else {
         std::string known;
         for (const std::string& a : anywhere) known += " " + a;
-        throw usage_error("--algos: unknown algorithm '" + name + "' (" + known.substr(1) + ")");
+        const bool wrong_mode = std::ranges::find(other_mode, name) != other_mode.end();
+        throw usage_error("--algos: " +
+                          (!wrong_mode    ? "unknown algorithm '" + name + "'"
+                           : segmented_ ? "'" + name + "' sorts single arrays, not --segments"
+                                        : "'" + name + "' needs --segments") +
+                          " (" + known.substr(1) + ")");
       }
     }
     for (const std::string& type : config.key_types) with_key_type(type, []<class K>() {});
     for (std::uint64_t n : config.sizes)
       if (n == 0) throw usage_error("--sizes: every size must be at least 1");
+    for (const segment_spec& spec : config.segments)
+      if (!spec.powerlaw && spec.size == 0)
+        throw usage_error("--segments: a segment size must be at least 1");
     if (config.reps < 1) throw usage_error("--reps must be at least 1");
     if (gpu_) {
       int device = 0;
@@ -133,7 +195,10 @@ class harness {
       cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
       cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
       cuda_check(cudaEventCreate(&stop_), "cudaEventCreate");
-      references_ = {"cub_radix", "cub_merge"};
+      if (segmented_)
+        references_ = {"cub_segmented_radix", "cub_segmented_sort"};
+      else
+        references_ = {"cub_radix", "cub_merge"};
     } else {
       std::printf("gpusort: no CUDA device found; running the CPU backend\n");
       for (const std::string& name : gpu_only)
@@ -142,6 +207,8 @@ class harness {
       references_ = {"std_sort"};
     }
     if (!config.gpu_name.empty()) gpu_name_ = config.gpu_name;
+    for (const std::string& name : algorithms_)
+      algorithm_width_ = std::max(algorithm_width_, static_cast<int>(name.size()));
     if (!config.csv_path.empty()) {
       csv_.reset(std::fopen(config.csv_path.c_str(), "w"));
       if (!csv_) throw io_error(config.csv_path + ": cannot create: " + system_error_text());
@@ -169,7 +236,10 @@ class harness {
       std::printf("%d result(s) WRONG (see above)\n", wrong_);
       return 1;
     }
-    std::printf("%d result(s) verified: sorted, same checksum as the input\n", verified_);
+    std::printf(segmented_ ? "%d result(s) verified: every segment sorted, holding the records it "
+                             "had (checksum)\n"
+                           : "%d result(s) verified: sorted, same checksum as the input\n",
+                verified_);
     return cuda_failures_ > 0 ? 3 : 0;
   }
 
@@ -183,21 +253,31 @@ class harness {
       std::printf(" (fewer runs");
     std::printf(
         " above 2^22 keys)\nvs X: keys/s of the row divided by keys/s of X (> 1: faster)\n");
-    std::printf("%-16s %-8s %-11s %11s %10s %8s", "algorithm", "keys", "dist", "n", "median ms",
-                "Gkeys/s");
-    for (const std::string& ref : references_) std::printf(" %12s", ("vs " + ref).c_str());
+    if (segmented_)
+      std::printf("segments: all of that size (the last one shorter if need be), or powerlaw: "
+                  "lognormal sizes, mu %g, sigma %g\n",
+                  powerlaw_mu, powerlaw_sigma);
+    std::printf("%-*s %-8s %-11s %11s", algorithm_width_, "algorithm", "keys", "dist", "n");
+    if (segmented_) std::printf(" %8s", "segments");
+    std::printf(" %10s %8s", "median ms", "Gkeys/s");
+    for (const std::string& ref : references_)
+      std::printf(" %*s", ratio_width(ref), ("vs " + ref).c_str());
     std::printf(" %12s\n", "extra bytes");
     std::fflush(stdout);
   }
 
+  // The column "vs ref": wide enough for its heading.
+  static int ratio_width(const std::string& ref) {
+    return std::max(12, static_cast<int>(ref.size()) + 3);
+  }
+
   template <class K>
   void run_point(distribution dist, std::uint64_t n) {
-    point<K> p{dist, n, {generate<K>(dist, n, config_.seed), {}, config_.pairs}, {}};
+    point<K> p{dist, n, {generate<K>(dist, n, config_.seed), {}, config_.pairs}, {}, {}, {}};
     if (p.input.pairs) {
       p.input.values.resize(n);
       for (std::uint64_t i = 0; i < n; ++i) p.input.values[i] = static_cast<std::uint32_t>(i);
     }
-    p.input_sum = checksum_of(p.input);
     std::unique_ptr<device_input<K>> device;
     std::string no_device;  // why device algorithms cannot run on this point
     if (gpu_) {
@@ -223,10 +303,50 @@ class harness {
                      "copy to the device");
       }
     }
+    if (!segmented_) {
+      p.offsets = {0, n};
+      run_layout(p, device.get(), no_device);
+    }
+    for (const segment_spec& spec : config_.segments) {
+      p.segments = spec;
+      p.offsets = segment_offsets(spec, n, config_.seed);
+      if (device && !upload_offsets(p, *device)) {
+        run_layout<K>(p, nullptr, "not enough device memory for the segment offsets");
+        continue;
+      }
+      run_layout(p, device.get(), no_device);
+    }
+  }
+
+  // The layout's offsets on the device (none for batches), as u32 below 2^32 keys, else u64.
+  // False if they do not fit.
+  template <class K>
+  bool upload_offsets(const point<K>& p, device_input<K>& d) {
+    const auto upload = [&](const auto& host) {
+      const std::size_t bytes = host.size() * sizeof(host[0]);
+      d.offsets = std::make_unique<device_memory>(bytes);
+      if (!d.offsets->failed())
+        cuda_check(cudaMemcpy(d.offsets->template as<void>(), host.data(), bytes,
+                              cudaMemcpyHostToDevice),
+                   "copy to the device");
+    };
+    d.offsets.reset();  // the previous layout's first
+    if (p.batched()) return true;
+    if (p.n < narrow_offsets_below)
+      upload(std::vector<std::uint32_t>(p.offsets.begin(), p.offsets.end()));
+    else
+      upload(p.offsets);
+    return !d.offsets->failed();
+  }
+
+  // Times every algorithm on the point in its current layout, and reports.
+  template <class K>
+  void run_layout(point<K>& p, device_input<K>* device, const std::string& no_device) {
+    p.input_sum = checksum_by_segment(p.input, p.offsets);
     std::vector<measurement> done;
     for (const std::string& name : algorithms_) {
       try {
-        measurement m = measure(name, p, device.get(), no_device);
+        measurement m = measure(name, p, device, no_device);
         if (!m.skipped.empty())
           std::printf("  skip %s on %s: %s\n", name.c_str(), p.label().c_str(), m.skipped.c_str());
         else if (!m.ms.empty())  // empty: the result was wrong
@@ -246,6 +366,7 @@ class harness {
     if (name == "std_sort") return time_std_sort(p);
     if (!gpu_) return time_cpu_backend(p);
     if (!device) return measurement(name, no_device);
+    if (p.segments) return time_segmented(name, p, *device);
     if (name == "classic_bitonic") return time_classic_bitonic(p, *device);
     algorithm algo{};
     parse_algorithm(name, algo);
@@ -256,27 +377,64 @@ class harness {
 
   template <class K>
   measurement time_library(algorithm algo, const point<K>& p, device_input<K>& d) {
-    measurement m(std::string(to_string(algo)));
     const options opt{.algo = algo, .stream = stream_};
     K* keys = d.keys.template as<K>();
     std::uint32_t* values = d.values.template as<std::uint32_t>();
-    auto sort = [&](void* temp, std::size_t& bytes) {
-      return p.input.pairs ? sort_pairs(temp, bytes, keys, values, p.n, opt)
-                           : sort_keys(temp, bytes, keys, p.n, opt);
+    measurement m = time_with_workspace(
+        std::string(to_string(algo)), p, d, [&](void* temp, std::size_t& bytes) {
+          return p.input.pairs ? sort_pairs(temp, bytes, keys, values, p.n, opt)
+                               : sort_keys(temp, bytes, keys, p.n, opt);
+        });
+    if (algo == algorithm::thrust) m.extra_bytes = -1;  // it allocates its own: unknown
+    return m;
+  }
+
+  // Our segmented sort and CUB's two through the same calls: batches when p.batched(), else
+  // the offsets on the device.
+  template <class K>
+  measurement time_segmented(const std::string& name, const point<K>& p, device_input<K>& d) {
+    const algorithm algo = name == "cub_segmented_radix"  ? algorithm::cub_radix
+                           : name == "cub_segmented_sort" ? algorithm::cub_merge
+                                                          : algorithm::bitonic;  // size classes
+    const options opt{.algo = algo, .stream = stream_};
+    K* keys = d.keys.template as<K>();
+    std::uint32_t* values = d.values.template as<std::uint32_t>();
+    const std::uint64_t count = p.segment_count();
+    const auto by_offsets = [&](void* temp, std::size_t& bytes, const auto* offsets) {
+      return p.input.pairs ? sort_segmented_pairs(temp, bytes, keys, values, p.n, offsets,
+                                                  offsets + 1, count, opt)
+                           : sort_segmented_keys(temp, bytes, keys, p.n, offsets, offsets + 1,
+                                                 count, opt);
     };
+    return time_with_workspace(name, p, d, [&](void* temp, std::size_t& bytes) {
+      if (p.batched())
+        return p.input.pairs
+                   ? sort_batched_pairs(temp, bytes, keys, values, count, p.segments->size, opt)
+                   : sort_batched_keys(temp, bytes, keys, count, p.segments->size, opt);
+      if (p.n < narrow_offsets_below)
+        return by_offsets(temp, bytes, d.offsets->template as<const std::uint32_t>());
+      return by_offsets(temp, bytes, d.offsets->template as<const std::uint64_t>());
+    });
+  }
+
+  // Asks `sort` for its workspace and allocates it, then times the sort and verifies it.
+  template <class K, class Sort>
+  measurement time_with_workspace(std::string name, const point<K>& p, device_input<K>& d,
+                                  Sort&& sort) {
     std::size_t bytes = 0;
     const cudaError_t e = sort(nullptr, bytes);
     if (e == cudaErrorNotSupported)
-      return measurement(m.algorithm, "not built for this key/value type");
+      return measurement(name, "not supported for this key/value type or size");
     cuda_check(e, "workspace query");
     device_memory temp(bytes);
     if (temp.failed())
-      return measurement(m.algorithm, "not enough device memory for its " +
-                                          std::to_string(static_cast<long long>(bytes / mib)) +
-                                          " MiB workspace");
+      return measurement(name, "not enough device memory for its " +
+                                   std::to_string(static_cast<long long>(bytes / mib)) +
+                                   " MiB workspace");
     // A null workspace only asks for its size, so algorithms that need none get a dummy.
-    void* workspace = bytes > 0 ? temp.as<void>() : static_cast<void*>(keys);
-    m.extra_bytes = algo == algorithm::thrust ? -1 : static_cast<std::int64_t>(bytes);
+    void* workspace = bytes > 0 ? temp.as<void>() : d.keys.template as<void>();
+    measurement m(std::move(name));
+    m.extra_bytes = static_cast<std::int64_t>(bytes);
     m.ms = time_device(p, d, [&] { return sort(workspace, bytes); });
     verify(m, p, result_of(p, d));
     return m;
@@ -346,14 +504,14 @@ class harness {
       std::vector<K> keys;
       m.ms = time_host(
           p.n, [&] { keys = p.input.keys; },
-          [&] { std::sort(keys.begin(), keys.end(), less<K>{}); });
+          [&] { sort_each_segment(p, keys.begin(), less<K>{}); });
       verify(m, p, records<K>{std::move(keys), {}, false});
       return m;
     }
     std::vector<std::pair<K, std::uint32_t>> pristine(p.n), work;
     for (std::uint64_t i = 0; i < p.n; ++i) pristine[i] = {p.input.keys[i], p.input.values[i]};
     m.ms = time_host(
-        p.n, [&] { work = pristine; }, [&] { std::sort(work.begin(), work.end(), by_key); });
+        p.n, [&] { work = pristine; }, [&] { sort_each_segment(p, work.begin(), by_key); });
     records<K> out{{}, {}, true};
     for (const auto& [key, value] : work) {
       out.keys.push_back(key);
@@ -365,16 +523,24 @@ class harness {
 
   template <class K>
   measurement time_cpu_backend(const point<K>& p) {
-    measurement m("bitonic");
+    measurement m(p.segments ? "sort_segmented" : "bitonic");
     const options opt{.algo = algorithm::bitonic};
+    const detail::segment_list segments =
+        p.batched() ? detail::make_batches(p.segment_count(), p.segments->size)
+                    : detail::make_segments(p.offsets.data(), p.offsets.data() + 1,
+                                            p.segment_count());
     records<K> work;
     m.ms = time_host(
         p.n, [&] { work = p.input; },
         [&] {
-          if (work.pairs)
-            detail::cpu_sort_pairs(work.keys.data(),
-                                   reinterpret_cast<detail::payload<4>*>(work.values.data()), p.n,
-                                   opt);
+          auto* values = reinterpret_cast<detail::payload<4>*>(work.values.data());
+          if (p.segments && work.pairs)
+            detail::cpu_sort_segments(work.keys.data(), values, p.n, segments, opt);
+          else if (p.segments)
+            detail::cpu_sort_segments<K, detail::no_value>(work.keys.data(), nullptr, p.n,
+                                                           segments, opt);
+          else if (work.pairs)
+            detail::cpu_sort_pairs(work.keys.data(), values, p.n, opt);
           else
             detail::cpu_sort_keys(work.keys.data(), p.n, opt);
         });
@@ -407,15 +573,18 @@ class harness {
   // A wrong result is reported loudly and not measured.
   template <class K>
   void verify(measurement& m, const point<K>& p, const records<K>& result) {
-    const order_report order = scan_order(result.keys, false);
     std::string problem;
-    if (result.keys.size() != p.n)
+    if (result.keys.size() != p.n) {
       problem = "lost records";
-    else if (order.out_of_order > 0)
-      problem = std::to_string(order.out_of_order) + " records out of order, the first at " +
+    } else if (const order_report order = segment_order(result.keys, p.offsets);
+               order.out_of_order > 0) {
+      problem = std::to_string(order.out_of_order) + " records out of order" +
+                (p.segments ? " in their segment" : "") + ", the first at " +
                 std::to_string(order.first);
-    else if (!(checksum_of(result) == p.input_sum))
-      problem = "the records differ from the input (checksum)";
+    } else if (!(checksum_by_segment(result, p.offsets) == p.input_sum)) {
+      problem = p.segments ? "segments hold other records than in the input (checksum)"
+                           : "the records differ from the input (checksum)";
+    }
     if (problem.empty()) {
       ++verified_;
       return;
@@ -431,22 +600,25 @@ class harness {
     const std::string keys = std::string(key_traits<K>::name) + (p.input.pairs ? "+u32" : "");
     for (const measurement& m : done) {
       const double keys_per_s = static_cast<double>(p.n) / (m.median() * 1e-3);
-      std::printf("%-16s %-8s %-11s %11llu %10.3f %8.3f", m.algorithm.c_str(), keys.c_str(),
-                  std::string(to_string(p.dist)).c_str(), static_cast<unsigned long long>(p.n),
-                  m.median(), keys_per_s * 1e-9);
+      std::printf("%-*s %-8s %-11s %11llu", algorithm_width_, m.algorithm.c_str(), keys.c_str(),
+                  std::string(to_string(p.dist)).c_str(), static_cast<unsigned long long>(p.n));
+      if (p.segments) std::printf(" %8s", p.segments->name().c_str());
+      std::printf(" %10.3f %8.3f", m.median(), keys_per_s * 1e-9);
       for (const std::string& ref : references_) {
         const auto it = std::ranges::find(done, ref, &measurement::algorithm);
         if (it == done.end())
-          std::printf(" %12s", "-");
+          std::printf(" %*s", ratio_width(ref), "-");
         else
-          std::printf(" %12.2f", it->median() / m.median());
+          std::printf(" %*.2f", ratio_width(ref), it->median() / m.median());
       }
       std::printf(" %12lld\n", static_cast<long long>(m.extra_bytes));
       if (csv_) {
-        std::fprintf(csv_.get(), "%s,%s,%s,%s,%llu,0,%.6f,%.0f,%lld,%s,%s,%.6f,%.6f,%zu\n",
+        // segment_size: 0 for a single array, else as --segments spells the layout.
+        std::fprintf(csv_.get(), "%s,%s,%s,%s,%llu,%s,%.6f,%.0f,%lld,%s,%s,%.6f,%.6f,%zu\n",
                      m.algorithm.c_str(), std::string(key_traits<K>::name).c_str(),
                      p.input.pairs ? "u32" : "none", std::string(to_string(p.dist)).c_str(),
-                     static_cast<unsigned long long>(p.n), m.median(), keys_per_s,
+                     static_cast<unsigned long long>(p.n),
+                     p.segments ? p.segments->name().c_str() : "0", m.median(), keys_per_s,
                      static_cast<long long>(m.extra_bytes), csv_field(gpu_name_).c_str(),
                      GPUSORT_COMMIT, m.ms.front(), m.ms.back(), m.ms.size());
       }
@@ -457,8 +629,9 @@ class harness {
   }
 
   const bench_config& config_;
-  const bool gpu_;
+  const bool gpu_, segmented_;
   std::vector<std::string> algorithms_, references_;
+  int algorithm_width_ = 16;  // the table's first column: its longest name
   std::string gpu_name_;
   file_handle csv_;
   cudaStream_t stream_ = nullptr;
@@ -475,7 +648,11 @@ bool cuda_device_present() {
   return present;
 }
 
-std::vector<std::string> bench_algorithms(bool gpu) {
+std::vector<std::string> bench_algorithms(bool gpu, bool segmented) {
+  if (segmented) {
+    if (!gpu) return {"sort_segmented", "std_sort"};
+    return {"sort_segmented", "cub_segmented_radix", "cub_segmented_sort"};
+  }
   if (!gpu) return {"bitonic", "std_sort"};
   std::vector<std::string> names;
   for (algorithm a : all_algorithms)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/distributions.hpp"
+#include "common/segments.hpp"
 
 namespace gpusort::tools {
 
@@ -15,6 +16,7 @@ struct bench_config {
   std::vector<std::string> key_types{"u32"};
   std::vector<distribution> distributions{distribution::uniform};
   std::vector<std::uint64_t> sizes;
+  std::vector<segment_spec> segments;  // empty: single arrays; else each size in each layout
   bool pairs = false;  // u32 values (the original index) with the keys
   int reps = 20;
   std::uint64_t seed = 1;
@@ -25,13 +27,16 @@ struct bench_config {
 // Whether a CUDA device is usable (without the library's CPU-fallback notice).
 bool cuda_device_present();
 
-// What bench can time here. With a GPU: every gpusort::algorithm but automatic, then
-// classic_bitonic and std_sort. Without: the CPU backend (named bitonic) and std_sort.
-std::vector<std::string> bench_algorithms(bool gpu);
+// What bench times here by default. Single arrays, with a GPU: every gpusort::algorithm but
+// automatic, then classic_bitonic and std_sort; without: the CPU backend (named bitonic) and
+// std_sort. Segments, with a GPU: sort_segmented, cub_segmented_radix and cub_segmented_sort;
+// without: the CPU backend (named sort_segmented) and std_sort. --algos may name std_sort in
+// every case.
+std::vector<std::string> bench_algorithms(bool gpu, bool segmented);
 
-// Runs every (key type, distribution, size) point and prints the table on stdout. Returns
-// the exit code: 0, 1 if a sort gave a wrong result, 3 if a CUDA call failed. Throws
-// usage_error for unknown names, io_error if the CSV file cannot be written.
+// Runs every (key type, distribution, size[, segment layout]) point and prints the table on
+// stdout. Returns the exit code: 0, 1 if a sort gave a wrong result, 3 if a CUDA call failed.
+// Throws usage_error for unknown names, io_error if the CSV file cannot be written.
 int run_bench(const bench_config& config);
 
 }  // namespace gpusort::tools

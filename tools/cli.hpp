@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/segments.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::tools {
@@ -121,23 +122,49 @@ inline std::uint64_t parse_count(std::string_view text, std::string_view what) {
   return power - offset;
 }
 
-// Sizes for bench: a comma list whose items are counts or ranges `2^a..2^b` (every power of
-// two from 2^a to 2^b).
+// One item of a list of counts: a count, or a range `2^a..2^b` (every power of two from 2^a
+// to 2^b), appended to `out`.
+inline void append_counts(const std::string& item, std::string_view what,
+                          std::vector<std::uint64_t>& out) {
+  const std::size_t dots = item.find("..");
+  if (dots == std::string::npos) {
+    out.push_back(parse_count(item, what));
+    return;
+  }
+  const std::uint64_t low = parse_count(item.substr(0, dots), what);
+  const std::uint64_t high = parse_count(item.substr(dots + 2), what);
+  if (!std::has_single_bit(low) || !std::has_single_bit(high) || low > high)
+    throw usage_error(std::string(what) + ": range '" + item + "' must be 2^a..2^b with a <= b");
+  for (std::uint64_t n = low; n <= high; n *= 2) out.push_back(n);
+}
+
+// Sizes for bench: a comma list of counts and ranges.
 inline std::vector<std::uint64_t> parse_sizes(std::string_view text) {
   std::vector<std::uint64_t> sizes;
+  for (const std::string& item : split(text, ',')) append_counts(item, "--sizes", sizes);
+  return sizes;
+}
+
+// Segment layouts for bench: a comma list of fixed sizes (counts and ranges, as --sizes)
+// and `powerlaw`.
+inline std::vector<segment_spec> parse_segments(std::string_view text) {
+  std::vector<segment_spec> specs;
   for (const std::string& item : split(text, ',')) {
-    const std::size_t dots = item.find("..");
-    if (dots == std::string::npos) {
-      sizes.push_back(parse_count(item, "--sizes"));
+    if (item == "powerlaw") {
+      specs.push_back({.powerlaw = true});
       continue;
     }
-    const std::uint64_t low = parse_count(item.substr(0, dots), "--sizes");
-    const std::uint64_t high = parse_count(item.substr(dots + 2), "--sizes");
-    if (!std::has_single_bit(low) || !std::has_single_bit(high) || low > high)
-      throw usage_error("--sizes: range '" + item + "' must be 2^a..2^b with a <= b");
-    for (std::uint64_t n = low; n <= high; n *= 2) sizes.push_back(n);
+    // Every count starts with a digit; anything else was meant as a name.
+    if (item.empty() || item[0] < '0' || item[0] > '9')
+      throw usage_error("--segments: '" + item + "' is neither a segment size nor powerlaw");
+    std::vector<std::uint64_t> sizes;
+    append_counts(item, "--segments", sizes);
+    for (std::uint64_t size : sizes) {
+      if (size == 0) throw usage_error("--segments: a segment size must be at least 1");
+      specs.push_back({.size = size});
+    }
   }
-  return sizes;
+  return specs;
 }
 
 // Calls f.template operator()<K>() for the key type named `name` (u32 i32 f32 u64 i64 f64).

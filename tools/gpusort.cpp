@@ -80,22 +80,33 @@ Exit code 1 if FILE is out of order.
 
 const std::string bench_help =
     R"(usage: gpusort bench [--algos a,b] [--types u32,u64,f32] [--dists uniform,...]
-                     [--sizes 2^16..2^28] [--pairs u32] [--reps 20] [--seed S]
-                     [--csv FILE] [--gpu-name NAME]
+                     [--sizes 2^16..2^28] [--segments 32,1024,powerlaw] [--pairs u32]
+                     [--reps 20] [--seed S] [--csv FILE] [--gpu-name NAME]
 Times the algorithms side by side on one GPU: for each point the input is copied from a
 pristine device buffer before every run (not timed), the sort is timed with CUDA events
 after 2 warm-up runs, and the median of --reps runs is reported; every result is verified.
 Without a CUDA device, the CPU backend (bitonic) is timed against std_sort.
   --algos    default: all of )" +
-    join_names(bench_algorithms(true)) + R"(
+    join_names(bench_algorithms(true, false)) + R"(
+             with --segments, all of: )" +
+    join_names(bench_algorithms(true, true)) + R"(
+             (std_sort too on request)
   --types    key types (default u32)
   --dists    )" +
     distribution_names + R"( (default uniform)
   --sizes    counts (1000, 2^20, 2^20+1) and ranges 2^a..2^b (every power of two), comma
              separated (default 2^16..2^28)
+  --segments time segmented sorts instead: each size cut into segments in each layout
+             listed, comma separated: a segment size (counts and ranges as in --sizes; the
+             last segment is shorter if the size does not divide n) or powerlaw (sizes drawn
+             lognormal, mu 3, sigma 1.2, from --seed, as in CUB's benchmarks). Every segment
+             is verified. Without a CUDA device: the CPU backend (named sort_segmented)
+             against std_sort on each segment
   --pairs    u32: sort (key, u32 value) records
   --reps     timed runs per point (default 20; std_sort does fewer above 2^22 keys)
-  --csv      write one row per measurement, with the columns of docs/results/
+  --csv      write one row per measurement, with the columns of docs/results/; the
+             segment_size column is 0 for a single array, else the layout as --segments
+             spells it (a number, or powerlaw)
   --gpu-name the name for the CSV's gpu column (default: the device's)
 )";
 
@@ -196,6 +207,7 @@ int bench(const arguments& args) {
     }
   }
   config.sizes = parse_sizes(args.get("sizes", "2^16..2^28"));
+  if (args.has("segments")) config.segments = parse_segments(args.get("segments"));
   config.pairs = parse_pairs(args);
   const std::uint64_t reps = parse_unsigned(args.get("reps", "20"), "--reps");
   if (reps < 1 || reps > 100000) throw usage_error("--reps must be between 1 and 100000");
@@ -266,7 +278,8 @@ const command commands[] = {
     {"bench",
      bench_help,
      bench,
-     {"algos", "types", "dists", "sizes", "pairs", "reps", "seed", "csv", "gpu-name"},
+     {"algos", "types", "dists", "sizes", "segments", "pairs", "reps", "seed", "csv",
+      "gpu-name"},
      {}},
     {"demo", demo_help, demo, {"n"}, {}},
     {"largest", largest_help, largest, {"n", "algo"}, {}},

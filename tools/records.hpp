@@ -83,13 +83,19 @@ struct checksum {
   }
 };
 
+// The hash of record i that checksums add up: of its key's bits and, for pairs, its value.
+template <class K>
+std::uint64_t record_hash(const records<K>& r, std::size_t i) {
+  std::uint64_t key_bits = 0;
+  std::memcpy(&key_bits, &r.keys[i], sizeof(K));
+  return mix64(mix64(key_bits) + (r.pairs ? r.values[i] + 1 : 0));
+}
+
 template <class K>
 checksum checksum_of(const records<K>& r) {
   checksum c;
   for (std::size_t i = 0; i < r.keys.size(); ++i) {
-    std::uint64_t key_bits = 0;
-    std::memcpy(&key_bits, &r.keys[i], sizeof(K));
-    const std::uint64_t h = mix64(mix64(key_bits) + (r.pairs ? r.values[i] + 1 : 0));
+    const std::uint64_t h = record_hash(r, i);
     c.sum += h;
     c.xor_all ^= h;
   }

@@ -8,8 +8,9 @@
 // largest. Ascending or descending; floats in the total order of key_traits.hpp. Not stable
 // (the CUB baselines, algorithm::cub_radix and cub_merge, are).
 //
-// Memory: sort_batched uses none. sort_segmented's workspace holds 4 bytes per segment plus
-// a few counters (the segments' size classes); the query reports it.
+// Memory: sort_batched uses none. sort_segmented's workspace holds the segments' size
+// classes: 4 bytes per segment, 8 per possible long segment (at most n / 2^13 of them) and a
+// few counters; the query reports it.
 // Segments must not overlap; keys outside every segment are not touched. A segment with
 // end < begin or end > n is not sorted: the convenience layer rejects such offsets before
 // it touches any key; the core skips them.

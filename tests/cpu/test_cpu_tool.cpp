@@ -1,20 +1,26 @@
 // The gpusort command-line tool end to end: gen -> sort -> check round trips on files, and
 // the errors with their exit codes. It runs the built binary, which sorts on the CPU where
-// there is no GPU.
+// there is no GPU. Also bench's segment layouts (--segments), tested directly.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <numeric>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "cli.hpp"
+#include "common/segments.hpp"
 
 namespace fs = std::filesystem;
 
@@ -285,6 +291,11 @@ TEST_F(Tool, UsageErrorsNameTheProblem) {
       {"bench --algos bogosort", "bogosort"},
       {"bench --types u8", "u8"},
       {"bench --dists spiky", "spiky"},
+      {"bench --segments 0", "--segments"},
+      {"bench --segments 32,lognormal", "lognormal"},
+      {"bench --segments 2^12..2^10", "2^12..2^10"},
+      {"bench --segments 32 --algos cub_radix", "cub_radix"},
+      {"bench --algos sort_segmented", "--segments"},
       {"frobnicate", "frobnicate"},
   };
   for (const auto& [args, named] : cases) {
@@ -329,6 +340,90 @@ TEST_F(Tool, BenchWritesCsvAndDemoVerifies) {
   const outcome demo = run("demo --n 2^12");
   EXPECT_EQ(demo.code, 0) << demo.out << demo.err;
   EXPECT_NE(demo.out.find("std_sort"), std::string::npos) << demo.out;
+}
+
+TEST_F(Tool, BenchTimesSegments) {
+  const outcome bench = run("bench --sizes 1000,2^12 --segments 32,2^8,powerlaw --pairs u32 "
+                            "--reps 2 --csv " + file("s.csv"));
+  ASSERT_EQ(bench.code, 0) << bench.out << bench.err;
+  EXPECT_NE(bench.out.find("verified"), std::string::npos) << bench.out;
+  std::istringstream csv(slurp(file("s.csv")));
+  std::string line;
+  std::getline(csv, line);
+  const std::set<std::string> layouts{"32", "256", "powerlaw"};
+  const std::set<std::string> algorithms{"sort_segmented", "cub_segmented_radix",
+                                         "cub_segmented_sort", "std_sort"};
+  std::set<std::string> seen_layouts;
+  int rows = 0;
+  for (; std::getline(csv, line); ++rows) {
+    ASSERT_EQ(std::ranges::count(line, ','), 13) << line;
+    std::istringstream fields(line);
+    std::string algorithm, key, value, dist, n, segment_size;
+    for (std::string* f : {&algorithm, &key, &value, &dist, &n, &segment_size})
+      std::getline(fields, *f, ',');
+    EXPECT_TRUE(algorithms.contains(algorithm)) << line;
+    EXPECT_EQ(key + "," + value, "u32,u32") << line;
+    EXPECT_TRUE(layouts.contains(segment_size)) << line;
+    seen_layouts.insert(segment_size);
+  }
+  EXPECT_EQ(seen_layouts, layouts);
+  EXPECT_GE(rows, 12);  // 2 sizes x 3 layouts x (at least) 2 algorithms
+}
+
+// ---- bench's segment layouts, without the tool ----------------------------------------
+
+using gpusort::tools::parse_segments;
+using gpusort::tools::powerlaw_segment_sizes;
+using gpusort::tools::segment_offsets;
+using gpusort::tools::segment_spec;
+
+TEST(BenchSegments, ParsesSizesRangesAndPowerlaw) {
+  const std::vector<segment_spec> specs = parse_segments("32,2^8,powerlaw,2^10..2^12,2^4+1");
+  const std::vector<segment_spec> expected{{.size = 32},   {.size = 256},  {.powerlaw = true},
+                                           {.size = 1024}, {.size = 2048}, {.size = 4096},
+                                           {.size = 17}};
+  EXPECT_EQ(specs, expected);
+  EXPECT_EQ(specs[0].name(), "32");  // as the CSV's segment_size column holds it
+  EXPECT_EQ(specs[2].name(), "powerlaw");
+  for (const char* bad : {"", "0", "32,,64", "lognormal", "Powerlaw", "-5", "3x", "2^70",
+                          "2^12..2^10", "2^8..100", "32,"})
+    EXPECT_THROW(parse_segments(bad), gpusort::tools::usage_error) << "'" << bad << "'";
+}
+
+TEST(BenchSegments, PowerlawSizesAddUpAndRepeat) {
+  for (std::uint64_t n : {0ull, 1ull, 40ull, 1000ull, (1ull << 20) + 3}) {
+    SCOPED_TRACE(n);
+    const std::vector<std::uint64_t> sizes = powerlaw_segment_sizes(n, 7);
+    EXPECT_EQ(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), n);
+    EXPECT_EQ(sizes, powerlaw_segment_sizes(n, 7));
+    if (n > 0) {
+      EXPECT_GT(sizes.back(), 0u);  // the cut one holds what was left: never nothing
+    }
+  }
+  EXPECT_NE(powerlaw_segment_sizes(1 << 16, 7), powerlaw_segment_sizes(1 << 16, 8));
+
+  // Lognormal(3, 1.2) has mean e^(3 + 1.2^2 / 2) = 41.3; the last size, cut, is left out.
+  const std::vector<std::uint64_t> sizes = powerlaw_segment_sizes(1 << 22, 1);
+  const double mean = std::accumulate(sizes.begin(), sizes.end() - 1, 0.0) /
+                      static_cast<double>(sizes.size() - 1);
+  EXPECT_NEAR(mean, std::exp(3 + 1.2 * 1.2 / 2), 1.5);
+  // A long tail both ways: some segments are empty, some hold thousands of keys.
+  EXPECT_TRUE(std::ranges::find(sizes, 0u) != sizes.end());
+  EXPECT_GT(std::ranges::max(sizes), 1000u);
+}
+
+TEST(BenchSegments, OffsetsCoverEveryKey) {
+  EXPECT_EQ(segment_offsets({.size = 256}, 1000, 1),
+            (std::vector<std::uint64_t>{0, 256, 512, 768, 1000}));
+  EXPECT_EQ(segment_offsets({.size = 250}, 1000, 1),
+            (std::vector<std::uint64_t>{0, 250, 500, 750, 1000}));
+  EXPECT_EQ(segment_offsets({.size = 4096}, 1000, 1), (std::vector<std::uint64_t>{0, 1000}));
+  EXPECT_EQ(segment_offsets({.size = 32}, 0, 1), std::vector<std::uint64_t>{0});
+  const std::vector<std::uint64_t> powerlaw = segment_offsets({.powerlaw = true}, 5000, 3);
+  EXPECT_EQ(powerlaw.front(), 0u);
+  EXPECT_EQ(powerlaw.back(), 5000u);
+  EXPECT_TRUE(std::ranges::is_sorted(powerlaw));
+  EXPECT_EQ(powerlaw.size(), powerlaw_segment_sizes(5000, 3).size() + 1);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "gpusort/detail/network/bitonic.hpp"
 #include "gpusort/detail/network/group_steps.hpp"
@@ -39,34 +41,64 @@ struct warp_bitonic_sort {
   __device__ void sort(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned valid, bool descending,
                        Compare comp) const {
     const int phases = network::ceil_log2(valid < (1u << bits) ? valid : (1u << bits));
-    run(keys, values, threadIdx.x & 31u, phases, valid, descending, comp);
+    run<bits>(keys, values, threadIdx.x & 31u, phases, valid, descending, comp);
   }
 
-  // Groups of 2^group_bits positions (2^group_bits / ITEMS consecutive lanes; item_bits <=
-  // group_bits <= bits) each sort their own positions [0, valid) at once: many small arrays
-  // per warp. group_bits must be the same in all lanes; `valid` may differ between groups.
+  // Groups of 2^GROUP_BITS positions (2^GROUP_BITS / ITEMS consecutive lanes) each sort their
+  // own positions [0, valid) at once: many small arrays per warp. `valid` may differ between
+  // groups.
+  template <int GROUP_BITS>
   __device__ void sort_groups(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned valid,
-                              bool descending, Compare comp, int group_bits) const {
-    const unsigned lanes = 1u << (group_bits - item_bits);
-    run(keys, values, threadIdx.x & (lanes - 1u), group_bits, valid, descending, comp);
+                              bool descending, Compare comp) const {
+    static_assert(item_bits <= GROUP_BITS && GROUP_BITS <= bits);
+    constexpr unsigned lanes = 1u << (GROUP_BITS - item_bits);
+    run<GROUP_BITS>(keys, values, threadIdx.x & (lanes - 1u), GROUP_BITS, valid, descending,
+                    comp);
   }
 
  private:
-  // `lane`: the lane's index within its group; `phases` is uniform over the warp, so every
-  // lane takes part in every shuffle.
-  __device__ void run(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned lane, int phases,
-                      unsigned valid, bool descending, Compare comp) const {
-    for (int phase = 1; phase <= phases; ++phase) {
-      for (int bit = phase - 1; bit >= item_bits; --bit)
-        lane_step(keys, values, lane, phase, bit, valid, descending, comp);
-      const int top = phase - 1 < item_bits - 1 ? phase - 1 : item_bits - 1;
-      for (int bit = top; bit >= 0; --bit)
-        register_step(keys, values, lane, phase, bit, valid, descending, comp);
-    }
+  // `lane`: the lane's index within its group; `phases` (<= MAX_PHASES) is uniform over the
+  // warp, so every lane takes part in every shuffle. The loops unroll completely: register
+  // indices are constants, so the keys never leave registers.
+  template <int MAX_PHASES>
+  __device__ __forceinline__ void run(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned lane,
+                                      int phases, unsigned valid, bool descending,
+                                      Compare comp) const {
+    static_for<MAX_PHASES>([&](auto phase_minus_1) {
+      constexpr int phase = decltype(phase_minus_1)::value + 1;
+      if (phase > phases) return;
+      // Bits phase-1 .. item_bits across lanes, then the rest inside each lane's registers.
+      static_for<(phase > item_bits ? phase - item_bits : 0)>([&](auto i) {
+        lane_step<phase, phase - 1 - decltype(i)::value>(keys, values, lane, valid, descending,
+                                                         comp);
+      });
+      static_for<(phase < item_bits ? phase : item_bits)>([&](auto i) {
+        constexpr int top = phase < item_bits ? phase - 1 : item_bits - 1;
+        register_step<phase, top - decltype(i)::value>(keys, values, lane, valid, descending,
+                                                       comp);
+      });
+    });
   }
 
-  __device__ void register_step(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned lane, int phase,
-                                int bit, unsigned valid, bool descending, Compare comp) const {
+  // f(std::integral_constant<int, i>) for i = 0 .. N-1: the step loops as straight-line code,
+  // so every register index is a constant.
+  template <int N, class F>
+  __device__ __forceinline__ static void static_for(F&& f) {
+    [&]<int... I>(std::integer_sequence<int, I...>) {
+      (f(std::integral_constant<int, I>{}), ...);
+    }(std::make_integer_sequence<int, N>{});
+  }
+
+  // network::ascending in 32 bits: positions here are below 2^bits.
+  __device__ __forceinline__ static bool ascending(unsigned lo, int phase, unsigned valid,
+                                                   bool descending) {
+    return (((lo >> phase) & 1u) == (((valid - 1u) >> phase) & 1u)) != descending;
+  }
+
+  template <int phase, int bit>
+  __device__ __forceinline__ void register_step(K (&keys)[ITEMS], V (&values)[ITEMS],
+                                                unsigned lane, unsigned valid, bool descending,
+                                                Compare comp) const {
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       const int j = i | (1 << bit);
@@ -74,7 +106,7 @@ struct warp_bitonic_sort {
       if (j >= ITEMS) continue;
       const unsigned lo = lane * ITEMS + i;
       if (lo + (1u << bit) >= valid) continue;
-      const bool asc = network::ascending(lo, phase, valid, descending);
+      const bool asc = ascending(lo, phase, valid, descending);
       if (asc)
         network::compare_exchange<true>(keys[i], keys[j], values[i], values[j], comp);
       else
@@ -84,8 +116,10 @@ struct warp_bitonic_sort {
 
   // Partner lane = lane ^ 2^(bit - item_bits); the lower lane keeps the first key of each
   // pair, the upper lane the second.
-  __device__ void lane_step(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned lane, int phase,
-                            int bit, unsigned valid, bool descending, Compare comp) const {
+  template <int phase, int bit>
+  __device__ __forceinline__ void lane_step(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned lane,
+                                            unsigned valid, bool descending,
+                                            Compare comp) const {
     const int lane_mask = 1 << (bit - item_bits);
     const bool upper = lane & lane_mask;
 #pragma unroll
@@ -94,7 +128,7 @@ struct warp_bitonic_sort {
       const V other_value = shuffle_xor(values[i], lane_mask);
       const unsigned lo = (lane & ~unsigned(lane_mask)) * ITEMS + i;
       if (lo + (1u << bit) >= valid) continue;  // the upper position is padding
-      const bool asc = network::ascending(lo, phase, valid, descending);
+      const bool asc = ascending(lo, phase, valid, descending);
       // The pair in network order: (first, second) = (lower lane's key, upper lane's key).
       const K& first = upper ? other : keys[i];
       const K& second = upper ? keys[i] : other;

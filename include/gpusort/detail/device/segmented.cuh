@@ -16,7 +16,11 @@
 // are of one class (sizes within 2x), so no worker waits for a much larger one.
 #pragma once
 
+#include <utility>
+
 #include <cuda_runtime.h>
+
+#include <cub/block/block_scan.cuh>
 
 #include "gpusort/detail/block/bitonic_tile.cuh"
 #include "gpusort/detail/block/warp_bitonic_sort.cuh"
@@ -31,19 +35,30 @@ using network::segment_list;
 template <class K, class V>
 constexpr segment_classes classes_for{bitonic_policy<K, V, false>::slot_bytes};
 
-// The class lists in the workspace: counts[list], cursors[list], then the segment indices,
-// list after list. A list's place is the sum of the counts of the lists before it.
+// The class lists in the workspace: counts[list], cursors[list], the segment indices (list
+// after list; a list's place is the sum of the counts of the lists before it), then the long
+// segments' work offsets (long_units).
 struct class_lists {
   std::uint32_t* counts = nullptr;  // null for a batched sort: one class, all segments
   std::uint32_t* cursors = nullptr;
   std::uint32_t* ids = nullptr;
+  std::uint64_t* long_prefix = nullptr;
   std::uint64_t batch_count = 0;
 
   static constexpr std::size_t header_bytes = 2 * segment_classes::max_lists * 4;
-  static std::size_t bytes(std::uint64_t segments) { return header_bytes + 4 * segments; }
-  static class_lists in(void* temp) {
+  static constexpr std::size_t ids_bytes(std::uint64_t segments) {
+    return (4 * segments + 7) / 8 * 8;
+  }
+  // max_long: how many long segments there can be.
+  static constexpr std::size_t bytes(std::uint64_t segments, std::uint64_t max_long) {
+    return header_bytes + ids_bytes(segments) + 8 * (max_long + 1);
+  }
+  static class_lists in(void* temp, std::uint64_t segments) {
     auto* words = static_cast<std::uint32_t*>(temp);
-    return {words, words + segment_classes::max_lists, words + 2 * segment_classes::max_lists};
+    auto* prefix = reinterpret_cast<std::uint64_t*>(static_cast<char*>(temp) + header_bytes +
+                                                    ids_bytes(segments));
+    return {words, words + segment_classes::max_lists, words + 2 * segment_classes::max_lists,
+            prefix};
   }
 
   __device__ std::uint64_t size(int list) const { return counts ? counts[list] : batch_count; }
@@ -73,10 +88,18 @@ __global__ void __launch_bounds__(classify_threads)
   const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * classify_threads + threadIdx.x;
   int list = 0;  // 0: nothing to do (0 or 1 key, or an invalid segment)
   std::uint32_t rank = 0;
-  if (i < segs.count && segs.valid(i, n)) {
+  if (i < segs.count && segs.valid(i, n))
     list = classes.list_of(classes.of(segs.last(i) - segs.first(i)));
-    if (list != 0) rank = atomicAdd(&block_count[list], 1u);
-  }
+  // One shared-memory atomic per list and warp: lists repeat (a batch of equal sizes is one
+  // list), and same-address atomics would serialize.
+  const unsigned peers = __match_any_sync(0xffffffffu, list);
+  const int leader = __ffs(peers) - 1;
+  const unsigned lane = threadIdx.x & 31u;
+  std::uint32_t base = 0;
+  if (static_cast<int>(lane) == leader && list != 0)
+    base = atomicAdd(&block_count[list], static_cast<std::uint32_t>(__popc(peers)));
+  base = __shfl_sync(0xffffffffu, base, leader);
+  rank = base + __popc(peers & ((1u << lane) - 1u));
   __syncthreads();
   if (threadIdx.x < segment_classes::max_lists && threadIdx.x > 0 && block_count[threadIdx.x]) {
     std::uint32_t* total = scatter ? lists.cursors : lists.counts;
@@ -95,51 +118,60 @@ __global__ void __launch_bounds__(classify_threads)
 
 constexpr int shuffle_threads = 256;
 
-// Lists first_list..last_list, ITEMS keys per lane; with ITEMS == 1 a class-c segment takes
-// 2^c lanes, so a warp sorts 32 / 2^c segments at once.
-template <int ITEMS, class K, class V, class Compare>
-__global__ void __launch_bounds__(shuffle_threads)
-    shuffle_kernel(K* keys, V* values, segment_list segs, class_lists lists, int first_list,
-                   int last_list, bool descending, Compare comp) {
-  using sorter = block::warp_bitonic_sort<K, V, ITEMS, Compare>;
+// Class C: 2^C slots per segment, ITEMS keys per lane; below a warp's 32 keys a segment
+// takes 2^C lanes, so a warp sorts 32 / 2^C segments at once.
+template <int C, class K, class V, class Compare>
+__device__ __forceinline__ void shuffle_class(K* keys, V* values, const segment_list& segs,
+                                              const class_lists& lists, bool descending,
+                                              Compare comp) {
+  constexpr int items = C <= 5 ? 1 : 1 << (C - 5);
+  constexpr int lanes_log2 = C <= 5 ? C : 5;
+  constexpr unsigned per_warp = 32u >> lanes_log2;
+  using sorter = block::warp_bitonic_sort<K, V, items, Compare>;
   const std::uint64_t warp = (static_cast<std::uint64_t>(blockIdx.x) * shuffle_threads + threadIdx.x) / 32;
   const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * shuffle_threads / 32;
   const unsigned lane = threadIdx.x & 31u;
-  for (int c = first_list; c <= last_list; ++c) {
-    const std::uint64_t count = lists.size(c), start = lists.counts ? lists.start(c) : 0;
-    const int lanes_log2 = c - sorter::item_bits;
-    const unsigned per_warp = 32u >> lanes_log2;
-    const unsigned group_lane = lane & ((1u << lanes_log2) - 1u);
-    for (std::uint64_t e0 = warp * per_warp; e0 < count; e0 += warps * per_warp) {
-      const std::uint64_t e = e0 + (lane >> lanes_log2);
-      unsigned m = 0;
-      std::uint64_t first = 0;
-      if (e < count) {
-        const std::uint64_t s = lists.segment(c, e, start);
-        first = segs.first(s);
-        m = static_cast<unsigned>(segs.last(s) - first);
-      }
-      K k[ITEMS];
-      V v[ITEMS];
+  const unsigned group_lane = lane & ((1u << lanes_log2) - 1u);
+  const std::uint64_t count = lists.size(C), start = lists.counts ? lists.start(C) : 0;
+  for (std::uint64_t e0 = warp * per_warp; e0 < count; e0 += warps * per_warp) {
+    const std::uint64_t e = e0 + (lane >> lanes_log2);
+    unsigned m = 0;
+    std::uint64_t first = 0;
+    if (e < count) {
+      const std::uint64_t s = lists.segment(C, e, start);
+      first = segs.first(s);
+      m = static_cast<unsigned>(segs.last(s) - first);
+    }
+    K k[items];
+    V v[items];
 #pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        const unsigned pos = group_lane * ITEMS + i;
-        if (pos < m) {
-          k[i] = keys[first + pos];
-          if constexpr (block::has_values<K, V>) v[i] = values[first + pos];
-        }
+    for (int i = 0; i < items; ++i) {
+      const unsigned pos = group_lane * items + i;
+      if (pos < m) {
+        k[i] = keys[first + pos];
+        if constexpr (block::has_values<K, V>) v[i] = values[first + pos];
       }
-      sorter{}.sort_groups(k, v, m, descending, comp, c);
+    }
+    sorter{}.template sort_groups<C>(k, v, m, descending, comp);
 #pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        const unsigned pos = group_lane * ITEMS + i;
-        if (pos < m) {
-          keys[first + pos] = k[i];
-          if constexpr (block::has_values<K, V>) values[first + pos] = v[i];
-        }
+    for (int i = 0; i < items; ++i) {
+      const unsigned pos = group_lane * items + i;
+      if (pos < m) {
+        keys[first + pos] = k[i];
+        if constexpr (block::has_values<K, V>) values[first + pos] = v[i];
       }
     }
   }
+}
+
+// Classes FIRST..LAST in one launch, one after the other.
+template <int FIRST, int LAST, class K, class V, class Compare>
+__global__ void __launch_bounds__(shuffle_threads)
+    shuffle_kernel(K* keys, V* values, segment_list segs, class_lists lists, bool descending,
+                   Compare comp) {
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    (shuffle_class<FIRST + I>(keys, values, segs, lists, descending, comp), ...);
+  }(std::make_integer_sequence<int, LAST - FIRST + 1>{});
 }
 
 // ---- tile classes ----------------------------------------------------------------------
@@ -193,55 +225,121 @@ __global__ void __launch_bounds__(Policy::threads)
 
 // ---- long segments ---------------------------------------------------------------------
 
-// One pass of the device sort's schedule on every long segment that has that phase.
+// The long segments' work laid end to end, so that a pass spreads over all of them at once:
+// segment j takes span_j = max(2^ceil(log2 m_j), 2^tile_bits) slots of a virtual line; a
+// tile or register group of a pass is found from its place on that line. Batched: every
+// span is the same and no table is needed.
+struct long_units {
+  class_lists lists;
+  int list;
+  std::uint64_t batch_span;  // batched: the span of every segment
+
+  __device__ std::uint64_t count() const { return lists.size(list); }
+  __device__ std::uint64_t total_span() const {
+    return lists.counts ? lists.long_prefix[count()] : count() * batch_span;
+  }
+  // Entry j holding line position x, and where its span starts.
+  __device__ void locate(std::uint64_t x, std::uint64_t& j, std::uint64_t& span_start) const {
+    if (!lists.counts) {
+      j = x / batch_span;
+      span_start = j * batch_span;
+      return;
+    }
+    std::uint64_t lo = 0, hi = count();  // the last j with prefix[j] <= x
+    while (hi - lo > 1) {
+      const std::uint64_t mid = (lo + hi) / 2;
+      if (lists.long_prefix[mid] <= x)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    j = lo;
+    span_start = lists.long_prefix[lo];
+  }
+};
+
+template <int TILE_BITS>
+GPUSORT_HD constexpr std::uint64_t long_span(std::uint64_t m) {
+  const int bits = network::ceil_log2(m);
+  return std::uint64_t{1} << (bits > TILE_BITS ? bits : TILE_BITS);
+}
+
+constexpr int prefix_threads = 1024;
+
+// long_prefix[j] = span_0 + ... + span_{j-1}, by one block (long segments are few: at most
+// n / 2^13).
+template <int TILE_BITS>
+__global__ void __launch_bounds__(prefix_threads)
+    long_prefix_kernel(segment_list segs, class_lists lists, int list) {
+  using scan = cub::BlockScan<std::uint64_t, prefix_threads>;
+  __shared__ typename scan::TempStorage temp;
+  const std::uint64_t count = lists.size(list), start = lists.start(list);
+  std::uint64_t carry = 0;
+  for (std::uint64_t base = 0; base <= count; base += prefix_threads) {
+    const std::uint64_t e = base + threadIdx.x;
+    std::uint64_t span = 0;
+    if (e < count) {
+      const std::uint64_t s = lists.segment(list, e, start);
+      span = long_span<TILE_BITS>(segs.last(s) - segs.first(s));
+    }
+    std::uint64_t before = 0, total = 0;
+    scan(temp).ExclusiveSum(span, before, total);
+    if (e <= count) lists.long_prefix[e] = carry + before;
+    carry += total;
+    __syncthreads();
+  }
+}
+
+// One pass of the device sort's schedule, on every long segment that has its phase.
 template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::tile_threads)
-    long_tile_kernel(K* keys, V* values, segment_list segs, class_lists lists, int list,
-                     network::pass ps, bool descending, Compare comp) {
+    long_tile_kernel(K* keys, V* values, segment_list segs, long_units units, network::pass ps,
+                     bool descending, Compare comp) {
   using tile_t = block::tile_network<K, V, block::block_team<Policy::tile_threads>,
                                      Policy::tile_bits, Policy::digit_bits, Compare>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   auto& smem = *reinterpret_cast<typename tile_t::storage*>(shared_bytes);
   const int phase = network::step_at(ps.first_step).phase;
-  const std::uint64_t count = lists.size(list), start = lists.counts ? lists.start(list) : 0;
-  for (std::uint64_t e = 0; e < count; ++e) {
-    const std::uint64_t s = lists.segment(list, e, start);
+  const std::uint64_t tiles = units.total_span() >> Policy::tile_bits;
+  const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
+  for (std::uint64_t f = blockIdx.x; f < tiles; f += gridDim.x) {
+    std::uint64_t j = 0, span_start = 0;
+    units.locate(f << Policy::tile_bits, j, span_start);
+    const std::uint64_t s = units.lists.segment(units.list, j, start);
     const std::uint64_t first = segs.first(s), m = segs.last(s) - first;
-    if (phase > network::ceil_log2(m)) continue;  // sorted already
+    const std::uint64_t first_slot = (f << Policy::tile_bits) - span_start;
+    if (phase > network::ceil_log2(m) || first_slot >= m) continue;  // sorted, or padding
     V* segment_values = nullptr;
     if constexpr (block::has_values<K, V>) segment_values = values + first;
-    const std::uint64_t tiles = ((m - 1) >> Policy::tile_bits) + 1;
-    for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-      tile_t tile{smem, t << Policy::tile_bits, m, descending, comp};
-      tile.load(keys + first, segment_values);
-      tile.run(ps);
-      tile.store(keys + first, segment_values);
-      __syncthreads();
-    }
+    tile_t tile{smem, first_slot, m, descending, comp};
+    tile.load(keys + first, segment_values);
+    tile.run(ps);
+    tile.store(keys + first, segment_values);
+    __syncthreads();
   }
 }
 
 template <class Policy, int COUNT, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::register_threads)
-    long_register_kernel(K* keys, V* values, segment_list segs, class_lists lists, int list,
+    long_register_kernel(K* keys, V* values, segment_list segs, long_units units,
                          network::window win, int phase, bool descending, Compare comp) {
-  const std::uint64_t count = lists.size(list), start = lists.counts ? lists.start(list) : 0;
+  const std::uint64_t groups = units.total_span() >> win.group_bits;
+  const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * Policy::register_threads;
-  for (std::uint64_t e = 0; e < count; ++e) {
-    const std::uint64_t s = lists.segment(list, e, start);
+  for (std::uint64_t f = static_cast<std::uint64_t>(blockIdx.x) * Policy::register_threads +
+                         threadIdx.x;
+       f < groups; f += stride) {
+    std::uint64_t j = 0, span_start = 0;
+    units.locate(f << win.group_bits, j, span_start);
+    const std::uint64_t s = units.lists.segment(units.list, j, start);
     const std::uint64_t first = segs.first(s), m = segs.last(s) - first;
     if (phase > network::ceil_log2(m)) continue;
+    const index_t slot0 = win.slot(((f << win.group_bits) - span_start) >> win.group_bits, 0);
+    if (slot0 >= m) continue;
     V* segment_values = nullptr;
     if constexpr (block::has_values<K, V>) segment_values = values + first;
-    const std::uint64_t groups = win.count(m);
-    for (std::uint64_t t = static_cast<std::uint64_t>(blockIdx.x) * Policy::register_threads +
-                           threadIdx.x;
-         t < groups; t += stride) {
-      const index_t slot0 = win.slot(t, 0);
-      if (slot0 < m)
-        register_group<COUNT>(keys + first, segment_values, m, slot0, win.group_lo, phase,
-                              descending, comp);
-    }
+    register_group<COUNT>(keys + first, segment_values, m, slot0, win.group_lo, phase,
+                          descending, comp);
   }
 }
 
@@ -284,17 +382,15 @@ struct segment_launcher {
     return lists.counts ? unknown : lists.batch_count;
   }
 
-  template <int ITEMS>
-  cudaError_t shuffle(int first_list, int last_list) {
-    auto kernel = shuffle_kernel<ITEMS, K, V, Compare>;
-    const std::uint64_t per_warp = 32u >> (last_list - network::ceil_log2(ITEMS));
-    const std::uint64_t needed = (host_count(~std::uint64_t{0} >> 8) + per_warp * 8 - 1) /
-                                 (per_warp * 8);
+  template <int FIRST, int LAST>
+  cudaError_t shuffle() {
+    auto kernel = shuffle_kernel<FIRST, LAST, K, V, Compare>;
+    constexpr std::uint64_t per_block = (shuffle_threads / 32) * (32u >> (LAST <= 5 ? LAST : 5));
+    const std::uint64_t needed = (host_count(~std::uint64_t{0} >> 8) + per_block - 1) / per_block;
     unsigned blocks = 0;
     cudaError_t e = grid_for(kernel, shuffle_threads, 0, needed, blocks);
     if (e != cudaSuccess) return e;
-    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, lists, first_list,
-                                                   last_list, descending, comp);
+    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, lists, descending, comp);
     return cudaGetLastError();
   }
 
@@ -317,6 +413,12 @@ struct segment_launcher {
     using policy = bitonic_policy<K, V, false>;
     using storage = block::tile_storage<K, V, policy::tile_bits>;
     constexpr int smem_bytes = sizeof(storage);
+    const long_units units{lists, list, long_span<policy::tile_bits>(segs.batch_size)};
+    if (lists.counts) {
+      long_prefix_kernel<policy::tile_bits><<<1, prefix_threads, 0, stream>>>(segs, lists, list);
+      const cudaError_t e = cudaGetLastError();
+      if (e != cudaSuccess) return e;
+    }
     auto tile_kernel = long_tile_kernel<policy, K, V, Compare>;
     unsigned tile_blocks = 0;
     cudaError_t status = resident_blocks(tile_kernel, policy::tile_threads, smem_bytes, tile_blocks);
@@ -325,15 +427,16 @@ struct segment_launcher {
       if (status != cudaSuccess) return;
       if (ps.win.contiguous()) {
         tile_kernel<<<tile_blocks, policy::tile_threads, smem_bytes, stream>>>(
-            keys, values, segs, lists, list, ps, descending, comp);
+            keys, values, segs, units, ps, descending, comp);
       } else {
         const int phase = network::step_at(ps.first_step).phase;
         auto launch = [&](auto kernel) {
           unsigned blocks = 0;
           status = resident_blocks(kernel, policy::register_threads, 0, blocks);
           if (status != cudaSuccess) return;
-          kernel<<<blocks, policy::register_threads, 0, stream>>>(
-              keys, values, segs, lists, list, ps.win, phase, descending, comp);
+          kernel<<<blocks, policy::register_threads, 0, stream>>>(keys, values, segs, units,
+                                                                  ps.win, phase, descending,
+                                                                  comp);
         };
         switch (ps.win.group_bits) {
           case 1: launch(long_register_kernel<policy, 1, K, V, Compare>); break;
@@ -364,12 +467,16 @@ struct segment_launcher {
     constexpr int max_items_log2 = classes.max_items_log2();
     cudaError_t e = cudaSuccess;
     auto in = [&](int c) { return first_class <= c && c <= last_class; };
-    if (first_class <= 5 && last_class >= 1)
-      e = shuffle<1>(first_class < 1 ? 1 : first_class, last_class < 5 ? last_class : 5);
-    if (e == cudaSuccess && in(6)) e = shuffle<2>(6, 6);
-    if (e == cudaSuccess && in(7)) e = shuffle<4>(7, 7);
-    if constexpr (max_items_log2 >= 3)
-      if (e == cudaSuccess && in(8)) e = shuffle<8>(8, 8);
+    constexpr int shuffle_max = classes.shuffle_max_bits();
+    if (first_class != last_class) {
+      e = shuffle<1, shuffle_max>();  // every shuffle class, in one launch
+    } else {
+      // A batched sort: its class alone.
+      const int c = first_class;
+      [&]<int... I>(std::integer_sequence<int, I...>) {
+        ((c == I + 1 ? (e = shuffle<I + 1, I + 1>(), 0) : 0), ...);
+      }(std::make_integer_sequence<int, shuffle_max>{});
+    }
     if constexpr (max_items_log2 < 3)
       if (e == cudaSuccess && in(8)) e = tile<8, true>();
     if (e == cudaSuccess && in(9)) e = tile<9, true>();
@@ -394,7 +501,9 @@ cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
                            std::uint64_t n, const segment_list& segs, Compare comp,
                            bool descending, cudaStream_t stream) {
   constexpr segment_classes classes = classes_for<K, V>;
-  const std::size_t needed = segs.batched() ? 0 : class_lists::bytes(segs.count);
+  const std::uint64_t max_long = n >> classes.tile_max_bits();
+  const std::size_t needed =
+      segs.batched() ? 0 : class_lists::bytes(segs.count, max_long < segs.count ? max_long : segs.count);
   if (!temp) {
     temp_bytes = needed;
     return cudaSuccess;
@@ -408,7 +517,7 @@ cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
     launcher.lists.batch_count = segs.count;
     return launcher.run(c, c, segs.batch_size);
   }
-  launcher.lists = class_lists::in(temp);
+  launcher.lists = class_lists::in(temp, segs.count);
   cudaError_t e = cudaMemsetAsync(temp, 0, class_lists::header_bytes, stream);
   const auto blocks = static_cast<unsigned>((segs.count + classify_threads - 1) / classify_threads);
   for (int pass = 0; pass < 2 && e == cudaSuccess; ++pass) {
