@@ -46,21 +46,22 @@ struct warp_bitonic_sort {
 
   // Groups of 2^GROUP_BITS positions (2^GROUP_BITS / ITEMS consecutive lanes) each sort their
   // own positions [0, valid) at once: many small arrays per warp. `valid` may differ between
-  // groups.
-  template <int GROUP_BITS>
+  // groups. FULL: every group of the warp has valid == 2^GROUP_BITS, so no comparator needs
+  // the padding check.
+  template <int GROUP_BITS, bool FULL = false>
   __device__ void sort_groups(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned valid,
                               bool descending, Compare comp) const {
     static_assert(item_bits <= GROUP_BITS && GROUP_BITS <= bits);
     constexpr unsigned lanes = 1u << (GROUP_BITS - item_bits);
-    run<GROUP_BITS>(keys, values, threadIdx.x & (lanes - 1u), GROUP_BITS, valid, descending,
-                    comp);
+    run<GROUP_BITS, FULL>(keys, values, threadIdx.x & (lanes - 1u), GROUP_BITS,
+                          FULL ? 1u << GROUP_BITS : valid, descending, comp);
   }
 
  private:
   // `lane`: the lane's index within its group; `phases` (<= MAX_PHASES) is uniform over the
   // warp, so every lane takes part in every shuffle. The loops unroll completely: register
   // indices are constants, so the keys never leave registers.
-  template <int MAX_PHASES>
+  template <int MAX_PHASES, bool FULL = false>
   __device__ __forceinline__ void run(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned lane,
                                       int phases, unsigned valid, bool descending,
                                       Compare comp) const {
@@ -69,13 +70,13 @@ struct warp_bitonic_sort {
       if (phase > phases) return;
       // Bits phase-1 .. item_bits across lanes, then the rest inside each lane's registers.
       static_for<(phase > item_bits ? phase - item_bits : 0)>([&](auto i) {
-        lane_step<phase, phase - 1 - decltype(i)::value>(keys, values, lane, valid, descending,
-                                                         comp);
+        lane_step<phase, phase - 1 - decltype(i)::value, FULL>(keys, values, lane, valid,
+                                                               descending, comp);
       });
       static_for<(phase < item_bits ? phase : item_bits)>([&](auto i) {
         constexpr int top = phase < item_bits ? phase - 1 : item_bits - 1;
-        register_step<phase, top - decltype(i)::value>(keys, values, lane, valid, descending,
-                                                       comp);
+        register_step<phase, top - decltype(i)::value, FULL>(keys, values, lane, valid,
+                                                             descending, comp);
       });
     });
   }
@@ -95,7 +96,7 @@ struct warp_bitonic_sort {
     return (((lo >> phase) & 1u) == (((valid - 1u) >> phase) & 1u)) != descending;
   }
 
-  template <int phase, int bit>
+  template <int phase, int bit, bool FULL>
   __device__ __forceinline__ void register_step(K (&keys)[ITEMS], V (&values)[ITEMS],
                                                 unsigned lane, unsigned valid, bool descending,
                                                 Compare comp) const {
@@ -105,7 +106,7 @@ struct warp_bitonic_sort {
       if ((i >> bit) & 1) continue;
       if (j >= ITEMS) continue;
       const unsigned lo = lane * ITEMS + i;
-      if (lo + (1u << bit) >= valid) continue;
+      if (!FULL && lo + (1u << bit) >= valid) continue;
       const bool asc = ascending(lo, phase, valid, descending);
       if (asc)
         network::compare_exchange<true>(keys[i], keys[j], values[i], values[j], comp);
@@ -116,7 +117,7 @@ struct warp_bitonic_sort {
 
   // Partner lane = lane ^ 2^(bit - item_bits); the lower lane keeps the first key of each
   // pair, the upper lane the second.
-  template <int phase, int bit>
+  template <int phase, int bit, bool FULL>
   __device__ __forceinline__ void lane_step(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned lane,
                                             unsigned valid, bool descending,
                                             Compare comp) const {
@@ -127,16 +128,15 @@ struct warp_bitonic_sort {
       const K other = shuffle_xor(keys[i], lane_mask);
       const V other_value = shuffle_xor(values[i], lane_mask);
       const unsigned lo = (lane & ~unsigned(lane_mask)) * ITEMS + i;
-      if (lo + (1u << bit) >= valid) continue;  // the upper position is padding
+      if (!FULL && lo + (1u << bit) >= valid) continue;  // the upper position is padding
       const bool asc = ascending(lo, phase, valid, descending);
       // The pair in network order: (first, second) = (lower lane's key, upper lane's key).
-      const K& first = upper ? other : keys[i];
-      const K& second = upper ? keys[i] : other;
+      // Copies, not references: a reference to one of two registers would put them in memory.
+      const K first = upper ? other : keys[i];
+      const K second = upper ? keys[i] : other;
       const bool out_of_order = asc ? comp(second, first) : comp(first, second);
-      if (out_of_order) {
-        keys[i] = other;
-        values[i] = other_value;
-      }
+      keys[i] = out_of_order ? other : keys[i];
+      if constexpr (!std::is_same_v<V, no_value>) values[i] = out_of_order ? other_value : values[i];
     }
   }
 };

@@ -118,14 +118,16 @@ __global__ void __launch_bounds__(classify_threads)
 
 constexpr int shuffle_threads = 256;
 
-// Class C: 2^C slots per segment, ITEMS keys per lane; below a warp's 32 keys a segment
-// takes 2^C lanes, so a warp sorts 32 / 2^C segments at once.
+// Class C: 2^C slots per segment, `items` keys per lane (network/segments.hpp), so a
+// segment takes 2^C / items lanes and a warp sorts 32 / that many segments at once.
+// Steps inside a lane's registers cost no shuffle: more keys per lane is cheaper.
 template <int C, class K, class V, class Compare>
 __device__ __forceinline__ void shuffle_class(K* keys, V* values, const segment_list& segs,
                                               const class_lists& lists, bool descending,
                                               Compare comp) {
-  constexpr int items = C <= 5 ? 1 : 1 << (C - 5);
-  constexpr int lanes_log2 = C <= 5 ? C : 5;
+  constexpr int items_log2 = classes_for<K, V>.items_log2(C);
+  constexpr int items = 1 << items_log2;
+  constexpr int lanes_log2 = C - items_log2;
   constexpr unsigned per_warp = 32u >> lanes_log2;
   using sorter = block::warp_bitonic_sort<K, V, items, Compare>;
   const std::uint64_t warp = (static_cast<std::uint64_t>(blockIdx.x) * shuffle_threads + threadIdx.x) / 32;
@@ -152,7 +154,11 @@ __device__ __forceinline__ void shuffle_class(K* keys, V* values, const segment_
         if constexpr (block::has_values<K, V>) v[i] = values[first + pos];
       }
     }
-    sorter{}.template sort_groups<C>(k, v, m, descending, comp);
+    // Whole segments of 2^C keys (a batch of a power of two) need no padding checks.
+    if (__all_sync(0xffffffffu, m == (1u << C)))
+      sorter{}.template sort_groups<C, true>(k, v, m, descending, comp);
+    else
+      sorter{}.template sort_groups<C, false>(k, v, m, descending, comp);
 #pragma unroll
     for (int i = 0; i < items; ++i) {
       const unsigned pos = group_lane * items + i;
@@ -385,7 +391,8 @@ struct segment_launcher {
   template <int FIRST, int LAST>
   cudaError_t shuffle() {
     auto kernel = shuffle_kernel<FIRST, LAST, K, V, Compare>;
-    constexpr std::uint64_t per_block = (shuffle_threads / 32) * (32u >> (LAST <= 5 ? LAST : 5));
+    constexpr int lanes_log2 = LAST - classes_for<K, V>.items_log2(LAST);
+    constexpr std::uint64_t per_block = (shuffle_threads / 32) * (32u >> lanes_log2);
     const std::uint64_t needed = (host_count(~std::uint64_t{0} >> 8) + per_block - 1) / per_block;
     unsigned blocks = 0;
     cudaError_t e = grid_for(kernel, shuffle_threads, 0, needed, blocks);
