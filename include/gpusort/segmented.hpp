@@ -177,6 +177,13 @@ void sort_segments_device(K* keys, V* values, std::uint64_t n, const segment_lis
   if (e != cudaSuccess) throw_error(e, call);
 }
 
+inline void check_value_count(const std::string& call, std::uint64_t keys,
+                              std::uint64_t values) {
+  if (values != keys)
+    throw_error(cudaErrorInvalidValue, call + ": " + std::to_string(values) + " values for " +
+                                           std::to_string(keys) + " keys");
+}
+
 template <class K, class V>
 void check_batches(const std::string& call, std::uint64_t keys, std::uint64_t values,
                    std::uint64_t batch_count, std::uint64_t batch_size) {
@@ -186,9 +193,7 @@ void check_batches(const std::string& call, std::uint64_t keys, std::uint64_t va
     throw_error(cudaErrorInvalidValue,
                 call + ": " + std::to_string(keys) + " keys for " + std::to_string(batch_count) +
                     " batches of " + std::to_string(batch_size));
-  if (!std::is_same_v<V, no_value> && values != keys)
-    throw_error(cudaErrorInvalidValue, call + ": " + std::to_string(values) + " values for " +
-                                           std::to_string(keys) + " keys");
+  if (!std::is_same_v<V, no_value>) check_value_count(call, keys, values);
 }
 
 template <class O>
@@ -253,10 +258,7 @@ void sort_segmented(std::span<K> keys, std::span<V> values, std::span<O> offsets
   const std::string call =
       detail::describe_segments("gpusort::sort_segmented (pairs)", opt, key_traits<K>::name,
                                 keys.size(), offsets.empty() ? 0 : offsets.size() - 1);
-  if (values.size() != keys.size())
-    detail::throw_error(cudaErrorInvalidValue, call + ": " + std::to_string(values.size()) +
-                                                   " values for " +
-                                                   std::to_string(keys.size()) + " keys");
+  detail::check_value_count(call, keys.size(), values.size());
   detail::sort_segments_device(keys.data(), values.data(), keys.size(),
                                detail::offsets_to_segments(call, offsets.data(), offsets.size()),
                                opt, call);
@@ -302,10 +304,7 @@ void sort_segmented(std::vector<K>& keys, std::vector<V>& values, const std::vec
   const std::string call =
       detail::describe_segments("gpusort::sort_segmented (pairs)", opt, key_traits<K>::name,
                                 keys.size(), offsets.empty() ? 0 : offsets.size() - 1);
-  if (values.size() != keys.size())
-    detail::throw_error(cudaErrorInvalidValue, call + ": " + std::to_string(values.size()) +
-                                                   " values for " +
-                                                   std::to_string(keys.size()) + " keys");
+  detail::check_value_count(call, keys.size(), values.size());
   detail::sort_segments_host<K, V, O>(
       keys, &values, offsets.data(),
       detail::offsets_to_segments(call, offsets.data(), offsets.size()), opt, call);
