@@ -3,11 +3,31 @@
 #pragma once
 
 #include "gpusort/detail/cpu/bitonic.hpp"
+#include "gpusort/detail/cpu/sample_sort.hpp"
 #include "gpusort/detail/device/baselines.hpp"
 #include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/device/sample_sort.cuh"
 #include "gpusort/sort.hpp"
 
 namespace gpusort::detail {
+
+// The sample sort with the library's comparator; its final buckets go to the segmented sort
+// instantiated in src/segmented_<key>.cu.
+template <class K, class V>
+cudaError_t sample_sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                            std::uint64_t n, const options& opt) {
+  const int bits = network::bucket_bits_of(opt.buckets);
+  if (bits < 0) return cudaErrorInvalidValue;
+  const device::sample_sort_knobs knobs{bits, opt.sampler == sampling::random};
+  auto sort_buckets = [](void* t, std::size_t& bytes, K* k, V* v, std::uint64_t count,
+                         const segment_list& segs, bool descending, cudaStream_t stream) {
+    return sort_segments<K, V>(t, bytes, k, v, count, segs,
+                               {.direction = descending ? order::descending : order::ascending,
+                                .stream = stream});
+  };
+  return device::sample_sort(temp, temp_bytes, keys, values, n, less<K>{},
+                             opt.direction == order::descending, knobs, sort_buckets, opt.stream);
+}
 
 template <class K, class V>
 cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
@@ -46,6 +66,8 @@ cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, st
         return cudaSuccess;
       }
       return device::bitonic_sort(keys, values, n, less<K>{}, descending, opt.stream);
+    case algorithm::sample_sort:
+      return sample_sort_any(temp, temp_bytes, keys, values, n, opt);
     case algorithm::cub_radix:
     case algorithm::cub_merge:
     case algorithm::thrust:
@@ -80,6 +102,17 @@ void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
   const bool descending = opt.direction == order::descending;
   if (opt.algo == algorithm::automatic || opt.algo == algorithm::bitonic) {
     cpu::bitonic_sort(keys, values, n, less<K>{}, descending);
+    return;
+  }
+  if (opt.algo == algorithm::sample_sort) {
+    cpu::sample_sort_config cfg;
+    const int bits = network::bucket_bits_of(opt.buckets);
+    if (bits < 0)
+      throw_error(cudaErrorInvalidValue,
+                  "gpusort::sort: options.buckets must be 0 or a power of two from 2 to 1024");
+    if (bits > 0) cfg.max_bucket_bits = bits;
+    cfg.random = opt.sampler == sampling::random;
+    cpu::sample_sort(keys, values, n, network::directed<less<K>>{{}, descending}, cfg);
     return;
   }
   std::vector<std::uint64_t> index(n);

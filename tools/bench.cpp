@@ -368,24 +368,23 @@ class harness {
     if (!device) return measurement(name, no_device);
     if (p.segments) return time_segmented(name, p, *device);
     if (name == "classic_bitonic") return time_classic_bitonic(p, *device);
-    algorithm algo{};
-    parse_algorithm(name, algo);
-    return time_library(algo, p, *device);
+    options opt{.stream = stream_, .buckets = config_.buckets};
+    parse_method(name, opt);
+    return time_library(opt, p, *device);
   }
 
   // ---- device algorithms ---------------------------------------------------------------
 
   template <class K>
-  measurement time_library(algorithm algo, const point<K>& p, device_input<K>& d) {
-    const options opt{.algo = algo, .stream = stream_};
+  measurement time_library(const options& opt, const point<K>& p, device_input<K>& d) {
     K* keys = d.keys.template as<K>();
     std::uint32_t* values = d.values.template as<std::uint32_t>();
     measurement m = time_with_workspace(
-        std::string(to_string(algo)), p, d, [&](void* temp, std::size_t& bytes) {
+        std::string(method_name(opt)), p, d, [&](void* temp, std::size_t& bytes) {
           return p.input.pairs ? sort_pairs(temp, bytes, keys, values, p.n, opt)
                                : sort_keys(temp, bytes, keys, p.n, opt);
         });
-    if (algo == algorithm::thrust) m.extra_bytes = -1;  // it allocates its own: unknown
+    if (opt.algo == algorithm::thrust) m.extra_bytes = -1;  // it allocates its own: unknown
     return m;
   }
 
@@ -657,7 +656,7 @@ std::vector<std::string> bench_algorithms(bool gpu, bool segmented) {
   std::vector<std::string> names;
   for (algorithm a : all_algorithms)
     if (a != algorithm::automatic) names.emplace_back(to_string(a));
-  names.insert(names.end(), {"classic_bitonic", "std_sort"});
+  names.insert(names.end(), {"sample_sort_random", "classic_bitonic", "std_sort"});
   return names;
 }
 

@@ -20,6 +20,7 @@ struct bench_config {
   bool pairs = false;  // u32 values (the original index) with the keys
   int reps = 20;
   std::uint64_t seed = 1;
+  unsigned buckets = 0;  // sample_sort's s; 0: its default
   std::string csv_path;  // empty: no CSV
   std::string gpu_name;  // empty: the device's own name
 };
@@ -28,7 +29,7 @@ struct bench_config {
 bool cuda_device_present();
 
 // What bench times here by default. Single arrays, with a GPU: every gpusort::algorithm but
-// automatic, then classic_bitonic and std_sort; without: the CPU backend (named bitonic) and
+// automatic, sample_sort_random, then classic_bitonic and std_sort; without: the CPU backend (named bitonic) and
 // std_sort. Segments, with a GPU: sort_segmented, cub_segmented_radix and cub_segmented_sort;
 // without: the CPU backend (named sort_segmented) and std_sort. --algos may name std_sort in
 // every case.

@@ -10,6 +10,7 @@
 #include "bench/largest.hpp"
 #include "cli.hpp"
 #include "common/distributions.hpp"
+#include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
 #include "records.hpp"
 
@@ -30,7 +31,7 @@ std::string join_names(const auto& items) {
   return names;
 }
 
-const std::string algorithm_names = join_names(gpusort::all_algorithms);
+const std::string algorithm_names = join_names(gpusort::all_algorithms) + ", sample_sort_random";
 const std::string distribution_names = join_names(all_distributions);
 
 const std::string main_help = R"(usage: gpusort <command> [options]
@@ -81,7 +82,7 @@ Exit code 1 if FILE is out of order.
 const std::string bench_help =
     R"(usage: gpusort bench [--algos a,b] [--types u32,u64,f32] [--dists uniform,...]
                      [--sizes 2^16..2^28] [--segments 32,1024,powerlaw] [--pairs u32]
-                     [--reps 20] [--seed S] [--csv FILE] [--gpu-name NAME]
+                     [--reps 20] [--seed S] [--buckets S] [--csv FILE] [--gpu-name NAME]
 Times the algorithms side by side on one GPU: for each point the input is copied from a
 pristine device buffer before every run (not timed), the sort is timed with CUDA events
 after 2 warm-up runs, and the median of --reps runs is reported; every result is verified.
@@ -104,6 +105,8 @@ Without a CUDA device, the CPU backend (bitonic) is timed against std_sort.
              against std_sort on each segment
   --pairs    u32: sort (key, u32 value) records
   --reps     timed runs per point (default 20; std_sort does fewer above 2^22 keys)
+  --buckets  sample_sort's buckets per level (s, a power of two from 2 to 1024; default:
+             the measured choice)
   --csv      write one row per measurement, with the columns of docs/results/; the
              segment_size column is 0 for a single array, else the layout as --segments
              spells it (a number, or powerlaw)
@@ -146,7 +149,7 @@ int sort(const arguments& args) {
   const bool descending = args.has("desc");
   gpusort::options opt{.direction =
                            descending ? gpusort::order::descending : gpusort::order::ascending};
-  if (args.has("algo") && !gpusort::parse_algorithm(args.get("algo"), opt.algo))
+  if (args.has("algo") && !gpusort::parse_method(args.get("algo"), opt))
     throw usage_error("--algo: unknown algorithm '" + args.get("algo") + "' (" + algorithm_names +
                       ")");
   return with_key_type(args.required("type"), [&]<class K>() {
@@ -163,7 +166,7 @@ int sort(const arguments& args) {
       std::fprintf(stderr,
                    "gpusort sort: the %s sort returned a wrong result (%llu records out of "
                    "order, records %s); %s not written\n",
-                   std::string(gpusort::to_string(opt.algo)).c_str(),
+                   std::string(gpusort::method_name(opt)).c_str(),
                    static_cast<unsigned long long>(order.out_of_order),
                    checksum_of(r) == input_sum ? "kept" : "changed", files[1].c_str());
       return 3;
@@ -213,6 +216,9 @@ int bench(const arguments& args) {
   if (reps < 1 || reps > 100000) throw usage_error("--reps must be between 1 and 100000");
   config.reps = static_cast<int>(reps);
   config.seed = parse_unsigned(args.get("seed", "1"), "--seed");
+  config.buckets = static_cast<unsigned>(parse_unsigned(args.get("buckets", "0"), "--buckets"));
+  if (gpusort::detail::network::bucket_bits_of(config.buckets) < 0)
+    throw usage_error("--buckets must be a power of two from 2 to 1024");
   config.csv_path = args.get("csv");
   config.gpu_name = args.get("gpu-name");
   return run_bench(config);
@@ -278,7 +284,7 @@ const command commands[] = {
     {"bench",
      bench_help,
      bench,
-     {"algos", "types", "dists", "sizes", "segments", "pairs", "reps", "seed", "csv",
+     {"algos", "types", "dists", "sizes", "segments", "pairs", "reps", "seed", "buckets", "csv",
       "gpu-name"},
      {}},
     {"demo", demo_help, demo, {"n"}, {}},

@@ -15,11 +15,13 @@ enum class algorithm {
   cub_radix,  // baseline: cub::DeviceRadixSort (needs a second buffer), stable
   cub_merge,  // baseline: cub::DeviceMergeSort (needs a second buffer), stable
   thrust,     // baseline: thrust::sort with the comparator
+  sample_sort,  // sample sort (Dehne & Zaboli): needs n keys (and values) of workspace plus
+                // O(n s / M); deterministic bucket bound; options::sampling picks the variant
 };
 
 inline constexpr algorithm all_algorithms[] = {algorithm::automatic, algorithm::bitonic,
                                                algorithm::cub_radix, algorithm::cub_merge,
-                                               algorithm::thrust};
+                                               algorithm::thrust, algorithm::sample_sort};
 
 constexpr std::string_view to_string(algorithm a) {
   switch (a) {
@@ -28,6 +30,7 @@ constexpr std::string_view to_string(algorithm a) {
     case algorithm::cub_radix: return "cub_radix";
     case algorithm::cub_merge: return "cub_merge";
     case algorithm::thrust: return "thrust";
+    case algorithm::sample_sort: return "sample_sort";
   }
   return "unknown";
 }
@@ -45,10 +48,40 @@ constexpr bool parse_algorithm(std::string_view name, algorithm& out) {
 
 enum class order { ascending, descending };
 
+// How sample_sort picks its samples: `regular` (Dehne & Zaboli), every (M/s)-th key of each
+// sorted tile, which guarantees that no bucket exceeds about 2n/s keys whatever the input;
+// `random` (Leischner et al.), random keys of each tile: no guarantee, and a bucket that
+// comes out too large is sorted by slower means.
+enum class sampling { regular, random };
+
 struct options {
   algorithm algo = algorithm::automatic;
   order direction = order::ascending;
   cudaStream_t stream = nullptr;  // every device call is ordered on this stream
+  // sample_sort only: the sampling, and s, the buckets per level (= samples per tile of M
+  // keys), a power of two from 2 to 1024; 0 picks the measured default.
+  sampling sampler = sampling::regular;
+  unsigned buckets = 0;
 };
+
+// Names of the algorithms as the tool, the benchmark and the result files spell them:
+// to_string(algorithm), plus "sample_sort_random" for sample_sort with sampling::random.
+constexpr std::string_view method_name(const options& opt) {
+  if (opt.algo == algorithm::sample_sort && opt.sampler == sampling::random)
+    return "sample_sort_random";
+  return to_string(opt.algo);
+}
+
+// Sets opt.algo (and opt.sampler) from a name as method_name spells it; false if unknown.
+constexpr bool parse_method(std::string_view name, options& opt) {
+  if (name == "sample_sort_random") {
+    opt.algo = algorithm::sample_sort;
+    opt.sampler = sampling::random;
+    return true;
+  }
+  if (!parse_algorithm(name, opt.algo)) return false;
+  opt.sampler = sampling::regular;
+  return true;
+}
 
 }  // namespace gpusort

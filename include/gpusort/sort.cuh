@@ -11,32 +11,55 @@
 // The batched and segmented sorts take a comparator the same way:
 //   gpusort::sort_segmented_keys(temp, bytes, d_points, n, d_offsets, d_offsets + 1, rows, by_x{});
 //
-// Keys may be any trivially copyable type. Only algorithm::bitonic (and automatic, which
-// picks it) takes a user comparator; others answer cudaErrorNotSupported.
+// Keys may be any trivially copyable type. algorithm::bitonic (and automatic, which picks
+// it) and algorithm::sample_sort take a user comparator; others answer cudaErrorNotSupported.
+// sample_sort asks for workspace (temp == nullptr writes the bytes) like the core layer.
 #pragma once
 
 #include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/device/sample_sort.cuh"
 #include "gpusort/detail/device/segmented.cuh"
 #include "gpusort/sort.hpp"
 
 namespace gpusort {
+
+namespace detail {
+// A sort of keys[0, n) (values alongside) by comp, with the algorithm of opt.
+template <class K, class V, class Compare>
+cudaError_t sort_with(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
+                      Compare comp, const options& opt) {
+  const bool descending = opt.direction == order::descending;
+  if (opt.algo == algorithm::sample_sort) {
+    const int bits = network::bucket_bits_of(opt.buckets);
+    if (bits < 0) return cudaErrorInvalidValue;
+    auto sort_buckets = [comp](void* t, std::size_t& bytes, K* k, V* v, std::uint64_t count,
+                               const segment_list& segs, bool desc, cudaStream_t stream) {
+      return device::segmented_sort(t, bytes, k, v, count, segs, comp, desc, stream);
+    };
+    return device::sample_sort(temp, temp_bytes, keys, values, n, comp, descending,
+                               {bits, opt.sampler == sampling::random}, sort_buckets, opt.stream);
+  }
+  if (!temp) {
+    temp_bytes = 0;
+    return cudaSuccess;
+  }
+  return device::bitonic_sort(keys, values, n, comp, descending, opt.stream);
+}
+}  // namespace detail
 
 template <class K, class Compare, std::integral N>
   requires std::is_trivially_copyable_v<K> && std::predicate<Compare, const K&, const K&>
 cudaError_t sort_keys(void* temp, std::size_t& temp_bytes, K* keys, N n, Compare comp,
                       const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  if (opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic)
+  if (opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic &&
+      opt.algo != algorithm::sample_sort)
     return cudaErrorNotSupported;
-  cudaError_t e = detail::validate_device_array(keys, static_cast<std::uint64_t>(n), sizeof(K),
-                                                alignof(K));
-  if (e != cudaSuccess || !temp) {
-    temp_bytes = 0;
-    return e;
-  }
-  return detail::device::bitonic_sort(keys, static_cast<detail::no_value*>(nullptr),
-                                      static_cast<std::uint64_t>(n), comp,
-                                      opt.direction == order::descending, opt.stream);
+  const cudaError_t e = detail::validate_device_array(keys, static_cast<std::uint64_t>(n),
+                                                      sizeof(K), alignof(K));
+  if (e != cudaSuccess) return e;
+  return detail::sort_with(temp, temp_bytes, keys, static_cast<detail::no_value*>(nullptr),
+                           static_cast<std::uint64_t>(n), comp, opt);
 }
 
 template <class K, detail::supported_value V, class Compare, std::integral N>
@@ -44,18 +67,15 @@ template <class K, detail::supported_value V, class Compare, std::integral N>
 cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values, N n,
                        Compare comp, const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  if (opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic)
+  if (opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic &&
+      opt.algo != algorithm::sample_sort)
     return cudaErrorNotSupported;
   const auto count = static_cast<std::uint64_t>(n);
   cudaError_t e = detail::validate_device_array(keys, count, sizeof(K), alignof(K));
   if (e == cudaSuccess) e = detail::validate_device_array(values, count, sizeof(V), sizeof(V));
-  if (e != cudaSuccess || !temp) {
-    temp_bytes = 0;
-    return e;
-  }
-  return detail::device::bitonic_sort(keys, reinterpret_cast<detail::payload_of<V>*>(values),
-                                      count, comp, opt.direction == order::descending,
-                                      opt.stream);
+  if (e != cudaSuccess) return e;
+  return detail::sort_with(temp, temp_bytes, keys,
+                           reinterpret_cast<detail::payload_of<V>*>(values), count, comp, opt);
 }
 
 namespace detail {

@@ -1,0 +1,137 @@
+// The sample sort on host threads: the device algorithm's levels (network/sample_sort.hpp)
+// step by step, tiles and problems spread over the threads. It is the CPU backend, and it
+// reports every level's largest bucket, so the bound is tested where CI runs.
+#pragma once
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "gpusort/detail/cpu/bitonic.hpp"
+#include "gpusort/detail/network/sample_sort.hpp"
+#include "gpusort/detail/types.hpp"
+
+namespace gpusort::detail::cpu {
+
+using network::sample;
+using network::sample_less;
+
+struct sample_sort_config {
+  int tile_bits = 14;            // M
+  index_t final_cap = 1 << 13;   // final buckets' bound
+  int max_bucket_bits = 8;       // s at most 2^this
+  bool random = false;           // sampling::random
+  index_t seed = 0x5EED;
+};
+
+// What a run did: the plan, and the largest bucket each level produced.
+struct sample_sort_report {
+  network::sample_plan plan;
+  index_t largest_bucket[network::sample_plan::max_levels] = {};
+};
+
+template <class K, class V, class Compare>
+void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_config& cfg,
+                 sample_sort_report* report = nullptr) {
+  constexpr bool has_values = !std::is_same_v<V, no_value>;
+  const network::sample_plan plan =
+      network::plan_sample_sort(n, cfg.tile_bits, cfg.final_cap, cfg.max_bucket_bits);
+  if (report) *report = {plan, {}};
+  std::vector<K> buffer_keys(plan.count ? n : 0);
+  std::vector<V> buffer_values(has_values && plan.count ? n : 0);
+  std::vector<index_t> begins{0, n};  // problem p is [begins[p], begins[p + 1])
+  for (int level = 0; level < plan.count; ++level) {
+    const network::sample_level& lv = plan.levels[level];
+    const index_t M = lv.tile(), T = lv.tiles(), s = lv.buckets();
+    const auto stride = static_cast<unsigned>(lv.stride());
+    std::vector<sample<K>> samples(lv.problems * lv.sample_slots());
+    // Local sort of every tile into the buffer, with its samples.
+    parallel_for(lv.problems * T, 0, [&](index_t job) {
+      const index_t p = job / T, t = job % T, size = begins[p + 1] - begins[p];
+      for (index_t tile = t; tile * M < size; tile += T) {
+        const index_t start = begins[p] + tile * M;
+        const auto length = static_cast<unsigned>(std::min(M, size - tile * M));
+        std::vector<unsigned> order(length);
+        std::iota(order.begin(), order.end(), 0u);
+        std::sort(order.begin(), order.end(),
+                  [&](unsigned a, unsigned b) { return comp(keys[start + a], keys[start + b]); });
+        for (unsigned l = 0; l < length; ++l) {
+          buffer_keys[start + l] = keys[start + order[l]];
+          if constexpr (has_values) buffer_values[start + l] = values[start + order[l]];
+        }
+        if (tile >= T) continue;
+        for (unsigned i = 0; i < length / stride; ++i) {
+          const unsigned at = cfg.random ? network::random_sample(start, i, length, cfg.seed)
+                                         : network::regular_sample(i, stride);
+          samples[p * lv.sample_slots() + tile * s + i] = {start + at, buffer_keys[start + at],
+                                                          static_cast<std::uint32_t>(2 * p)};
+        }
+      }
+    });
+    // Sort every problem's samples; count each tile's keys per bucket.
+    std::vector<index_t> counts(lv.counts());
+    parallel_for(lv.problems, 0, [&](index_t p) {
+      const index_t size = begins[p + 1] - begins[p], S = lv.samples(size);
+      auto* first = samples.data() + p * lv.sample_slots();
+      std::sort(first, first + S, sample_less<Compare>{comp});
+    });
+    auto bounds_of = [&](index_t p, index_t tile, std::vector<index_t>& bounds) {
+      const index_t size = begins[p + 1] - begins[p], S = lv.samples(size);
+      const index_t start = begins[p] + tile * M, length = std::min(M, size - tile * M);
+      const K* first = buffer_keys.data() + start;
+      bounds.assign(s + 1, length);
+      bounds[0] = 0;
+      for (index_t j = 1; j < s; ++j) {
+        const index_t rank = lv.splitter_rank(j, S);
+        if (rank >= S) break;
+        const sample<K>& g = samples[p * lv.sample_slots() + rank];
+        const index_t lower = std::lower_bound(first, first + length, g.key, comp) - first;
+        const index_t upper = std::upper_bound(first, first + length, g.key, comp) - first;
+        bounds[j] = network::below_splitter(lower, upper, start, length, g.pos);
+      }
+    };
+    parallel_for(lv.problems * T, 0, [&](index_t job) {
+      const index_t p = job / T, t = job % T, size = begins[p + 1] - begins[p];
+      std::vector<index_t> bounds;
+      for (index_t tile = t; tile * M < size; tile += T) {
+        bounds_of(p, tile, bounds);
+        for (index_t j = 0; j < s; ++j) counts[lv.count_index(p, j, t)] += bounds[j + 1] - bounds[j];
+      }
+    });
+    // Column-order prefix sum: where each tile's part of each bucket goes.
+    std::exclusive_scan(counts.begin(), counts.end(), counts.begin(), index_t{0});
+    parallel_for(lv.problems * T, 0, [&](index_t job) {
+      const index_t p = job / T, t = job % T, size = begins[p + 1] - begins[p];
+      std::vector<index_t> bounds, dest(s);
+      for (index_t j = 0; j < s; ++j) dest[j] = counts[lv.count_index(p, j, t)];
+      for (index_t tile = t; tile * M < size; tile += T) {
+        bounds_of(p, tile, bounds);
+        const index_t start = begins[p] + tile * M;
+        for (index_t j = 0; j < s; ++j) {
+          for (index_t l = bounds[j]; l < bounds[j + 1]; ++l) {
+            keys[dest[j] + l - bounds[j]] = buffer_keys[start + l];
+            if constexpr (has_values) values[dest[j] + l - bounds[j]] = buffer_values[start + l];
+          }
+          dest[j] += bounds[j + 1] - bounds[j];
+        }
+      }
+    });
+    std::vector<index_t> next(lv.problems * s + 1, n);
+    for (index_t q = 0; q < lv.problems * s; ++q) next[q] = counts[q * T];
+    if (report)
+      for (index_t q = 0; q < lv.problems * s; ++q)
+        report->largest_bucket[level] = std::max(report->largest_bucket[level], next[q + 1] - next[q]);
+    begins.swap(next);
+  }
+  // Final buckets: one network each.
+  cpu_schedule one_thread;
+  one_thread.threads = 1;
+  parallel_for(begins.size() - 1, 0, [&](index_t p) {
+    V* bucket_values = nullptr;
+    if constexpr (has_values) bucket_values = values + begins[p];
+    bitonic_sort(keys + begins[p], bucket_values, begins[p + 1] - begins[p], comp, false,
+                 begins[p + 1] - begins[p] > cfg.final_cap ? cpu_schedule{} : one_thread);
+  });
+}
+
+}  // namespace gpusort::detail::cpu

@@ -1,0 +1,329 @@
+// Device sample sort: Dehne & Zaboli's deterministic GPU Bucket Sort (Algorithm 1), and with
+// random samples Leischner et al.'s randomized sample sort; the levels are planned by
+// network::plan_sample_sort.
+//
+// Schedule of one level (its problems are contiguous ranges of keys):
+//  1. sample_tile_kernel: a block sorts each tile of M keys in shared memory (the bitonic tile
+//     network), writes it to the buffer and takes s samples (one per stride, or at random):
+//     one read and one write of the keys;
+//  2. the samples of all problems are sorted at once by (problem, key, position) with the
+//     device bitonic sort (about n / 64 samples for 4-byte keys);
+//  3. sample_count_kernel: every tile locates the s - 1 splitters of its problem by binary
+//     search (equal keys split by position) and writes its bucket sizes, bucket-major;
+//  4. an exclusive scan of those counts (CUB) gives every tile's place in every bucket;
+//  5. sample_scatter_kernel: each tile's runs move to their buckets, from the buffer back to
+//     the keys: one read and one write.
+// The buckets of a level are the problems of the next. The last level's buckets, at most
+// final_cap keys by the sampling bound (randomized sampling: usually), are sorted one block
+// each by the segmented sort, which also takes any bucket that came out larger.
+// Workspace: one buffer of n keys (and values), the samples and the counts (both O(n s / M)).
+#pragma once
+
+#include <cub/device/device_scan.cuh>
+
+#include "gpusort/detail/block/bitonic_tile.cuh"
+#include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/network/sample_sort.hpp"
+#include "gpusort/detail/network/segments.hpp"
+
+namespace gpusort::detail::device {
+
+using network::problem_list;
+using network::sample;
+using network::sample_level;
+
+template <class K, class V>
+struct sample_sort_policy {
+  using tile = bitonic_policy<K, V, false>;
+  static constexpr int threads = tile::tile_threads;
+  static constexpr int tile_bits = tile::tile_bits;
+  static constexpr int max_bucket_bits = 10;  // shared-memory tables of the count/scatter kernels
+  static constexpr int default_bucket_bits = 8;
+  // Final buckets that the segmented sort gives one block (or fewer threads) each.
+  static constexpr index_t final_cap = index_t{1} << network::segment_classes{tile::slot_bytes}.tile_max_bits();
+};
+
+template <class V>
+__device__ __forceinline__ V* at(V* values, index_t i) {
+  if constexpr (std::is_same_v<std::remove_const_t<V>, no_value>) return values;
+  return values + i;
+}
+
+template <class Policy, class K, class V, class Compare>
+__global__ void __launch_bounds__(Policy::threads)
+    sample_tile_kernel(const K* keys, const V* values, K* out_keys, V* out_values,
+                       problem_list probs, sample_level lv, sample<K>* samples, bool random,
+                       index_t seed, Compare comp) {
+  using tile_t = block::tile_network<K, V, block::block_team<Policy::threads>, Policy::tile_bits,
+                                     Policy::tile::digit_bits, Compare>;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  auto& smem = *reinterpret_cast<typename tile_t::storage*>(shared_bytes);
+  const index_t T = lv.tiles(), M = lv.tile();
+  const index_t p = blockIdx.x / T, column = blockIdx.x % T;
+  const index_t begin = probs.begin(p), size = probs.end(p) - begin;
+  const unsigned stride = static_cast<unsigned>(lv.stride());
+  const network::window whole{Policy::tile_bits, Policy::tile_bits, 0};
+  const network::pass sort_tile{whole, 0, network::steps_through_phase(Policy::tile_bits)};
+  if (column == 0) {  // unused sample slots sort after the problem's samples
+    const auto tag = static_cast<std::uint32_t>(2 * p + 1);
+    for (index_t k = lv.samples(size) + threadIdx.x; k < lv.sample_slots(); k += Policy::threads)
+      samples[p * lv.sample_slots() + k].tag = tag;
+  }
+  for (index_t t = column; t * M < size; t += T) {
+    const index_t start = begin + t * M;
+    const index_t length = size - t * M < M ? size - t * M : M;
+    tile_t tile{smem, 0, length, false, comp};
+    tile.load(keys + start, at(values, start));
+    tile.run(sort_tile);
+    if (t < T) {
+      const auto count = static_cast<unsigned>(length / stride);
+      for (unsigned i = threadIdx.x; i < count; i += Policy::threads) {
+        const unsigned l = random ? network::random_sample(start, i, static_cast<unsigned>(length), seed)
+                                  : network::regular_sample(i, stride);
+        samples[p * lv.sample_slots() + t * lv.buckets() + i] = {
+            start + l, smem.keys[block::padded_index(l)], static_cast<std::uint32_t>(2 * p)};
+      }
+    }
+    tile.store(out_keys + start, at(out_values, start));
+    __syncthreads();
+  }
+}
+
+// bounds[j] = keys of the sorted tile [start, start + length) below splitter j, j = 0..s.
+template <int THREADS, class K, class Compare>
+__device__ void splitter_bounds(const K* keys, index_t start, index_t length,
+                                const sample<K>* problem_samples, index_t sample_count,
+                                const sample_level& lv, index_t* bounds, Compare comp) {
+  const index_t s = lv.buckets();
+  for (index_t j = threadIdx.x; j <= s; j += THREADS) {
+    index_t below = length;
+    const index_t rank = lv.splitter_rank(j, sample_count);
+    if (j == 0) {
+      below = 0;
+    } else if (j < s && rank < sample_count) {
+      const sample<K> g = problem_samples[rank];
+      const K* tile = keys + start;
+      if (g.pos >= start && g.pos < start + length) {
+        below = g.pos - start;
+      } else {
+        // equal keys of this tile lie after the splitter (it is before the tile): lower
+        // bound of g.key; or before it: upper bound
+        const bool upper = g.pos >= start + length;
+        index_t lo = 0, hi = length;
+        while (lo < hi) {
+          const index_t mid = (lo + hi) / 2;
+          const bool left = upper ? !comp(g.key, tile[mid]) : comp(tile[mid], g.key);
+          if (left) lo = mid + 1; else hi = mid;
+        }
+        below = lo;
+      }
+    }
+    bounds[j] = below;
+  }
+}
+
+template <int THREADS, int MAX_BUCKETS, class K, class Compare>
+__global__ void __launch_bounds__(THREADS)
+    sample_count_kernel(const K* keys, problem_list probs, sample_level lv,
+                        const sample<K>* samples, index_t* counts, Compare comp) {
+  __shared__ index_t bounds[MAX_BUCKETS + 1];
+  __shared__ index_t total[MAX_BUCKETS];
+  const index_t T = lv.tiles(), M = lv.tile(), s = lv.buckets();
+  const index_t p = blockIdx.x / T, column = blockIdx.x % T;
+  const index_t begin = probs.begin(p), size = probs.end(p) - begin;
+  for (index_t j = threadIdx.x; j < s; j += THREADS) total[j] = 0;
+  for (index_t t = column; t * M < size; t += T) {
+    const index_t length = size - t * M < M ? size - t * M : M;
+    __syncthreads();
+    splitter_bounds<THREADS>(keys, begin + t * M, length, samples + p * lv.sample_slots(),
+                             lv.samples(size), lv, bounds, comp);
+    __syncthreads();
+    for (index_t j = threadIdx.x; j < s; j += THREADS) total[j] += bounds[j + 1] - bounds[j];
+  }
+  __syncthreads();
+  for (index_t j = threadIdx.x; j < s; j += THREADS) counts[lv.count_index(p, j, column)] = total[j];
+}
+
+template <int THREADS, int MAX_BUCKETS, class K, class V, class Compare>
+__global__ void __launch_bounds__(THREADS)
+    sample_scatter_kernel(const K* keys, const V* values, K* out_keys, V* out_values,
+                          problem_list probs, sample_level lv, const sample<K>* samples,
+                          const index_t* offsets, Compare comp) {
+  __shared__ index_t bounds[MAX_BUCKETS + 1];
+  __shared__ index_t dest[MAX_BUCKETS];
+  const index_t T = lv.tiles(), M = lv.tile(), s = lv.buckets();
+  const index_t p = blockIdx.x / T, column = blockIdx.x % T;
+  const index_t begin = probs.begin(p), size = probs.end(p) - begin;
+  for (index_t j = threadIdx.x; j < s; j += THREADS) dest[j] = offsets[lv.count_index(p, j, column)];
+  for (index_t t = column; t * M < size; t += T) {
+    const index_t start = begin + t * M;
+    const index_t length = size - t * M < M ? size - t * M : M;
+    __syncthreads();
+    splitter_bounds<THREADS>(keys, start, length, samples + p * lv.sample_slots(),
+                             lv.samples(size), lv, bounds, comp);
+    __syncthreads();
+    for (index_t l = threadIdx.x; l < length; l += THREADS) {
+      // the bucket j with bounds[j] <= l < bounds[j + 1]
+      index_t lo = 0, hi = s - 1;
+      while (lo < hi) {
+        const index_t mid = (lo + hi + 1) / 2;
+        if (bounds[mid] <= l) lo = mid; else hi = mid - 1;
+      }
+      const index_t to = dest[lo] + (l - bounds[lo]);
+      out_keys[to] = keys[start + l];
+      if constexpr (block::has_values<K, V>) out_values[to] = values[start + l];
+    }
+    __syncthreads();
+    for (index_t j = threadIdx.x; j < s; j += THREADS) dest[j] += bounds[j + 1] - bounds[j];
+  }
+}
+
+// The final buckets as segment bounds for the segmented sort; with `largest`, also the size
+// of the largest (a test hook: the bound is checked on the device).
+__global__ void bucket_segments_kernel(problem_list buckets, index_t* begin, index_t* end,
+                                       unsigned long long* largest) {
+  const index_t q = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (q >= buckets.count) return;
+  const index_t b = buckets.begin(q), e = buckets.end(q);
+  if (begin) {
+    begin[q] = b;
+    end[q] = e;
+  }
+  if (largest) atomicMax(largest, static_cast<unsigned long long>(e - b));
+}
+
+// Where the workspace's parts lie; sizes follow the plan.
+template <class K, class V>
+struct sample_workspace {
+  K* keys = nullptr;
+  V* values = nullptr;
+  sample<K>* samples = nullptr;
+  index_t* counts[2] = {};
+  index_t* segment_begin = nullptr;
+  index_t* segment_end = nullptr;
+  void* scratch = nullptr;  // CUB's scan, then the segmented sort
+  std::size_t scratch_bytes = 0;
+  std::size_t total = 0;
+
+  sample_workspace(void* base, const network::sample_plan& plan, index_t n,
+                   std::size_t scan_bytes, std::size_t segment_bytes) {
+    index_t max_samples = 0, max_counts = 0;
+    for (int l = 0; l < plan.count; ++l) {
+      const sample_level& lv = plan.levels[l];
+      max_samples = std::max(max_samples, lv.problems * lv.sample_slots());
+      max_counts = std::max(max_counts, lv.counts());
+    }
+    scratch_bytes = std::max(scan_bytes, segment_bytes);
+    auto* p = static_cast<char*>(base);
+    auto take = [&](auto*& ptr, std::size_t bytes) {
+      ptr = reinterpret_cast<std::remove_reference_t<decltype(ptr)>>(p ? p + total : nullptr);
+      total += (bytes + 255) / 256 * 256;
+    };
+    take(keys, sizeof(K) * n);
+    if constexpr (block::has_values<K, V>) take(values, sizeof(V) * n);
+    take(samples, sizeof(sample<K>) * max_samples);
+    take(counts[0], sizeof(index_t) * max_counts);
+    take(counts[1], sizeof(index_t) * max_counts);
+    take(segment_begin, sizeof(index_t) * plan.final_problems);
+    take(segment_end, sizeof(index_t) * plan.final_problems);
+    take(scratch, scratch_bytes);
+  }
+};
+
+struct sample_sort_knobs {
+  int bucket_bits = 0;  // 0: the policy's default
+  bool random = false;
+  index_t seed = 0x5EED;
+  unsigned long long* largest_bucket = nullptr;  // test hook: device array, one per level
+};
+
+// SortBuckets: the segmented sort that sorts the final buckets, called as
+// sort_buckets(temp, temp_bytes, keys, values, n, segment_list, descending, stream).
+template <class K, class V, class Compare, class SortBuckets>
+cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values, index_t n,
+                        Compare comp, bool descending, const sample_sort_knobs& knobs,
+                        SortBuckets sort_buckets, cudaStream_t stream) {
+  using policy = sample_sort_policy<K, V>;
+  using dir_t = network::directed<Compare>;
+  const dir_t dir{comp, descending};
+  const int bucket_bits = knobs.bucket_bits > 0 ? knobs.bucket_bits : policy::default_bucket_bits;
+  if (bucket_bits > policy::max_bucket_bits) return cudaErrorInvalidValue;
+  const network::sample_plan plan =
+      network::plan_sample_sort(n, policy::tile_bits, policy::final_cap, bucket_bits);
+  if (plan.count == 0) {  // one bucket: no workspace
+    if (!temp) {
+      temp_bytes = 0;
+      return cudaSuccess;
+    }
+    return bitonic_sort(keys, values, n, comp, descending, stream);
+  }
+  // Scratch sizes: the scan of the largest count matrix, and the final segmented sort.
+  index_t max_counts = 0;
+  for (int l = 0; l < plan.count; ++l) max_counts = std::max(max_counts, plan.levels[l].counts());
+  std::size_t scan_bytes = 0, segment_bytes = 0;
+  cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<index_t*>(nullptr),
+                                                static_cast<index_t*>(nullptr), max_counts, stream);
+  const network::segment_list final_segments{nullptr, nullptr, plan.final_problems, 0, 8};
+  network::segment_list query = final_segments;
+  query.begin = query.end = keys;  // a non-null shape: a segmented (not batched) sort
+  if (e == cudaSuccess) e = sort_buckets(nullptr, segment_bytes, keys, values, n, query, descending, stream);
+  if (e != cudaSuccess) return e;
+  sample_workspace<K, V> ws(nullptr, plan, n, scan_bytes, segment_bytes);
+  if (!temp) {
+    temp_bytes = ws.total;
+    return cudaSuccess;
+  }
+  if (temp_bytes < ws.total) return cudaErrorInvalidValue;
+  ws = sample_workspace<K, V>(temp, plan, n, scan_bytes, segment_bytes);
+
+  using storage = block::tile_storage<K, V, policy::tile_bits>;
+  constexpr int smem_bytes = sizeof(storage);
+  constexpr int B = 1 << policy::max_bucket_bits;
+  auto tile_kernel = sample_tile_kernel<policy, K, V, dir_t>;
+  if constexpr (smem_bytes > 48 * 1024) {
+    e = cudaFuncSetAttribute(tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+    if (e != cudaSuccess) return e;
+  }
+  problem_list probs{nullptr, 1, 1, n};
+  for (int l = 0; l < plan.count && e == cudaSuccess; ++l) {
+    const sample_level& lv = plan.levels[l];
+    const auto blocks = static_cast<unsigned>(lv.problems * lv.tiles());
+    index_t* counts = ws.counts[l % 2];
+    tile_kernel<<<blocks, policy::threads, smem_bytes, stream>>>(
+        keys, values, ws.keys, ws.values, probs, lv, ws.samples, knobs.random,
+        knobs.seed + static_cast<index_t>(l), dir);
+    e = cudaGetLastError();
+    if (e == cudaSuccess)
+      e = bitonic_sort(ws.samples, static_cast<no_value*>(nullptr), lv.problems * lv.sample_slots(),
+                       network::sample_less<dir_t>{dir}, false, stream);
+    if (e != cudaSuccess) break;
+    sample_count_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
+        ws.keys, probs, lv, ws.samples, counts, dir);
+    e = cudaGetLastError();
+    std::size_t bytes = ws.scratch_bytes;
+    if (e == cudaSuccess)
+      e = cub::DeviceScan::ExclusiveSum(ws.scratch, bytes, counts, counts, lv.counts(), stream);
+    if (e != cudaSuccess) break;
+    sample_scatter_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
+        ws.keys, ws.values, keys, values, probs, lv, ws.samples, counts, dir);
+    e = cudaGetLastError();
+    probs = problem_list{counts, lv.tiles(), lv.problems * lv.buckets(), n};
+    if (e == cudaSuccess && knobs.largest_bucket) {
+      bucket_segments_kernel<<<static_cast<unsigned>((probs.count + 255) / 256), 256, 0, stream>>>(
+          probs, nullptr, nullptr, knobs.largest_bucket + l);
+      e = cudaGetLastError();
+    }
+  }
+  if (e != cudaSuccess) return e;
+  bucket_segments_kernel<<<static_cast<unsigned>((probs.count + 255) / 256), 256, 0, stream>>>(
+      probs, ws.segment_begin, ws.segment_end, nullptr);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  network::segment_list segs = final_segments;
+  segs.begin = ws.segment_begin;
+  segs.end = ws.segment_end;
+  std::size_t bytes = ws.scratch_bytes;
+  return sort_buckets(ws.scratch, bytes, keys, values, n, segs, descending, stream);
+}
+
+}  // namespace gpusort::detail::device

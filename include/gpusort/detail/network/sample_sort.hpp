@@ -1,0 +1,176 @@
+// Index math of the sample sort (Dehne & Zaboli's GPU Bucket Sort; Leischner et al.'s
+// randomized twin), shared by the device and CPU backends and tested on the CPU.
+//
+// A level splits each of its problems (contiguous ranges of at most `cap` keys) into s
+// buckets: tiles of M keys are sorted, every tile yields one sample per `stride` = M / s keys,
+// the samples of a problem are sorted, every (S/s)-th becomes a splitter, and the keys move to
+// their bucket. The buckets of one level are the problems of the next; the last level's
+// buckets (at most `final_cap` keys) are sorted by one block each.
+//
+// Ties: keys are ordered by (key, position after the tile sort), a strict total order, so
+// equal keys spread over buckets like distinct ones and the bound below holds for any input.
+//
+// Bound (regular sampling): a tile's keys in one bucket form a run with c samples of the
+// tile in it, so at most (c + 1) * stride - 1 keys. Summed over the T tiles of a problem and
+// with at most ceil(S / s) samples per bucket:
+//   bucket <= (ceil(S / s) + T) * stride - T,   S = floor(size / stride), T = ceil(size / M),
+// which is 2 * size / s when M divides size and s divides S, and below 2 * size / s + 2 * stride
+// always.
+#pragma once
+
+#include <cstdint>
+
+#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/network/bitonic.hpp"
+
+namespace gpusort::detail::network {
+
+// One sample: a key, its position after the tile sort, and its problem. Samples of all
+// problems are sorted together by (problem, key, position); `tag` is 2 * problem, plus 1
+// for an unused slot, which sorts after its problem's samples.
+template <class K>
+struct sample {
+  index_t pos;
+  K key;
+  std::uint32_t tag;
+};
+
+template <class Compare>
+struct sample_less {
+  Compare comp;
+  template <class K>
+  GPUSORT_HD GPUSORT_FORCEINLINE bool operator()(const sample<K>& a, const sample<K>& b) const {
+    if (a.tag != b.tag) return a.tag < b.tag;
+    if (comp(a.key, b.key)) return true;
+    if (comp(b.key, a.key)) return false;
+    return a.pos < b.pos;
+  }
+};
+
+// A comparator with its direction chosen at run time, so one instantiation serves both.
+template <class Compare>
+struct directed {
+  Compare comp;
+  bool descending;
+  template <class K>
+  GPUSORT_HD GPUSORT_FORCEINLINE bool operator()(const K& a, const K& b) const {
+    return descending ? comp(b, a) : comp(a, b);
+  }
+};
+
+// The problems of a level: problem p is [begin(p), end(p)). The first level has one, [0, n);
+// later ones read their bounds from the previous level's scanned bucket counts, every
+// `stride`-th entry.
+struct problem_list {
+  const index_t* offsets = nullptr;
+  index_t stride = 1;
+  index_t count = 1;
+  index_t n = 0;
+  GPUSORT_HD constexpr index_t begin(index_t p) const { return offsets ? offsets[p * stride] : 0; }
+  GPUSORT_HD constexpr index_t end(index_t p) const {
+    return p + 1 < count ? offsets[(p + 1) * stride] : n;
+  }
+};
+
+struct sample_level {
+  index_t problems;    // ranges split by this level
+  index_t cap;         // keys in the largest one (a bound, for randomized sampling a target)
+  int tile_bits;       // M = 2^tile_bits
+  int bucket_bits;     // s = 2^bucket_bits buckets per problem, also samples per full tile
+
+  GPUSORT_HD constexpr index_t tile() const { return index_t{1} << tile_bits; }
+  GPUSORT_HD constexpr index_t buckets() const { return index_t{1} << bucket_bits; }
+  GPUSORT_HD constexpr index_t stride() const { return index_t{1} << (tile_bits - bucket_bits); }
+  // Tiles of one problem: blocks per problem, and the rows of the bucket-count matrix.
+  GPUSORT_HD constexpr index_t tiles() const { return cap == 0 ? 1 : (cap + tile() - 1) / tile(); }
+  // Sample slots of one problem (its samples are [p * sample_slots(), + samples(size))).
+  GPUSORT_HD constexpr index_t sample_slots() const { return tiles() * buckets(); }
+  GPUSORT_HD constexpr index_t samples(index_t size) const {
+    const index_t s = size / stride();
+    return s < sample_slots() ? s : sample_slots();
+  }
+  // Entries of the bucket-count matrix: bucket-major within a problem, one column per tile.
+  GPUSORT_HD constexpr index_t counts() const { return problems * buckets() * tiles(); }
+  GPUSORT_HD constexpr index_t count_index(index_t problem, index_t bucket, index_t tile) const {
+    return (problem * buckets() + bucket) * tiles() + tile;
+  }
+  // Rank among a problem's S sorted samples of splitter j (1 <= j < s); splitter j is
+  // infinite (above every key) when the rank is S.
+  GPUSORT_HD constexpr index_t splitter_rank(index_t j, index_t sample_count) const {
+    return (j * sample_count + buckets() - 1) >> bucket_bits;
+  }
+  // The largest bucket a problem of `size` keys can produce (see the header comment).
+  GPUSORT_HD constexpr index_t bucket_bound(index_t size) const {
+    if (size == 0) return 0;
+    const index_t S = size / stride();
+    const index_t T = (size + tile() - 1) / tile();
+    const index_t per_bucket = (S + buckets() - 1) >> bucket_bits;
+    const index_t bound = (per_bucket + T) * stride() - T;
+    return bound < size ? bound : size;
+  }
+};
+
+// options::buckets as a power of two's exponent: 0 for the default (0), -1 if it is not one
+// of 2..1024.
+GPUSORT_HD constexpr int bucket_bits_of(unsigned buckets) {
+  if (buckets == 0) return 0;
+  for (int b = 1; b <= 10; ++b)
+    if (buckets == (1u << b)) return b;
+  return -1;
+}
+
+// Deterministic sample position: the last key of each stride.
+GPUSORT_HD constexpr unsigned regular_sample(unsigned i, unsigned stride) {
+  return (i + 1) * stride - 1;
+}
+
+// Randomized sample position in a tile of `length` keys: a hash of the tile and sample
+// number (splitmix64), so runs are repeatable and need no random state.
+GPUSORT_HD constexpr unsigned random_sample(index_t tile, unsigned i, unsigned length,
+                                            index_t seed) {
+  index_t z = seed + tile * 0x9E3779B97F4A7C15ull + (index_t{i} << 32) + i;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<unsigned>(z % length);
+}
+
+// How many of a tile's keys fall below splitter (key g, position q), given lower_bound and
+// upper_bound of g in the sorted tile [start, start + length): equal keys order by position.
+GPUSORT_HD constexpr index_t below_splitter(index_t lower, index_t upper, index_t start,
+                                            index_t length, index_t q) {
+  if (q < start) return lower;
+  if (q >= start + length) return upper;
+  return q - start;
+}
+
+// The levels of a sample sort of n keys: each level's s is the smallest power of two whose
+// bound takes the problems down to final_cap, else 2^max_bucket_bits. At most max_levels.
+struct sample_plan {
+  static constexpr int max_levels = 6;
+  sample_level levels[max_levels] = {};
+  int count = 0;
+  index_t final_problems = 1;
+  index_t final_cap = 0;  // bound on the keys of one final bucket
+};
+
+GPUSORT_HD constexpr sample_plan plan_sample_sort(index_t n, int tile_bits, index_t final_cap,
+                                                  int max_bucket_bits) {
+  sample_plan plan;
+  index_t problems = 1, cap = n;
+  if (max_bucket_bits > tile_bits) max_bucket_bits = tile_bits;
+  while (cap > final_cap && plan.count < sample_plan::max_levels) {
+    sample_level lv{problems, cap, tile_bits, 1};
+    while (lv.bucket_bits < max_bucket_bits && lv.bucket_bound(cap) > final_cap) ++lv.bucket_bits;
+    const index_t next = lv.bucket_bound(cap);
+    if (next >= cap) break;  // no progress: the final sort takes it as it is
+    plan.levels[plan.count++] = lv;
+    problems *= lv.buckets();
+    cap = next;
+  }
+  plan.final_problems = problems;
+  plan.final_cap = cap;
+  return plan;
+}
+
+}  // namespace gpusort::detail::network

@@ -1,0 +1,238 @@
+// The sample sort's index math and its CPU backend: the plan, the bucket bound on adversarial
+// inputs (every level's largest bucket against the bound), and the sort against
+// std::stable_sort for every key type, both samplings, keys and pairs.
+#include <gtest/gtest.h>
+
+#include "gpusort/detail/cpu/sample_sort.hpp"
+#include "gpusort/detail/network/sample_sort.hpp"
+#include "gpusort/sort.hpp"
+#include "reference.hpp"
+
+using namespace gpusort::testing;
+namespace tools = gpusort::tools;
+namespace net = gpusort::detail::network;
+namespace cpu = gpusort::detail::cpu;
+using net::index_t;
+
+TEST(SampleSortPlan, LevelsReachTheFinalCapForEverySize) {
+  for (int tile_bits : {11, 13, 14}) {
+    for (int bucket_bits : {2, 5, 8, 10}) {
+      for (index_t n : {index_t{0}, index_t{1}, index_t{8192}, index_t{8193}, index_t{1} << 20,
+                        index_t{10000019}, index_t{1} << 28, (index_t{1} << 34) + 3}) {
+        SCOPED_TRACE(::testing::Message() << "tile_bits=" << tile_bits
+                                          << " bucket_bits=" << bucket_bits << " n=" << n);
+        const net::sample_plan plan = net::plan_sample_sort(n, tile_bits, 8192, bucket_bits);
+        index_t cap = n, problems = 1;
+        for (int l = 0; l < plan.count; ++l) {
+          const net::sample_level& lv = plan.levels[l];
+          EXPECT_EQ(lv.cap, cap);
+          EXPECT_EQ(lv.problems, problems);
+          EXPECT_LE(lv.bucket_bits, std::min(bucket_bits, tile_bits));
+          EXPECT_LT(lv.bucket_bound(cap), cap) << "a level must shrink the problems";
+          // The bound of the paper, up to rounding: 2 n / s plus two strides.
+          EXPECT_LE(lv.bucket_bound(cap), 2 * cap / lv.buckets() + 2 * lv.stride());
+          cap = lv.bucket_bound(cap);
+          problems *= lv.buckets();
+        }
+        EXPECT_EQ(plan.final_cap, cap);
+        EXPECT_EQ(plan.final_problems, problems);
+        if (bucket_bits >= 5) EXPECT_LE(plan.final_cap, index_t{8192});
+      }
+    }
+  }
+}
+
+TEST(SampleSortPlan, BoundIsTwoNOverSWhenEverythingDivides) {
+  const net::sample_level lv{1, index_t{1} << 20, 12, 6};  // M = 4096, s = 64
+  EXPECT_EQ(lv.stride(), 64u);
+  EXPECT_EQ(lv.tiles(), 256u);
+  EXPECT_EQ(lv.sample_slots(), 256u * 64u);
+  EXPECT_EQ(lv.bucket_bound(index_t{1} << 20), 2 * (index_t{1} << 20) / 64 - 256);
+  EXPECT_EQ(lv.splitter_rank(1, 64 * 256), 256u);
+  EXPECT_EQ(lv.splitter_rank(63, 10), 10u) << "few samples: the last splitters are infinite";
+  EXPECT_EQ(lv.count_index(0, 1, 3), 256u + 3u);
+}
+
+TEST(SampleSortPlan, SplitterCountsFollowPositionsForEqualKeys) {
+  // A tile at [100, 110): lower_bound 2, upper_bound 7 for the splitter's key.
+  EXPECT_EQ(net::below_splitter(2, 7, 100, 10, 50), 2u);   // splitter before: equal keys above
+  EXPECT_EQ(net::below_splitter(2, 7, 100, 10, 500), 7u);  // after: equal keys below
+  EXPECT_EQ(net::below_splitter(2, 7, 100, 10, 104), 4u);  // inside: its own position
+}
+
+TEST(SampleSortPlan, RandomSamplesStayInTheTileAndVary) {
+  std::vector<int> hits(97, 0);
+  for (unsigned i = 0; i < 97 * 50; ++i) {
+    const unsigned at = net::random_sample(12345, i, 97, 7);
+    ASSERT_LT(at, 97u);
+    ++hits[at];
+  }
+  for (int h : hits) EXPECT_GT(h, 10) << "positions should spread over the tile";
+  EXPECT_EQ(net::random_sample(1, 2, 1000, 3), net::random_sample(1, 2, 1000, 3));
+}
+
+// Small tiles and final buckets, so that a few thousand keys take several levels.
+cpu::sample_sort_config small_config(bool random, int bucket_bits = 3) {
+  cpu::sample_sort_config cfg;
+  cfg.tile_bits = 7;
+  cfg.final_cap = 40;
+  cfg.max_bucket_bits = bucket_bits;
+  cfg.random = random;
+  return cfg;
+}
+
+template <class K>
+void check_sorted_with_bound(std::vector<K> keys, const cpu::sample_sort_config& cfg,
+                             bool descending) {
+  const std::vector<K> expect = reference_sort(keys, descending);
+  cpu::sample_sort_report report;
+  cpu::sample_sort(keys.data(), static_cast<gpusort::detail::no_value*>(nullptr), keys.size(),
+                   net::directed<gpusort::less<K>>{{}, descending}, cfg, &report);
+  ASSERT_TRUE(same_bits(keys, expect));
+  if (cfg.random) return;
+  for (int l = 0; l < report.plan.count; ++l) {
+    const net::sample_level& lv = report.plan.levels[l];
+    EXPECT_LE(report.largest_bucket[l], lv.bucket_bound(lv.cap))
+        << "level " << l << " of " << report.plan.count << ", s=" << lv.buckets();
+  }
+}
+
+template <class K>
+class CpuSampleSort : public ::testing::Test {};
+TYPED_TEST_SUITE(CpuSampleSort, key_types);
+
+TYPED_TEST(CpuSampleSort, KeysMatchStableSortOnEveryDistribution) {
+  using K = TypeParam;
+  for (std::size_t n : awkward_sizes(1 << 14)) {
+    for (tools::distribution d : tools::all_distributions) {
+      for (bool random : {false, true}) {
+        for (bool descending : {false, true}) {
+          const std::uint64_t seed = n * 13 + static_cast<int>(d);
+          SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(d)
+                                            << " random=" << random << " desc=" << descending
+                                            << " seed=" << seed);
+          std::vector<K> keys = tools::generate<K>(d, n, seed);
+          scatter_special_values(keys, seed);
+          check_sorted_with_bound(keys, small_config(random), descending);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(CpuSampleSort, DefaultTilesOnLargerInputs) {
+  using K = TypeParam;
+  for (std::size_t n : {std::size_t{8193}, std::size_t{100003}, std::size_t{1} << 19}) {
+    for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal,
+                                  tools::distribution::zipf}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(d));
+      check_sorted_with_bound(tools::generate<K>(d, n, n + 5), cpu::sample_sort_config{}, false);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+// Inputs chosen against regular sampling: equal keys everywhere, two values, runs of equal keys
+// as long as a stride, and tiles that each hold a single value.
+std::vector<std::vector<std::uint32_t>> adversarial_inputs(std::size_t n, unsigned stride,
+                                                           unsigned tile) {
+  std::vector<std::vector<std::uint32_t>> sets;
+  sets.emplace_back(n, 7u);
+  std::vector<std::uint32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = i % 2;
+  sets.push_back(v);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint32_t>(i / stride);
+  sets.push_back(v);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint32_t>((i / tile) % 3);
+  sets.push_back(v);
+  // Every tile: one sampled position holds a small key, the rest a large one.
+  for (std::size_t i = 0; i < n; ++i) v[i] = (i % tile) % stride == stride - 1 ? 1 : 1000;
+  sets.push_back(v);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint32_t>(n - i);
+  sets.push_back(v);
+  return sets;
+}
+
+TEST(CpuSampleSortBound, HoldsOnAdversarialInputs) {
+  for (int bucket_bits : {1, 2, 3, 5}) {
+    const cpu::sample_sort_config cfg = small_config(false, bucket_bits);
+    const unsigned tile = 1u << cfg.tile_bits, stride = tile >> bucket_bits;
+    for (std::size_t n : {std::size_t{129}, std::size_t{1000}, std::size_t{20011}}) {
+      int set = 0;
+      for (auto& keys : adversarial_inputs(n, stride, tile)) {
+        SCOPED_TRACE(::testing::Message() << "s=" << (1 << bucket_bits) << " n=" << n
+                                          << " input " << set++);
+        check_sorted_with_bound(keys, cfg, false);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(CpuSampleSortBound, AllEqualKeysSplitEvenly) {
+  // Ties broken by position: all-equal keys fill the buckets like distinct ones.
+  std::vector<std::uint32_t> keys(1 << 16, 42u);
+  cpu::sample_sort_config cfg = small_config(false, 4);
+  cpu::sample_sort_report report;
+  cpu::sample_sort(keys.data(), static_cast<gpusort::detail::no_value*>(nullptr), keys.size(),
+                   gpusort::less<std::uint32_t>{}, cfg, &report);
+  ASSERT_GE(report.plan.count, 1);
+  const net::sample_level& lv = report.plan.levels[0];
+  EXPECT_LE(report.largest_bucket[0], (lv.cap + lv.buckets() - 1) / lv.buckets() + lv.stride());
+}
+
+TYPED_TEST(CpuSampleSort, PairsKeepTheirValues) {
+  using K = TypeParam;
+  for (bool random : {false, true}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3000}, std::size_t{50021}}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " random=" << random);
+      const std::vector<K> input = tools::generate<K>(tools::distribution::few_unique, n, n);
+      std::vector<K> keys = input;
+      std::vector<std::uint64_t> values(n);
+      for (std::size_t i = 0; i < n; ++i) values[i] = i;
+      cpu::sample_sort(keys.data(), values.data(), n, gpusort::less<K>{}, small_config(random));
+      ASSERT_TRUE(same_bits(keys, reference_sort(input)));
+      std::vector<bool> seen(n, false);
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_LT(values[i], n);
+        ASSERT_FALSE(seen[values[i]]);
+        seen[values[i]] = true;
+        ASSERT_EQ(gpusort::key_traits<K>::ordered(input[values[i]]),
+                  gpusort::key_traits<K>::ordered(keys[i]));
+      }
+    }
+  }
+}
+
+TEST(CpuSampleSort, ThroughTheLibraryWithEveryBucketCount) {
+  for (unsigned buckets : {0u, 2u, 16u, 1024u}) {
+    for (auto sampler : {gpusort::sampling::regular, gpusort::sampling::random}) {
+      std::vector<float> keys = tools::generate<float>(tools::distribution::gaussian, 70001, buckets);
+      const std::vector<float> expect = reference_sort(keys, true);
+      gpusort::detail::cpu_sort_keys(keys.data(), keys.size(),
+                                     {.algo = gpusort::algorithm::sample_sort,
+                                      .direction = gpusort::order::descending,
+                                      .sampler = sampler,
+                                      .buckets = buckets});
+      ASSERT_TRUE(same_bits(keys, expect)) << "buckets=" << buckets;
+    }
+  }
+  std::vector<float> keys(10, 1.0f);
+  EXPECT_THROW(gpusort::detail::cpu_sort_keys(keys.data(), keys.size(),
+                                              {.algo = gpusort::algorithm::sample_sort,
+                                               .buckets = 48}),
+               gpusort::error);
+}
+
+TEST(SampleSortNames, RandomSamplingHasItsOwnName) {
+  gpusort::options opt;
+  ASSERT_TRUE(gpusort::parse_method("sample_sort_random", opt));
+  EXPECT_EQ(opt.algo, gpusort::algorithm::sample_sort);
+  EXPECT_EQ(opt.sampler, gpusort::sampling::random);
+  EXPECT_EQ(gpusort::method_name(opt), "sample_sort_random");
+  ASSERT_TRUE(gpusort::parse_method("sample_sort", opt));
+  EXPECT_EQ(opt.sampler, gpusort::sampling::regular);
+  EXPECT_EQ(gpusort::method_name(opt), "sample_sort");
+  EXPECT_FALSE(gpusort::parse_method("sample", opt));
+}
