@@ -47,7 +47,7 @@ void check_keys(std::vector<K> keys, const gpusort::options& opt) {
   ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), keys.size(), opt), cudaSuccess);
   poisoned_workspace temp(bytes);
   ASSERT_TRUE(temp.ptr || bytes == 0);
-  void* t = bytes ? temp.ptr : static_cast<void*>(d.data() ? d.data() : &bytes);
+  void* t = bytes ? temp.ptr : static_cast<void*>(&bytes);  // 0 bytes: any non-null pointer
   ASSERT_EQ(gpusort::sort_keys(t, bytes, d.data(), keys.size(), opt), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_TRUE(same_bits(d.to_host(), expect));

@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(THREADS)
 
 // The final buckets as segment bounds for the segmented sort; with `largest`, also the size
 // of the largest (a test hook: the bound is checked on the device).
-__global__ void bucket_segments_kernel(problem_list buckets, index_t* begin, index_t* end,
+static __global__ void bucket_segments_kernel(problem_list buckets, index_t* begin, index_t* end,
                                        unsigned long long* largest) {
   const index_t q = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (q >= buckets.count) return;
