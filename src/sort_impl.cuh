@@ -110,7 +110,7 @@ void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
     if (bits < 0)
       throw_error(cudaErrorInvalidValue,
                   "gpusort::sort: options.buckets must be 0 or a power of two from 2 to 1024");
-    if (bits > 0) cfg.max_bucket_bits = bits;
+    if (bits > 0) cfg.max_bucket_bits = cfg.finish_bucket_bits = bits;
     cfg.random = opt.sampler == sampling::random;
     cpu::sample_sort(keys, values, n, network::directed<less<K>>{{}, descending}, cfg);
     return;

@@ -21,13 +21,14 @@ TEST(SampleSortPlan, LevelsReachTheFinalCapForEverySize) {
                         index_t{10000019}, index_t{1} << 28, (index_t{1} << 34) + 3}) {
         SCOPED_TRACE(::testing::Message() << "tile_bits=" << tile_bits
                                           << " bucket_bits=" << bucket_bits << " n=" << n);
-        const net::sample_plan plan = net::plan_sample_sort(n, tile_bits, 8192, bucket_bits);
+        const net::sample_plan plan = net::plan_sample_sort(n, tile_bits, 8192, bucket_bits,
+                                                            bucket_bits + (n % 2));
         index_t cap = n, problems = 1;
         for (int l = 0; l < plan.count; ++l) {
           const net::sample_level& lv = plan.levels[l];
           EXPECT_EQ(lv.cap, cap);
           EXPECT_EQ(lv.problems, problems);
-          EXPECT_LE(lv.bucket_bits, std::min(bucket_bits, tile_bits));
+          EXPECT_LE(lv.bucket_bits, std::min(bucket_bits + int(n % 2), tile_bits));
           EXPECT_LT(lv.bucket_bound(cap), cap) << "a level must shrink the problems";
           // The bound of the paper, up to rounding: 2 n / s plus two strides.
           EXPECT_LE(lv.bucket_bound(cap), 2 * cap / lv.buckets() + 2 * lv.stride());
@@ -46,7 +47,8 @@ TEST(SampleSortPlan, BoundIsTwoNOverSWhenEverythingDivides) {
   const net::sample_level lv{1, index_t{1} << 20, 12, 6};  // M = 4096, s = 64
   EXPECT_EQ(lv.stride(), 64u);
   EXPECT_EQ(lv.tiles(), 256u);
-  EXPECT_EQ(lv.sample_slots(), 256u * 64u);
+  EXPECT_EQ(lv.sample_slots(index_t{1} << 20), 256u * 64u);
+  EXPECT_EQ(lv.first_sample(1000), 15u);
   EXPECT_EQ(lv.bucket_bound(index_t{1} << 20), 2 * (index_t{1} << 20) / 64 - 256);
   EXPECT_EQ(lv.splitter_rank(1, 64 * 256), 256u);
   EXPECT_EQ(lv.splitter_rank(63, 10), 10u) << "few samples: the last splitters are infinite";
@@ -76,7 +78,7 @@ cpu::sample_sort_config small_config(bool random, int bucket_bits = 3) {
   cpu::sample_sort_config cfg;
   cfg.tile_bits = 7;
   cfg.final_cap = 40;
-  cfg.max_bucket_bits = bucket_bits;
+  cfg.max_bucket_bits = cfg.finish_bucket_bits = bucket_bits;
   cfg.random = random;
   return cfg;
 }

@@ -76,18 +76,22 @@ TYPED_TEST(GpuSampleSort, KeysOnEveryDistributionAndSize) {
 
 TYPED_TEST(GpuSampleSort, LargeSizesAndBucketCounts) {
   using K = TypeParam;
-  for (std::size_t n : {(std::size_t{1} << 20) + 1, std::size_t{10000019}}) {
-    for (tools::distribution d : {tools::distribution::uniform, tools::distribution::zipf,
-                                  tools::distribution::all_equal}) {
-      for (unsigned buckets : {0u, 4u, 1024u}) {
-        for (bool random : {false, true}) {
-          SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(d)
-                                            << " buckets=" << buckets << " random=" << random);
-          check_keys(tools::generate<K>(d, n, n + buckets), sample_options(random, n % 2, buckets));
-          if (::testing::Test::HasFatalFailure()) return;
-        }
+  // s = 4 takes several levels and leaves final buckets larger than a block (the segmented
+  // sort's long path); 1024 is the largest s.
+  for (unsigned buckets : {0u, 4u, 1024u}) {
+    for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal}) {
+      for (bool random : {false, true}) {
+        const std::size_t n = (std::size_t{1} << 20) + 1;
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(d)
+                                          << " buckets=" << buckets << " random=" << random);
+        check_keys(tools::generate<K>(d, n, n + buckets), sample_options(random, buckets == 4, buckets));
+        if (::testing::Test::HasFatalFailure()) return;
       }
     }
+  }
+  for (bool random : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "n=10000019 zipf random=" << random);
+    check_keys(tools::generate<K>(tools::distribution::zipf, 10000019, 9), sample_options(random, true));
   }
 }
 
@@ -191,9 +195,7 @@ void check_bound(const std::vector<K>& input, unsigned buckets) {
   CUDA_OK(cudaDeviceSynchronize());
   ASSERT_TRUE(same_bits(d.to_host(), reference_sort(input)));
   using policy = device::sample_sort_policy<K, no_value>;
-  const net::sample_plan plan = net::plan_sample_sort(
-      n, policy::tile_bits, policy::final_cap,
-      buckets ? net::bucket_bits_of(buckets) : policy::default_bucket_bits);
+  const net::sample_plan plan = device::plan_for<K, no_value>(n, net::bucket_bits_of(buckets));
   ASSERT_GE(plan.count, 1);
   unsigned long long got[net::sample_plan::max_levels] = {};
   CUDA_OK(cudaMemcpy(got, largest, sizeof(got), cudaMemcpyDeviceToHost));

@@ -20,6 +20,7 @@ struct sample_sort_config {
   int tile_bits = 14;            // M
   index_t final_cap = 1 << 13;   // final buckets' bound
   int max_bucket_bits = 8;       // s at most 2^this
+  int finish_bucket_bits = 10;   // or up to 2^this when that makes a level the last
   bool random = false;           // sampling::random
   index_t seed = 0x5EED;
 };
@@ -35,7 +36,8 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
                  sample_sort_report* report = nullptr) {
   constexpr bool has_values = !std::is_same_v<V, no_value>;
   const network::sample_plan plan =
-      network::plan_sample_sort(n, cfg.tile_bits, cfg.final_cap, cfg.max_bucket_bits);
+      network::plan_sample_sort(n, cfg.tile_bits, cfg.final_cap, cfg.max_bucket_bits,
+                                cfg.finish_bucket_bits);
   if (report) *report = {plan, {}};
   std::vector<K> buffer_keys(plan.count ? n : 0);
   std::vector<V> buffer_values(has_values && plan.count ? n : 0);
@@ -44,7 +46,7 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
     const network::sample_level& lv = plan.levels[level];
     const index_t M = lv.tile(), T = lv.tiles(), s = lv.buckets();
     const auto stride = static_cast<unsigned>(lv.stride());
-    std::vector<sample<K>> samples(lv.problems * lv.sample_slots());
+    std::vector<sample<K>> samples(lv.sample_slots(n));
     // Local sort of every tile into the buffer, with its samples.
     parallel_for(lv.problems * T, 0, [&](index_t job) {
       const index_t p = job / T, t = job % T, size = begins[p + 1] - begins[p];
@@ -59,11 +61,10 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
           buffer_keys[start + l] = keys[start + order[l]];
           if constexpr (has_values) buffer_values[start + l] = values[start + order[l]];
         }
-        if (tile >= T) continue;
         for (unsigned i = 0; i < length / stride; ++i) {
           const unsigned at = cfg.random ? network::random_sample(start, i, length, cfg.seed)
                                          : network::regular_sample(i, stride);
-          samples[p * lv.sample_slots() + tile * s + i] = {start + at, buffer_keys[start + at],
+          samples[lv.first_sample(begins[p]) + tile * s + i] = {start + at, buffer_keys[start + at],
                                                           static_cast<std::uint32_t>(2 * p)};
         }
       }
@@ -72,7 +73,7 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
     std::vector<index_t> counts(lv.counts());
     parallel_for(lv.problems, 0, [&](index_t p) {
       const index_t size = begins[p + 1] - begins[p], S = lv.samples(size);
-      auto* first = samples.data() + p * lv.sample_slots();
+      auto* first = samples.data() + lv.first_sample(begins[p]);
       std::sort(first, first + S, sample_less<Compare>{comp});
     });
     auto bounds_of = [&](index_t p, index_t tile, std::vector<index_t>& bounds) {
@@ -84,7 +85,7 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
       for (index_t j = 1; j < s; ++j) {
         const index_t rank = lv.splitter_rank(j, S);
         if (rank >= S) break;
-        const sample<K>& g = samples[p * lv.sample_slots() + rank];
+        const sample<K>& g = samples[lv.first_sample(begins[p]) + rank];
         const index_t lower = std::lower_bound(first, first + length, g.key, comp) - first;
         const index_t upper = std::upper_bound(first, first + length, g.key, comp) - first;
         bounds[j] = network::below_splitter(lower, upper, start, length, g.pos);

@@ -39,9 +39,21 @@ struct sample_sort_policy {
   static constexpr int tile_bits = tile::tile_bits;
   static constexpr int max_bucket_bits = 10;  // shared-memory tables of the count/scatter kernels
   static constexpr int default_bucket_bits = 8;
+  // A level may take up to this many bucket bits when that makes it the last one.
+  static constexpr int finish_bucket_bits = 10;
   // Final buckets that the segmented sort gives one block (or fewer threads) each.
   static constexpr index_t final_cap = index_t{1} << network::segment_classes{tile::slot_bytes}.tile_max_bits();
 };
+
+// The levels for n keys; bucket_bits 0: the measured default, else s = 2^bucket_bits.
+template <class K, class V>
+network::sample_plan plan_for(index_t n, int bucket_bits) {
+  using policy = sample_sort_policy<K, V>;
+  if (bucket_bits > 0)
+    return network::plan_sample_sort(n, policy::tile_bits, policy::final_cap, bucket_bits);
+  return network::plan_sample_sort(n, policy::tile_bits, policy::final_cap,
+                                   policy::default_bucket_bits, policy::finish_bucket_bits);
+}
 
 template <class V>
 __device__ __forceinline__ V* at(V* values, index_t i) {
@@ -64,10 +76,12 @@ __global__ void __launch_bounds__(Policy::threads)
   const unsigned stride = static_cast<unsigned>(lv.stride());
   const network::window whole{Policy::tile_bits, Policy::tile_bits, 0};
   const network::pass sort_tile{whole, 0, network::steps_through_phase(Policy::tile_bits)};
-  if (column == 0) {  // unused sample slots sort after the problem's samples
+  sample<K>* problem_samples = samples + lv.first_sample(begin);
+  if (column == 0) {  // an unused slot after the problem's samples sorts after them
     const auto tag = static_cast<std::uint32_t>(2 * p + 1);
-    for (index_t k = lv.samples(size) + threadIdx.x; k < lv.sample_slots(); k += Policy::threads)
-      samples[p * lv.sample_slots() + k].tag = tag;
+    for (index_t k = lv.first_sample(begin) + lv.samples(size) + threadIdx.x;
+         k < lv.first_sample(begin + size); k += Policy::threads)
+      samples[k].tag = tag;
   }
   for (index_t t = column; t * M < size; t += T) {
     const index_t start = begin + t * M;
@@ -75,14 +89,12 @@ __global__ void __launch_bounds__(Policy::threads)
     tile_t tile{smem, 0, length, false, comp};
     tile.load(keys + start, at(values, start));
     tile.run(sort_tile);
-    if (t < T) {
-      const auto count = static_cast<unsigned>(length / stride);
-      for (unsigned i = threadIdx.x; i < count; i += Policy::threads) {
-        const unsigned l = random ? network::random_sample(start, i, static_cast<unsigned>(length), seed)
-                                  : network::regular_sample(i, stride);
-        samples[p * lv.sample_slots() + t * lv.buckets() + i] = {
-            start + l, smem.keys[block::padded_index(l)], static_cast<std::uint32_t>(2 * p)};
-      }
+    const auto count = static_cast<unsigned>(length / stride);
+    for (unsigned i = threadIdx.x; i < count; i += Policy::threads) {
+      const unsigned l = random ? network::random_sample(start, i, static_cast<unsigned>(length), seed)
+                                : network::regular_sample(i, stride);
+      problem_samples[t * lv.buckets() + i] = {start + l, smem.keys[block::padded_index(l)],
+                                               static_cast<std::uint32_t>(2 * p)};
     }
     tile.store(out_keys + start, at(out_values, start));
     __syncthreads();
@@ -135,7 +147,7 @@ __global__ void __launch_bounds__(THREADS)
   for (index_t t = column; t * M < size; t += T) {
     const index_t length = size - t * M < M ? size - t * M : M;
     __syncthreads();
-    splitter_bounds<THREADS>(keys, begin + t * M, length, samples + p * lv.sample_slots(),
+    splitter_bounds<THREADS>(keys, begin + t * M, length, samples + lv.first_sample(begin),
                              lv.samples(size), lv, bounds, comp);
     __syncthreads();
     for (index_t j = threadIdx.x; j < s; j += THREADS) total[j] += bounds[j + 1] - bounds[j];
@@ -159,7 +171,7 @@ __global__ void __launch_bounds__(THREADS)
     const index_t start = begin + t * M;
     const index_t length = size - t * M < M ? size - t * M : M;
     __syncthreads();
-    splitter_bounds<THREADS>(keys, start, length, samples + p * lv.sample_slots(),
+    splitter_bounds<THREADS>(keys, start, length, samples + lv.first_sample(begin),
                              lv.samples(size), lv, bounds, comp);
     __syncthreads();
     for (index_t l = threadIdx.x; l < length; l += THREADS) {
@@ -210,7 +222,7 @@ struct sample_workspace {
     index_t max_samples = 0, max_counts = 0;
     for (int l = 0; l < plan.count; ++l) {
       const sample_level& lv = plan.levels[l];
-      max_samples = std::max(max_samples, lv.problems * lv.sample_slots());
+      max_samples = std::max(max_samples, lv.sample_slots(n));
       max_counts = std::max(max_counts, lv.counts());
     }
     scratch_bytes = std::max(scan_bytes, segment_bytes);
@@ -246,10 +258,8 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   using policy = sample_sort_policy<K, V>;
   using dir_t = network::directed<Compare>;
   const dir_t dir{comp, descending};
-  const int bucket_bits = knobs.bucket_bits > 0 ? knobs.bucket_bits : policy::default_bucket_bits;
-  if (bucket_bits > policy::max_bucket_bits) return cudaErrorInvalidValue;
-  const network::sample_plan plan =
-      network::plan_sample_sort(n, policy::tile_bits, policy::final_cap, bucket_bits);
+  if (knobs.bucket_bits > policy::max_bucket_bits) return cudaErrorInvalidValue;
+  const network::sample_plan plan = plan_for<K, V>(n, knobs.bucket_bits);
   if (plan.count == 0) {  // one bucket: no workspace
     if (!temp) {
       temp_bytes = 0;
@@ -294,7 +304,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
         knobs.seed + static_cast<index_t>(l), dir);
     e = cudaGetLastError();
     if (e == cudaSuccess)
-      e = bitonic_sort(ws.samples, static_cast<no_value*>(nullptr), lv.problems * lv.sample_slots(),
+      e = bitonic_sort(ws.samples, static_cast<no_value*>(nullptr), lv.sample_slots(n),
                        network::sample_less<dir_t>{dir}, false, stream);
     if (e != cudaSuccess) break;
     sample_count_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(

@@ -83,12 +83,13 @@ struct sample_level {
   GPUSORT_HD constexpr index_t stride() const { return index_t{1} << (tile_bits - bucket_bits); }
   // Tiles of one problem: blocks per problem, and the rows of the bucket-count matrix.
   GPUSORT_HD constexpr index_t tiles() const { return cap == 0 ? 1 : (cap + tile() - 1) / tile(); }
-  // Sample slots of one problem (its samples are [p * sample_slots(), + samples(size))).
-  GPUSORT_HD constexpr index_t sample_slots() const { return tiles() * buckets(); }
-  GPUSORT_HD constexpr index_t samples(index_t size) const {
-    const index_t s = size / stride();
-    return s < sample_slots() ? s : sample_slots();
-  }
+  // The samples of all problems lie in one array of n / stride slots: problem [b, e) has
+  // floor((e - b) / stride) samples from slot b / stride on (sample k of a problem: tile
+  // k / s, number k % s), so problems never overlap; the slot a rounding leaves between two
+  // problems is unused.
+  GPUSORT_HD constexpr index_t sample_slots(index_t n) const { return n / stride(); }
+  GPUSORT_HD constexpr index_t first_sample(index_t begin) const { return begin / stride(); }
+  GPUSORT_HD constexpr index_t samples(index_t size) const { return size / stride(); }
   // Entries of the bucket-count matrix: bucket-major within a problem, one column per tile.
   GPUSORT_HD constexpr index_t counts() const { return problems * buckets() * tiles(); }
   GPUSORT_HD constexpr index_t count_index(index_t problem, index_t bucket, index_t tile) const {
@@ -144,8 +145,9 @@ GPUSORT_HD constexpr index_t below_splitter(index_t lower, index_t upper, index_
   return q - start;
 }
 
-// The levels of a sample sort of n keys: each level's s is the smallest power of two whose
-// bound takes the problems down to final_cap, else 2^max_bucket_bits. At most max_levels.
+// The levels of a sample sort of n keys: each level's s is the smallest power of two (up to
+// 2^finish_bits) whose bound takes the problems down to final_cap, else 2^max_bucket_bits.
+// At most max_levels.
 struct sample_plan {
   static constexpr int max_levels = 6;
   sample_level levels[max_levels] = {};
@@ -155,13 +157,16 @@ struct sample_plan {
 };
 
 GPUSORT_HD constexpr sample_plan plan_sample_sort(index_t n, int tile_bits, index_t final_cap,
-                                                  int max_bucket_bits) {
+                                                  int max_bucket_bits, int finish_bits = 0) {
   sample_plan plan;
   index_t problems = 1, cap = n;
   if (max_bucket_bits > tile_bits) max_bucket_bits = tile_bits;
+  if (finish_bits < max_bucket_bits) finish_bits = max_bucket_bits;
+  if (finish_bits > tile_bits) finish_bits = tile_bits;
   while (cap > final_cap && plan.count < sample_plan::max_levels) {
     sample_level lv{problems, cap, tile_bits, 1};
-    while (lv.bucket_bits < max_bucket_bits && lv.bucket_bound(cap) > final_cap) ++lv.bucket_bits;
+    while (lv.bucket_bits < finish_bits && lv.bucket_bound(cap) > final_cap) ++lv.bucket_bits;
+    if (lv.bucket_bound(cap) > final_cap) lv.bucket_bits = max_bucket_bits;
     const index_t next = lv.bucket_bound(cap);
     if (next >= cap) break;  // no progress: the final sort takes it as it is
     plan.levels[plan.count++] = lv;
