@@ -101,102 +101,134 @@ __global__ void __launch_bounds__(Policy::threads)
   }
 }
 
-// bounds[j] = keys of the sorted tile [start, start + length) below splitter j, j = 0..s.
+// bounds[j - 1] = keys of the sorted tile [start, start + length) below splitter j, for
+// j = 1..s (splitter s is infinite: bounds[s - 1] = length).
 template <int THREADS, class K, class Compare>
-__device__ void splitter_bounds(const K* keys, index_t start, index_t length,
+__device__ void splitter_bounds(const K* keys, index_t start, unsigned length,
                                 const sample<K>* problem_samples, index_t sample_count,
-                                const sample_level& lv, index_t* bounds, Compare comp) {
-  const index_t s = lv.buckets();
-  for (index_t j = threadIdx.x; j <= s; j += THREADS) {
-    index_t below = length;
+                                const sample_level& lv, unsigned* bounds, Compare comp) {
+  const unsigned s = static_cast<unsigned>(lv.buckets());
+  for (unsigned j = threadIdx.x + 1; j <= s; j += THREADS) {
+    unsigned below = length;
     const index_t rank = lv.splitter_rank(j, sample_count);
-    if (j == 0) {
-      below = 0;
-    } else if (j < s && rank < sample_count) {
+    if (j < s && rank < sample_count) {
       const sample<K> g = problem_samples[rank];
       const K* tile = keys + start;
       if (g.pos >= start && g.pos < start + length) {
-        below = g.pos - start;
+        below = static_cast<unsigned>(g.pos - start);
       } else {
         // equal keys of this tile lie after the splitter (it is before the tile): lower
         // bound of g.key; or before it: upper bound
         const bool upper = g.pos >= start + length;
-        index_t lo = 0, hi = length;
+        unsigned lo = 0, hi = length;
         while (lo < hi) {
-          const index_t mid = (lo + hi) / 2;
+          const unsigned mid = (lo + hi) / 2;
           const bool left = upper ? !comp(g.key, tile[mid]) : comp(tile[mid], g.key);
           if (left) lo = mid + 1; else hi = mid;
         }
         below = lo;
       }
     }
-    bounds[j] = below;
+    bounds[j - 1] = below;
   }
 }
 
+// The tiles of one block: problem p, tiles column, column + T, ... (more than one only for a
+// problem larger than the level's cap, which random sampling can make).
+struct block_tiles {
+  index_t p, column, begin, size;
+  __device__ block_tiles(const problem_list& probs, const sample_level& lv)
+      : p(blockIdx.x / lv.tiles()), column(blockIdx.x % lv.tiles()), begin(probs.begin(p)),
+        size(probs.end(p) - begin) {}
+  __device__ unsigned length(index_t t, index_t M) const {
+    return static_cast<unsigned>(size - t * M < M ? size - t * M : M);
+  }
+};
+
+// Counts each tile's keys per bucket (summed over a block's tiles), bucket-major, and keeps
+// the first tile's splitter positions for the scatter (s per tile).
 template <int THREADS, int MAX_BUCKETS, class K, class Compare>
 __global__ void __launch_bounds__(THREADS)
     sample_count_kernel(const K* keys, problem_list probs, sample_level lv,
-                        const sample<K>* samples, index_t* counts, Compare comp) {
-  __shared__ index_t bounds[MAX_BUCKETS + 1];
+                        const sample<K>* samples, index_t* counts, unsigned* tile_bounds,
+                        Compare comp) {
+  __shared__ unsigned bounds[MAX_BUCKETS + 1];
   __shared__ index_t total[MAX_BUCKETS];
+  const block_tiles bt(probs, lv);
   const index_t T = lv.tiles(), M = lv.tile(), s = lv.buckets();
-  const index_t p = blockIdx.x / T, column = blockIdx.x % T;
-  const index_t begin = probs.begin(p), size = probs.end(p) - begin;
+  if (threadIdx.x == 0) bounds[0] = 0;
   for (index_t j = threadIdx.x; j < s; j += THREADS) total[j] = 0;
-  for (index_t t = column; t * M < size; t += T) {
-    const index_t length = size - t * M < M ? size - t * M : M;
+  for (index_t t = bt.column; t * M < bt.size; t += T) {
     __syncthreads();
-    splitter_bounds<THREADS>(keys, begin + t * M, length, samples + lv.first_sample(begin),
-                             lv.samples(size), lv, bounds, comp);
+    splitter_bounds<THREADS>(keys, bt.begin + t * M, bt.length(t, M),
+                             samples + lv.first_sample(bt.begin), lv.samples(bt.size), lv,
+                             bounds + 1, comp);
     __syncthreads();
-    for (index_t j = threadIdx.x; j < s; j += THREADS) total[j] += bounds[j + 1] - bounds[j];
+    for (index_t j = threadIdx.x; j < s; j += THREADS) {
+      total[j] += bounds[j + 1] - bounds[j];
+      if (t == bt.column) tile_bounds[blockIdx.x * s + j] = bounds[j + 1];
+    }
   }
   __syncthreads();
-  for (index_t j = threadIdx.x; j < s; j += THREADS) counts[lv.count_index(p, j, column)] = total[j];
+  for (index_t j = threadIdx.x; j < s; j += THREADS)
+    counts[lv.count_index(bt.p, j, bt.column)] = total[j];
 }
 
+// Moves every tile's runs to their buckets (offsets: the scanned counts). With `mirror` a
+// key bound for position i goes to n - 1 - i: the buckets come out in descending order.
 template <int THREADS, int MAX_BUCKETS, class K, class V, class Compare>
 __global__ void __launch_bounds__(THREADS)
     sample_scatter_kernel(const K* keys, const V* values, K* out_keys, V* out_values,
                           problem_list probs, sample_level lv, const sample<K>* samples,
-                          const index_t* offsets, Compare comp) {
-  __shared__ index_t bounds[MAX_BUCKETS + 1];
+                          const index_t* offsets, const unsigned* tile_bounds, bool mirror,
+                          Compare comp) {
+  __shared__ unsigned bounds[MAX_BUCKETS + 1];
   __shared__ index_t dest[MAX_BUCKETS];
-  const index_t T = lv.tiles(), M = lv.tile(), s = lv.buckets();
-  const index_t p = blockIdx.x / T, column = blockIdx.x % T;
-  const index_t begin = probs.begin(p), size = probs.end(p) - begin;
-  for (index_t j = threadIdx.x; j < s; j += THREADS) dest[j] = offsets[lv.count_index(p, j, column)];
-  for (index_t t = column; t * M < size; t += T) {
-    const index_t start = begin + t * M;
-    const index_t length = size - t * M < M ? size - t * M : M;
+  const block_tiles bt(probs, lv);
+  const index_t T = lv.tiles(), M = lv.tile();
+  const unsigned s = static_cast<unsigned>(lv.buckets());
+  const index_t last = probs.n - 1;
+  if (threadIdx.x == 0) bounds[0] = 0;
+  for (unsigned j = threadIdx.x; j < s; j += THREADS)
+    dest[j] = offsets[lv.count_index(bt.p, j, bt.column)];
+  for (index_t t = bt.column; t * M < bt.size; t += T) {
+    const index_t start = bt.begin + t * M;
+    const unsigned length = bt.length(t, M);
     __syncthreads();
-    splitter_bounds<THREADS>(keys, start, length, samples + lv.first_sample(begin),
-                             lv.samples(size), lv, bounds, comp);
+    if (t == bt.column) {
+      for (unsigned j = threadIdx.x; j < s; j += THREADS) bounds[j + 1] = tile_bounds[blockIdx.x * s + j];
+    } else {
+      splitter_bounds<THREADS>(keys, start, length, samples + lv.first_sample(bt.begin),
+                               lv.samples(bt.size), lv, bounds + 1, comp);
+    }
     __syncthreads();
-    for (index_t l = threadIdx.x; l < length; l += THREADS) {
-      // the bucket j with bounds[j] <= l < bounds[j + 1]
-      index_t lo = 0, hi = s - 1;
-      while (lo < hi) {
-        const index_t mid = (lo + hi + 1) / 2;
-        if (bounds[mid] <= l) lo = mid; else hi = mid - 1;
-      }
-      const index_t to = dest[lo] + (l - bounds[lo]);
+    for (unsigned l = threadIdx.x; l < length; l += THREADS) {
+      unsigned j = 0;  // the bucket with bounds[j] <= l < bounds[j + 1]
+      for (unsigned step = s / 2; step > 0; step /= 2)
+        if (bounds[j + step] <= l) j += step;
+      index_t to = dest[j] + (l - bounds[j]);
+      if (mirror) to = last - to;
       out_keys[to] = keys[start + l];
       if constexpr (block::has_values<K, V>) out_values[to] = values[start + l];
     }
     __syncthreads();
-    for (index_t j = threadIdx.x; j < s; j += THREADS) dest[j] += bounds[j + 1] - bounds[j];
+    for (unsigned j = threadIdx.x; j < s; j += THREADS) dest[j] += bounds[j + 1] - bounds[j];
   }
 }
 
 // The final buckets as segment bounds for the segmented sort; with `largest`, also the size
 // of the largest (a test hook: the bound is checked on the device).
-static __global__ void bucket_segments_kernel(problem_list buckets, index_t* begin, index_t* end,
-                                       unsigned long long* largest) {
+// `mirror`: the buckets lie mirrored, bucket q at [n - end(q), n - begin(q)).
+static __global__ void bucket_segments_kernel(problem_list buckets, bool mirror, index_t* begin,
+                                              index_t* end, unsigned long long* largest) {
   const index_t q = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (q >= buckets.count) return;
-  const index_t b = buckets.begin(q), e = buckets.end(q);
+  index_t b = buckets.begin(q), e = buckets.end(q);
+  if (mirror) {
+    const index_t mb = buckets.n - e;
+    e = buckets.n - b;
+    b = mb;
+  }
   if (begin) {
     begin[q] = b;
     end[q] = e;
@@ -211,6 +243,7 @@ struct sample_workspace {
   V* values = nullptr;
   sample<K>* samples = nullptr;
   index_t* counts[2] = {};
+  unsigned* tile_bounds = nullptr;
   index_t* segment_begin = nullptr;
   index_t* segment_end = nullptr;
   void* scratch = nullptr;  // CUB's scan, then the segmented sort
@@ -236,6 +269,7 @@ struct sample_workspace {
     take(samples, sizeof(sample<K>) * max_samples);
     take(counts[0], sizeof(index_t) * max_counts);
     take(counts[1], sizeof(index_t) * max_counts);
+    take(tile_bounds, sizeof(unsigned) * max_counts);
     take(segment_begin, sizeof(index_t) * plan.final_problems);
     take(segment_end, sizeof(index_t) * plan.final_problems);
     take(scratch, scratch_bytes);
@@ -256,8 +290,6 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                         Compare comp, bool descending, const sample_sort_knobs& knobs,
                         SortBuckets sort_buckets, cudaStream_t stream) {
   using policy = sample_sort_policy<K, V>;
-  using dir_t = network::directed<Compare>;
-  const dir_t dir{comp, descending};
   if (knobs.bucket_bits > policy::max_bucket_bits) return cudaErrorInvalidValue;
   const network::sample_plan plan = plan_for<K, V>(n, knobs.bucket_bits);
   if (plan.count == 0) {  // one bucket: no workspace
@@ -289,44 +321,48 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   using storage = block::tile_storage<K, V, policy::tile_bits>;
   constexpr int smem_bytes = sizeof(storage);
   constexpr int B = 1 << policy::max_bucket_bits;
-  auto tile_kernel = sample_tile_kernel<policy, K, V, dir_t>;
+  auto tile_kernel = sample_tile_kernel<policy, K, V, Compare>;
   if constexpr (smem_bytes > 48 * 1024) {
     e = cudaFuncSetAttribute(tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
     if (e != cudaSuccess) return e;
   }
+  // Every level sorts ascending; for a descending sort the last level's scatter mirrors the
+  // buckets and the final sort runs descending, so the comparator needs no direction test.
   problem_list probs{nullptr, 1, 1, n};
   for (int l = 0; l < plan.count && e == cudaSuccess; ++l) {
     const sample_level& lv = plan.levels[l];
     const auto blocks = static_cast<unsigned>(lv.problems * lv.tiles());
+    const bool mirror = descending && l + 1 == plan.count;
     index_t* counts = ws.counts[l % 2];
     tile_kernel<<<blocks, policy::threads, smem_bytes, stream>>>(
         keys, values, ws.keys, ws.values, probs, lv, ws.samples, knobs.random,
-        knobs.seed + static_cast<index_t>(l), dir);
+        knobs.seed + static_cast<index_t>(l), comp);
     e = cudaGetLastError();
     if (e == cudaSuccess)
       e = bitonic_sort(ws.samples, static_cast<no_value*>(nullptr), lv.sample_slots(n),
-                       network::sample_less<dir_t>{dir}, false, stream);
+                       network::sample_less<Compare>{comp}, false, stream);
     if (e != cudaSuccess) break;
     sample_count_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
-        ws.keys, probs, lv, ws.samples, counts, dir);
+        ws.keys, probs, lv, ws.samples, counts, ws.tile_bounds, comp);
     e = cudaGetLastError();
     std::size_t bytes = ws.scratch_bytes;
     if (e == cudaSuccess)
       e = cub::DeviceScan::ExclusiveSum(ws.scratch, bytes, counts, counts, lv.counts(), stream);
     if (e != cudaSuccess) break;
     sample_scatter_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
-        ws.keys, ws.values, keys, values, probs, lv, ws.samples, counts, dir);
+        ws.keys, ws.values, keys, values, probs, lv, ws.samples, counts, ws.tile_bounds, mirror,
+        comp);
     e = cudaGetLastError();
     probs = problem_list{counts, lv.tiles(), lv.problems * lv.buckets(), n};
     if (e == cudaSuccess && knobs.largest_bucket) {
       bucket_segments_kernel<<<static_cast<unsigned>((probs.count + 255) / 256), 256, 0, stream>>>(
-          probs, nullptr, nullptr, knobs.largest_bucket + l);
+          probs, false, nullptr, nullptr, knobs.largest_bucket + l);
       e = cudaGetLastError();
     }
   }
   if (e != cudaSuccess) return e;
   bucket_segments_kernel<<<static_cast<unsigned>((probs.count + 255) / 256), 256, 0, stream>>>(
-      probs, ws.segment_begin, ws.segment_end, nullptr);
+      probs, descending, ws.segment_begin, ws.segment_end, nullptr);
   e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   network::segment_list segs = final_segments;
