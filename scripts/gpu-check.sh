@@ -24,7 +24,7 @@ if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${gtest_arg[@
 fi
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-ctest --test-dir "$build" --output-on-failure -j 1 >"$logs/tests.log" 2>&1
+ctest --test-dir "$build" --output-on-failure -j 2 >"$logs/tests.log" 2>&1
 tests_rc=$?
 "$build/tools/gpusort" bench --algos bitonic,sample_sort,sample_sort_random,cub_radix,cub_merge,thrust,classic_bitonic \
   --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \

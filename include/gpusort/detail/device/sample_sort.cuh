@@ -9,14 +9,18 @@
 //  2. the samples of all problems are sorted at once by (problem, key, position) with the
 //     device bitonic sort (about n / 64 samples for 4-byte keys);
 //  3. sample_count_kernel: every tile locates the s - 1 splitters of its problem by binary
-//     search (equal keys split by position) and writes its bucket sizes, bucket-major;
+//     search (equal keys split by position), writes its bucket sizes, bucket-major (the
+//     paper's column order), and keeps the s positions for step 5;
 //  4. an exclusive scan of those counts (CUB) gives every tile's place in every bucket;
 //  5. sample_scatter_kernel: each tile's runs move to their buckets, from the buffer back to
 //     the keys: one read and one write.
 // The buckets of a level are the problems of the next. The last level's buckets, at most
 // final_cap keys by the sampling bound (randomized sampling: usually), are sorted one block
 // each by the segmented sort, which also takes any bucket that came out larger.
-// Workspace: one buffer of n keys (and values), the samples and the counts (both O(n s / M)).
+// Levels always sort ascending; a descending sort mirrors the last scatter (position i goes to
+// n - 1 - i) and sorts the final buckets descending.
+// Workspace: one buffer of n keys (and values), n / stride samples, and the count matrix with
+// its splitter positions (12 bytes per entry, n s / M entries at most).
 #pragma once
 
 #include <cub/device/device_scan.cuh>
