@@ -7,7 +7,9 @@ import csv
 import sys
 from collections import defaultdict
 
-ORDER = ["bitonic", "cub_radix", "cub_merge", "thrust", "classic_bitonic", "std_sort"]
+ORDER = ["bitonic", "sample_sort", "sample_sort_random", "cub_radix", "cub_merge", "thrust",
+         "classic_bitonic", "std_sort"]
+OURS = ["bitonic", "sample_sort"]  # each gets a "vs cub_merge" column
 
 
 def pow2(n):
@@ -30,15 +32,18 @@ def single_array_tables(path):
         sizes = sorted({n for n, _ in group})
         title = key if value == "none" else f"{key} keys, {value} values"
         print(f"\n### {title} (uniform), median ms and Gkeys/s\n")
-        print("| n | " + " | ".join(algos) + " | bitonic vs cub_merge |")
-        print("|---" * (len(algos) + 2) + "|")
+        ours = [a for a in OURS if a in algos]
+        print("| n | " + " | ".join(algos) + "".join(f" | {a} vs cub_merge" for a in ours) + " |")
+        print("|---" * (len(algos) + len(ours) + 1) + "|")
         for n in sizes:
             line = [pow2(n)]
             for a in algos:
                 r = group.get((n, a))
                 line.append(f"{float(r['median_ms']):.3f} ms ({float(r['keys_per_s']) / 1e9:.2f})" if r else "-")
-            b, m = group.get((n, "bitonic")), group.get((n, "cub_merge"))
-            line.append(f"{float(m['median_ms']) / float(b['median_ms']):.2f}x" if b and m else "-")
+            m = group.get((n, "cub_merge"))
+            for a in ours:
+                b = group.get((n, a))
+                line.append(f"{float(m['median_ms']) / float(b['median_ms']):.2f}x" if b and m else "-")
             print("| " + " | ".join(line) + " |")
 
 
