@@ -16,7 +16,8 @@ gtest_arg=()
 [ -n "${GPUSORT_GTEST_SOURCE_DIR:-}" ] && gtest_arg=(-DGPUSORT_GTEST_SOURCE_DIR="$GPUSORT_GTEST_SOURCE_DIR")
 # A copy without .git names its commit for the benchmark rows: GPUSORT_COMMIT=<id>.
 [ -n "${GPUSORT_COMMIT:-}" ] && gtest_arg+=(-DGPUSORT_COMMIT="$GPUSORT_COMMIT")
-if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${gtest_arg[@]}" &&
+if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUILD_COMPARATOR_BENCH=ON \
+         "${gtest_arg[@]}" &&
        cmake --build "$build" -j "$(nproc)"; } >"$logs/build.log" 2>&1; then
   tail -30 "$logs/build.log"
   echo "gpu-check: BUILD FAILED (log: $logs/build.log)"
@@ -30,6 +31,7 @@ tests_rc=$?
   --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \
   --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
 bench_rc=$?
+"$build/tools/gpusort-bench-comparator" 5 "$logs/comparator.csv" >"$logs/comparator.log" 2>&1 || bench_rc=1
 
 echo "== gpu-check on ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
 grep -E "tests passed|tests failed" "$logs/tests.log"
@@ -37,6 +39,7 @@ grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Exception)" "$logs/tests.log"
 skipped=$(grep -c "(Skipped)" "$logs/tests.log")
 echo "skipped tests: $skipped"
 cat "$logs/bench.log"
+cat "$logs/comparator.log"
 if [ -z "$gpu" ] || [ "$skipped" -gt 0 ]; then
   echo "gpu-check: FAILED (no GPU, or GPU tests skipped)"
   exit 1

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -37,6 +38,29 @@ template <class K>
     if (gpusort::key_traits<K>::ordered(got[i]) != gpusort::key_traits<K>::ordered(want[i]))
       return ::testing::AssertionFailure()
              << "first difference at " << i << ": " << got[i] << " vs " << want[i];
+  return ::testing::AssertionSuccess();
+}
+
+// Pairs tests: the value of input key i is value_of(i), whose first bytes hold i. Every value
+// must come out once, bytes intact, next to its own key.
+template <class K, class V, class ValueOf>
+::testing::AssertionResult values_follow_keys(const std::vector<K>& input,
+                                              const std::vector<K>& keys,
+                                              const std::vector<V>& values, ValueOf value_of) {
+  const std::size_t n = input.size();
+  std::vector<bool> seen(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t origin = 0;
+    std::memcpy(&origin, &values[i], std::min(sizeof(V), sizeof(origin)));
+    if (origin >= n) return ::testing::AssertionFailure() << "value corrupted at " << i;
+    if (seen[origin]) return ::testing::AssertionFailure() << "value " << origin << " twice";
+    seen[origin] = true;
+    const V expect = value_of(origin);
+    if (std::memcmp(&expect, &values[i], sizeof(V)) != 0)
+      return ::testing::AssertionFailure() << "value bytes at " << i;
+    if (gpusort::key_traits<K>::ordered(input[origin]) != gpusort::key_traits<K>::ordered(keys[i]))
+      return ::testing::AssertionFailure() << "value " << origin << " left its key";
+  }
   return ::testing::AssertionSuccess();
 }
 

@@ -102,21 +102,7 @@ void check_pairs(std::size_t n, tools::distribution dist, bool descending, MakeV
   const std::vector<K> keys = dk.to_host();
   const std::vector<V> out = dv.to_host();
   ASSERT_TRUE(same_bits(keys, reference_sort(input, descending)));
-  std::vector<bool> seen(n, false);
-  for (std::size_t i = 0; i < n; ++i) {
-    V expect_value;
-    std::uint64_t origin = 0;
-    std::memcpy(&origin, &out[i], std::min(sizeof(V), sizeof(origin)));
-    origin &= sizeof(V) >= 8 ? ~0ull : 0xFFFFFFFFull;
-    ASSERT_LT(origin, n) << "value corrupted at " << i;
-    ASSERT_FALSE(seen[origin]) << "value " << origin << " twice";
-    seen[origin] = true;
-    expect_value = make(origin);
-    ASSERT_EQ(std::memcmp(&expect_value, &out[i], sizeof(V)), 0) << "value bytes at " << i;
-    ASSERT_EQ(gpusort::key_traits<K>::ordered(input[origin]),
-              gpusort::key_traits<K>::ordered(keys[i]))
-        << "value " << origin << " left its key";
-  }
+  ASSERT_TRUE(values_follow_keys(input, keys, out, make));
   ASSERT_TRUE(dk.guard_intact());
   ASSERT_TRUE(dv.guard_intact());
 }

@@ -131,18 +131,7 @@ void check_pairs(std::size_t n, tools::distribution dist, bool random, bool desc
   const std::vector<K> keys = dk.to_host();
   const std::vector<V> out = dv.to_host();
   ASSERT_TRUE(same_bits(keys, reference_sort(input, descending)));
-  std::vector<bool> seen(n, false);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t origin = 0;
-    std::memcpy(&origin, &out[i], std::min(sizeof(V), sizeof(origin)));
-    ASSERT_LT(origin, n) << "value corrupted at " << i;
-    ASSERT_FALSE(seen[origin]) << "value " << origin << " twice";
-    seen[origin] = true;
-    ASSERT_EQ(std::memcmp(&values[origin], &out[i], sizeof(V)), 0) << "value bytes at " << i;
-    ASSERT_EQ(gpusort::key_traits<K>::ordered(input[origin]),
-              gpusort::key_traits<K>::ordered(keys[i]))
-        << "value " << origin << " left its key";
-  }
+  ASSERT_TRUE(values_follow_keys(input, keys, out, [&](std::size_t i) { return values[i]; }));
   ASSERT_TRUE(dk.guard_intact());
   ASSERT_TRUE(dv.guard_intact());
 }
