@@ -2,8 +2,11 @@
 // instantiates it for one key type and every value size.
 #pragma once
 
+#include "gpusort/approx.hpp"
+#include "gpusort/detail/cpu/approx.hpp"
 #include "gpusort/detail/cpu/bitonic.hpp"
 #include "gpusort/detail/cpu/sample_sort.hpp"
+#include "gpusort/detail/cpu/segmented.hpp"
 #include "gpusort/detail/device/baselines.hpp"
 #include "gpusort/detail/device/bitonic.cuh"
 #include "gpusort/detail/device/sample_sort.cuh"
@@ -68,6 +71,8 @@ cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, st
       return device::bitonic_sort(keys, values, n, less<K>{}, descending, opt.stream);
     case algorithm::sample_sort:
       return sample_sort_any(temp, temp_bytes, keys, values, n, opt);
+    case algorithm::approx_refine:  // src/approx_<key>.cu
+      return approx_refine<K, V>(temp, temp_bytes, keys, values, n, opt);
     case algorithm::cub_radix:
     case algorithm::cub_merge:
     case algorithm::thrust:
@@ -113,6 +118,22 @@ void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
     if (bits > 0) cfg.max_bucket_bits = cfg.finish_bucket_bits = bits;
     cfg.random = opt.sampler == sampling::random;
     cpu::sample_sort(keys, values, n, network::directed<less<K>>{{}, descending}, cfg);
+    return;
+  }
+  if (opt.algo == algorithm::approx_refine) {
+    // The intervals (ascending or descending), then each interval sorted.
+    std::vector<K> k(keys, keys + n);
+    std::vector<V> v;
+    if constexpr (!std::is_same_v<V, no_value>) v.assign(values, values + n);
+    options approx = opt;
+    if (approx.intervals == 0) {
+      approx.intervals = network::exact_intervals(n, sizeof(K) + (values ? sizeof(V) : 0));
+      approx.interval_splitters = splitters::sampled;
+    }
+    std::vector<std::uint64_t> offsets(approx_intervals(approx) + std::size_t{1});
+    cpu_approx_sort(k.data(), keys, v.data(), values, n, offsets.data(), approx);
+    const segment_list intervals{offsets.data(), offsets.data() + 1, offsets.size() - 1, 0, 8};
+    cpu::segmented_sort(keys, values, n, intervals, less<K>{}, descending);
     return;
   }
   std::vector<std::uint64_t> index(n);

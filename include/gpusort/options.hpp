@@ -17,11 +17,14 @@ enum class algorithm {
   thrust,     // baseline: thrust::sort with the comparator
   sample_sort,  // sample sort (Dehne & Zaboli): needs n keys (and values) of workspace plus
                 // O(n s / M); deterministic bucket bound; options::sampling picks the variant
+  approx_refine,  // bucket sort: the approximate sort's intervals (approx.hpp), each then
+                  // sorted by the segmented sort; needs n keys (and values) of workspace
 };
 
 inline constexpr algorithm all_algorithms[] = {algorithm::automatic, algorithm::bitonic,
                                                algorithm::cub_radix, algorithm::cub_merge,
-                                               algorithm::thrust, algorithm::sample_sort};
+                                               algorithm::thrust, algorithm::sample_sort,
+                                               algorithm::approx_refine};
 
 constexpr std::string_view to_string(algorithm a) {
   switch (a) {
@@ -31,6 +34,7 @@ constexpr std::string_view to_string(algorithm a) {
     case algorithm::cub_merge: return "cub_merge";
     case algorithm::thrust: return "thrust";
     case algorithm::sample_sort: return "sample_sort";
+    case algorithm::approx_refine: return "approx_refine";
   }
   return "unknown";
 }
@@ -54,6 +58,11 @@ enum class order { ascending, descending };
 // comes out too large is sorted by slower means.
 enum class sampling { regular, random };
 
+// Where the approximate sort's intervals come from: `linear` (Xiao et al.), equal widths of
+// [min, max]; `sampled`, boundaries taken from a sample of the keys, so that every interval
+// holds about n / intervals keys whatever the distribution (ties split by position).
+enum class splitters { linear, sampled };
+
 struct options {
   algorithm algo = algorithm::automatic;
   order direction = order::ascending;
@@ -62,6 +71,10 @@ struct options {
   // keys), a power of two from 2 to 1024; 0 picks the measured default.
   sampling sampler = sampling::regular;
   unsigned buckets = 0;
+  // approx_sort, top_k and approx_refine: the interval count (0: 10,000 for approx_sort,
+  // chosen from n for approx_refine and top_k) and where the boundaries come from.
+  std::uint32_t intervals = 0;
+  splitters interval_splitters = splitters::linear;
 };
 
 // Names of the algorithms as the tool, the benchmark and the result files spell them:

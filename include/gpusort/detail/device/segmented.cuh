@@ -25,6 +25,7 @@
 #include "gpusort/detail/block/bitonic_tile.cuh"
 #include "gpusort/detail/block/warp_bitonic_sort.cuh"
 #include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/device/launch.cuh"
 #include "gpusort/detail/network/segments.hpp"
 
 namespace gpusort::detail::device {
@@ -46,17 +47,10 @@ struct class_lists {
   std::uint64_t batch_count = 0;
 
   static constexpr std::size_t header_bytes = 2 * segment_classes::max_lists * 4;
-  static constexpr std::size_t ids_bytes(std::uint64_t segments) {
-    return (4 * segments + 7) / 8 * 8;
-  }
-  // max_long: how many long segments there can be.
-  static constexpr std::size_t bytes(std::uint64_t segments, std::uint64_t max_long) {
-    return header_bytes + ids_bytes(segments) + 8 * (max_long + 1);
-  }
   static class_lists in(void* temp, std::uint64_t segments) {
     auto* words = static_cast<std::uint32_t*>(temp);
     auto* prefix = reinterpret_cast<std::uint64_t*>(static_cast<char*>(temp) + header_bytes +
-                                                    ids_bytes(segments));
+                                                    network::segment_list_ids_bytes(segments));
     return {words, words + segment_classes::max_lists, words + 2 * segment_classes::max_lists,
             prefix};
   }
@@ -352,19 +346,6 @@ __global__ void __launch_bounds__(Policy::register_threads)
 // ---- launching -------------------------------------------------------------------------
 
 // Blocks of a persistent grid: as many as fit on the device at once.
-template <class Kernel>
-cudaError_t resident_blocks(Kernel kernel, int threads, int smem_bytes, unsigned& blocks) {
-  int device = 0, sms = 0, per_sm = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess && smem_bytes > 48 * 1024)
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
-  if (e == cudaSuccess)
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes);
-  blocks = static_cast<unsigned>(sms * (per_sm > 0 ? per_sm : 1));
-  return e;
-}
-
 // A persistent grid, no larger than `needed` blocks (known for batched sorts).
 template <class Kernel>
 cudaError_t grid_for(Kernel kernel, int threads, int smem_bytes, std::uint64_t needed,
@@ -501,16 +482,15 @@ struct segment_launcher {
 };
 
 // Sorts every segment of `segs` in keys[0, n), in the core layer's manner: temp == nullptr
-// only writes the workspace bytes (class_lists::bytes(segs.count) for a segmented sort,
+// only writes the workspace bytes (network::segmented_sort_bytes for a segmented sort,
 // nothing for a batched one).
 template <class K, class V, class Compare>
 cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                            std::uint64_t n, const segment_list& segs, Compare comp,
                            bool descending, cudaStream_t stream) {
   constexpr segment_classes classes = classes_for<K, V>;
-  const std::uint64_t max_long = n >> classes.tile_max_bits();
   const std::size_t needed =
-      segs.batched() ? 0 : class_lists::bytes(segs.count, max_long < segs.count ? max_long : segs.count);
+      segs.batched() ? 0 : network::segmented_sort_bytes(n, segs.count, classes.slot_bytes);
   if (!temp) {
     temp_bytes = needed;
     return cudaSuccess;

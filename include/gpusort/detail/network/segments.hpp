@@ -74,4 +74,18 @@ struct segment_classes {
   static constexpr int max_lists = 16;  // > the largest tile_max_bits + 1
 };
 
+// Workspace of a segmented (not batched) sort of n keys: two counters per class list, a
+// 4-byte entry per segment, and the work offsets of the long segments (at most one per
+// 2^tile_max_bits keys).
+GPUSORT_HD constexpr std::uint64_t segment_list_ids_bytes(std::uint64_t segments) {
+  return (4 * segments + 7) / 8 * 8;
+}
+GPUSORT_HD constexpr std::uint64_t segmented_sort_bytes(std::uint64_t n, std::uint64_t segments,
+                                                        int slot_bytes) {
+  const std::uint64_t fit = n >> segment_classes{slot_bytes}.tile_max_bits();
+  const std::uint64_t max_long = fit < segments ? fit : segments;
+  return 2 * segment_classes::max_lists * 4 + segment_list_ids_bytes(segments) +
+         8 * (max_long + 1);
+}
+
 }  // namespace gpusort::detail::network

@@ -1,0 +1,345 @@
+// Approximate sort by interval projection (Xiao et al.), top_k, and how good an approximate
+// sort is.
+//
+// approx_sort moves every key to one of K intervals (options::intervals, 10,000 by default):
+// intervals come out in order, keys inside one interval in no particular order (which may
+// differ from run to run). offsets[i] .. offsets[i + 1] bounds interval i, so callers can use
+// the buckets. options::interval_splitters picks the boundaries:
+//  * splitters::linear (the paper): equal widths of [min, max]. Skewed inputs (gaussian,
+//    zipf) pile into few intervals. Floats: projected by value over the finite keys; -inf in
+//    the first interval, +inf and NaN in the last. min == max: one interval holds them all.
+//  * splitters::sampled: boundaries from a sorted sample of 8 K keys, ties split by
+//    position, so that every interval holds about n / K keys on any input.
+// Descending order reverses the intervals. Every key is kept (the output is a permutation of
+// the input) and values move with their keys.
+// Cost: the keys are read three times (linear: min/max, counts, scatter; sampled: twice) and
+// written once; K up to 16,384 counts in shared memory, more with global atomics (slower).
+//
+// algorithm::approx_refine (through gpusort::sort) sorts every interval exactly afterwards:
+// a bucket sort. top_k returns the k smallest (or, descending, largest) keys in order, sorting
+// only the interval that holds the k-th key and those before it.
+//
+// Example:
+//   gpusort::approx_result r = gpusort::approx_sort(std::span<const float>(d_in, n),
+//                                                   std::span<float>(d_out, n));
+//   // d_out[r.offsets[i] .. r.offsets[i + 1]) is interval i; r.largest_interval its largest
+//   gpusort::approx_quality q = gpusort::measure_approx(std::span<const float>(d_out, n),
+//                                                       r.offsets);
+//   std::vector<float> best = gpusort::top_k(std::span<const float>(d_in, n), 1000);
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpusort/detail/network/approx.hpp"
+#include "gpusort/sort.hpp"
+
+namespace gpusort {
+
+// The interval count an approximate sort of n keys uses with these options.
+constexpr std::uint32_t approx_intervals(const options& opt) {
+  return opt.intervals ? opt.intervals : detail::network::default_intervals;
+}
+
+// How close an approximate sort is to the exact one. A key's distance is how far it lies from
+// the nearest place the exact sort (same order, ties anywhere) could put it.
+struct approx_quality {
+  std::uint64_t largest_interval = 0;  // keys in the largest interval
+  std::uint64_t out_of_place = 0;      // keys at a nonzero distance
+  double mean_distance = 0;            // over all n keys
+  std::uint64_t max_distance = 0;      // below largest_interval, by construction
+};
+
+struct approx_result {
+  std::vector<std::uint64_t> offsets;  // intervals + 1 entries: offsets[0] = 0, back() = n
+  std::uint64_t largest_interval = 0;
+};
+
+namespace detail {
+// Defined in src/approx_<key>.cu for every supported key type and value size.
+template <class K, class P>
+cudaError_t approx_sort(void* temp, std::size_t& temp_bytes, const K* keys, K* out_keys,
+                        const P* values, P* out_values, std::uint64_t n,
+                        std::uint64_t* offsets, const options& opt);
+template <class K, class P>
+cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
+                  std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
+                  const options& opt);
+template <class K>
+cudaError_t approx_measure(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
+                           const std::uint64_t* offsets, unsigned long long* quality,
+                           const options& opt);
+template <class K, class P>
+cudaError_t approx_refine(void* temp, std::size_t& temp_bytes, K* keys, P* values,
+                          std::uint64_t n, const options& opt);
+// The CPU backend: the same intervals (identical offsets) on host threads.
+template <class K, class P>
+void cpu_approx_sort(const K* keys, K* out_keys, const P* values, P* out_values,
+                     std::uint64_t n, std::uint64_t* offsets, const options& opt);
+template <class K, class P>
+void cpu_top_k(const K* keys, const P* values, std::uint64_t n, K* out_keys, P* out_values,
+               std::uint64_t k, const options& opt);
+template <class K>
+approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uint64_t* offsets,
+                                  const options& opt);
+
+// Validates options.intervals (1 .. 2^24) and the interval mode; the convenience layer
+// throws with this message when it is not empty.
+std::string check_approx_options(const options& opt);
+approx_quality quality_from_words(const unsigned long long (&words)[4], std::uint64_t n);
+}  // namespace detail
+
+// ---- core layer -----------------------------------------------------------------------
+// CUB-style: temp == nullptr only writes the workspace bytes. Stream-ordered, no sync, no
+// allocation. Input and output must not overlap. `offsets`: device array of
+// approx_intervals(opt) + 1 entries.
+
+template <supported_key K, std::integral N>
+cudaError_t approx_sort_keys(void* temp, std::size_t& temp_bytes, const K* keys, K* out_keys,
+                             N n, std::uint64_t* offsets, const options& opt = {}) {
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  return detail::approx_sort<K, detail::no_value>(temp, temp_bytes, keys, out_keys, nullptr,
+                                                  nullptr, static_cast<std::uint64_t>(n), offsets,
+                                                  opt);
+}
+
+template <supported_key K, detail::supported_value V, std::integral N>
+cudaError_t approx_sort_pairs(void* temp, std::size_t& temp_bytes, const K* keys, K* out_keys,
+                              const V* values, V* out_values, N n, std::uint64_t* offsets,
+                              const options& opt = {}) {
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  using P = detail::payload_of<V>;
+  return detail::approx_sort<K, P>(temp, temp_bytes, keys, out_keys,
+                                   reinterpret_cast<const P*>(values),
+                                   reinterpret_cast<P*>(out_values),
+                                   static_cast<std::uint64_t>(n), offsets, opt);
+}
+
+// The k smallest keys in ascending order (descending: the k largest, largest first) into
+// out_keys[0, k). Needs n keys (and values) of workspace in the worst case.
+template <supported_key K, std::integral N>
+cudaError_t top_k_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
+                       std::uint64_t k, const options& opt = {}) {
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  return detail::top_k<K, detail::no_value>(temp, temp_bytes, keys, nullptr,
+                                            static_cast<std::uint64_t>(n), out_keys, nullptr, k,
+                                            opt);
+}
+
+template <supported_key K, detail::supported_value V, std::integral N>
+cudaError_t top_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
+                        N n, K* out_keys, V* out_values, std::uint64_t k,
+                        const options& opt = {}) {
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  using P = detail::payload_of<V>;
+  return detail::top_k<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
+                             static_cast<std::uint64_t>(n), out_keys,
+                             reinterpret_cast<P*>(out_values), k, opt);
+}
+
+// quality[0..3] (device) = {largest interval, keys out of place, sum of distances, largest
+// distance} of an approximate sort's output with its offsets (same options).
+template <supported_key K, std::integral N>
+cudaError_t approx_measure_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n,
+                                const std::uint64_t* offsets, unsigned long long* quality,
+                                const options& opt = {}) {
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  return detail::approx_measure<K>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n),
+                                   offsets, quality, opt);
+}
+
+// ---- convenience layer ----------------------------------------------------------------
+
+namespace detail {
+// Runs a core call twice (query, then with an allocated workspace) and waits; throws.
+template <class Call>
+void run_core(const std::string& what, const options& opt, Call call) {
+  const std::string bad = check_approx_options(opt);
+  if (!bad.empty()) throw_error(cudaErrorInvalidValue, what + ": " + bad);
+  std::size_t bytes = 0;
+  cudaError_t e = call(nullptr, bytes);
+  if (e != cudaSuccess) throw_error(e, what);
+  workspace temp(bytes, opt.stream, what);
+  e = call(temp.get(), bytes);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
+  if (e != cudaSuccess) throw_error(e, what);
+}
+
+template <class T>
+class device_array {
+ public:
+  device_array(std::uint64_t count, const std::string& what) {
+    if (count && cudaMalloc(reinterpret_cast<void**>(&ptr_), sizeof(T) * count) != cudaSuccess) {
+      cudaGetLastError();
+      throw_error(cudaErrorMemoryAllocation, what + ": cannot allocate " +
+                                                 std::to_string(sizeof(T) * count) + " bytes");
+    }
+  }
+  ~device_array() { cudaFree(ptr_); }
+  device_array(const device_array&) = delete;
+  device_array& operator=(const device_array&) = delete;
+  T* get() const { return ptr_; }
+
+ private:
+  T* ptr_ = nullptr;
+};
+
+inline approx_result result_from_offsets(const std::uint64_t* d_offsets, std::uint32_t intervals,
+                                         const std::string& what) {
+  approx_result r;
+  r.offsets.resize(intervals + std::size_t{1});
+  const cudaError_t e = cudaMemcpy(r.offsets.data(), d_offsets,
+                                   sizeof(std::uint64_t) * r.offsets.size(), cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) throw_error(e, what + ": copy of the offsets failed");
+  for (std::uint32_t i = 0; i < intervals; ++i)
+    r.largest_interval = std::max(r.largest_interval, r.offsets[i + 1] - r.offsets[i]);
+  return r;
+}
+}  // namespace detail
+
+// Device keys to device out_keys (same size); waits. Throws gpusort::error.
+template <supported_key K>
+approx_result approx_sort(std::span<const K> keys, std::span<K> out_keys,
+                          const options& opt = {}) {
+  const std::uint64_t n = keys.size();
+  const std::string what = detail::describe_call("gpusort::approx_sort", opt, key_traits<K>::name, n);
+  if (out_keys.size() != n)
+    detail::throw_error(cudaErrorInvalidValue, what + ": output has " +
+                                                   std::to_string(out_keys.size()) + " keys");
+  detail::check_device_array(keys.data(), n, sizeof(K), alignof(K), "keys");
+  detail::check_device_array(out_keys.data(), n, sizeof(K), alignof(K), "out_keys");
+  const std::uint32_t intervals = approx_intervals(opt);
+  detail::device_array<std::uint64_t> offsets(intervals + std::uint64_t{1}, what);
+  detail::run_core(what, opt, [&](void* t, std::size_t& b) {
+    return approx_sort_keys(t, b, keys.data(), out_keys.data(), n, offsets.get(), opt);
+  });
+  return detail::result_from_offsets(offsets.get(), intervals, what);
+}
+
+template <supported_key K, detail::supported_value V>
+approx_result approx_sort(std::span<const K> keys, std::span<K> out_keys,
+                          std::span<const V> values, std::span<V> out_values,
+                          const options& opt = {}) {
+  const std::uint64_t n = keys.size();
+  const std::string what =
+      detail::describe_call("gpusort::approx_sort (pairs)", opt, key_traits<K>::name, n);
+  if (out_keys.size() != n || values.size() != n || out_values.size() != n)
+    detail::throw_error(cudaErrorInvalidValue, what + ": arrays of different sizes");
+  detail::check_device_array(keys.data(), n, sizeof(K), alignof(K), "keys");
+  detail::check_device_array(out_keys.data(), n, sizeof(K), alignof(K), "out_keys");
+  detail::check_device_array(values.data(), n, sizeof(V), sizeof(V), "values");
+  detail::check_device_array(out_values.data(), n, sizeof(V), sizeof(V), "out_values");
+  const std::uint32_t intervals = approx_intervals(opt);
+  detail::device_array<std::uint64_t> offsets(intervals + std::uint64_t{1}, what);
+  detail::run_core(what, opt, [&](void* t, std::size_t& b) {
+    return approx_sort_pairs(t, b, keys.data(), out_keys.data(), values.data(),
+                             out_values.data(), n, offsets.get(), opt);
+  });
+  return detail::result_from_offsets(offsets.get(), intervals, what);
+}
+
+// Host keys, approximately sorted in place: on the GPU if there is one, else on the CPU (the
+// same intervals).
+template <supported_key K>
+approx_result approx_sort(std::vector<K>& keys, const options& opt = {}) {
+  const std::uint64_t n = keys.size();
+  const std::string what = detail::describe_call("gpusort::approx_sort", opt, key_traits<K>::name, n);
+  const std::string bad = detail::check_approx_options(opt);
+  if (!bad.empty()) detail::throw_error(cudaErrorInvalidValue, what + ": " + bad);
+  std::vector<K> out(n);
+  approx_result r;
+  if (detail::gpu_available()) {
+    detail::device_array<K> in_d(n, what), out_d(n, what);
+    if (n && cudaMemcpy(in_d.get(), keys.data(), sizeof(K) * n, cudaMemcpyHostToDevice) != cudaSuccess)
+      detail::throw_error(cudaErrorMemoryAllocation, what + ": copy to the device failed");
+    r = approx_sort(std::span<const K>(in_d.get(), n), std::span<K>(out_d.get(), n), opt);
+    if (n && cudaMemcpy(out.data(), out_d.get(), sizeof(K) * n, cudaMemcpyDeviceToHost) != cudaSuccess)
+      detail::throw_error(cudaErrorUnknown, what + ": copy from the device failed");
+  } else {
+    r.offsets.resize(approx_intervals(opt) + std::size_t{1});
+    detail::cpu_approx_sort<K, detail::no_value>(keys.data(), out.data(), nullptr, nullptr, n,
+                                                 r.offsets.data(), opt);
+    for (std::size_t i = 0; i + 1 < r.offsets.size(); ++i)
+      r.largest_interval = std::max(r.largest_interval, r.offsets[i + 1] - r.offsets[i]);
+  }
+  keys.swap(out);
+  return r;
+}
+
+// The quality of device keys that an approximate sort with `opt` left with these offsets.
+template <supported_key K>
+approx_quality measure_approx(std::span<const K> keys, const std::vector<std::uint64_t>& offsets,
+                              const options& opt = {}) {
+  const std::uint64_t n = keys.size();
+  const std::string what = detail::describe_call("gpusort::measure_approx", opt, key_traits<K>::name, n);
+  if (offsets.size() != approx_intervals(opt) + std::size_t{1} || offsets.back() != n)
+    detail::throw_error(cudaErrorInvalidValue, what + ": offsets do not match the options and n");
+  detail::check_device_array(keys.data(), n, sizeof(K), alignof(K), "keys");
+  detail::device_array<std::uint64_t> d_offsets(offsets.size(), what);
+  detail::device_array<unsigned long long> d_quality(4, what);
+  if (cudaMemcpy(d_offsets.get(), offsets.data(), sizeof(std::uint64_t) * offsets.size(),
+                 cudaMemcpyHostToDevice) != cudaSuccess)
+    detail::throw_error(cudaErrorUnknown, what + ": copy of the offsets failed");
+  detail::run_core(what, opt, [&](void* t, std::size_t& b) {
+    return approx_measure_keys(t, b, keys.data(), n, d_offsets.get(), d_quality.get(), opt);
+  });
+  unsigned long long words[4] = {};
+  if (cudaMemcpy(words, d_quality.get(), sizeof(words), cudaMemcpyDeviceToHost) != cudaSuccess)
+    detail::throw_error(cudaErrorUnknown, what + ": copy of the result failed");
+  return detail::quality_from_words(words, n);
+}
+
+// The same for host keys (computed on the CPU).
+template <supported_key K>
+approx_quality measure_approx(const std::vector<K>& keys, const std::vector<std::uint64_t>& offsets,
+                              const options& opt = {}) {
+  if (offsets.size() != approx_intervals(opt) + std::size_t{1} || offsets.back() != keys.size())
+    detail::throw_error(cudaErrorInvalidValue,
+                        "gpusort::measure_approx: offsets do not match the options and n");
+  return detail::cpu_approx_measure(keys.data(), keys.size(), offsets.data(), opt);
+}
+
+// The k smallest device keys (descending: the k largest), sorted, in a host vector.
+template <supported_key K>
+std::vector<K> top_k(std::span<const K> keys, std::uint64_t k, const options& opt = {}) {
+  const std::uint64_t n = keys.size();
+  const std::string what = detail::describe_call("gpusort::top_k", opt, key_traits<K>::name, n);
+  if (k > n)
+    detail::throw_error(cudaErrorInvalidValue, what + ": k = " + std::to_string(k) +
+                                                   " is more than the " + std::to_string(n) + " keys");
+  detail::check_device_array(keys.data(), n, sizeof(K), alignof(K), "keys");
+  detail::device_array<K> out(k, what);
+  detail::run_core(what, opt, [&](void* t, std::size_t& b) {
+    return top_k_keys(t, b, keys.data(), n, out.get(), k, opt);
+  });
+  std::vector<K> result(k);
+  if (k && cudaMemcpy(result.data(), out.get(), sizeof(K) * k, cudaMemcpyDeviceToHost) != cudaSuccess)
+    detail::throw_error(cudaErrorUnknown, what + ": copy of the result failed");
+  return result;
+}
+
+// The same for host keys: on the GPU if there is one, else on the CPU.
+template <supported_key K>
+std::vector<K> top_k(const std::vector<K>& keys, std::uint64_t k, const options& opt = {}) {
+  if (k > keys.size())
+    detail::throw_error(cudaErrorInvalidValue, "gpusort::top_k: k = " + std::to_string(k) +
+                                                   " is more than the " +
+                                                   std::to_string(keys.size()) + " keys");
+  if (detail::gpu_available()) {
+    const std::string what = "gpusort::top_k";
+    detail::device_array<K> d(keys.size(), what);
+    if (!keys.empty() && cudaMemcpy(d.get(), keys.data(), sizeof(K) * keys.size(),
+                                    cudaMemcpyHostToDevice) != cudaSuccess)
+      detail::throw_error(cudaErrorUnknown, what + ": copy to the device failed");
+    return top_k(std::span<const K>(d.get(), keys.size()), k, opt);
+  }
+  std::vector<K> result(k);
+  detail::cpu_top_k<K, detail::no_value>(keys.data(), nullptr, keys.size(), result.data(),
+                                         nullptr, k, opt);
+  return result;
+}
+
+}  // namespace gpusort

@@ -1,0 +1,657 @@
+// Device approximate sort by interval projection (Xiao et al.), its exact refinement and
+// top_k; the interval index math is network/approx.hpp.
+//
+// Schedule of approx_scatter (n keys, K intervals):
+//  1. the mapping: linear: extremes_kernel, a min/max reduction (one read of the keys);
+//     sampled: gather_samples_kernel takes 8 K samples, the device bitonic sort orders them by
+//     (key, position), build_tree_kernel lays the splitters out as a search tree;
+//  2. count_kernel: per-block histograms in shared memory, added to K global counters (one
+//     read of the keys);
+//  3. offsets_kernel: one block scans the counters into the caller's offsets and the cursors;
+//  4. scatter_kernel: every tile of 8192 keys ranks its keys within their intervals in shared
+//     memory, reserves one run per non-empty interval with one global atomic, and writes each
+//     key (and value) to its run (one read and one write).
+// So 16 bytes per 4-byte key (12 in sampled mode), against the paper's atomic per key and
+// four passes. Above 2^14 intervals, or from 2^32 keys, the counters do not fit in shared
+// memory (or in 32 bits) and every key takes global atomics instead (the paper's way).
+// Keys inside an interval come out in no particular order, which may differ between runs.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "gpusort/detail/block/bitonic_tile.cuh"
+#include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/device/launch.cuh"
+#include "gpusort/detail/network/approx.hpp"
+#include "gpusort/detail/network/sample_sort.hpp"
+#include "gpusort/detail/network/segments.hpp"
+
+namespace gpusort::detail::device {
+
+using network::ordered_t;
+
+struct approx_config {
+  std::uint32_t intervals = network::default_intervals;
+  bool sampled = false;
+  bool descending = false;
+};
+
+template <class K, class V>
+struct approx_policy {
+  static constexpr int threads = 512;
+  static constexpr int items = sizeof(K) + (block::has_values<K, V> ? sizeof(V) : 0) <= 8 ? 16 : 8;
+  static constexpr index_t tile = index_t{threads} * items;
+  static constexpr int reduce_threads = 256;
+};
+
+// Counters in shared memory (32-bit, so positions below 2^32) or global 64-bit atomics.
+constexpr bool shared_counters(index_t n, std::uint32_t intervals) {
+  return intervals <= network::shared_intervals_max && n < (index_t{1} << 32);
+}
+
+// ---- interval mappers -------------------------------------------------------------------
+
+template <class K>
+struct linear_mapper {
+  const ordered_t<K>* extremes;  // [min, max] of the finite keys' ordered bits
+  std::uint32_t intervals;
+  bool descending;
+
+  struct bound {
+    network::linear_projection<K> proj;
+    bool descending;
+    __device__ std::uint32_t operator()(K key, index_t) const {
+      return network::directed_interval(proj(key), proj.intervals, descending);
+    }
+  };
+  __device__ bound bind() const {
+    return {network::linear_projection<K>::make(extremes[0], extremes[1], intervals), descending};
+  }
+};
+
+template <class K>
+struct sampled_mapper {
+  const K* tree_keys;  // node 1 .. 2^levels - 1
+  const index_t* tree_pos;
+  int levels;
+  std::uint32_t intervals;
+  bool descending;
+
+  __device__ const sampled_mapper& bind() const { return *this; }
+  __device__ std::uint32_t operator()(K key, index_t pos) const {
+    const less<K> lt;
+    const std::uint32_t i = network::descend(levels, [&](std::uint32_t node) {
+      const K s = __ldg(tree_keys + node);
+      if (lt(s, key)) return true;
+      if (lt(key, s)) return false;
+      return __ldg(tree_pos + node) < pos;
+    });
+    return network::directed_interval(i, intervals, descending);
+  }
+};
+
+// ---- kernels ------------------------------------------------------------------------------
+
+template <class U>
+__device__ void atomic_min_max(U* extremes, U lo, U hi) {
+  if constexpr (sizeof(U) == 4) {
+    atomicMin(reinterpret_cast<unsigned*>(extremes), lo);
+    atomicMax(reinterpret_cast<unsigned*>(extremes) + 1, hi);
+  } else {
+    atomicMin(reinterpret_cast<unsigned long long*>(extremes), lo);
+    atomicMax(reinterpret_cast<unsigned long long*>(extremes) + 1, hi);
+  }
+}
+
+// extremes = [min, max] of the finite keys' ordered bits (preset to [~0, 0]).
+template <int THREADS, class K>
+__global__ void __launch_bounds__(THREADS)
+    extremes_kernel(const K* keys, index_t n, ordered_t<K>* extremes) {
+  using U = ordered_t<K>;
+  using reduce = cub::BlockReduce<U, THREADS>;
+  __shared__ typename reduce::TempStorage temp[2];
+  U lo = ~U{0}, hi = 0;
+  for (index_t i = blockIdx.x * index_t{THREADS} + threadIdx.x; i < n;
+       i += index_t{gridDim.x} * THREADS) {
+    const K k = keys[i];
+    if (!network::finite_key(k)) continue;
+    const U u = key_traits<K>::ordered(k);
+    lo = u < lo ? u : lo;
+    hi = u > hi ? u : hi;
+  }
+  lo = reduce(temp[0]).Reduce(lo, [](U a, U b) { return a < b ? a : b; });
+  hi = reduce(temp[1]).Reduce(hi, [](U a, U b) { return a > b ? a : b; });
+  if (threadIdx.x == 0) atomic_min_max(extremes, lo, hi);
+}
+
+template <class K>
+__global__ void gather_samples_kernel(const K* keys, index_t n, network::sample<K>* samples,
+                                      index_t count) {
+  const index_t j = blockIdx.x * index_t{blockDim.x} + threadIdx.x;
+  if (j >= count) return;
+  const index_t pos = network::sample_position(j, count, n);
+  samples[j] = {pos, keys[pos], 0};
+}
+
+template <class K>
+__global__ void build_tree_kernel(const network::sample<K>* samples, index_t count,
+                                  std::uint32_t intervals, int levels, K* tree_keys,
+                                  index_t* tree_pos) {
+  const std::uint64_t node = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  if (node == 0 || node >= (std::uint64_t{1} << levels)) return;
+  const std::uint64_t r = network::in_order_rank(node, levels);
+  if (r < intervals) {
+    const network::sample<K> s = samples[network::splitter_sample(r, count, intervals)];
+    tree_keys[node] = s.key;
+    tree_pos[node] = s.pos;
+  } else {  // after every key
+    tree_keys[node] = network::from_ordered<K>(~ordered_t<K>{0});
+    tree_pos[node] = ~index_t{0};
+  }
+}
+
+// Shared counters: per-block histograms added to 32-bit global counters at the end; else
+// one 64-bit global atomic per key.
+template <int THREADS, bool SHARED, class K, class Mapper>
+__global__ void __launch_bounds__(THREADS)
+    count_kernel(const K* keys, index_t n, Mapper mapper, void* counts) {
+  extern __shared__ std::uint32_t local[];
+  const std::uint32_t intervals = mapper.intervals;
+  const auto map = mapper.bind();
+  if constexpr (SHARED) {
+    for (std::uint32_t j = threadIdx.x; j < intervals; j += THREADS) local[j] = 0;
+    __syncthreads();
+  }
+  for (index_t i = blockIdx.x * index_t{THREADS} + threadIdx.x; i < n;
+       i += index_t{gridDim.x} * THREADS) {
+    const std::uint32_t j = map(keys[i], i);
+    if constexpr (SHARED)
+      atomicAdd(local + j, 1u);
+    else
+      atomicAdd(static_cast<unsigned long long*>(counts) + j, 1ull);
+  }
+  if constexpr (SHARED) {
+    __syncthreads();
+    for (std::uint32_t j = threadIdx.x; j < intervals; j += THREADS)
+      if (local[j]) atomicAdd(static_cast<unsigned*>(counts) + j, local[j]);
+  }
+}
+
+// offsets[j] = counts[0] + ... + counts[j - 1] for j <= intervals, and the cursors (the
+// counters, overwritten) start there. One block.
+constexpr int offsets_threads = 1024;
+
+template <class C>
+__global__ void __launch_bounds__(offsets_threads)
+    offsets_kernel(C* counts, std::uint32_t intervals, std::uint64_t* offsets) {
+  using scan = cub::BlockScan<std::uint64_t, offsets_threads>;
+  __shared__ typename scan::TempStorage temp;
+  std::uint64_t carry = 0;
+  for (std::uint64_t base = 0; base <= intervals; base += offsets_threads) {
+    const std::uint64_t j = base + threadIdx.x;
+    const std::uint64_t c = j < intervals ? counts[j] : 0;
+    std::uint64_t before = 0, total = 0;
+    scan(temp).ExclusiveSum(c, before, total);
+    if (j <= intervals) offsets[j] = carry + before;
+    if (j < intervals) counts[j] = static_cast<C>(carry + before);
+    carry += total;
+    __syncthreads();
+  }
+}
+
+template <class V>
+__device__ __forceinline__ V load_value(const V* values, index_t i) {
+  if constexpr (std::is_same_v<V, no_value>) return {};
+  else return values[i];
+}
+template <class V>
+__device__ __forceinline__ void store_value(V* values, index_t i, const V& v) {
+  if constexpr (!std::is_same_v<V, no_value>) values[i] = v;
+}
+
+// Shared counters: a tile's keys are ranked within their intervals in shared memory, then
+// each non-empty interval reserves its run of the output with one atomic on its cursor.
+template <class Policy, class K, class V, class Mapper>
+__global__ void __launch_bounds__(Policy::threads)
+    scatter_shared_kernel(const K* keys, const V* values, K* out_keys, V* out_values, index_t n,
+                          Mapper mapper, std::uint32_t* cursors) {
+  constexpr int T = Policy::threads, I = Policy::items;
+  extern __shared__ std::uint32_t local[];  // per interval: count, then run start
+  const std::uint32_t intervals = mapper.intervals;
+  const auto map = mapper.bind();
+  for (index_t base = blockIdx.x * Policy::tile; base < n; base += index_t{gridDim.x} * Policy::tile) {
+    for (std::uint32_t j = threadIdx.x; j < intervals; j += T) local[j] = 0;
+    __syncthreads();
+    K k[I];
+    V v[I];
+    std::uint32_t slot[I];  // interval << 16 | rank within the tile's run
+#pragma unroll
+    for (int i = 0; i < I; ++i) {
+      const index_t p = base + threadIdx.x + static_cast<index_t>(i) * T;
+      if (p < n) {
+        k[i] = keys[p];
+        v[i] = load_value(values, p);
+        const std::uint32_t j = map(k[i], p);
+        slot[i] = j << 16 | atomicAdd(local + j, 1u);
+      }
+    }
+    __syncthreads();
+    for (std::uint32_t j = threadIdx.x; j < intervals; j += T)
+      if (const std::uint32_t c = local[j]) local[j] = atomicAdd(cursors + j, c);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < I; ++i) {
+      const index_t p = base + threadIdx.x + static_cast<index_t>(i) * T;
+      if (p < n) {
+        const index_t to = local[slot[i] >> 16] + (slot[i] & 0xffffu);
+        out_keys[to] = k[i];
+        store_value(out_values, to, v[i]);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// Global counters: one 64-bit atomic per key.
+template <int THREADS, class K, class V, class Mapper>
+__global__ void __launch_bounds__(THREADS)
+    scatter_global_kernel(const K* keys, const V* values, K* out_keys, V* out_values, index_t n,
+                          Mapper mapper, unsigned long long* cursors) {
+  const auto map = mapper.bind();
+  for (index_t i = blockIdx.x * index_t{THREADS} + threadIdx.x; i < n;
+       i += index_t{gridDim.x} * THREADS) {
+    const K k = keys[i];
+    const index_t to = atomicAdd(cursors + map(k, i), 1ull);
+    out_keys[to] = k;
+    store_value(out_values, to, load_value(values, i));
+  }
+}
+
+// ---- workspace ----------------------------------------------------------------------------
+
+struct bump {
+  char* base;
+  std::size_t total = 0;
+  template <class T>
+  T* take(std::size_t count) {
+    T* p = base ? reinterpret_cast<T*>(base + total) : nullptr;
+    total += (sizeof(T) * count + 255) / 256 * 256;
+    return p;
+  }
+};
+
+template <class K>
+struct approx_workspace {
+  using U = ordered_t<K>;
+  U* extremes = nullptr;
+  void* counts = nullptr;  // 32-bit (shared counters) or 64-bit
+  network::sample<K>* samples = nullptr;
+  K* tree_keys = nullptr;
+  index_t* tree_pos = nullptr;
+  index_t sample_count = 0;
+  int levels = 0;
+  std::size_t total = 0;
+
+  approx_workspace(void* temp, index_t n, const approx_config& cfg) {
+    bump b{static_cast<char*>(temp)};
+    extremes = b.take<U>(2);
+    counts = b.take<std::uint64_t>(cfg.intervals);
+    if (cfg.sampled) {
+      sample_count = network::sample_count(n, cfg.intervals);
+      levels = network::tree_levels(cfg.intervals);
+      samples = b.take<network::sample<K>>(sample_count);
+      tree_keys = b.take<K>(index_t{1} << levels);
+      tree_pos = b.take<index_t>(index_t{1} << levels);
+    }
+    total = b.total;
+  }
+};
+
+inline unsigned blocks_for(index_t items, int threads) {
+  return static_cast<unsigned>((items + threads - 1) / threads);
+}
+
+// Prepares the mapper of cfg and calls use(mapper).
+template <class K, class Use>
+cudaError_t with_mapper(const K* keys, index_t n, const approx_config& cfg,
+                        const approx_workspace<K>& ws, cudaStream_t stream, Use use) {
+  using U = ordered_t<K>;
+  cudaError_t e = cudaSuccess;
+  if (!cfg.sampled) {
+    constexpr int threads = 256;
+    e = cudaMemsetAsync(ws.extremes, 0xff, sizeof(U), stream);
+    if (e == cudaSuccess) e = cudaMemsetAsync(ws.extremes + 1, 0, sizeof(U), stream);
+    if (e != cudaSuccess) return e;
+    unsigned blocks = 0;
+    e = resident_blocks(extremes_kernel<threads, K>, threads, 0, blocks);
+    if (e != cudaSuccess) return e;
+    blocks = std::min(blocks, std::max(1u, blocks_for(n, threads)));
+    extremes_kernel<threads, K><<<blocks, threads, 0, stream>>>(keys, n, ws.extremes);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    return use(linear_mapper<K>{ws.extremes, cfg.intervals, cfg.descending});
+  }
+  gather_samples_kernel<<<blocks_for(ws.sample_count, 256), 256, 0, stream>>>(
+      keys, n, ws.samples, ws.sample_count);
+  e = cudaGetLastError();
+  if (e == cudaSuccess)
+    e = bitonic_sort(ws.samples, static_cast<no_value*>(nullptr), ws.sample_count,
+                     network::sample_less<less<K>>{}, false, stream);
+  if (e != cudaSuccess) return e;
+  build_tree_kernel<<<blocks_for(index_t{1} << ws.levels, 256), 256, 0, stream>>>(
+      ws.samples, ws.sample_count, cfg.intervals, ws.levels, ws.tree_keys, ws.tree_pos);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  return use(sampled_mapper<K>{ws.tree_keys, ws.tree_pos, ws.levels, cfg.intervals,
+                               cfg.descending});
+}
+
+// Counts the keys of every interval and writes offsets[0 .. intervals]; leaves the cursors
+// (interval starts) in ws.counts. Then calls then(mapper, shared) with the mapper.
+template <class K, class Then>
+cudaError_t count_intervals(const K* keys, index_t n, std::uint64_t* offsets,
+                            const approx_config& cfg, const approx_workspace<K>& ws,
+                            cudaStream_t stream, Then then) {
+  const bool shared = shared_counters(n, cfg.intervals);
+  cudaError_t e = cudaMemsetAsync(ws.counts, 0, std::size_t{8} * cfg.intervals, stream);
+  if (e != cudaSuccess) return e;
+  return with_mapper(keys, n, cfg, ws, stream, [&](auto mapper) -> cudaError_t {
+    constexpr int threads = 512;
+    const int smem = shared ? static_cast<int>(4 * cfg.intervals) : 0;
+    cudaError_t err = cudaSuccess;
+    auto launch = [&](auto kernel, auto* counts) {
+      unsigned blocks = 0;
+      err = resident_blocks(kernel, threads, smem, blocks);
+      if (err != cudaSuccess) return;
+      blocks = std::min(blocks, std::max(1u, blocks_for(n, threads * 16)));
+      kernel<<<blocks, threads, smem, stream>>>(keys, n, mapper, counts);
+      err = cudaGetLastError();
+      if (err != cudaSuccess) return;
+      offsets_kernel<<<1, offsets_threads, 0, stream>>>(counts, cfg.intervals, offsets);
+      err = cudaGetLastError();
+    };
+    if (shared)
+      launch(count_kernel<threads, true, K, decltype(mapper)>,
+             static_cast<std::uint32_t*>(ws.counts));
+    else
+      launch(count_kernel<threads, false, K, decltype(mapper)>,
+             static_cast<unsigned long long*>(ws.counts));
+    if (err != cudaSuccess) return err;
+    return then(mapper, shared);
+  });
+}
+
+// The approximate sort, out of place: keys (and values) to out_keys (and out_values) in
+// interval order; offsets[0 .. intervals] (device) bound the intervals.
+template <class K, class V>
+cudaError_t approx_scatter(void* temp, std::size_t& temp_bytes, const K* keys, K* out_keys,
+                           const V* values, V* out_values, index_t n, std::uint64_t* offsets,
+                           const approx_config& cfg, cudaStream_t stream) {
+  using policy = approx_policy<K, V>;
+  const approx_workspace<K> sizes(nullptr, n, cfg);
+  if (!temp) {
+    temp_bytes = sizes.total;
+    return cudaSuccess;
+  }
+  if (temp_bytes < sizes.total) return cudaErrorInvalidValue;
+  if (n == 0)
+    return cudaMemsetAsync(offsets, 0, sizeof(std::uint64_t) * (cfg.intervals + std::size_t{1}),
+                           stream);
+  const approx_workspace<K> ws(temp, n, cfg);
+  return count_intervals(keys, n, offsets, cfg, ws, stream,
+                         [&](auto mapper, bool shared) -> cudaError_t {
+    using M = decltype(mapper);
+    unsigned blocks = 0;
+    cudaError_t e = cudaSuccess;
+    if (shared) {
+      auto kernel = scatter_shared_kernel<policy, K, V, M>;
+      const int smem = static_cast<int>(4 * cfg.intervals);
+      e = resident_blocks(kernel, policy::threads, smem, blocks);
+      if (e != cudaSuccess) return e;
+      blocks = std::min(blocks, blocks_for(n, static_cast<int>(policy::tile)));
+      kernel<<<blocks, policy::threads, smem, stream>>>(keys, values, out_keys, out_values, n,
+                                                         mapper,
+                                                         static_cast<std::uint32_t*>(ws.counts));
+    } else {
+      constexpr int threads = 512;
+      auto kernel = scatter_global_kernel<threads, K, V, M>;
+      e = resident_blocks(kernel, threads, 0, blocks);
+      if (e != cudaSuccess) return e;
+      blocks = std::min(blocks, blocks_for(n, threads));
+      kernel<<<blocks, threads, 0, stream>>>(keys, values, out_keys, out_values, n, mapper,
+                                             static_cast<unsigned long long*>(ws.counts));
+    }
+    return cudaGetLastError();
+  });
+}
+
+// ---- top_k ------------------------------------------------------------------------------
+
+// The interval holding rank k - 1: the last j with offsets[j] < k; its end is how many
+// candidates there are. One thread.
+__global__ static void find_kth_interval_kernel(const std::uint64_t* offsets,
+                                                std::uint32_t intervals, std::uint64_t k,
+                                                std::uint64_t* chosen) {
+  std::uint32_t lo = 0, hi = intervals;  // offsets[lo] < k <= offsets[hi]
+  while (hi - lo > 1) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (offsets[mid] < k)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  chosen[0] = lo;  // the interval
+  chosen[1] = 0;   // the candidates' fill counter
+  chosen[2] = 0;   // where the segment of candidates begins
+}
+
+// Copies every key (and value) of the intervals up to chosen[0] to the candidate buffer.
+template <int THREADS, class K, class V, class Mapper>
+__global__ void __launch_bounds__(THREADS)
+    gather_candidates_kernel(const K* keys, const V* values, index_t n, Mapper mapper,
+                             std::uint64_t* chosen, K* out_keys, V* out_values) {
+  const auto map = mapper.bind();
+  const std::uint64_t last = chosen[0];
+  const unsigned lane = threadIdx.x % 32;
+  for (index_t base = blockIdx.x * index_t{THREADS}; base < n; base += index_t{gridDim.x} * THREADS) {
+    const index_t i = base + threadIdx.x;
+    K k{};
+    const bool take = i < n && map(k = keys[i], i) <= last;
+    const unsigned mask = __ballot_sync(0xffffffffu, take);
+    if (!mask) continue;
+    unsigned long long first = 0;
+    if (lane == 0)
+      first = atomicAdd(reinterpret_cast<unsigned long long*>(chosen + 1),
+                        static_cast<unsigned long long>(__popc(mask)));
+    first = __shfl_sync(0xffffffffu, first, 0);
+    if (take) {
+      const index_t to = first + __popc(mask & ((1u << lane) - 1));
+      out_keys[to] = k;
+      store_value(out_values, to, load_value(values, i));
+    }
+  }
+}
+
+// ---- quality ------------------------------------------------------------------------------
+
+// quality = {largest interval, keys out of place, sum of distances, largest distance}, each
+// key's distance measured against `sorted`, the same intervals each sorted exactly.
+template <int THREADS, class K>
+__global__ void __launch_bounds__(THREADS)
+    distance_kernel(const K* keys, const K* sorted, index_t n, const std::uint64_t* offsets,
+                    std::uint32_t intervals, bool descending, unsigned long long* quality) {
+  using reduce = cub::BlockReduce<unsigned long long, THREADS>;
+  __shared__ typename reduce::TempStorage temp[3];
+  const network::directed<less<K>> before{{}, descending};
+  unsigned long long misplaced = 0, sum = 0, largest = 0, widest = 0;
+  for (index_t p = blockIdx.x * index_t{THREADS} + threadIdx.x; p < n;
+       p += index_t{gridDim.x} * THREADS) {
+    std::uint32_t lo = 0, hi = intervals;  // offsets[lo] <= p < offsets[hi]
+    while (hi - lo > 1) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (offsets[mid] <= p) lo = mid;
+      else hi = mid;
+    }
+    const index_t first = offsets[lo], end = offsets[lo + 1];
+    if (p == first) widest = std::max<unsigned long long>(widest, end - first);
+    const K k = keys[p];
+    index_t a = first, b = end;  // lower bound of k in sorted[first, end)
+    while (a < b) {
+      const index_t m = a + (b - a) / 2;
+      if (before(sorted[m], k)) a = m + 1;
+      else b = m;
+    }
+    index_t c = a, d = end;  // upper bound
+    while (c < d) {
+      const index_t m = c + (d - c) / 2;
+      if (before(k, sorted[m])) d = m;
+      else c = m + 1;
+    }
+    const std::uint64_t dist = network::distance_to(p, a, c);
+    misplaced += dist > 0;
+    sum += dist;
+    largest = std::max<unsigned long long>(largest, dist);
+  }
+  auto max_op = [](unsigned long long x, unsigned long long y) { return x > y ? x : y; };
+  widest = reduce(temp[0]).Reduce(widest, max_op);
+  misplaced = reduce(temp[1]).Sum(misplaced);
+  sum = reduce(temp[2]).Sum(sum);
+  __syncthreads();
+  largest = reduce(temp[0]).Reduce(largest, max_op);
+  if (threadIdx.x == 0) {
+    atomicMax(quality, widest);
+    atomicAdd(quality + 1, misplaced);
+    atomicAdd(quality + 2, sum);
+    atomicMax(quality + 3, largest);
+  }
+}
+
+// ---- exact sorts through the intervals ----------------------------------------------------
+// SortSegments: the segmented sort, called as sort_segments(temp, temp_bytes, keys, values,
+// n, segment_list, descending, stream).
+
+template <class K, class V>
+std::size_t segments_bytes(index_t n, index_t segments) {
+  return network::segmented_sort_bytes(n, segments, bitonic_policy<K, V, false>::slot_bytes);
+}
+
+// approx_refine: the bucket sort. Keys (and values) are copied to the buffer, scattered back
+// into their intervals, and every interval is sorted by the segmented sort.
+// Workspace: n keys (and values), the offsets, the approximate sort's and the segmented sort's.
+template <class K, class V, class SortSegments>
+cudaError_t approx_refine(void* temp, std::size_t& temp_bytes, K* keys, V* values, index_t n,
+                          const approx_config& cfg, SortSegments sort_segments,
+                          cudaStream_t stream) {
+  std::size_t scatter_bytes = 0, segment_bytes = segments_bytes<K, V>(n, cfg.intervals);
+  cudaError_t e = approx_scatter<K, V>(nullptr, scatter_bytes, nullptr, nullptr, nullptr,
+                                       nullptr, n, nullptr, cfg, stream);
+  if (e != cudaSuccess) return e;
+  bump b{static_cast<char*>(temp)};
+  K* buffer_keys = b.take<K>(n);
+  V* buffer_values = block::has_values<K, V> ? b.take<V>(n) : nullptr;
+  std::uint64_t* offsets = b.take<std::uint64_t>(cfg.intervals + std::size_t{1});
+  void* scratch = b.take<char>(std::max(scatter_bytes, segment_bytes));
+  if (!temp) {
+    temp_bytes = b.total;
+    return cudaSuccess;
+  }
+  if (temp_bytes < b.total) return cudaErrorInvalidValue;
+  if (n < 2) return cudaSuccess;
+  e = cudaMemcpyAsync(buffer_keys, keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, stream);
+  if (e == cudaSuccess && block::has_values<K, V>)
+    e = cudaMemcpyAsync(buffer_values, values, sizeof(V) * n, cudaMemcpyDeviceToDevice, stream);
+  if (e == cudaSuccess)
+    e = approx_scatter<K, V>(scratch, scatter_bytes, buffer_keys, keys, buffer_values, values, n,
+                             offsets, cfg, stream);
+  if (e != cudaSuccess) return e;
+  const network::segment_list intervals{offsets, offsets + 1, cfg.intervals, 0, 8};
+  return sort_segments(scratch, segment_bytes, keys, values, n, intervals, cfg.descending, stream);
+}
+
+// top_k: counts the intervals, finds the one holding the k-th key, gathers every key up to it
+// (k plus part of one interval) into a buffer, sorts that exactly and copies the first k out.
+// Workspace: n keys (and values) for the candidates in the worst case, plus the counting's.
+template <class K, class V, class SortSegments>
+cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
+                  index_t n, K* out_keys, V* out_values, index_t k, const approx_config& cfg,
+                  SortSegments sort_segments, cudaStream_t stream) {
+  if (k > n) return cudaErrorInvalidValue;
+  std::size_t segment_bytes = segments_bytes<K, V>(n, 1);
+  const approx_workspace<K> sizes(nullptr, n, cfg);
+  bump b{static_cast<char*>(temp)};
+  K* buffer_keys = b.take<K>(n);
+  V* buffer_values = block::has_values<K, V> ? b.take<V>(n) : nullptr;
+  std::uint64_t* offsets = b.take<std::uint64_t>(cfg.intervals + std::size_t{1});
+  std::uint64_t* chosen = b.take<std::uint64_t>(3);
+  void* scratch = b.take<char>(std::max(sizes.total, segment_bytes));
+  if (!temp) {
+    temp_bytes = b.total;
+    return cudaSuccess;
+  }
+  if (temp_bytes < b.total) return cudaErrorInvalidValue;
+  if (k == 0) return cudaSuccess;
+  const approx_workspace<K> ws(scratch, n, cfg);
+  cudaError_t e = count_intervals(keys, n, offsets, cfg, ws, stream, [&](auto mapper, bool) -> cudaError_t {
+    find_kth_interval_kernel<<<1, 1, 0, stream>>>(offsets, cfg.intervals, k, chosen);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    constexpr int threads = 512;
+    auto kernel = gather_candidates_kernel<threads, K, V, decltype(mapper)>;
+    unsigned blocks = 0;
+    err = resident_blocks(kernel, threads, 0, blocks);
+    if (err != cudaSuccess) return err;
+    blocks = std::min(blocks, blocks_for(n, threads));
+    kernel<<<blocks, threads, 0, stream>>>(keys, values, n, mapper, chosen, buffer_keys,
+                                           buffer_values);
+    return cudaGetLastError();
+  });
+  if (e != cudaSuccess) return e;
+  // One segment, [chosen[2], chosen[1]) = [0, candidates).
+  const network::segment_list candidates{chosen + 2, chosen + 1, 1, 0, 8};
+  e = sort_segments(scratch, segment_bytes, buffer_keys, buffer_values, n, candidates,
+                    cfg.descending, stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(out_keys, buffer_keys, sizeof(K) * k, cudaMemcpyDeviceToDevice, stream);
+  if (e == cudaSuccess && block::has_values<K, V>)
+    e = cudaMemcpyAsync(out_values, buffer_values, sizeof(V) * k, cudaMemcpyDeviceToDevice,
+                        stream);
+  return e;
+}
+
+// The quality of an approximate sort: quality[0..3] = {largest interval, keys out of place,
+// sum of their distances, largest distance} (device words). Workspace: n keys and the
+// segmented sort's.
+template <class K, class SortSegments>
+cudaError_t approx_quality(void* temp, std::size_t& temp_bytes, const K* keys, index_t n,
+                           const std::uint64_t* offsets, std::uint32_t intervals,
+                           bool descending, unsigned long long* quality,
+                           SortSegments sort_segments, cudaStream_t stream) {
+  std::size_t segment_bytes = segments_bytes<K, no_value>(n, intervals);
+  const network::segment_list segs{offsets, offsets + 1, intervals, 0, 8};
+  bump b{static_cast<char*>(temp)};
+  K* sorted = b.take<K>(n);
+  void* scratch = b.take<char>(segment_bytes);
+  if (!temp) {
+    temp_bytes = b.total;
+    return cudaSuccess;
+  }
+  if (temp_bytes < b.total) return cudaErrorInvalidValue;
+  cudaError_t e = cudaMemsetAsync(quality, 0, 4 * sizeof(unsigned long long), stream);
+  if (e != cudaSuccess || n == 0) return e;
+  e = cudaMemcpyAsync(sorted, keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, stream);
+  if (e == cudaSuccess)
+    e = sort_segments(scratch, segment_bytes, sorted, static_cast<no_value*>(nullptr), n, segs,
+                      descending, stream);
+  if (e != cudaSuccess) return e;
+  constexpr int threads = 256;
+  auto kernel = distance_kernel<threads, K>;
+  unsigned blocks = 0;
+  e = resident_blocks(kernel, threads, 0, blocks);
+  if (e != cudaSuccess) return e;
+  blocks = std::min(blocks, blocks_for(n, threads));
+  kernel<<<blocks, threads, 0, stream>>>(keys, sorted, n, offsets, intervals, descending, quality);
+  return cudaGetLastError();
+}
+
+}  // namespace gpusort::detail::device

@@ -1,0 +1,182 @@
+// Index math of the approximate sort (Xiao et al.: interval projection), shared by the device
+// and CPU backends and tested on the CPU.
+//
+// Every key gets an interval index in [0, intervals), non-decreasing in the key's total order
+// (key_traits.hpp), so that sorting by interval index alone leaves the keys approximately
+// sorted: every key of interval i precedes every key of interval i + 1.
+//  * linear: the paper's projection of [min, max] onto equal-width intervals. Integers are
+//    projected on their exact distance from min; floats on their value, with min and max
+//    taken over the finite keys: -inf goes to the first interval, +inf and NaN to the last.
+//    min == max (or no finite key) puts every finite key in interval 0.
+//  * sampled: intervals - 1 splitters taken from a sorted sample of the keys; a key goes to
+//    the number of splitters below it. Keys are ordered by (key, position), so equal keys
+//    spread over intervals by position and the intervals stay balanced on any input.
+// Descending order mirrors the index: interval i becomes intervals - 1 - i.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/network/bitonic.hpp"
+#include "gpusort/key_traits.hpp"
+
+namespace gpusort::detail::network {
+
+// The interval count when options::intervals is 0 (the paper's NUM_INTERVAL).
+inline constexpr std::uint32_t default_intervals = 10000;
+// Intervals whose per-tile counters fit in shared memory; more use global counters.
+inline constexpr std::uint32_t shared_intervals_max = 1u << 14;
+// Sampled mode: samples per interval, and the most intervals (the splitter tree lives in
+// shared memory).
+inline constexpr std::uint32_t samples_per_interval = 8;
+inline constexpr std::uint32_t sampled_intervals_max = 1u << 14;
+
+template <class K>
+using ordered_t = typename key_traits<K>::ordered_type;
+
+// The inverse of key_traits<K>::ordered for keys that are not NaN.
+template <class K>
+GPUSORT_HD constexpr K from_ordered(ordered_t<K> u) {
+  using U = ordered_t<K>;
+  constexpr U sign = U{1} << (sizeof(U) * 8 - 1);
+  if constexpr (std::is_integral_v<K>) {
+    return static_cast<K>(std::is_signed_v<K> ? u ^ sign : u);
+  } else {
+    return bit_cast<K>(static_cast<U>((u & sign) ? (u & ~sign) : ~u));
+  }
+}
+
+// What the min/max reduction of the linear mode keeps per key: the key's ordered bits, or for
+// a non-finite float a value that changes neither extreme (`low` for min, `high` for max).
+template <class K>
+GPUSORT_HD constexpr bool finite_key(K k) {
+  if constexpr (std::is_integral_v<K>) {
+    return true;
+  } else {
+    using U = ordered_t<K>;
+    constexpr U exponent =
+        static_cast<U>(std::is_same_v<K, float> ? 0x7f800000ull : 0x7ff0000000000000ull);
+    return (bit_cast<U>(k) & exponent) != exponent;
+  }
+}
+
+// The linear projection of [lo, hi] (ordered bits of the finite extremes) onto `intervals`.
+template <class K>
+struct linear_projection {
+  using U = ordered_t<K>;
+  U lo_bits = 0;
+  double origin = 0;  // floats: lo / 2
+  double scale = 0;   // intervals per unit of distance from lo
+  std::uint32_t intervals = 1;
+
+  // lo_bits > hi_bits means no finite key was seen.
+  GPUSORT_HD static constexpr linear_projection make(U lo_bits, U hi_bits,
+                                                    std::uint32_t intervals) {
+    linear_projection p;
+    p.intervals = intervals;
+    p.lo_bits = lo_bits;
+    if (lo_bits >= hi_bits) return p;  // scale 0: every finite key in interval 0
+    if constexpr (std::is_integral_v<K>) {
+      p.scale = intervals / (static_cast<double>(static_cast<U>(hi_bits - lo_bits)) + 1.0);
+    } else {
+      // Halves keep hi - lo finite for any finite pair.
+      p.origin = static_cast<double>(from_ordered<K>(lo_bits)) * 0.5;
+      const double width = static_cast<double>(from_ordered<K>(hi_bits)) * 0.5 - p.origin;
+      p.scale = width > 0 ? intervals / width : 0.0;
+    }
+    return p;
+  }
+
+  // Non-decreasing in the key's total order: every operation below is monotone.
+  GPUSORT_HD constexpr std::uint32_t operator()(K k) const {
+    double x;
+    if constexpr (std::is_integral_v<K>) {
+      const U u = key_traits<K>::ordered(k);
+      if (u <= lo_bits) return 0;
+      x = static_cast<double>(static_cast<U>(u - lo_bits)) * scale;
+    } else {
+      if (!finite_key(k)) return key_traits<K>::ordered(k) >> (sizeof(U) * 8 - 1) ? intervals - 1 : 0;
+      x = (static_cast<double>(k) * 0.5 - origin) * scale;
+      if (!(x > 0)) return 0;
+    }
+    const double last = intervals - 1;
+    return static_cast<std::uint32_t>(x < last ? x : last);
+  }
+};
+
+// Intervals for top_k and approx_refine when options::intervals is 0 (with sampled
+// splitters): about 4096 keys each (2048 for slots over 4 bytes), so that most fit one block
+// of the segmented sort, up to the shared counters' limit.
+GPUSORT_HD constexpr std::uint32_t exact_intervals(index_t n, int slot_bytes) {
+  const index_t wanted = n / (slot_bytes <= 4 ? 4096 : 2048);
+  return wanted < 1 ? 1 : wanted > shared_intervals_max ? shared_intervals_max
+                                                         : static_cast<std::uint32_t>(wanted);
+}
+
+// Interval index in the requested direction.
+GPUSORT_HD constexpr std::uint32_t directed_interval(std::uint32_t i, std::uint32_t intervals,
+                                                    bool descending) {
+  return descending ? intervals - 1 - i : i;
+}
+
+// ---- sampled splitters ------------------------------------------------------------------
+
+// Sample j of `count` (stratified): a position in the j-th of `count` equal strata of [0, n),
+// picked by a hash so that periodic inputs do not alias with the stride.
+GPUSORT_HD constexpr index_t sample_position(index_t j, index_t count, index_t n) {
+  const index_t begin = j * n / count, end = (j + 1) * n / count;
+  index_t h = (j + 1) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  return begin + (end > begin ? h % (end - begin) : 0);
+}
+
+GPUSORT_HD constexpr index_t sample_count(index_t n, std::uint32_t intervals) {
+  const index_t wanted = index_t{intervals} * samples_per_interval;
+  return n < wanted ? n : wanted;
+}
+
+// Splitters live in an implicit search tree (Eytzinger order, root at 1) of 2^levels - 1
+// nodes, levels = ceil(log2 intervals); the splitter of rank r (1-based, of intervals - 1)
+// sits at the node whose in-order number is r; missing ones are +infinity.
+GPUSORT_HD constexpr int tree_levels(std::uint32_t intervals) {
+  return ceil_log2(intervals);
+}
+
+// In-order number (1-based) of tree node `node` in a tree of `levels` levels.
+GPUSORT_HD constexpr std::uint64_t in_order_rank(std::uint64_t node, int levels) {
+  int depth = 0;
+  while ((node >> (depth + 1)) != 0) ++depth;
+  const int below = levels - 1 - depth;  // levels under the node
+  const std::uint64_t first = node - (std::uint64_t{1} << depth);  // place within its level
+  return (2 * first + 1) << below;
+}
+
+// Which sorted sample is splitter r (1-based): rank r * S / intervals of the S samples.
+GPUSORT_HD constexpr index_t splitter_sample(std::uint64_t r, index_t samples,
+                                             std::uint32_t intervals) {
+  return r * samples / intervals;
+}
+
+// Descends the tree: `right_of(node)` says whether the key lies after that node's splitter.
+// Returns the interval: how many splitters lie before the key.
+template <class RightOf>
+GPUSORT_HD GPUSORT_FORCEINLINE std::uint32_t descend(int levels, RightOf right_of) {
+  std::uint32_t node = 1;
+  for (int l = 0; l < levels; ++l) node = 2 * node + (right_of(node) ? 1u : 0u);
+  return node - (1u << levels);
+}
+
+// ---- quality ----------------------------------------------------------------------------
+
+// How far a key at position p is from the places where the exact sort may put it, [lo, hi).
+GPUSORT_HD constexpr std::uint64_t distance_to(std::uint64_t p, std::uint64_t lo,
+                                               std::uint64_t hi) {
+  return p < lo ? lo - p : p >= hi ? p - (hi - 1) : 0;
+}
+
+}  // namespace gpusort::detail::network

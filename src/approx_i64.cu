@@ -1,0 +1,3 @@
+#include "approx_impl.cuh"
+
+GPUSORT_INSTANTIATE_APPROX_FOR_KEY(std::int64_t)

@@ -1,0 +1,167 @@
+// The core layer of the approximate sort, top_k, the quality measure and approx_refine, for
+// one key type: validation, then device/approx.cuh. src/approx_<key>.cu instantiates it.
+#pragma once
+
+#include "gpusort/approx.hpp"
+#include "gpusort/detail/cpu/approx.hpp"
+#include "gpusort/detail/device/approx.cuh"
+
+namespace gpusort::detail {
+
+// options -> approx_config; false if the options are not valid.
+inline bool config_of(const options& opt, device::approx_config& cfg) {
+  if (!check_approx_options(opt).empty()) return false;
+  cfg = {approx_intervals(opt), opt.interval_splitters == splitters::sampled,
+         opt.direction == order::descending};
+  return true;
+}
+
+// The segmented sort instantiated in src/segmented_<key>.cu.
+template <class K, class V>
+struct sort_intervals {
+  cudaError_t operator()(void* t, std::size_t& bytes, K* k, V* v, std::uint64_t n,
+                         const segment_list& segs, bool descending, cudaStream_t stream) const {
+    return sort_segments<K, V>(t, bytes, k, v, n, segs,
+                               {.direction = descending ? order::descending : order::ascending,
+                                .stream = stream});
+  }
+};
+
+template <class K, class V>
+cudaError_t validate_arrays(const K* keys, const V* values, std::uint64_t n) {
+  cudaError_t e = validate_device_array(keys, n, sizeof(K), alignof(K));
+  if (e == cudaSuccess && !std::is_same_v<V, no_value>)
+    e = validate_device_array(values, n, sizeof(V), sizeof(V));
+  return e;
+}
+
+template <class K, class P>
+cudaError_t approx_sort(void* temp, std::size_t& temp_bytes, const K* keys, K* out_keys,
+                        const P* values, P* out_values, std::uint64_t n,
+                        std::uint64_t* offsets, const options& opt) {
+  device::approx_config cfg;
+  if (!config_of(opt, cfg)) return cudaErrorInvalidValue;
+  if (temp) {
+    cudaError_t e = validate_arrays(keys, values, n);
+    if (e == cudaSuccess) e = validate_arrays(out_keys, out_values, n);
+    if (e == cudaSuccess)
+      e = validate_device_array(offsets, cfg.intervals + std::uint64_t{1}, 8, 8);
+    if (e != cudaSuccess) return e;
+  }
+  return device::approx_scatter(temp, temp_bytes, keys, out_keys, values, out_values, n, offsets,
+                                cfg, opt.stream);
+}
+
+// top_k and approx_refine use sampled splitters unless told the interval count and mode:
+// then the candidates (or each interval) stay small on any input.
+inline device::approx_config exact_config(const options& opt, std::uint64_t n,
+                                          int slot_bytes) {
+  device::approx_config cfg{approx_intervals(opt), opt.interval_splitters == splitters::sampled,
+                            opt.direction == order::descending};
+  if (opt.intervals == 0) {
+    cfg.intervals = network::exact_intervals(n, slot_bytes);
+    cfg.sampled = true;
+  }
+  return cfg;
+}
+
+template <class K, class P>
+cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
+                  std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
+                  const options& opt) {
+  if (!check_approx_options(opt).empty() || k > n) return cudaErrorInvalidValue;
+  const device::approx_config cfg = exact_config(opt, n, sizeof(K));
+  if (temp) {
+    cudaError_t e = validate_arrays(keys, values, n);
+    if (e == cudaSuccess) e = validate_arrays(out_keys, out_values, k);
+    if (e != cudaSuccess) return e;
+  }
+  return device::top_k(temp, temp_bytes, keys, values, n, out_keys, out_values, k, cfg,
+                       sort_intervals<K, P>{}, opt.stream);
+}
+
+template <class K>
+cudaError_t approx_measure(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
+                           const std::uint64_t* offsets, unsigned long long* quality,
+                           const options& opt) {
+  device::approx_config cfg;
+  if (!config_of(opt, cfg)) return cudaErrorInvalidValue;
+  if (temp) {
+    cudaError_t e = validate_device_array(keys, n, sizeof(K), alignof(K));
+    if (e == cudaSuccess)
+      e = validate_device_array(offsets, cfg.intervals + std::uint64_t{1}, 8, 8);
+    if (e == cudaSuccess) e = validate_device_array(quality, 4, 8, 8);
+    if (e != cudaSuccess) return e;
+  }
+  return device::approx_quality(temp, temp_bytes, keys, n, offsets, cfg.intervals,
+                                cfg.descending, quality, sort_intervals<K, no_value>{},
+                                opt.stream);
+}
+
+template <class K, class P>
+cudaError_t approx_refine(void* temp, std::size_t& temp_bytes, K* keys, P* values,
+                          std::uint64_t n, const options& opt) {
+  if (!check_approx_options(opt).empty()) return cudaErrorInvalidValue;
+  constexpr int slot = sizeof(K) + (std::is_same_v<P, no_value> ? 0 : sizeof(P));
+  return device::approx_refine(temp, temp_bytes, keys, values, n, exact_config(opt, n, slot),
+                               sort_intervals<K, P>{}, opt.stream);
+}
+
+template <class K, class P>
+void cpu_approx_sort(const K* keys, K* out_keys, const P* values, P* out_values,
+                     std::uint64_t n, std::uint64_t* offsets, const options& opt) {
+  device::approx_config cfg;
+  if (!config_of(opt, cfg))
+    throw_error(cudaErrorInvalidValue, "gpusort::approx_sort: " + check_approx_options(opt));
+  cpu::approx_sort(keys, out_keys, values, out_values, n, offsets, cfg.intervals, cfg.sampled,
+                   cfg.descending);
+}
+
+template <class K, class P>
+void cpu_top_k(const K* keys, const P* values, std::uint64_t n, K* out_keys, P* out_values,
+               std::uint64_t k, const options& opt) {
+  const std::string bad = check_approx_options(opt);
+  if (!bad.empty()) throw_error(cudaErrorInvalidValue, "gpusort::top_k: " + bad);
+  const device::approx_config cfg = exact_config(opt, n, sizeof(K));
+  cpu::top_k(keys, values, n, out_keys, out_values, k, cfg.intervals, cfg.sampled,
+             cfg.descending);
+}
+
+template <class K>
+approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uint64_t* offsets,
+                                  const options& opt) {
+  device::approx_config cfg;
+  if (!config_of(opt, cfg))
+    throw_error(cudaErrorInvalidValue, "gpusort::measure_approx: " + check_approx_options(opt));
+  unsigned long long words[4];
+  cpu::approx_quality(keys, n, offsets, cfg.intervals, cfg.descending, words);
+  return quality_from_words(words, n);
+}
+
+}  // namespace gpusort::detail
+
+#define GPUSORT_INSTANTIATE_APPROX(K, P)                                                      \
+  template cudaError_t gpusort::detail::approx_sort<K, P>(void*, std::size_t&, const K*, K*,  \
+                                                          const P*, P*, std::uint64_t,       \
+                                                          std::uint64_t*, const options&);   \
+  template cudaError_t gpusort::detail::top_k<K, P>(void*, std::size_t&, const K*, const P*,  \
+                                                    std::uint64_t, K*, P*, std::uint64_t,    \
+                                                    const options&);                         \
+  template cudaError_t gpusort::detail::approx_refine<K, P>(void*, std::size_t&, K*, P*,      \
+                                                            std::uint64_t, const options&);  \
+  template void gpusort::detail::cpu_approx_sort<K, P>(const K*, K*, const P*, P*,            \
+                                                       std::uint64_t, std::uint64_t*,        \
+                                                       const options&);                      \
+  template void gpusort::detail::cpu_top_k<K, P>(const K*, const P*, std::uint64_t, K*, P*,   \
+                                                 std::uint64_t, const options&);
+
+#define GPUSORT_INSTANTIATE_APPROX_FOR_KEY(K)                                                 \
+  template cudaError_t gpusort::detail::approx_measure<K>(                                    \
+      void*, std::size_t&, const K*, std::uint64_t, const std::uint64_t*, unsigned long long*, \
+      const options&);                                                                        \
+  template gpusort::approx_quality gpusort::detail::cpu_approx_measure<K>(                    \
+      const K*, std::uint64_t, const std::uint64_t*, const options&);                         \
+  GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::no_value)                                    \
+  GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::payload<4>)                                  \
+  GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::payload<8>)                                  \
+  GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::payload<16>)

@@ -1,0 +1,376 @@
+// The device approximate sort against the CPU backend (same intervals, so identical offsets)
+// and std::stable_sort: every key type, awkward sizes, every distribution, both orders, both
+// splitter modes, shared and global counters, pairs; approx_refine and top_k as exact sorts;
+// the quality measure against the CPU's; graph capture; bad input; n >= 2^31.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "common/shuffle.hpp"
+#include "device_buffer.hpp"
+#include "gpusort/approx.hpp"
+#include "reference.hpp"
+
+using namespace gpusort::testing;
+namespace tools = gpusort::tools;
+
+template <class K>
+class GpuApprox : public ::testing::Test {
+ protected:
+  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
+};
+TYPED_TEST_SUITE(GpuApprox, key_types);
+
+gpusort::options approx_options(bool sampled, bool descending, std::uint32_t intervals = 0) {
+  return {.direction = descending ? gpusort::order::descending : gpusort::order::ascending,
+          .intervals = intervals,
+          .interval_splitters = sampled ? gpusort::splitters::sampled : gpusort::splitters::linear};
+}
+
+template <class T>
+struct poisoned_array {
+  T* ptr = nullptr;
+  explicit poisoned_array(std::size_t count) {
+    if (cudaMalloc(reinterpret_cast<void**>(&ptr), sizeof(T) * count + 16) == cudaSuccess)
+      cudaMemset(ptr, 0xA5, sizeof(T) * count + 16);
+  }
+  ~poisoned_array() { cudaFree(ptr); }
+  std::vector<T> to_host(std::size_t count) const {
+    std::vector<T> h(count);
+    cudaMemcpy(h.data(), ptr, sizeof(T) * count, cudaMemcpyDeviceToHost);
+    return h;
+  }
+};
+
+// Each interval's keys, sorted: equal for two outputs with the same offsets when they hold
+// the same keys in every interval.
+template <class K>
+std::vector<K> sorted_within(std::vector<K> keys, const std::vector<std::uint64_t>& offsets) {
+  for (std::size_t j = 0; j + 1 < offsets.size(); ++j)
+    std::sort(keys.begin() + offsets[j], keys.begin() + offsets[j + 1], gpusort::less<K>{});
+  return keys;
+}
+
+// Runs the core approx sort (keys, or pairs with value = index) with poisoned output and
+// workspace; compares offsets and intervals with the CPU backend.
+template <class K, class V = gpusort::detail::no_value>
+void check_approx(const std::vector<K>& keys, const gpusort::options& opt) {
+  constexpr bool pairs = !std::is_same_v<V, gpusort::detail::no_value>;
+  const std::size_t n = keys.size();
+  const std::uint32_t intervals = gpusort::approx_intervals(opt);
+  std::vector<V> values(pairs ? n : 0);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::memset(&values[i], 0x3C, sizeof(V));
+    std::memcpy(&values[i], &i, std::min(sizeof(V), sizeof(i)));
+  }
+  guarded_buffer<K> in(keys);
+  guarded_buffer<V> in_values(values);
+  poisoned_array<K> out(n);
+  poisoned_array<V> out_values(values.size());
+  poisoned_array<std::uint64_t> offsets(intervals + 1);
+  std::size_t bytes = 0;
+  auto call = [&](void* t) {
+    if constexpr (pairs)
+      return gpusort::approx_sort_pairs(t, bytes, in.data(), out.ptr, in_values.data(),
+                                        out_values.ptr, n, offsets.ptr, opt);
+    else
+      return gpusort::approx_sort_keys(t, bytes, in.data(), out.ptr, n, offsets.ptr, opt);
+  };
+  ASSERT_EQ(call(nullptr), cudaSuccess);
+  poisoned_array<char> temp(bytes);
+  ASSERT_EQ(call(temp.ptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<std::uint64_t> got_offsets = offsets.to_host(intervals + 1);
+  const std::vector<K> got = out.to_host(n);
+
+  std::vector<K> want(n);
+  std::vector<std::uint64_t> want_offsets(intervals + 1);
+  gpusort::detail::cpu_approx_sort<K, gpusort::detail::no_value>(
+      keys.data(), want.data(), nullptr, nullptr, n, want_offsets.data(), opt);
+  ASSERT_EQ(got_offsets, want_offsets);
+  ASSERT_TRUE(same_bits(sorted_within(got, got_offsets), sorted_within(want, want_offsets)));
+  if constexpr (pairs)
+    ASSERT_TRUE(values_follow_keys(keys, got, out_values.to_host(n),
+                                   [&](std::uint64_t i) { return values[i]; }));
+}
+
+TYPED_TEST(GpuApprox, KeysOnEveryDistributionAndSize) {
+  using K = TypeParam;
+  for (std::size_t n : awkward_sizes(1 << 17)) {
+    for (tools::distribution d : tools::all_distributions) {
+      for (bool sampled : {false, true}) {
+        const bool descending = (n + static_cast<int>(d)) % 2;
+        const std::uint64_t seed = 500 + n * 3 + static_cast<int>(d);
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(d)
+                                          << " sampled=" << sampled << " desc=" << descending
+                                          << " seed=" << seed);
+        std::vector<K> keys = tools::generate<K>(d, n, seed);
+        scatter_special_values(keys, seed);
+        check_approx(keys, approx_options(sampled, descending));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TYPED_TEST(GpuApprox, IntervalCountsAndBothCounterPaths) {
+  using K = TypeParam;
+  // 1 (everything in one interval), small, the shared limit, and above it (global atomics).
+  for (std::uint32_t intervals : {1u, 7u, 16384u, 70001u}) {
+    for (tools::distribution d : {tools::distribution::uniform, tools::distribution::zipf}) {
+      for (bool sampled : {false, true}) {
+        const std::size_t n = 1000003;
+        SCOPED_TRACE(::testing::Message() << "intervals=" << intervals << " dist="
+                                          << tools::to_string(d) << " sampled=" << sampled);
+        check_approx(tools::generate<K>(d, n, intervals), approx_options(sampled, intervals == 7, intervals));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TYPED_TEST(GpuApprox, PairsKeepTheirValues) {
+  using K = TypeParam;
+  for (std::size_t n : {std::size_t{1}, std::size_t{7919}, std::size_t{1000003}}) {
+    for (bool sampled : {false, true}) {
+      const auto keys = tools::generate<K>(tools::distribution::gaussian, n, n);
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " sampled=" << sampled);
+      check_approx<K, std::uint32_t>(keys, approx_options(sampled, false));
+      check_approx<K, std::uint64_t>(keys, approx_options(sampled, true, 70001));
+      check_approx<K, gpusort::detail::payload<16>>(keys, approx_options(sampled, false, 333));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+// approx_refine through gpusort::sort_keys / sort_pairs: an exact sort.
+TYPED_TEST(GpuApprox, RefineSortsExactly) {
+  using K = TypeParam;
+  for (std::size_t n : awkward_sizes(1 << 20)) {
+    if (n > 2000 && n % 3 != 0 && n != (1u << 20) + 1) continue;  // a sample of the large sizes
+    for (tools::distribution d : tools::all_distributions) {
+      const bool descending = (n + static_cast<int>(d)) % 2;
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(d)
+                                        << " desc=" << descending);
+      std::vector<K> keys = tools::generate<K>(d, n, n + 17);
+      scatter_special_values(keys, n);
+      gpusort::options opt{.algo = gpusort::algorithm::approx_refine,
+                           .direction = descending ? gpusort::order::descending
+                                                   : gpusort::order::ascending};
+      guarded_buffer<K> dk(keys);
+      std::size_t bytes = 0;
+      ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, dk.data(), n, opt), cudaSuccess);
+      poisoned_array<char> temp(bytes);
+      ASSERT_EQ(gpusort::sort_keys(temp.ptr, bytes, dk.data(), n, opt), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_TRUE(same_bits(dk.to_host(), reference_sort(keys, descending)));
+      ASSERT_TRUE(dk.guard_intact());
+    }
+  }
+  // Pairs, and explicit linear intervals (uneven on gaussian keys: long segments).
+  const std::size_t n = 3000017;
+  const auto keys = tools::generate<K>(tools::distribution::gaussian, n, 5);
+  std::vector<std::uint64_t> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = i;
+  for (bool linear : {false, true}) {
+    gpusort::options opt{.algo = gpusort::algorithm::approx_refine,
+                         .intervals = linear ? 300u : 0u};
+    std::vector<K> k = keys;
+    std::vector<std::uint64_t> v = values;
+    gpusort::sort(k, v, opt);
+    EXPECT_TRUE(same_bits(k, reference_sort(keys)));
+    EXPECT_TRUE(values_follow_keys(keys, k, v, [](std::uint64_t i) { return i; }));
+  }
+}
+
+TYPED_TEST(GpuApprox, TopKIsTheSortedPrefix) {
+  using K = TypeParam;
+  for (std::size_t n : {std::size_t{1}, std::size_t{97}, std::size_t{65537}, std::size_t{3000017}}) {
+    for (tools::distribution d : {tools::distribution::uniform, tools::distribution::zipf,
+                                  tools::distribution::all_equal, tools::distribution::reverse}) {
+      std::vector<K> keys = tools::generate<K>(d, n, n + 3);
+      scatter_special_values(keys, n);
+      guarded_buffer<K> dk(keys);
+      for (bool descending : {false, true}) {
+        const std::vector<K> sorted = reference_sort(keys, descending);
+        for (std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, n - 1, n}) {
+          if (k > n) continue;
+          for (bool linear : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(d)
+                                              << " desc=" << descending << " k=" << k
+                                              << " linear=" << linear);
+            gpusort::options opt = approx_options(!linear, descending, linear ? 1000 : 0);
+            const std::vector<K> got = gpusort::top_k(std::span<const K>(dk.data(), n), k, opt);
+            ASSERT_TRUE(same_bits(got, std::vector<K>(sorted.begin(), sorted.begin() + k)));
+          }
+        }
+      }
+      ASSERT_TRUE(same_bits(dk.to_host(), keys)) << "top_k must not touch its input";
+    }
+  }
+}
+
+TYPED_TEST(GpuApprox, TopKPairs) {
+  using K = TypeParam;
+  const std::size_t n = 1000003, k = 4321;
+  const auto keys = tools::generate<K>(tools::distribution::few_unique, n, 8);
+  std::vector<std::uint32_t> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<std::uint32_t>(i);
+  guarded_buffer<K> dk(keys);
+  guarded_buffer<std::uint32_t> dv(values);
+  poisoned_array<K> ok(k);
+  poisoned_array<std::uint32_t> ov(k);
+  std::size_t bytes = 0;
+  CUDA_OK(gpusort::top_k_pairs(nullptr, bytes, dk.data(), dv.data(), n, ok.ptr, ov.ptr, k));
+  poisoned_array<char> temp(bytes);
+  CUDA_OK(gpusort::top_k_pairs(temp.ptr, bytes, dk.data(), dv.data(), n, ok.ptr, ov.ptr, k));
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::vector<K> got = ok.to_host(k);
+  const std::vector<std::uint32_t> got_values = ov.to_host(k);
+  const std::vector<K> sorted = reference_sort(keys);
+  ASSERT_TRUE(same_bits(got, std::vector<K>(sorted.begin(), sorted.begin() + k)));
+  std::vector<bool> seen(n);
+  for (std::size_t i = 0; i < k; ++i) {
+    ASSERT_LT(got_values[i], n);
+    ASSERT_FALSE(seen[got_values[i]]);
+    seen[got_values[i]] = true;
+    ASSERT_EQ(gpusort::key_traits<K>::ordered(keys[got_values[i]]),
+              gpusort::key_traits<K>::ordered(got[i]));
+  }
+}
+
+TYPED_TEST(GpuApprox, QualityMatchesTheCpu) {
+  using K = TypeParam;
+  for (tools::distribution d : {tools::distribution::uniform, tools::distribution::gaussian,
+                                tools::distribution::few_unique}) {
+    for (bool descending : {false, true}) {
+      const std::size_t n = 200003;
+      SCOPED_TRACE(::testing::Message() << "dist=" << tools::to_string(d) << " desc=" << descending);
+      const auto keys = tools::generate<K>(d, n, 77);
+      const gpusort::options opt = approx_options(false, descending, 1000);
+      guarded_buffer<K> in(keys);
+      poisoned_array<K> out(n);
+      const gpusort::approx_result r =
+          gpusort::approx_sort(std::span<const K>(in.data(), n), std::span<K>(out.ptr, n), opt);
+      const gpusort::approx_quality q = gpusort::measure_approx(std::span<const K>(out.ptr, n), r.offsets, opt);
+      const gpusort::approx_quality c = gpusort::measure_approx(out.to_host(n), r.offsets, opt);
+      EXPECT_EQ(q.largest_interval, r.largest_interval);
+      EXPECT_EQ(q.largest_interval, c.largest_interval);
+      EXPECT_EQ(q.out_of_place, c.out_of_place);
+      EXPECT_DOUBLE_EQ(q.mean_distance, c.mean_distance);
+      EXPECT_EQ(q.max_distance, c.max_distance);
+      EXPECT_LT(q.max_distance, q.largest_interval);
+      if (d == tools::distribution::uniform) EXPECT_GT(q.out_of_place, 0u);
+    }
+  }
+}
+
+TEST(GpuApproxApi, BadInputIsRejectedBeforeAnythingIsWritten) {
+  GPUSORT_REQUIRE_GPU();
+  const auto keys = tools::generate<std::uint32_t>(tools::distribution::uniform, 1000, 1);
+  guarded_buffer<std::uint32_t> in(keys), out(keys);
+  poisoned_array<std::uint64_t> offsets(10001);
+  std::size_t bytes = 0;
+  CUDA_OK(gpusort::approx_sort_keys(nullptr, bytes, in.data(), out.data(), 1000, offsets.ptr));
+  poisoned_array<char> temp(bytes);
+  EXPECT_NE(gpusort::approx_sort_keys(temp.ptr, bytes, static_cast<const std::uint32_t*>(nullptr),
+                                      out.data(), 1000, offsets.ptr),
+            cudaSuccess);
+  EXPECT_NE(gpusort::approx_sort_keys(temp.ptr, bytes, keys.data(), out.data(), 1000, offsets.ptr),
+            cudaSuccess)
+      << "host input";
+  EXPECT_NE(gpusort::approx_sort_keys(temp.ptr, bytes, in.data(), out.data(), -1, offsets.ptr),
+            cudaSuccess);
+  gpusort::options too_many{.intervals = (1u << 24) + 1};
+  EXPECT_EQ(gpusort::approx_sort_keys(nullptr, bytes, in.data(), out.data(), 1000, offsets.ptr,
+                                      too_many),
+            cudaErrorInvalidValue);
+  std::size_t small = 0;
+  EXPECT_EQ(gpusort::approx_sort_keys(temp.ptr, small, in.data(), out.data(), 1000, offsets.ptr),
+            cudaErrorInvalidValue)
+      << "workspace too small";
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(out.to_host(), keys);
+  EXPECT_THROW(gpusort::top_k(std::span<const std::uint32_t>(in.data(), 1000), 1001), gpusort::error);
+  EXPECT_THROW(gpusort::approx_sort(std::span<const std::uint32_t>(in.data(), 1000),
+                                    std::span<std::uint32_t>(out.data(), 1000), too_many),
+               gpusort::error);
+}
+
+TEST(GpuApproxApi, WorksInsideGraphCapture) {
+  GPUSORT_REQUIRE_GPU();
+  const std::size_t n = 2000001;
+  const auto keys = tools::generate<float>(tools::distribution::gaussian, n, 12);
+  for (bool sampled : {false, true}) {
+    guarded_buffer<float> in(keys);
+    poisoned_array<float> out(n);
+    poisoned_array<std::uint64_t> offsets(10001);
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreate(&stream));
+    gpusort::options opt = approx_options(sampled, false);
+    opt.stream = stream;
+    std::size_t bytes = 0;
+    CUDA_OK(gpusort::approx_sort_keys(nullptr, bytes, in.data(), out.ptr, n, offsets.ptr, opt));
+    poisoned_array<char> temp(bytes);
+    cudaGraph_t graph;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const cudaError_t e = gpusort::approx_sort_keys(temp.ptr, bytes, in.data(), out.ptr, n, offsets.ptr, opt);
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    ASSERT_EQ(e, cudaSuccess);
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    std::vector<float> want(n);
+    std::vector<std::uint64_t> want_offsets(10001);
+    gpusort::detail::cpu_approx_sort<float, gpusort::detail::no_value>(
+        keys.data(), want.data(), nullptr, nullptr, n, want_offsets.data(), opt);
+    const auto got_offsets = offsets.to_host(10001);
+    EXPECT_EQ(got_offsets, want_offsets);
+    EXPECT_TRUE(same_bits(sorted_within(out.to_host(n), got_offsets), sorted_within(want, want_offsets)));
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
+}
+
+__global__ void fill_shuffled_keys(std::uint32_t* keys, std::uint64_t n) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::uint64_t(gridDim.x) * blockDim.x)
+    keys[i] = static_cast<std::uint32_t>(tools::shuffle_index(i, n));
+}
+
+__global__ void count_not_identity(const std::uint32_t* keys, std::uint64_t n,
+                                   unsigned long long* wrong) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::uint64_t(gridDim.x) * blockDim.x)
+    if (keys[i] != static_cast<std::uint32_t>(i)) atomicAdd(wrong, 1ull);
+}
+
+// approx_refine of a shuffled 0 .. n-1, n > 2^31: the approximate sort's 32-bit shared
+// counters at their largest, then the segmented sort.
+TEST(GpuApproxHuge, RefineMoreThan2To31Keys) {
+  GPUSORT_REQUIRE_GPU();
+  const std::uint64_t n = (std::uint64_t{1} << 31) + 11;
+  std::size_t free_bytes = 0, total = 0;
+  CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+  if (free_bytes < n * 4 * 2 + (std::size_t{3} << 30)) GTEST_SKIP() << "needs 2 x " << n * 4 << " bytes";
+  std::uint32_t* keys = nullptr;
+  unsigned long long* wrong = nullptr;
+  CUDA_OK(cudaMalloc(&keys, n * 4));
+  CUDA_OK(cudaMalloc(&wrong, 8));
+  fill_shuffled_keys<<<4096, 256>>>(keys, n);
+  const gpusort::options opt{.algo = gpusort::algorithm::approx_refine};
+  std::size_t bytes = 0;
+  CUDA_OK(gpusort::sort_keys(nullptr, bytes, keys, n, opt));
+  poisoned_array<char> temp(bytes);
+  ASSERT_NE(temp.ptr, nullptr);
+  CUDA_OK(gpusort::sort_keys(temp.ptr, bytes, keys, n, opt));
+  CUDA_OK(cudaMemset(wrong, 0, 8));
+  count_not_identity<<<4096, 256>>>(keys, n, wrong);
+  unsigned long long misplaced = 1;
+  CUDA_OK(cudaMemcpy(&misplaced, wrong, 8, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(misplaced, 0u);
+  cudaFree(keys);
+  cudaFree(wrong);
+}
