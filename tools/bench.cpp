@@ -2,6 +2,8 @@
 // once and copied to a pristine device buffer; every run copies it to a work buffer (not
 // timed) and times the sort alone with CUDA events on one stream, after warm-up runs.
 // std_sort and the CPU backend are timed with std::chrono, with fewer runs for large n.
+// approx, approx_sampled and top_k (approx.hpp) read the work buffer and write to output
+// buffers of their own; they are verified by what they promise, not as full sorts.
 // With --segments, every segment layout of a point reuses its input; a single array is the
 // layout of one segment, so that one verification serves both.
 #include "bench.hpp"
@@ -12,10 +14,12 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "bench/classic_bitonic.hpp"
 #include "cli.hpp"
+#include "gpusort/approx.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 #include "records.hpp"
@@ -31,6 +35,8 @@ constexpr int device_warmups = 2;
 constexpr std::uint64_t large_host_n = std::uint64_t{1} << 22;
 constexpr double mib = 1024.0 * 1024.0;
 constexpr std::uint64_t narrow_offsets_below = std::uint64_t{1} << 32;  // u32 offsets, else u64
+// The methods of approx.hpp that do not sort the whole array (GPU, single arrays only).
+constexpr std::string_view partial_methods[] = {"approx", "approx_sampled", "top_k"};
 
 void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw error(e, what);
@@ -113,6 +119,72 @@ void sort_each_segment(const point<K>& p, It data, Compare compare) {
               data + static_cast<std::ptrdiff_t>(p.offsets[s + 1]), compare);
 }
 
+// ---- what a result must be ----------------------------------------------------------------
+// Each returns what is wrong with a result, or an empty string.
+
+// A sort's: every segment in order, holding the records it had.
+template <class K>
+std::string sort_problem(const point<K>& p, const records<K>& result) {
+  if (result.keys.size() != p.n) return "lost records";
+  if (const order_report order = segment_order(result.keys, p.offsets); order.out_of_order > 0)
+    return std::to_string(order.out_of_order) + " records out of order" +
+           (p.segments ? " in their segment" : "") + ", the first at " +
+           std::to_string(order.first);
+  if (!(checksum_by_segment(result, p.offsets) == p.input_sum))
+    return p.segments ? "segments hold other records than in the input (checksum)"
+                      : "the records differ from the input (checksum)";
+  return {};
+}
+
+// An approximate sort's (single array): offsets that split the n records into intervals, no
+// key before a key of an earlier interval, and the input's records.
+template <class K>
+std::string interval_problem(const point<K>& p, const records<K>& result,
+                             const std::vector<std::uint64_t>& offsets) {
+  if (offsets.front() != 0 || offsets.back() != p.n || !std::ranges::is_sorted(offsets))
+    return "the offsets do not split the records into intervals";
+  const less<K> before;
+  const K* earlier_max = nullptr;  // the largest key of the intervals so far
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    if (offsets[i] == offsets[i + 1]) continue;
+    const auto [min, max] =
+        std::minmax_element(result.keys.begin() + static_cast<std::ptrdiff_t>(offsets[i]),
+                            result.keys.begin() + static_cast<std::ptrdiff_t>(offsets[i + 1]),
+                            before);
+    if (earlier_max && before(*min, *earlier_max))
+      return "interval " + std::to_string(i) + " holds a key that belongs before a key of " +
+             "an earlier interval";
+    earlier_max = &*max;
+  }
+  if (!(checksum_by_segment(result, p.offsets) == p.input_sum))
+    return "the records differ from the input (checksum)";
+  return {};
+}
+
+// top_k's: the first k keys of the sorted input (bitwise), and for pairs, values that are
+// distinct original indices of equal keys.
+template <class K>
+std::string top_k_problem(const point<K>& p, const records<K>& result) {
+  const std::size_t k = result.keys.size();
+  std::vector<K> expected = p.input.keys;
+  std::partial_sort(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(k),
+                    expected.end(), less<K>{});
+  const auto same = [](K a, K b) { return key_traits<K>::ordered(a) == key_traits<K>::ordered(b); };
+  for (std::size_t i = 0; i < k; ++i)
+    if (!same(result.keys[i], expected[i]))
+      return "key " + std::to_string(i) + " is not the sorted input's";
+  if (!result.pairs) return {};
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::uint32_t index = result.values[i];
+    if (index >= p.n || !same(p.input.keys[index], result.keys[i]))
+      return "the value of key " + std::to_string(i) + " is not the index of an equal input key";
+  }
+  std::vector<std::uint32_t> indices = result.values;
+  std::ranges::sort(indices);
+  if (std::ranges::adjacent_find(indices) != indices.end()) return "an input record comes twice";
+  return {};
+}
+
 // The point's input on the device, and the buffer each run sorts.
 template <class K>
 struct device_input {
@@ -127,6 +199,28 @@ struct device_input {
     return pristine_keys.failed() || pristine_values.failed() || keys.failed() || values.failed();
   }
 };
+
+// Device buffers for `count` records: keys, and u32 values for pairs.
+template <class K>
+struct device_records {
+  device_memory keys, values;
+  device_records(std::uint64_t count, bool pairs)
+      : keys(count * sizeof(K)), values(pairs ? count * 4 : 0) {}
+  bool failed() const { return keys.failed() || values.failed(); }
+};
+
+template <class K>
+records<K> copy_to_host(const device_memory& keys, const device_memory& values,
+                        std::uint64_t count, bool pairs) {
+  records<K> out{std::vector<K>(count), std::vector<std::uint32_t>(pairs ? count : 0), pairs};
+  cuda_check(cudaMemcpy(out.keys.data(), keys.as<K>(), count * sizeof(K), cudaMemcpyDeviceToHost),
+             "copy from the device");
+  if (pairs)
+    cuda_check(cudaMemcpy(out.values.data(), values.as<std::uint32_t>(), count * 4,
+                          cudaMemcpyDeviceToHost),
+               "copy from the device");
+  return out;
+}
 
 // What one algorithm did on one point: the run times, or why it was not timed.
 struct measurement {
@@ -240,6 +334,9 @@ class harness {
                              "had (checksum)\n"
                            : "%d result(s) verified: sorted, same checksum as the input\n",
                 verified_);
+    if (std::ranges::find_first_of(algorithms_, partial_methods) != algorithms_.end())
+      std::printf("(approx, approx_sampled: intervals in order, same checksum as the input; "
+                  "top_k: the first k keys of the sorted input)\n");
     return cuda_failures_ > 0 ? 3 : 0;
   }
 
@@ -368,7 +465,12 @@ class harness {
     if (!device) return measurement(name, no_device);
     if (p.segments) return time_segmented(name, p, *device);
     if (name == "classic_bitonic") return time_classic_bitonic(p, *device);
-    options opt{.stream = stream_, .buckets = config_.buckets};
+    options opt{.stream = stream_, .buckets = config_.buckets, .intervals = config_.intervals};
+    if (name == "approx" || name == "approx_sampled") {
+      opt.interval_splitters = name == "approx" ? splitters::linear : splitters::sampled;
+      return time_approx(name, opt, p, *device);
+    }
+    if (name == "top_k") return time_top_k(opt, p, *device);
     parse_method(name, opt);
     return time_library(opt, p, *device);
   }
@@ -416,10 +518,76 @@ class harness {
     });
   }
 
-  // Asks `sort` for its workspace and allocates it, then times the sort and verifies it.
+  // approx and approx_sampled: from the work buffer into buffers of their own, with the
+  // offsets. That output is memory an in-place sort does without: it counts as extra bytes.
+  template <class K>
+  measurement time_approx(const std::string& name, const options& opt, const point<K>& p,
+                          device_input<K>& d) {
+    const std::uint64_t offset_count = approx_intervals(opt) + std::uint64_t{1};
+    device_records<K> out(p.n, p.input.pairs);
+    device_memory offsets(offset_count * sizeof(std::uint64_t));
+    if (out.failed() || offsets.failed())
+      return measurement(name, "not enough device memory for its output");
+    const K* keys = d.keys.template as<const K>();
+    const std::uint32_t* values = d.values.template as<const std::uint32_t>();
+    K* out_keys = out.keys.template as<K>();
+    std::uint32_t* out_values = out.values.template as<std::uint32_t>();
+    std::uint64_t* out_offsets = offsets.as<std::uint64_t>();
+    const auto problem = [&] {
+      std::vector<std::uint64_t> host_offsets(offset_count);
+      cuda_check(cudaMemcpy(host_offsets.data(), out_offsets, offset_count * sizeof(std::uint64_t),
+                            cudaMemcpyDeviceToHost),
+                 "copy from the device");
+      return interval_problem(p, copy_to_host<K>(out.keys, out.values, p.n, p.input.pairs),
+                              host_offsets);
+    };
+    return time_with_workspace(
+        name, p, d,
+        [&](void* temp, std::size_t& bytes) {
+          return p.input.pairs ? approx_sort_pairs(temp, bytes, keys, out_keys, values,
+                                                   out_values, p.n, out_offsets, opt)
+                               : approx_sort_keys(temp, bytes, keys, out_keys, p.n, out_offsets,
+                                                  opt);
+        },
+        problem, p.n * record_bytes<K>(p.input.pairs) + offset_count * sizeof(std::uint64_t));
+  }
+
+  // The k (--k, at most n) first keys; the output counts as extra bytes, as for approx.
+  template <class K>
+  measurement time_top_k(const options& opt, const point<K>& p, device_input<K>& d) {
+    const std::uint64_t k = std::min(config_.k, p.n);
+    device_records<K> out(k, p.input.pairs);
+    if (out.failed()) return measurement("top_k", "not enough device memory for its output");
+    const K* keys = d.keys.template as<const K>();
+    const std::uint32_t* values = d.values.template as<const std::uint32_t>();
+    K* out_keys = out.keys.template as<K>();
+    std::uint32_t* out_values = out.values.template as<std::uint32_t>();
+    return time_with_workspace(
+        "top_k", p, d,
+        [&](void* temp, std::size_t& bytes) {
+          return p.input.pairs
+                     ? top_k_pairs(temp, bytes, keys, values, p.n, out_keys, out_values, k, opt)
+                     : top_k_keys(temp, bytes, keys, p.n, out_keys, k, opt);
+        },
+        [&] { return top_k_problem(p, copy_to_host<K>(out.keys, out.values, k, p.input.pairs)); },
+        k * record_bytes<K>(p.input.pairs));
+  }
+
+  // Asks `sort` for its workspace and allocates it, then times the sort and verifies the
+  // work buffer.
   template <class K, class Sort>
   measurement time_with_workspace(std::string name, const point<K>& p, device_input<K>& d,
                                   Sort&& sort) {
+    return time_with_workspace(
+        std::move(name), p, d, std::forward<Sort>(sort),
+        [&] { return sort_problem(p, result_of(p, d)); }, 0);
+  }
+
+  // The same for any method: `problem` says what is wrong with its result (empty: nothing);
+  // output_bytes, what it writes outside the work buffer, counts as extra bytes.
+  template <class K, class Sort, class Problem>
+  measurement time_with_workspace(std::string name, const point<K>& p, device_input<K>& d,
+                                  Sort&& sort, Problem&& problem, std::uint64_t output_bytes) {
     std::size_t bytes = 0;
     const cudaError_t e = sort(nullptr, bytes);
     if (e == cudaErrorNotSupported)
@@ -433,9 +601,9 @@ class harness {
     // A null workspace only asks for its size, so algorithms that need none get a dummy.
     void* workspace = bytes > 0 ? temp.as<void>() : d.keys.template as<void>();
     measurement m(std::move(name));
-    m.extra_bytes = static_cast<std::int64_t>(bytes);
+    m.extra_bytes = static_cast<std::int64_t>(bytes + output_bytes);
     m.ms = time_device(p, d, [&] { return sort(workspace, bytes); });
-    verify(m, p, result_of(p, d));
+    record_verdict(m, p, problem());
     return m;
   }
 
@@ -481,16 +649,7 @@ class harness {
 
   template <class K>
   records<K> result_of(const point<K>& p, const device_input<K>& d) {
-    records<K> out{std::vector<K>(p.n), std::vector<std::uint32_t>(p.input.pairs ? p.n : 0),
-                   p.input.pairs};
-    cuda_check(cudaMemcpy(out.keys.data(), d.keys.template as<K>(), p.n * sizeof(K),
-                          cudaMemcpyDeviceToHost),
-               "copy from the device");
-    if (p.input.pairs)
-      cuda_check(cudaMemcpy(out.values.data(), d.values.template as<std::uint32_t>(), p.n * 4,
-                            cudaMemcpyDeviceToHost),
-                 "copy from the device");
-    return out;
+    return copy_to_host<K>(d.keys, d.values, p.n, p.input.pairs);
   }
 
   // ---- host algorithms -----------------------------------------------------------------
@@ -569,21 +728,14 @@ class harness {
 
   // ---- results ---------------------------------------------------------------------------
 
-  // A wrong result is reported loudly and not measured.
   template <class K>
   void verify(measurement& m, const point<K>& p, const records<K>& result) {
-    std::string problem;
-    if (result.keys.size() != p.n) {
-      problem = "lost records";
-    } else if (const order_report order = segment_order(result.keys, p.offsets);
-               order.out_of_order > 0) {
-      problem = std::to_string(order.out_of_order) + " records out of order" +
-                (p.segments ? " in their segment" : "") + ", the first at " +
-                std::to_string(order.first);
-    } else if (!(checksum_by_segment(result, p.offsets) == p.input_sum)) {
-      problem = p.segments ? "segments hold other records than in the input (checksum)"
-                           : "the records differ from the input (checksum)";
-    }
+    record_verdict(m, p, sort_problem(p, result));
+  }
+
+  // Counts a right result (no problem); a wrong one is reported loudly and not measured.
+  template <class K>
+  void record_verdict(measurement& m, const point<K>& p, const std::string& problem) {
     if (problem.empty()) {
       ++verified_;
       return;
@@ -656,7 +808,9 @@ std::vector<std::string> bench_algorithms(bool gpu, bool segmented) {
   std::vector<std::string> names;
   for (algorithm a : all_algorithms)
     if (a != algorithm::automatic) names.emplace_back(to_string(a));
-  names.insert(names.end(), {"sample_sort_random", "classic_bitonic", "std_sort"});
+  names.emplace_back("sample_sort_random");
+  names.insert(names.end(), std::begin(partial_methods), std::end(partial_methods));
+  names.insert(names.end(), {"classic_bitonic", "std_sort"});
   return names;
 }
 

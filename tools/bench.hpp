@@ -21,6 +21,8 @@ struct bench_config {
   int reps = 20;
   std::uint64_t seed = 1;
   unsigned buckets = 0;  // sample_sort's s; 0: its default
+  std::uint32_t intervals = 0;  // approx*, approx_refine, top_k: options::intervals; 0: default
+  std::uint64_t k = 1000;       // top_k's k (at most n)
   std::string csv_path;  // empty: no CSV
   std::string gpu_name;  // empty: the device's own name
 };
@@ -29,8 +31,9 @@ struct bench_config {
 bool cuda_device_present();
 
 // What bench times here by default. Single arrays, with a GPU: every gpusort::algorithm but
-// automatic, sample_sort_random, then classic_bitonic and std_sort; without: the CPU backend (named bitonic) and
-// std_sort. Segments, with a GPU: sort_segmented, cub_segmented_radix and cub_segmented_sort;
+// automatic, sample_sort_random, the approximate sorts approx (linear splitters) and
+// approx_sampled, top_k, then classic_bitonic and std_sort; without: the CPU backend (named
+// bitonic) and std_sort. Segments, with a GPU: sort_segmented, cub_segmented_radix and cub_segmented_sort;
 // without: the CPU backend (named sort_segmented) and std_sort. --algos may name std_sort in
 // every case.
 std::vector<std::string> bench_algorithms(bool gpu, bool segmented);

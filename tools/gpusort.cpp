@@ -82,11 +82,15 @@ Exit code 1 if FILE is out of order.
 const std::string bench_help =
     R"(usage: gpusort bench [--algos a,b] [--types u32,u64,f32] [--dists uniform,...]
                      [--sizes 2^16..2^28] [--segments 32,1024,powerlaw] [--pairs u32]
-                     [--reps 20] [--seed S] [--buckets S] [--csv FILE] [--gpu-name NAME]
+                     [--reps 20] [--seed S] [--buckets S] [--intervals N] [--k N]
+                     [--csv FILE] [--gpu-name NAME]
 Times the algorithms side by side on one GPU: for each point the input is copied from a
 pristine device buffer before every run (not timed), the sort is timed with CUDA events
 after 2 warm-up runs, and the median of --reps runs is reported; every result is verified.
-Without a CUDA device, the CPU backend (bitonic) is timed against std_sort.
+approx and approx_sampled (linear or sampled splitters) approximately sort into a second
+buffer, checked for intervals in order; top_k writes the k first keys, checked against
+std::sort. Their extra bytes count that output. Without a CUDA device, the CPU backend
+(bitonic) is timed against std_sort.
   --algos    default: all of )" +
     join_names(bench_algorithms(true, false)) + R"(
              with --segments, all of: )" +
@@ -107,6 +111,9 @@ Without a CUDA device, the CPU backend (bitonic) is timed against std_sort.
   --reps     timed runs per point (default 20; std_sort does fewer above 2^22 keys)
   --buckets  sample_sort's buckets per level (s, a power of two from 2 to 1024; default:
              the measured choice)
+  --intervals the interval count of approx, approx_sampled, approx_refine and top_k, up to
+             2^24 (default 0: the library's choice)
+  --k        top_k's k, at most n (default 1000)
   --csv      write one row per measurement, with the columns of docs/results/; the
              segment_size column is 0 for a single array, else the layout as --segments
              spells it (a number, or powerlaw)
@@ -219,6 +226,12 @@ int bench(const arguments& args) {
   config.buckets = static_cast<unsigned>(parse_unsigned(args.get("buckets", "0"), "--buckets"));
   if (gpusort::detail::network::bucket_bits_of(config.buckets) < 0)
     throw usage_error("--buckets must be a power of two from 2 to 1024");
+  const std::uint64_t intervals = parse_count(args.get("intervals", "0"), "--intervals");
+  if (intervals > (std::uint64_t{1} << 24))
+    throw usage_error("--intervals must be from 0 (the default) to 2^24");
+  config.intervals = static_cast<std::uint32_t>(intervals);
+  config.k = parse_count(args.get("k", "1000"), "--k");
+  if (config.k < 1) throw usage_error("--k must be at least 1");
   config.csv_path = args.get("csv");
   config.gpu_name = args.get("gpu-name");
   return run_bench(config);
@@ -284,8 +297,8 @@ const command commands[] = {
     {"bench",
      bench_help,
      bench,
-     {"algos", "types", "dists", "sizes", "segments", "pairs", "reps", "seed", "buckets", "csv",
-      "gpu-name"},
+     {"algos", "types", "dists", "sizes", "segments", "pairs", "reps", "seed", "buckets",
+      "intervals", "k", "csv", "gpu-name"},
      {}},
     {"demo", demo_help, demo, {"n"}, {}},
     {"largest", largest_help, largest, {"n", "algo"}, {}},

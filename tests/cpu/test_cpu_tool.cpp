@@ -278,6 +278,7 @@ TEST_F(Tool, UsageErrorsNameTheProblem) {
   const std::pair<std::string, std::string> cases[] = {
       {"sort --type u16 " + file("in") + " " + file("out"), "u16"},
       {"sort --type u32 --algo quick " + file("in") + " " + file("out"), "quick"},
+      {"sort --type u32 --algo top_k " + file("in") + " " + file("out"), "top_k"},
       {"sort --type u32 --pairs u64 " + file("in") + " " + file("out"), "u64"},
       {"sort --type u32 --frobnicate " + file("in") + " " + file("out"), "--frobnicate"},
       {"sort --type u32 " + file("in"), "IN and OUT"},
@@ -296,6 +297,9 @@ TEST_F(Tool, UsageErrorsNameTheProblem) {
       {"bench --segments 2^12..2^10", "2^12..2^10"},
       {"bench --segments 32 --algos cub_radix", "cub_radix"},
       {"bench --algos sort_segmented", "--segments"},
+      {"bench --segments 32 --algos approx", "approx"},
+      {"bench --intervals 2^25", "--intervals"},
+      {"bench --k 0", "--k"},
       {"frobnicate", "frobnicate"},
   };
   for (const auto& [args, named] : cases) {
@@ -368,6 +372,31 @@ TEST_F(Tool, BenchTimesSegments) {
   }
   EXPECT_EQ(seen_layouts, layouts);
   EXPECT_GE(rows, 12);  // 2 sizes x 3 layouts x (at least) 2 algorithms
+}
+
+// approx, approx_sampled and top_k: timed and verified on a GPU, skipped without one.
+TEST_F(Tool, BenchApproximateMethods) {
+  const outcome bench = run("bench --sizes 1000,2^12 --dists uniform,gaussian --pairs u32 "
+                            "--reps 2 --algos approx,approx_sampled,top_k,std_sort "
+                            "--intervals 64 --k 2000 --csv " + file("a.csv"));
+  ASSERT_EQ(bench.code, 0) << bench.out << bench.err;
+  EXPECT_NE(bench.out.find("verified"), std::string::npos) << bench.out;
+  const bool gpu = bench.out.find("no CUDA device") == std::string::npos;
+  std::istringstream csv(slurp(file("a.csv")));
+  std::string line;
+  std::getline(csv, line);
+  std::set<std::string> timed;
+  for (; std::getline(csv, line);) {
+    ASSERT_EQ(std::ranges::count(line, ','), 13) << line;
+    timed.insert(line.substr(0, line.find(',')));
+  }
+  if (gpu) {
+    EXPECT_EQ(timed, (std::set<std::string>{"approx", "approx_sampled", "top_k", "std_sort"}));
+  } else {
+    EXPECT_EQ(timed, std::set<std::string>{"std_sort"});
+    EXPECT_NE(bench.out.find("skipping top_k: needs a CUDA device"), std::string::npos)
+        << bench.out;
+  }
 }
 
 // ---- bench's segment layouts, without the tool ----------------------------------------
