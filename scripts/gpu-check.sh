@@ -31,6 +31,9 @@ tests_rc=$?
   --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \
   --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
 bench_rc=$?
+"$build/tools/gpusort" bench --algos approx,approx_sampled,approx_refine,top_k,cub_radix \
+  --types u32,f32 --dists uniform,zipf --sizes 2^20,2^24 --reps 10 \
+  --csv "$logs/bench-approx.csv" >>"$logs/bench.log" 2>&1 || bench_rc=1
 "$build/tools/gpusort-bench-comparator" 5 "$logs/comparator.csv" >"$logs/comparator.log" 2>&1 || bench_rc=1
 
 echo "== gpu-check on ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="

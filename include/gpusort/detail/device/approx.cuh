@@ -5,14 +5,12 @@
 //  1. the mapping: linear: extremes_kernel, a min/max reduction (one read of the keys);
 //     sampled: gather_samples_kernel takes 8 K samples, the device bitonic sort orders them by
 //     (key, position), build_tree_kernel lays the splitters out as a search tree;
-//  2. count_chunks_kernel: every block takes one contiguous chunk of the keys (two blocks per
-//     multiprocessor), counts its keys per interval in shared memory and writes the counts to
-//     a K x blocks matrix, interval-major (one read of the keys);
-//  3. a CUB exclusive scan of the matrix gives every block its place in every interval, and
-//     offsets_from_matrix_kernel the caller's offsets;
-//  4. scatter_chunks_kernel: every block loads its column of the matrix into shared memory and
-//     moves each key (and value) of its chunk to the next free slot of its interval, found
-//     with a shared atomic (one read and one write).
+//  2. count_kernel: per-block histograms in shared memory, added to K global counters (one
+//     read of the keys);
+//  3. offsets_kernel: one block scans the counters into the caller's offsets and the cursors;
+//  4. scatter_shared_kernel: every tile of 8192 keys (4096 for wide slots) ranks its keys within their intervals in shared
+//     memory, reserves one run per non-empty interval with one global atomic, and writes each
+//     key (and value) to its run (one read and one write).
 // So 16 bytes per 4-byte key (12 in sampled mode), against the paper's atomic per key and
 // four passes. Above 2^14 intervals, or from 2^32 keys, the counters do not fit in shared
 // memory (or in 32 bits) and every key takes global atomics instead (the paper's way).
@@ -21,7 +19,6 @@
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-#include <cub/device/device_scan.cuh>
 
 #include "gpusort/detail/block/bitonic_tile.cuh"
 #include "gpusort/detail/device/bitonic.cuh"
@@ -43,7 +40,9 @@ struct approx_config {
 template <class K, class V>
 struct approx_policy {
   static constexpr int threads = 512;
-  static constexpr int items = sizeof(K) + (block::has_values<K, V> ? sizeof(V) : 0) <= 8 ? 16 : 8;
+  static constexpr int slot_bytes = sizeof(K) + (block::has_values<K, V> ? sizeof(V) : 0);
+  // 16384-key tiles (32 items) measured 10% slower than 8192 at 2^26 u32 keys, K = 10^4.
+  static constexpr int items = slot_bytes <= 8 ? 16 : 8;
   static constexpr index_t tile = index_t{threads} * items;
   static constexpr int reduce_threads = 256;
 };
@@ -176,60 +175,40 @@ GPUSORT_HD constexpr std::uint32_t counter_words(std::uint32_t intervals) {
   return (intervals + 3) / 4 * 4;
 }
 
-// The shared-counter path splits the keys into one contiguous chunk per block (the same for
-// the count and the scatter kernel): block b takes [chunk * b, chunk * (b + 1)).
-struct chunking {
-  index_t n, chunk;
-  std::uint32_t blocks;
-  GPUSORT_HD index_t begin(std::uint32_t b) const { return std::min(n, chunk * b); }
-  GPUSORT_HD index_t end(std::uint32_t b) const { return std::min(n, chunk * (b + 1)); }
-};
-
-// Per-block histograms in shared memory, written interval-major to the count matrix
-// (matrix[j * blocks + b]), whose exclusive scan gives every block its place in every
-// interval.
-template <int THREADS, class K, class Mapper>
+// Shared counters: per-block histograms added to 32-bit global counters at the end; else
+// one 64-bit global atomic per key.
+template <int THREADS, bool SHARED, class K, class Mapper>
 __global__ void __launch_bounds__(THREADS)
-    count_chunks_kernel(const K* keys, chunking parts, Mapper mapper, std::uint32_t* matrix) {
+    count_kernel(const K* keys, index_t n, Mapper mapper, void* counts) {
   extern __shared__ __align__(16) std::uint32_t local[];
   const std::uint32_t intervals = mapper.intervals;
-  const auto map = mapper.bind(local + counter_words(intervals));
-  for (std::uint32_t j = threadIdx.x; j < intervals; j += THREADS) local[j] = 0;
-  __syncthreads();
-  const index_t end = parts.end(blockIdx.x);
-  for (index_t i = parts.begin(blockIdx.x) + threadIdx.x; i < end; i += THREADS)
-    atomicAdd(local + map(keys[i], i), 1u);
-  __syncthreads();
-  for (std::uint32_t j = threadIdx.x; j < intervals; j += THREADS)
-    matrix[std::uint64_t{j} * parts.blocks + blockIdx.x] = local[j];
-}
-
-// offsets[j] = the scanned matrix's first entry of interval j; offsets[intervals] = n.
-__global__ static void offsets_from_matrix_kernel(const std::uint32_t* matrix,
-                                                  std::uint32_t blocks, std::uint32_t intervals,
-                                                  index_t n, std::uint64_t* offsets) {
-  const std::uint64_t j = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-  if (j < intervals) offsets[j] = matrix[j * blocks];
-  if (j == intervals) offsets[j] = n;
-}
-
-// Global counters: one 64-bit atomic per key.
-template <int THREADS, class K, class Mapper>
-__global__ void __launch_bounds__(THREADS)
-    count_global_kernel(const K* keys, index_t n, Mapper mapper, unsigned long long* counts) {
-  extern __shared__ __align__(16) std::uint32_t tree[];
-  const auto map = mapper.bind(tree);
+  const auto map = mapper.bind(local + (SHARED ? counter_words(intervals) : 0));
+  if constexpr (SHARED) {
+    for (std::uint32_t j = threadIdx.x; j < intervals; j += THREADS) local[j] = 0;
+    __syncthreads();
+  }
   for (index_t i = blockIdx.x * index_t{THREADS} + threadIdx.x; i < n;
-       i += index_t{gridDim.x} * THREADS)
-    atomicAdd(counts + map(keys[i], i), 1ull);
+       i += index_t{gridDim.x} * THREADS) {
+    const std::uint32_t j = map(keys[i], i);
+    if constexpr (SHARED)
+      atomicAdd(local + j, 1u);
+    else
+      atomicAdd(static_cast<unsigned long long*>(counts) + j, 1ull);
+  }
+  if constexpr (SHARED) {
+    __syncthreads();
+    for (std::uint32_t j = threadIdx.x; j < intervals; j += THREADS)
+      if (local[j]) atomicAdd(static_cast<unsigned*>(counts) + j, local[j]);
+  }
 }
 
 // offsets[j] = counts[0] + ... + counts[j - 1] for j <= intervals, and the cursors (the
 // counters, overwritten) start there. One block.
 constexpr int offsets_threads = 1024;
 
-__global__ static void __launch_bounds__(offsets_threads)
-    offsets_kernel(unsigned long long* counts, std::uint32_t intervals, std::uint64_t* offsets) {
+template <class C>
+__global__ void __launch_bounds__(offsets_threads)
+    offsets_kernel(C* counts, std::uint32_t intervals, std::uint64_t* offsets) {
   using scan = cub::BlockScan<std::uint64_t, offsets_threads>;
   __shared__ typename scan::TempStorage temp;
   std::uint64_t carry = 0;
@@ -239,7 +218,7 @@ __global__ static void __launch_bounds__(offsets_threads)
     std::uint64_t before = 0, total = 0;
     scan(temp).ExclusiveSum(c, before, total);
     if (j <= intervals) offsets[j] = carry + before;
-    if (j < intervals) counts[j] = carry + before;
+    if (j < intervals) counts[j] = static_cast<C>(carry + before);
     carry += total;
     __syncthreads();
   }
@@ -255,41 +234,46 @@ __device__ __forceinline__ void store_value(V* values, index_t i, const V& v) {
   if constexpr (!std::is_same_v<V, no_value>) values[i] = v;
 }
 
-// Shared counters: block b loads its place in every interval (its column of the scanned
-// matrix) and moves each key of its chunk to the next free slot of its interval with a shared
-// atomic. Loads are coalesced; the writes of one block fill a run per interval.
+// Shared counters: a tile's keys are ranked within their intervals in shared memory, then
+// each non-empty interval reserves its run of the output with one atomic on its cursor.
 template <class Policy, class K, class V, class Mapper>
 __global__ void __launch_bounds__(Policy::threads)
-    scatter_chunks_kernel(const K* keys, const V* values, K* out_keys, V* out_values,
-                          chunking parts, Mapper mapper, const std::uint32_t* matrix) {
+    scatter_shared_kernel(const K* keys, const V* values, K* out_keys, V* out_values, index_t n,
+                          Mapper mapper, std::uint32_t* cursors) {
   constexpr int T = Policy::threads, I = Policy::items;
-  extern __shared__ __align__(16) std::uint32_t local[];  // per interval: the next free slot
+  extern __shared__ __align__(16) std::uint32_t local[];  // per interval: count, then run start
   const std::uint32_t intervals = mapper.intervals;
   const auto map = mapper.bind(local + counter_words(intervals));
-  for (std::uint32_t j = threadIdx.x; j < intervals; j += T)
-    local[j] = matrix[std::uint64_t{j} * parts.blocks + blockIdx.x];
-  __syncthreads();
-  const index_t end = parts.end(blockIdx.x);
-  for (index_t base = parts.begin(blockIdx.x); base < end; base += Policy::tile) {
+  for (index_t base = blockIdx.x * Policy::tile; base < n; base += index_t{gridDim.x} * Policy::tile) {
+    for (std::uint32_t j = threadIdx.x; j < intervals; j += T) local[j] = 0;
+    __syncthreads();
     K k[I];
     V v[I];
-#pragma unroll
-    for (int i = 0; i < I; ++i) {  // all loads first, for memory-level parallelism
-      const index_t p = base + threadIdx.x + static_cast<index_t>(i) * T;
-      if (p < end) {
-        k[i] = keys[p];
-        v[i] = load_value(values, p);
-      }
-    }
+    std::uint32_t slot[I];  // interval << 16 | rank within the tile's run
 #pragma unroll
     for (int i = 0; i < I; ++i) {
       const index_t p = base + threadIdx.x + static_cast<index_t>(i) * T;
-      if (p < end) {
-        const index_t to = atomicAdd(local + map(k[i], p), 1u);
+      if (p < n) {
+        k[i] = keys[p];
+        v[i] = load_value(values, p);
+        const std::uint32_t j = map(k[i], p);
+        slot[i] = j << 16 | atomicAdd(local + j, 1u);
+      }
+    }
+    __syncthreads();
+    for (std::uint32_t j = threadIdx.x; j < intervals; j += T)
+      if (const std::uint32_t c = local[j]) local[j] = atomicAdd(cursors + j, c);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < I; ++i) {
+      const index_t p = base + threadIdx.x + static_cast<index_t>(i) * T;
+      if (p < n) {
+        const index_t to = local[slot[i] >> 16] + (slot[i] & 0xffffu);
         out_keys[to] = k[i];
         store_value(out_values, to, v[i]);
       }
     }
+    __syncthreads();
   }
 }
 
@@ -322,30 +306,11 @@ struct bump {
   }
 };
 
-// The chunks of the shared-counter path: two per multiprocessor (each block's column of the
-// count matrix is K words, so more blocks cost matrix traffic), at least a tile each.
-template <class K, class V>
-cudaError_t chunks_for(index_t n, chunking& parts) {
-  int device = 0, sms = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e != cudaSuccess) return e;
-  const index_t tile = approx_policy<K, V>::tile;
-  const index_t most = std::max<index_t>(1, (n + tile - 1) / tile);
-  parts.blocks = static_cast<std::uint32_t>(std::min<index_t>(2 * index_t(sms), most));
-  parts.n = n;
-  parts.chunk = (n + parts.blocks - 1) / parts.blocks;
-  return cudaSuccess;
-}
-
 template <class K>
 struct approx_workspace {
   using U = ordered_t<K>;
   U* extremes = nullptr;
-  unsigned long long* counts = nullptr;  // global counters (K > 2^14 or n >= 2^32)
-  std::uint32_t* matrix = nullptr;       // shared counters: K x blocks
-  void* scan = nullptr;                  // CUB's scan of the matrix
-  std::size_t scan_bytes = 0;
+  void* counts = nullptr;  // 32-bit (shared counters) or 64-bit
   network::sample<K>* samples = nullptr;
   K* tree_keys = nullptr;
   index_t* tree_pos = nullptr;
@@ -353,17 +318,10 @@ struct approx_workspace {
   int levels = 0;
   std::size_t total = 0;
 
-  approx_workspace(void* temp, index_t n, const approx_config& cfg, const chunking& parts,
-                   std::size_t scan_bytes_)
-      : scan_bytes(scan_bytes_) {
+  approx_workspace(void* temp, index_t n, const approx_config& cfg) {
     bump b{static_cast<char*>(temp)};
     extremes = b.take<U>(2);
-    if (shared_counters(n, cfg.intervals)) {
-      matrix = b.take<std::uint32_t>(std::uint64_t{cfg.intervals} * parts.blocks);
-      scan = b.take<char>(scan_bytes);
-    } else {
-      counts = b.take<unsigned long long>(cfg.intervals);
-    }
+    counts = b.take<std::uint64_t>(cfg.intervals);
     if (cfg.sampled) {
       sample_count = network::sample_count(n, cfg.intervals);
       levels = network::tree_levels(cfg.intervals);
@@ -374,26 +332,6 @@ struct approx_workspace {
     total = b.total;
   }
 };
-
-// The workspace layout for n keys: the chunking and CUB's scan bytes are found first.
-template <class K, class V>
-cudaError_t plan_workspace(void* temp, index_t n, const approx_config& cfg, chunking& parts,
-                           approx_workspace<K>& ws) {
-  cudaError_t e = chunks_for<K, V>(n, parts);
-  std::size_t scan_bytes = 0;
-  if (e == cudaSuccess && shared_counters(n, cfg.intervals))
-    e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<std::uint32_t*>(nullptr),
-                                      static_cast<std::uint32_t*>(nullptr),
-                                      std::uint64_t{cfg.intervals} * parts.blocks);
-  if (e == cudaSuccess) ws = approx_workspace<K>(temp, n, cfg, parts, scan_bytes);
-  return e;
-}
-
-// Dynamic shared memory of the chunk kernels: the counters, then the mapper's tree.
-template <class Mapper>
-int shared_bytes_with_counters(std::uint32_t intervals, const Mapper& mapper) {
-  return static_cast<int>(4 * counter_words(intervals) + mapper.shared_bytes());
-}
 
 inline unsigned blocks_for(index_t items, int threads) {
   return static_cast<unsigned>((items + threads - 1) / threads);
@@ -434,49 +372,39 @@ cudaError_t with_mapper(const K* keys, index_t n, const approx_config& cfg,
                                cfg.descending});
 }
 
-// Counts the keys of every interval and writes offsets[0 .. intervals]; leaves either the
-// scanned count matrix (shared counters) or the cursors (global counters) in the workspace.
-// Then calls then(mapper) with the mapper.
+// Counts the keys of every interval and writes offsets[0 .. intervals]; leaves the cursors
+// (interval starts) in ws.counts. Then calls then(mapper, shared) with the mapper.
 template <class K, class Then>
 cudaError_t count_intervals(const K* keys, index_t n, std::uint64_t* offsets,
-                            const approx_config& cfg, const chunking& parts,
-                            const approx_workspace<K>& ws, cudaStream_t stream, Then then) {
+                            const approx_config& cfg, const approx_workspace<K>& ws,
+                            cudaStream_t stream, Then then) {
+  const bool shared = shared_counters(n, cfg.intervals);
+  cudaError_t e = cudaMemsetAsync(ws.counts, 0, std::size_t{8} * cfg.intervals, stream);
+  if (e != cudaSuccess) return e;
   return with_mapper(keys, n, cfg, ws, stream, [&](auto mapper) -> cudaError_t {
-    using M = decltype(mapper);
     constexpr int threads = 512;
-    cudaError_t e = cudaSuccess;
-    if (ws.matrix) {
-      auto kernel = count_chunks_kernel<threads, K, M>;
-      const int smem = shared_bytes_with_counters(cfg.intervals, mapper);
-      if (smem > 48 * 1024)
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      if (e != cudaSuccess) return e;
-      kernel<<<parts.blocks, threads, smem, stream>>>(keys, parts, mapper, ws.matrix);
-      e = cudaGetLastError();
-      std::size_t bytes = ws.scan_bytes;
-      if (e == cudaSuccess)
-        e = cub::DeviceScan::ExclusiveSum(ws.scan, bytes, ws.matrix, ws.matrix,
-                                          std::uint64_t{cfg.intervals} * parts.blocks, stream);
-      if (e != cudaSuccess) return e;
-      offsets_from_matrix_kernel<<<blocks_for(cfg.intervals + index_t{1}, 256), 256, 0, stream>>>(
-          ws.matrix, parts.blocks, cfg.intervals, n, offsets);
-    } else {
-      e = cudaMemsetAsync(ws.counts, 0, sizeof(unsigned long long) * cfg.intervals, stream);
-      if (e != cudaSuccess) return e;
-      auto kernel = count_global_kernel<threads, K, M>;
-      const int smem = static_cast<int>(mapper.shared_bytes());
+    const int smem =
+        static_cast<int>((shared ? 4 * counter_words(cfg.intervals) : 0) + mapper.shared_bytes());
+    cudaError_t err = cudaSuccess;
+    auto launch = [&](auto kernel, auto* counts) {
       unsigned blocks = 0;
-      e = resident_blocks(kernel, threads, smem, blocks);
-      if (e != cudaSuccess) return e;
-      kernel<<<std::min(blocks, blocks_for(n, threads)), threads, smem, stream>>>(keys, n, mapper,
-                                                                                 ws.counts);
-      e = cudaGetLastError();
-      if (e != cudaSuccess) return e;
-      offsets_kernel<<<1, offsets_threads, 0, stream>>>(ws.counts, cfg.intervals, offsets);
-    }
-    e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-    return then(mapper);
+      err = resident_blocks(kernel, threads, smem, blocks);
+      if (err != cudaSuccess) return;
+      blocks = std::min(blocks, std::max(1u, blocks_for(n, threads * 16)));
+      kernel<<<blocks, threads, smem, stream>>>(keys, n, mapper, counts);
+      err = cudaGetLastError();
+      if (err != cudaSuccess) return;
+      offsets_kernel<<<1, offsets_threads, 0, stream>>>(counts, cfg.intervals, offsets);
+      err = cudaGetLastError();
+    };
+    if (shared)
+      launch(count_kernel<threads, true, K, decltype(mapper)>,
+             static_cast<std::uint32_t*>(ws.counts));
+    else
+      launch(count_kernel<threads, false, K, decltype(mapper)>,
+             static_cast<unsigned long long*>(ws.counts));
+    if (err != cudaSuccess) return err;
+    return then(mapper, shared);
   });
 }
 
@@ -487,41 +415,39 @@ cudaError_t approx_scatter(void* temp, std::size_t& temp_bytes, const K* keys, K
                            const V* values, V* out_values, index_t n, std::uint64_t* offsets,
                            const approx_config& cfg, cudaStream_t stream) {
   using policy = approx_policy<K, V>;
-  chunking parts{};
-  approx_workspace<K> ws(nullptr, n, cfg, parts, 0);
-  cudaError_t e = plan_workspace<K, V>(nullptr, n, cfg, parts, ws);
-  if (e != cudaSuccess) return e;
+  const approx_workspace<K> sizes(nullptr, n, cfg);
   if (!temp) {
-    temp_bytes = ws.total;
+    temp_bytes = sizes.total;
     return cudaSuccess;
   }
-  if (temp_bytes < ws.total) return cudaErrorInvalidValue;
+  if (temp_bytes < sizes.total) return cudaErrorInvalidValue;
   if (n == 0)
     return cudaMemsetAsync(offsets, 0, sizeof(std::uint64_t) * (cfg.intervals + std::size_t{1}),
                            stream);
-  e = plan_workspace<K, V>(temp, n, cfg, parts, ws);
-  if (e != cudaSuccess) return e;
-  return count_intervals(keys, n, offsets, cfg, parts, ws, stream,
-                         [&](auto mapper) -> cudaError_t {
+  const approx_workspace<K> ws(temp, n, cfg);
+  return count_intervals(keys, n, offsets, cfg, ws, stream,
+                         [&](auto mapper, bool shared) -> cudaError_t {
     using M = decltype(mapper);
-    cudaError_t err = cudaSuccess;
-    if (ws.matrix) {
-      auto kernel = scatter_chunks_kernel<policy, K, V, M>;
-      const int smem = shared_bytes_with_counters(cfg.intervals, mapper);
-      if (smem > 48 * 1024)
-        err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      if (err != cudaSuccess) return err;
-      kernel<<<parts.blocks, policy::threads, smem, stream>>>(keys, values, out_keys, out_values,
-                                                              parts, mapper, ws.matrix);
+    unsigned blocks = 0;
+    cudaError_t e = cudaSuccess;
+    if (shared) {
+      auto kernel = scatter_shared_kernel<policy, K, V, M>;
+      const int smem = static_cast<int>(4 * counter_words(cfg.intervals) + mapper.shared_bytes());
+      e = resident_blocks(kernel, policy::threads, smem, blocks);
+      if (e != cudaSuccess) return e;
+      blocks = std::min(blocks, blocks_for(n, static_cast<int>(policy::tile)));
+      kernel<<<blocks, policy::threads, smem, stream>>>(keys, values, out_keys, out_values, n,
+                                                         mapper,
+                                                         static_cast<std::uint32_t*>(ws.counts));
     } else {
       constexpr int threads = 512;
       auto kernel = scatter_global_kernel<threads, K, V, M>;
       const int smem = static_cast<int>(mapper.shared_bytes());
-      unsigned blocks = 0;
-      err = resident_blocks(kernel, threads, smem, blocks);
-      if (err != cudaSuccess) return err;
-      kernel<<<std::min(blocks, blocks_for(n, threads)), threads, smem, stream>>>(
-          keys, values, out_keys, out_values, n, mapper, ws.counts);
+      e = resident_blocks(kernel, threads, smem, blocks);
+      if (e != cudaSuccess) return e;
+      blocks = std::min(blocks, blocks_for(n, threads));
+      kernel<<<blocks, threads, smem, stream>>>(keys, values, out_keys, out_values, n, mapper,
+                                             static_cast<unsigned long long*>(ws.counts));
     }
     return cudaGetLastError();
   });
@@ -680,25 +606,21 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const V* v
                   SortSegments sort_segments, cudaStream_t stream) {
   if (k > n) return cudaErrorInvalidValue;
   std::size_t segment_bytes = segments_bytes<K, V>(n, 1);
-  chunking parts{};
-  approx_workspace<K> ws(nullptr, n, cfg, parts, 0);
-  cudaError_t e = plan_workspace<K, no_value>(nullptr, n, cfg, parts, ws);
-  if (e != cudaSuccess) return e;
+  const approx_workspace<K> sizes(nullptr, n, cfg);
   bump b{static_cast<char*>(temp)};
   K* buffer_keys = b.take<K>(n);
   V* buffer_values = block::has_values<K, V> ? b.take<V>(n) : nullptr;
   std::uint64_t* offsets = b.take<std::uint64_t>(cfg.intervals + std::size_t{1});
   std::uint64_t* chosen = b.take<std::uint64_t>(3);
-  void* scratch = b.take<char>(std::max(ws.total, segment_bytes));
+  void* scratch = b.take<char>(std::max(sizes.total, segment_bytes));
   if (!temp) {
     temp_bytes = b.total;
     return cudaSuccess;
   }
   if (temp_bytes < b.total) return cudaErrorInvalidValue;
   if (k == 0) return cudaSuccess;
-  e = plan_workspace<K, no_value>(scratch, n, cfg, parts, ws);
-  if (e != cudaSuccess) return e;
-  e = count_intervals(keys, n, offsets, cfg, parts, ws, stream, [&](auto mapper) -> cudaError_t {
+  const approx_workspace<K> ws(scratch, n, cfg);
+  cudaError_t e = count_intervals(keys, n, offsets, cfg, ws, stream, [&](auto mapper, bool) -> cudaError_t {
     find_kth_interval_kernel<<<1, 1, 0, stream>>>(offsets, cfg.intervals, k, chosen);
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
