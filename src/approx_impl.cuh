@@ -52,8 +52,8 @@ cudaError_t approx_sort(void* temp, std::size_t& temp_bytes, const K* keys, K* o
                                 cfg, opt.stream);
 }
 
-// top_k and approx_refine use sampled splitters unless told the interval count and mode:
-// then the candidates (or each interval) stay small on any input.
+// approx_refine (and the CPU's top_k) use sampled splitters unless told the interval count:
+// then the intervals (or the candidates) stay small on any input.
 inline device::approx_config exact_config(const options& opt, std::uint64_t n,
                                           int slot_bytes) {
   device::approx_config cfg{approx_intervals(opt), opt.interval_splitters == splitters::sampled,
@@ -70,7 +70,9 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* v
                   std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
                   const options& opt) {
   if (!check_approx_options(opt).empty() || k > n) return cudaErrorInvalidValue;
-  const device::approx_config cfg = exact_config(opt, n, sizeof(K));
+  // Three sampled intervals split around the k-th key: the keys are read twice, and only
+  // about k of them are sorted. options.intervals and interval_splitters do not apply.
+  const device::approx_config cfg{3, true, opt.direction == order::descending, k};
   if (temp) {
     cudaError_t e = validate_arrays(keys, values, n);
     if (e == cudaSuccess) e = validate_arrays(out_keys, out_values, k);

@@ -35,6 +35,7 @@ struct approx_config {
   std::uint32_t intervals = network::default_intervals;
   bool sampled = false;
   bool descending = false;
+  index_t focus_k = 0;  // top_k: 3 sampled intervals split around the k-th key
 };
 
 template <class K, class V>
@@ -154,14 +155,13 @@ __global__ void gather_samples_kernel(const K* keys, index_t n, network::sample<
 }
 
 template <class K>
-__global__ void build_tree_kernel(const network::sample<K>* samples, index_t count,
-                                  std::uint32_t intervals, int levels, K* tree_keys,
-                                  index_t* tree_pos) {
+__global__ void build_tree_kernel(const network::sample<K>* samples, network::splitter_plan plan,
+                                  int levels, K* tree_keys, index_t* tree_pos) {
   const std::uint64_t node = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (node == 0 || node >= (std::uint64_t{1} << levels)) return;
   const std::uint64_t r = network::in_order_rank(node, levels);
-  if (r < intervals) {
-    const network::sample<K> s = samples[network::splitter_sample(r, count, intervals)];
+  if (r < plan.intervals) {
+    const network::sample<K> s = samples[plan.sample_of(r)];
     tree_keys[node] = s.key;
     tree_pos[node] = s.pos;
   } else {  // after every key
@@ -323,7 +323,8 @@ struct approx_workspace {
     extremes = b.take<U>(2);
     counts = b.take<std::uint64_t>(cfg.intervals);
     if (cfg.sampled) {
-      sample_count = network::sample_count(n, cfg.intervals);
+      sample_count = cfg.focus_k ? std::min(n, network::focus_samples)
+                                 : network::sample_count(n, cfg.intervals);
       levels = network::tree_levels(cfg.intervals);
       samples = b.take<network::sample<K>>(sample_count);
       tree_keys = b.take<K>(index_t{1} << levels);
@@ -364,8 +365,11 @@ cudaError_t with_mapper(const K* keys, index_t n, const approx_config& cfg,
     e = bitonic_sort(ws.samples, static_cast<no_value*>(nullptr), ws.sample_count,
                      network::sample_less<less<K>>{}, false, stream);
   if (e != cudaSuccess) return e;
+  const network::splitter_plan plan =
+      cfg.focus_k ? network::focused_splitters(cfg.focus_k, n, ws.sample_count, cfg.descending)
+                  : network::splitter_plan{ws.sample_count, cfg.intervals};
   build_tree_kernel<<<blocks_for(index_t{1} << ws.levels, 256), 256, 0, stream>>>(
-      ws.samples, ws.sample_count, cfg.intervals, ws.levels, ws.tree_keys, ws.tree_pos);
+      ws.samples, plan, ws.levels, ws.tree_keys, ws.tree_pos);
   e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   return use(sampled_mapper<K>{ws.tree_keys, ws.tree_pos, ws.levels, cfg.intervals,

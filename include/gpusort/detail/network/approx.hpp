@@ -162,6 +162,43 @@ GPUSORT_HD constexpr index_t splitter_sample(std::uint64_t r, index_t samples,
   return r * samples / intervals;
 }
 
+// Which sorted samples become the splitters. Spread (approx_sort): splitter r is sample
+// splitter_sample(r). Focused (top_k): three intervals, split by the samples at ranks lo and
+// hi around the rank where the k-th key is expected, so that the intervals up to the one
+// holding the k-th key are barely more than k keys.
+struct splitter_plan {
+  index_t samples = 0;
+  std::uint32_t intervals = 1;
+  bool focused = false;
+  index_t lo = 0, hi = 0;
+  GPUSORT_HD constexpr index_t sample_of(std::uint64_t r) const {
+    return focused ? (r == 1 ? lo : hi) : splitter_sample(r, samples, intervals);
+  }
+};
+
+// Samples that top_k takes: few, since only the region around the k-th key matters.
+inline constexpr index_t focus_samples = 4096;
+
+// The focused plan for the k-th of n keys (descending: the k-th largest) from S samples: the
+// expected sample rank t = k S / n, widened by four standard deviations (sqrt(t)) plus four,
+// so that the k-th key lies below the upper splitter with high probability. If it does not,
+// top_k gathers more keys, never fewer.
+inline splitter_plan focused_splitters(index_t k, index_t n, index_t samples, bool descending) {
+  const double t = static_cast<double>(k) * static_cast<double>(samples) / static_cast<double>(n);
+  const double margin = 4.0 + 4.0 * std::sqrt(t);
+  const index_t last = samples - 1;
+  index_t lo = t > margin ? static_cast<index_t>(t - margin) : 0;
+  index_t hi = static_cast<index_t>(t + margin) + 1;
+  if (hi > last) hi = last;
+  if (lo > hi) lo = hi;
+  if (descending) {  // mirrored: the k largest lie above rank S - t
+    const index_t mirrored_lo = last - hi;
+    hi = last - lo;
+    lo = mirrored_lo;
+  }
+  return {samples, 3, true, lo, hi};
+}
+
 // Descends the tree: `right_of(node)` says whether the key lies after that node's splitter.
 // Returns the interval: how many splitters lie before the key.
 template <class RightOf>
