@@ -16,8 +16,8 @@
 // written once; K up to 16,384 counts in shared memory, more with global atomics (slower).
 //
 // algorithm::approx_refine (through gpusort::sort) sorts every interval exactly afterwards:
-// a bucket sort. top_k returns the k smallest (or, descending, largest) keys in order, sorting
-// only the interval that holds the k-th key and those before it.
+// a bucket sort. top_k returns the k smallest (or, descending, largest) keys in order: three
+// sampled intervals split around the k-th key, so that only about k keys are sorted.
 //
 // Example:
 //   gpusort::approx_result r = gpusort::approx_sort(std::span<const float>(d_in, n),
