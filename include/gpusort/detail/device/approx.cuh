@@ -45,7 +45,6 @@ struct approx_policy {
   // 16384-key tiles (32 items) measured 10% slower than 8192 at 2^26 u32 keys, K = 10^4.
   static constexpr int items = slot_bytes <= 8 ? 16 : 8;
   static constexpr index_t tile = index_t{threads} * items;
-  static constexpr int reduce_threads = 256;
 };
 
 // Counters in shared memory (32-bit, so positions below 2^32) or global 64-bit atomics.
