@@ -3,10 +3,12 @@
 #pragma once
 
 #include "gpusort/approx.hpp"
+#include "gpusort/detail/cpu/adaptive_bitonic.hpp"
 #include "gpusort/detail/cpu/approx.hpp"
 #include "gpusort/detail/cpu/bitonic.hpp"
 #include "gpusort/detail/cpu/sample_sort.hpp"
 #include "gpusort/detail/cpu/segmented.hpp"
+#include "gpusort/detail/device/adaptive_bitonic.cuh"
 #include "gpusort/detail/device/baselines.hpp"
 #include "gpusort/detail/device/bitonic.cuh"
 #include "gpusort/detail/device/sample_sort.cuh"
@@ -73,6 +75,15 @@ cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, st
       return sample_sort_any(temp, temp_bytes, keys, values, n, opt);
     case algorithm::approx_refine:  // src/approx_<key>.cu
       return approx_refine<K, V>(temp, temp_bytes, keys, values, n, opt);
+    case algorithm::adaptive_bitonic:
+      if (opt.comparison_count) {
+        e = validate_device_array(opt.comparison_count, 1, sizeof(std::uint64_t),
+                                  alignof(std::uint64_t));
+        if (e != cudaSuccess) return e;
+      }
+      return device::adaptive_bitonic_sort(
+          temp, temp_bytes, keys, values, n, descending, static_cast<int>(opt.block_bits),
+          reinterpret_cast<unsigned long long*>(opt.comparison_count), opt.stream);
     case algorithm::cub_radix:
     case algorithm::cub_merge:
     case algorithm::thrust:
@@ -118,6 +129,10 @@ void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
     if (bits > 0) cfg.max_bucket_bits = cfg.finish_bucket_bits = bits;
     cfg.random = opt.sampler == sampling::random;
     cpu::sample_sort(keys, values, n, network::directed<less<K>>{{}, descending}, cfg);
+    return;
+  }
+  if (opt.algo == algorithm::adaptive_bitonic) {
+    cpu::adaptive_bitonic_sort(keys, values, n, less<K>{}, descending, opt.comparison_count);
     return;
   }
   if (opt.algo == algorithm::approx_refine) {

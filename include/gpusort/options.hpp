@@ -19,12 +19,16 @@ enum class algorithm {
                 // O(n s / M); deterministic bucket bound; options::sampling picks the variant
   approx_refine,  // bucket sort: the approximate sort's intervals (approx.hpp), each then
                   // sorted by the segmented sort; needs n keys (and values) of workspace
+  adaptive_bitonic,  // GPU-ABiSort (Greß & Zachmann): adaptive bitonic merges on bitonic
+                     // trees, O(n log n) comparisons; stable; two buffers of 2^ceil(log2 n)
+                     // (key, position) items as workspace (docs/adaptive_bitonic.md)
 };
 
 inline constexpr algorithm all_algorithms[] = {algorithm::automatic, algorithm::bitonic,
                                                algorithm::cub_radix, algorithm::cub_merge,
                                                algorithm::thrust, algorithm::sample_sort,
-                                               algorithm::approx_refine};
+                                               algorithm::approx_refine,
+                                               algorithm::adaptive_bitonic};
 
 constexpr std::string_view to_string(algorithm a) {
   switch (a) {
@@ -35,6 +39,7 @@ constexpr std::string_view to_string(algorithm a) {
     case algorithm::thrust: return "thrust";
     case algorithm::sample_sort: return "sample_sort";
     case algorithm::approx_refine: return "approx_refine";
+    case algorithm::adaptive_bitonic: return "adaptive_bitonic";
   }
   return "unknown";
 }
@@ -75,6 +80,14 @@ struct options {
   // chosen from n for approx_refine and top_k) and where the boundaries come from.
   std::uint32_t intervals = 0;
   splitters interval_splitters = splitters::linear;
+  // adaptive_bitonic only: log2 of the items each block sorts first and of the bitonic
+  // sequences the block merge finishes (section 7 of the paper): 0 = 12, the default; 1 = no
+  // block sort or merge, the plain algorithm.
+  unsigned block_bits = 0;
+  // adaptive_bitonic only, a debugging aid: if set, the number of comparisons the sort makes
+  // is added to *comparison_count. For a GPU sort it must be memory the device can write
+  // (device or managed memory), for the CPU backend host memory.
+  std::uint64_t* comparison_count = nullptr;
 };
 
 // Names of the algorithms as the tool, the benchmark and the result files spell them:
