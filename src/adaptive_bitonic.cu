@@ -10,8 +10,10 @@ cudaError_t abi_sort_items(abisort::item_t<U>* buffers[2], abisort::side_node<ab
                            unsigned long long* counter, cudaStream_t stream, int& result) {
   switch (block_bits) {
     case 1: return abi_run<U, 1>(buffers, side, states, L, counter, stream, result);
-    case abisort::default_block_bits:
-      return abi_run<U, abisort::default_block_bits>(buffers, side, states, L, counter, stream, result);
+    case 10: return abi_run<U, 10>(buffers, side, states, L, counter, stream, result);
+    case 11: return abi_run<U, 11>(buffers, side, states, L, counter, stream, result);
+    case 12: return abi_run<U, 12>(buffers, side, states, L, counter, stream, result);
+    case 13: return abi_run<U, 13>(buffers, side, states, L, counter, stream, result);
     default: return cudaErrorInvalidValue;
   }
 }

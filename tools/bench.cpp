@@ -465,7 +465,10 @@ class harness {
     if (!device) return measurement(name, no_device);
     if (p.segments) return time_segmented(name, p, *device);
     if (name == "classic_bitonic") return time_classic_bitonic(p, *device);
-    options opt{.stream = stream_, .buckets = config_.buckets, .intervals = config_.intervals};
+    options opt{.stream = stream_,
+                .buckets = config_.buckets,
+                .intervals = config_.intervals,
+                .block_bits = config_.block_bits};
     if (name == "approx" || name == "approx_sampled") {
       opt.interval_splitters = name == "approx" ? splitters::linear : splitters::sampled;
       return time_approx(name, opt, p, *device);

@@ -23,6 +23,7 @@ struct bench_config {
   unsigned buckets = 0;  // sample_sort's s; 0: its default
   std::uint32_t intervals = 0;  // approx*, approx_refine, top_k: options::intervals; 0: default
   std::uint64_t k = 1000;       // top_k's k (at most n)
+  unsigned block_bits = 0;      // adaptive_bitonic: options::block_bits; 0: default
   std::string csv_path;  // empty: no CSV
   std::string gpu_name;  // empty: the device's own name
 };

@@ -83,7 +83,7 @@ const std::string bench_help =
     R"(usage: gpusort bench [--algos a,b] [--types u32,u64,f32] [--dists uniform,...]
                      [--sizes 2^16..2^28] [--segments 32,1024,powerlaw] [--pairs u32]
                      [--reps 20] [--seed S] [--buckets S] [--intervals N] [--k N]
-                     [--csv FILE] [--gpu-name NAME]
+                     [--block-bits B] [--csv FILE] [--gpu-name NAME]
 Times the algorithms side by side on one GPU: for each point the input is copied from a
 pristine device buffer before every run (not timed), the sort is timed with CUDA events
 after 2 warm-up runs, and the median of --reps runs is reported; every result is verified.
@@ -114,6 +114,8 @@ std::sort. Their extra bytes count that output. Without a CUDA device, the CPU b
   --intervals the interval count of approx, approx_sampled, approx_refine and top_k, up to
              2^24 (default 0: the library's choice)
   --k        top_k's k, at most n (default 1000)
+  --block-bits adaptive_bitonic's block sort and block merge size, 2^B items: 10 to 13, or 1
+             for none, the plain algorithm (default 0: 12)
   --csv      write one row per measurement, with the columns of docs/results/; the
              segment_size column is 0 for a single array, else the layout as --segments
              spells it (a number, or powerlaw)
@@ -232,6 +234,10 @@ int bench(const arguments& args) {
   config.intervals = static_cast<std::uint32_t>(intervals);
   config.k = parse_count(args.get("k", "1000"), "--k");
   if (config.k < 1) throw usage_error("--k must be at least 1");
+  const std::uint64_t block_bits = parse_unsigned(args.get("block-bits", "0"), "--block-bits");
+  if (block_bits != 0 && block_bits != 1 && (block_bits < 10 || block_bits > 13))
+    throw usage_error("--block-bits must be 0 (the default), 1, or 10 to 13");
+  config.block_bits = static_cast<unsigned>(block_bits);
   config.csv_path = args.get("csv");
   config.gpu_name = args.get("gpu-name");
   return run_bench(config);
@@ -298,7 +304,7 @@ const command commands[] = {
      bench_help,
      bench,
      {"algos", "types", "dists", "sizes", "segments", "pairs", "reps", "seed", "buckets",
-      "intervals", "k", "csv", "gpu-name"},
+      "intervals", "k", "block-bits", "csv", "gpu-name"},
      {}},
     {"demo", demo_help, demo, {"n"}, {}},
     {"largest", largest_help, largest, {"n", "algo"}, {}},

@@ -81,8 +81,9 @@ struct options {
   std::uint32_t intervals = 0;
   splitters interval_splitters = splitters::linear;
   // adaptive_bitonic only: log2 of the items each block sorts first and of the bitonic
-  // sequences the block merge finishes (section 7 of the paper): 0 = 12, the default; 1 = no
-  // block sort or merge, the plain algorithm.
+  // sequences the block merge finishes (section 7 of the paper): 10 to 13, 0 = 12 (the
+  // default), or 1 = no block sort or merge, the plain algorithm. Ignored by the CPU backend,
+  // which runs the plain algorithm.
   unsigned block_bits = 0;
   // adaptive_bitonic only, a debugging aid: if set, the number of comparisons the sort makes
   // is added to *comparison_count. For a GPU sort it must be memory the device can write

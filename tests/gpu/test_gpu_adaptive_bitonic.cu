@@ -162,7 +162,7 @@ TEST(GpuAdaptiveBitonicCount, ComparisonsMatchTheFormula) {
   GPUSORT_REQUIRE_GPU();
   std::uint64_t* count = nullptr;
   CUDA_OK(cudaMallocManaged(&count, sizeof(std::uint64_t)));
-  for (unsigned b : {1u, 12u}) {
+  for (unsigned b : {1u, 10u, 11u, 12u, 13u}) {
     for (std::size_t n : {std::size_t{5}, std::size_t{4096}, std::size_t{70001}, std::size_t{1} << 20}) {
       SCOPED_TRACE(::testing::Message() << "n=" << n << " block_bits=" << b);
       std::vector<std::uint32_t> keys = tools::generate<std::uint32_t>(tools::distribution::uniform, n, n);
@@ -184,8 +184,9 @@ TEST(GpuAdaptiveBitonicErrors, BadOptionsLeaveTheKeysAlone) {
   const std::vector<std::uint32_t> keys = {5, 3, 9, 1};
   guarded_buffer<std::uint32_t> d(keys);
   std::size_t bytes = 0;
-  EXPECT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), keys.size(), adaptive(false, 7)),
-            cudaErrorInvalidValue);
+  for (unsigned b : {2u, 7u, 9u, 14u})
+    EXPECT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), keys.size(), adaptive(false, b)),
+              cudaErrorInvalidValue);
   std::uint64_t host_counter = 0;
   gpusort::options opt = adaptive(false);
   opt.comparison_count = &host_counter;
@@ -237,13 +238,15 @@ TEST(GpuAdaptiveBitonicHuge, MoreThan2To31KeysOnTheDevice) {
   GPUSORT_REQUIRE_GPU();
   const std::uint64_t n = (std::uint64_t{1} << 31) + 11;
   std::uint32_t* keys = nullptr;
+  CUDA_OK(cudaMalloc(&keys, n * 4));
   std::size_t bytes = 0;
   CUDA_OK(gpusort::sort_keys(nullptr, bytes, keys, n, adaptive(false)));
   std::size_t free_bytes = 0, total = 0;
   CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
-  if (free_bytes < n * 4 + bytes + (std::size_t{1} << 29))
-    GTEST_SKIP() << "needs " << n * 4 + bytes << " bytes, " << free_bytes << " free";
-  CUDA_OK(cudaMalloc(&keys, n * 4));
+  if (free_bytes < bytes + (std::size_t{1} << 29)) {
+    cudaFree(keys);
+    GTEST_SKIP() << "needs " << bytes << " bytes of workspace, " << free_bytes << " free";
+  }
   void* temp = nullptr;
   CUDA_OK(cudaMalloc(&temp, bytes));
   fill_shuffled<<<4096, 256>>>(keys, n);

@@ -28,9 +28,9 @@ namespace abisort = network::abisort;
 template <int BITS>
 constexpr int abi_threads = BITS >= 8 ? (1 << (BITS - 4)) : 1;
 
-// Block sizes the library is built for: the default, and 1 (no block sort or merge at all:
-// the plain adaptive algorithm, for counting its comparisons).
-constexpr bool abi_block_bits_supported(int b) { return b == 1 || b == abisort::default_block_bits; }
+// Block sizes the library is built for: 10 to 13 (12 is the default), and 1 (no block sort
+// or merge at all: the plain adaptive algorithm, for counting its comparisons).
+constexpr bool abi_block_bits_supported(int b) { return b == 1 || (b >= 10 && b <= 13); }
 
 // Adds the comparisons of the active threads of a warp (one each) to *counter.
 __device__ __forceinline__ void count_one_per_thread(unsigned long long* counter) {
@@ -74,6 +74,29 @@ __global__ void abi_step_kernel(const abisort::item_t<U>* canon, abisort::side_n
                       states + tree * abisort::states_per_tree(m), j, id.stage, id.r,
                       s - 2 * id.stage, (tree & 1u) != 0, abisort::item_less<U>{});
   if (counter) count_one_per_thread(counter);
+}
+
+// The first steps of a level, while a tree has few instances per step: one block per tree
+// runs them all, with a barrier between steps instead of a kernel launch.
+template <class U>
+__global__ void abi_tree_steps_kernel(const abisort::item_t<U>* canon,
+                                      abisort::side_node<abisort::item_t<U>>* side,
+                                      abisort::pq_state* states, int j, int m, int steps,
+                                      unsigned long long* counter) {
+  const abisort::index_t tree = blockIdx.x;
+  const abisort::item_t<U>* canon_t = canon + (tree << j);
+  abisort::side_node<abisort::item_t<U>>* side_t = side + tree * abisort::slots_per_tree(j, m);
+  abisort::pq_state* states_t = states + tree * abisort::states_per_tree(m);
+  for (int s = 0; s < steps; ++s) {
+    const abisort::step_stages st = abisort::stages_in_step(j, m, s);
+    for (abisort::index_t f = threadIdx.x; f < st.instances(); f += blockDim.x) {
+      const abisort::instance_id id = abisort::instance_of(st, f);
+      abisort::adaptive_phase(canon_t, side_t, states_t, j, id.stage, id.r, s - 2 * id.stage,
+                              (tree & 1u) != 0, abisort::item_less<U>{});
+      if (counter) count_one_per_thread(counter);
+    }
+    __syncthreads();
+  }
 }
 
 // A pointer kept in an item slot of shared memory while the subtree is gathered.
@@ -193,7 +216,22 @@ cudaError_t abi_run(abisort::item_t<U>* buffers[2], abisort::side_node<abisort::
   for (int j = BITS + 1; j <= L && e == cudaSuccess; ++j) {
     const int m = abisort::adaptive_stages(j, BITS);
     const abisort::index_t trees = abisort::index_t{1} << (L - j);
-    for (int s = 0; s < abisort::steps_of_level(j, m); ++s) {
+    // Fused prefix: the steps with at most max_fused instances per tree.
+    constexpr abisort::index_t max_fused = 1024;
+    int fused = 0;
+    abisort::index_t widest = 0;
+    while (fused < abisort::steps_of_level(j, m) &&
+           abisort::stages_in_step(j, m, fused).instances() <= max_fused) {
+      const abisort::index_t w = abisort::stages_in_step(j, m, fused).instances();
+      widest = w > widest ? w : widest;
+      ++fused;
+    }
+    if (fused > 0) {
+      const unsigned block = static_cast<unsigned>((widest + 31) / 32 * 32);
+      abi_tree_steps_kernel<U><<<static_cast<unsigned>(trees), block, 0, stream>>>(
+          buffers[cur], side, states, j, m, fused, counter);
+    }
+    for (int s = fused; s < abisort::steps_of_level(j, m); ++s) {
       const abisort::index_t total = trees * abisort::stages_in_step(j, m, s).instances();
       constexpr int step_threads = 256;
       abi_step_kernel<U><<<static_cast<unsigned>((total + step_threads - 1) / step_threads),
