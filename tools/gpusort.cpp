@@ -41,6 +41,7 @@ const std::string main_help = R"(usage: gpusort <command> [options]
   bench   time the algorithms side by side
   demo    sort one array with every algorithm and compare them
   largest sort the most u32 keys the GPU holds, in place, and check them on the device
+  comparisons  count the comparisons of adaptive_bitonic against the bitonic network's
 `gpusort <command> --help` describes each command. Files are raw little-endian arrays of
 keys (u32 i32 f32 u64 i64 f64) or of packed (key, u32 value) records.
 Exit codes: 0 success, 1 check found disorder, 2 bad input or usage, 3 CUDA or I/O failure.
@@ -279,6 +280,62 @@ int largest(const arguments& args) {
   return r.misplaced == 0 ? 0 : 1;
 }
 
+const std::string comparisons_help = R"(usage: gpusort comparisons [--sizes 2^16..2^28]
+Sorts uniform u32 keys with adaptive_bitonic and prints the comparisons it counted
+(options::comparison_count): the plain algorithm (block bits 1) and the default (block sorts
+and block merges of 2^12 keys), next to the bitonic network's n L (L + 1) / 4 comparators
+and the bound 2 n L (L = log2 n, n rounded up to a power of two). On the GPU if there is
+one, else with the CPU backend (the plain algorithm only).
+)";
+
+int comparisons(const arguments& args) {
+  args.positional(0, "no file arguments");
+  const std::vector<std::uint64_t> sizes = parse_sizes(args.get("sizes", "2^16..2^28"));
+  const bool gpu = cuda_device_present();
+  std::uint64_t* count = nullptr;
+  if (gpu && cudaMallocManaged(reinterpret_cast<void**>(&count), sizeof(std::uint64_t)) != cudaSuccess)
+    throw io_error("cannot allocate the counter");
+  std::uint64_t host_count = 0;
+  if (!gpu) count = &host_count;
+  std::printf("%12s %16s %16s %16s %16s %12s\n", "n", "plain", "block_bits_12", "network",
+              "2_n_log2_n", "plain/network");
+  for (const std::uint64_t n : sizes) {
+    const std::vector<std::uint32_t> keys = generate<std::uint32_t>(distribution::uniform, n, 1);
+    std::uint64_t counted[2] = {0, 0};
+    for (int v = 0; v < (gpu ? 2 : 1); ++v) {
+      gpusort::options opt{.algo = gpusort::algorithm::adaptive_bitonic,
+                           .block_bits = v == 0 ? 1u : 0u,
+                           .comparison_count = count};
+      *count = 0;
+      if (gpu) {
+        std::uint32_t* d = nullptr;
+        if (cudaMalloc(reinterpret_cast<void**>(&d), n * sizeof(std::uint32_t)) != cudaSuccess ||
+            cudaMemcpy(d, keys.data(), n * sizeof(std::uint32_t), cudaMemcpyHostToDevice) !=
+                cudaSuccess)
+          throw io_error("cannot copy the keys to the device");
+        gpusort::sort(std::span<std::uint32_t>(d, n), opt);
+        cudaFree(d);
+      } else {
+        std::vector<std::uint32_t> copy = keys;
+        gpusort::sort(copy, opt);
+      }
+      counted[v] = *count;
+    }
+    int log_n = 0;
+    while ((std::uint64_t{1} << log_n) < n) ++log_n;
+    const std::uint64_t padded = std::uint64_t{1} << log_n;
+    const std::uint64_t network = padded * log_n * (log_n + 1) / 4;
+    std::printf("%12llu %16llu %16s %16llu %16llu %12.3f\n", static_cast<unsigned long long>(n),
+                static_cast<unsigned long long>(counted[0]),
+                gpu ? std::to_string(counted[1]).c_str() : "-",
+                static_cast<unsigned long long>(network),
+                static_cast<unsigned long long>(2 * padded * log_n),
+                network ? double(counted[0]) / double(network) : 0.0);
+  }
+  if (gpu) cudaFree(count);
+  return 0;
+}
+
 int demo(const arguments& args) {
   args.positional(0, "no file arguments");
   bench_config config;
@@ -308,6 +365,7 @@ const command commands[] = {
      {}},
     {"demo", demo_help, demo, {"n"}, {}},
     {"largest", largest_help, largest, {"n", "algo"}, {}},
+    {"comparisons", comparisons_help, comparisons, {"sizes"}, {}},
 };
 
 bool asks_for_help(std::string_view arg) { return arg == "--help" || arg == "-h" || arg == "help"; }

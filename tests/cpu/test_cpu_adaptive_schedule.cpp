@@ -87,9 +87,11 @@ void replay(std::vector<abisort::item_t<U>>& items, int b, bool reverse_instance
         const index_t g = reverse_instances ? total - 1 - x : x;
         const index_t tree = g / st.instances();
         const abisort::instance_id id = abisort::instance_of(st, g % st.instances());
-        abisort::adaptive_phase(items.data() + (tree << j), side.data() + tree * abisort::slots_per_tree(j, m),
-                            states.data() + tree * abisort::states_per_tree(m), j, id.stage, id.r,
-                            s - 2 * id.stage, (tree & 1) != 0, counting_less);
+        abisort::pq_state* tree_states = states.data() + tree * abisort::states_per_tree(m);
+        abisort::adaptive_phase(items.data() + (tree << j),
+                                side.data() + tree * abisort::slots_per_tree(j, m),
+                                tree_states[abisort::state_index(id.stage, id.r)], tree_states, j,
+                                id.stage, id.r, s - 2 * id.stage, (tree & 1) != 0, counting_less);
       }
     }
     // Each depth-m subtree in order, then its spare: a bitonic sequence, merged.

@@ -24,9 +24,9 @@ namespace gpusort::detail::device {
 
 namespace abisort = network::abisort;
 
-// Threads of the block sort and block merge: 16 items each.
+// Threads of the block sort and block merge: 8 items each.
 template <int BITS>
-constexpr int abi_threads = BITS >= 8 ? (1 << (BITS - 4)) : 1;
+constexpr int abi_threads = BITS >= 8 ? (1 << (BITS - 3)) : 1;
 
 // Block sizes the library is built for: 10 to 13 (12 is the default), and 1 (no block sort
 // or merge at all: the plain adaptive algorithm, for counting its comparisons).
@@ -61,23 +61,30 @@ __global__ void __launch_bounds__(abi_threads<BITS>)
 
 // One step of the overlapped adaptive stages of level j, on every tree.
 template <class U>
-__global__ void abi_step_kernel(const abisort::item_t<U>* canon, abisort::side_node<abisort::item_t<U>>* side,
-                                abisort::pq_state* states, int j, int m, int s, abisort::index_t trees,
-                                unsigned long long* counter) {
+__global__ void abi_step_kernel(const abisort::item_t<U>* canon,
+                                abisort::side_node<abisort::item_t<U>>* side,
+                                abisort::pq_state* states, int j, int m, int s,
+                                abisort::index_t trees, unsigned long long* counter) {
   const abisort::step_stages st = abisort::stages_in_step(j, m, s);
   const abisort::index_t per_tree = st.instances();
   const abisort::index_t g = static_cast<abisort::index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const abisort::index_t tree = g / per_tree;
   if (tree >= trees) return;
   const abisort::instance_id id = abisort::instance_of(st, g - tree * per_tree);
-  abisort::adaptive_phase(canon + (tree << j), side + tree * abisort::slots_per_tree(j, m),
-                      states + tree * abisort::states_per_tree(m), j, id.stage, id.r,
-                      s - 2 * id.stage, (tree & 1u) != 0, abisort::item_less<U>{});
+  abisort::pq_state* states_t = states + tree * abisort::states_per_tree(m);
+  abisort::pq_state& pq = states_t[abisort::state_index(id.stage, id.r)];
+  abisort::pq_state mine = pq;
+  abisort::adaptive_phase(canon + (tree << j), side + tree * abisort::slots_per_tree(j, m), mine,
+                          states_t, j, id.stage, id.r, s - 2 * id.stage, (tree & 1u) != 0,
+                          abisort::item_less<U>{});
+  pq = mine;
   if (counter) count_one_per_thread(counter);
 }
 
 // The first steps of a level, while a tree has few instances per step: one block per tree
-// runs them all, with a barrier between steps instead of a kernel launch.
+// runs them all, with a barrier between steps instead of a kernel launch. Thread x - 1 is
+// instance x in heap numbering (stage floor(log2 x)) throughout, so its pair stays in
+// registers; a stage still running at the end leaves it in `states` for the step kernels.
 template <class U>
 __global__ void abi_tree_steps_kernel(const abisort::item_t<U>* canon,
                                       abisort::side_node<abisort::item_t<U>>* side,
@@ -87,16 +94,22 @@ __global__ void abi_tree_steps_kernel(const abisort::item_t<U>* canon,
   const abisort::item_t<U>* canon_t = canon + (tree << j);
   abisort::side_node<abisort::item_t<U>>* side_t = side + tree * abisort::slots_per_tree(j, m);
   abisort::pq_state* states_t = states + tree * abisort::states_per_tree(m);
+  const abisort::index_t x = threadIdx.x + 1;
+  const int k = 31 - __clz(static_cast<unsigned>(x));
+  const abisort::index_t r = x - (abisort::index_t{1} << k);
+  abisort::pq_state mine{};
   for (int s = 0; s < steps; ++s) {
-    const abisort::step_stages st = abisort::stages_in_step(j, m, s);
-    for (abisort::index_t f = threadIdx.x; f < st.instances(); f += blockDim.x) {
-      const abisort::instance_id id = abisort::instance_of(st, f);
-      abisort::adaptive_phase(canon_t, side_t, states_t, j, id.stage, id.r, s - 2 * id.stage,
-                              (tree & 1u) != 0, abisort::item_less<U>{});
+    const int i = s - 2 * k;
+    if (k < m && i >= 0 && i < j - k) {
+      if (i == 0) mine = states_t[abisort::state_index(k, r)];
+      abisort::adaptive_phase(canon_t, side_t, mine, states_t, j, k, r, i, (tree & 1u) != 0,
+                              abisort::item_less<U>{});
       if (counter) count_one_per_thread(counter);
     }
     __syncthreads();
   }
+  const int i = steps - 2 * k;  // the phase this instance would run next
+  if (k < m && i > 0 && i < j - k) states_t[abisort::state_index(k, r)] = mine;
 }
 
 // A pointer kept in an item slot of shared memory while the subtree is gathered.
@@ -162,8 +175,19 @@ __global__ void __launch_bounds__(abi_threads<BITS>)
     }
     __syncthreads();
   }
-  for (unsigned l = threadIdx.x; l < slots; l += threads)
-    if (!resolved[l]) keys[block::padded_index(l)] = canon_t[pointer_in(keys[block::padded_index(l)])];
+  // All of a thread's loads in flight at once.
+  constexpr int per_thread = slots / threads;
+  T loaded[per_thread];
+#pragma unroll
+  for (int e = 0; e < per_thread; ++e) {
+    const unsigned l = e * threads + threadIdx.x;
+    if (!resolved[l]) loaded[e] = canon_t[pointer_in(keys[block::padded_index(l)])];
+  }
+#pragma unroll
+  for (int e = 0; e < per_thread; ++e) {
+    const unsigned l = e * threads + threadIdx.x;
+    if (!resolved[l]) keys[block::padded_index(l)] = loaded[e];
+  }
 
   tile_t tile{smem, 0, slots, (tree & 1u) != 0, {}};
   tile.run(network::pass{network::window{BITS, BITS, 0}, network::step_index(BITS, BITS - 1),
@@ -216,18 +240,15 @@ cudaError_t abi_run(abisort::item_t<U>* buffers[2], abisort::side_node<abisort::
   for (int j = BITS + 1; j <= L && e == cudaSuccess; ++j) {
     const int m = abisort::adaptive_stages(j, BITS);
     const abisort::index_t trees = abisort::index_t{1} << (L - j);
-    // Fused prefix: the steps with at most max_fused instances per tree.
-    constexpr abisort::index_t max_fused = 1024;
+    // Fused prefix: the steps in which only stages below max_fused_stages are active.
+    constexpr int max_fused_stages = 10;  // 1023 threads
     int fused = 0;
-    abisort::index_t widest = 0;
     while (fused < abisort::steps_of_level(j, m) &&
-           abisort::stages_in_step(j, m, fused).instances() <= max_fused) {
-      const abisort::index_t w = abisort::stages_in_step(j, m, fused).instances();
-      widest = w > widest ? w : widest;
+           abisort::stages_in_step(j, m, fused).last < max_fused_stages)
       ++fused;
-    }
     if (fused > 0) {
-      const unsigned block = static_cast<unsigned>((widest + 31) / 32 * 32);
+      const int top = abisort::stages_in_step(j, m, fused - 1).last;
+      const unsigned block = static_cast<unsigned>((abisort::index_t{2} << top) - 1);
       abi_tree_steps_kernel<U><<<static_cast<unsigned>(trees), block, 0, stream>>>(
           buffers[cur], side, states, j, m, fused, counter);
     }

@@ -229,13 +229,13 @@ GPUSORT_HD GPUSORT_FORCEINLINE index_t materialize(index_t p, const T* canon, si
 }
 
 // Phase i of stage k, instance r, on one tree: canon = its 2^j input items, side = its slots,
-// state = its pq states. `reverse`: the tree sorts descending. Returns nothing; the next
-// phase finds its p, q in state.
+// st = the instance's state (in: this phase's pair, out: the next phase's), state = the
+// tree's states, where phase 0 leaves the (root, spare) of the next stage's two instances.
+// `reverse`: the tree sorts descending.
 template <class T, class Less>
 GPUSORT_HD GPUSORT_FORCEINLINE void adaptive_phase(const T* canon, side_node<T>* side,
-                                                   pq_state* state, int j, int k, index_t r,
-                                                   int i, bool reverse, Less less) {
-  pq_state& st = state[state_index(k, r)];
+                                                   pq_state& st, pq_state* state, int j, int k,
+                                                   index_t r, int i, bool reverse, Less less) {
   index_t a, b;
   if (k == 0 && i == 0) {
     a = materialize(root_of(j), canon, side, 0);
