@@ -24,9 +24,14 @@ namespace gpusort::detail::device {
 
 namespace abisort = network::abisort;
 
-// Threads of the block sort and block merge: 8 items each.
+// Threads of the block sort and block merge: 16 items each. At most 64 registers a thread
+// (4 steps per shared-memory round trip, 3 for 16-byte items), so that 1024 threads' worth of blocks fit on
+// an SM: the gather's chain of dependent loads needs blocks to overlap (measured on an H100:
+// 93 registers left one 512-thread block per SM, and the merge took 80% of the sort).
 template <int BITS>
-constexpr int abi_threads = BITS >= 8 ? (1 << (BITS - 3)) : 1;
+constexpr int abi_threads = BITS >= 8 ? (1 << (BITS - 4)) : 1;
+template <int BITS>
+constexpr int abi_min_blocks = abi_threads<BITS> >= 1024 ? 1 : 1024 / abi_threads<BITS>;
 
 // Block sizes the library is built for: 10 to 13 (12 is the default), and 1 (no block sort
 // or merge at all: the plain adaptive algorithm, for counting its comparisons).
@@ -41,11 +46,12 @@ __device__ __forceinline__ void count_one_per_thread(unsigned long long* counter
 
 template <class U, int BITS>
 using abi_tile = block::tile_network<abisort::item_t<U>, no_value, block::block_team<abi_threads<BITS>>,
-                                     BITS, sizeof(abisort::item_t<U>) <= 8 ? 5 : 4, abisort::item_less<U>>;
+                                     BITS, sizeof(abisort::item_t<U>) <= 8 ? 4 : 3,
+                                     abisort::item_less<U>>;
 
 // Sorts tile blockIdx.x of 2^BITS items in place; odd tiles descending.
 template <class U, int BITS>
-__global__ void __launch_bounds__(abi_threads<BITS>)
+__global__ void __launch_bounds__(abi_threads<BITS>, abi_min_blocks<BITS>)
     abi_block_sort_kernel(abisort::item_t<U>* items, unsigned long long* counter) {
   using tile_t = abi_tile<U, BITS>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
@@ -124,7 +130,7 @@ __device__ __forceinline__ abisort::index_t& pointer_in(T& slot) {
 // Block (tree, s): gathers depth-m subtree s of its tree and that subtree's spare (2^BITS
 // items in order, a bitonic sequence), merges them and writes the sorted run to `out`.
 template <class U, int BITS>
-__global__ void __launch_bounds__(abi_threads<BITS>)
+__global__ void __launch_bounds__(abi_threads<BITS>, abi_min_blocks<BITS>)
     abi_block_merge_kernel(const abisort::item_t<U>* canon, const abisort::side_node<abisort::item_t<U>>* side,
                            const abisort::pq_state* states, abisort::item_t<U>* out, int j, int m,
                            unsigned long long* counter) {
