@@ -7,9 +7,9 @@ import csv
 import sys
 from collections import defaultdict
 
-ORDER = ["bitonic", "sample_sort", "sample_sort_random", "cub_radix", "cub_merge", "thrust",
+ORDER = ["bitonic", "sample_sort", "sample_sort_random", "adaptive_bitonic", "cub_radix", "cub_merge", "thrust",
          "classic_bitonic", "std_sort"]
-OURS = ["bitonic", "sample_sort"]  # each gets a "vs cub_merge" column
+OURS = ["bitonic", "sample_sort", "adaptive_bitonic"]  # each gets a "vs cub_merge" column
 
 
 def pow2(n):
