@@ -199,7 +199,8 @@ TEST_F(Tool, TextFiles) {
 
 TEST_F(Tool, DescendingAndEveryAlgorithm) {
   ASSERT_EQ(run("gen --type i32 --n 3001 --dist gaussian " + file("in")).code, 0);
-  for (const char* algo : {"automatic", "bitonic", "cub_radix", "cub_merge", "thrust"}) {
+  for (const char* algo :
+       {"automatic", "bitonic", "cub_radix", "cub_merge", "thrust", "adaptive_bitonic"}) {
     SCOPED_TRACE(algo);
     const outcome sorted = run(std::string("sort --type i32 --desc --algo ") + algo + " " +
                                file("in") + " " + file("out"));
@@ -315,11 +316,23 @@ TEST_F(Tool, UsageErrorsNameTheProblem) {
 
 TEST_F(Tool, HelpOnEveryCommand) {
   EXPECT_EQ(run("--help").code, 0);
-  for (const std::string command : {"gen", "sort", "check", "bench", "demo"}) {
+  for (const std::string command : {"gen", "sort", "check", "bench", "demo", "comparisons"}) {
     const outcome o = run(command + " --help");
     EXPECT_EQ(o.code, 0) << command;
     EXPECT_TRUE(o.out.starts_with("usage: gpusort " + command)) << o.out;
   }
+}
+
+// The plain adaptive bitonic sort of 2^10 keys: sum over j of (n / 2^j)(2^(j+1) - j - 2)
+// comparisons, against the network's n L (L + 1) / 4 = 28160.
+TEST_F(Tool, ComparisonsCountsTheAdaptiveSort) {
+  const outcome o = run("comparisons --sizes 2^10");
+  ASSERT_EQ(o.code, 0) << o.err;
+  std::uint64_t plain = 0;
+  for (int j = 1; j <= 10; ++j) plain += (1024u >> j) * ((2u << j) - j - 2);
+  EXPECT_NE(o.out.find(" " + std::to_string(plain) + " "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" 28160 "), std::string::npos) << o.out;
+  EXPECT_EQ(run("comparisons --sizes 2^10 --bogus 1").code, 2);
 }
 
 TEST_F(Tool, BenchWritesCsvAndDemoVerifies) {

@@ -4,16 +4,12 @@
 // and n >= 2^31.
 #include <gtest/gtest.h>
 
-#include <thrust/count.h>
-#include <thrust/execution_policy.h>
-#include <thrust/iterator/counting_iterator.h>
-
-#include "common/shuffle.hpp"
 #include "device_buffer.hpp"
 #include "gpusort/detail/network/adaptive_bitonic.hpp"
 #include "gpusort/sort.cuh"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
+#include "shuffled_keys.cuh"
 
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
@@ -223,17 +219,6 @@ TEST(GpuAdaptiveBitonicApi, VectorsAndSpans) {
   EXPECT_TRUE(same_bits(v, expect));
 }
 
-__global__ void fill_shuffled(std::uint32_t* keys, std::uint64_t n) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::uint64_t(gridDim.x) * blockDim.x)
-    keys[i] = static_cast<std::uint32_t>(tools::shuffle_index(i, n));
-}
-
-struct misplaced_key {
-  const std::uint32_t* keys;
-  __device__ bool operator()(std::uint64_t i) const { return keys[i] != std::uint32_t(i); }
-};
-
 TEST(GpuAdaptiveBitonicHuge, MoreThan2To31KeysOnTheDevice) {
   GPUSORT_REQUIRE_GPU();
   const std::uint64_t n = (std::uint64_t{1} << 31) + 11;
@@ -251,10 +236,7 @@ TEST(GpuAdaptiveBitonicHuge, MoreThan2To31KeysOnTheDevice) {
   CUDA_OK(cudaMalloc(&temp, bytes));
   fill_shuffled<<<4096, 256>>>(keys, n);
   CUDA_OK(cudaGetLastError());
-  const auto misplaced = [&] {
-    return thrust::count_if(thrust::device, thrust::counting_iterator<std::uint64_t>(0),
-                            thrust::counting_iterator<std::uint64_t>(n), misplaced_key{keys});
-  };
+  const auto misplaced = [&] { return count_misplaced(keys, n); };
   ASSERT_GT(misplaced(), 0);
   CUDA_OK(gpusort::sort_keys(temp, bytes, keys, n, adaptive(false)));
   CUDA_OK(cudaDeviceSynchronize());

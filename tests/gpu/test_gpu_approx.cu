@@ -6,10 +6,10 @@
 
 #include <cstring>
 
-#include "common/shuffle.hpp"
 #include "device_buffer.hpp"
 #include "gpusort/approx.hpp"
 #include "reference.hpp"
+#include "shuffled_keys.cuh"
 
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
@@ -334,19 +334,6 @@ TEST(GpuApproxApi, WorksInsideGraphCapture) {
   }
 }
 
-__global__ void fill_shuffled_keys(std::uint32_t* keys, std::uint64_t n) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::uint64_t(gridDim.x) * blockDim.x)
-    keys[i] = static_cast<std::uint32_t>(tools::shuffle_index(i, n));
-}
-
-__global__ void count_not_identity(const std::uint32_t* keys, std::uint64_t n,
-                                   unsigned long long* wrong) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::uint64_t(gridDim.x) * blockDim.x)
-    if (keys[i] != static_cast<std::uint32_t>(i)) atomicAdd(wrong, 1ull);
-}
-
 // approx_refine of a shuffled 0 .. n-1, n > 2^31: the approximate sort's 32-bit shared
 // counters at their largest, then the segmented sort.
 TEST(GpuApproxHuge, RefineMoreThan2To31Keys) {
@@ -356,21 +343,14 @@ TEST(GpuApproxHuge, RefineMoreThan2To31Keys) {
   CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
   if (free_bytes < n * 4 * 2 + (std::size_t{3} << 30)) GTEST_SKIP() << "needs 2 x " << n * 4 << " bytes";
   std::uint32_t* keys = nullptr;
-  unsigned long long* wrong = nullptr;
   CUDA_OK(cudaMalloc(&keys, n * 4));
-  CUDA_OK(cudaMalloc(&wrong, 8));
-  fill_shuffled_keys<<<4096, 256>>>(keys, n);
+  fill_shuffled<<<4096, 256>>>(keys, n);
   const gpusort::options opt{.algo = gpusort::algorithm::approx_refine};
   std::size_t bytes = 0;
   CUDA_OK(gpusort::sort_keys(nullptr, bytes, keys, n, opt));
   poisoned_array<char> temp(bytes);
   ASSERT_NE(temp.ptr, nullptr);
   CUDA_OK(gpusort::sort_keys(temp.ptr, bytes, keys, n, opt));
-  CUDA_OK(cudaMemset(wrong, 0, 8));
-  count_not_identity<<<4096, 256>>>(keys, n, wrong);
-  unsigned long long misplaced = 1;
-  CUDA_OK(cudaMemcpy(&misplaced, wrong, 8, cudaMemcpyDeviceToHost));
-  EXPECT_EQ(misplaced, 0u);
+  EXPECT_EQ(count_misplaced(keys, n), 0u);
   cudaFree(keys);
-  cudaFree(wrong);
 }

@@ -2,15 +2,11 @@
 // distribution, both orders, pairs with 4-, 8- and 16-byte values, and n >= 2^31.
 #include <gtest/gtest.h>
 
-#include <thrust/count.h>
-#include <thrust/execution_policy.h>
-#include <thrust/iterator/counting_iterator.h>
-
-#include "common/shuffle.hpp"
 #include "device_buffer.hpp"
 #include "gpusort/sort.cuh"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
+#include "shuffled_keys.cuh"
 
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
@@ -127,22 +123,6 @@ TYPED_TEST(GpuBitonic, PairsKeepTheirValues) {
       }
     }
   }
-}
-
-__global__ void fill_shuffled(std::uint32_t* keys, std::uint64_t n) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::uint64_t(gridDim.x) * blockDim.x)
-    keys[i] = static_cast<std::uint32_t>(tools::shuffle_index(i, n));
-}
-
-struct misplaced_key {
-  const std::uint32_t* keys;
-  __device__ bool operator()(std::uint64_t i) const { return keys[i] != std::uint32_t(i); }
-};
-
-std::uint64_t count_misplaced(const std::uint32_t* keys, std::uint64_t n) {
-  return thrust::count_if(thrust::device, thrust::counting_iterator<std::uint64_t>(0),
-                          thrust::counting_iterator<std::uint64_t>(n), misplaced_key{keys});
 }
 
 TEST(GpuBitonicHuge, MoreThan2To31KeysOnTheDevice) {
