@@ -31,7 +31,9 @@ namespace abisort = network::abisort;
 template <int BITS>
 constexpr int abi_threads = BITS >= 8 ? (1 << (BITS - 4)) : 1;
 template <int BITS>
-constexpr int abi_min_blocks = abi_threads<BITS> >= 1024 ? 1 : 1024 / abi_threads<BITS>;
+constexpr int abi_min_blocks = abi_threads<BITS> >= 1024 ? 1
+                               : abi_threads<BITS> >= 32 ? 1024 / abi_threads<BITS>
+                                                         : 32;  // the most an SM holds
 
 // Block sizes the library is built for: 10 to 13 (12 is the default), and 1 (no block sort
 // or merge at all: the plain adaptive algorithm, for counting its comparisons).
