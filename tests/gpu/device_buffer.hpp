@@ -58,4 +58,15 @@ class guarded_buffer {
   std::size_t n_;
 };
 
+// A workspace poisoned before use, so that reading what was never written shows.
+struct poisoned_workspace {
+  void* ptr = nullptr;
+  explicit poisoned_workspace(std::size_t bytes) {
+    if (bytes && cudaMalloc(&ptr, bytes) == cudaSuccess) cudaMemset(ptr, poison, bytes);
+  }
+  ~poisoned_workspace() { cudaFree(ptr); }
+  poisoned_workspace(const poisoned_workspace&) = delete;
+  poisoned_workspace& operator=(const poisoned_workspace&) = delete;
+};
+
 }  // namespace gpusort::testing

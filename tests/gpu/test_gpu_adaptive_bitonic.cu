@@ -28,15 +28,6 @@ gpusort::options adaptive(bool descending, unsigned block_bits = 0) {
           .block_bits = block_bits};
 }
 
-// A workspace full of garbage: the sort must not depend on what it held.
-struct poisoned_workspace {
-  void* ptr = nullptr;
-  explicit poisoned_workspace(std::size_t bytes) {
-    if (bytes && cudaMalloc(&ptr, bytes) == cudaSuccess) cudaMemset(ptr, 0xC3, bytes);
-  }
-  ~poisoned_workspace() { cudaFree(ptr); }
-};
-
 template <class K>
 void check_keys(const std::vector<K>& keys, const gpusort::options& opt) {
   const std::vector<K> expect = reference_sort(keys, opt.direction == gpusort::order::descending);

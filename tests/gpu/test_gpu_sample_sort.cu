@@ -29,15 +29,6 @@ gpusort::options sample_options(bool random, bool descending, unsigned buckets =
           .buckets = buckets};
 }
 
-// A workspace poisoned before use, so that reading what was never written shows.
-struct poisoned_workspace {
-  void* ptr = nullptr;
-  explicit poisoned_workspace(std::size_t bytes) {
-    if (bytes && cudaMalloc(&ptr, bytes) == cudaSuccess) cudaMemset(ptr, 0xA5, bytes);
-  }
-  ~poisoned_workspace() { cudaFree(ptr); }
-};
-
 template <class K>
 void check_keys(std::vector<K> keys, const gpusort::options& opt) {
   const std::vector<K> expect = reference_sort(keys, opt.direction == gpusort::order::descending);
