@@ -1,7 +1,10 @@
-// The benchmark harness (bench.hpp). On a GPU, each point's input is generated on the host
-// once and copied to a pristine device buffer; every run copies it to a work buffer (not
+// The benchmark harness (bench.hpp). A point is measured on --arrays input arrays generated
+// one after another (the first from --seed), every algorithm timed and verified on each; the
+// statistics cover the timed runs of all of them. On a GPU, each input is generated on the
+// host and copied to a pristine device buffer; every run copies it to a work buffer (not
 // timed) and times the sort alone with CUDA events on one stream, after warm-up runs.
-// std_sort and the CPU backend are timed with std::chrono, with fewer runs for large n.
+// The host sorts (std_sort, cpu_parallel) and the CPU backend are timed with std::chrono,
+// with fewer runs for large n.
 // approx, approx_sampled and top_k (approx.hpp) read the work buffer and write to output
 // buffers of their own; they are verified by what they promise, not as full sorts.
 // With --segments, every segment layout of a point reuses its input; a single array is the
@@ -9,11 +12,16 @@
 #include "bench.hpp"
 
 #include <cuda_runtime_api.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <numeric>
 #include <optional>
+#include <parallel/algorithm>
 #include <string_view>
 #include <utility>
 
@@ -22,6 +30,7 @@
 #include "gpusort/approx.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
+#include "plot.hpp"
 #include "records.hpp"
 
 #ifndef GPUSORT_COMMIT
@@ -37,6 +46,23 @@ constexpr double mib = 1024.0 * 1024.0;
 constexpr std::uint64_t narrow_offsets_below = std::uint64_t{1} << 32;  // u32 offsets, else u64
 // The methods of approx.hpp that do not sort the whole array (GPU, single arrays only).
 constexpr std::string_view partial_methods[] = {"approx", "approx_sampled", "top_k"};
+// The baselines that sort on the host, with or without a GPU, single arrays or segments.
+constexpr std::string_view host_sorts[] = {"std_sort", "cpu_parallel"};
+
+bool is_host_sort(std::string_view name) {
+  return std::ranges::find(host_sorts, name) != std::end(host_sorts);
+}
+
+// The methods that leave the keys only partly sorted.
+bool is_partial(std::string_view name) {
+  return std::ranges::find(partial_methods, name) != std::end(partial_methods);
+}
+
+// The seed of a point's input array: --seed itself for the first (so that one array is the
+// input of earlier versions), then seeds drawn from it, one per array.
+std::uint64_t array_seed(std::uint64_t seed, int array) {
+  return array == 0 ? seed : random_bits(seed, static_cast<std::uint64_t>(array));
+}
 
 void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw error(e, what);
@@ -75,13 +101,15 @@ struct point {
   std::optional<segment_spec> segments;  // none: a single array
   std::vector<std::uint64_t> offsets;    // segment i is [offsets[i], offsets[i + 1])
   checksum input_sum;                    // checksum_by_segment of the input
+  std::optional<int> array;              // which input array, when there are several
   std::uint64_t segment_count() const { return offsets.size() - 1; }
   // Equal segments that fill n exactly go through the batched calls: no offsets to read.
   bool batched() const { return segments && !segments->powerlaw && n % segments->size == 0; }
   std::string label() const {
     return std::string(key_traits<K>::name) + (input.pairs ? "+u32 " : " ") +
            std::string(to_string(dist)) + " n=" + std::to_string(n) +
-           (segments ? " segments=" + segments->name() : "");
+           (segments ? " segments=" + segments->name() : "") +
+           (array ? " array=" + std::to_string(*array) : "");
   }
 };
 
@@ -111,12 +139,22 @@ checksum checksum_by_segment(const records<K>& r, const std::vector<std::uint64_
   return c;
 }
 
-// Sorts every segment of p's layout in the array that starts at `data`.
+// Sorts every segment of p's layout in the array that starts at `data`: with std::sort, or
+// on all cores: one array by GCC's parallel mode sort (a multiway merge sort), several
+// segments spread over the cores, each sorted by one thread (dynamic schedule: powerlaw
+// sizes vary).
 template <class K, class It, class Compare>
-void sort_each_segment(const point<K>& p, It data, Compare compare) {
-  for (std::size_t s = 0; s < p.segment_count(); ++s)
-    std::sort(data + static_cast<std::ptrdiff_t>(p.offsets[s]),
-              data + static_cast<std::ptrdiff_t>(p.offsets[s + 1]), compare);
+void sort_each_segment(const point<K>& p, It data, Compare compare, bool parallel) {
+  const auto start = [&](std::int64_t s) {
+    return data + static_cast<std::ptrdiff_t>(p.offsets[static_cast<std::size_t>(s)]);
+  };
+  const auto count = static_cast<std::int64_t>(p.segment_count());
+  if (parallel && count == 1) {
+    __gnu_parallel::sort(start(0), start(1), compare);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 16) if (parallel)
+  for (std::int64_t s = 0; s < count; ++s) std::sort(start(s), start(s + 1), compare);
 }
 
 // ---- what a result must be ----------------------------------------------------------------
@@ -222,7 +260,8 @@ records<K> copy_to_host(const device_memory& keys, const device_memory& values,
   return out;
 }
 
-// What one algorithm did on one point: the run times, or why it was not timed.
+// What one algorithm did on one point (on one input array, or on all of them): the run
+// times, or why it was not timed.
 struct measurement {
   explicit measurement(std::string name, std::string why_skipped = "")
       : algorithm(std::move(name)), skipped(std::move(why_skipped)) {}
@@ -230,10 +269,33 @@ struct measurement {
   std::string skipped;     // non-empty: not timed, for this reason
   std::vector<double> ms;  // ascending
   std::int64_t extra_bytes = 0;
+  bool dropped = false;  // skipped, wrong or failed on some array: not reported for the point
   double median() const {
     const std::size_t m = ms.size() / 2;
     return ms.size() % 2 ? ms[m] : (ms[m - 1] + ms[m]) / 2;
   }
+  // The sample standard deviation (0 for a single run).
+  double std_dev() const {
+    if (ms.size() < 2) return 0;
+    const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
+    double squares = 0;
+    for (double t : ms) squares += (t - mean) * (t - mean);
+    return std::sqrt(squares / static_cast<double>(ms.size() - 1));
+  }
+};
+
+// One row of the results, as the CSV and the JSON file hold it.
+struct result_row {
+  std::string algorithm, key_type, value_type, distribution;
+  std::uint64_t n = 0;
+  std::string segment_size;  // 0 for a single array, else as --segments spells the layout
+  double median_ms = 0, keys_per_s = 0;
+  std::int64_t extra_device_bytes = 0;  // -1: unknown (thrust allocates its own)
+  std::string gpu, commit;
+  double min_ms = 0, max_ms = 0;
+  std::uint64_t reps = 0;  // timed runs per array
+  double std_ms = 0;
+  int arrays = 1;
 };
 
 std::string csv_field(const std::string& text) {
@@ -243,17 +305,78 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
+// A JSON string: quotes, backslashes and control characters escaped, other bytes (UTF-8) kept.
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// One value of a row as each format spells it.
+struct column {
+  std::string_view name;
+  std::string csv, json;
+};
+
+column text_column(std::string_view name, const std::string& value) {
+  return {name, csv_field(value), json_string(value)};
+}
+
+column integer_column(std::string_view name, std::integral auto value) {
+  const std::string text = std::to_string(value);
+  return {name, text, text};
+}
+
+column decimal_column(std::string_view name, double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return {name, text, std::isfinite(value) ? text : "null"};  // JSON has no inf or nan
+}
+
+// The row's columns in the CSV's order: DESIGN.md's, then the later ones, always appended so
+// that readers of older files (docs/results/, scripts/perf_tables.py) keep working.
+std::vector<column> columns_of(const result_row& r) {
+  return {text_column("algorithm", r.algorithm),
+          text_column("key_type", r.key_type),
+          text_column("value_type", r.value_type),
+          text_column("distribution", r.distribution),
+          integer_column("n", r.n),
+          text_column("segment_size", r.segment_size),
+          decimal_column("median_ms", r.median_ms, 6),
+          decimal_column("keys_per_s", r.keys_per_s, 0),
+          integer_column("extra_device_bytes", r.extra_device_bytes),
+          text_column("gpu", r.gpu),
+          text_column("commit", r.commit),
+          decimal_column("min_ms", r.min_ms, 6),
+          decimal_column("max_ms", r.max_ms, 6),
+          integer_column("reps", r.reps),
+          decimal_column("std_ms", r.std_ms, 6),
+          integer_column("arrays", r.arrays)};
+}
+
 class harness {
  public:
   explicit harness(const bench_config& config)
       : config_(config), gpu_(cuda_device_present()), segmented_(!config.segments.empty()) {
-    // std_sort runs on the host: --algos may name it with or without a GPU, in either mode.
-    const auto with_std_sort = [](std::vector<std::string> names) {
-      if (std::ranges::find(names, "std_sort") == names.end()) names.emplace_back("std_sort");
+    // The host sorts: --algos may name them with or without a GPU, in either mode.
+    const auto with_host_sorts = [](std::vector<std::string> names) {
+      for (std::string_view host : host_sorts)
+        if (std::ranges::find(names, host) == names.end()) names.emplace_back(host);
       return names;
     };
-    const std::vector<std::string> here = with_std_sort(bench_algorithms(gpu_, segmented_));
-    const std::vector<std::string> anywhere = with_std_sort(bench_algorithms(true, segmented_));
+    const std::vector<std::string> here = with_host_sorts(bench_algorithms(gpu_, segmented_));
+    const std::vector<std::string> anywhere = with_host_sorts(bench_algorithms(true, segmented_));
     const std::vector<std::string> other_mode = bench_algorithms(true, !segmented_);
     std::vector<std::string> gpu_only;
     for (const std::string& name :
@@ -280,6 +403,7 @@ class harness {
       if (!spec.powerlaw && spec.size == 0)
         throw usage_error("--segments: a segment size must be at least 1");
     if (config.reps < 1) throw usage_error("--reps must be at least 1");
+    if (config.arrays < 1) throw usage_error("--arrays must be at least 1");
     if (gpu_) {
       int device = 0;
       cudaDeviceProp prop{};
@@ -303,13 +427,26 @@ class harness {
     if (!config.gpu_name.empty()) gpu_name_ = config.gpu_name;
     for (const std::string& name : algorithms_)
       algorithm_width_ = std::max(algorithm_width_, static_cast<int>(name.size()));
-    if (!config.csv_path.empty()) {
-      csv_.reset(std::fopen(config.csv_path.c_str(), "w"));
-      if (!csv_) throw io_error(config.csv_path + ": cannot create: " + system_error_text());
-      std::fprintf(csv_.get(),
-                   "algorithm,key_type,value_type,distribution,n,segment_size,"
-                   "median_ms,keys_per_s,extra_device_bytes,gpu,commit,min_ms,max_ms,reps\n");
+    // Every output is opened before the first timing, so that a bad path fails at once, as
+    // a usage error (as pending_file's).
+    csv_path_ = config.csv_path;
+    if (!config.plot_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(config.plot_dir, ec);
+      if (ec)
+        throw usage_error(config.plot_dir + ": cannot create the directory: " + ec.message());
+      if (csv_path_.empty())
+        csv_path_ = (std::filesystem::path(config.plot_dir) / "bench.csv").string();
     }
+    if (!csv_path_.empty()) {
+      csv_.reset(std::fopen(csv_path_.c_str(), "w"));
+      if (!csv_) throw usage_error(csv_path_ + ": cannot create: " + system_error_text());
+      std::string header;
+      for (const column& c : columns_of({}))
+        header += (header.empty() ? "" : ",") + std::string(c.name);
+      std::fprintf(csv_.get(), "%s\n", header.c_str());
+    }
+    if (!config.json_path.empty()) json_ = std::make_unique<pending_file>(config.json_path);
   }
 
   ~harness() {
@@ -325,7 +462,9 @@ class harness {
         for (std::uint64_t n : config_.sizes)
           with_key_type(type, [&]<class K>() { run_point<K>(dist, n); });
     if (csv_ && std::fclose(csv_.release()) != 0)
-      throw io_error(config_.csv_path + ": write failed: " + system_error_text());
+      throw io_error(csv_path_ + ": write failed: " + system_error_text());
+    if (json_) write_json();
+    if (!config_.plot_dir.empty()) plot();
     if (wrong_ > 0) {
       std::printf("%d result(s) WRONG (see above)\n", wrong_);
       return 1;
@@ -344,19 +483,22 @@ class harness {
   void print_header() const {
     std::printf("gpusort bench on %s, commit %s: median of %d runs", gpu_name_.c_str(),
                 GPUSORT_COMMIT, config_.reps);
+    if (config_.arrays > 1) std::printf(" on each of %d fresh input arrays", config_.arrays);
     if (gpu_)
-      std::printf(" after %d warm-ups (std_sort: fewer runs", device_warmups);
+      std::printf(" after %d warm-ups (host sorts: fewer runs", device_warmups);
     else
       std::printf(" (fewer runs");
-    std::printf(
-        " above 2^22 keys)\nvs X: keys/s of the row divided by keys/s of X (> 1: faster)\n");
+    std::printf(" above 2^22 keys)\nstd %%: the standard deviation of the runs, in percent of "
+                "the median\nvs X: keys/s of the row divided by keys/s of X (> 1: faster)\n");
+    if (std::ranges::find(algorithms_, "cpu_parallel") != algorithms_.end())
+      std::printf("cpu_parallel: GCC's parallel mode sort on %d threads\n", omp_get_max_threads());
     if (segmented_)
       std::printf("segments: all of that size (the last one shorter if need be), or powerlaw: "
                   "lognormal sizes, mu %g, sigma %g\n",
                   powerlaw_mu, powerlaw_sigma);
     std::printf("%-*s %-8s %-11s %11s", algorithm_width_, "algorithm", "keys", "dist", "n");
     if (segmented_) std::printf(" %8s", "segments");
-    std::printf(" %10s %8s", "median ms", "Gkeys/s");
+    std::printf(" %10s %6s %8s", "median ms", "std %", "Gkeys/s");
     for (const std::string& ref : references_)
       std::printf(" %*s", ratio_width(ref), ("vs " + ref).c_str());
     std::printf(" %12s\n", "extra bytes");
@@ -368,9 +510,10 @@ class harness {
     return std::max(12, static_cast<int>(ref.size()) + 3);
   }
 
+  // Measures every algorithm on --arrays inputs of the point, in each layout, and reports.
   template <class K>
   void run_point(distribution dist, std::uint64_t n) {
-    point<K> p{dist, n, {generate<K>(dist, n, config_.seed), {}, config_.pairs}, {}, {}, {}};
+    point<K> p{dist, n, {{}, {}, config_.pairs}, {}, {}, {}, {}};
     if (p.input.pairs) {
       p.input.values.resize(n);
       for (std::uint64_t i = 0; i < n; ++i) p.input.values[i] = static_cast<std::uint32_t>(i);
@@ -390,29 +533,51 @@ class harness {
                       need / mib, static_cast<double>(free_bytes) / mib);
         no_device = why;
         device.reset();
-      } else {
-        cuda_check(cudaMemcpy(device->pristine_keys.template as<K>(), p.input.keys.data(),
-                              n * sizeof(K), cudaMemcpyHostToDevice),
-                   "copy to the device");
-        if (p.input.pairs)
-          cuda_check(cudaMemcpy(device->pristine_values.template as<std::uint32_t>(),
-                                p.input.values.data(), n * 4, cudaMemcpyHostToDevice),
-                     "copy to the device");
       }
     }
-    if (!segmented_) {
-      p.offsets = {0, n};
-      run_layout(p, device.get(), no_device);
-    }
-    for (const segment_spec& spec : config_.segments) {
-      p.segments = spec;
-      p.offsets = segment_offsets(spec, n, config_.seed);
-      if (device && !upload_offsets(p, *device)) {
-        run_layout<K>(p, nullptr, "not enough device memory for the segment offsets");
-        continue;
+    // The single array, or each segment layout; a layout's tally collects every array's runs.
+    std::vector<std::optional<segment_spec>> layouts{std::nullopt};
+    if (segmented_) layouts.assign(config_.segments.begin(), config_.segments.end());
+    std::vector<measurement> fresh;
+    for (const std::string& name : algorithms_) fresh.emplace_back(name);
+    std::vector<std::vector<measurement>> tallies(layouts.size(), fresh);
+    for (int array = 0; array < config_.arrays; ++array) {
+      p.input.keys = generate<K>(dist, n, array_seed(config_.seed, array));
+      if (config_.arrays > 1) p.array = array;
+      if (device) upload_input(p, *device);
+      for (std::size_t layout = 0; layout < layouts.size(); ++layout) {
+        p.segments = layouts[layout];
+        p.offsets = p.segments ? segment_offsets(*p.segments, n, config_.seed)
+                               : std::vector<std::uint64_t>{0, n};
+        if (device && p.segments && !upload_offsets(p, *device))
+          run_layout<K>(p, nullptr, "not enough device memory for the segment offsets",
+                        tallies[layout]);
+        else
+          run_layout(p, device.get(), no_device, tallies[layout]);
       }
-      run_layout(p, device.get(), no_device);
     }
+    p.array.reset();
+    for (std::size_t layout = 0; layout < layouts.size(); ++layout) {
+      p.segments = layouts[layout];
+      std::vector<measurement> done;
+      for (measurement& m : tallies[layout]) {
+        if (m.dropped) continue;
+        std::ranges::sort(m.ms);
+        done.push_back(std::move(m));
+      }
+      report(p, done);
+    }
+  }
+
+  template <class K>
+  void upload_input(const point<K>& p, device_input<K>& d) {
+    cuda_check(cudaMemcpy(d.pristine_keys.template as<K>(), p.input.keys.data(), p.n * sizeof(K),
+                          cudaMemcpyHostToDevice),
+               "copy to the device");
+    if (p.input.pairs)
+      cuda_check(cudaMemcpy(d.pristine_values.template as<std::uint32_t>(), p.input.values.data(),
+                            p.n * 4, cudaMemcpyHostToDevice),
+                 "copy to the device");
   }
 
   // The layout's offsets on the device (none for batches), as u32 below 2^32 keys, else u64.
@@ -436,31 +601,37 @@ class harness {
     return !d.offsets->failed();
   }
 
-  // Times every algorithm on the point in its current layout, and reports.
+  // Times every algorithm still in the tally on the point in its current layout, and adds
+  // the runs to its tally entry. One that is skipped, wrong or failing drops out of the point.
   template <class K>
-  void run_layout(point<K>& p, device_input<K>* device, const std::string& no_device) {
+  void run_layout(point<K>& p, device_input<K>* device, const std::string& no_device,
+                  std::vector<measurement>& tally) {
     p.input_sum = checksum_by_segment(p.input, p.offsets);
-    std::vector<measurement> done;
-    for (const std::string& name : algorithms_) {
+    for (measurement& total : tally) {
+      if (total.dropped) continue;
+      total.dropped = true;  // until this array's runs are in
       try {
-        measurement m = measure(name, p, device, no_device);
-        if (!m.skipped.empty())
-          std::printf("  skip %s on %s: %s\n", name.c_str(), p.label().c_str(), m.skipped.c_str());
-        else if (!m.ms.empty())  // empty: the result was wrong
-          done.push_back(std::move(m));
+        const measurement m = measure(total.algorithm, p, device, no_device);
+        if (!m.skipped.empty()) {
+          std::printf("  skip %s on %s: %s\n", m.algorithm.c_str(), p.label().c_str(),
+                      m.skipped.c_str());
+        } else if (!m.ms.empty()) {  // empty: the result was wrong
+          total.ms.insert(total.ms.end(), m.ms.begin(), m.ms.end());
+          total.extra_bytes = m.extra_bytes;  // workspaces depend on n, not on the keys
+          total.dropped = false;
+        }
       } catch (const error& e) {
-        std::fprintf(stderr, "gpusort bench: %s on %s failed: %s\n", name.c_str(),
+        std::fprintf(stderr, "gpusort bench: %s on %s failed: %s\n", total.algorithm.c_str(),
                      p.label().c_str(), e.what());
         ++cuda_failures_;
       }
     }
-    report(p, done);
   }
 
   template <class K>
   measurement measure(const std::string& name, const point<K>& p, device_input<K>* device,
                       const std::string& no_device) {
-    if (name == "std_sort") return time_std_sort(p);
+    if (is_host_sort(name)) return time_host_sort(name, p);
     if (!gpu_) return time_cpu_backend(p);
     if (!device) return measurement(name, no_device);
     if (p.segments) return time_segmented(name, p, *device);
@@ -657,22 +828,25 @@ class harness {
 
   // ---- host algorithms -----------------------------------------------------------------
 
+  // std_sort, or cpu_parallel (on all cores, sort_each_segment); pairs as (key, value) pairs.
   template <class K>
-  measurement time_std_sort(const point<K>& p) {
-    measurement m("std_sort");
+  measurement time_host_sort(const std::string& name, const point<K>& p) {
+    measurement m(name);
+    const bool parallel = name == "cpu_parallel";
     const auto by_key = [](const auto& a, const auto& b) { return less<K>{}(a.first, b.first); };
     if (!p.input.pairs) {
       std::vector<K> keys;
       m.ms = time_host(
           p.n, [&] { keys = p.input.keys; },
-          [&] { sort_each_segment(p, keys.begin(), less<K>{}); });
+          [&] { sort_each_segment(p, keys.begin(), less<K>{}, parallel); });
       verify(m, p, records<K>{std::move(keys), {}, false});
       return m;
     }
     std::vector<std::pair<K, std::uint32_t>> pristine(p.n), work;
     for (std::uint64_t i = 0; i < p.n; ++i) pristine[i] = {p.input.keys[i], p.input.values[i]};
     m.ms = time_host(
-        p.n, [&] { work = pristine; }, [&] { sort_each_segment(p, work.begin(), by_key); });
+        p.n, [&] { work = pristine; },
+        [&] { sort_each_segment(p, work.begin(), by_key, parallel); });
     records<K> out{{}, {}, true};
     for (const auto& [key, value] : work) {
       out.keys.push_back(key);
@@ -757,7 +931,8 @@ class harness {
       std::printf("%-*s %-8s %-11s %11llu", algorithm_width_, m.algorithm.c_str(), keys.c_str(),
                   std::string(to_string(p.dist)).c_str(), static_cast<unsigned long long>(p.n));
       if (p.segments) std::printf(" %8s", p.segments->name().c_str());
-      std::printf(" %10.3f %8.3f", m.median(), keys_per_s * 1e-9);
+      std::printf(" %10.3f %6.1f %8.3f", m.median(), 100 * m.std_dev() / m.median(),
+                  keys_per_s * 1e-9);
       for (const std::string& ref : references_) {
         const auto it = std::ranges::find(done, ref, &measurement::algorithm);
         if (it == done.end())
@@ -766,20 +941,56 @@ class harness {
           std::printf(" %*.2f", ratio_width(ref), it->median() / m.median());
       }
       std::printf(" %12lld\n", static_cast<long long>(m.extra_bytes));
+      rows_.push_back({.algorithm = m.algorithm,
+                       .key_type = std::string(key_traits<K>::name),
+                       .value_type = p.input.pairs ? "u32" : "none",
+                       .distribution = std::string(to_string(p.dist)),
+                       .n = p.n,
+                       .segment_size = p.segments ? p.segments->name() : "0",
+                       .median_ms = m.median(),
+                       .keys_per_s = keys_per_s,
+                       .extra_device_bytes = m.extra_bytes,
+                       .gpu = gpu_name_,
+                       .commit = GPUSORT_COMMIT,
+                       .min_ms = m.ms.front(),
+                       .max_ms = m.ms.back(),
+                       .reps = m.ms.size() / static_cast<std::size_t>(config_.arrays),
+                       .std_ms = m.std_dev(),
+                       .arrays = config_.arrays});
       if (csv_) {
-        // segment_size: 0 for a single array, else as --segments spells the layout.
-        std::fprintf(csv_.get(), "%s,%s,%s,%s,%llu,%s,%.6f,%.0f,%lld,%s,%s,%.6f,%.6f,%zu\n",
-                     m.algorithm.c_str(), std::string(key_traits<K>::name).c_str(),
-                     p.input.pairs ? "u32" : "none", std::string(to_string(p.dist)).c_str(),
-                     static_cast<unsigned long long>(p.n),
-                     p.segments ? p.segments->name().c_str() : "0", m.median(), keys_per_s,
-                     static_cast<long long>(m.extra_bytes), csv_field(gpu_name_).c_str(),
-                     GPUSORT_COMMIT, m.ms.front(), m.ms.back(), m.ms.size());
+        std::string line;
+        for (const column& c : columns_of(rows_.back())) line += (line.empty() ? "" : ",") + c.csv;
+        std::fprintf(csv_.get(), "%s\n", line.c_str());
       }
     }
     std::fflush(stdout);
     if (csv_ && std::fflush(csv_.get()) != 0)
-      throw io_error(config_.csv_path + ": write failed: " + system_error_text());
+      throw io_error(csv_path_ + ": write failed: " + system_error_text());
+  }
+
+  // The figures of the CSV; write_plots refuses a CSV without rows.
+  void plot() const {
+    const std::vector<std::string> figures =
+        rows_.empty() ? std::vector<std::string>{} : write_plots(csv_path_, config_.plot_dir);
+    for (const std::string& figure : figures) std::printf("figure: %s\n", figure.c_str());
+    if (figures.empty())
+      std::printf("no figures: each needs 2 sizes, or 2 distributions of one size, measured\n");
+  }
+
+  // Every row, then the file appears complete under its name (pending_file).
+  void write_json() {
+    std::FILE* f = json_->get();
+    std::fprintf(f, "{\n  \"gpu\": %s,\n  \"commit\": %s,\n  \"rows\": [",
+                 json_string(gpu_name_).c_str(), json_string(GPUSORT_COMMIT).c_str());
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      std::string object;
+      for (const column& c : columns_of(rows_[i]))
+        object += (object.empty() ? "{" : ", ") + json_string(c.name) + ": " + c.json;
+      std::fprintf(f, "%s\n    %s}", i > 0 ? "," : "", object.c_str());
+    }
+    std::fputs(rows_.empty() ? "]\n}\n" : "\n  ]\n}\n", f);
+    if (std::ferror(f)) throw io_error(json_->path() + ": write failed: " + system_error_text());
+    json_->commit();
   }
 
   const bench_config& config_;
@@ -787,7 +998,10 @@ class harness {
   std::vector<std::string> algorithms_, references_;
   int algorithm_width_ = 16;  // the table's first column: its longest name
   std::string gpu_name_;
+  std::string csv_path_;  // --csv, or bench.csv in the --plot directory
   file_handle csv_;
+  std::unique_ptr<pending_file> json_;
+  std::vector<result_row> rows_;  // every row reported: the JSON file's, and what to plot
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   int verified_ = 0, wrong_ = 0, cuda_failures_ = 0;
@@ -807,16 +1021,126 @@ std::vector<std::string> bench_algorithms(bool gpu, bool segmented) {
     if (!gpu) return {"sort_segmented", "std_sort"};
     return {"sort_segmented", "cub_segmented_radix", "cub_segmented_sort"};
   }
-  if (!gpu) return {"bitonic", "std_sort"};
+  if (!gpu) return {"bitonic", "std_sort", "cpu_parallel"};
   std::vector<std::string> names;
   for (algorithm a : all_algorithms)
     if (a != algorithm::automatic) names.emplace_back(to_string(a));
   names.emplace_back("sample_sort_random");
   names.insert(names.end(), std::begin(partial_methods), std::end(partial_methods));
-  names.insert(names.end(), {"classic_bitonic", "std_sort"});
+  names.insert(names.end(), {"classic_bitonic", "std_sort", "cpu_parallel"});
   return names;
 }
 
 int run_bench(const bench_config& config) { return harness(config).run(); }
+
+namespace {
+
+// One row of `largest --all`.
+struct largest_size {
+  std::uint64_t n = 0, workspace_bytes = 0;
+  std::string note;
+};
+
+// The largest n whose records (keys, and values unless null) and the workspace that `name`
+// asks for fit in free_bytes, n at most `most`. The arrays must span `most` records, since
+// a query validates both ends of them.
+template <class K>
+largest_size largest_fitting(const std::string& name, K* keys, std::uint32_t* values,
+                             std::uint64_t most, std::uint64_t free_bytes) {
+  const std::uint64_t record = record_bytes<K>(values != nullptr);
+  largest_size result;
+  if (name == "classic_bitonic") {
+    if (values)
+      result.note = "keys only";
+    else if (!bench::classic_bitonic_built<K>)
+      result.note = "built for u32, u64 and f32 keys only";
+    else
+      result = {std::bit_floor(most), 0, "power-of-two n only, in place"};
+    return result;
+  }
+  options opt;
+  parse_method(name, opt);
+  const bool thrust = opt.algo == algorithm::thrust;
+  cudaError_t refused = cudaSuccess;  // the last failing query's error
+  // Whether n records and their workspace (into `bytes`) fit.
+  const auto fits = [&](std::uint64_t n, std::uint64_t& bytes) {
+    std::size_t asked = 0;
+    const cudaError_t e = values ? sort_pairs(nullptr, asked, keys, values, n, opt)
+                                 : sort_keys(nullptr, asked, keys, n, opt);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      refused = e;
+      return false;
+    }
+    // thrust allocates its own: count a second copy of the records, as the CUB sorts beneath
+    // it need.
+    bytes = thrust ? n * record : asked;
+    return bytes <= free_bytes - n * record;
+  };
+  // Binary search, the workspace growing with n: fits(low), and nothing above high fits.
+  std::uint64_t low = 0, high = most, bytes = 0;
+  while (low < high) {
+    const std::uint64_t mid = high - (high - low) / 2;
+    if (fits(mid, bytes))
+      low = mid;
+    else
+      high = mid - 1;
+  }
+  result.n = low;
+  if (low > 0) fits(low, result.workspace_bytes);
+  if (thrust) result.note = "allocates its own workspace: estimated as one more copy";
+  // Say so when the algorithm, not the memory, stops at n.
+  refused = cudaSuccess;
+  if (low < most && !fits(low + 1, bytes) && refused != cudaSuccess)
+    result.note = (refused == cudaErrorNotSupported ? std::string("not built for this type")
+                                                    : cudaGetErrorString(refused)) +
+                  (low > 0 ? " above this n" : "");
+  return result;
+}
+
+}  // namespace
+
+int print_largest_sizes(const std::string& key_type, bool pairs) {
+  return with_key_type(key_type, [&]<class K>() {
+    int device = 0;
+    cudaDeviceProp prop{};
+    cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+    cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    std::size_t free_bytes = 0, total_bytes = 0;
+    cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    const std::uint64_t record = record_bytes<K>(pairs);
+    const std::uint64_t most = free_bytes / record;  // no sort holds more records than fit
+    // The queries' arrays: one managed allocation of `most` records. Nothing touches it, so
+    // where the GPU pages managed memory on demand it takes no device memory.
+    void* span = nullptr;
+    cuda_check(cudaMallocManaged(&span, std::max<std::uint64_t>(most * record, 1)),
+               "allocating managed memory for the queries");
+    const std::unique_ptr<void, decltype(&cudaFree)> owner(span, &cudaFree);
+    K* keys = static_cast<K*>(span);
+    std::uint32_t* values = pairs ? reinterpret_cast<std::uint32_t*>(keys + most) : nullptr;
+
+    constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+    std::printf("the largest n each algorithm sorts on %s: %s keys%s, %.2f GiB free of %.2f "
+                "GiB\n(the records plus the workspace the algorithm asks for; found by workspace "
+                "queries, nothing sorted)\n",
+                prop.name, std::string(key_traits<K>::name).c_str(),
+                pairs ? " with u32 values" : "", static_cast<double>(free_bytes) / gib,
+                static_cast<double>(total_bytes) / gib);
+    std::printf("%-18s %14s %7s %12s %14s  %s\n", "algorithm", "largest n", "log2 n",
+                "records GiB", "workspace GiB", "note");
+    for (const std::string& name : bench_algorithms(true, false)) {
+      if (is_host_sort(name) || is_partial(name)) continue;
+      const largest_size size = largest_fitting(name, keys, values, most, free_bytes);
+      char log2_n[16] = "-";
+      if (size.n > 0)
+        std::snprintf(log2_n, sizeof log2_n, "%.2f", std::log2(static_cast<double>(size.n)));
+      std::printf("%-18s %14llu %7s %12.2f %14.2f  %s\n", name.c_str(),
+                  static_cast<unsigned long long>(size.n), log2_n,
+                  static_cast<double>(size.n * record) / gib,
+                  static_cast<double>(size.workspace_bytes) / gib, size.note.c_str());
+    }
+    return 0;
+  });
+}
 
 }  // namespace gpusort::tools

@@ -1,5 +1,6 @@
 // `gpusort bench` and `gpusort demo`: algorithms timed side by side in one process, each
-// result verified, printed as a table and optionally written as CSV (DESIGN.md, Benchmarks).
+// result verified, printed as a table and optionally written as CSV, JSON and figures
+// (DESIGN.md, Benchmarks); and `gpusort largest --all`, the largest n each algorithm fits.
 #pragma once
 
 #include <cstdint>
@@ -18,13 +19,16 @@ struct bench_config {
   std::vector<std::uint64_t> sizes;
   std::vector<segment_spec> segments;  // empty: single arrays; else each size in each layout
   bool pairs = false;  // u32 values (the original index) with the keys
-  int reps = 20;
+  int reps = 20;     // timed runs per input array
+  int arrays = 1;    // fresh input arrays per point (Capannini et al. use 20)
   std::uint64_t seed = 1;
   unsigned buckets = 0;  // sample_sort's s; 0: its default
   std::uint32_t intervals = 0;  // approx*, approx_refine, top_k: options::intervals; 0: default
   std::uint64_t k = 1000;       // top_k's k (at most n)
   unsigned block_bits = 0;      // adaptive_bitonic: options::block_bits; 0: default
-  std::string csv_path;  // empty: no CSV
+  std::string csv_path;   // empty: no CSV (unless plot_dir asks for one)
+  std::string json_path;  // empty: no JSON
+  std::string plot_dir;   // empty: no figures; else PNGs there, from csv_path or dir/bench.csv
   std::string gpu_name;  // empty: the device's own name
 };
 
@@ -33,15 +37,21 @@ bool cuda_device_present();
 
 // What bench times here by default. Single arrays, with a GPU: every gpusort::algorithm but
 // automatic, sample_sort_random, the approximate sorts approx (linear splitters) and
-// approx_sampled, top_k, then classic_bitonic and std_sort; without: the CPU backend (named
-// bitonic) and std_sort. Segments, with a GPU: sort_segmented, cub_segmented_radix and cub_segmented_sort;
-// without: the CPU backend (named sort_segmented) and std_sort. --algos may name std_sort in
-// every case.
+// approx_sampled, top_k, then classic_bitonic, std_sort and cpu_parallel; without: the CPU
+// backend (named bitonic), std_sort and cpu_parallel. Segments, with a GPU: sort_segmented,
+// cub_segmented_radix and cub_segmented_sort; without: the CPU backend (named sort_segmented)
+// and std_sort. --algos may name the host sorts std_sort and cpu_parallel in every case.
 std::vector<std::string> bench_algorithms(bool gpu, bool segmented);
 
 // Runs every (key type, distribution, size[, segment layout]) point and prints the table on
 // stdout. Returns the exit code: 0, 1 if a sort gave a wrong result, 3 if a CUDA call failed.
-// Throws usage_error for unknown names, io_error if the CSV file cannot be written.
+// Throws usage_error for unknown names, bad counts and outputs that cannot be created (all
+// checked before any timing), io_error if writing one fails.
 int run_bench(const bench_config& config);
+
+// Prints, for every device algorithm of bench_algorithms that sorts whole arrays, the largest
+// n whose records (keys of `key_type`, u32 values if `pairs`) and workspace fit in the free
+// device memory, found by workspace queries alone. Needs a CUDA device; returns the exit code.
+int print_largest_sizes(const std::string& key_type, bool pairs);
 
 }  // namespace gpusort::tools

@@ -1,6 +1,7 @@
 // gpusort: generate, sort, check and benchmark files of keys (DESIGN.md, "The command-line
 // tool"). Exit codes: 0 success, 1 `check` found disorder, 2 bad input or usage, 3 a CUDA or
 // I/O failure.
+#include <cmath>
 #include <cstdio>
 #include <new>
 #include <string>
@@ -12,6 +13,7 @@
 #include "common/distributions.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
+#include "plot.hpp"
 #include "records.hpp"
 
 namespace {
@@ -42,17 +44,28 @@ const std::string main_help = R"(usage: gpusort <command> [options]
   demo    sort one array with every algorithm and compare them
   largest sort the most u32 keys the GPU holds, in place, and check them on the device
   comparisons  count the comparisons of adaptive_bitonic against the bitonic network's
+  plot    draw PNG figures of a benchmark CSV
 `gpusort <command> --help` describes each command. Files are raw little-endian arrays of
-keys (u32 i32 f32 u64 i64 f64) or of packed (key, u32 value) records.
+keys (u32 i32 f32 u64 i64 f64) or of packed (key, u32 value) records; with --text, one
+number (or "key value") per line. gen, sort and check draw a progress line on stderr when
+it is a terminal and they run over a second (GPUSORT_PROGRESS=0: never, =1: always).
 Exit codes: 0 success, 1 check found disorder, 2 bad input or usage, 3 CUDA or I/O failure.
 )";
 
 const std::string gen_help =
-    R"(usage: gpusort gen --type T --n N [--dist D] [--seed S] [--pairs u32] [--text] OUT
+    R"(usage: gpusort gen --type T --n N [--dist D] [--zipf S] [--and K] [--seed S]
+                   [--pairs u32] [--text] OUT
 Writes N keys of type T (u32 i32 f32 u64 i64 f64) to OUT.
   --n N        a number, 2^k, 2^k+c or 2^k-c
   --dist D     )" +
-    distribution_names + R"( (default uniform)
+    distribution_names + R"(
+               (default uniform): integers over their whole range, floats in [-1e6, 1e6);
+               gaussian is the mean of four uniforms, zipf ranks 0 to 2^20-1, few_unique
+               16 keys, organ_pipe rises then falls, reduced_entropy ANDs random words
+               (floats: their bits, with |key| < 2 so that all are finite)
+  --zipf S     zipf's exponent: rank r comes with weight r^-S; S > 0 (default 1)
+  --and K      reduced_entropy: AND K more random words into each key, 0 to 8 (default 2):
+               an entropy per bit of 1.0 0.81 0.54 0.34 0.20 for K = 0..4
   --seed S     the same seed gives the same keys (default 1)
   --pairs u32  write (key, value) records, the value being the key's original index
   --text       one number (or "key value") per line instead of raw binary
@@ -62,7 +75,9 @@ const std::string sort_help =
     R"(usage: gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--text] IN OUT
 Sorts the records of IN by key into OUT, on the GPU if there is one, else on the CPU.
 OUT appears only when complete (it is written under a temporary name, then renamed); IN is
-never modified, and OUT may be IN. Floats sort -0.0 before +0.0 and NaNs last.
+never modified, and OUT may be IN. Floats sort -0.0 before +0.0 and NaNs last. On a
+terminal, a sort that runs over a second shows its phase (reading, sorting, checking,
+writing) on stderr.
   --algo A     )" +
     algorithm_names + R"( (default automatic)
   --desc       descending order
@@ -83,20 +98,23 @@ Exit code 1 if FILE is out of order.
 const std::string bench_help =
     R"(usage: gpusort bench [--algos a,b] [--types u32,u64,f32] [--dists uniform,...]
                      [--sizes 2^16..2^28] [--segments 32,1024,powerlaw] [--pairs u32]
-                     [--reps 20] [--seed S] [--buckets S] [--intervals N] [--k N]
-                     [--block-bits B] [--csv FILE] [--gpu-name NAME]
+                     [--reps 20] [--arrays A] [--seed S] [--buckets S] [--intervals N]
+                     [--k N] [--block-bits B] [--csv FILE] [--json FILE] [--plot DIR]
+                     [--gpu-name NAME]
 Times the algorithms side by side on one GPU: for each point the input is copied from a
 pristine device buffer before every run (not timed), the sort is timed with CUDA events
-after 2 warm-up runs, and the median of --reps runs is reported; every result is verified.
-approx and approx_sampled (linear or sampled splitters) approximately sort into a second
-buffer, checked for intervals in order; top_k writes the k first keys, checked against
-std::sort. Their extra bytes count that output. Without a CUDA device, the CPU backend
-(bitonic) is timed against std_sort.
+after 2 warm-up runs, and the median of --reps runs is reported with the runs' spread;
+every result is verified. approx and approx_sampled (linear or sampled splitters)
+approximately sort into a second buffer, checked for intervals in order; top_k writes the
+k first keys, checked against std::sort. Their extra bytes count that output. The host
+sorts: std_sort, and cpu_parallel, GCC's parallel mode sort on all cores (segments: spread
+over the cores, one sorted by each). Without a CUDA device, the CPU backend (bitonic) is
+timed against them.
   --algos    default: all of )" +
     join_names(bench_algorithms(true, false)) + R"(
              with --segments, all of: )" +
     join_names(bench_algorithms(true, true)) + R"(
-             (std_sort too on request)
+             (std_sort and cpu_parallel too on request)
   --types    key types (default u32)
   --dists    )" +
     distribution_names + R"( (default uniform)
@@ -109,7 +127,12 @@ std::sort. Their extra bytes count that output. Without a CUDA device, the CPU b
              is verified. Without a CUDA device: the CPU backend (named sort_segmented)
              against std_sort on each segment
   --pairs    u32: sort (key, u32 value) records
-  --reps     timed runs per point (default 20; std_sort does fewer above 2^22 keys)
+  --reps     timed runs per input array (default 20; the host sorts and the CPU backend do
+             fewer above 2^22 keys)
+  --arrays   input arrays per point (default 1; Capannini et al. use 20): each is generated
+             afresh, the first from --seed and the others from seeds drawn from it, then
+             timed --reps times after the warm-ups by every algorithm and verified; the
+             statistics cover the runs of all arrays. Segment layouts stay those of --seed
   --buckets  sample_sort's buckets per level (s, a power of two from 2 to 1024; default:
              the measured choice)
   --intervals the interval count of approx, approx_sampled, approx_refine and top_k, up to
@@ -119,7 +142,13 @@ std::sort. Their extra bytes count that output. Without a CUDA device, the CPU b
              for none, the plain algorithm (default 0: 12)
   --csv      write one row per measurement, with the columns of docs/results/; the
              segment_size column is 0 for a single array, else the layout as --segments
-             spells it (a number, or powerlaw)
+             spells it (a number, or powerlaw); then min_ms, max_ms, reps (timed runs per
+             array), std_ms (the sample standard deviation of all runs) and arrays
+  --json     write the same rows as {"gpu": ..., "commit": ..., "rows": [{column: value,
+             ...}, ...]}, numbers as numbers; the file appears only when complete
+  --plot     draw PNG figures into DIR (created if missing) from the CSV after the run:
+             keys/s against n, and its spread over the distributions; without --csv, the
+             CSV is written to DIR/bench.csv
   --gpu-name the name for the CSV's gpu column (default: the device's)
 )";
 
@@ -129,6 +158,29 @@ verifies each result and prints the timings side by side. Without a CUDA device:
 backend against std_sort.
 )";
 
+static_assert(max_entropy_ands == 8 && default_entropy_ands == 2, "as gen_help says");
+
+// gen's --zipf and --and, each allowed only with the distribution it shapes.
+generator_options parse_generator_options(const arguments& args, distribution dist) {
+  generator_options opt;
+  if (args.has("zipf")) {
+    if (dist != distribution::zipf) throw usage_error("--zipf needs --dist zipf");
+    const std::string text = args.get("zipf");
+    if (!parse_number(text, opt.zipf_exponent) || !std::isfinite(opt.zipf_exponent) ||
+        opt.zipf_exponent <= 0)
+      throw usage_error("--zipf: '" + text + "' is not an exponent above 0");
+  }
+  if (args.has("and")) {
+    if (dist != distribution::reduced_entropy)
+      throw usage_error("--and needs --dist reduced_entropy");
+    const std::uint64_t ands = parse_unsigned(args.get("and"), "--and");
+    if (ands > max_entropy_ands)
+      throw usage_error("--and must be from 0 to " + std::to_string(max_entropy_ands));
+    opt.entropy_and = static_cast<int>(ands);
+  }
+  return opt;
+}
+
 int gen(const arguments& args) {
   const std::string out = args.positional(1, "one output file")[0];
   const bool pairs = parse_pairs(args);
@@ -137,18 +189,21 @@ int gen(const arguments& args) {
   if (args.has("dist") && !parse_distribution(args.get("dist"), dist))
     throw usage_error("--dist: unknown distribution '" + args.get("dist") + "' (" +
                       distribution_names + ")");
+  const generator_options shape = parse_generator_options(args, dist);
   const std::uint64_t seed = parse_unsigned(args.get("seed", "1"), "--seed");
   if (pairs && n > (std::uint64_t{1} << 32))
     throw usage_error("--pairs u32: the original index of " + std::to_string(n) +
                       " records does not fit a u32");
   return with_key_type(args.required("type"), [&]<class K>() {
     pending_file file(out);
-    records<K> r{generate<K>(dist, n, seed), {}, pairs};
+    progress meter;
+    meter.phase("generating", false);
+    records<K> r{generate<K>(dist, n, seed, shape), {}, pairs};
     if (pairs) {
       r.values.resize(n);
       for (std::uint64_t i = 0; i < n; ++i) r.values[i] = static_cast<std::uint32_t>(i);
     }
-    write_records(file, r, args.has("text"));
+    write_records(file, r, args.has("text"), meter);
     return 0;
   });
 }
@@ -163,25 +218,31 @@ int sort(const arguments& args) {
     throw usage_error("--algo: unknown algorithm '" + args.get("algo") + "' (" + algorithm_names +
                       ")");
   return with_key_type(args.required("type"), [&]<class K>() {
-    records<K> r = read_records<K>(files[0], pairs, args.has("text"));
     pending_file out(files[1]);
+    progress meter;
+    records<K> r = read_records<K>(files[0], pairs, args.has("text"), meter);
+    meter.phase("checking", false);
     const checksum input_sum = checksum_of(r);
+    meter.phase("sorting", false);
     if (pairs)
       gpusort::sort(r.keys, r.values, opt);
     else
       gpusort::sort(r.keys, opt);
     // A wrong result must never replace OUT; both scans cost little next to the file I/O.
+    meter.phase("checking", false);
     const order_report order = scan_order(r.keys, descending);
-    if (order.out_of_order > 0 || !(checksum_of(r) == input_sum)) {
+    const bool records_kept = checksum_of(r) == input_sum;
+    if (order.out_of_order > 0 || !records_kept) {
+      meter.finish();
       std::fprintf(stderr,
                    "gpusort sort: the %s sort returned a wrong result (%llu records out of "
                    "order, records %s); %s not written\n",
                    std::string(gpusort::method_name(opt)).c_str(),
                    static_cast<unsigned long long>(order.out_of_order),
-                   checksum_of(r) == input_sum ? "kept" : "changed", files[1].c_str());
+                   records_kept ? "kept" : "changed", files[1].c_str());
       return 3;
     }
-    write_records(out, r, args.has("text"));
+    write_records(out, r, args.has("text"), meter);
     return 0;
   });
 }
@@ -191,8 +252,12 @@ int check(const arguments& args) {
   const bool pairs = parse_pairs(args);
   const bool descending = args.has("desc");
   return with_key_type(args.required("type"), [&]<class K>() {
-    const records<K> r = read_records<K>(file, pairs, args.has("text"));
+    progress meter;
+    const records<K> r = read_records<K>(file, pairs, args.has("text"), meter);
+    meter.phase("checking", false);
     const order_report order = scan_order(r.keys, descending);
+    const checksum sum = checksum_of(r);
+    meter.finish();  // before stdout, which may be the same terminal
     std::printf("file: %s\nrecords: %zu %s\nsorted (%s): %s\n", file.c_str(), r.keys.size(),
                 describe_records<K>(pairs).c_str(), descending ? "descending" : "ascending",
                 order.out_of_order == 0 ? "yes" : "no");
@@ -201,7 +266,7 @@ int check(const arguments& args) {
     else
       std::printf("first out of order: %llu\n", static_cast<unsigned long long>(order.first));
     std::printf("out of order: %llu\nchecksum: %s\n",
-                static_cast<unsigned long long>(order.out_of_order), checksum_of(r).str().c_str());
+                static_cast<unsigned long long>(order.out_of_order), sum.str().c_str());
     return order.out_of_order == 0 ? 0 : 1;
   });
 }
@@ -225,6 +290,9 @@ int bench(const arguments& args) {
   const std::uint64_t reps = parse_unsigned(args.get("reps", "20"), "--reps");
   if (reps < 1 || reps > 100000) throw usage_error("--reps must be between 1 and 100000");
   config.reps = static_cast<int>(reps);
+  const std::uint64_t arrays = parse_unsigned(args.get("arrays", "1"), "--arrays");
+  if (arrays < 1 || arrays > 100000) throw usage_error("--arrays must be between 1 and 100000");
+  config.arrays = static_cast<int>(arrays);
   config.seed = parse_unsigned(args.get("seed", "1"), "--seed");
   config.buckets = static_cast<unsigned>(parse_unsigned(args.get("buckets", "0"), "--buckets"));
   if (gpusort::detail::network::bucket_bits_of(config.buckets) < 0)
@@ -240,20 +308,39 @@ int bench(const arguments& args) {
     throw usage_error("--block-bits must be 0 (the default), 1, or 10 to 13");
   config.block_bits = static_cast<unsigned>(block_bits);
   config.csv_path = args.get("csv");
+  config.json_path = args.get("json");
+  config.plot_dir = args.get("plot");
   config.gpu_name = args.get("gpu-name");
   return run_bench(config);
 }
 
 const std::string largest_help = R"(usage: gpusort largest [--n N] [--algo A]
+       gpusort largest --all [--type T] [--pairs u32]
 Makes N u32 keys on the GPU (a shuffled counting sequence), sorts them with algorithm A
 (default bitonic, which needs no memory beyond the keys) and checks every key on the device.
 The default N is the largest power of two whose keys fit in the free device memory.
 An algorithm that needs more memory than is free fails with a message saying so.
+  --all      sort nothing: for every device algorithm of bench that sorts whole arrays,
+             print the largest n whose records and the workspace the algorithm asks for fit
+             in the free device memory (Capannini et al.'s sizes each algorithm can sort),
+             found by binary search with workspace queries. thrust allocates its own
+             workspace: its row counts one more copy of the records
+  --type T   --all: the key type (u32 i32 f32 u64 i64 f64; default u32)
+  --pairs    --all: u32 values with the keys
 )";
 
 int largest(const arguments& args) {
   args.positional(0, "no file arguments");
+  const bool all = args.has("all");
+  if (all && (args.has("n") || args.has("algo")))
+    throw usage_error("--all finds the largest n of every algorithm: no --n or --algo");
+  if (!all && (args.has("type") || args.has("pairs")))
+    throw usage_error("--type and --pairs go with --all");
+  const bool pairs = parse_pairs(args);
+  const std::string key_type = args.get("type", "u32");
+  with_key_type(key_type, []<class K>() {});  // an unknown type is a usage error, GPU or not
   if (!cuda_device_present()) throw usage_error("needs a CUDA device");
+  if (all) return print_largest_sizes(key_type, pairs);
   std::size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
     throw io_error("cannot read the device's free memory");
@@ -346,6 +433,27 @@ int demo(const arguments& args) {
   return run_bench(config);
 }
 
+const std::string plot_help = R"(usage: gpusort plot CSV DIR
+Draws PNG figures of a benchmark CSV (the columns of bench --csv; others are ignored) into
+DIR, created if missing, and prints the path of each:
+  rate_<key>_<values>_<distribution>[_seg<S>].png  keys/s against n on a log2 axis, a line
+      per algorithm, for each key type, value type, distribution and segment size measured
+      at 2 or more sizes
+  spread_<key>_<values>_n<N>[_seg<S>].png  a candlestick per algorithm of its keys/s over the
+      distributions (min, 25 %, median, 75 %, max), for each key type, value type, n and
+      segment size where an algorithm was measured on 2 or more distributions
+A later row for the same measurement replaces an earlier one.
+)";
+
+int plot(const arguments& args) {
+  const std::vector<std::string>& files = args.positional(2, "CSV and DIR");
+  const std::vector<std::string> written = write_plots(files[0], files[1]);
+  for (const std::string& path : written) std::printf("%s\n", path.c_str());
+  if (written.empty())
+    std::fprintf(stderr, "gpusort plot: no figure: no point set has 2 sizes or 2 distributions\n");
+  return 0;
+}
+
 struct command {
   std::string_view name;
   const std::string& help;
@@ -354,18 +462,19 @@ struct command {
 };
 
 const command commands[] = {
-    {"gen", gen_help, gen, {"type", "n", "dist", "seed", "pairs"}, {"text"}},
+    {"gen", gen_help, gen, {"type", "n", "dist", "zipf", "and", "seed", "pairs"}, {"text"}},
     {"sort", sort_help, sort, {"type", "pairs", "algo"}, {"desc", "text"}},
     {"check", check_help, check, {"type", "pairs"}, {"desc", "text"}},
     {"bench",
      bench_help,
      bench,
-     {"algos", "types", "dists", "sizes", "segments", "pairs", "reps", "seed", "buckets",
-      "intervals", "k", "block-bits", "csv", "gpu-name"},
+     {"algos", "types", "dists", "sizes", "segments", "pairs", "reps", "arrays", "seed",
+      "buckets", "intervals", "k", "block-bits", "csv", "json", "plot", "gpu-name"},
      {}},
     {"demo", demo_help, demo, {"n"}, {}},
-    {"largest", largest_help, largest, {"n", "algo"}, {}},
+    {"largest", largest_help, largest, {"n", "algo", "type", "pairs"}, {"all"}},
     {"comparisons", comparisons_help, comparisons, {"sizes"}, {}},
+    {"plot", plot_help, plot, {}, {}},
 };
 
 bool asks_for_help(std::string_view arg) { return arg == "--help" || arg == "-h" || arg == "help"; }

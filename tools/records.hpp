@@ -1,14 +1,18 @@
 // Files of records for the gpusort tool: raw little-endian keys, packed (key, u32 value)
-// records, or text (one `key` or `key value` per line). Also the two facts `check` and
-// `bench` report about records: their order and an order-independent checksum.
+// records, or text (one `key` or `key value` per line), read and written in pieces that move
+// the progress line. Also the two facts `check` and `bench` report about records: their
+// order and an order-independent checksum.
 #pragma once
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <charconv>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -16,11 +20,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "cli.hpp"
 #include "gpusort/key_traits.hpp"
+#include "progress.hpp"
 
 namespace gpusort::tools {
 
@@ -116,16 +123,46 @@ inline void write_bytes(std::FILE* f, const void* data, std::size_t size, const 
     throw io_error(path + ": write failed: " + system_error_text());
 }
 
+// The temporary file of the pending_file being written (one at a time), for the handler below.
+inline std::atomic<const char*> pending_temp_path{nullptr};
+
+// Ctrl-C or a kill while a pending_file is written: remove its temporary file, then end by
+// the signal as before. Only async-signal-safe calls.
+inline void remove_pending_temp_and_die(int signal_number) {
+  if (const char* path = pending_temp_path.load()) ::unlink(path);
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);  // delivered once the handler returns
+}
+
+inline void remove_pending_temp_on_signals() {
+  static const bool installed = [] {
+    for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction current = {};
+      if (::sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler == SIG_IGN)
+        continue;  // as nohup asked
+      struct sigaction remove = {};
+      remove.sa_handler = remove_pending_temp_and_die;
+      sigemptyset(&remove.sa_mask);
+      ::sigaction(signal_number, &remove, nullptr);
+    }
+    return true;
+  }();
+  static_cast<void>(installed);
+}
+
 // An output file that appears at `path` only when complete: it is written under a
 // temporary name beside `path` and renamed over it by commit(). Until then (and if commit
-// is never reached) whatever was at `path`, the input too, stays as it was. Created before
-// the work, so that an unwritable destination fails early.
+// is never reached, or a signal ends the process) whatever was at `path`, the input too,
+// stays as it was. Created before the work, so that an unwritable destination fails early,
+// as a usage error.
 class pending_file {
  public:
   explicit pending_file(std::string path) : path_(std::move(path)) {
     namespace fs = std::filesystem;
     const fs::path target(path_);
+    if (fs::is_directory(target)) throw usage_error(path_ + ": is a directory");
     const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    remove_pending_temp_on_signals();
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
       temp_ = dir / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" +
@@ -134,7 +171,9 @@ class pending_file {
       if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0)
-      throw io_error(path_ + ": cannot create " + temp_.string() + ": " + system_error_text());
+      throw usage_error(path_ + ": cannot create a file in " + dir.string() + ": " +
+                        system_error_text());
+    pending_temp_path.store(temp_.c_str());
     file_.reset(::fdopen(fd, "wb"));
     if (!file_) {
       ::close(fd);
@@ -162,11 +201,13 @@ class pending_file {
     std::error_code ec;
     std::filesystem::rename(temp_, path_, ec);
     if (ec) throw io_error(path_ + ": cannot replace it: " + ec.message());
+    pending_temp_path.store(nullptr);
     committed_ = true;
   }
 
  private:
   void discard() {
+    pending_temp_path.store(nullptr);
     std::error_code ignored;
     std::filesystem::remove(temp_, ignored);
   }
@@ -182,6 +223,8 @@ inline std::uint64_t input_file_size(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw usage_error(path + ": " + ec.message());
   if (!fs::exists(status)) throw usage_error(path + ": no such file");
   if (!fs::is_regular_file(status)) throw usage_error(path + ": not a regular file");
   const std::uint64_t size = fs::file_size(path, ec);
@@ -191,7 +234,7 @@ inline std::uint64_t input_file_size(const std::string& path) {
 
 inline file_handle open_input(const std::string& path) {
   file_handle f(std::fopen(path.c_str(), "rb"));
-  if (!f) throw io_error(path + ": cannot open: " + system_error_text());
+  if (!f) throw usage_error(path + ": cannot open: " + system_error_text());
   return f;
 }
 
@@ -203,8 +246,22 @@ inline void read_bytes(std::FILE* f, void* data, std::size_t size, const std::st
 // Records are packed, so pairs move through a buffer of this many records at a time.
 inline constexpr std::size_t chunk_records = 1 << 16;
 
+// Keys alone and text move this many bytes at a time.
+inline constexpr std::size_t chunk_bytes = std::size_t{1} << 24;
+
+// Calls move(offset, length) over [0, size) chunk by chunk, counting each on `meter`.
+template <class Move>
+void in_chunks(std::uint64_t size, progress& meter, Move&& move) {
+  for (std::uint64_t done = 0; done < size;) {
+    const std::size_t length = std::min<std::uint64_t>(chunk_bytes, size - done);
+    move(done, length);
+    done += length;
+    meter.advance(done, size);
+  }
+}
+
 template <class K>
-records<K> read_binary(const std::string& path, bool pairs) {
+records<K> read_binary(const std::string& path, bool pairs, progress& meter) {
   const std::uint64_t size = input_file_size(path);
   const std::size_t bytes = record_bytes<K>(pairs);
   if (size % bytes != 0)
@@ -214,7 +271,10 @@ records<K> read_binary(const std::string& path, bool pairs) {
   records<K> r{std::vector<K>(n), std::vector<std::uint32_t>(pairs ? n : 0), pairs};
   file_handle f = open_input(path);
   if (!pairs) {
-    read_bytes(f.get(), r.keys.data(), size, path);
+    auto* bytes_of_keys = reinterpret_cast<unsigned char*>(r.keys.data());
+    in_chunks(size, meter, [&](std::uint64_t offset, std::size_t length) {
+      read_bytes(f.get(), bytes_of_keys + offset, length, path);
+    });
     return r;
   }
   std::vector<unsigned char> buffer(chunk_records * bytes);
@@ -225,14 +285,18 @@ records<K> read_binary(const std::string& path, bool pairs) {
       std::memcpy(&r.keys[begin + i], &buffer[i * bytes], sizeof(K));
       std::memcpy(&r.values[begin + i], &buffer[i * bytes + sizeof(K)], sizeof(std::uint32_t));
     }
+    meter.advance(begin + count, n);
   }
   return r;
 }
 
 template <class K>
-void write_binary(std::FILE* f, const records<K>& r, const std::string& path) {
+void write_binary(std::FILE* f, const records<K>& r, const std::string& path, progress& meter) {
   if (!r.pairs) {
-    write_bytes(f, r.keys.data(), r.keys.size() * sizeof(K), path);
+    const auto* bytes_of_keys = reinterpret_cast<const unsigned char*>(r.keys.data());
+    in_chunks(r.keys.size() * sizeof(K), meter, [&](std::uint64_t offset, std::size_t length) {
+      write_bytes(f, bytes_of_keys + offset, length, path);
+    });
     return;
   }
   constexpr std::size_t bytes = record_bytes<K>(true);
@@ -244,15 +308,43 @@ void write_binary(std::FILE* f, const records<K>& r, const std::string& path) {
       std::memcpy(&buffer[i * bytes + sizeof(K)], &r.values[begin + i], sizeof(std::uint32_t));
     }
     write_bytes(f, buffer.data(), count * bytes, path);
+    meter.advance(begin + count, r.keys.size());
   }
+}
+
+// One number of a text file, or a usage error saying, after `where` (the file and line), why
+// `token` is not one: "'x' is not a u32 key", "'-1' is out of the range of u32 keys".
+// `what` starts with a type name: "u32 key", "i64 key", "u32 value".
+template <class T>
+T parse_text_number(std::string_view token, const std::string& where, const std::string& what) {
+  const auto parse_all = [](std::string_view text, T& out) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return end == text.data() + text.size() ? ec : std::errc::invalid_argument;
+  };
+  T number;
+  std::errc error = parse_all(token, number);
+  if (error == std::errc{}) return number;
+  // from_chars reads no minus sign into an unsigned type: a negative integer is out of range.
+  if (std::is_unsigned_v<T> && token.starts_with('-') &&
+      parse_all(token.substr(1), number) != std::errc::invalid_argument)
+    error = std::errc::result_out_of_range;
+  const std::string article = what.starts_with('u') ? "a " : "an ";  // a u32, an i64, an f32
+  throw usage_error(where + "'" + std::string(token) +
+                    (error == std::errc::result_out_of_range
+                         ? "' is out of the range of " + what + "s"
+                         : "' is not " + article + what));
 }
 
 // Text: one record per line; floats in their shortest exact form (NaN payloads are lost).
 template <class K>
-records<K> read_text(const std::string& path, bool pairs) {
+records<K> read_text(const std::string& path, bool pairs, progress& meter) {
   const std::uint64_t size = input_file_size(path);
   std::string text(size, '\0');
-  read_bytes(open_input(path).get(), text.data(), size, path);
+  const file_handle f = open_input(path);
+  in_chunks(size, meter, [&](std::uint64_t offset, std::size_t length) {
+    read_bytes(f.get(), text.data() + offset, length, path);
+  });
+  meter.phase("parsing", true);
   records<K> r{{}, {}, pairs};
   std::uint64_t line_number = 0;
   for (std::size_t start = 0; start < text.size();) {
@@ -260,6 +352,7 @@ records<K> read_text(const std::string& path, bool pairs) {
     std::string_view line(text.data() + start, end - start);
     start = end + 1;
     ++line_number;
+    meter.advance(start, text.size());
     std::vector<std::string_view> tokens;
     for (std::size_t pos = 0; pos < line.size();) {
       pos = line.find_first_not_of(" \t\r", pos);
@@ -273,23 +366,15 @@ records<K> read_text(const std::string& path, bool pairs) {
     if (tokens.size() != (pairs ? 2u : 1u))
       throw usage_error(where + (pairs ? "expected 'key value'" : "expected one key") + ", got '" +
                         std::string(line) + "'");
-    K key;
-    if (!parse_number(tokens[0], key))
-      throw usage_error(where + "'" + std::string(tokens[0]) + "' is not a " +
-                        std::string(key_traits<K>::name) + " key");
-    r.keys.push_back(key);
-    if (pairs) {
-      std::uint32_t value;
-      if (!parse_number(tokens[1], value))
-        throw usage_error(where + "'" + std::string(tokens[1]) + "' is not a u32 value");
-      r.values.push_back(value);
-    }
+    r.keys.push_back(
+        parse_text_number<K>(tokens[0], where, std::string(key_traits<K>::name) + " key"));
+    if (pairs) r.values.push_back(parse_text_number<std::uint32_t>(tokens[1], where, "u32 value"));
   }
   return r;
 }
 
 template <class K>
-void write_text(std::FILE* f, const records<K>& r, const std::string& path) {
+void write_text(std::FILE* f, const records<K>& r, const std::string& path, progress& meter) {
   std::string buffer;
   char number[64];
   auto append = [&](auto value) {
@@ -306,19 +391,23 @@ void write_text(std::FILE* f, const records<K>& r, const std::string& path) {
     if (buffer.size() > (1 << 20)) {
       write_bytes(f, buffer.data(), buffer.size(), path);
       buffer.clear();
+      meter.advance(i + 1, r.keys.size());
     }
   }
   write_bytes(f, buffer.data(), buffer.size(), path);
 }
 
 template <class K>
-records<K> read_records(const std::string& path, bool pairs, bool text) {
-  return text ? read_text<K>(path, pairs) : read_binary<K>(path, pairs);
+records<K> read_records(const std::string& path, bool pairs, bool text, progress& meter) {
+  meter.phase("reading", true);
+  return text ? read_text<K>(path, pairs, meter) : read_binary<K>(path, pairs, meter);
 }
 
 template <class K>
-void write_records(pending_file& out, const records<K>& r, bool text) {
-  text ? write_text(out.get(), r, out.path()) : write_binary(out.get(), r, out.path());
+void write_records(pending_file& out, const records<K>& r, bool text, progress& meter) {
+  meter.phase("writing", true);
+  text ? write_text(out.get(), r, out.path(), meter)
+       : write_binary(out.get(), r, out.path(), meter);
   out.commit();
 }
 

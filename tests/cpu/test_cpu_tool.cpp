@@ -1,26 +1,36 @@
-// The gpusort command-line tool end to end: gen -> sort -> check round trips on files, and
-// the errors with their exit codes. It runs the built binary, which sorts on the CPU where
-// there is no GPU. Also bench's segment layouts (--segments), tested directly.
+// The gpusort command-line tool end to end: gen -> sort -> check round trips on files, every
+// distribution gen makes, and the errors with their exit codes. It runs the built binary,
+// which sorts on the CPU where there is no GPU. Also the progress line (progress.hpp) and
+// bench's segment layouts (--segments), tested directly.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli.hpp"
+#include "common/distributions.hpp"
 #include "common/segments.hpp"
+#include "progress.hpp"
+#include "records.hpp"
 
 #include "cpu/tool_fixture.hpp"
 
@@ -28,13 +38,74 @@ namespace {
 
 using namespace gpusort_test_tool;
 
+const char* const key_type_names[] = {"u32", "i32", "f32", "u64", "i64", "f64"};
+
+std::size_t key_bytes(const std::string& type) { return type.ends_with("32") ? 4 : 8; }
+
+// What a terminal shows of the tool's stderr: its lines, each '\r' going back to the line's
+// start so that what follows overwrites what was there. Blank lines are left out, and so is
+// the library's notice that it sorts on the CPU (on machines without a GPU).
+std::vector<std::string> visible_messages(const std::string& text) {
+  std::vector<std::string> lines(1);
+  std::size_t column = 0;
+  for (const char c : text) {
+    if (c == '\n') {
+      lines.emplace_back();
+      column = 0;
+    } else if (c == '\r') {
+      column = 0;
+    } else {
+      std::string& line = lines.back();
+      if (column < line.size())
+        line[column] = c;
+      else
+        line += c;
+      ++column;
+    }
+  }
+  for (std::string& line : lines) line.erase(line.find_last_not_of(' ') + 1);
+  std::erase_if(lines, [](const std::string& line) {
+    return line.empty() ||
+           (line.starts_with("gpusort: ") && line.ends_with("; sorting on the CPU"));
+  });
+  return lines;
+}
+
+// A failure as the tool must report it: exit code 2 and one line on stderr, from the command,
+// naming the problem.
+::testing::AssertionResult usage_failure(const outcome& o, const std::string& command,
+                                         const std::string& named) {
+  if (o.code != 2) return ::testing::AssertionFailure() << "exit code " << o.code << ": " << o.err;
+  if (std::ranges::count(o.err, '\n') != 1 || !o.err.ends_with('\n'))
+    return ::testing::AssertionFailure() << "not one line: '" << o.err << "'";
+  if (!o.err.starts_with("gpusort " + command + ": "))
+    return ::testing::AssertionFailure() << "not from gpusort " << command << ": " << o.err;
+  if (o.err.find(named) == std::string::npos)
+    return ::testing::AssertionFailure() << "'" << named << "' not named: " << o.err;
+  return ::testing::AssertionSuccess();
+}
+
+// Sets an environment variable for the tools this process runs, until destroyed.
+class scoped_environment {
+ public:
+  scoped_environment(const char* name, const char* value) : name_(name) {
+    ::setenv(name, value, 1);
+  }
+  ~scoped_environment() { ::unsetenv(name_); }
+  scoped_environment(const scoped_environment&) = delete;
+  scoped_environment& operator=(const scoped_environment&) = delete;
+
+ private:
+  const char* name_;
+};
+
 TEST_F(Tool, RoundTripsEveryKeyType) {
-  for (const char* type : {"u32", "i32", "f32", "u64", "i64", "f64"}) {
+  for (const char* type : key_type_names) {
     for (const char* dist : {"uniform", "few_unique", "organ_pipe"}) {
       SCOPED_TRACE(::testing::Message() << type << " " << dist);
       const std::string t = std::string(" --type ") + type + " ";
       ASSERT_EQ(run("gen" + t + "--n 4099 --seed 7 --dist " + dist + " " + file("in")).code, 0);
-      EXPECT_EQ(fs::file_size(file("in")), 4099u * (type[1] == '3' ? 4 : 8));
+      EXPECT_EQ(fs::file_size(file("in")), 4099u * key_bytes(type));
       EXPECT_EQ(run("check" + t + file("in")).code, 1);
       const outcome sorted = run("sort" + t + file("in") + " " + file("out"));
       ASSERT_EQ(sorted.code, 0) << sorted.err;
@@ -52,6 +123,150 @@ TEST_F(Tool, RoundTripsEveryKeyType) {
   std::vector<std::uint32_t> in = read_array<std::uint32_t>(file("in"));
   std::ranges::sort(in);
   EXPECT_EQ(read_array<std::uint32_t>(file("out")), in);
+}
+
+// Every distribution of every key type: the same seed gives the same keys (run after run,
+// keys alone or in pairs), pairs carry their index as value, text holds the same records
+// (floats exactly), and the text pairs sort. Sorting the keys alone: RoundTripsEveryKeyType.
+TEST_F(Tool, GenMakesEveryDistribution) {
+  constexpr std::size_t n = 1000;
+  for (const char* type : key_type_names) {
+    for (const gpusort::tools::distribution dist : gpusort::tools::all_distributions) {
+      const std::string name(gpusort::tools::to_string(dist));
+      SCOPED_TRACE(::testing::Message() << type << " " << name);
+      const std::string t = std::string(" --type ") + type + " ";
+      const std::string g = "gen" + t + "--n 1000 --seed 5 --dist " + name + " ";
+      const std::string p = t + "--pairs u32 ";
+      ASSERT_EQ(run(g + file("keys")).code, 0);
+      ASSERT_EQ(run(g + "--pairs u32 " + file("pairs")).code, 0);
+      ASSERT_EQ(run(g + "--pairs u32 --text " + file("pairs.txt")).code, 0);
+      const std::string keys = slurp(file("keys"));
+      ASSERT_EQ(keys.size(), n * key_bytes(type));
+
+      const std::string pairs = slurp(file("pairs"));
+      const std::size_t record = key_bytes(type) + 4;
+      ASSERT_EQ(pairs.size(), n * record);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint32_t value;
+        std::memcpy(&value, pairs.data() + i * record + key_bytes(type), 4);
+        ASSERT_EQ(value, i);
+        ASSERT_EQ(pairs.compare(i * record, key_bytes(type), keys, i * key_bytes(type),
+                                key_bytes(type)),
+                  0)
+            << "key " << i;
+      }
+      const std::string pairs_sum = checksum(p + file("pairs"));
+      EXPECT_FALSE(pairs_sum.empty());
+      EXPECT_EQ(checksum(p + "--text " + file("pairs.txt")), pairs_sum);
+
+      ASSERT_EQ(run("sort" + p + "--text " + file("pairs.txt") + " " + file("sorted.txt")).code, 0);
+      const outcome sorted = run("check" + p + "--text " + file("sorted.txt"));
+      EXPECT_EQ(sorted.code, 0) << sorted.out;
+      EXPECT_EQ(field(sorted.out, "checksum: "), pairs_sum);
+    }
+  }
+  EXPECT_EQ(listing(), (std::vector<std::string>{"keys", "pairs", "pairs.txt", "sorted.txt"}));
+}
+
+TEST_F(Tool, GenSeedsGiveDifferentFiles) {
+  for (const gpusort::tools::distribution dist : gpusort::tools::all_distributions) {
+    if (dist == gpusort::tools::distribution::all_equal) continue;
+    const std::string name(gpusort::tools::to_string(dist));
+    SCOPED_TRACE(name);
+    ASSERT_EQ(run("gen --type u64 --n 500 --seed 1 --dist " + name + " " + file("a")).code, 0);
+    ASSERT_EQ(run("gen --type u64 --n 500 --seed 2 --dist " + name + " " + file("b")).code, 0);
+    EXPECT_NE(slurp(file("a")), slurp(file("b")));
+  }
+}
+
+// Fraction of the bits set in the u64 keys of `path`.
+double set_bit_fraction(const std::string& path) {
+  const std::vector<std::uint64_t> keys = read_array<std::uint64_t>(path);
+  std::uint64_t set = 0;
+  for (const std::uint64_t key : keys) set += std::popcount(key);
+  return static_cast<double>(set) / (64.0 * static_cast<double>(keys.size()));
+}
+
+// reduced_entropy ANDs --and K more random words into each key: a bit is set with
+// probability 2^-(K+1). Without more ANDs its integers are uniform's.
+TEST_F(Tool, GenReducedEntropyAndsRandomWords) {
+  const std::string g = "gen --type u64 --n 2^14 --dist reduced_entropy ";
+  for (int ands = 0; ands <= 8; ++ands) {
+    SCOPED_TRACE(ands);
+    ASSERT_EQ(run(g + "--and " + std::to_string(ands) + " " + file("k")).code, 0);
+    const double expected = std::ldexp(1.0, -(ands + 1));
+    EXPECT_NEAR(set_bit_fraction(file("k")), expected, 0.05 * expected + 1e-4);
+  }
+  ASSERT_EQ(run(g + file("default")).code, 0);
+  ASSERT_EQ(run(g + "--and 2 " + file("two")).code, 0);
+  EXPECT_EQ(slurp(file("default")), slurp(file("two")));
+  ASSERT_EQ(run(g + "--and 0 " + file("none")).code, 0);
+  ASSERT_EQ(run("gen --type u64 --n 2^14 --dist uniform " + file("uniform")).code, 0);
+  EXPECT_EQ(slurp(file("none")), slurp(file("uniform")));
+}
+
+// Floats take the AND-ed bits too, but stay finite: |key| < 2, some subnormal.
+template <class F>
+void expect_finite_reduced_entropy(const std::string& path, int ands) {
+  const std::vector<F> keys = read_array<F>(path);
+  ASSERT_EQ(keys.size(), 1u << 14);
+  std::size_t negative = 0, subnormal = 0, zero = 0;
+  for (const F key : keys) {
+    ASSERT_TRUE(std::isfinite(key)) << key;
+    ASSERT_LT(std::fabs(key), F(2)) << key;
+    negative += std::signbit(key);
+    subnormal += std::fpclassify(key) == FP_SUBNORMAL;
+    zero += key == 0;
+  }
+  // The sign bit is set in 2^-(ands+1) of the keys; with more ANDs the exponent is mostly 0,
+  // and then the mantissa too.
+  EXPECT_NEAR(static_cast<double>(negative) / keys.size(), std::ldexp(1.0, -(ands + 1)), 0.03);
+  if (ands == 2) {
+    EXPECT_GT(subnormal, keys.size() / 5);
+  }
+  if (ands == 8) {
+    EXPECT_GT(zero, keys.size() / 2);
+  }
+}
+
+TEST_F(Tool, GenReducedEntropyFloatsAreFinite) {
+  for (int ands : {0, 2, 8}) {
+    SCOPED_TRACE(ands);
+    const std::string g = "gen --n 2^14 --dist reduced_entropy --and " + std::to_string(ands);
+    ASSERT_EQ(run(g + " --type f32 " + file("f32")).code, 0);
+    ASSERT_EQ(run(g + " --type f64 " + file("f64")).code, 0);
+    expect_finite_reduced_entropy<float>(file("f32"), ands);
+    expect_finite_reduced_entropy<double>(file("f64"), ands);
+  }
+}
+
+// Continuous Zipf over ranks 1..2^20 with exponent s: the smallest key (rank 1) takes
+// (1 - 2^(1-s)) / (1 - 2^(20(1-s))) of the keys, ln 2 / ln 2^20 for s = 1.
+TEST_F(Tool, GenZipfTakesItsExponent) {
+  const auto zero_fraction = [&](const std::string& exponent) {
+    const std::string option = exponent.empty() ? "" : "--zipf " + exponent + " ";
+    EXPECT_EQ(run("gen --type u32 --n 2^16 --dist zipf " + option + file("z")).code, 0);
+    const std::vector<std::uint32_t> keys = read_array<std::uint32_t>(file("z"));
+    return static_cast<double>(std::ranges::count(keys, 0u)) / static_cast<double>(keys.size());
+  };
+  EXPECT_NEAR(zero_fraction("2"), 0.5, 0.02);
+  EXPECT_NEAR(zero_fraction("1.5"), (1 - std::pow(2, -0.5)) / (1 - std::pow(2, -10)), 0.02);
+  EXPECT_NEAR(zero_fraction("1"), std::log(2) / std::log(1 << 20), 0.01);
+  EXPECT_NEAR(zero_fraction(""), std::log(2) / std::log(1 << 20), 0.01);
+  EXPECT_LT(zero_fraction("0.5"), 0.002);
+}
+
+// The mean of four uniforms over [-1e6, 1e6): mean 0, deviation 2e6 / sqrt(12 * 4).
+TEST_F(Tool, GenGaussianIsTheMeanOfFourUniforms) {
+  ASSERT_EQ(run("gen --type f64 --n 2^16 --dist gaussian " + file("g")).code, 0);
+  const std::vector<double> keys = read_array<double>(file("g"));
+  ASSERT_EQ(keys.size(), 1u << 16);
+  const double mean = std::accumulate(keys.begin(), keys.end(), 0.0) / keys.size();
+  double squares = 0;
+  for (const double key : keys) squares += (key - mean) * (key - mean);
+  EXPECT_NEAR(mean, 0, 5e3);
+  EXPECT_NEAR(std::sqrt(squares / keys.size()), 2e6 / std::sqrt(48.0), 5e3);
+  EXPECT_TRUE(std::ranges::all_of(keys, [](double k) { return k >= -1e6 && k < 1e6; }));
 }
 
 TEST_F(Tool, SizesAcceptPowersOfTwo) {
@@ -108,12 +323,6 @@ TEST_F(Tool, TextFiles) {
   ASSERT_EQ(run("sort" + p + "--desc " + file("pairs.txt") + " " + file("sorted.txt")).code, 0);
   EXPECT_EQ(run("check" + p + "--desc " + file("sorted.txt")).code, 0);
   EXPECT_EQ(checksum(p + file("pairs.txt")), checksum(p + file("sorted.txt")));
-
-  std::ofstream(file("bad.txt")) << "1\n2\nthree\n";
-  const outcome bad = run("sort --type u32 --text " + file("bad.txt") + " " + file("x"));
-  EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("bad.txt:3"), std::string::npos) << bad.err;
-  EXPECT_FALSE(fs::exists(file("x")));
 }
 
 TEST_F(Tool, DescendingAndEveryAlgorithm) {
@@ -166,31 +375,131 @@ TEST_F(Tool, FloatsFollowTheTotalOrder) {
   EXPECT_EQ(run("check --type f32 " + file("nan_first")).code, 1);
 }
 
+// Every bad input of sort and check: exit code 2, one line on stderr naming the file and
+// the problem (and the line of a text file), the input and an existing OUT untouched, no
+// temporary file left behind.
 TEST_F(Tool, BadInputFailsWithoutTouchingFiles) {
-  // 10 bytes are not whole u32 records; 24 bytes are not whole 12-byte (u64, u32) records.
-  std::ofstream(file("in"), std::ios::binary) << "0123456789";
-  std::ofstream(file("out"), std::ios::binary) << "previous";
-  for (const std::string& args :
-       {"sort --type u32 " + file("in") + " " + file("out"),
-        "sort --type u64 --pairs u32 " + file("in") + " " + file("out")}) {
-    SCOPED_TRACE(args);
-    const outcome o = run(args);
-    EXPECT_EQ(o.code, 2);
-    EXPECT_EQ(std::ranges::count(o.err, '\n'), 1) << o.err;
-    EXPECT_NE(o.err.find("10 bytes"), std::string::npos) << o.err;
-  }
-  EXPECT_EQ(slurp(file("in")), "0123456789");
-  EXPECT_EQ(slurp(file("out")), "previous");
-  const outcome new_out = run("sort --type u32 " + file("in") + " " + file("new"));
-  EXPECT_EQ(new_out.code, 2);
-  EXPECT_EQ(run("check --type u32 " + file("in")).code, 2);
-  EXPECT_EQ(listing(), (std::vector<std::string>{"in", "out"}));
+  const std::map<std::string, std::string> inputs = {
+      {"ten_bytes", "0123456789"},        {"word.txt", "1\n2\nthree\n"},
+      {"big.txt", "1\n4294967296\n"},     {"negative.txt", "5\n\n-1\n"},
+      {"huge.txt", "1.5\n1e999\n"},       {"tiny.txt", "1e-999\n"},
+      {"two_keys.txt", "1\n2 3\n"},       {"half_pair.txt", "1 0\n2\n"},
+      {"bad_value.txt", "1 0\n2 -5\n"},   {"float_value.txt", "1 0.5\n"},
+      {"hex.txt", "0x10\n"},              {"out", "previous"}};
+  for (const auto& [name, contents] : inputs)
+    std::ofstream(file(name), std::ios::binary) << contents;
+  fs::create_directory(file("dir"));
+  const std::vector<std::string> files = listing();
 
-  const outcome missing = run("sort --type u32 " + file("nothing") + " " + file("new"));
-  EXPECT_EQ(missing.code, 2);
-  EXPECT_NE(missing.err.find("nothing: no such file"), std::string::npos) << missing.err;
-  EXPECT_EQ(run("check --type u32 " + file("nothing")).code, 2);
-  EXPECT_EQ(listing(), (std::vector<std::string>{"in", "out"}));
+  struct bad_input {
+    std::string options, input, named;
+  };
+  const bad_input cases[] = {
+      {"--type u32", "ten_bytes", "ten_bytes: 10 bytes is not a whole number of 4-byte records"},
+      {"--type u64 --pairs u32", "ten_bytes",
+       "ten_bytes: 10 bytes is not a whole number of 12-byte records (u64 key, u32 value)"},
+      {"--type u32", "nothing", "nothing: no such file"},
+      {"--type u32", "dir", "dir: not a regular file"},
+      {"--type u16", "ten_bytes", "unknown key type 'u16'"},
+      {"--type u32 --text", "word.txt", "word.txt:3: 'three' is not a u32 key"},
+      {"--type u32 --text", "big.txt", "big.txt:2: '4294967296' is out of the range of u32 keys"},
+      {"--type i32 --text", "big.txt", "big.txt:2: '4294967296' is out of the range of i32 keys"},
+      {"--type u64 --text", "negative.txt", "negative.txt:3: '-1' is out of the range of u64 keys"},
+      {"--type f32 --text", "huge.txt", "huge.txt:2: '1e999' is out of the range of f32 keys"},
+      {"--type f64 --text", "tiny.txt", "tiny.txt:1: '1e-999' is out of the range of f64 keys"},
+      {"--type i64 --text", "hex.txt", "hex.txt:1: '0x10' is not an i64 key"},
+      {"--type i32 --text", "two_keys.txt", "two_keys.txt:2: expected one key, got '2 3'"},
+      {"--type u32 --pairs u32 --text", "half_pair.txt", "half_pair.txt:2: expected 'key value'"},
+      {"--type i64 --pairs u32 --text", "bad_value.txt",
+       "bad_value.txt:2: '-5' is out of the range of u32 values"},
+      {"--type f32 --pairs u32 --text", "float_value.txt",
+       "float_value.txt:1: '0.5' is not a u32 value"},
+  };
+  for (const auto& [options, input, named] : cases) {
+    const std::string in = " " + options + " " + file(input) + " ";
+    std::vector<std::string> outs{file("out"), file("new")};
+    if (input != "dir") outs.push_back(file(input));  // a directory is a bad OUT first
+    for (const std::string& out : outs) {
+      SCOPED_TRACE("sort" + in + out);
+      EXPECT_TRUE(usage_failure(run("sort" + in + out), "sort", named));
+    }
+    SCOPED_TRACE("check" + in);
+    EXPECT_TRUE(usage_failure(run("check" + in), "check", named));
+  }
+  for (const auto& [name, contents] : inputs) EXPECT_EQ(slurp(file(name)), contents) << name;
+  EXPECT_EQ(listing(), files);
+}
+
+// The file sort writes: a directory, or a place where no file can be made, is a usage error
+// found before any work.
+TEST_F(Tool, BadOutputFailsBeforeTheWork) {
+  ASSERT_EQ(run("gen --type u32 --n 100 " + file("in")).code, 0);
+  fs::create_directory(file("dir"));
+  const std::string in = slurp(file("in"));
+  const std::vector<std::string> files = listing();
+  EXPECT_TRUE(usage_failure(run("sort --type u32 " + file("in") + " " + file("dir")), "sort",
+                            file("dir") + ": is a directory"));
+  EXPECT_TRUE(usage_failure(run("sort --type u32 " + file("in") + " " + file("none/out")), "sort",
+                            file("none/out") + ": cannot create a file in " + file("none")));
+  EXPECT_TRUE(usage_failure(run("sort --type u32 " + file("nothing") + " " + file("none/out")),
+                            "sort", "cannot create a file in"));
+  EXPECT_TRUE(usage_failure(run("gen --type u32 --n 10 " + file("dir")), "gen",
+                            file("dir") + ": is a directory"));
+  EXPECT_TRUE(usage_failure(run("gen --type u32 --n 10 " + file("in/x")), "gen",
+                            "cannot create a file in"));
+  EXPECT_EQ(slurp(file("in")), in);
+  EXPECT_EQ(listing(), files);
+  EXPECT_TRUE(fs::is_empty(file("dir")));
+}
+
+// A file that the tool may not read. As root, setpriv takes away the capabilities that
+// bypass file permissions.
+TEST_F(Tool, UnreadableInputIsAUsageError) {
+  std::ofstream(file("in"), std::ios::binary) << "12345678";
+  fs::permissions(file("in"), fs::perms::none);
+  const std::string launcher =
+      ::geteuid() != 0 ? ""
+                       : "setpriv --inh-caps=-dac_override,-dac_read_search "
+                         "--bounding-set=-dac_override,-dac_read_search ";
+  if (std::system((launcher + "true").c_str()) != 0 ||
+      std::system((launcher + "cat '" + file("in") + "' >/dev/null 2>&1").c_str()) == 0)
+    GTEST_SKIP() << "cannot make a file unreadable here";
+  // The fixture's runner starts the tool itself: run it through the launcher by hand.
+  const auto run_limited = [&](const std::string& args) {
+    const std::string err = file("stderr");
+    const int status = std::system((launcher + "'" + tool + "' " + args + " >/dev/null 2>'" +
+                                    err + "'").c_str());
+    outcome o{WIFEXITED(status) ? WEXITSTATUS(status) : -1, "", slurp(err)};
+    fs::remove(err);
+    return o;
+  };
+  const std::string named = file("in") + ": cannot open: Permission denied";
+  EXPECT_TRUE(usage_failure(run_limited("sort --type u32 " + file("in") + " " + file("out")),
+                            "sort", named));
+  EXPECT_TRUE(usage_failure(run_limited("check --type u32 " + file("in")), "check", named));
+  fs::permissions(file("in"), fs::perms::owner_read);
+  EXPECT_EQ(slurp(file("in")), "12345678");
+  EXPECT_EQ(listing(), std::vector<std::string>{"in"});
+}
+
+// 0 records is a valid file: it sorts to an empty file and checks as sorted.
+TEST_F(Tool, EmptyFilesSortToEmptyFiles) {
+  std::ofstream(file("empty"), std::ios::binary).flush();
+  std::ofstream(file("blank.txt")) << "\n  \n\n";
+  for (const std::string options : {"--type u32", "--type f64 --pairs u32", "--type i32 --text"}) {
+    SCOPED_TRACE(options);
+    const std::string in = file(options.ends_with("text") ? "blank.txt" : "empty");
+    const outcome sorted = run("sort " + options + " " + in + " " + file("out"));
+    ASSERT_EQ(sorted.code, 0) << sorted.err;
+    EXPECT_EQ(visible_messages(sorted.err), std::vector<std::string>{});
+    EXPECT_EQ(fs::file_size(file("out")), 0u);
+    const outcome checked = run("check " + options + " " + file("out"));
+    EXPECT_EQ(checked.code, 0);
+    EXPECT_EQ(field(checked.out, "records: ").substr(0, 2), "0 ");
+    EXPECT_EQ(field(checked.out, "sorted (ascending): "), "yes");
+    EXPECT_EQ(checksum(options + " " + in), field(checked.out, "checksum: "));
+  }
+  EXPECT_EQ(listing(), (std::vector<std::string>{"blank.txt", "empty", "out"}));
 }
 
 TEST_F(Tool, UsageErrorsNameTheProblem) {
@@ -207,6 +516,19 @@ TEST_F(Tool, UsageErrorsNameTheProblem) {
       {"gen --type u32 --n lots " + file("out"), "lots"},
       {"gen --type u32 --n 2^64 " + file("out"), "2^64"},
       {"gen --type u32 --n 8 --dist bumpy " + file("out"), "bumpy"},
+      {"gen --type u32 --n 8 --zipf 2 " + file("out"), "--zipf needs --dist zipf"},
+      {"gen --type u32 --n 8 --dist reduced_entropy --zipf 2 " + file("out"), "--zipf"},
+      {"gen --type u32 --n 8 --dist zipf --zipf 0 " + file("out"), "'0'"},
+      {"gen --type u32 --n 8 --dist zipf --zipf -1.5 " + file("out"), "'-1.5'"},
+      {"gen --type u32 --n 8 --dist zipf --zipf inf " + file("out"), "'inf'"},
+      {"gen --type u32 --n 8 --dist zipf --zipf nan " + file("out"), "'nan'"},
+      {"gen --type u32 --n 8 --dist zipf --zipf steep " + file("out"), "'steep'"},
+      {"gen --type u32 --n 8 --dist zipf --zipf", "--zipf"},
+      {"gen --type u32 --n 8 --and 2 " + file("out"), "--and needs --dist reduced_entropy"},
+      {"gen --type u32 --n 8 --dist zipf --and 2 " + file("out"), "--and"},
+      {"gen --type u32 --n 8 --dist reduced_entropy --and 9 " + file("out"), "0 to 8"},
+      {"gen --type u32 --n 8 --dist reduced_entropy --and -1 " + file("out"), "'-1'"},
+      {"gen --type u32 --n 8 --dist reduced_entropy --and many " + file("out"), "'many'"},
       {"gen --type u32 --n", "--n"},
       {"bench --sizes 2^20..2^10", "2^20..2^10"},
       {"bench --algos bogosort", "bogosort"},
@@ -268,7 +590,7 @@ TEST_F(Tool, BenchWritesCsvAndDemoVerifies) {
       << line;
   int rows = 0;
   for (; std::getline(csv, line); ++rows) {
-    EXPECT_EQ(std::ranges::count(line, ','), 13) << line;
+    EXPECT_EQ(std::ranges::count(line, ','), 15) << line;
     EXPECT_NE(line.find(",u32,none,"), std::string::npos) << line;
   }
   EXPECT_GE(rows, 8);  // 2 sizes x 2 distributions x (at least) 2 algorithms
@@ -292,7 +614,7 @@ TEST_F(Tool, BenchTimesSegments) {
   std::set<std::string> seen_layouts;
   int rows = 0;
   for (; std::getline(csv, line); ++rows) {
-    ASSERT_EQ(std::ranges::count(line, ','), 13) << line;
+    ASSERT_EQ(std::ranges::count(line, ','), 15) << line;
     std::istringstream fields(line);
     std::string algorithm, key, value, dist, n, segment_size;
     for (std::string* f : {&algorithm, &key, &value, &dist, &n, &segment_size})
@@ -319,7 +641,7 @@ TEST_F(Tool, BenchApproximateMethods) {
   std::getline(csv, line);
   std::set<std::string> timed;
   for (; std::getline(csv, line);) {
-    ASSERT_EQ(std::ranges::count(line, ','), 13) << line;
+    ASSERT_EQ(std::ranges::count(line, ','), 15) << line;
     timed.insert(line.substr(0, line.find(',')));
   }
   if (gpu) {
@@ -329,6 +651,167 @@ TEST_F(Tool, BenchApproximateMethods) {
     EXPECT_NE(bench.out.find("skipping top_k: needs a CUDA device"), std::string::npos)
         << bench.out;
   }
+}
+
+// The progress line: drawn when asked (GPUSORT_PROGRESS=1 stands for a terminal), erased at
+// the end, never touching what the commands write; never drawn into a file otherwise.
+TEST_F(Tool, ProgressLineOnlyWhenAsked) {
+  ASSERT_EQ(run("gen --type u32 --n 2^16 " + file("in")).code, 0);
+  ASSERT_EQ(run("gen --type f32 --n 2^12 --text " + file("in.txt")).code, 0);
+  const outcome plain = run("sort --type u32 " + file("in") + " " + file("plain"));
+  ASSERT_EQ(plain.code, 0);
+  EXPECT_EQ(plain.err.find('\r'), std::string::npos) << plain.err;
+  EXPECT_EQ(visible_messages(plain.err), std::vector<std::string>{});
+  const outcome plain_check = run("check --type u32 " + file("plain"));
+  EXPECT_EQ(plain_check.err, "");
+  const std::vector<std::string> erased;
+  {
+    const scoped_environment forced("GPUSORT_PROGRESS", "1");
+    const outcome sorted = run("sort --type u32 " + file("in") + " " + file("drawn"));
+    ASSERT_EQ(sorted.code, 0) << sorted.err;
+    for (const char* phase : {"reading", "checking", "sorting", "writing"})
+      EXPECT_NE(sorted.err.find(std::string("\r") + phase + " "), std::string::npos) << phase;
+    EXPECT_EQ(visible_messages(sorted.err), erased) << sorted.err;
+
+    const outcome text = run("sort --type f32 --text " + file("in.txt") + " " + file("out.txt"));
+    ASSERT_EQ(text.code, 0) << text.err;
+    EXPECT_NE(text.err.find("\rparsing "), std::string::npos) << text.err;
+    EXPECT_EQ(visible_messages(text.err), erased) << text.err;
+
+    const outcome checked = run("check --type u32 " + file("plain"));
+    EXPECT_EQ(checked.out, plain_check.out);
+    EXPECT_NE(checked.err.find("\rchecking "), std::string::npos) << checked.err;
+    EXPECT_EQ(visible_messages(checked.err), erased) << checked.err;
+
+    const outcome generated = run("gen --type u32 --n 2^16 " + file("again"));
+    EXPECT_NE(generated.err.find("\rgenerating "), std::string::npos) << generated.err;
+    EXPECT_NE(generated.err.find("\rwriting "), std::string::npos) << generated.err;
+    EXPECT_EQ(visible_messages(generated.err), erased) << generated.err;
+
+    // An error replaces the line: the terminal shows the message alone.
+    const outcome failed = run("sort --type u32 " + file("nothing") + " " + file("out"));
+    EXPECT_EQ(failed.code, 2);
+    EXPECT_EQ(visible_messages(failed.err),
+              std::vector<std::string>{"gpusort sort: " + file("nothing") + ": no such file"});
+  }
+  {
+    const scoped_environment off("GPUSORT_PROGRESS", "0");
+    const outcome quiet = run("sort --type u32 " + file("in") + " " + file("quiet"));
+    EXPECT_EQ(quiet.err.find('\r'), std::string::npos) << quiet.err;
+  }
+  EXPECT_EQ(slurp(file("drawn")), slurp(file("plain")));
+  EXPECT_EQ(slurp(file("quiet")), slurp(file("plain")));
+  EXPECT_EQ(slurp(file("again")), slurp(file("in")));
+  EXPECT_EQ(run("check --type f32 --text " + file("out.txt")).code, 0);
+  EXPECT_EQ(listing(), (std::vector<std::string>{"again", "drawn", "in", "in.txt", "out.txt",
+                                                 "plain", "quiet"}));
+}
+
+// ---- files and the progress line, without the tool -------------------------------------
+
+// Ctrl-C while sort or gen writes: the temporary file goes, the process ends by the signal.
+TEST(PendingFileDeathTest, ASignalLeavesNoTemporaryFile) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpusort_pending_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const int signal_number : {SIGINT, SIGTERM}) {
+    EXPECT_EXIT(
+        {
+          gpusort::tools::pending_file out((dir / "out").string());
+          std::fputs("half a file", out.get());
+          std::fflush(out.get());
+          std::raise(signal_number);
+        },
+        ::testing::KilledBySignal(signal_number), "");
+    EXPECT_TRUE(fs::is_empty(dir)) << signal_number;
+  }
+  fs::remove_all(dir);
+}
+
+
+using gpusort::tools::progress;
+using gpusort::tools::progress_line;
+using gpusort::tools::progress_settings_for;
+
+TEST(ProgressLine, DrawsABarOrASpinner) {
+  EXPECT_EQ(progress_line("reading", 0.5, 2.14, 0),
+            "reading  [###############...............]  50%  2.1 s");
+  EXPECT_EQ(progress_line("writing", 1.0, 0.0, 3),
+            "writing  [##############################] 100%  0.0 s");
+  EXPECT_EQ(progress_line("writing", 0.999, 0.0, 3),
+            "writing  [#############################.]  99%  0.0 s");
+  EXPECT_EQ(progress_line("reading", 1.5, 0.0, 0), progress_line("reading", 1.0, 0.0, 0));
+  EXPECT_EQ(progress_line("sorting", -1, 12.34, 1), "sorting  /  12.3 s");
+  std::string spinner;
+  for (unsigned frame = 0; frame < 5; ++frame) spinner += progress_line("sorting", -1, 0, frame)[9];
+  EXPECT_EQ(spinner, "|/-\\|");
+  // The bar does not move the time, whatever the percent; longer phases push it right.
+  for (double fraction : {0.0, 0.001, 0.1, 0.5, 1.0})
+    EXPECT_EQ(progress_line("reading", fraction, 1.0, 0).size(),
+              progress_line("reading", 0.0, 1.0, 0).size());
+  EXPECT_TRUE(progress_line("generating", -1, 0, 0).starts_with("generating |"));
+}
+
+TEST(ProgressLine, ShownOnTerminalsOrWhenAsked) {
+  EXPECT_FALSE(progress_settings_for(nullptr, false).enabled);
+  EXPECT_TRUE(progress_settings_for(nullptr, true).enabled);
+  EXPECT_EQ(progress_settings_for(nullptr, true).delay, std::chrono::seconds{1});
+  EXPECT_FALSE(progress_settings_for("0", true).enabled);
+  EXPECT_TRUE(progress_settings_for("1", false).enabled);
+  EXPECT_EQ(progress_settings_for("1", false).delay, std::chrono::milliseconds{0});
+  EXPECT_FALSE(progress_settings_for("yes", false).enabled);
+  EXPECT_TRUE(progress_settings_for("", true).enabled);
+}
+
+std::string contents_of(std::FILE* f) {
+  std::rewind(f);
+  std::string text;
+  char buffer[4096];
+  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, f)) > 0;)
+    text.append(buffer, got);
+  return text;
+}
+
+TEST(ProgressLine, DrawsEachPhaseTicksAndErases) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  {
+    progress meter({.enabled = true, .delay = std::chrono::milliseconds{0}}, out);
+    meter.phase("reading", true);
+    meter.advance(1, 4);
+    meter.phase("sorting", false);
+    std::this_thread::sleep_for(std::chrono::milliseconds{350});  // the ticker turns the spinner
+    meter.phase("writing", true);
+  }
+  const std::string text = contents_of(out);
+  std::fclose(out);
+  EXPECT_NE(text.find("\rreading  [....."), std::string::npos) << text;
+  EXPECT_NE(text.find("\rwriting  [....."), std::string::npos) << text;
+  std::size_t sorting_frames = 0;
+  for (std::size_t at = text.find("\rsorting "); at != std::string::npos;
+       at = text.find("\rsorting ", at + 1))
+    ++sorting_frames;
+  EXPECT_GE(sorting_frames, 2u) << text;
+  EXPECT_EQ(std::ranges::count(text, '\n'), 0);
+  EXPECT_EQ(visible_messages(text), std::vector<std::string>{}) << text;
+}
+
+TEST(ProgressLine, QuietWhenOffOrQuick) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  {
+    progress off({.enabled = false}, out);
+    off.phase("reading", true);
+    off.advance(1, 2);
+  }
+  {
+    progress later({.enabled = true, .delay = std::chrono::hours{1}}, out);
+    later.phase("sorting", false);
+    later.finish();
+    later.finish();
+  }
+  EXPECT_EQ(contents_of(out), "");
+  std::fclose(out);
 }
 
 // ---- bench's segment layouts, without the tool ----------------------------------------

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <type_traits>
@@ -14,12 +16,22 @@
 
 namespace gpusort::tools {
 
-enum class distribution { uniform, gaussian, zipf, all_equal, sorted, reverse, few_unique, organ_pipe };
+enum class distribution {
+  uniform,
+  gaussian,
+  zipf,
+  all_equal,
+  sorted,
+  reverse,
+  few_unique,
+  organ_pipe,
+  reduced_entropy
+};
 
 inline constexpr distribution all_distributions[] = {
-    distribution::uniform, distribution::gaussian,   distribution::zipf,
-    distribution::all_equal, distribution::sorted,   distribution::reverse,
-    distribution::few_unique, distribution::organ_pipe};
+    distribution::uniform,    distribution::gaussian,   distribution::zipf,
+    distribution::all_equal,  distribution::sorted,     distribution::reverse,
+    distribution::few_unique, distribution::organ_pipe, distribution::reduced_entropy};
 
 constexpr std::string_view to_string(distribution d) {
   switch (d) {
@@ -31,6 +43,7 @@ constexpr std::string_view to_string(distribution d) {
     case distribution::reverse: return "reverse";
     case distribution::few_unique: return "few_unique";
     case distribution::organ_pipe: return "organ_pipe";
+    case distribution::reduced_entropy: return "reduced_entropy";
   }
   return "unknown";
 }
@@ -82,16 +95,53 @@ void parallel_fill(std::size_t n, F&& f) {
   for (auto& th : pool) th.join();
 }
 
+// reduced_entropy's words AND-ed into each key beyond the first: each bit is 1 with
+// probability 2^-(ands + 1), an entropy per bit of 1.0, 0.81, 0.54, 0.34, 0.20 for 0..4.
+inline constexpr int max_entropy_ands = 8;
+inline constexpr int default_entropy_ands = 2;  // entropy 0.54: skewed, yet many distinct keys
+
 struct generator_options {
-  double zipf_exponent = 1.0;
+  double zipf_exponent = 1.0;  // > 0
   std::uint64_t zipf_ranks = 1u << 20;
   int few_unique_count = 16;
-  int entropy_and = 0;  // AND this many extra uniform arrays into uniform keys (CUB's trick)
+  // reduced_entropy's ANDs (CUB's trick), 0 to max_entropy_ands; unset, the default. Set on
+  // uniform keys, it makes them reduced_entropy keys (as the GPU tests ask for them).
+  std::optional<int> entropy_and;
 };
+
+// 64 random bits AND-ed with `ands` more words of other streams: bits are 1 less often.
+constexpr std::uint64_t reduced_entropy_bits(std::uint64_t seed, std::uint64_t i, int ands) {
+  std::uint64_t bits = random_bits(seed, i);
+  for (int a = 1; a <= ands; ++a) bits &= random_bits(seed + 7919 * a, i);
+  return bits;
+}
+
+// The low sizeof(K) bytes of `bits` as a key.
+template <class K>
+K key_from_bits(std::uint64_t bits) {
+  K key;
+  std::memcpy(&key, &bits, sizeof(K));
+  return key;
+}
+
+// A reduced-entropy key: the word's low bits, for floats too as CUB's tests make them, but
+// with the exponent's top bit cleared so that every key is finite: |key| < 2, many subnormal,
+// some -0.0, more ANDs making them smaller and mostly positive.
+template <class K>
+K reduced_entropy_key(std::uint64_t bits) {
+  if constexpr (std::is_floating_point_v<K>) {
+    constexpr int mantissa_bits = std::numeric_limits<K>::digits - 1;
+    constexpr int exponent_top_bit = static_cast<int>(sizeof(K) * 8) - 2;
+    static_assert(exponent_top_bit > mantissa_bits);
+    bits &= ~(std::uint64_t{1} << exponent_top_bit);
+  }
+  return key_from_bits<K>(bits);
+}
 
 template <class K>
 std::vector<K> generate(distribution d, std::size_t n, std::uint64_t seed,
                         const generator_options& opt = {}) {
+  if (d == distribution::uniform && opt.entropy_and) d = distribution::reduced_entropy;
   std::vector<K> out(n);
   auto u = [seed](std::uint64_t i, int stream = 0) {
     return unit(random_bits(seed + 0x1000003ull * stream, i));
@@ -102,17 +152,19 @@ std::vector<K> generate(distribution d, std::size_t n, std::uint64_t seed,
     case distribution::reverse:
     case distribution::organ_pipe:
       parallel_fill(n, [&](std::size_t i) {
-        if constexpr (std::is_integral_v<K>) {
-          std::uint64_t bits = random_bits(seed, i);
-          for (int a = 1; a <= opt.entropy_and; ++a) bits &= random_bits(seed + 7919 * a, i);
-          K k;
-          std::memcpy(&k, &bits, sizeof(K));
-          out[i] = k;
-        } else {
+        if constexpr (std::is_integral_v<K>)
+          out[i] = key_from_bits<K>(random_bits(seed, i));
+        else
           out[i] = key_from_unit<K>(u(i));
-        }
       });
       break;
+    case distribution::reduced_entropy: {
+      const int ands = opt.entropy_and.value_or(default_entropy_ands);
+      parallel_fill(n, [&](std::size_t i) {
+        out[i] = reduced_entropy_key<K>(reduced_entropy_bits(seed, i, ands));
+      });
+      break;
+    }
     case distribution::gaussian:  // mean of four uniforms
       parallel_fill(n, [&](std::size_t i) {
         out[i] = key_from_unit<K>((u(i, 0) + u(i, 1) + u(i, 2) + u(i, 3)) / 4);
