@@ -187,6 +187,12 @@ __global__ __launch_bounds__(qs::partition_threads) void qs_count_kernel(
   }
 }
 
+// The scatter's staging area: a chunk of keys, then of values.
+template <class K, class V>
+constexpr int qs_stage_bytes =
+    int(qs::chunk_size) * int(std::is_same_v<V, no_value> || sizeof(K) > sizeof(V) ? sizeof(K)
+                                                                                 : sizeof(V));
+
 template <class K, class V>
 __global__ __launch_bounds__(qs::partition_threads, 4) void qs_scatter_kernel(
     qs_buffers<K, V> buf, const qs_sequence<typename key_traits<K>::ordered_type>* seqs,
@@ -198,6 +204,7 @@ __global__ __launch_bounds__(qs::partition_threads, 4) void qs_scatter_kernel(
   constexpr int items = qs::partition_items;
   using scan = cub::BlockScan<unsigned long long, qs::partition_threads>;
   __shared__ typename scan::TempStorage temp;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];  // qs_stage_bytes<K, V>
   const unsigned long long listed = state->sequences[parity];
   const qs::index_t count = qs::reserved_sequences(listed), chunks = qs::reserved_chunks(listed);
   for (qs::index_t c = blockIdx.x; c < chunks; c += gridDim.x) {
@@ -206,38 +213,57 @@ __global__ __launch_bounds__(qs::partition_threads, 4) void qs_scatter_kernel(
     const qs_stats<U>& st = stats[chunk.slot];
     if (!s.in_spare && st.count[0] + st.count[2] == 0) continue;  // equal keys, in place
     const K* src = buf.keys[s.in_spare];
-    K* dst = buf.keys[s.in_spare ^ 1];
-    // Thread t takes keys t*items .. t*items+items-1 of the chunk, so ranks follow from one
-    // block-wide prefix sum of its packed class counts.
-    const qs::index_t first = chunk.begin + threadIdx.x * items;
+    // Thread t takes keys t, t + threads, ... of the chunk (coalesced reads); one block-wide
+    // prefix sum of the packed class counts gives every key its rank in its class.
     K keys[items];
     unsigned classes = 0;  // 2 bits per key: its class
     unsigned long long mine = 0;
 #pragma unroll
     for (int j = 0; j < items; ++j) {
-      if (first + j < chunk.end) {
-        keys[j] = src[first + j];
+      const qs::index_t i = chunk.begin + threadIdx.x + j * qs::partition_threads;
+      if (i < chunk.end) {
+        keys[j] = src[i];
         const int k = qs::class_of(qs_ordered(keys[j], flip), s.pivot);
         classes |= unsigned(k) << (2 * j);
         mine += qs::class_unit(k);
       }
     }
-    unsigned long long before;
-    scan(temp).ExclusiveSum(mine, before);
-    qs::index_t base[3];
-    base[0] = s.begin + chunk_offsets[3 * c];
-    base[1] = s.begin + st.count[0] + chunk_offsets[3 * c + 1];
-    base[2] = s.begin + st.count[0] + st.count[1] + chunk_offsets[3 * c + 2];
+    unsigned long long first_rank, in_chunk;
+    scan(temp).ExclusiveSum(mine, first_rank, in_chunk);
+    // The chunk is staged in shared memory as its three runs, which are then written out
+    // contiguously: coalesced writes instead of one scattered store per key.
+    const unsigned run_start[3] = {0, unsigned(qs::class_count(in_chunk, 0)),
+                                   unsigned(qs::class_count(in_chunk, 0) +
+                                            qs::class_count(in_chunk, 1))};
+    const qs::index_t run_to[3] = {
+        s.begin + chunk_offsets[3 * c],
+        s.begin + st.count[0] + chunk_offsets[3 * c + 1],
+        s.begin + st.count[0] + st.count[1] + chunk_offsets[3 * c + 2]};
+    const unsigned length = unsigned(chunk.end - chunk.begin);
+    const auto stage_and_write = [&](auto* stage, auto* dst, auto&& record_of) {
+      unsigned long long rank = first_rank;
 #pragma unroll
-    for (int j = 0; j < items; ++j) {
-      if (first + j >= chunk.end) break;
-      const int k = (classes >> (2 * j)) & 3;
-      const qs::index_t to = base[k] + qs::class_count(before, k);
-      before += qs::class_unit(k);
-      dst[to] = keys[j];
-      if constexpr (has_values) buf.values[s.in_spare ^ 1][to] = buf.values[s.in_spare][first + j];
+      for (int j = 0; j < items; ++j) {
+        if (chunk.begin + threadIdx.x + j * qs::partition_threads >= chunk.end) break;
+        const int k = (classes >> (2 * j)) & 3;
+        stage[run_start[k] + qs::class_count(rank, k)] = record_of(j);
+        rank += qs::class_unit(k);
+      }
+      __syncthreads();
+      for (unsigned l = threadIdx.x; l < length; l += qs::partition_threads) {
+        const int k = l < run_start[1] ? 0 : (l < run_start[2] ? 1 : 2);
+        dst[run_to[k] + (l - run_start[k])] = stage[l];
+      }
+      __syncthreads();
+    };
+    stage_and_write(reinterpret_cast<K*>(shared_bytes), buf.keys[s.in_spare ^ 1],
+                    [&](int j) { return keys[j]; });
+    if constexpr (has_values) {
+      const V* src_values = buf.values[s.in_spare];
+      stage_and_write(reinterpret_cast<V*>(shared_bytes), buf.values[s.in_spare ^ 1], [&](int j) {
+        return src_values[chunk.begin + threadIdx.x + j * qs::partition_threads];
+      });
     }
-    __syncthreads();  // temp is reused by the next chunk
   }
 }
 
@@ -385,7 +411,8 @@ cudaError_t quicksort(void* temp, std::size_t& temp_bytes, K* keys, V* values, q
   unsigned count_grid = 0, scatter_grid = 0, finish_grid = 0;
   cudaError_t e = resident_blocks(qs_count_kernel<K, V>, qs::partition_threads, 0, count_grid);
   if (e == cudaSuccess)
-    e = resident_blocks(qs_scatter_kernel<K, V>, qs::partition_threads, 0, scatter_grid);
+    e = resident_blocks(qs_scatter_kernel<K, V>, qs::partition_threads, qs_stage_bytes<K, V>,
+                        scatter_grid);
   if (e == cudaSuccess)
     e = resident_blocks(qs_finish_kernel<K, V>, qs::finish_threads, finish_smem, finish_grid);
   if (e != cudaSuccess) return e;
@@ -403,7 +430,7 @@ cudaError_t quicksort(void* temp, std::size_t& temp_bytes, K* keys, V* values, q
     const int p = round & 1;
     qs_count_kernel<K, V><<<count_grid, qs::partition_threads, 0, stream>>>(
         buf, seqs[p], stats[p], chunk_offsets, state, p, flip);
-    qs_scatter_kernel<K, V><<<scatter_grid, qs::partition_threads, 0, stream>>>(
+    qs_scatter_kernel<K, V><<<scatter_grid, qs::partition_threads, qs_stage_bytes<K, V>, stream>>>(
         buf, seqs[p], stats[p], chunk_offsets, state, p, flip);
     qs_split_kernel<U><<<split_grid, 256, 0, stream>>>(seqs[p], stats[p], seqs[p ^ 1],
                                                        stats[p ^ 1], finishes, state, p);
