@@ -7,9 +7,9 @@ import csv
 import sys
 from collections import defaultdict
 
-ORDER = ["bitonic", "sample_sort", "sample_sort_random", "adaptive_bitonic", "cub_radix", "cub_merge", "thrust",
-         "classic_bitonic", "std_sort"]
-OURS = ["bitonic", "sample_sort", "adaptive_bitonic"]  # each gets a "vs cub_merge" column
+ORDER = ["bitonic", "sample_sort", "sample_sort_random", "adaptive_bitonic", "quicksort", "cub_radix",
+         "cub_merge", "thrust", "classic_bitonic", "std_sort", "cpu_parallel"]
+OURS = ["bitonic", "sample_sort", "adaptive_bitonic", "quicksort"]  # each gets a "vs cub_merge" column
 
 
 def pow2(n):

@@ -6,11 +6,13 @@
 #include "gpusort/detail/cpu/adaptive_bitonic.hpp"
 #include "gpusort/detail/cpu/approx.hpp"
 #include "gpusort/detail/cpu/bitonic.hpp"
+#include "gpusort/detail/cpu/quicksort.hpp"
 #include "gpusort/detail/cpu/sample_sort.hpp"
 #include "gpusort/detail/cpu/segmented.hpp"
 #include "gpusort/detail/device/adaptive_bitonic.cuh"
 #include "gpusort/detail/device/baselines.hpp"
 #include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/device/quicksort.cuh"
 #include "gpusort/detail/device/sample_sort.cuh"
 #include "gpusort/sort.hpp"
 
@@ -84,6 +86,8 @@ cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, st
       return device::adaptive_bitonic_sort(
           temp, temp_bytes, keys, values, n, descending, static_cast<int>(opt.block_bits),
           reinterpret_cast<unsigned long long*>(opt.comparison_count), opt.stream);
+    case algorithm::quicksort:
+      return device::quicksort(temp, temp_bytes, keys, values, n, descending, opt.stream);
     case algorithm::cub_radix:
     case algorithm::cub_merge:
     case algorithm::thrust:
@@ -133,6 +137,10 @@ void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
   }
   if (opt.algo == algorithm::adaptive_bitonic) {
     cpu::adaptive_bitonic_sort(keys, values, n, less<K>{}, descending, opt.comparison_count);
+    return;
+  }
+  if (opt.algo == algorithm::quicksort) {
+    cpu::quicksort(keys, values, n, descending);
     return;
   }
   if (opt.algo == algorithm::approx_refine) {

@@ -22,13 +22,17 @@ enum class algorithm {
   adaptive_bitonic,  // GPU-ABiSort (Greß & Zachmann): adaptive bitonic merges on bitonic
                      // trees, O(n log n) comparisons; stable; two buffers of 2^ceil(log2 n)
                      // (key, position) items as workspace (docs/adaptive_bitonic.md)
+  quicksort,  // GPU quicksort (Cederman & Tsigas), the papers' baseline: three-way partitions
+              // around midpoint pivots; not stable; a second buffer of n keys (and values)
+              // plus under 1 byte per key (docs/quicksort.md)
 };
 
 inline constexpr algorithm all_algorithms[] = {algorithm::automatic, algorithm::bitonic,
                                                algorithm::cub_radix, algorithm::cub_merge,
                                                algorithm::thrust, algorithm::sample_sort,
                                                algorithm::approx_refine,
-                                               algorithm::adaptive_bitonic};
+                                               algorithm::adaptive_bitonic,
+                                               algorithm::quicksort};
 
 constexpr std::string_view to_string(algorithm a) {
   switch (a) {
@@ -40,6 +44,7 @@ constexpr std::string_view to_string(algorithm a) {
     case algorithm::sample_sort: return "sample_sort";
     case algorithm::approx_refine: return "approx_refine";
     case algorithm::adaptive_bitonic: return "adaptive_bitonic";
+    case algorithm::quicksort: return "quicksort";
   }
   return "unknown";
 }

@@ -15,13 +15,14 @@
 //    CPU backend otherwise (saying so once on stderr).
 //
 // Order: ascending by default; floats in the total order of key_traits.hpp (-0.0 before
-// +0.0, NaNs last). Stability: bitonic and sample_sort are not stable; adaptive_bitonic,
+// +0.0, NaNs last). Stability: bitonic, sample_sort and quicksort are not stable; adaptive_bitonic,
 // cub_radix and cub_merge are; automatic is when it picks cub_radix (integer keys; its query
 // then asks for a nonzero workspace).
 // Memory: bitonic uses 0 extra bytes; sample_sort a second buffer of n keys (and values)
 // plus samples and bucket counts, under 2 bytes per key (docs/sample_sort.md);
 // adaptive_bitonic two buffers of 2^ceil(log2 n) items of 8 (32-bit keys) or 16 bytes
-// (docs/adaptive_bitonic.md); the CUB baselines report theirs
+// (docs/adaptive_bitonic.md); quicksort a second buffer of n keys (and values) plus under
+// 1 byte per key (docs/quicksort.md); the CUB baselines report theirs
 // through temp_bytes; automatic asks for the radix sort's workspace only if it fits in free
 // device memory.
 //
