@@ -17,11 +17,12 @@
 
 namespace gpusort::tools {
 
-// Bad input or usage: exit code 2.
+// Bad input or usage (a file that is missing, unreadable or malformed; an output that cannot
+// be created): exit code 2.
 struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-// A file could not be read or written: exit code 3 (as CUDA failures).
+// A read or write failed midway (disk full, I/O error): exit code 3 (as CUDA failures).
 struct io_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

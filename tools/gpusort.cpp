@@ -491,7 +491,9 @@ int main(int argc, char** argv) {
   for (const command& c : commands)
     if (c.name == name) cmd = &c;
   if (!cmd) {
-    std::fprintf(stderr, "gpusort: unknown command '%s' (gen sort check bench demo largest)\n", argv[1]);
+    std::string names;
+    for (const command& c : commands) names += (names.empty() ? "" : " ") + std::string(c.name);
+    std::fprintf(stderr, "gpusort: unknown command '%s' (%s)\n", argv[1], names.c_str());
     return 2;
   }
   for (int i = 2; i < argc; ++i) {
