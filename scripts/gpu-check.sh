@@ -36,7 +36,7 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 ctest --test-dir "$build" --output-on-failure -L cpu -j "$(nproc)" >"$logs/tests.log" 2>&1
 tests_rc=$?
 ctest --test-dir "$build" --output-on-failure -L gpu -j 2 >>"$logs/tests.log" 2>&1 || tests_rc=1
-"$build/tools/gpusort" bench --algos bitonic,sample_sort,sample_sort_random,adaptive_bitonic,cub_radix,cub_merge,thrust,classic_bitonic \
+"$build/tools/gpusort" bench --algos bitonic,sample_sort,sample_sort_random,adaptive_bitonic,quicksort,cub_radix,cub_merge,thrust,classic_bitonic \
   --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \
   --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
 bench_rc=$?
