@@ -1,0 +1,598 @@
+// Out-of-core sorting on the CPU (external/run_plan.hpp, external/run_merge.hpp): the plan's
+// arithmetic, runs cut, sorted, written and merged in one or more passes against a stable
+// sort of the whole input (identical bytes: stable and nothing lost), and cleanup of the
+// scratch files on an exception, a full disk and a signal.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "external/run_merge.hpp"
+#include "external/run_plan.hpp"
+
+namespace fs = std::filesystem;
+namespace ext = gpusort::tools::external;
+using bytes = std::vector<unsigned char>;
+
+namespace {
+
+// ---- plan -----------------------------------------------------------------------------
+
+constexpr ext::plan_request request(std::uint64_t records, std::uint64_t record_bytes,
+                                    std::uint64_t device_budget) {
+  return {.records = records, .record_bytes = record_bytes, .device_budget_bytes = device_budget};
+}
+
+static_assert(ext::plan_runs(request(100, 8, 400)).run_count == 2);
+static_assert(ext::merge_pass_count(7, 2) == 3);
+
+TEST(RunPlan, WholeAndPartialRuns) {
+  ext::run_plan plan = ext::plan_runs(request(100, 8, 400));  // 50 records fit
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan.run_records, 50u);
+  EXPECT_EQ(plan.run_count, 2u);
+  EXPECT_EQ(plan.last_run_records, 50u);
+  EXPECT_EQ(plan.fan_in, 2u);
+  EXPECT_EQ(plan.merge_passes, 1u);
+
+  plan = ext::plan_runs(request(101, 8, 407));  // 50 fit; 7 bytes spare are no record
+  EXPECT_EQ(plan.run_records, 50u);
+  EXPECT_EQ(plan.run_count, 3u);
+  EXPECT_EQ(plan.last_run_records, 1u);
+  EXPECT_EQ(plan.records_of_run(0), 50u);
+  EXPECT_EQ(plan.records_of_run(2), 1u);
+  EXPECT_EQ(plan.fan_in, 3u);
+  EXPECT_EQ(plan.merge_passes, 1u);
+}
+
+TEST(RunPlan, NoRecordsOneRecordAndAllFitting) {
+  ext::run_plan plan = ext::plan_runs(request(0, 8, 400));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan.run_count, 0u);
+  EXPECT_EQ(plan.merge_passes, 0u);
+
+  plan = ext::plan_runs(request(1, 8, 8));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan.run_records, 1u);
+  EXPECT_EQ(plan.run_count, 1u);
+  EXPECT_EQ(plan.last_run_records, 1u);
+  EXPECT_EQ(plan.fan_in, 0u);
+
+  plan = ext::plan_runs(request(1000, 8, 1 << 20));  // all fit: one run, no merge
+  EXPECT_EQ(plan.run_records, 1000u);
+  EXPECT_EQ(plan.run_count, 1u);
+  EXPECT_EQ(plan.last_run_records, 1000u);
+  EXPECT_EQ(plan.fan_in, 0u);
+  EXPECT_EQ(plan.merge_passes, 0u);
+  EXPECT_EQ(plan.merge_buffer_bytes, ext::mebibyte);
+}
+
+TEST(RunPlan, WorkspaceCountsAgainstTheDeviceBudget) {
+  ext::plan_request r = request(1000, 8, 1600);
+  r.workspace_bytes_per_record = 8;  // a second buffer: 16 bytes a record
+  const ext::run_plan plan = ext::plan_runs(r);
+  EXPECT_EQ(plan.run_records, 100u);
+  EXPECT_EQ(plan.run_count, 10u);
+
+  r.record_bytes = 100;  // Sort Benchmark records with a second buffer: 200 bytes a record
+  r.workspace_bytes_per_record = 100;
+  r.device_budget_bytes = 200 * 10 + 199;
+  EXPECT_EQ(ext::plan_runs(r).run_records, 10u);
+  r.workspace_bytes_per_record = 0;  // in place: twice as many
+  EXPECT_EQ(ext::plan_runs(r).run_records, 21u);
+}
+
+TEST(RunPlan, BudgetsTooSmallAreErrors) {
+  EXPECT_EQ(ext::plan_runs(request(10, 8, 7)).problem,
+            ext::plan_problem::device_budget_below_one_record);
+  ext::plan_request r = request(10, 8, 12);
+  r.workspace_bytes_per_record = 8;
+  EXPECT_EQ(ext::plan_runs(r).problem, ext::plan_problem::device_budget_below_one_record);
+  try {
+    ext::plan_runs_or_throw(r);
+    ADD_FAILURE() << "no error";
+  } catch (const gpusort::tools::usage_error& e) {
+    EXPECT_STREQ(e.what(),
+                 "the device memory budget of 12 bytes cannot hold one 8-byte record and its 8 "
+                 "bytes of workspace");
+  }
+
+  r = request(10, 8, 800);
+  r.host_budget_bytes = 15;  // two run buffers of one record need 16
+  EXPECT_EQ(ext::plan_runs(r).problem, ext::plan_problem::host_budget_below_one_record);
+  EXPECT_THROW(ext::plan_runs_or_throw(r), gpusort::tools::usage_error);
+
+  r.host_budget_bytes = 16;  // one record a run: 10 runs, but no room for merge buffers
+  r.merge_buffer_bytes = 8;
+  EXPECT_EQ(ext::plan_runs(r).problem, ext::plan_problem::host_budget_below_merge);
+  r.host_budget_bytes = 24;  // 3 buffers: fan-in 2
+  EXPECT_TRUE(ext::plan_runs(r).ok());
+  EXPECT_EQ(ext::plan_runs(r).fan_in, 2u);
+
+  EXPECT_EQ(ext::plan_runs(request(10, 0, 800)).problem, ext::plan_problem::no_record_bytes);
+}
+
+TEST(RunPlan, HostBudgetForcesMultiPassMerges) {
+  ext::plan_request r = request(1000, 16, 16 * 10);  // 100 runs of 10
+  r.merge_buffer_bytes = 50;                          // rounds up to 64: 4 records
+  r.host_budget_bytes = 64 * 5 + 63;                  // 5 buffers: 4 in, 1 out
+  ext::run_plan plan = ext::plan_runs(r);
+  ASSERT_TRUE(plan.ok()) << ext::describe(plan.problem, r);
+  EXPECT_EQ(plan.run_records, 10u);
+  EXPECT_EQ(plan.run_count, 100u);
+  EXPECT_EQ(plan.merge_buffer_bytes, 64u);
+  EXPECT_EQ(plan.fan_in, 4u);
+  EXPECT_EQ(plan.merge_passes, 4u);  // 100 -> 25 -> 7 -> 2 -> 1
+
+  r.host_budget_bytes = 2 * 16 * 5;  // two run buffers of 5 records, or 10 merge buffers
+  r.merge_buffer_bytes = 16;
+  plan = ext::plan_runs(r);
+  EXPECT_EQ(plan.run_records, 5u);
+  EXPECT_EQ(plan.run_count, 200u);
+  EXPECT_EQ(plan.fan_in, 9u);
+  EXPECT_EQ(plan.merge_passes, 3u);  // 200 -> 23 -> 3 -> 1
+
+  r.host_budget_bytes = 0;  // unlimited: only the open-file cap limits the fan-in
+  r.max_fan_in = 10;
+  plan = ext::plan_runs(r);
+  EXPECT_EQ(plan.run_records, 10u);
+  EXPECT_EQ(plan.fan_in, 10u);
+  EXPECT_EQ(plan.merge_passes, 2u);
+}
+
+TEST(RunPlan, PassCount) {
+  EXPECT_EQ(ext::merge_pass_count(0, 2), 0u);
+  EXPECT_EQ(ext::merge_pass_count(1, 2), 0u);
+  EXPECT_EQ(ext::merge_pass_count(2, 2), 1u);
+  EXPECT_EQ(ext::merge_pass_count(8, 2), 3u);
+  EXPECT_EQ(ext::merge_pass_count(9, 2), 4u);
+  EXPECT_EQ(ext::merge_pass_count(16, 16), 1u);
+  EXPECT_EQ(ext::merge_pass_count(17, 16), 2u);
+  EXPECT_EQ(ext::merge_pass_count(256, 16), 2u);
+  EXPECT_EQ(ext::merge_pass_count(257, 16), 3u);
+}
+
+// ---- end to end -------------------------------------------------------------------------
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file(const fs::path& path, const bytes& data) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+}
+
+bytes read_file(const fs::path& path) {
+  const std::string text = slurp(path);
+  return bytes(text.begin(), text.end());
+}
+
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The expected output, computed without the code under test: records stably sorted by a key
+// read with `key_of` and compared with `less` (reversed for descending).
+template <class Key, class Less>
+bytes stable_reference(const bytes& input, std::size_t record_bytes, bool descending,
+                       Key key_of, Less less) {
+  const std::size_t n = input.size() / record_bytes;
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto ka = key_of(&input[a * record_bytes]), kb = key_of(&input[b * record_bytes]);
+    return descending ? less(kb, ka) : less(ka, kb);
+  });
+  bytes out;
+  for (const std::size_t i : order)
+    out.insert(out.end(), input.begin() + i * record_bytes, input.begin() + (i + 1) * record_bytes);
+  return out;
+}
+
+template <class K>
+bytes typed_reference(const bytes& input, const ext::record_layout& layout) {
+  return stable_reference(
+      input, layout.record_bytes, layout.descending,
+      [&](const unsigned char* record) {
+        K key;
+        std::memcpy(&key, record + layout.key_offset, sizeof key);
+        return key;
+      },
+      gpusort::less<K>{});
+}
+
+bytes byte_key_reference(const bytes& input, const ext::record_layout& layout) {
+  return stable_reference(
+      input, layout.record_bytes, layout.descending,
+      [&](const unsigned char* record) {
+        return std::string(record + layout.key_offset, record + layout.key_offset + layout.key_bytes);
+      },
+      [](const std::string& a, const std::string& b) {
+        return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                            [](char x, char y) {
+                                              return static_cast<unsigned char>(x) <
+                                                     static_cast<unsigned char>(y);
+                                            });
+      });
+}
+
+class ExternalSort : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gpusort_external_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path file(const std::string& name) const { return dir_ / name; }
+
+  // The whole out-of-core sort on the CPU: plan, cut into sorted runs, merge, commit.
+  // Checks that only the input and the output are left, and returns the output.
+  bytes sort_file(const bytes& input, const ext::record_layout& layout,
+                  ext::plan_request request, ext::run_plan* planned = nullptr) {
+    write_file(file("in"), input);
+    request.records = input.size() / layout.record_bytes;
+    request.record_bytes = layout.record_bytes;
+    const ext::run_plan plan = ext::plan_runs_or_throw(request);
+    if (planned) *planned = plan;
+    {
+      gpusort::tools::pending_file out(file("out").string());
+      ext::scratch_directory scratch(file("out"));
+      const auto runs = ext::cut_into_runs(
+          file("in").string(), layout, plan, scratch,
+          [&](std::span<unsigned char> run) { ext::stable_sort_records(run, layout); });
+      EXPECT_EQ(runs.size(), plan.run_count);
+      ext::merge_runs(runs, layout, plan.fan_in, plan.merge_buffer_bytes, scratch, out.get(),
+                      out.path());
+      out.commit();
+    }
+    EXPECT_EQ(listing(dir_), (std::vector<std::string>{"in", "out"}));
+    EXPECT_EQ(read_file(file("in")), input) << "the input changed";
+    return read_file(file("out"));
+  }
+
+  fs::path dir_;
+};
+
+template <class T>
+void append(bytes& out, T value) {
+  const auto* raw = reinterpret_cast<const unsigned char*>(&value);
+  out.insert(out.end(), raw, raw + sizeof value);
+}
+
+// (u32 key from a few distinct ones, u32 original index): stability shows in the values.
+bytes u32_pairs(std::size_t n, std::uint32_t distinct, unsigned seed) {
+  std::mt19937 random(seed);
+  bytes out;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    append<std::uint32_t>(out, random() % distinct);
+    append<std::uint32_t>(out, i);
+  }
+  return out;
+}
+
+TEST_F(ExternalSort, U32PairsOnePassAndMultiPassAreStable) {
+  const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4);
+  const bytes input = u32_pairs(1000, 50, 1);
+  const bytes expected = typed_reference<std::uint32_t>(input, layout);
+
+  ext::run_plan plan;
+  ext::plan_request one_pass{.device_budget_bytes = 8 * 64};  // 64 records a run: 16 runs
+  EXPECT_EQ(sort_file(input, layout, one_pass, &plan), expected);
+  EXPECT_EQ(plan.run_count, 16u);
+  EXPECT_EQ(plan.last_run_records, 1000u - 15 * 64);
+  EXPECT_EQ(plan.merge_passes, 1u);
+
+  ext::plan_request fan_in_two = one_pass;
+  fan_in_two.merge_buffer_bytes = 8 * 4;
+  fan_in_two.host_budget_bytes = 8 * 4 * 3;  // 3 buffers; runs need 2 x 8 x 6 (runs of 6)
+  EXPECT_EQ(sort_file(input, layout, fan_in_two, &plan), expected);
+  EXPECT_EQ(plan.run_records, 6u);
+  EXPECT_EQ(plan.run_count, 167u);
+  EXPECT_EQ(plan.fan_in, 2u);
+  EXPECT_EQ(plan.merge_passes, 8u);
+}
+
+TEST_F(ExternalSort, SevenRunsWithFanInTwo) {
+  const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4);
+  const bytes input = u32_pairs(67, 5, 2);  // 7 runs of 10, the last of 7
+  ext::run_plan plan;
+  const bytes output = sort_file(input, layout,
+                                 {.device_budget_bytes = 80, .host_budget_bytes = 3 * 80,
+                                  .merge_buffer_bytes = 80},
+                                 &plan);
+  EXPECT_EQ(plan.run_count, 7u);
+  EXPECT_EQ(plan.last_run_records, 7u);
+  EXPECT_EQ(plan.fan_in, 2u);
+  EXPECT_EQ(plan.merge_passes, 3u);
+  EXPECT_EQ(output, typed_reference<std::uint32_t>(input, layout));
+}
+
+TEST_F(ExternalSort, DescendingKeepsEqualKeysInInputOrder) {
+  const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4, true);
+  const bytes input = u32_pairs(500, 7, 3);
+  const bytes output = sort_file(input, layout,
+                                 {.device_budget_bytes = 8 * 33, .host_budget_bytes = 8 * 33 * 3,
+                                  .merge_buffer_bytes = 8 * 33});
+  EXPECT_EQ(output, typed_reference<std::uint32_t>(input, layout));
+  std::uint32_t first_key;
+  std::memcpy(&first_key, output.data(), 4);
+  EXPECT_EQ(first_key, 6u);
+}
+
+// f64 keys with both zeros, infinities and NaNs of either sign and several payloads; the
+// payloads come out unchanged, NaNs last, -0.0 before +0.0.
+TEST_F(ExternalSort, F64KeysInTotalOrder) {
+  const double specials[] = {-0.0,
+                             0.0,
+                             std::numeric_limits<double>::quiet_NaN(),
+                             -std::numeric_limits<double>::quiet_NaN(),
+                             std::bit_cast<double>(0x7ff0000000000123ull),
+                             std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(),
+                             1.5,
+                             -2.25};
+  std::mt19937 random(4);
+  bytes input;
+  for (std::uint64_t i = 0; i < 400; ++i) {
+    append<double>(input, specials[random() % std::size(specials)]);
+    append<std::uint64_t>(input, i);
+  }
+  for (const bool descending : {false, true}) {
+    const ext::record_layout layout = ext::record_layout::keys<double>(8, descending);
+    const bytes output =
+        sort_file(input, layout, {.device_budget_bytes = 16 * 23, .host_budget_bytes = 16 * 23 * 4,
+                                  .merge_buffer_bytes = 16 * 23});
+    EXPECT_EQ(output, typed_reference<double>(input, layout)) << descending;
+    double nan_end;  // NaNs sort last: at the end ascending, at the start descending
+    std::memcpy(&nan_end, output.data() + (descending ? 0 : output.size() - 16), 8);
+    EXPECT_TRUE(std::isnan(nan_end));
+  }
+}
+
+// Every typed key, extremes included, with the key after a 3-byte prefix (unaligned).
+template <class K>
+bytes typed_key_records() {
+  const K extremes[] = {std::numeric_limits<K>::lowest(), std::numeric_limits<K>::max(), K{0},
+                        K{1}, static_cast<K>(-1)};
+  std::mt19937_64 random(5);
+  bytes input;
+  for (std::uint32_t i = 0; i < 300; ++i) {
+    append<std::uint8_t>(input, 0xAB);
+    append<std::uint16_t>(input, static_cast<std::uint16_t>(i));
+    append<K>(input, i % 3 == 0 ? extremes[random() % 5] : static_cast<K>(random() % 20) - K{5});
+  }
+  return input;
+}
+
+template <class K>
+void expect_typed_key_sorted(const std::function<bytes(const bytes&, const ext::record_layout&,
+                                                       ext::plan_request)>& sort) {
+  const bytes input = typed_key_records<K>();
+  const ext::record_layout layout{3 + sizeof(K), 3, sizeof(K), ext::key_kind_of<K>(), false};
+  const std::uint64_t run_bytes = layout.record_bytes * 41;  // 8 runs; fan-in 3: 2 passes
+  EXPECT_EQ(sort(input, layout,
+                 {.device_budget_bytes = run_bytes, .host_budget_bytes = run_bytes * 4,
+                  .merge_buffer_bytes = run_bytes}),
+            typed_reference<K>(input, layout))
+      << gpusort::key_traits<K>::name;
+}
+
+TEST_F(ExternalSort, EverySixKeyTypesUnaligned) {
+  const auto sort = [this](const bytes& input, const ext::record_layout& layout,
+                           ext::plan_request request) { return sort_file(input, layout, request); };
+  expect_typed_key_sorted<std::uint32_t>(sort);
+  expect_typed_key_sorted<std::int32_t>(sort);
+  expect_typed_key_sorted<float>(sort);
+  expect_typed_key_sorted<std::uint64_t>(sort);
+  expect_typed_key_sorted<std::int64_t>(sort);
+  expect_typed_key_sorted<double>(sort);
+}
+
+// The Sort Benchmark's records: 100 bytes, a 10-byte key compared as unsigned bytes, drawn
+// from 12 keys (bytes above 0x7f included) so that most are duplicates; the payload holds
+// the record's index.
+bytes sort_benchmark_records(std::size_t n, unsigned seed) {
+  std::mt19937 random(seed);
+  std::vector<bytes> keys(12, bytes(10));
+  for (auto& key : keys)
+    for (auto& b : key) b = static_cast<unsigned char>(random() % 3 == 0 ? 0xF0 : random());
+  keys[1] = keys[0];
+  keys[1][9] ^= 1;  // differs in the last byte only
+  bytes out;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const bytes& key = keys[random() % keys.size()];
+    out.insert(out.end(), key.begin(), key.end());
+    append<std::uint32_t>(out, i);
+    for (int b = 0; b < 86; ++b) out.push_back(static_cast<unsigned char>(i * 7 + b));
+  }
+  return out;
+}
+
+TEST_F(ExternalSort, SortBenchmarkRecords) {
+  const bytes input = sort_benchmark_records(500, 6);
+  for (const bool descending : {false, true}) {
+    const ext::record_layout layout = ext::record_layout::sort_benchmark(descending);
+    ext::run_plan plan;
+    const bytes output = sort_file(input, layout,
+                                   {.device_budget_bytes = 100 * 37, .host_budget_bytes = 100 * 40 * 4,
+                                    .merge_buffer_bytes = 100 * 40},
+                                   &plan);
+    EXPECT_EQ(plan.run_count, 14u);  // 13 runs of 37 and one of 19
+    EXPECT_EQ(plan.fan_in, 3u);
+    EXPECT_EQ(plan.merge_passes, 3u);
+    EXPECT_EQ(output, byte_key_reference(input, layout)) << descending;
+  }
+}
+
+TEST_F(ExternalSort, EmptyInputGivesAnEmptyOutput) {
+  ext::run_plan plan;
+  EXPECT_EQ(sort_file({}, ext::record_layout::sort_benchmark(), {.device_budget_bytes = 1000},
+                      &plan),
+            bytes{});
+  EXPECT_EQ(plan.run_count, 0u);
+}
+
+TEST_F(ExternalSort, OneRunIsCopied) {
+  const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4);
+  const bytes input = u32_pairs(100, 10, 7);
+  ext::run_plan plan;
+  EXPECT_EQ(sort_file(input, layout, {.device_budget_bytes = 1 << 20}, &plan),
+            typed_reference<std::uint32_t>(input, layout));
+  EXPECT_EQ(plan.run_count, 1u);
+}
+
+// Sorted runs of the caller's, of lengths 0 to 17: merged stably with fan-in 2, and kept.
+TEST_F(ExternalSort, CallersRunsOfDifferentLengthsAreMergedAndKept) {
+  const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4);
+  const bytes input = u32_pairs(3 + 17 + 0 + 1 + 5 + 9, 4, 8);
+  std::vector<fs::path> runs;
+  std::size_t at = 0;
+  for (const std::size_t length : {3, 17, 0, 1, 5, 9}) {
+    bytes run(input.begin() + at * 8, input.begin() + (at + length) * 8);
+    ext::stable_sort_records(run, layout);
+    runs.push_back(file("caller" + std::to_string(runs.size())));
+    write_file(runs.back(), run);
+    at += length;
+  }
+  {
+    gpusort::tools::pending_file out(file("out").string());
+    ext::scratch_directory scratch(file("out"));
+    ext::merge_runs(runs, layout, 2, 16, scratch, out.get(), out.path());
+    out.commit();
+  }
+  EXPECT_EQ(read_file(file("out")), typed_reference<std::uint32_t>(input, layout));
+  EXPECT_EQ(listing(dir_), (std::vector<std::string>{"caller0", "caller1", "caller2", "caller3",
+                                                     "caller4", "caller5", "out"}));
+}
+
+TEST(RecordLayout, ChecksTheKeyFits) {
+  using gpusort::tools::usage_error;
+  EXPECT_NO_THROW(ext::check_layout(ext::record_layout::sort_benchmark()));
+  EXPECT_THROW(ext::check_layout({100, 95, 10, ext::key_kind::bytes}), usage_error);
+  EXPECT_THROW(ext::check_layout({8, 0, 8, ext::key_kind::u32}), usage_error);
+  EXPECT_THROW(ext::check_layout({8, 0, 0, ext::key_kind::bytes}), usage_error);
+  EXPECT_THROW(ext::check_layout({0, 0, 0, ext::key_kind::bytes}), usage_error);
+}
+
+// ---- interruptions -------------------------------------------------------------------
+
+// A failure in the middle of the second pass (here thrown by the progress callback, as a
+// Ctrl-C turned into an exception would be): no scratch file, no output, the input and the
+// caller's runs untouched.
+TEST_F(ExternalSort, AnExceptionMidMergeLeavesNoTemporaries) {
+  const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4);
+  const bytes input = u32_pairs(200, 20, 9);
+  write_file(file("in"), input);
+  const ext::run_plan plan = ext::plan_runs_or_throw(
+      {.records = 200, .record_bytes = 8, .device_budget_bytes = 8 * 10,
+       .host_budget_bytes = 8 * 4 * 3, .merge_buffer_bytes = 8 * 4});
+  ASSERT_EQ(plan.fan_in, 2u);
+  ASSERT_GE(plan.merge_passes, 3u);
+  write_file(file("caller_run"), bytes(input.begin(), input.begin() + 8));  // one record: sorted
+  bool thrown = false;
+  try {
+    gpusort::tools::pending_file out(file("out").string());
+    ext::scratch_directory scratch(file("out"));
+    auto runs = ext::cut_into_runs(
+        file("in").string(), layout, plan, scratch,
+        [&](std::span<unsigned char> run) { ext::stable_sort_records(run, layout); });
+    runs.insert(runs.begin(), file("caller_run"));
+    EXPECT_EQ(listing(scratch.path()).size(), plan.run_count);
+    ext::merge_runs(runs, layout, plan.fan_in, plan.merge_buffer_bytes, scratch, out.get(),
+                    out.path(),
+                    [&](std::string_view phase, std::uint64_t done, std::uint64_t) {
+                      if (phase.starts_with("merge 2/") && done >= 40)
+                        throw std::runtime_error("interrupted");
+                    });
+  } catch (const std::runtime_error& e) {
+    thrown = std::string(e.what()) == "interrupted";
+  }
+  EXPECT_TRUE(thrown);
+  EXPECT_EQ(listing(dir_), (std::vector<std::string>{"caller_run", "in"}));
+  EXPECT_EQ(read_file(file("in")), input);
+}
+
+// A full disk: the write error names the file and says so; the scratch files go.
+TEST_F(ExternalSort, AFullDiskIsAClearError) {
+  const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4);
+  write_file(file("in"), u32_pairs(100, 10, 10));
+  const ext::run_plan plan = ext::plan_runs_or_throw(
+      {.records = 100, .record_bytes = 8, .device_budget_bytes = 8 * 10,
+       .host_budget_bytes = 8 * 4 * 3, .merge_buffer_bytes = 8 * 4});
+  std::string message;
+  try {
+    ext::scratch_directory scratch(file("out"));
+    const auto runs = ext::cut_into_runs(
+        file("in").string(), layout, plan, scratch,
+        [&](std::span<unsigned char> run) { ext::stable_sort_records(run, layout); });
+    const gpusort::tools::file_handle full(std::fopen("/dev/full", "wb"));
+    ASSERT_TRUE(full);
+    ext::merge_runs(runs, layout, plan.fan_in, plan.merge_buffer_bytes, scratch, full.get(),
+                    "/dev/full");
+  } catch (const gpusort::tools::io_error& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message, "/dev/full: write failed: no space left on device");
+  EXPECT_EQ(listing(dir_), (std::vector<std::string>{"in"}));
+}
+
+// SIGTERM or Ctrl-C in the middle of a merge: the process ends by the signal, and the scratch
+// directory (with hundreds of runs: more than one read of its entries) and the pending output
+// are gone.
+using ExternalSortDeathTest = ExternalSort;  // death tests run first, before any thread
+
+TEST_F(ExternalSortDeathTest, ASignalMidMergeRemovesTheTemporaries) {
+  const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4);
+  const bytes input = u32_pairs(600, 30, 11);
+  write_file(file("in"), input);
+  const ext::run_plan plan = ext::plan_runs_or_throw(
+      {.records = 600, .record_bytes = 8, .device_budget_bytes = 8 * 2,
+       .host_budget_bytes = 8 * 2 * 3, .merge_buffer_bytes = 8 * 2});
+  ASSERT_EQ(plan.run_count, 300u);
+  for (const int signal_number : {SIGTERM, SIGINT}) {
+    EXPECT_EXIT(
+        {
+          gpusort::tools::pending_file out(file("out").string());
+          ext::scratch_directory scratch(file("out"));
+          const auto runs = ext::cut_into_runs(
+              file("in").string(), layout, plan, scratch,
+              [&](std::span<unsigned char> run) { ext::stable_sort_records(run, layout); });
+          ext::merge_runs(runs, layout, plan.fan_in, plan.merge_buffer_bytes, scratch, out.get(),
+                          out.path(),
+                          [&](std::string_view phase, std::uint64_t done, std::uint64_t) {
+                            if (phase.starts_with("merge 1/") && done >= 300)
+                              std::raise(signal_number);
+                          });
+          std::exit(0);  // not reached: the signal ends the process
+        },
+        ::testing::KilledBySignal(signal_number), "");
+    EXPECT_EQ(listing(dir_), (std::vector<std::string>{"in"})) << signal_number;
+    EXPECT_EQ(read_file(file("in")), input);
+  }
+}
+
+}  // namespace
