@@ -1,15 +1,16 @@
 // GPU quicksort (Cederman & Tsigas), the baseline of the Capannini and Peters papers.
 //
-// Rounds (network/quicksort.hpp) of four kernels, all on persistent grids that read their
+// Rounds (network/quicksort.hpp) of three kernels, all on persistent grids that read their
 // work from device memory, so the host only queues max_rounds rounds and never waits:
 //  1. count:   each block takes a chunk of a sequence, counts its keys below, equal to and
 //              above the pivot and their smallest and largest, and reserves its places in
 //              the sequence's three parts with atomic adds (the paper's atomic prefix sum);
 //  2. scatter: it reads the chunk again and writes each key (and value) to its place in the
-//              other buffer; equal keys already in the keys buffer are not moved;
-//  3. split:   a thread per sequence decides the fate of its three parts: finished on chip,
-//              partitioned in the next round (pivot: the midpoint of the part's keys), or done;
-//  4. finish:  a block per small part sorts it in shared memory (block bitonic sort) into
+//              other buffer; equal keys already in the keys buffer are not moved. Its threads
+//              first split the sequences: one per sequence decides the fate of its three
+//              parts: finished on chip, partitioned in the next round (pivot: the midpoint of
+//              the part's keys), or done;
+//  3. finish:  a block per small part sorts it in shared memory (block bitonic sort) into
 //              its place in the keys buffer.
 // Equal keys end up in their own part and are never touched again, so an array of equal keys
 // costs one reading pass: the algorithm's best case, as the paper says.
@@ -187,6 +188,43 @@ __global__ __launch_bounds__(qs::partition_threads) void qs_count_kernel(
   }
 }
 
+// Where a round's split puts the next round's sequences and the parts to finish.
+template <class U>
+struct qs_next {
+  qs_sequence<U>* seqs;
+  qs_stats<U>* stats;
+  qs_part* finishes;
+};
+
+// The fate of sequence i's three parts, once its sums are complete.
+template <class U>
+__device__ void qs_split(const qs_sequence<U>& s, const qs_stats<U>& st, qs_next<U> next,
+                         qs_state* state, int parity) {
+  const bool moved = st.count[0] + st.count[2] > 0 || s.in_spare;
+  const bool in_spare = moved && !s.in_spare;
+  qs::index_t begin = s.begin;
+  for (int k = 0; k < 3; ++k) {
+    const qs::index_t size = st.count[k];
+    const U lo = k == 1 ? s.pivot : st.lo[k], hi = k == 1 ? s.pivot : st.hi[k];
+    switch (qs::part_fate(size, lo == hi, in_spare)) {
+      case qs::fate::done: break;
+      case qs::fate::finish:
+        next.finishes[atomicAdd(&state->finishes, 1ull)] = {begin, size, in_spare};
+        break;
+      case qs::fate::partition: {
+        const unsigned long long at =
+            atomicAdd(&state->sequences[parity ^ 1], qs::reservation(qs::chunks_of(size)));
+        const qs::index_t slot = qs::reserved_sequences(at);
+        next.seqs[slot] = {begin, size, qs::reserved_chunks(at),
+                           lo == hi ? lo : qs::midpoint(lo, hi), in_spare};
+        qs_reset_stats(next.stats[slot]);
+        break;
+      }
+    }
+    begin += size;
+  }
+}
+
 // The scatter's staging area: a chunk of keys, then of values.
 template <class K, class V>
 constexpr int qs_stage_bytes =
@@ -197,8 +235,8 @@ template <class K, class V>
 __global__ __launch_bounds__(qs::partition_threads, 4) void qs_scatter_kernel(
     qs_buffers<K, V> buf, const qs_sequence<typename key_traits<K>::ordered_type>* seqs,
     const qs_stats<typename key_traits<K>::ordered_type>* stats,
-    const unsigned long long* chunk_offsets, const qs_state* state, int parity,
-    typename key_traits<K>::ordered_type flip) {
+    const unsigned long long* chunk_offsets, qs_next<typename key_traits<K>::ordered_type> next,
+    qs_state* state, int parity, typename key_traits<K>::ordered_type flip) {
   using U = typename key_traits<K>::ordered_type;
   constexpr bool has_values = !std::is_same_v<V, no_value>;
   constexpr int items = qs::partition_items;
@@ -207,6 +245,10 @@ __global__ __launch_bounds__(qs::partition_threads, 4) void qs_scatter_kernel(
   extern __shared__ __align__(16) unsigned char shared_bytes[];  // qs_stage_bytes<K, V>
   const unsigned long long listed = state->sequences[parity];
   const qs::index_t count = qs::reserved_sequences(listed), chunks = qs::reserved_chunks(listed);
+  // The sums are complete once the count kernel is: the split needs no launch of its own.
+  for (qs::index_t i = blockIdx.x * qs::index_t{blockDim.x} + threadIdx.x; i < count;
+       i += qs::index_t{gridDim.x} * blockDim.x)
+    qs_split(seqs[i], stats[i], next, state, parity);
   for (qs::index_t c = blockIdx.x; c < chunks; c += gridDim.x) {
     const qs_chunk<U> chunk(seqs, count, c);
     const qs_sequence<U> s = seqs[chunk.slot];
@@ -263,41 +305,6 @@ __global__ __launch_bounds__(qs::partition_threads, 4) void qs_scatter_kernel(
       stage_and_write(reinterpret_cast<V*>(shared_bytes), buf.values[s.in_spare ^ 1], [&](int j) {
         return src_values[chunk.begin + threadIdx.x + j * qs::partition_threads];
       });
-    }
-  }
-}
-
-template <class U>
-__global__ void qs_split_kernel(const qs_sequence<U>* seqs, const qs_stats<U>* stats,
-                                qs_sequence<U>* next_seqs, qs_stats<U>* next_stats,
-                                qs_part* finishes, qs_state* state, int parity) {
-  const qs::index_t count = qs::reserved_sequences(state->sequences[parity]);
-  for (qs::index_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count;
-       i += gridDim.x * blockDim.x) {
-    const qs_sequence<U> s = seqs[i];
-    const qs_stats<U>& st = stats[i];
-    const bool moved = st.count[0] + st.count[2] > 0 || s.in_spare;
-    const bool in_spare = moved && !s.in_spare;
-    qs::index_t begin = s.begin;
-    for (int k = 0; k < 3; ++k) {
-      const qs::index_t size = st.count[k];
-      const U lo = k == 1 ? s.pivot : st.lo[k], hi = k == 1 ? s.pivot : st.hi[k];
-      switch (qs::part_fate(size, lo == hi, in_spare)) {
-        case qs::fate::done: break;
-        case qs::fate::finish:
-          finishes[atomicAdd(&state->finishes, 1ull)] = {begin, size, in_spare};
-          break;
-        case qs::fate::partition: {
-          const unsigned long long at =
-              atomicAdd(&state->sequences[parity ^ 1], qs::reservation(qs::chunks_of(size)));
-          const qs::index_t slot = qs::reserved_sequences(at);
-          next_seqs[slot] = {begin, size, qs::reserved_chunks(at),
-                             lo == hi ? lo : qs::midpoint(lo, hi), in_spare};
-          qs_reset_stats(next_stats[slot]);
-          break;
-        }
-      }
-      begin += size;
     }
   }
 }
@@ -423,7 +430,6 @@ cudaError_t quicksort(void* temp, std::size_t& temp_bytes, K* keys, V* values, q
   scatter_grid = at_most(scatter_grid, qs::max_chunks(n));
   finish_grid = at_most(finish_grid < finish_grid_cap ? finish_grid : finish_grid_cap,
                         qs::max_finishes(n));
-  const unsigned split_grid = at_most(count_grid, (qs::max_sequences(n) + 255) / 256);
 
   qs_start_kernel<K, V><<<1, 1, 0, stream>>>(keys, n, seqs[0], stats[0], state, flip);
   for (int round = 0; round < qs::max_rounds(8 * sizeof(U)); ++round) {
@@ -431,9 +437,8 @@ cudaError_t quicksort(void* temp, std::size_t& temp_bytes, K* keys, V* values, q
     qs_count_kernel<K, V><<<count_grid, qs::partition_threads, 0, stream>>>(
         buf, seqs[p], stats[p], chunk_offsets, state, p, flip);
     qs_scatter_kernel<K, V><<<scatter_grid, qs::partition_threads, qs_stage_bytes<K, V>, stream>>>(
-        buf, seqs[p], stats[p], chunk_offsets, state, p, flip);
-    qs_split_kernel<U><<<split_grid, 256, 0, stream>>>(seqs[p], stats[p], seqs[p ^ 1],
-                                                       stats[p ^ 1], finishes, state, p);
+        buf, seqs[p], stats[p], chunk_offsets, {seqs[p ^ 1], stats[p ^ 1], finishes}, state, p,
+        flip);
     qs_finish_kernel<K, V><<<finish_grid, qs::finish_threads, finish_smem, stream>>>(
         buf, finishes, state, {}, descending);
   }
