@@ -11,6 +11,7 @@
 #include "bench/largest.hpp"
 #include "cli.hpp"
 #include "common/distributions.hpp"
+#include "external/external_sort.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
 #include "plot.hpp"
@@ -72,17 +73,35 @@ Writes N keys of type T (u32 i32 f32 u64 i64 f64) to OUT.
 )";
 
 const std::string sort_help =
-    R"(usage: gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--text] IN OUT
+    R"(usage: gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--text]
+                    [--device-memory BYTES] [--memory BYTES] [--stats] IN OUT
 Sorts the records of IN by key into OUT, on the GPU if there is one, else on the CPU.
 OUT appears only when complete (it is written under a temporary name, then renamed); IN is
 never modified, and OUT may be IN. Floats sort -0.0 before +0.0 and NaNs last. On a
 terminal, a sort that runs over a second shows its phase (reading, sorting, checking,
-writing) on stderr.
+writing; out of core: runs, merge i/n) on stderr.
+Out of core: when a budget below asks for more than one run, or (on a GPU, without budgets)
+the records and the sort's workspace exceed the free device memory, IN is sorted one run at
+a time into run files in a directory beside OUT (".OUT.runs<pid>-<k>"), which are then
+merged into OUT; the directory goes when the sort ends, fails or is interrupted. The output
+is stable: pairs come out in input order among equal keys, whatever --algo (keys alone are
+then those of the in-memory sort, but for NaNs of different bits, which keep input order).
+Raw binary files only (no --text).
   --algo A     )" +
     algorithm_names + R"( (default automatic)
   --desc       descending order
   --pairs u32  records are (key, u32 value)
   --text       IN and OUT hold one number (or "key value") per line
+  --device-memory BYTES  the device budget of one run: its records and the algorithm's
+               workspace (from the library's workspace query) must fit. Without a GPU, where
+               the CPU backend sorts, each record counts twice (itself and one record of
+               workspace). BYTES: a number, or with a suffix K, M, G or T (powers of 1024):
+               64K, 512M, 4G
+  --memory BYTES  the host budget (default 0: unlimited): the run buffers (2 records' worth
+               per record of a run, 3 for pairs) and the merge buffers (up to 1 MiB each, a
+               ninth of BYTES below 9 MiB) must fit
+  --stats      print the plan and the time of each stage, one line each, on stdout (in
+               memory: read, sort, write; out of core: read, sort, write runs, merge)
 )";
 
 const std::string check_help = R"(usage: gpusort check --type T [--pairs u32] [--desc] [--text] FILE
@@ -217,10 +236,29 @@ int sort(const arguments& args) {
   if (args.has("algo") && !gpusort::parse_method(args.get("algo"), opt))
     throw usage_error("--algo: unknown algorithm '" + args.get("algo") + "' (" + algorithm_names +
                       ")");
+  external::sort_request request{.input = files[0],
+                                 .output = files[1],
+                                 .pairs = pairs,
+                                 .opt = opt,
+                                 .device_budget_given = args.has("device-memory"),
+                                 .stats = args.has("stats")};
+  if (request.device_budget_given)
+    request.device_budget_bytes =
+        external::parse_bytes(args.get("device-memory"), "--device-memory");
+  if (args.has("memory"))
+    request.host_budget_bytes = external::parse_bytes(args.get("memory"), "--memory");
+  if (args.has("text") && (request.device_budget_given || args.has("memory")))
+    throw usage_error("--device-memory and --memory sort out of core, which reads raw binary "
+                      "files, not --text");
   return with_key_type(args.required("type"), [&]<class K>() {
-    pending_file out(files[1]);
+    pending_file out(files[1]);  // an output that cannot be created fails before any work
+    if (!args.has("text"))
+      if (const auto plan = external::plan_out_of_core<K>(request))
+        return external::sort_out_of_core<K>(request, *plan, out);
     progress meter;
+    external::stage_clock clock;
     records<K> r = read_records<K>(files[0], pairs, args.has("text"), meter);
+    const double read_s = clock.lap();
     meter.phase("checking", false);
     const checksum input_sum = checksum_of(r);
     meter.phase("sorting", false);
@@ -242,7 +280,13 @@ int sort(const arguments& args) {
                    records_kept ? "kept" : "changed", files[1].c_str());
       return 3;
     }
+    const double sort_s = clock.lap();  // with both checks
     write_records(out, r, args.has("text"), meter);
+    const double write_s = clock.lap();
+    meter.finish();
+    if (request.stats)
+      std::printf("plan: in memory\nread: %.3f s\nsort: %.3f s\nwrite: %.3f s\n", read_s, sort_s,
+                  write_s);
     return 0;
   });
 }
@@ -463,7 +507,8 @@ struct command {
 
 const command commands[] = {
     {"gen", gen_help, gen, {"type", "n", "dist", "zipf", "and", "seed", "pairs"}, {"text"}},
-    {"sort", sort_help, sort, {"type", "pairs", "algo"}, {"desc", "text"}},
+    {"sort", sort_help, sort, {"type", "pairs", "algo", "device-memory", "memory"},
+     {"desc", "text", "stats"}},
     {"check", check_help, check, {"type", "pairs"}, {"desc", "text"}},
     {"bench",
      bench_help,

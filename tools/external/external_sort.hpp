@@ -1,0 +1,371 @@
+// `gpusort sort` out of core, a sequential first version: plan runs under the device and host
+// budgets (run_plan.hpp), read one run at a time, sort it with gpusort::sort (on the GPU if
+// there is one, else the CPU backend), write it to the scratch directory, then merge the runs
+// stably into the pending output file and commit it (run_merge.hpp). No stream overlap yet.
+//
+// Stability: keys alone come out as the in-memory sort's (equal keys have equal bits, but for
+// NaNs of different payloads, which leave in input order here); pairs come out as a stable
+// sort by key, whatever the algorithm: each run is sorted as (key, in-run index) pairs, the
+// indices of equal keys are put back in order, and the records are gathered by index.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli.hpp"
+#include "external/run_merge.hpp"
+#include "external/run_plan.hpp"
+#include "gpusort/sort.hpp"
+#include "progress.hpp"
+#include "records.hpp"
+
+namespace gpusort::tools::external {
+
+// A byte count: a number with an optional binary suffix K, M, G or T (also k, KiB, KB...):
+// 65536, 64K, 512M, 4G.
+inline std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
+  const auto bad = [&] {
+    return usage_error(std::string(what) + ": '" + std::string(text) +
+                       "' is not a byte count (a number, optionally followed by K, M, G or T)");
+  };
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) throw bad();
+  std::uint64_t number = 0;
+  if (!parse_number(text.substr(0, digits), number)) throw bad();
+  std::string_view suffix = text.substr(digits);
+  unsigned shift = 0;
+  if (!suffix.empty()) {
+    switch (suffix[0]) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      case 't': case 'T': shift = 40; break;
+      default: throw bad();
+    }
+    suffix.remove_prefix(1);
+    if (suffix != "" && suffix != "B" && suffix != "iB") throw bad();
+  }
+  if (shift > 0 && number > (std::numeric_limits<std::uint64_t>::max() >> shift))
+    throw usage_error(std::string(what) + ": '" + std::string(text) + "' is too large");
+  return number << shift;
+}
+
+// What `gpusort sort` asks of an out-of-core sort.
+struct sort_request {
+  std::string input, output;
+  bool pairs = false;
+  gpusort::options opt;
+  bool device_budget_given = false;
+  std::uint64_t device_budget_bytes = 0;
+  std::uint64_t host_budget_bytes = 0;  // 0: unlimited
+  bool stats = false;
+};
+
+// Seconds of each stage, for --stats.
+struct stage_clock {
+  using clock = std::chrono::steady_clock;
+  clock::time_point start = clock::now();
+  double lap() {
+    const clock::time_point now = clock::now();
+    const double seconds = std::chrono::duration<double>(now - start).count();
+    start = now;
+    return seconds;
+  }
+};
+
+namespace detail {
+
+// Whether there is a CUDA device, asked without the library's notice that it sorts on the
+// CPU (which would add a line to the usage errors of budgets too small).
+inline bool gpu_present() {
+  static const bool present = [] {
+    int count = 0;
+    const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+    cudaGetLastError();  // a machine without a driver leaves an error behind
+    return ok;
+  }();
+  return present;
+}
+
+// Device workspace of sorting n records of the request's kind with its algorithm: the
+// library's workspace query (temp == nullptr), on arrays that must lie in device memory, so
+// on a managed allocation of n records, which the query does not touch. Only with a GPU.
+template <class K>
+std::uint64_t device_workspace_bytes(std::uint64_t n, bool pairs, const gpusort::options& opt) {
+  if (n == 0) return 0;
+  void* keys = nullptr;
+  void* values = nullptr;
+  const auto release = [&] {
+    if (keys) cudaFree(keys);
+    if (values) cudaFree(values);
+    cudaGetLastError();
+  };
+  if (cudaMallocManaged(&keys, n * sizeof(K)) != cudaSuccess ||
+      (pairs && cudaMallocManaged(&values, n * sizeof(std::uint32_t)) != cudaSuccess)) {
+    release();
+    throw io_error("cannot query the sort's device workspace for " + std::to_string(n) +
+                   " records");
+  }
+  std::size_t bytes = 0;
+  const cudaError_t e =
+      pairs ? gpusort::sort_pairs(nullptr, bytes, static_cast<K*>(keys),
+                                  static_cast<std::uint32_t*>(values), n, opt)
+            : gpusort::sort_keys(nullptr, bytes, static_cast<K*>(keys), n, opt);
+  release();
+  if (e != cudaSuccess)
+    throw io_error(std::string("the sort's workspace query failed: ") + cudaGetErrorString(e));
+  return bytes;
+}
+
+// The plan request's device side on a GPU: the most records n (up to `records`) whose
+// records and workspace fit `budget`, found by binary search over workspace queries, put as
+// a budget of exactly n records and their workspace (or, when not even one fits, the
+// user's budget with one record's workspace, for the planner's message).
+template <class K>
+void fit_device_budget(plan_request& request, std::uint64_t budget, bool pairs,
+                       const gpusort::options& opt) {
+  const std::uint64_t bytes = request.record_bytes;
+  const auto fits = [&](std::uint64_t n) {
+    return n * bytes <= budget && device_workspace_bytes<K>(n, pairs, opt) <= budget - n * bytes;
+  };
+  std::uint64_t low = 0, high = std::min(request.records, budget / bytes);
+  if (high > 0 && fits(high)) {
+    low = high;
+  } else {
+    while (low + 1 < high) {  // fits(low), !fits(high)
+      const std::uint64_t mid = low + (high - low) / 2;
+      (fits(mid) ? low : high) = mid;
+    }
+  }
+  if (low == 0) {
+    request.device_budget_bytes = budget;
+    request.workspace_bytes_per_record = device_workspace_bytes<K>(1, pairs, opt);
+    return;
+  }
+  const std::uint64_t workspace = device_workspace_bytes<K>(low, pairs, opt);
+  request.workspace_bytes_per_record = (workspace + low - 1) / low;
+  request.device_budget_bytes = low * (bytes + request.workspace_bytes_per_record);
+}
+
+// The order-independent checksum of records.hpp, of packed records.
+template <class K>
+checksum checksum_of_packed(std::span<const unsigned char> data, bool pairs) {
+  const std::size_t bytes = record_bytes<K>(pairs);
+  checksum c;
+  for (std::size_t at = 0; at < data.size(); at += bytes) {
+    std::uint64_t key_bits = 0;
+    std::uint32_t value = 0;
+    std::memcpy(&key_bits, &data[at], sizeof(K));
+    if (pairs) std::memcpy(&value, &data[at + sizeof(K)], sizeof value);
+    const std::uint64_t h = mix64(mix64(key_bits) + (pairs ? value + std::uint64_t{1} : 0));
+    c.sum += h;
+    c.xor_all ^= h;
+  }
+  return c;
+}
+
+template <class K>
+std::uint64_t out_of_order_packed(std::span<const unsigned char> data, bool pairs,
+                                  bool descending) {
+  const std::size_t bytes = record_bytes<K>(pairs);
+  const typed_key_order<K> before{0, descending};
+  std::uint64_t count = 0;
+  for (std::size_t at = bytes; at < data.size(); at += bytes)
+    if (before(&data[at], &data[at - bytes])) ++count;
+  return count;
+}
+
+// Sorts one run of packed records in place with gpusort::sort; pairs stably (see the top).
+template <class K, class Index>
+void sort_pairs_run(std::span<unsigned char> data, const gpusort::options& opt) {
+  constexpr std::size_t bytes = record_bytes<K>(true);
+  const std::size_t n = data.size() / bytes;
+  std::vector<K> keys(n);
+  std::vector<Index> index(n);
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(&keys[i], &data[i * bytes], sizeof(K));
+  std::iota(index.begin(), index.end(), Index{0});
+  gpusort::sort(keys, index, opt);
+  // Equal keys lie side by side: their indices back in input order.
+  for (std::size_t begin = 0; begin < n;) {
+    std::size_t end = begin + 1;
+    while (end < n && key_traits<K>::ordered(keys[end]) == key_traits<K>::ordered(keys[begin]))
+      ++end;
+    if (end - begin > 1) std::sort(index.begin() + begin, index.begin() + end);
+    begin = end;
+  }
+  keys = {};
+  std::vector<unsigned char> sorted(data.size());
+  for (std::size_t i = 0; i < n; ++i)
+    std::memcpy(&sorted[i * bytes], &data[index[i] * bytes], bytes);
+  std::copy(sorted.begin(), sorted.end(), data.begin());
+}
+
+template <class K>
+void sort_run(std::span<unsigned char> data, bool pairs, const gpusort::options& opt) {
+  if (pairs) {
+    if (data.size() / record_bytes<K>(true) <= std::numeric_limits<std::uint32_t>::max())
+      sort_pairs_run<K, std::uint32_t>(data, opt);
+    else
+      sort_pairs_run<K, std::uint64_t>(data, opt);
+    return;
+  }
+  std::vector<K> keys(data.size() / sizeof(K));
+  std::memcpy(keys.data(), data.data(), data.size());
+  gpusort::sort(keys, opt);
+  std::memcpy(data.data(), keys.data(), data.size());
+}
+
+// Test hook: raise SIGINT once this many runs are written (GPUSORT_TEST_INTERRUPT_AFTER_RUNS),
+// to check that an interruption leaves nothing behind.
+inline std::uint64_t interrupt_after_runs() {
+  const char* value = std::getenv("GPUSORT_TEST_INTERRUPT_AFTER_RUNS");
+  std::uint64_t runs = 0;
+  return value && parse_number(std::string_view(value), runs) ? runs : 0;
+}
+
+}  // namespace detail
+
+// The plan of sorting `request` out of core, or none when it sorts in memory as before:
+// without budgets on a host without a GPU, without budgets when the records and the sort's
+// workspace fit the free device memory, and when the plan has a single run. Budgets too small
+// are usage errors (the planner's words). Without a GPU the device budget must hold each
+// record twice: the record and one record of workspace.
+template <class K>
+std::optional<run_plan> plan_out_of_core(const sort_request& request) {
+  const bool budgets = request.device_budget_given || request.host_budget_bytes > 0;
+  const bool gpu = detail::gpu_present();
+  if (!budgets && !gpu) return std::nullopt;
+  const std::uint64_t size = input_file_size(request.input);
+  const std::uint64_t bytes = record_bytes<K>(request.pairs);
+  if (size % bytes != 0) {
+    if (!budgets) return std::nullopt;  // the in-memory path says so, as before
+    throw usage_error(request.input + ": " + std::to_string(size) +
+                      " bytes is not a whole number of " + describe_records<K>(request.pairs));
+  }
+  if (size / bytes < 2) return std::nullopt;  // nothing to sort: no budget needed
+  plan_request plan{.records = size / bytes,
+                    .record_bytes = bytes,
+                    // keys: the run and the copy sorted; pairs: the run, keys and indices,
+                    // and the gathered copy
+                    .host_run_buffers = request.pairs ? 3u : 2u};
+  plan.host_budget_bytes = request.host_budget_bytes;
+  if (request.host_budget_bytes > 0)  // a fan-in of 8 at least while buffers stay over 1 record
+    plan.merge_buffer_bytes =
+        std::clamp<std::uint64_t>(request.host_budget_bytes / 9, bytes, mebibyte);
+  if (gpu) {
+    std::uint64_t budget = request.device_budget_bytes;
+    if (!request.device_budget_given) {
+      std::size_t free_bytes = 0, total_bytes = 0;
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
+        throw io_error("cannot read the device's free memory");
+      if (!budgets && plan.records * bytes <= free_bytes &&
+          detail::device_workspace_bytes<K>(plan.records, request.pairs, request.opt) <=
+              free_bytes - plan.records * bytes)
+        return std::nullopt;  // it fits: in memory, as before
+      budget = free_bytes / 10 * 9;  // room for the CUDA context's own allocations
+    }
+    detail::fit_device_budget<K>(plan, budget, request.pairs, request.opt);
+  } else if (request.device_budget_given) {
+    plan.device_budget_bytes = request.device_budget_bytes;
+    plan.workspace_bytes_per_record = bytes;
+  } else {
+    plan.device_budget_bytes = std::numeric_limits<std::uint64_t>::max();
+  }
+  const run_plan planned = plan_runs_or_throw(plan);
+  if (planned.run_count <= 1) return std::nullopt;
+  return planned;
+}
+
+// Sorts request.input into `out` (request.output's pending file, created before any work) by
+// `plan`: 0, or 3 when a run sort returned a wrong result (nothing written). Stage times on
+// stdout with request.stats.
+template <class K>
+int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_file& out) {
+  const bool pairs = request.pairs;
+  const bool descending = request.opt.direction == gpusort::order::descending;
+  const record_layout layout = record_layout::keys<K>(pairs ? sizeof(std::uint32_t) : 0, descending);
+  const std::uint64_t total = (plan.run_count - 1) * plan.run_records + plan.last_run_records;
+
+  scratch_directory scratch(request.output);
+  progress meter;
+  stage_clock clock;
+  double read_s = 0, sort_s = 0, write_s = 0;
+
+  if (input_file_size(request.input) != total * layout.record_bytes)
+    throw io_error(request.input + ": the file changed size while it was sorted");
+  const file_handle in = open_input(request.input);
+  std::vector<unsigned char> run(plan.run_records * layout.record_bytes);
+  std::vector<std::filesystem::path> runs;
+  const std::uint64_t interrupt_after = detail::interrupt_after_runs();
+  meter.phase("runs", true);
+  std::uint64_t done = 0;
+  for (std::uint64_t r = 0; r < plan.run_count; ++r) {
+    const std::span<unsigned char> records(run.data(), plan.records_of_run(r) * layout.record_bytes);
+    clock.lap();
+    read_bytes(in.get(), records.data(), records.size(), request.input);
+    read_s += clock.lap();
+    const checksum before = detail::checksum_of_packed<K>(records, pairs);
+    detail::sort_run<K>(records, pairs, request.opt);
+    // A wrong run must never reach OUT; both scans cost little next to the file I/O.
+    const std::uint64_t out_of_order = detail::out_of_order_packed<K>(records, pairs, descending);
+    const bool kept = detail::checksum_of_packed<K>(records, pairs) == before;
+    sort_s += clock.lap();
+    if (out_of_order > 0 || !kept) {
+      meter.finish();
+      std::fprintf(stderr,
+                   "gpusort sort: the %s sort returned a wrong result for run %llu (%llu records "
+                   "out of order, records %s); %s not written\n",
+                   std::string(gpusort::method_name(request.opt)).c_str(),
+                   static_cast<unsigned long long>(r + 1),
+                   static_cast<unsigned long long>(out_of_order), kept ? "kept" : "changed",
+                   request.output.c_str());
+      return 3;
+    }
+    runs.push_back(write_run(scratch, records));
+    write_s += clock.lap();
+    done += plan.records_of_run(r);
+    meter.advance(done, total);
+    if (interrupt_after > 0 && runs.size() == interrupt_after) std::raise(SIGINT);
+  }
+  run = {};
+
+  std::string shown_phase = "runs";
+  merge_runs(std::move(runs), layout, plan.fan_in, plan.merge_buffer_bytes, scratch, out.get(),
+             out.path(), [&](std::string_view phase, std::uint64_t merged, std::uint64_t of) {
+               if (phase != shown_phase) {
+                 shown_phase = phase;
+                 meter.phase(phase, true);
+               }
+               meter.advance(merged, of);
+             });
+  out.commit();
+  const double merge_s = clock.lap();
+  meter.finish();
+  if (request.stats) {
+    std::printf("plan: %llu runs of %llu records (the last %llu), merged %llu at a time in %llu "
+                "pass(es)\n",
+                static_cast<unsigned long long>(plan.run_count),
+                static_cast<unsigned long long>(plan.run_records),
+                static_cast<unsigned long long>(plan.last_run_records),
+                static_cast<unsigned long long>(plan.fan_in),
+                static_cast<unsigned long long>(plan.merge_passes));
+    std::printf("read: %.3f s\nsort: %.3f s\nwrite runs: %.3f s\nmerge: %.3f s\n", read_s, sort_s,
+                write_s, merge_s);
+  }
+  return 0;
+}
+
+}  // namespace gpusort::tools::external
