@@ -132,9 +132,7 @@ checksum checksum_by_segment(const records<K>& r, const std::vector<std::uint64_
   checksum c;
   for (std::size_t s = 0; s + 1 < offsets.size(); ++s)
     for (std::uint64_t i = offsets[s]; i < offsets[s + 1]; ++i) {
-      const std::uint64_t h = mix64(record_hash(r, i) + s * 0x9E3779B97F4A7C15ull);
-      c.sum += h;
-      c.xor_all ^= h;
+      c.add(mix64(record_hash(r, i) + s * 0x9E3779B97F4A7C15ull));
     }
   return c;
 }

@@ -82,6 +82,10 @@ constexpr std::uint64_t mix64(std::uint64_t z) {
 struct checksum {
   std::uint64_t sum = 0, xor_all = 0;
   bool operator==(const checksum&) const = default;
+  void add(std::uint64_t record_hash) {
+    sum += record_hash;
+    xor_all ^= record_hash;
+  }
   std::string str() const {
     char text[48];
     std::snprintf(text, sizeof text, "%016llx-%016llx", static_cast<unsigned long long>(sum),
@@ -91,21 +95,23 @@ struct checksum {
 };
 
 // The hash of record i that checksums add up: of its key's bits and, for pairs, its value.
+// A record's hash from its key's bits (zero-extended) and, for pairs, its value; shared by
+// the in-memory records and packed runs so that their checksums agree.
+inline std::uint64_t record_hash_of(std::uint64_t key_bits, bool pairs, std::uint32_t value) {
+  return mix64(mix64(key_bits) + (pairs ? value + std::uint64_t{1} : 0));
+}
+
 template <class K>
 std::uint64_t record_hash(const records<K>& r, std::size_t i) {
   std::uint64_t key_bits = 0;
   std::memcpy(&key_bits, &r.keys[i], sizeof(K));
-  return mix64(mix64(key_bits) + (r.pairs ? r.values[i] + 1 : 0));
+  return record_hash_of(key_bits, r.pairs, r.pairs ? r.values[i] : 0);
 }
 
 template <class K>
 checksum checksum_of(const records<K>& r) {
   checksum c;
-  for (std::size_t i = 0; i < r.keys.size(); ++i) {
-    const std::uint64_t h = record_hash(r, i);
-    c.sum += h;
-    c.xor_all ^= h;
-  }
+  for (std::size_t i = 0; i < r.keys.size(); ++i) c.add(record_hash(r, i));
   return c;
 }
 

@@ -170,9 +170,7 @@ checksum checksum_of_packed(std::span<const unsigned char> data, bool pairs) {
     std::uint32_t value = 0;
     std::memcpy(&key_bits, &data[at], sizeof(K));
     if (pairs) std::memcpy(&value, &data[at + sizeof(K)], sizeof value);
-    const std::uint64_t h = mix64(mix64(key_bits) + (pairs ? value + std::uint64_t{1} : 0));
-    c.sum += h;
-    c.xor_all ^= h;
+    c.add(record_hash_of(key_bits, pairs, value));
   }
   return c;
 }
