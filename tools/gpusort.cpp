@@ -14,6 +14,7 @@
 #include "external/external_sort.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
+#include "host_sort.hpp"
 #include "plot.hpp"
 #include "records.hpp"
 
@@ -80,15 +81,23 @@ OUT appears only when complete (it is written under a temporary name, then renam
 never modified, and OUT may be IN. Floats sort -0.0 before +0.0 and NaNs last. On a
 terminal, a sort that runs over a second shows its phase (reading, sorting, checking,
 writing; out of core: runs, merge i/n) on stderr.
-Out of core: when a budget below asks for more than one run, or (on a GPU, without budgets)
-the records and the sort's workspace exceed the free device memory, IN is sorted one run at
-a time into run files in a directory beside OUT (".OUT.runs<pid>-<k>"), which are then
-merged into OUT; the directory goes when the sort ends, fails or is interrupted. The output
-is stable: pairs come out in input order among equal keys, whatever --algo (keys alone are
-then those of the in-memory sort, but for NaNs of different bits, which keep input order).
-Raw binary files only (no --text).
+Keys alone on a GPU (raw binary) go through a pipeline: the file is read on all cores into
+pinned buffers while earlier ones are copied to the device, sorted there, and copied back
+while the output is written. When the keys and the sort's workspace fit the device budget
+(by default 90% of the free device memory) that is one run; otherwise each run is sorted
+and kept in host memory (or, beyond the host budget or half the machine's memory, in a
+scratch file), and the runs are merged on the GPU in windows as long as a run: each window's
+slices of the runs are gathered, sorted on the device, and written to their place in OUT.
+Pairs out of core (and keys without a GPU), when a budget below asks for more than one run,
+or (on a GPU, without budgets) the records and the sort's workspace exceed the free device
+memory, are sorted one run at a time into run files, which are then merged on the CPU; the
+output is stable: pairs come out in input order among equal keys, whatever --algo.
+Scratch files live in a directory beside OUT (".OUT.runs<pid>-<k>") that goes when the sort
+ends, fails or is interrupted. Out of core takes raw binary files only (no --text).
   --algo A     )" +
-    algorithm_names + R"( (default automatic)
+    algorithm_names + R"( (default automatic); or a host sort
+               on the same file I/O, the baseline of the GPU's: std_sort (one core) or
+               cpu_parallel (GCC's parallel mode sort on all cores; stable for pairs)
   --desc       descending order
   --pairs u32  records are (key, u32 value)
   --text       IN and OUT hold one number (or "key value") per line
@@ -101,7 +110,9 @@ Raw binary files only (no --text).
                per record of a run, 3 for pairs) and the merge buffers (up to 1 MiB each, a
                ninth of BYTES below 9 MiB) must fit
   --stats      print the plan and the time of each stage, one line each, on stdout (in
-               memory: read, sort, write; out of core: read, sort, write runs, merge)
+               memory: read, sort, write; the GPU pipeline: the busy time of each stage,
+               which overlap, and the total; out of core on the CPU: read, sort, write
+               runs, merge)
 )";
 
 const std::string check_help = R"(usage: gpusort check --type T [--pairs u32] [--desc] [--text] FILE
@@ -233,9 +244,10 @@ int sort(const arguments& args) {
   const bool descending = args.has("desc");
   gpusort::options opt{.direction =
                            descending ? gpusort::order::descending : gpusort::order::ascending};
-  if (args.has("algo") && !gpusort::parse_method(args.get("algo"), opt))
+  const std::string host_sort = args.has("algo") && is_host_sort(args.get("algo")) ? args.get("algo") : "";
+  if (args.has("algo") && host_sort.empty() && !gpusort::parse_method(args.get("algo"), opt))
     throw usage_error("--algo: unknown algorithm '" + args.get("algo") + "' (" + algorithm_names +
-                      ")");
+                      ", std_sort, cpu_parallel)");
   external::sort_request request{.input = files[0],
                                  .output = files[1],
                                  .pairs = pairs,
@@ -250,19 +262,26 @@ int sort(const arguments& args) {
   if (args.has("text") && (request.device_budget_given || args.has("memory")))
     throw usage_error("--device-memory and --memory sort out of core, which reads raw binary "
                       "files, not --text");
+  if (!host_sort.empty() && (request.device_budget_given || args.has("memory")))
+    throw usage_error("--algo " + host_sort + " sorts in host memory: no --device-memory or --memory");
   return with_key_type(args.required("type"), [&]<class K>() {
     pending_file out(files[1]);  // an output that cannot be created fails before any work
-    if (!args.has("text"))
+    if (!args.has("text") && host_sort.empty()) {
+      if (external::sorts_keys_on_gpu(request))
+        return external::sort_keys_file_on_gpu<K>(request, out);
       if (const auto plan = external::plan_out_of_core<K>(request))
         return external::sort_out_of_core<K>(request, *plan, out);
+    }
     progress meter;
-    external::stage_clock clock;
+    stage_clock clock;
     records<K> r = read_records<K>(files[0], pairs, args.has("text"), meter);
     const double read_s = clock.lap();
     meter.phase("checking", false);
     const checksum input_sum = checksum_of(r);
     meter.phase("sorting", false);
-    if (pairs)
+    if (!host_sort.empty())
+      sort_on_host(r, descending, host_sort == "cpu_parallel");
+    else if (pairs)
       gpusort::sort(r.keys, r.values, opt);
     else
       gpusort::sort(r.keys, opt);
@@ -275,7 +294,7 @@ int sort(const arguments& args) {
       std::fprintf(stderr,
                    "gpusort sort: the %s sort returned a wrong result (%llu records out of "
                    "order, records %s); %s not written\n",
-                   std::string(gpusort::method_name(opt)).c_str(),
+                   host_sort.empty() ? std::string(gpusort::method_name(opt)).c_str() : host_sort.c_str(),
                    static_cast<unsigned long long>(order.out_of_order),
                    records_kept ? "kept" : "changed", files[1].c_str());
       return 3;

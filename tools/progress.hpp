@@ -150,4 +150,16 @@ class progress {
   std::thread ticker_;
 };
 
+// Seconds of each stage, for --stats.
+struct stage_clock {
+  using clock = std::chrono::steady_clock;
+  clock::time_point start = clock::now();
+  double lap() {
+    const clock::time_point now = clock::now();
+    const double seconds = std::chrono::duration<double>(now - start).count();
+    start = now;
+    return seconds;
+  }
+};
+
 }  // namespace gpusort::tools

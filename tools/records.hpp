@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "file_io.hpp"
 #include "gpusort/key_traits.hpp"
 #include "progress.hpp"
 
@@ -60,14 +61,18 @@ struct order_report {
 
 template <class K>
 order_report scan_order(const std::vector<K>& keys, bool descending) {
-  order_report report;
   const less<K> before;
-  for (std::size_t i = 1; i < keys.size(); ++i) {
+  const std::int64_t n = static_cast<std::int64_t>(keys.size());
+  std::uint64_t count = 0;
+  std::int64_t first = n;
+#pragma omp parallel for reduction(+ : count) reduction(min : first)
+  for (std::int64_t i = 1; i < n; ++i) {
     if (descending ? before(keys[i - 1], keys[i]) : before(keys[i], keys[i - 1])) {
-      if (report.out_of_order++ == 0) report.first = i;
+      ++count;
+      first = std::min(first, i);
     }
   }
-  return report;
+  return {count, count > 0 ? static_cast<std::uint64_t>(first) : 0};
 }
 
 // splitmix64's finalizer: a cheap 64-bit hash with good avalanche.
@@ -110,9 +115,15 @@ std::uint64_t record_hash(const records<K>& r, std::size_t i) {
 
 template <class K>
 checksum checksum_of(const records<K>& r) {
-  checksum c;
-  for (std::size_t i = 0; i < r.keys.size(); ++i) c.add(record_hash(r, i));
-  return c;
+  std::uint64_t sum = 0, xor_all = 0;
+  const std::int64_t n = static_cast<std::int64_t>(r.keys.size());
+#pragma omp parallel for reduction(+ : sum) reduction(^ : xor_all)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint64_t h = record_hash(r, static_cast<std::size_t>(i));
+    sum += h;
+    xor_all ^= h;
+  }
+  return {sum, xor_all};
 }
 
 // ---- files --------------------------------------------------------------------------
@@ -173,7 +184,7 @@ class pending_file {
     for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
       temp_ = dir / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" +
                      std::to_string(attempt));
-      fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+      fd = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0666);  // RDWR: mapped_output
       if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0)
@@ -255,11 +266,15 @@ inline constexpr std::size_t chunk_records = 1 << 16;
 // Keys alone and text move this many bytes at a time.
 inline constexpr std::size_t chunk_bytes = std::size_t{1} << 24;
 
+// Keys alone move between files and memory this many bytes at a time, each on all cores.
+inline constexpr std::size_t parallel_chunk_bytes = std::size_t{1} << 28;
+
 // Calls move(offset, length) over [0, size) chunk by chunk, counting each on `meter`.
 template <class Move>
-void in_chunks(std::uint64_t size, progress& meter, Move&& move) {
+void in_chunks(std::uint64_t size, progress& meter, Move&& move,
+               std::uint64_t chunk = chunk_bytes) {
   for (std::uint64_t done = 0; done < size;) {
-    const std::size_t length = std::min<std::uint64_t>(chunk_bytes, size - done);
+    const std::size_t length = std::min<std::uint64_t>(chunk, size - done);
     move(done, length);
     done += length;
     meter.advance(done, size);
@@ -279,8 +294,8 @@ records<K> read_binary(const std::string& path, bool pairs, progress& meter) {
   if (!pairs) {
     auto* bytes_of_keys = reinterpret_cast<unsigned char*>(r.keys.data());
     in_chunks(size, meter, [&](std::uint64_t offset, std::size_t length) {
-      read_bytes(f.get(), bytes_of_keys + offset, length, path);
-    });
+      read_at(::fileno(f.get()), offset, bytes_of_keys + offset, length, path);
+    }, parallel_chunk_bytes);
     return r;
   }
   std::vector<unsigned char> buffer(chunk_records * bytes);
@@ -300,9 +315,10 @@ template <class K>
 void write_binary(std::FILE* f, const records<K>& r, const std::string& path, progress& meter) {
   if (!r.pairs) {
     const auto* bytes_of_keys = reinterpret_cast<const unsigned char*>(r.keys.data());
-    in_chunks(r.keys.size() * sizeof(K), meter, [&](std::uint64_t offset, std::size_t length) {
-      write_bytes(f, bytes_of_keys + offset, length, path);
-    });
+    mapped_output mapped(::fileno(f), r.keys.size() * sizeof(K), path);
+    in_chunks(mapped.size(), meter, [&](std::uint64_t offset, std::size_t length) {
+      copy_in_parallel(mapped.data() + offset, bytes_of_keys + offset, length);
+    }, parallel_chunk_bytes);
     return;
   }
   constexpr std::size_t bytes = record_bytes<K>(true);

@@ -1,5 +1,6 @@
 // Out-of-core sorting on the CPU (external/run_plan.hpp, external/run_merge.hpp): the plan's
-// arithmetic, runs cut, sorted, written and merged in one or more passes against a stable
+// arithmetic, the cuts of sorted runs into merge windows (external/merge_windows.hpp),
+// runs cut, sorted, written and merged in one or more passes against a stable
 // sort of the whole input (identical bytes: stable and nothing lost), and cleanup of the
 // scratch files on an exception, a full disk and a signal.
 #include <gtest/gtest.h>
@@ -18,8 +19,11 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "external/merge_windows.hpp"
 #include "external/run_merge.hpp"
 #include "external/run_plan.hpp"
 
@@ -593,6 +597,122 @@ TEST_F(ExternalSortDeathTest, ASignalMidMergeRemovesTheTemporaries) {
     EXPECT_EQ(listing(dir_), (std::vector<std::string>{"in"})) << signal_number;
     EXPECT_EQ(read_file(file("in")), input);
   }
+}
+
+
+// ---- merge windows --------------------------------------------------------------------
+
+// Runs of (key, tag) records, each sorted by key, merged window by window as the GPU pipeline
+// does (gather each window's slices, sort them stably by key) must give the stable merge of
+// the runs: equal keys in run order, then position order.
+template <class K>
+void expect_windows_merge_stably(const std::vector<std::vector<K>>& runs, std::uint64_t width,
+                                 bool descending) {
+  std::vector<std::uint64_t> lengths;
+  std::vector<std::pair<K, std::uint64_t>> expected;  // (key, tag): tag = run << 32 | index
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    lengths.push_back(runs[r].size());
+    for (std::size_t i = 0; i < runs[r].size(); ++i) expected.push_back({runs[r][i], r << 32 | i});
+  }
+  const auto by_rank = [&](const auto& a, const auto& b) {
+    return ext::rank_key(a.first, descending) < ext::rank_key(b.first, descending);
+  };
+  std::stable_sort(expected.begin(), expected.end(), by_rank);
+  const auto key_at = [&](std::uint64_t run, std::uint64_t index) {
+    return ext::rank_key(runs[run][index], descending);
+  };
+  std::vector<std::uint64_t> cuts(runs.size(), 0);
+  std::vector<std::pair<K, std::uint64_t>> merged;
+  const std::uint64_t total = expected.size();
+  for (std::uint64_t w = 0; w * width < total; ++w) {
+    const auto slices = ext::window_slices(lengths, total, width, w, cuts, key_at);
+    std::vector<std::pair<K, std::uint64_t>> window;
+    for (const ext::run_slice& s : slices) {
+      ASSERT_LT(s.begin, s.end);
+      for (std::uint64_t i = s.begin; i < s.end; ++i) window.push_back({runs[s.run][i], s.run << 32 | i});
+    }
+    ASSERT_EQ(window.size(), std::min(width, total - w * width)) << "window " << w;
+    std::stable_sort(window.begin(), window.end(), by_rank);
+    merged.insert(merged.end(), window.begin(), window.end());
+  }
+  EXPECT_EQ(cuts, lengths);
+  ASSERT_EQ(merged.size(), expected.size());
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    ASSERT_EQ(merged[i].second, expected[i].second) << "position " << i;
+  }
+}
+
+template <class K>
+std::vector<std::vector<K>> sorted_runs(const std::vector<std::size_t>& lengths, K low, K high,
+                                        bool descending, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<K>> runs;
+  for (std::size_t length : lengths) {
+    std::vector<K> run(length);
+    for (K& k : run) {
+      if constexpr (std::is_floating_point_v<K>)
+        k = std::uniform_real_distribution<K>(low, high)(rng);
+      else
+        k = std::uniform_int_distribution<K>(low, high)(rng);
+    }
+    std::stable_sort(run.begin(), run.end(), [&](K a, K b) {
+      return ext::rank_key(a, descending) < ext::rank_key(b, descending);
+    });
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+TEST(MergeWindows, DistinctAndDuplicateKeysInEveryWindowWidth) {
+  const std::vector<std::size_t> lengths{100, 100, 100, 37};
+  for (bool descending : {false, true}) {
+    for (std::uint32_t high : {std::uint32_t{3}, std::uint32_t{1000}, ~std::uint32_t{0}}) {
+      const auto runs = sorted_runs<std::uint32_t>(lengths, 0, high, descending, high + descending);
+      for (std::uint64_t width : {1u, 2u, 7u, 100u, 101u, 336u, 337u, 1000u})
+        expect_windows_merge_stably(runs, width, descending);
+    }
+  }
+}
+
+TEST(MergeWindows, AllEqualKeysGoRunByRun) {
+  const std::vector<std::vector<std::int64_t>> runs(5, std::vector<std::int64_t>(11, -4));
+  for (std::uint64_t width : {1u, 3u, 11u, 12u, 55u}) expect_windows_merge_stably(runs, width, false);
+}
+
+TEST(MergeWindows, EmptyRunsAndExtremeKeys) {
+  using limits = std::numeric_limits<std::int32_t>;
+  for (bool descending : {false, true}) {
+    std::vector<std::vector<std::int32_t>> runs{
+        {}, {limits::min(), limits::min(), 0, limits::max()}, {}, {limits::min(), limits::max(), limits::max()}, {}};
+    if (descending)
+      for (auto& run : runs) std::reverse(run.begin(), run.end());
+    for (std::uint64_t width : {1u, 2u, 4u, 7u}) expect_windows_merge_stably(runs, width, descending);
+  }
+}
+
+TEST(MergeWindows, FloatsWithSignedZerosInfinitiesAndNaNs) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const double other_nan = -std::numeric_limits<double>::signaling_NaN();
+  for (bool descending : {false, true}) {
+    std::vector<std::vector<double>> runs{{-inf, -0.0, 0.0, 1.5, inf, nan, other_nan},
+                                          {-0.0, -0.0, 0.0, nan},
+                                          {-1.0, 0.0, inf, inf, other_nan, nan}};
+    for (auto& run : runs)
+      std::stable_sort(run.begin(), run.end(), [&](double a, double b) {
+        return ext::rank_key(a, descending) < ext::rank_key(b, descending);
+      });
+    for (std::uint64_t width : {1u, 2u, 3u, 5u, 17u}) expect_windows_merge_stably(runs, width, descending);
+  }
+}
+
+TEST(MergeWindows, RankKeysFollowTheSortOrder) {
+  EXPECT_LT(ext::rank_key(-0.0f, false), ext::rank_key(0.0f, false));
+  EXPECT_EQ(ext::rank_key(std::numeric_limits<float>::quiet_NaN(), false),
+            ext::rank_key(-std::numeric_limits<float>::quiet_NaN(), false));
+  EXPECT_LT(ext::rank_key(std::numeric_limits<float>::infinity(), false),
+            ext::rank_key(std::numeric_limits<float>::quiet_NaN(), false));
+  EXPECT_LT(ext::rank_key(std::int64_t{5}, true), ext::rank_key(std::int64_t{-5}, true));
+  EXPECT_LT(ext::rank_key(std::numeric_limits<std::uint64_t>::max(), true), ext::rank_key(std::uint64_t{0}, true));
 }
 
 }  // namespace

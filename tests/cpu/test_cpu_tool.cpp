@@ -656,18 +656,20 @@ TEST_F(Tool, BenchApproximateMethods) {
 // The progress line: drawn when asked (GPUSORT_PROGRESS=1 stands for a terminal), erased at
 // the end, never touching what the commands write; never drawn into a file otherwise.
 TEST_F(Tool, ProgressLineOnlyWhenAsked) {
-  ASSERT_EQ(run("gen --type u32 --n 2^16 " + file("in")).code, 0);
+  // Pairs: the in-memory path and its phases on any device (keys alone on a GPU take the
+  // pipeline, whose phase is "sorting").
+  ASSERT_EQ(run("gen --type u32 --n 2^16 --pairs u32 " + file("in")).code, 0);
   ASSERT_EQ(run("gen --type f32 --n 2^12 --text " + file("in.txt")).code, 0);
-  const outcome plain = run("sort --type u32 " + file("in") + " " + file("plain"));
+  const outcome plain = run("sort --type u32 --pairs u32 " + file("in") + " " + file("plain"));
   ASSERT_EQ(plain.code, 0);
   EXPECT_EQ(plain.err.find('\r'), std::string::npos) << plain.err;
   EXPECT_EQ(visible_messages(plain.err), std::vector<std::string>{});
-  const outcome plain_check = run("check --type u32 " + file("plain"));
+  const outcome plain_check = run("check --type u32 --pairs u32 " + file("plain"));
   EXPECT_EQ(plain_check.err, "");
   const std::vector<std::string> erased;
   {
     const scoped_environment forced("GPUSORT_PROGRESS", "1");
-    const outcome sorted = run("sort --type u32 " + file("in") + " " + file("drawn"));
+    const outcome sorted = run("sort --type u32 --pairs u32 " + file("in") + " " + file("drawn"));
     ASSERT_EQ(sorted.code, 0) << sorted.err;
     for (const char* phase : {"reading", "checking", "sorting", "writing"})
       EXPECT_NE(sorted.err.find(std::string("\r") + phase + " "), std::string::npos) << phase;
@@ -678,12 +680,12 @@ TEST_F(Tool, ProgressLineOnlyWhenAsked) {
     EXPECT_NE(text.err.find("\rparsing "), std::string::npos) << text.err;
     EXPECT_EQ(visible_messages(text.err), erased) << text.err;
 
-    const outcome checked = run("check --type u32 " + file("plain"));
+    const outcome checked = run("check --type u32 --pairs u32 " + file("plain"));
     EXPECT_EQ(checked.out, plain_check.out);
     EXPECT_NE(checked.err.find("\rchecking "), std::string::npos) << checked.err;
     EXPECT_EQ(visible_messages(checked.err), erased) << checked.err;
 
-    const outcome generated = run("gen --type u32 --n 2^16 " + file("again"));
+    const outcome generated = run("gen --type u32 --n 2^16 --pairs u32 " + file("again"));
     EXPECT_NE(generated.err.find("\rgenerating "), std::string::npos) << generated.err;
     EXPECT_NE(generated.err.find("\rwriting "), std::string::npos) << generated.err;
     EXPECT_EQ(visible_messages(generated.err), erased) << generated.err;
@@ -696,7 +698,7 @@ TEST_F(Tool, ProgressLineOnlyWhenAsked) {
   }
   {
     const scoped_environment off("GPUSORT_PROGRESS", "0");
-    const outcome quiet = run("sort --type u32 " + file("in") + " " + file("quiet"));
+    const outcome quiet = run("sort --type u32 --pairs u32 " + file("in") + " " + file("quiet"));
     EXPECT_EQ(quiet.err.find('\r'), std::string::npos) << quiet.err;
   }
   EXPECT_EQ(slurp(file("drawn")), slurp(file("plain")));

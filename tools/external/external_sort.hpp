@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "external/gpu_pipeline.hpp"
 #include "external/run_merge.hpp"
 #include "external/run_plan.hpp"
 #include "gpusort/sort.hpp"
@@ -72,18 +73,6 @@ struct sort_request {
   std::uint64_t device_budget_bytes = 0;
   std::uint64_t host_budget_bytes = 0;  // 0: unlimited
   bool stats = false;
-};
-
-// Seconds of each stage, for --stats.
-struct stage_clock {
-  using clock = std::chrono::steady_clock;
-  clock::time_point start = clock::now();
-  double lap() {
-    const clock::time_point now = clock::now();
-    const double seconds = std::chrono::duration<double>(now - start).count();
-    start = now;
-    return seconds;
-  }
 };
 
 namespace detail {
@@ -226,14 +215,6 @@ void sort_run(std::span<unsigned char> data, bool pairs, const gpusort::options&
   std::memcpy(data.data(), keys.data(), data.size());
 }
 
-// Test hook: raise SIGINT once this many runs are written (GPUSORT_TEST_INTERRUPT_AFTER_RUNS),
-// to check that an interruption leaves nothing behind.
-inline std::uint64_t interrupt_after_runs() {
-  const char* value = std::getenv("GPUSORT_TEST_INTERRUPT_AFTER_RUNS");
-  std::uint64_t runs = 0;
-  return value && parse_number(std::string_view(value), runs) ? runs : 0;
-}
-
 }  // namespace detail
 
 // The plan of sorting `request` out of core, or none when it sorts in memory as before:
@@ -287,6 +268,39 @@ std::optional<run_plan> plan_out_of_core(const sort_request& request) {
   return planned;
 }
 
+// Whether `request` sorts in the GPU pipeline of gpu_pipeline.hpp: keys alone (pairs and
+// records take the sequential run path below), on a machine with a GPU.
+inline bool sorts_keys_on_gpu(const sort_request& request) {
+  return !request.pairs && detail::gpu_present();
+}
+
+// Sorts the keys file request.input into `out` in the GPU pipeline, with runs as long as the
+// device budget (by default 90% of the free device memory) holds with the sort's workspace:
+// one run when the file fits. 0, or 3 when the output failed its checks (nothing written).
+template <class K>
+int sort_keys_file_on_gpu(const sort_request& request, pending_file& out) {
+  const std::uint64_t size = input_file_size(request.input);
+  if (size % sizeof(K) != 0)
+    throw usage_error(request.input + ": " + std::to_string(size) +
+                      " bytes is not a whole number of " + describe_records<K>(false));
+  const std::uint64_t count = size / sizeof(K);
+  std::uint64_t run_keys = std::max<std::uint64_t>(count, 1);
+  if (count > 1) {
+    std::uint64_t budget = request.device_budget_bytes;
+    if (!request.device_budget_given) {
+      std::size_t free_bytes = 0, total_bytes = 0;
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
+        throw io_error("cannot read the device's free memory");
+      budget = free_bytes / 10 * 9;  // room for the CUDA context's own allocations
+    }
+    plan_request plan{.records = count, .record_bytes = sizeof(K), .host_run_buffers = 0};
+    detail::fit_device_budget<K>(plan, budget, false, request.opt);
+    run_keys = plan_runs_or_throw(plan).run_records;
+  }
+  return sort_keys_on_gpu<K>(request.input, count, run_keys, request.opt,
+                             request.host_budget_bytes, request.stats, out);
+}
+
 // Sorts request.input into `out` (request.output's pending file, created before any work) by
 // `plan`: 0, or 3 when a run sort returned a wrong result (nothing written). Stage times on
 // stdout with request.stats.
@@ -307,7 +321,7 @@ int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_
   const file_handle in = open_input(request.input);
   std::vector<unsigned char> run(plan.run_records * layout.record_bytes);
   std::vector<std::filesystem::path> runs;
-  const std::uint64_t interrupt_after = detail::interrupt_after_runs();
+  const std::uint64_t interrupt_after = interrupt_after_runs();
   meter.phase("runs", true);
   std::uint64_t done = 0;
   for (std::uint64_t r = 0; r < plan.run_count; ++r) {

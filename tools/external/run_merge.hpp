@@ -22,6 +22,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -520,5 +521,14 @@ inline void merge_runs(std::vector<std::filesystem::path> runs, const record_lay
     }
   });
 }
+
+// Test hook: raise SIGINT once this many runs are written (GPUSORT_TEST_INTERRUPT_AFTER_RUNS),
+// to check that an interruption leaves nothing behind.
+inline std::uint64_t interrupt_after_runs() {
+  const char* value = std::getenv("GPUSORT_TEST_INTERRUPT_AFTER_RUNS");
+  std::uint64_t runs = 0;
+  return value && parse_number(std::string_view(value), runs) ? runs : 0;
+}
+
 
 }  // namespace gpusort::tools::external
