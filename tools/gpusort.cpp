@@ -12,6 +12,7 @@
 #include "cli.hpp"
 #include "common/distributions.hpp"
 #include "external/external_sort.hpp"
+#include "external/record_sort.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
 #include "host_sort.hpp"
@@ -49,7 +50,8 @@ const std::string main_help = R"(usage: gpusort <command> [options]
   plot    draw PNG figures of a benchmark CSV
 `gpusort <command> --help` describes each command. Files are raw little-endian arrays of
 keys (u32 i32 f32 u64 i64 f64) or of packed (key, u32 value) records; with --text, one
-number (or "key value") per line. gen, sort and check draw a progress line on stderr when
+number (or "key value") per line; with --record-bytes B --key-bytes K, records of B bytes
+with a key of K raw bytes compared as unsigned bytes (the Sort Benchmark's: B 100, K 10). gen, sort and check draw a progress line on stderr when
 it is a terminal and they run over a second (GPUSORT_PROGRESS=0: never, =1: always).
 Exit codes: 0 success, 1 check found disorder, 2 bad input or usage, 3 CUDA or I/O failure.
 )";
@@ -57,7 +59,10 @@ Exit codes: 0 success, 1 check found disorder, 2 bad input or usage, 3 CUDA or I
 const std::string gen_help =
     R"(usage: gpusort gen --type T --n N [--dist D] [--zipf S] [--and K] [--seed S]
                    [--pairs u32] [--text] OUT
-Writes N keys of type T (u32 i32 f32 u64 i64 f64) to OUT.
+       gpusort gen --record-bytes B --key-bytes K [--key-offset O] --n N [--dist D]
+                   [--seed S] OUT
+Writes N keys of type T (u32 i32 f32 u64 i64 f64) to OUT, or N records of B bytes with a
+key of K bytes at offset O (default 0).
   --n N        a number, 2^k, 2^k+c or 2^k-c
   --dist D     )" +
     distribution_names + R"(
@@ -71,10 +76,21 @@ Writes N keys of type T (u32 i32 f32 u64 i64 f64) to OUT.
   --seed S     the same seed gives the same keys (default 1)
   --pairs u32  write (key, value) records, the value being the key's original index
   --text       one number (or "key value") per line instead of raw binary
+  --record-bytes B, --key-bytes K, --key-offset O  records of B bytes (1 to 65536), the
+               key K bytes at offset O (O + K <= B). The key's first 8 bytes (or K) are a
+               64-bit number, most significant byte first: uniform random, sorted, reverse,
+               few_unique (16 numbers) or all_equal (the only --dist values here); bytes
+               beyond 8 are random (uniform) or follow from the number (few_unique: one of
+               two tails each, so that keys share their first 8 bytes and differ after).
+               The other bytes, the payload, start with the record's index (8 bytes
+               little-endian, fewer if the payload is shorter), then filler from the index:
+               every record is distinct, and a sort's stability shows
 )";
 
 const std::string sort_help =
     R"(usage: gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--text]
+                    [--device-memory BYTES] [--memory BYTES] [--stats] IN OUT
+       gpusort sort --record-bytes B --key-bytes K [--key-offset O] [--algo A] [--desc]
                     [--device-memory BYTES] [--memory BYTES] [--stats] IN OUT
 Sorts the records of IN by key into OUT, on the GPU if there is one, else on the CPU.
 OUT appears only when complete (it is written under a temporary name, then renamed); IN is
@@ -92,6 +108,14 @@ Pairs out of core (and keys without a GPU), when a budget below asks for more th
 or (on a GPU, without budgets) the records and the sort's workspace exceed the free device
 memory, are sorted one run at a time into run files, which are then merged on the CPU; the
 output is stable: pairs come out in input order among equal keys, whatever --algo.
+Records with --record-bytes are sorted stably (equal keys in input order, whatever --algo):
+each record's key prefix (its first 8 bytes, or K, as a big-endian number) is sorted with
+its index, on the GPU if there is one (12 bytes a record go to the device, 16 beyond 2^32-1
+records, whatever B), then indices of equal prefixes are ordered by the rest of the key and
+the index, and the records gathered. In memory unless a budget asks for more than one run,
+or, without budgets, the file with 12 (16) bytes a record exceeds half the machine's memory
+(the host budget then) or the prefixes, indices and workspace the free device memory (then
+90% of it); else one run at a time into run files, merged on the CPU.
 Scratch files live in a directory beside OUT (".OUT.runs<pid>-<k>") that goes when the sort
 ends, fails or is interrupted. Out of core takes raw binary files only (no --text).
   --algo A     )" +
@@ -101,14 +125,19 @@ ends, fails or is interrupted. Out of core takes raw binary files only (no --tex
   --desc       descending order
   --pairs u32  records are (key, u32 value)
   --text       IN and OUT hold one number (or "key value") per line
+  --record-bytes B, --key-bytes K, --key-offset O  records of B bytes (1 to 65536) sorted
+               by K bytes at offset O (default 0; O + K <= B) compared as unsigned bytes
+               (memcmp), as the Sort Benchmark's (B 100, K 10); no --type, --pairs, --text
   --device-memory BYTES  the device budget of one run: its records and the algorithm's
-               workspace (from the library's workspace query) must fit. Without a GPU, where
-               the CPU backend sorts, each record counts twice (itself and one record of
-               workspace). BYTES: a number, or with a suffix K, M, G or T (powers of 1024):
-               64K, 512M, 4G
+               workspace (from the library's workspace query) must fit; with --record-bytes
+               a record's 12-byte sort key (prefix and index) instead of the record. Without
+               a GPU, where the CPU backend sorts, each record (sort key) counts twice (itself
+               and one of workspace). BYTES: a number, or with a suffix K, M, G or T (powers
+               of 1024): 64K, 512M, 4G
   --memory BYTES  the host budget (default 0: unlimited): the run buffers (2 records' worth
-               per record of a run, 3 for pairs) and the merge buffers (up to 1 MiB each, a
-               ninth of BYTES below 9 MiB) must fit
+               per record of a run, 3 for pairs; with --record-bytes 2 plus 16 bytes rounded
+               up to records) and the merge buffers (up to 1 MiB each, a ninth of BYTES below
+               9 MiB) must fit
   --stats      print the plan and the time of each stage, one line each, on stdout (in
                memory: read, sort, write; the GPU pipeline: the busy time of each stage,
                which overlap, and the total; out of core on the CPU: read, sort, write
@@ -116,6 +145,7 @@ ends, fails or is interrupted. Out of core takes raw binary files only (no --tex
 )";
 
 const std::string check_help = R"(usage: gpusort check --type T [--pairs u32] [--desc] [--text] FILE
+       gpusort check --record-bytes B --key-bytes K [--key-offset O] [--desc] FILE
 Tells whether FILE's records are in order by key, where the first record out of order is,
 how many records come right after one they should precede, and a checksum of the records
 that does not depend on their order (so a sorted file has the checksum of its input).
@@ -123,6 +153,9 @@ Exit code 1 if FILE is out of order.
   --desc       check for descending order
   --pairs u32  records are (key, u32 value)
   --text       FILE holds one number (or "key value") per line
+  --record-bytes B, --key-bytes K, --key-offset O  records of B bytes ordered by K bytes at
+               offset O (default 0) compared as unsigned bytes; the checksum covers all B
+               bytes of each record
 )";
 
 const std::string bench_help =
@@ -211,8 +244,30 @@ generator_options parse_generator_options(const arguments& args, distribution di
   return opt;
 }
 
+// gen --record-bytes: records with a byte key (external/record_sort.hpp).
+int gen_byte_records(const arguments& args, const std::string& out,
+                     const external::record_layout& layout) {
+  const std::uint64_t n = parse_count(args.required("n"), "--n");
+  distribution dist = distribution::uniform;
+  if (args.has("dist") && !parse_distribution(args.get("dist"), dist))
+    throw usage_error("--dist: unknown distribution '" + args.get("dist") + "' (" +
+                      distribution_names + ")");
+  parse_generator_options(args, dist);  // --zipf and --and need distributions records lack
+  if (!external::byte_records_distribution(dist))
+    throw usage_error("--dist " + args.get("dist") +
+                      ": records with --record-bytes come uniform, sorted, reverse, few_unique "
+                      "or all_equal");
+  const std::uint64_t seed = parse_unsigned(args.get("seed", "1"), "--seed");
+  pending_file file(out);
+  progress meter;
+  external::generate_byte_records(file, layout, n, dist, seed, meter);
+  return 0;
+}
+
 int gen(const arguments& args) {
   const std::string out = args.positional(1, "one output file")[0];
+  if (const auto layout = external::parse_record_layout(args, false))
+    return gen_byte_records(args, out, *layout);
   const bool pairs = parse_pairs(args);
   const std::uint64_t n = parse_count(args.required("n"), "--n");
   distribution dist = distribution::uniform;
@@ -240,8 +295,9 @@ int gen(const arguments& args) {
 
 int sort(const arguments& args) {
   const std::vector<std::string>& files = args.positional(2, "IN and OUT");
-  const bool pairs = parse_pairs(args);
   const bool descending = args.has("desc");
+  const auto layout = external::parse_record_layout(args, descending);
+  const bool pairs = parse_pairs(args);
   gpusort::options opt{.direction =
                            descending ? gpusort::order::descending : gpusort::order::ascending};
   const std::string host_sort = args.has("algo") && is_host_sort(args.get("algo")) ? args.get("algo") : "";
@@ -264,6 +320,10 @@ int sort(const arguments& args) {
                       "files, not --text");
   if (!host_sort.empty() && (request.device_budget_given || args.has("memory")))
     throw usage_error("--algo " + host_sort + " sorts in host memory: no --device-memory or --memory");
+  if (layout) {
+    pending_file out(files[1]);  // an output that cannot be created fails before any work
+    return external::sort_byte_records_file(request, *layout, host_sort, out);
+  }
   return with_key_type(args.required("type"), [&]<class K>() {
     pending_file out(files[1]);  // an output that cannot be created fails before any work
     if (!args.has("text") && host_sort.empty()) {
@@ -310,10 +370,32 @@ int sort(const arguments& args) {
   });
 }
 
+// check's report on stdout; its exit code.
+int report_check(const std::string& file, std::uint64_t records, const std::string& described,
+                 bool descending, const order_report& order, const checksum& sum) {
+  std::printf("file: %s\nrecords: %llu %s\nsorted (%s): %s\n", file.c_str(),
+              static_cast<unsigned long long>(records), described.c_str(),
+              descending ? "descending" : "ascending", order.out_of_order == 0 ? "yes" : "no");
+  if (order.out_of_order == 0)
+    std::printf("first out of order: none\n");
+  else
+    std::printf("first out of order: %llu\n", static_cast<unsigned long long>(order.first));
+  std::printf("out of order: %llu\nchecksum: %s\n",
+              static_cast<unsigned long long>(order.out_of_order), sum.str().c_str());
+  return order.out_of_order == 0 ? 0 : 1;
+}
+
 int check(const arguments& args) {
   const std::string file = args.positional(1, "one file")[0];
-  const bool pairs = parse_pairs(args);
   const bool descending = args.has("desc");
+  if (const auto layout = external::parse_record_layout(args, descending)) {
+    progress meter;
+    const external::byte_records_report r = external::check_byte_records(file, *layout, meter);
+    meter.finish();  // before stdout, which may be the same terminal
+    return report_check(file, r.records, external::describe_byte_records(*layout), descending,
+                        r.order, r.sum);
+  }
+  const bool pairs = parse_pairs(args);
   return with_key_type(args.required("type"), [&]<class K>() {
     progress meter;
     const records<K> r = read_records<K>(file, pairs, args.has("text"), meter);
@@ -321,16 +403,7 @@ int check(const arguments& args) {
     const order_report order = scan_order(r.keys, descending);
     const checksum sum = checksum_of(r);
     meter.finish();  // before stdout, which may be the same terminal
-    std::printf("file: %s\nrecords: %zu %s\nsorted (%s): %s\n", file.c_str(), r.keys.size(),
-                describe_records<K>(pairs).c_str(), descending ? "descending" : "ascending",
-                order.out_of_order == 0 ? "yes" : "no");
-    if (order.out_of_order == 0)
-      std::printf("first out of order: none\n");
-    else
-      std::printf("first out of order: %llu\n", static_cast<unsigned long long>(order.first));
-    std::printf("out of order: %llu\nchecksum: %s\n",
-                static_cast<unsigned long long>(order.out_of_order), sum.str().c_str());
-    return order.out_of_order == 0 ? 0 : 1;
+    return report_check(file, r.keys.size(), describe_records<K>(pairs), descending, order, sum);
   });
 }
 
@@ -525,10 +598,20 @@ struct command {
 };
 
 const command commands[] = {
-    {"gen", gen_help, gen, {"type", "n", "dist", "zipf", "and", "seed", "pairs"}, {"text"}},
-    {"sort", sort_help, sort, {"type", "pairs", "algo", "device-memory", "memory"},
+    {"gen",
+     gen_help,
+     gen,
+     {"type", "n", "dist", "zipf", "and", "seed", "pairs", "record-bytes", "key-bytes",
+      "key-offset"},
+     {"text"}},
+    {"sort",
+     sort_help,
+     sort,
+     {"type", "pairs", "algo", "device-memory", "memory", "record-bytes", "key-bytes",
+      "key-offset"},
      {"desc", "text", "stats"}},
-    {"check", check_help, check, {"type", "pairs"}, {"desc", "text"}},
+    {"check", check_help, check, {"type", "pairs", "record-bytes", "key-bytes", "key-offset"},
+     {"desc", "text"}},
     {"bench",
      bench_help,
      bench,

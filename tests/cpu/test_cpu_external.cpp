@@ -452,6 +452,43 @@ TEST_F(ExternalSort, SortBenchmarkRecords) {
   }
 }
 
+// Byte keys inside the record (`gpusort sort --record-bytes`): shorter than 8 bytes, longer
+// (a prefix and a rest), one byte at the end; drawn from 5 keys, so that ties cross runs and
+// keep input order; the payload starts with the record's index.
+TEST_F(ExternalSort, ByteKeysAtAnOffset) {
+  const struct {
+    std::size_t record, offset, key;
+  } layouts[] = {{16, 12, 4}, {37, 5, 13}, {9, 8, 1}};
+  for (const auto& l : layouts) {
+    std::mt19937 random(9);
+    std::vector<bytes> keys(5, bytes(l.key));
+    for (auto& key : keys)
+      for (auto& b : key) b = static_cast<unsigned char>(random() % 2 ? 0xF7 : random());
+    bytes input;
+    for (std::uint32_t i = 0; i < 700; ++i) {
+      bytes record(l.record);
+      for (auto& b : record) b = static_cast<unsigned char>(random());
+      std::memcpy(record.data(), &i, 4);
+      const bytes& key = keys[random() % keys.size()];
+      std::copy(key.begin(), key.end(), record.begin() + l.offset);
+      input.insert(input.end(), record.begin(), record.end());
+    }
+    for (const bool descending : {false, true}) {
+      const ext::record_layout layout{l.record, l.offset, l.key, ext::key_kind::bytes, descending};
+      ext::run_plan plan;
+      const bytes output = sort_file(input, layout,
+                                     {.device_budget_bytes = l.record * 45,
+                                      .host_budget_bytes = l.record * 45 * 4,
+                                      .merge_buffer_bytes = l.record * 45},
+                                     &plan);
+      EXPECT_EQ(plan.run_count, 16u);  // 15 runs of 45 and one of 25
+      EXPECT_EQ(plan.fan_in, 3u);
+      EXPECT_EQ(plan.merge_passes, 3u);
+      EXPECT_EQ(output, byte_key_reference(input, layout)) << l.record << " " << descending;
+    }
+  }
+}
+
 TEST_F(ExternalSort, EmptyInputGivesAnEmptyOutput) {
   ext::run_plan plan;
   EXPECT_EQ(sort_file({}, ext::record_layout::sort_benchmark(), {.device_budget_bytes = 1000},

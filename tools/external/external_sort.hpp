@@ -6,7 +6,8 @@
 // Stability: keys alone come out as the in-memory sort's (equal keys have equal bits, but for
 // NaNs of different payloads, which leave in input order here); pairs come out as a stable
 // sort by key, whatever the algorithm: each run is sorted as (key, in-run index) pairs, the
-// indices of equal keys are put back in order, and the records are gathered by index.
+// indices of equal keys are put back in order, and the records are gathered by index
+// (sort_with_index, which record_sort.hpp's records with a byte key share).
 #pragma once
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <parallel/algorithm>
 #include <span>
 #include <string>
 #include <string_view>
@@ -92,7 +94,7 @@ inline bool gpu_present() {
 // Device workspace of sorting n records of the request's kind with its algorithm: the
 // library's workspace query (temp == nullptr), on arrays that must lie in device memory, so
 // on a managed allocation of n records, which the query does not touch. Only with a GPU.
-template <class K>
+template <class K, class V = std::uint32_t>
 std::uint64_t device_workspace_bytes(std::uint64_t n, bool pairs, const gpusort::options& opt) {
   if (n == 0) return 0;
   void* keys = nullptr;
@@ -103,15 +105,15 @@ std::uint64_t device_workspace_bytes(std::uint64_t n, bool pairs, const gpusort:
     cudaGetLastError();
   };
   if (cudaMallocManaged(&keys, n * sizeof(K)) != cudaSuccess ||
-      (pairs && cudaMallocManaged(&values, n * sizeof(std::uint32_t)) != cudaSuccess)) {
+      (pairs && cudaMallocManaged(&values, n * sizeof(V)) != cudaSuccess)) {
     release();
     throw io_error("cannot query the sort's device workspace for " + std::to_string(n) +
                    " records");
   }
   std::size_t bytes = 0;
   const cudaError_t e =
-      pairs ? gpusort::sort_pairs(nullptr, bytes, static_cast<K*>(keys),
-                                  static_cast<std::uint32_t*>(values), n, opt)
+      pairs ? gpusort::sort_pairs(nullptr, bytes, static_cast<K*>(keys), static_cast<V*>(values),
+                                  n, opt)
             : gpusort::sort_keys(nullptr, bytes, static_cast<K*>(keys), n, opt);
   release();
   if (e != cudaSuccess)
@@ -164,15 +166,82 @@ checksum checksum_of_packed(std::span<const unsigned char> data, bool pairs) {
   return c;
 }
 
-template <class K>
-std::uint64_t out_of_order_packed(std::span<const unsigned char> data, bool pairs,
-                                  bool descending) {
-  const std::size_t bytes = record_bytes<K>(pairs);
-  const typed_key_order<K> before{0, descending};
-  std::uint64_t count = 0;
-  for (std::size_t at = bytes; at < data.size(); at += bytes)
-    if (before(&data[at], &data[at - bytes])) ++count;
-  return count;
+// Records of `layout` that come right after one they should follow: their count, and the
+// first (order_report of records.hpp). On all cores.
+inline order_report scan_record_order(std::span<const unsigned char> data,
+                                      const record_layout& layout) {
+  const std::size_t bytes = layout.record_bytes;
+  const std::int64_t n = static_cast<std::int64_t>(data.size() / bytes);
+  return with_record_order(layout, [&](auto before) {
+    std::uint64_t count = 0;
+    std::int64_t first = n;
+#pragma omp parallel for reduction(+ : count) reduction(min : first)
+    for (std::int64_t i = 1; i < n; ++i) {
+      if (before(&data[i * bytes], &data[(i - 1) * bytes])) {
+        ++count;
+        first = std::min(first, i);
+      }
+    }
+    return order_report{count, count > 0 ? static_cast<std::uint64_t>(first) : 0};
+  });
+}
+
+// Groups of equal keys at least this long are put in order one at a time on all cores (GCC's
+// parallel mode sort); shorter ones side by side, one per thread.
+inline constexpr std::size_t large_tie_group = std::size_t{1} << 16;
+
+// The stable order of records by key, with gpusort::sort (on the GPU if there is one, else
+// the CPU backend, neither of them stable by itself): `index` becomes 0..n-1, is sorted along
+// with `keys`, and then every group of equal keys gets its indices in order by `tie_less`, a
+// strict order on indices that must end with the index itself (equal records keep their input
+// order). For keys that are a whole record's key, tie_less is the indices' `<`; for a key's
+// prefix, the rest of the key and then the index. keys are left sorted.
+template <class K, class Index, class TieLess>
+void sort_with_index(std::vector<K>& keys, std::vector<Index>& index, const gpusort::options& opt,
+                     TieLess tie_less) {
+  const std::size_t n = keys.size();
+  index.resize(n);
+  std::iota(index.begin(), index.end(), Index{0});
+  if (n < 2) return;
+  gpusort::sort(keys, index, opt);
+  const auto same = [&](std::size_t a, std::size_t b) {
+    return key_traits<K>::ordered(keys[a]) == key_traits<K>::ordered(keys[b]);
+  };
+  // Each chunk puts in order the groups that start in it (running past its end if need be).
+  constexpr std::size_t chunk = std::size_t{1} << 16;
+  const std::int64_t chunks = static_cast<std::int64_t>((n + chunk - 1) / chunk);
+  std::vector<std::pair<std::size_t, std::size_t>> large;
+#pragma omp parallel for schedule(dynamic)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    std::size_t begin = static_cast<std::size_t>(c) * chunk;
+    const std::size_t stop = std::min(n, begin + chunk);
+    if (begin > 0)
+      while (begin < stop && same(begin - 1, begin)) ++begin;  // an earlier chunk's group
+    while (begin < stop) {
+      std::size_t end = begin + 1;
+      while (end < n && same(end, begin)) ++end;
+      if (end - begin >= large_tie_group) {
+#pragma omp critical(gpusort_large_tie_groups)
+        large.emplace_back(begin, end);
+      } else if (end - begin > 1) {
+        std::sort(index.begin() + begin, index.begin() + end, tie_less);
+      }
+      begin = end;
+    }
+  }
+  for (const auto& [begin, end] : large)
+    __gnu_parallel::sort(index.begin() + begin, index.begin() + end, tie_less);
+}
+
+// out[i] = record index[i] of `data` (records of `bytes` bytes), on all cores.
+template <class Index>
+void gather_records(const unsigned char* data, const std::vector<Index>& index, std::size_t bytes,
+                    unsigned char* out) {
+  const std::int64_t n = static_cast<std::int64_t>(index.size());
+#pragma omp parallel for schedule(static, 4096)
+  for (std::int64_t i = 0; i < n; ++i)
+    std::memcpy(out + static_cast<std::size_t>(i) * bytes,
+                data + static_cast<std::size_t>(index[i]) * bytes, bytes);
 }
 
 // Sorts one run of packed records in place with gpusort::sort; pairs stably (see the top).
@@ -181,22 +250,12 @@ void sort_pairs_run(std::span<unsigned char> data, const gpusort::options& opt) 
   constexpr std::size_t bytes = record_bytes<K>(true);
   const std::size_t n = data.size() / bytes;
   std::vector<K> keys(n);
-  std::vector<Index> index(n);
+  std::vector<Index> index;
   for (std::size_t i = 0; i < n; ++i) std::memcpy(&keys[i], &data[i * bytes], sizeof(K));
-  std::iota(index.begin(), index.end(), Index{0});
-  gpusort::sort(keys, index, opt);
-  // Equal keys lie side by side: their indices back in input order.
-  for (std::size_t begin = 0; begin < n;) {
-    std::size_t end = begin + 1;
-    while (end < n && key_traits<K>::ordered(keys[end]) == key_traits<K>::ordered(keys[begin]))
-      ++end;
-    if (end - begin > 1) std::sort(index.begin() + begin, index.begin() + end);
-    begin = end;
-  }
+  sort_with_index(keys, index, opt, std::less<Index>());
   keys = {};
   std::vector<unsigned char> sorted(data.size());
-  for (std::size_t i = 0; i < n; ++i)
-    std::memcpy(&sorted[i * bytes], &data[index[i] * bytes], bytes);
+  gather_records(data.data(), index, bytes, sorted.data());
   std::copy(sorted.begin(), sorted.end(), data.begin());
 }
 
@@ -301,14 +360,16 @@ int sort_keys_file_on_gpu(const sort_request& request, pending_file& out) {
                              request.host_budget_bytes, request.stats, out);
 }
 
-// Sorts request.input into `out` (request.output's pending file, created before any work) by
-// `plan`: 0, or 3 when a run sort returned a wrong result (nothing written). Stage times on
-// stdout with request.stats.
-template <class K>
-int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_file& out) {
-  const bool pairs = request.pairs;
-  const bool descending = request.opt.direction == gpusort::order::descending;
-  const record_layout layout = record_layout::keys<K>(pairs ? sizeof(std::uint32_t) : 0, descending);
+// The sequential run path of records of `layout`: reads request.input one run of `plan` at a
+// time, sorts it in place stably with sort_run(std::span<unsigned char>), checks it (the order
+// of `layout`, and checksum_of_run(std::span<const unsigned char>) before and after), writes
+// it to the scratch directory, then merges the runs into `out` (request.output's pending
+// file, created before any work) and commits it. 0, or 3 when a run sort returned a wrong result
+// (nothing written). Stage times on stdout with request.stats.
+template <class SortRun, class ChecksumOf>
+int sort_runs_and_merge(const sort_request& request, const run_plan& plan,
+                        const record_layout& layout, pending_file& out, SortRun&& sort_run,
+                        ChecksumOf&& checksum_of_run) {
   const std::uint64_t total = (plan.run_count - 1) * plan.run_records + plan.last_run_records;
 
   scratch_directory scratch(request.output);
@@ -325,15 +386,16 @@ int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_
   meter.phase("runs", true);
   std::uint64_t done = 0;
   for (std::uint64_t r = 0; r < plan.run_count; ++r) {
-    const std::span<unsigned char> records(run.data(), plan.records_of_run(r) * layout.record_bytes);
+    const std::span<unsigned char> records(run.data(),
+                                           plan.records_of_run(r) * layout.record_bytes);
     clock.lap();
     read_bytes(in.get(), records.data(), records.size(), request.input);
     read_s += clock.lap();
-    const checksum before = detail::checksum_of_packed<K>(records, pairs);
-    detail::sort_run<K>(records, pairs, request.opt);
+    const checksum before = checksum_of_run(std::span<const unsigned char>(records));
+    sort_run(records);
     // A wrong run must never reach OUT; both scans cost little next to the file I/O.
-    const std::uint64_t out_of_order = detail::out_of_order_packed<K>(records, pairs, descending);
-    const bool kept = detail::checksum_of_packed<K>(records, pairs) == before;
+    const std::uint64_t out_of_order = detail::scan_record_order(records, layout).out_of_order;
+    const bool kept = checksum_of_run(std::span<const unsigned char>(records)) == before;
     sort_s += clock.lap();
     if (out_of_order > 0 || !kept) {
       meter.finish();
@@ -378,6 +440,19 @@ int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_
                 write_s, merge_s);
   }
   return 0;
+}
+
+// Sorts the keys or pairs of request.input out of core by `plan` (sort_runs_and_merge).
+template <class K>
+int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_file& out) {
+  const bool pairs = request.pairs;
+  const bool descending = request.opt.direction == gpusort::order::descending;
+  return sort_runs_and_merge(
+      request, plan, record_layout::keys<K>(pairs ? sizeof(std::uint32_t) : 0, descending), out,
+      [&](std::span<unsigned char> records) { detail::sort_run<K>(records, pairs, request.opt); },
+      [&](std::span<const unsigned char> records) {
+        return detail::checksum_of_packed<K>(records, pairs);
+      });
 }
 
 }  // namespace gpusort::tools::external

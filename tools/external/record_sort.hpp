@@ -1,0 +1,509 @@
+// Files of fixed-size records sorted by a key of raw bytes (`--record-bytes B --key-bytes K
+// [--key-offset O]`), as the Sort Benchmark's 100-byte records with 10-byte keys: keys compare
+// as unsigned bytes (memcmp order), equal keys keep their input order, in memory and out of
+// core; and gen's and check's records of that kind.
+//
+// A run (or the whole file) is sorted as (prefix, index) pairs with gpusort::sort, on the GPU
+// if there is one: the prefix is the key's first min(8, K) bytes read big-endian into a u64
+// (zero-padded), so that u64 order is memcmp order; then every group of equal prefixes gets
+// its indices in order by the rest of the key and then the index (external_sort.hpp's
+// sort_with_index), and the records are gathered by index. Only prefixes and indices go to
+// the device: 12 bytes a record (16 beyond 2^32 - 1 records), whatever B.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <parallel/algorithm>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "common/distributions.hpp"
+#include "external/external_sort.hpp"
+#include "external/run_merge.hpp"
+#include "external/run_plan.hpp"
+#include "file_io.hpp"
+#include "progress.hpp"
+#include "records.hpp"
+
+namespace gpusort::tools::external {
+
+inline constexpr std::uint64_t max_record_bytes = 65536;
+
+// The layout of --record-bytes B --key-bytes K [--key-offset O] (byte keys, in the order of
+// --desc), or none without --record-bytes. Usage errors for a key that does not fit, and for
+// the options of typed keys (--type, --pairs, --text) beside it.
+inline std::optional<record_layout> parse_record_layout(const arguments& args, bool descending) {
+  if (!args.has("record-bytes")) {
+    if (args.has("key-bytes") || args.has("key-offset"))
+      throw usage_error("--key-bytes and --key-offset go with --record-bytes");
+    return std::nullopt;
+  }
+  for (const char* typed : {"type", "pairs", "text"})
+    if (args.has(typed))
+      throw usage_error(std::string("--") + typed +
+                        " does not go with --record-bytes (raw records sorted by a byte key)");
+  const std::uint64_t record = parse_unsigned(args.get("record-bytes"), "--record-bytes");
+  if (record == 0 || record > max_record_bytes)
+    throw usage_error("--record-bytes must be from 1 to " + std::to_string(max_record_bytes));
+  if (!args.has("key-bytes")) throw usage_error("--record-bytes needs --key-bytes");
+  const std::uint64_t key = parse_unsigned(args.get("key-bytes"), "--key-bytes");
+  const std::uint64_t offset = parse_unsigned(args.get("key-offset", "0"), "--key-offset");
+  if (key == 0) throw usage_error("--key-bytes must be at least 1");
+  if (offset > record || key > record - offset)
+    throw usage_error("a key of " + std::to_string(key) + " bytes at offset " +
+                      std::to_string(offset) + " does not fit in a record of " +
+                      std::to_string(record) + " bytes");
+  return record_layout{record, offset, key, key_kind::bytes, descending};
+}
+
+// "100-byte records (10-byte key at offset 0)"
+inline std::string describe_byte_records(const record_layout& layout) {
+  return std::to_string(layout.record_bytes) + "-byte records (" +
+         std::to_string(layout.key_bytes) + "-byte key at offset " +
+         std::to_string(layout.key_offset) + ")";
+}
+
+// ---- checksum -----------------------------------------------------------------------
+
+// The hash of a whole record, all its bytes: 8-byte words chained through mix64.
+inline std::uint64_t byte_record_hash(const unsigned char* record, std::size_t bytes) {
+  std::uint64_t h = mix64(0x9E3779B97F4A7C15ull + bytes);
+  std::size_t at = 0;
+  for (; at + 8 <= bytes; at += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, record + at, 8);
+    h = mix64(h + word);
+  }
+  if (at < bytes) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, record + at, bytes - at);
+    h = mix64(h + word);
+  }
+  return h;
+}
+
+// The order-independent checksum (records.hpp) of packed records of `bytes` bytes, on all cores.
+inline checksum checksum_of_byte_records(std::span<const unsigned char> data, std::size_t bytes) {
+  std::uint64_t sum = 0, xor_all = 0;
+  const std::int64_t n = static_cast<std::int64_t>(data.size() / bytes);
+#pragma omp parallel for reduction(+ : sum) reduction(^ : xor_all)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint64_t h =
+        byte_record_hash(data.data() + static_cast<std::size_t>(i) * bytes, bytes);
+    sum += h;
+    xor_all ^= h;
+  }
+  return {sum, xor_all};
+}
+
+// ---- sorting ------------------------------------------------------------------------
+
+namespace detail {
+
+// The key's first min(8, key_bytes) bytes as a big-endian number, zero-padded: u64 order is
+// memcmp order of the prefixes.
+inline std::uint64_t key_prefix(const unsigned char* key, std::size_t key_bytes) {
+  std::uint64_t word = 0;
+  if (key_bytes >= 8)
+    std::memcpy(&word, key, 8);
+  else
+    std::memcpy(&word, key, key_bytes);
+  return __builtin_bswap64(word);  // the host is little-endian (records.hpp)
+}
+
+// The stable order of the records of `data` by the byte key of `layout`, sorted with
+// gpusort::sort as (prefix, index) pairs (see the top).
+template <class Index>
+std::vector<Index> byte_key_sort_order(std::span<const unsigned char> data,
+                                       const record_layout& layout, const gpusort::options& opt) {
+  const std::size_t bytes = layout.record_bytes, key_bytes = layout.key_bytes;
+  const std::int64_t n = static_cast<std::int64_t>(data.size() / bytes);
+  const unsigned char* keys = data.data() + layout.key_offset;
+  std::vector<std::uint64_t> prefix(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static, 4096)
+  for (std::int64_t i = 0; i < n; ++i)
+    prefix[i] = key_prefix(keys + static_cast<std::size_t>(i) * bytes, key_bytes);
+  std::vector<Index> index;
+  if (key_bytes <= 8) {
+    sort_with_index(prefix, index, opt, std::less<Index>());
+  } else {
+    const unsigned char* rest = keys + 8;
+    const std::size_t rest_bytes = key_bytes - 8;
+    const bool descending = layout.descending;
+    sort_with_index(prefix, index, opt, [=](Index a, Index b) {
+      const int sign = std::memcmp(rest + static_cast<std::size_t>(a) * bytes,
+                                   rest + static_cast<std::size_t>(b) * bytes, rest_bytes);
+      if (sign != 0) return descending ? sign > 0 : sign < 0;
+      return a < b;
+    });
+  }
+  return index;
+}
+
+// The same order from a host sort (--algo std_sort on one core, cpu_parallel on all): a stable
+// sort of the indices by the whole key.
+template <class Index>
+std::vector<Index> byte_key_host_order(std::span<const unsigned char> data,
+                                       const record_layout& layout, bool parallel) {
+  const std::size_t bytes = layout.record_bytes;
+  std::vector<Index> index(data.size() / bytes);
+  std::iota(index.begin(), index.end(), Index{0});
+  const byte_key_order before{layout.key_offset, layout.key_bytes, layout.descending};
+  const auto by_key = [&](Index a, Index b) {
+    return before(data.data() + static_cast<std::size_t>(a) * bytes,
+                  data.data() + static_cast<std::size_t>(b) * bytes);
+  };
+  if (parallel)
+    __gnu_parallel::stable_sort(index.begin(), index.end(), by_key);
+  else
+    std::stable_sort(index.begin(), index.end(), by_key);
+  return index;
+}
+
+// Bytes whose contents are overwritten at once: no zero-filling of gigabytes.
+inline std::unique_ptr<unsigned char[]> uninitialized_bytes(std::uint64_t size) {
+  return std::unique_ptr<unsigned char[]>(new unsigned char[std::max<std::uint64_t>(size, 1)]);
+}
+
+template <class Index>
+void sort_byte_records_run(std::span<unsigned char> data, const record_layout& layout,
+                           const gpusort::options& opt) {
+  const std::vector<Index> order = byte_key_sort_order<Index>(data, layout, opt);
+  const auto sorted = uninitialized_bytes(data.size());
+  gather_records(data.data(), order, layout.record_bytes, sorted.get());
+  copy_in_parallel(data.data(), sorted.get(), data.size());
+}
+
+// Sorts one run of records in place, stably by their byte key.
+inline void sort_byte_records_run(std::span<unsigned char> data, const record_layout& layout,
+                                  const gpusort::options& opt) {
+  if (data.size() / layout.record_bytes <= std::numeric_limits<std::uint32_t>::max())
+    sort_byte_records_run<std::uint32_t>(data, layout, opt);
+  else
+    sort_byte_records_run<std::uint64_t>(data, layout, opt);
+}
+
+// Bytes a record's sort key takes on the device: the prefix and the index.
+constexpr std::uint64_t sort_key_bytes(std::uint64_t records) {
+  return records <= std::numeric_limits<std::uint32_t>::max() ? 12 : 16;
+}
+
+// The most records (up to `records`) whose prefixes, indices and the sort's workspace fit
+// `budget` bytes of device memory, by binary search over the library's workspace queries.
+template <class Index>
+std::uint64_t records_fitting_device(std::uint64_t records, std::uint64_t budget,
+                                     const gpusort::options& opt) {
+  constexpr std::uint64_t key_bytes = sizeof(std::uint64_t) + sizeof(Index);
+  const auto fits = [&](std::uint64_t n) {
+    return n * key_bytes <= budget &&
+           device_workspace_bytes<std::uint64_t, Index>(n, true, opt) <= budget - n * key_bytes;
+  };
+  std::uint64_t low = 0, high = std::min(records, budget / key_bytes);
+  if (high > 0 && fits(high)) return high;
+  while (low + 1 < high) {  // fits(low), !fits(high)
+    const std::uint64_t mid = low + (high - low) / 2;
+    (fits(mid) ? low : high) = mid;
+  }
+  return low;
+}
+
+inline std::uint64_t half_the_physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
+}
+
+}  // namespace detail
+
+// The plan of sorting the records of request.input out of core, or none when they sort in
+// memory: a host sort (--algo std_sort|cpu_parallel), fewer than 2 records, a plan of one run,
+// or, without budgets, when the whole file with its prefixes and indices fits half the
+// machine's memory and (on a GPU) the prefixes, indices and the sort's workspace fit the free
+// device memory. Without budgets beyond that, the host budget is half the machine's memory
+// and the device budget 90% of the free device memory. Without a GPU a device budget holds a
+// record's sort key twice (the key and one key of workspace). A file that is no whole number
+// of records and budgets too small are usage errors.
+inline std::optional<run_plan> plan_byte_records_out_of_core(const sort_request& request,
+                                                             const record_layout& layout,
+                                                             bool host_sort) {
+  const std::uint64_t size = input_file_size(request.input);
+  const std::uint64_t bytes = layout.record_bytes;
+  if (size % bytes != 0)
+    throw usage_error(request.input + ": " + std::to_string(size) +
+                      " bytes is not a whole number of " + describe_byte_records(layout));
+  const std::uint64_t records = size / bytes;
+  if (records < 2 || host_sort) return std::nullopt;
+  const bool budgets = request.device_budget_given || request.host_budget_bytes > 0;
+  const bool gpu = detail::gpu_present();
+  const bool wide = records > std::numeric_limits<std::uint32_t>::max();
+  const std::uint64_t key_bytes = detail::sort_key_bytes(records);
+  const auto device_records = [&](std::uint64_t budget) {
+    return wide ? detail::records_fitting_device<std::uint64_t>(records, budget, request.opt)
+                : detail::records_fitting_device<std::uint32_t>(records, budget, request.opt);
+  };
+
+  std::uint64_t host_budget = request.host_budget_bytes;
+  std::uint64_t device_budget = request.device_budget_bytes;
+  if (!budgets) {
+    const bool host_fits = records <= detail::half_the_physical_memory() / (bytes + key_bytes);
+    bool device_fits = true;
+    if (gpu) {
+      std::size_t free_bytes = 0, total_bytes = 0;
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
+        throw io_error("cannot read the device's free memory");
+      device_fits = device_records(free_bytes) == records;
+      device_budget = free_bytes / 10 * 9;  // room for the CUDA context's own allocations
+    }
+    if (host_fits && device_fits) return std::nullopt;
+    if (!host_fits) host_budget = detail::half_the_physical_memory();
+  } else if (gpu && !request.device_budget_given) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
+      throw io_error("cannot read the device's free memory");
+    device_budget = free_bytes / 10 * 9;
+  }
+
+  // Records a run may hold on the device side; the planner sees them as a device budget of
+  // that many whole records without workspace.
+  std::uint64_t run_limit = records;
+  const std::string sort_key = "one record's " + std::to_string(key_bytes) +
+                               "-byte sort key (an 8-byte key prefix and a " +
+                               std::to_string(key_bytes - 8) + "-byte index)";
+  if (gpu) {
+    run_limit = device_records(device_budget);
+    if (run_limit == 0) {
+      const std::uint64_t workspace =
+          wide ? detail::device_workspace_bytes<std::uint64_t, std::uint64_t>(1, true, request.opt)
+               : detail::device_workspace_bytes<std::uint64_t, std::uint32_t>(1, true, request.opt);
+      throw usage_error("the device memory budget of " + std::to_string(device_budget) +
+                        " bytes cannot hold " + sort_key + " and its " +
+                        std::to_string(workspace) + " bytes of workspace");
+    }
+  } else if (request.device_budget_given) {
+    run_limit = std::min(records, device_budget / (2 * key_bytes));
+    if (run_limit == 0)
+      throw usage_error("the device memory budget of " + std::to_string(device_budget) +
+                        " bytes cannot hold " + sort_key + " and its " +
+                        std::to_string(key_bytes) + " bytes of workspace");
+  }
+  plan_request plan{.records = records,
+                    .record_bytes = bytes,
+                    .device_budget_bytes = run_limit * bytes,
+                    .workspace_bytes_per_record = 0,
+                    .host_budget_bytes = host_budget,
+                    // the run, its gathered copy, and the prefixes and indices
+                    .host_run_buffers = 2 + (16 + bytes - 1) / bytes};
+  if (host_budget > 0)  // a fan-in of 8 at least while buffers stay over 1 record
+    plan.merge_buffer_bytes = std::clamp<std::uint64_t>(host_budget / 9, bytes, mebibyte);
+  const run_plan planned = plan_runs_or_throw(plan);
+  if (planned.run_count <= 1) return std::nullopt;
+  return planned;
+}
+
+namespace detail {
+
+// Sorts the whole file in memory: read on all cores, sorted by index, gathered straight into
+// the mapped output, checked, committed. 0, or 3 for a wrong result (nothing written).
+template <class Index>
+int sort_byte_records_in_memory(const sort_request& request, const record_layout& layout,
+                                const std::string& host_sort, pending_file& out) {
+  progress meter;
+  stage_clock clock;
+  const std::uint64_t size = input_file_size(request.input);
+  const std::size_t bytes = layout.record_bytes;
+  meter.phase("reading", true);
+  const auto data = uninitialized_bytes(size);
+  {
+    const file_handle in = open_input(request.input);
+    in_chunks(size, meter, [&](std::uint64_t offset, std::size_t length) {
+      read_at(::fileno(in.get()), offset, data.get() + offset, length, request.input);
+    }, parallel_chunk_bytes);
+  }
+  const std::span<const unsigned char> input(data.get(), size);
+  const double read_s = clock.lap();
+  meter.phase("checking", false);
+  const checksum input_sum = checksum_of_byte_records(input, bytes);
+  meter.phase("sorting", false);
+  std::vector<Index> order =
+      host_sort.empty() ? byte_key_sort_order<Index>(input, layout, request.opt)
+                        : byte_key_host_order<Index>(input, layout, host_sort == "cpu_parallel");
+  mapped_output mapped(::fileno(out.get()), size, out.path());
+  gather_records(data.get(), order, bytes, mapped.data());
+  order = {};
+  // A wrong result must never replace OUT; both scans cost little next to the file I/O.
+  meter.phase("checking", false);
+  const std::span<const unsigned char> output(mapped.data(), size);
+  const std::uint64_t out_of_order = scan_record_order(output, layout).out_of_order;
+  const bool kept = checksum_of_byte_records(output, bytes) == input_sum;
+  if (out_of_order > 0 || !kept) {
+    meter.finish();
+    std::fprintf(stderr,
+                 "gpusort sort: the %s sort returned a wrong result (%llu records out of "
+                 "order, records %s); %s not written\n",
+                 host_sort.empty() ? std::string(gpusort::method_name(request.opt)).c_str()
+                                   : host_sort.c_str(),
+                 static_cast<unsigned long long>(out_of_order), kept ? "kept" : "changed",
+                 request.output.c_str());
+    return 3;
+  }
+  const double sort_s = clock.lap();  // with the gather into the output and both checks
+  meter.phase("writing", false);
+  mapped.release();
+  out.commit();
+  const double write_s = clock.lap();
+  meter.finish();
+  if (request.stats)
+    std::printf("plan: in memory\nread: %.3f s\nsort: %.3f s\nwrite: %.3f s\n", read_s, sort_s,
+                write_s);
+  return 0;
+}
+
+}  // namespace detail
+
+// Sorts the records of `layout` in request.input into `out` (request.output's pending file,
+// created before any work), in memory or out of core (plan_byte_records_out_of_core), with the
+// host sort `host_sort` if not empty. 0, or 3 for a wrong result (nothing written).
+inline int sort_byte_records_file(const sort_request& request, const record_layout& layout,
+                                  const std::string& host_sort, pending_file& out) {
+  if (const auto plan = plan_byte_records_out_of_core(request, layout, !host_sort.empty()))
+    return sort_runs_and_merge(
+        request, *plan, layout, out,
+        [&](std::span<unsigned char> run) {
+          detail::sort_byte_records_run(run, layout, request.opt);
+        },
+        [&](std::span<const unsigned char> run) {
+          return checksum_of_byte_records(run, layout.record_bytes);
+        });
+  if (input_file_size(request.input) / layout.record_bytes <=
+      std::numeric_limits<std::uint32_t>::max())
+    return detail::sort_byte_records_in_memory<std::uint32_t>(request, layout, host_sort, out);
+  return detail::sort_byte_records_in_memory<std::uint64_t>(request, layout, host_sort, out);
+}
+
+// ---- check --------------------------------------------------------------------------
+
+struct byte_records_report {
+  std::uint64_t records = 0;
+  order_report order;
+  checksum sum;
+};
+
+// The order (by the byte key of `layout`) and checksum of the records of `path`, read a
+// chunk at a time.
+inline byte_records_report check_byte_records(const std::string& path, const record_layout& layout,
+                                              progress& meter) {
+  const std::uint64_t size = input_file_size(path);
+  const std::size_t bytes = layout.record_bytes;
+  if (size % bytes != 0)
+    throw usage_error(path + ": " + std::to_string(size) + " bytes is not a whole number of " +
+                      describe_byte_records(layout));
+  byte_records_report report;
+  report.records = size / bytes;
+  const std::uint64_t chunk = std::max<std::uint64_t>(1, parallel_chunk_bytes / bytes);
+  // The previous chunk's last record, then the chunk: the pair across the boundary counts.
+  std::vector<unsigned char> buffer((std::min(chunk, report.records) + 1) * bytes);
+  const file_handle in = open_input(path);
+  meter.phase("checking", true);
+  for (std::uint64_t begin = 0; begin < report.records; begin += chunk) {
+    const std::uint64_t count = std::min(chunk, report.records - begin);
+    read_at(::fileno(in.get()), begin * bytes, buffer.data() + bytes, count * bytes, path);
+    const bool joined = begin > 0;
+    const std::span<const unsigned char> scanned(buffer.data() + (joined ? 0 : bytes),
+                                                 (count + (joined ? 1 : 0)) * bytes);
+    const order_report order = detail::scan_record_order(scanned, layout);
+    if (order.out_of_order > 0 && report.order.out_of_order == 0)
+      report.order.first = begin + order.first - (joined ? 1 : 0);
+    report.order.out_of_order += order.out_of_order;
+    const checksum sum = checksum_of_byte_records(
+        std::span<const unsigned char>(buffer.data() + bytes, count * bytes), bytes);
+    report.sum.sum += sum.sum;
+    report.sum.xor_all ^= sum.xor_all;
+    std::memcpy(buffer.data(), buffer.data() + count * bytes, bytes);
+    meter.advance(begin + count, report.records);
+  }
+  return report;
+}
+
+// ---- gen ------------------------------------------------------------------------------
+
+// Whether gen makes records of distribution d.
+constexpr bool byte_records_distribution(distribution d) {
+  return d == distribution::uniform || d == distribution::sorted || d == distribution::reverse ||
+         d == distribution::few_unique || d == distribution::all_equal;
+}
+
+// Writes n records of `layout` to `out` (committed when complete). The key: its first
+// min(8, K) bytes are those of a 64-bit number, most significant first (uniform: random;
+// sorted, reverse: the same numbers in order; few_unique: one of 16; all_equal: one), and
+// bytes beyond 8 follow from that number (few_unique: one of two tails for each, so that keys
+// share a prefix and differ after it; uniform: random). The payload (the bytes outside the
+// key, in order) starts with the record's index, 8 bytes little-endian (fewer if the payload
+// is shorter), then filler bytes from the index, so that every record is distinct and
+// stability shows.
+inline void generate_byte_records(pending_file& out, const record_layout& layout, std::uint64_t n,
+                                  distribution d, std::uint64_t seed, progress& meter) {
+  const std::size_t bytes = layout.record_bytes, key_bytes = layout.key_bytes,
+                    key_offset = layout.key_offset;
+  std::vector<std::uint64_t> ordered;
+  if (d == distribution::sorted || d == distribution::reverse)
+    ordered = generate<std::uint64_t>(d, n, seed);
+  constexpr std::uint64_t few = 16;
+  const auto number = [&](std::uint64_t i) -> std::uint64_t {
+    switch (d) {
+      case distribution::sorted:
+      case distribution::reverse: return ordered[i];
+      case distribution::few_unique:
+        return random_bits(seed ^ 0xABCDEFull, random_bits(seed, i) % few);
+      case distribution::all_equal: return random_bits(seed ^ 0xABCDEFull, 0);
+      default: return random_bits(seed, i);
+    }
+  };
+  const auto make = [&](std::uint64_t i, unsigned char* record) {
+    const std::uint64_t v = number(i);
+    unsigned char* key = record + key_offset;
+    const std::uint64_t big_endian = __builtin_bswap64(v);
+    std::memcpy(key, &big_endian, std::min<std::size_t>(key_bytes, 8));
+    for (std::size_t at = 8, word = 0; at < key_bytes; at += 8, ++word) {
+      std::uint64_t tail;
+      if (d == distribution::uniform)
+        tail = random_bits(seed + 0x1000003ull * (word + 1), i);
+      else if (d == distribution::few_unique)
+        tail = random_bits(v + ((random_bits(seed, i) / few) & 1), word);
+      else
+        tail = random_bits(v, word);
+      std::memcpy(key + at, &tail, std::min<std::size_t>(key_bytes - at, 8));
+    }
+    std::size_t p = 0;  // payload byte
+    for (std::size_t at = 0; at < bytes; ++at) {
+      if (at == key_offset) at += key_bytes;
+      if (at >= bytes) break;
+      const std::uint64_t word = p < 8 ? i : mix64(i + p / 8);
+      record[at] = static_cast<unsigned char>(word >> (8 * (p % 8)));
+      ++p;
+    }
+  };
+  meter.phase("generating", true);
+  const std::uint64_t chunk = std::max<std::uint64_t>(1, chunk_bytes / bytes);
+  std::vector<unsigned char> buffer(std::min<std::uint64_t>(chunk, n) * bytes);
+  for (std::uint64_t begin = 0; begin < n; begin += chunk) {
+    const std::int64_t count = static_cast<std::int64_t>(std::min(chunk, n - begin));
+#pragma omp parallel for schedule(static, 1024)
+    for (std::int64_t i = 0; i < count; ++i)
+      make(begin + static_cast<std::uint64_t>(i),
+           buffer.data() + static_cast<std::size_t>(i) * bytes);
+    write_bytes(out.get(), buffer.data(), static_cast<std::size_t>(count) * bytes, out.path());
+    meter.advance(begin + static_cast<std::uint64_t>(count), n);
+  }
+  out.commit();
+}
+
+}  // namespace gpusort::tools::external
