@@ -109,13 +109,15 @@ or (on a GPU, without budgets) the records and the sort's workspace exceed the f
 memory, are sorted one run at a time into run files, which are then merged on the CPU; the
 output is stable: pairs come out in input order among equal keys, whatever --algo.
 Records with --record-bytes are sorted stably (equal keys in input order, whatever --algo):
-each record's key prefix (its first 8 bytes, or K, as a big-endian number) is sorted with
-its index, on the GPU if there is one (12 bytes a record go to the device, 16 beyond 2^32-1
-records, whatever B), then indices of equal prefixes are ordered by the rest of the key and
-the index, and the records gathered. In memory unless a budget asks for more than one run,
-or, without budgets, the file with 12 (16) bytes a record exceeds half the machine's memory
-(the host budget then) or the prefixes, indices and workspace the free device memory (then
-90% of it); else one run at a time into run files, merged on the CPU.
+the first 8 key bytes of each record (all K if fewer), read as a big-endian number, are
+sorted with the record's index, on the GPU if there is one (12 bytes a record go to the
+device, 16 beyond 2^32-1 records, whatever B); the indices of equal prefixes are then put in
+order by the rest of the key and the index, and the records gathered (--algo std_sort and
+cpu_parallel sort the indices stably by the whole key instead). They sort in memory unless
+a budget asks for more than one run or, without budgets, the file and 16 bytes a record
+exceed half the machine's memory (which then is the host budget) or the prefixes, indices
+and workspace exceed the free device memory (then 90% of it is the device budget); else
+one run at a time into run files, merged on the CPU.
 Scratch files live in a directory beside OUT (".OUT.runs<pid>-<k>") that goes when the sort
 ends, fails or is interrupted. Out of core takes raw binary files only (no --text).
   --algo A     )" +

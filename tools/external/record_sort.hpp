@@ -254,7 +254,7 @@ inline std::optional<run_plan> plan_byte_records_out_of_core(const sort_request&
   std::uint64_t host_budget = request.host_budget_bytes;
   std::uint64_t device_budget = request.device_budget_bytes;
   if (!budgets) {
-    const bool host_fits = records <= detail::half_the_physical_memory() / (bytes + key_bytes);
+    const bool host_fits = records <= detail::half_the_physical_memory() / (bytes + 16);
     bool device_fits = true;
     if (gpu) {
       std::size_t free_bytes = 0, total_bytes = 0;
