@@ -365,9 +365,7 @@ int sort(const arguments& args) {
     write_records(out, r, args.has("text"), meter);
     const double write_s = clock.lap();
     meter.finish();
-    if (request.stats)
-      std::printf("plan: in memory\nread: %.3f s\nsort: %.3f s\nwrite: %.3f s\n", read_s, sort_s,
-                  write_s);
+    if (request.stats) print_in_memory_stats(read_s, sort_s, write_s);
     return 0;
   });
 }

@@ -162,4 +162,10 @@ struct stage_clock {
   }
 };
 
+// --stats of a sort done in memory: the plan and the three stages, one line each.
+inline void print_in_memory_stats(double read_s, double sort_s, double write_s) {
+  std::printf("plan: in memory\nread: %.3f s\nsort: %.3f s\nwrite: %.3f s\n", read_s, sort_s,
+              write_s);
+}
+
 }  // namespace gpusort::tools
