@@ -1,0 +1,126 @@
+// Index math of the distributed sample sort (gpusort::dist), shared by the device code and
+// the CPU tests.
+//
+// p ranks hold shards of n_r keys, N in all. Every rank sorts its shard, then takes a regular
+// sample with one global stride w: the keys at local positions w-1, 2w-1, ... (c_r =
+// floor(n_r / w) samples). The S = sum c_r samples of all ranks are gathered and sorted, and
+// the samples of sorted rank q_j = floor(j S / p), j = 1 .. p-1, are the splitters. Rank r
+// sends the keys of bucket j (from splitter j to splitter j+1) to rank j.
+//
+// Ties: keys are ordered by (key, rank, position after the local sort), a strict total order,
+// so equal keys are spread over ranks like distinct ones and the bound holds for any input.
+//
+// Bound: if c samples of rank r lie below a splitter, then its keys at positions < c w are
+// below it and the key at (c + 1) w - 1, if any, is not: between c w and c w + w - 1 of its
+// keys are. Summed over the ranks, a splitter with q samples below it has between q w and
+// q w + p (w - 1) keys below it, so bucket j holds at most
+//   (q_{j+1} - q_j) w + p (w - 1)  <=  ceil(S / p) w + p (w - 1)     (q_0 = 0, q_p = S)
+// keys, and with S <= N / w that is below N / p + (p + 1) w. With w = ceil(N / (p s)) for an
+// oversampling of s samples per rank on average, no rank receives more than about
+// N / p (1 + (p + 1) / (p s)) + p + 1 keys: 0.5% above N / p for p = 4 and s = 256.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "gpusort/detail/config.hpp"
+
+namespace gpusort::detail::network::dist {
+
+// The sample stride for N keys on p ranks with `oversampling` samples per rank on average.
+GPUSORT_HD constexpr std::uint64_t sample_stride(std::uint64_t total, int ranks,
+                                                 std::uint64_t oversampling) {
+  const std::uint64_t per = static_cast<std::uint64_t>(ranks) * (oversampling ? oversampling : 1);
+  const std::uint64_t w = (total + per - 1) / per;
+  return w ? w : 1;
+}
+
+// Samples a shard of n keys contributes, and the local position of its i-th sample.
+GPUSORT_HD constexpr std::uint64_t sample_count(std::uint64_t n, std::uint64_t stride) {
+  return n / stride;
+}
+GPUSORT_HD constexpr std::uint64_t sample_position(std::uint64_t i, std::uint64_t stride) {
+  return (i + 1) * stride - 1;
+}
+
+// Sorted rank (among S samples) of the splitter that starts bucket j, 0 < j < p.
+GPUSORT_HD constexpr std::uint64_t splitter_rank(int j, std::uint64_t samples, int ranks) {
+  return static_cast<std::uint64_t>(j) * samples / static_cast<std::uint64_t>(ranks);
+}
+
+// The most keys any rank can receive (the bound above, exact form).
+GPUSORT_HD constexpr std::uint64_t max_bucket(std::uint64_t samples, std::uint64_t stride,
+                                              int ranks) {
+  const std::uint64_t p = static_cast<std::uint64_t>(ranks);
+  return (samples + p - 1) / p * stride + p * (stride - 1);
+}
+
+// A splitter in the total order (key, rank, position). `key` is the key's order-preserving
+// unsigned image (key_traits::ordered), complemented for a descending sort, so that splitters
+// compare as plain integers in either direction.
+struct splitter {
+  std::uint64_t key;
+  std::uint32_t rank;
+  std::uint64_t pos;
+};
+
+GPUSORT_HD constexpr bool operator<(const splitter& a, const splitter& b) {
+  if (a.key != b.key) return a.key < b.key;
+  if (a.rank != b.rank) return a.rank < b.rank;
+  return a.pos < b.pos;
+}
+
+// How many keys of rank `rank` come before splitter s, given the range [equal_begin,
+// equal_end) of its sorted keys equal to s.key: all equal keys if the rank comes before the
+// splitter's rank, none if after, and those before its position on its own rank.
+GPUSORT_HD constexpr std::uint64_t keys_before(const splitter& s, std::uint32_t rank,
+                                               std::uint64_t equal_begin,
+                                               std::uint64_t equal_end) {
+  if (rank < s.rank) return equal_end;
+  if (rank > s.rank) return equal_begin;
+  return s.pos < equal_begin ? equal_begin : (s.pos > equal_end ? equal_end : s.pos);
+}
+
+// Who sends what to whom, from every rank's bucket boundaries: bounds[q * (p + 1) + j] is the
+// number of rank q's keys before splitter j (0 for j = 0, n_q for j = p). Rank `self` sends
+// its keys [bound j, bound j+1) to rank j and receives rank q's bucket `self` at offset
+// recv_offset(q), so the received runs lie in rank order.
+class exchange_plan {
+ public:
+  exchange_plan(const std::vector<std::uint64_t>& bounds, int ranks, std::uint32_t self)
+      : bounds_(bounds), p_(ranks), self_(static_cast<int>(self)) {}
+
+  std::uint64_t send_offset(int to) const { return at(self_, to); }
+  std::uint64_t send_count(int to) const { return at(self_, to + 1) - at(self_, to); }
+  std::uint64_t recv_count(int from) const { return at(from, self_ + 1) - at(from, self_); }
+  std::uint64_t recv_offset(int from) const {
+    std::uint64_t offset = 0;
+    for (int q = 0; q < from; ++q) offset += recv_count(q);
+    return offset;
+  }
+  // Keys rank `to` receives in all.
+  std::uint64_t received_by(int to) const {
+    std::uint64_t sum = 0;
+    for (int q = 0; q < p_; ++q) sum += at(q, to + 1) - at(q, to);
+    return sum;
+  }
+  std::uint64_t received() const { return received_by(self_); }
+  // Offsets of the non-empty received runs, then the end: the runs a merge takes.
+  std::vector<std::uint64_t> nonempty_run_bounds() const {
+    std::vector<std::uint64_t> runs{0};
+    for (int q = 0; q < p_; ++q)
+      if (recv_count(q) > 0) runs.push_back(runs.back() + recv_count(q));
+    return runs;
+  }
+
+ private:
+  std::uint64_t at(int rank, int j) const {
+    return bounds_[static_cast<std::size_t>(rank) * (p_ + 1) + j];
+  }
+  std::vector<std::uint64_t> bounds_;
+  int p_;
+  int self_;
+};
+
+}  // namespace gpusort::detail::network::dist

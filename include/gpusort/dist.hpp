@@ -1,0 +1,192 @@
+// gpusort::dist: sorting keys (or pairs) spread over several GPUs, with NCCL. Link the CMake
+// target gpusort::dist (single-GPU users link gpusort::gpusort and never see NCCL).
+//
+// Every rank (one GPU) holds a shard of device keys. dist::sort is a collective: all ranks of
+// the communicator call it, and afterwards rank r holds the r-th range of the globally sorted
+// keys, in a new device buffer. The steps (docs/distributed.md):
+//   1. local sort of the shard, in place (options::local_algo, sample sort by default);
+//   2. a regular sample with one global stride, all samples gathered on every rank, and p - 1
+//      splitters chosen from them (the deterministic sample sort's bound: no rank receives
+//      more than N / p + (p + 1) w keys, w = ceil(N / (p * oversampling)); duplicates
+//      included, since ties are broken by (rank, position));
+//   3. bucket boundaries by binary search, counts exchanged (all-gather);
+//   4. the keys exchanged with grouped ncclSend / ncclRecv (an all-to-all);
+//   5. the p received sorted runs merged on the GPU (a tree of stable two-way merges).
+// Equal keys come out ordered by (source rank, position after the local sort): with a stable
+// local algorithm (cub_radix, cub_merge, adaptive_bitonic) the whole sort is stable.
+//
+// Errors throw gpusort::error on every rank: a bad argument on one rank (a host pointer, say)
+// is shared in the first collective, so no rank is left waiting in NCCL, and no data is lost
+// (the shard is untouched if the error is found before the local sort).
+//
+// Never enable NVLink multicast (NCCL_NVLS_ENABLE=1): the communicator helpers below set
+// NCCL_NVLS_ENABLE=0 unless the caller set it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <nccl.h>
+
+#include "gpusort/sort.hpp"
+
+namespace gpusort::dist {
+
+// A rank's view of an NCCL communicator: its rank, the number of ranks and its CUDA device.
+// Made from the caller's ncclComm_t (not owned), or by the helpers below (owned: destroyed
+// with the object).
+class communicator {
+ public:
+  // Wraps an existing communicator; the caller keeps ownership.
+  static communicator wrap(ncclComm_t comm);
+
+  communicator(communicator&& other) noexcept;
+  communicator& operator=(communicator&& other) noexcept;
+  communicator(const communicator&) = delete;
+  communicator& operator=(const communicator&) = delete;
+  ~communicator();
+
+  ncclComm_t get() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int device() const { return device_; }
+
+ private:
+  communicator(ncclComm_t comm, bool owned);
+  ncclComm_t comm_ = nullptr;
+  bool owned_ = false;
+  int rank_ = 0, size_ = 1, device_ = 0;
+  friend std::vector<communicator> communicators_for_devices(std::span<const int>);
+  friend communicator communicator_from_environment();
+};
+
+// All GPUs of this host in one process (ncclCommInitAll): one communicator per device, rank
+// i on devices[i] (all visible devices if empty). Call dist::sort from one thread per rank.
+std::vector<communicator> communicators_for_devices(std::span<const int> devices = {});
+
+// One process per GPU, started by a launcher. Reads
+//   GPUSORT_RANK, GPUSORT_WORLD_SIZE   (else RANK / WORLD_SIZE as torchrun sets them, else
+//                                       OMPI_COMM_WORLD_RANK / _SIZE, else SLURM_PROCID /
+//                                       SLURM_NTASKS)
+//   GPUSORT_LOCAL_RANK                 the device is local rank % visible devices (else
+//                                       LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
+//                                       SLURM_LOCALID; else the rank)
+//   GPUSORT_NCCL_ID                    the NCCL unique id as 256 hex digits (make_unique_id),
+//   or GPUSORT_NCCL_ID_FILE            a file that rank 0 writes the id to (atomically) and the
+//                                       others wait for (up to GPUSORT_NCCL_ID_TIMEOUT seconds,
+//                                       default 120); on a shared file system for several hosts.
+// Selects the device (cudaSetDevice) and returns an owned communicator.
+communicator communicator_from_environment();
+
+// A new NCCL unique id as 256 hex digits, for GPUSORT_NCCL_ID.
+std::string make_unique_id();
+
+struct options {
+  order direction = order::ascending;
+  algorithm local_algo = algorithm::sample_sort;  // the local sort (any gpusort algorithm)
+  // Samples per rank on average; more samples, tighter balance (see the bound above).
+  std::uint64_t oversampling = 256;
+  cudaStream_t stream = nullptr;  // this rank's stream; dist::sort waits for it
+};
+
+// What one call did on this rank; times in milliseconds, from CUDA events and host clocks.
+struct phase_times {
+  double local_sort_ms = 0, sampling_ms = 0, exchange_ms = 0, merge_ms = 0, total_ms = 0;
+  std::uint64_t bytes_sent = 0, bytes_received = 0;  // to and from other ranks
+  std::uint64_t total_keys = 0;                     // N, all ranks together
+  std::uint64_t bound = 0;                          // the most keys a rank could receive
+};
+
+namespace detail {
+template <class K, class V>
+struct shard_access;  // fills shards (src/dist/)
+}  // namespace detail
+
+// This rank's part of the sorted keys (and values): device memory owned by the shard.
+template <class K, class V = gpusort::detail::no_value>
+class shard {
+ public:
+  shard() = default;
+  // The same shard with its values seen as another type of the same size.
+  template <class V2>
+    requires(sizeof(V2) == sizeof(V) && !std::is_same_v<V2, V>)
+  explicit shard(shard<K, V2>&& other)
+      : keys_(std::move(other.keys_)), values_(std::move(other.values_)), size_(other.size_),
+        times_(other.times_) {}
+
+  std::span<K> keys() const { return {static_cast<K*>(keys_.get()), size_}; }
+  std::span<V> values() const { return {static_cast<V*>(values_.get()), size_}; }
+  std::uint64_t size() const { return size_; }
+  const phase_times& times() const { return times_; }
+
+ private:
+  struct device_free {
+    void operator()(void* p) const { cudaFree(p); }
+  };
+  std::unique_ptr<void, device_free> keys_, values_;
+  std::uint64_t size_ = 0;
+  phase_times times_;
+  template <class, class>
+  friend class shard;
+  friend struct detail::shard_access<K, V>;
+};
+
+namespace detail {
+template <class K, class V>
+shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
+                 const options& opt);
+template <class K, class V>
+void sort_spread(K* keys, V* values, std::uint64_t n, std::span<const int> devices,
+                 const options& opt);
+}  // namespace detail
+
+// Collective: sorts the keys of all ranks. `keys` is this rank's shard in device memory on
+// comm.device(); it is sorted in place locally (its contents change). Returns this rank's
+// range of the global order.
+template <supported_key K>
+shard<K> sort(const communicator& comm, std::span<K> keys, const options& opt = {}) {
+  return detail::sort<K, gpusort::detail::no_value>(comm, keys.data(), nullptr, keys.size(),
+                                                    opt);
+}
+
+// Collective: sorts pairs; values (4, 8 or 16 bytes) move with their keys.
+template <supported_key K, gpusort::detail::supported_value V>
+shard<K, V> sort(const communicator& comm, std::span<K> keys, std::span<V> values,
+                 const options& opt = {}) {
+  if (values.size() != keys.size())
+    gpusort::detail::throw_error(cudaErrorInvalidValue,
+                                 "gpusort::dist::sort (pairs): " +
+                                     std::to_string(values.size()) + " values for " +
+                                     std::to_string(keys.size()) + " keys");
+  using P = gpusort::detail::payload_of<V>;
+  return shard<K, V>(detail::sort<K, P>(comm, keys.data(), reinterpret_cast<P*>(values.data()),
+                                        keys.size(), opt));
+}
+
+// For "too many keys for one GPU": spreads keys[0, n) (host or device memory) evenly over
+// the GPUs of this host (`devices`, all if empty), sorts them with dist::sort (one thread per
+// GPU) and writes the sorted keys back in place. Not a collective; needs no communicator.
+template <supported_key K>
+void sort_spread(std::span<K> keys, const options& opt = {}, std::span<const int> devices = {}) {
+  detail::sort_spread<K, gpusort::detail::no_value>(keys.data(), nullptr, keys.size(), devices,
+                                                    opt);
+}
+
+template <supported_key K, gpusort::detail::supported_value V>
+void sort_spread(std::span<K> keys, std::span<V> values, const options& opt = {},
+                 std::span<const int> devices = {}) {
+  if (values.size() != keys.size())
+    gpusort::detail::throw_error(cudaErrorInvalidValue,
+                                 "gpusort::dist::sort_spread (pairs): " +
+                                     std::to_string(values.size()) + " values for " +
+                                     std::to_string(keys.size()) + " keys");
+  using P = gpusort::detail::payload_of<V>;
+  detail::sort_spread<K, P>(keys.data(), reinterpret_cast<P*>(values.data()), keys.size(),
+                            devices, opt);
+}
+
+}  // namespace gpusort::dist

@@ -1,0 +1,145 @@
+#include "dist_common.hpp"
+
+#include <utility>
+
+namespace gpusort::dist::detail {
+
+void check_cuda(cudaError_t e, const std::string& what) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();
+  throw gpusort::error(e, what);
+}
+
+void check_nccl(ncclResult_t r, const std::string& what) {
+  if (r == ncclSuccess) return;
+  // NCCL's own result code has no cudaError_t; the message carries it.
+  throw gpusort::error(cudaErrorUnknown, what + ": NCCL: " + ncclGetErrorString(r) +
+                                             (ncclGetLastError(nullptr)
+                                                  ? std::string(" (") + ncclGetLastError(nullptr) + ")"
+                                                  : std::string()));
+}
+
+void throw_internal(const std::string& what) {
+  throw gpusort::error(cudaErrorUnknown, what + " (a bug in gpusort::dist; please report it)");
+}
+
+device_memory::device_memory(std::size_t bytes, cudaStream_t stream, const std::string& what) {
+  check_cuda(allocate(bytes, stream), what + ": cannot allocate " + std::to_string(bytes) +
+                                          " bytes of device memory");
+}
+
+device_memory::device_memory(device_memory&& other) noexcept
+    : ptr_(std::exchange(other.ptr_, nullptr)), stream_(other.stream_) {}
+
+device_memory& device_memory::operator=(device_memory&& other) noexcept {
+  if (this != &other) {
+    reset(stream_);
+    ptr_ = std::exchange(other.ptr_, nullptr);
+    stream_ = other.stream_;
+  }
+  return *this;
+}
+
+void* device_memory::release() { return std::exchange(ptr_, nullptr); }
+
+void device_memory::reset(cudaStream_t stream) {
+  if (ptr_) cudaFreeAsync(ptr_, stream);
+  ptr_ = nullptr;
+}
+
+cudaError_t device_memory::allocate(std::size_t bytes, cudaStream_t stream) {
+  reset(stream_);
+  stream_ = stream;
+  const cudaError_t e = cudaMallocAsync(&ptr_, bytes, stream);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    ptr_ = nullptr;
+  }
+  return e;
+}
+
+const char* describe(failure f) {
+  switch (f) {
+    case failure::none: return "no failure";
+    case failure::keys: return "its keys are not an aligned array in the device memory of its GPU";
+    case failure::values: return "its values are not an aligned array in the device memory of its GPU";
+    case failure::oversampling: return "options::oversampling is 0";
+    case failure::local_sort: return "the local sort refused the shard";
+    case failure::local_workspace: return "no device memory for the local sort's workspace";
+    case failure::receive_buffers: return "no device memory for the keys it would receive";
+    case failure::slice: return "no device memory for its slice of the keys";
+  }
+  return "unknown failure";
+}
+
+void rank_status::fail(failure why, cudaError_t code) {
+  if (!ok()) return;  // the first failure is the one reported
+  why_ = why;
+  code_ = static_cast<std::uint32_t>(code);
+}
+
+void rank_status::check_array(const void* ptr, std::uint64_t count, std::size_t elem_bytes,
+                              std::size_t alignment, int device, failure why) {
+  cudaError_t e = gpusort::detail::validate_device_array(ptr, count, elem_bytes, alignment);
+  if (e == cudaSuccess && count > 0) {
+    cudaPointerAttributes attr{};
+    e = cudaPointerGetAttributes(&attr, ptr);
+    if (e == cudaSuccess && attr.type == cudaMemoryTypeDevice && attr.device != device)
+      e = cudaErrorInvalidDevice;
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    fail(why, e);
+  }
+}
+
+void rank_status::try_allocate(device_memory& memory, std::size_t bytes, cudaStream_t stream,
+                               failure why) {
+  const cudaError_t e = memory.allocate(bytes, stream);
+  if (e != cudaSuccess) fail(why, e);
+}
+
+std::vector<std::uint64_t> agree(const communicator& comm, const rank_status& status,
+                                 std::uint64_t n, cudaStream_t stream, const std::string& call,
+                                 const char* data_state) {
+  const int p = comm.size();
+  device_memory words(sizeof(std::uint64_t) * 2 * (p + 1), stream, call);
+  auto* mine = static_cast<std::uint64_t*>(words.get());
+  const std::uint64_t local[2] = {n, status.encode()};
+  copy_async(mine, local, 2, stream);
+  check_nccl(ncclAllGather(mine, mine + 2, 2, ncclUint64, comm.get(), stream),
+             call + ": agreeing on the sizes");
+  std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(p));
+  copy_to_host(all.data(), mine + 2, all.size(), stream, call);
+  std::vector<std::uint64_t> sizes(p);
+  for (int q = 0; q < p; ++q) {
+    sizes[q] = all[2 * q];
+    const std::uint64_t word = all[2 * q + 1];
+    if (rank_status::reason_of(word) != failure::none)
+      throw gpusort::error(rank_status::code_of(word),
+                           call + ": rank " + std::to_string(q) + " cannot go on: " +
+                               describe(rank_status::reason_of(word)) + "; " +
+                               data_state);
+  }
+  return sizes;
+}
+
+event_timeline::event_timeline(cudaStream_t stream, int marks) : stream_(stream), events_(marks) {
+  for (auto& e : events_) check_cuda(cudaEventCreate(&e), "gpusort::dist: cudaEventCreate");
+}
+
+event_timeline::~event_timeline() {
+  for (auto e : events_) cudaEventDestroy(e);
+}
+
+void event_timeline::mark(int i) {
+  check_cuda(cudaEventRecord(events_[i], stream_), "gpusort::dist: cudaEventRecord");
+}
+
+double event_timeline::ms(int from, int to) const {
+  float ms = 0;
+  check_cuda(cudaEventElapsedTime(&ms, events_[from], events_[to]), "gpusort::dist: timing");
+  return ms;
+}
+
+}  // namespace gpusort::dist::detail

@@ -1,0 +1,110 @@
+// Host-side helpers of gpusort::dist (src/dist/): errors, device memory, the agreement step
+// that makes a failure on one rank a failure on all, and event timing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "gpusort/detail/network/dist.hpp"
+#include "gpusort/dist.hpp"
+
+namespace gpusort::dist::detail {
+
+using gpusort::detail::network::dist::exchange_plan;
+
+void check_cuda(cudaError_t e, const std::string& what);
+void check_nccl(ncclResult_t r, const std::string& what);
+[[noreturn]] void throw_internal(const std::string& what);
+
+// Device memory freed on a stream (or by its new owner after release()).
+class device_memory {
+ public:
+  device_memory() = default;
+  device_memory(std::size_t bytes, cudaStream_t stream, const std::string& what);
+  device_memory(device_memory&& other) noexcept;
+  device_memory& operator=(device_memory&& other) noexcept;
+  device_memory(const device_memory&) = delete;
+  device_memory& operator=(const device_memory&) = delete;
+  ~device_memory() { reset(stream_); }
+
+  void* get() const { return ptr_; }
+  void* release();
+  void reset(cudaStream_t stream);
+  // cudaMallocAsync; the error (cleared) instead of an exception.
+  cudaError_t allocate(std::size_t bytes, cudaStream_t stream);
+
+ private:
+  void* ptr_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+template <class T>
+void copy_async(T* to, const T* from, std::uint64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  check_cuda(cudaMemcpyAsync(to, from, sizeof(T) * count, cudaMemcpyDefault, stream),
+             "gpusort::dist: copy");
+}
+
+template <class T>
+void copy_to_host(T* to, const T* from, std::uint64_t count, cudaStream_t stream,
+                  const std::string& call) {
+  copy_async(to, from, count, stream);
+  check_cuda(cudaStreamSynchronize(stream), call);
+}
+
+// Why a rank cannot go on; shared with the other ranks as one number.
+enum class failure : std::uint32_t {
+  none,
+  keys,              // not device memory of the rank's GPU, null, misaligned
+  values,
+  oversampling,      // options::oversampling == 0
+  local_sort,        // the local sort's query failed
+  local_workspace,   // no room for the local sort's workspace
+  receive_buffers,   // no room for the received keys (and the merge's second buffer)
+  slice,             // sort_spread: no room for the slice
+};
+const char* describe(failure f);
+
+class rank_status {
+ public:
+  bool ok() const { return why_ == failure::none; }
+  void fail(failure why, cudaError_t code);
+  // Checks a shard array: device memory on `device` (or managed), aligned, non-null.
+  void check_array(const void* ptr, std::uint64_t count, std::size_t elem_bytes,
+                   std::size_t alignment, int device, failure why);
+  void try_allocate(device_memory& memory, std::size_t bytes, cudaStream_t stream, failure why);
+  std::uint64_t encode() const { return (std::uint64_t{static_cast<std::uint32_t>(why_)} << 32) | code_; }
+  static failure reason_of(std::uint64_t word) { return static_cast<failure>(word >> 32); }
+  static cudaError_t code_of(std::uint64_t word) { return static_cast<cudaError_t>(word & 0xffffffffu); }
+
+ private:
+  failure why_ = failure::none;
+  std::uint32_t code_ = 0;
+};
+
+// Collective: every rank's (n, status). Throws on every rank, naming the first rank that
+// failed and what became of the data (data_state), if any did; else returns every rank's n.
+std::vector<std::uint64_t> agree(const communicator& comm, const rank_status& status,
+                                 std::uint64_t n, cudaStream_t stream, const std::string& call,
+                                 const char* data_state);
+
+// CUDA events at the phase boundaries of one call.
+class event_timeline {
+ public:
+  event_timeline(cudaStream_t stream, int marks);
+  ~event_timeline();
+  event_timeline(const event_timeline&) = delete;
+  event_timeline& operator=(const event_timeline&) = delete;
+  void mark(int i);
+  double ms(int from, int to) const;  // after the stream has finished
+
+ private:
+  cudaStream_t stream_;
+  std::vector<cudaEvent_t> events_;
+};
+
+}  // namespace gpusort::dist::detail
