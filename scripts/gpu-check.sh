@@ -7,9 +7,13 @@
 #   GPUSORT_GTEST_SOURCE_DIR=/path/to/googletest scripts/gpu-check.sh   (no libgtest-dev)
 #   scripts/gpu-check.sh --build-only   only the build; a second call then skips it (a cold
 #                                       build on 16 cores takes about 6 of a 10-minute slot)
+#   scripts/gpu-check.sh --multi        the multi-GPU tests (label multigpu, gpusort::dist over
+#                                       NCCL) and a short scaling run instead; needs 2+ GPUs
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
+# NVLink multicast can take shared GPUs out of service: never on.
+export NCCL_NVLS_ENABLE=0
 build=${BUILD_DIR:-build-gpu}
 logs=${LOG_DIR:-$build/logs}
 mkdir -p "$logs"
@@ -18,6 +22,11 @@ gtest_arg=()
 [ -n "${GPUSORT_GTEST_SOURCE_DIR:-}" ] && gtest_arg=(-DGPUSORT_GTEST_SOURCE_DIR="$GPUSORT_GTEST_SOURCE_DIR")
 # A copy without .git names its commit for the benchmark rows: GPUSORT_COMMIT=<id>.
 [ -n "${GPUSORT_COMMIT:-}" ] && gtest_arg+=(-DGPUSORT_COMMIT="$GPUSORT_COMMIT")
+# NCCL for gpusort::dist: the CUDA toolkit's, else the nvidia-nccl Python wheel's.
+if [ ! -f /usr/local/cuda/include/nccl.h ] && [ -z "${GPUSORT_NCCL_ROOT:-}" ]; then
+  GPUSORT_NCCL_ROOT=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+fi
+[ -n "${GPUSORT_NCCL_ROOT:-}" ] && gtest_arg+=(-DGPUSORT_NCCL_ROOT="$GPUSORT_NCCL_ROOT")
 if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUILD_COMPARATOR_BENCH=ON \
          "${gtest_arg[@]}" &&
        cmake --build "$build" -j "$(nproc)"; } >"$logs/build.log" 2>&1; then
@@ -31,6 +40,27 @@ if [ "${1:-}" = "--build-only" ]; then
 fi
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+if [ "${1:-}" = "--multi" ]; then
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+  ctest --test-dir "$build" --output-on-failure -L multigpu -j 1 >"$logs/tests-multi.log" 2>&1
+  tests_rc=$?
+  list=1; [ "$gpus" -ge 2 ] && list=1,2; [ "$gpus" -ge 4 ] && list=1,2,4
+  "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 \
+    --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1
+  bench_rc=$?
+  echo "== gpu-check --multi on $gpus x ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
+  grep -E "tests passed|tests failed" "$logs/tests-multi.log"
+  grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Exception)" "$logs/tests-multi.log"
+  skipped=$(grep -c "(Skipped)" "$logs/tests-multi.log")
+  echo "skipped tests: $skipped"
+  cat "$logs/dist-bench.log"
+  if [ "$gpus" -lt 2 ] || [ "$skipped" -gt 0 ] || [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
+    echo "gpu-check --multi: FAILED (GPUs: $gpus, tests rc=$tests_rc, bench rc=$bench_rc; logs in $logs)"
+    exit 1
+  fi
+  echo "gpu-check --multi: PASSED"
+  exit 0
+fi
 # CPU tests on every core; GPU tests two at a time (the n >= 2^31 ones need most of the
 # memory of an 80 GB card).
 ctest --test-dir "$build" --output-on-failure -L cpu -j "$(nproc)" >"$logs/tests.log" 2>&1

@@ -7,8 +7,8 @@
 //   1. local sort of the shard, in place (options::local_algo, sample sort by default);
 //   2. a regular sample with one global stride, all samples gathered on every rank, and p - 1
 //      splitters chosen from them (the deterministic sample sort's bound: no rank receives
-//      more than N / p + (p + 1) w keys, w = ceil(N / (p * oversampling)); duplicates
-//      included, since ties are broken by (rank, position));
+//      more than N / p + (p + 1) w keys, w = ceil(N / (p * oversampling)), i.e. 0.5% above
+//      N / p for 4 GPUs; duplicates included, since ties are broken by (rank, position));
 //   3. bucket boundaries by binary search, counts exchanged (all-gather);
 //   4. the keys exchanged with grouped ncclSend / ncclRecv (an all-to-all);
 //   5. the p received sorted runs merged on the GPU (a tree of stable two-way merges).
@@ -36,9 +36,15 @@
 
 namespace gpusort::dist {
 
+namespace detail {
+struct thread_group;  // ranks that are threads on one GPU (src/dist/)
+}  // namespace detail
+
 // A rank's view of an NCCL communicator: its rank, the number of ranks and its CUDA device.
 // Made from the caller's ncclComm_t (not owned), or by the helpers below (owned: destroyed
-// with the object).
+// with the object). communicators_on_one_device makes ranks that are threads sharing one GPU
+// and exchange through device copies, with no NCCL: for tests and for trying dist code on
+// one GPU.
 class communicator {
  public:
   // Wraps an existing communicator; the caller keeps ownership.
@@ -50,23 +56,30 @@ class communicator {
   communicator& operator=(const communicator&) = delete;
   ~communicator();
 
-  ncclComm_t get() const { return comm_; }
+  ncclComm_t get() const { return comm_; }  // null for ranks on one device
+  const std::shared_ptr<detail::thread_group>& group() const { return group_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
   int device() const { return device_; }
 
  private:
   communicator(ncclComm_t comm, bool owned);
+  communicator(std::shared_ptr<detail::thread_group> group, int rank, int size, int device);
   ncclComm_t comm_ = nullptr;
   bool owned_ = false;
+  std::shared_ptr<detail::thread_group> group_;
   int rank_ = 0, size_ = 1, device_ = 0;
   friend std::vector<communicator> communicators_for_devices(std::span<const int>);
   friend communicator communicator_from_environment();
+  friend std::vector<communicator> communicators_on_one_device(int, int);
 };
 
 // All GPUs of this host in one process (ncclCommInitAll): one communicator per device, rank
 // i on devices[i] (all visible devices if empty). Call dist::sort from one thread per rank.
 std::vector<communicator> communicators_for_devices(std::span<const int> devices = {});
+
+// `ranks` ranks on one device, to be driven by one thread each (see communicator above).
+std::vector<communicator> communicators_on_one_device(int ranks, int device = 0);
 
 // One process per GPU, started by a launcher. Reads
 //   GPUSORT_RANK, GPUSORT_WORLD_SIZE   (else RANK / WORLD_SIZE as torchrun sets them, else
@@ -79,6 +92,8 @@ std::vector<communicator> communicators_for_devices(std::span<const int> devices
 //   or GPUSORT_NCCL_ID_FILE            a file that rank 0 writes the id to (atomically) and the
 //                                       others wait for (up to GPUSORT_NCCL_ID_TIMEOUT seconds,
 //                                       default 120); on a shared file system for several hosts.
+//                                       Use a new path for every job: a stale file would hand
+//                                       the other ranks an old id.
 // Selects the device (cudaSetDevice) and returns an owned communicator.
 communicator communicator_from_environment();
 
@@ -89,7 +104,7 @@ struct options {
   order direction = order::ascending;
   algorithm local_algo = algorithm::sample_sort;  // the local sort (any gpusort algorithm)
   // Samples per rank on average; more samples, tighter balance (see the bound above).
-  std::uint64_t oversampling = 256;
+  std::uint64_t oversampling = 1024;
   cudaStream_t stream = nullptr;  // this rank's stream; dist::sort waits for it
 };
 
@@ -104,6 +119,9 @@ struct phase_times {
 namespace detail {
 template <class K, class V>
 struct shard_access;  // fills shards (src/dist/)
+struct device_free {
+  void operator()(void* p) const { cudaFree(p); }
+};
 }  // namespace detail
 
 // This rank's part of the sorted keys (and values): device memory owned by the shard.
@@ -124,10 +142,7 @@ class shard {
   const phase_times& times() const { return times_; }
 
  private:
-  struct device_free {
-    void operator()(void* p) const { cudaFree(p); }
-  };
-  std::unique_ptr<void, device_free> keys_, values_;
+  std::unique_ptr<void, detail::device_free> keys_, values_;
   std::uint64_t size_ = 0;
   phase_times times_;
   template <class, class>

@@ -120,17 +120,22 @@ communicator::communicator(ncclComm_t comm, bool owned) : comm_(comm), owned_(ow
   detail::check_nccl(ncclCommCuDevice(comm, &device_), call + ": ncclCommCuDevice");
 }
 
+communicator::communicator(std::shared_ptr<detail::thread_group> group, int rank, int size,
+                           int device)
+    : group_(std::move(group)), rank_(rank), size_(size), device_(device) {}
+
 communicator communicator::wrap(ncclComm_t comm) { return communicator(comm, false); }
 
 communicator::communicator(communicator&& other) noexcept
     : comm_(std::exchange(other.comm_, nullptr)), owned_(std::exchange(other.owned_, false)),
-      rank_(other.rank_), size_(other.size_), device_(other.device_) {}
+      group_(std::move(other.group_)), rank_(other.rank_), size_(other.size_), device_(other.device_) {}
 
 communicator& communicator::operator=(communicator&& other) noexcept {
   if (this != &other) {
     if (owned_ && comm_) ncclCommDestroy(comm_);
     comm_ = std::exchange(other.comm_, nullptr);
     owned_ = std::exchange(other.owned_, false);
+    group_ = std::move(other.group_);
     rank_ = other.rank_;
     size_ = other.size_;
     device_ = other.device_;
@@ -155,6 +160,16 @@ std::vector<communicator> communicators_for_devices(std::span<const int> devices
                      "gpusort::dist::communicators_for_devices: ncclCommInitAll");
   std::vector<communicator> out;
   for (ncclComm_t c : comms) out.push_back(communicator(c, true));
+  return out;
+}
+
+std::vector<communicator> communicators_on_one_device(int ranks, int device) {
+  if (ranks < 1)
+    throw gpusort::error(cudaErrorInvalidValue, "gpusort::dist::communicators_on_one_device: " +
+                                                    std::to_string(ranks) + " ranks");
+  auto group = std::make_shared<detail::thread_group>(ranks);
+  std::vector<communicator> out;
+  for (int r = 0; r < ranks; ++r) out.push_back(communicator(group, r, ranks, device));
   return out;
 }
 

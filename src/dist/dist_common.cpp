@@ -107,7 +107,7 @@ std::vector<std::uint64_t> agree(const communicator& comm, const rank_status& st
   auto* mine = static_cast<std::uint64_t*>(words.get());
   const std::uint64_t local[2] = {n, status.encode()};
   copy_async(mine, local, 2, stream);
-  check_nccl(ncclAllGather(mine, mine + 2, 2, ncclUint64, comm.get(), stream),
+  all_gather(comm, mine, mine + 2, 2 * sizeof(std::uint64_t), stream,
              call + ": agreeing on the sizes");
   std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(p));
   copy_to_host(all.data(), mine + 2, all.size(), stream, call);
@@ -122,6 +122,60 @@ std::vector<std::uint64_t> agree(const communicator& comm, const rank_status& st
                                data_state);
   }
   return sizes;
+}
+
+void all_gather(const communicator& comm, const void* send, void* recv, std::size_t bytes,
+                cudaStream_t stream, const std::string& what) {
+  if (!comm.group()) {
+    check_nccl(ncclAllGather(send, recv, bytes, ncclUint8, comm.get(), stream), what);
+    return;
+  }
+  thread_group& g = *comm.group();
+  check_cuda(cudaStreamSynchronize(stream), what);  // send is ready before others read it
+  g.sends[comm.rank()] = send;
+  g.meet.arrive_and_wait();
+  for (int q = 0; q < comm.size(); ++q)
+    if (bytes > 0)
+      check_cuda(cudaMemcpyAsync(static_cast<char*>(recv) + q * bytes, g.sends[q], bytes,
+                                 cudaMemcpyDefault, stream), what);
+  check_cuda(cudaStreamSynchronize(stream), what);
+  g.meet.arrive_and_wait();  // nobody reuses its send buffer before all have read it
+}
+
+void exchange(const communicator& comm, const std::vector<transfer>& transfers,
+              cudaStream_t stream, const std::string& what) {
+  if (!comm.group()) {
+    check_nccl(ncclGroupStart(), what);
+    for (const transfer& t : transfers) {
+      if (t.send_bytes > 0)
+        check_nccl(ncclSend(t.send, t.send_bytes, ncclUint8, t.peer, comm.get(), stream), what);
+      if (t.recv_bytes > 0)
+        check_nccl(ncclRecv(t.recv, t.recv_bytes, ncclUint8, t.peer, comm.get(), stream), what);
+    }
+    check_nccl(ncclGroupEnd(), what);
+    return;
+  }
+  thread_group& g = *comm.group();
+  check_cuda(cudaStreamSynchronize(stream), what);
+  g.lists[comm.rank()] = &transfers;
+  g.meet.arrive_and_wait();
+  std::vector<int> seen(comm.size(), 0);  // transfers met so far, per peer
+  for (const transfer& t : transfers) {
+    const int k = seen[t.peer]++;
+    int j = -1;
+    for (const transfer& u : *g.lists[t.peer])
+      if (u.peer == comm.rank() && ++j == k) {
+        if (u.send_bytes != t.recv_bytes)
+          throw_internal(what + ": rank " + std::to_string(t.peer) + " sends " +
+                         std::to_string(u.send_bytes) + " bytes, rank " +
+                         std::to_string(comm.rank()) + " expects " + std::to_string(t.recv_bytes));
+        if (t.recv_bytes > 0)
+          check_cuda(cudaMemcpyAsync(t.recv, u.send, t.recv_bytes, cudaMemcpyDefault, stream), what);
+        break;
+      }
+  }
+  check_cuda(cudaStreamSynchronize(stream), what);
+  g.meet.arrive_and_wait();
 }
 
 event_timeline::event_timeline(cudaStream_t stream, int marks) : stream_(stream), events_(marks) {

@@ -2,6 +2,7 @@
 // that makes a failure on one rank a failure on all, and event timing.
 #pragma once
 
+#include <barrier>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,6 +16,15 @@
 namespace gpusort::dist::detail {
 
 using gpusort::detail::network::dist::exchange_plan;
+
+// Ranks that are threads on one device: they meet at a barrier and copy from each other's
+// posted buffers.
+struct thread_group {
+  explicit thread_group(int ranks) : meet(ranks), sends(ranks), lists(ranks) {}
+  std::barrier<> meet;
+  std::vector<const void*> sends;
+  std::vector<const std::vector<struct transfer>*> lists;
+};
 
 void check_cuda(cudaError_t e, const std::string& what);
 void check_nccl(ncclResult_t r, const std::string& what);
@@ -91,6 +101,23 @@ class rank_status {
 std::vector<std::uint64_t> agree(const communicator& comm, const rank_status& status,
                                  std::uint64_t n, cudaStream_t stream, const std::string& call,
                                  const char* data_state);
+
+// The two collectives dist::sort needs, over NCCL or between threads on one device.
+// all_gather: recv holds every rank's `bytes` bytes of send, in rank order.
+void all_gather(const communicator& comm, const void* send, void* recv, std::size_t bytes,
+                cudaStream_t stream, const std::string& what);
+// One point-to-point transfer of a grouped exchange: every rank lists its transfers in the
+// same order (per peer: keys, then values), and a send to a peer meets the receive that the
+// peer lists at the same place.
+struct transfer {
+  int peer;
+  const void* send;
+  std::size_t send_bytes;
+  void* recv;
+  std::size_t recv_bytes;
+};
+void exchange(const communicator& comm, const std::vector<transfer>& transfers,
+              cudaStream_t stream, const std::string& what);
 
 // CUDA events at the phase boundaries of one call.
 class event_timeline {

@@ -202,8 +202,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     take_samples_kernel<<<static_cast<unsigned>((mine + 255) / 256), 256, 0, stream>>>(
         keys, mine, stride, rank, flip, static_cast<splitter*>(my_samples.get()));
   check_cuda(cudaGetLastError(), call + ": sampling");
-  check_nccl(ncclAllGather(my_samples.get(), all_samples.get(), sizeof(splitter) * slots,
-                           ncclUint8, comm.get(), stream),
+  all_gather(comm, my_samples.get(), all_samples.get(), sizeof(splitter) * slots, stream,
              call + ": gathering the samples");
   std::vector<splitter> gathered(slots * p);
   copy_to_host(gathered.data(), static_cast<const splitter*>(all_samples.get()), gathered.size(),
@@ -228,7 +227,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
       keys, n, static_cast<const splitter*>(d_chosen.get()), p, rank, flip,
       static_cast<std::uint64_t*>(bounds.get()));
   check_cuda(cudaGetLastError(), call + ": bucket boundaries");
-  check_nccl(ncclAllGather(bounds.get(), all_bounds.get(), p + 1, ncclUint64, comm.get(), stream),
+  all_gather(comm, bounds.get(), all_bounds.get(), sizeof(std::uint64_t) * (p + 1), stream,
              call + ": exchanging the counts");
   std::vector<std::uint64_t> matrix(static_cast<std::size_t>(p) * (p + 1));
   copy_to_host(matrix.data(), static_cast<const std::uint64_t*>(all_bounds.get()), matrix.size(),
@@ -254,32 +253,25 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                         failure::receive_buffers);
   }
   agree(comm, room, 0, stream, call, "every shard is sorted locally and no key is lost");
-  check_nccl(ncclGroupStart(), call + ": exchange");
+  std::vector<transfer> transfers;
+  auto* received_keys = static_cast<K*>(recv_keys[0].get());
+  auto* received_values = static_cast<V*>(recv_values[0].get());
   for (int q = 0; q < p; ++q) {
     const std::uint64_t out = plan.send_count(q), in = plan.recv_count(q);
     const std::uint64_t out_at = plan.send_offset(q), in_at = plan.recv_offset(q);
     if (q == static_cast<int>(rank)) {
-      copy_async(static_cast<K*>(recv_keys[0].get()) + in_at, keys + out_at, out, stream);
-      if constexpr (pairs)
-        copy_async(static_cast<V*>(recv_values[0].get()) + in_at, values + out_at, out, stream);
+      copy_async(received_keys + in_at, keys + out_at, out, stream);
+      if constexpr (pairs) copy_async(received_values + in_at, values + out_at, out, stream);
       continue;
     }
-    if (out > 0) {
-      check_nccl(ncclSend(keys + out_at, sizeof(K) * out, ncclUint8, q, comm.get(), stream), call);
-      if constexpr (pairs)
-        check_nccl(ncclSend(values + out_at, sizeof(V) * out, ncclUint8, q, comm.get(), stream), call);
-    }
-    if (in > 0) {
-      check_nccl(ncclRecv(static_cast<K*>(recv_keys[0].get()) + in_at, sizeof(K) * in, ncclUint8,
-                          q, comm.get(), stream), call);
-      if constexpr (pairs)
-        check_nccl(ncclRecv(static_cast<V*>(recv_values[0].get()) + in_at, sizeof(V) * in,
-                            ncclUint8, q, comm.get(), stream), call);
-    }
+    transfers.push_back({q, keys + out_at, sizeof(K) * out, received_keys + in_at, sizeof(K) * in});
+    if constexpr (pairs)
+      transfers.push_back(
+          {q, values + out_at, sizeof(V) * out, received_values + in_at, sizeof(V) * in});
     times.bytes_sent += (sizeof(K) + (pairs ? sizeof(V) : 0)) * out;
     times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in;
   }
-  check_nccl(ncclGroupEnd(), call + ": exchange");
+  exchange(comm, transfers, stream, call + ": exchanging the keys");
   clock.mark(3);
 
   // 5. Merge the p received runs (rank order, so ties stay in (rank, position) order).

@@ -17,7 +17,7 @@
 //   (q_{j+1} - q_j) w + p (w - 1)  <=  ceil(S / p) w + p (w - 1)     (q_0 = 0, q_p = S)
 // keys, and with S <= N / w that is below N / p + (p + 1) w. With w = ceil(N / (p s)) for an
 // oversampling of s samples per rank on average, no rank receives more than about
-// N / p (1 + (p + 1) / (p s)) + p + 1 keys: 0.5% above N / p for p = 4 and s = 256.
+// N / p (1 + (p + 1) / s) keys: 0.5% above N / p for p = 4 and s = 1024.
 #pragma once
 
 #include <algorithm>

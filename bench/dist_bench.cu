@@ -1,0 +1,695 @@
+// gpusort-dist-bench: how gpusort::dist::sort scales over the GPUs of one host.
+//
+//   gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
+//                      [--types u32] [--seed 1] [--csv FILE]
+//
+// For each key type, three kinds of rows:
+//   single  baselines on GPU 0 alone: gpusort's sample_sort and CUB's radix sort (cub_radix)
+//           of --per-gpu keys and of --total keys ("skipped: does not fit" if they do not);
+//   weak    for each GPU count g of --gpus: every rank holds --per-gpu keys (g * per-gpu);
+//   strong  for each g: --total keys split evenly over the g ranks.
+// Keys are uniform random, made on each GPU from --seed and their global index: the keys of
+// `gpusort bench`'s uniform distribution, so that rank 0's weak shard is the baseline's input.
+//
+// Timing. dist: one process, one thread per GPU (rank r on device r). Every rep each rank
+// restores its shard from a pristine device copy and waits for its device (not timed); the
+// clock starts when the last rank reaches a barrier and stops when the last rank's dist::sort
+// has returned (it waits for its stream): the wall time of the slowest rank. One warm-up rep,
+// then the median of --reps. The phases (phase_times, CUDA events on each rank's stream) are
+// the max over ranks, averaged over the timed reps; bytes sent are the max over ranks.
+// single: CUDA events around the sort alone, after a copy from the pristine buffer, as
+// `gpusort bench` times it.
+// Every result is verified once, outside the timing: each shard sorted, the shards in order
+// across ranks, their sizes adding up to the total, and the same keys as the input (checksum).
+//
+// Exit codes: 0 every result verified, 1 a wrong result, 2 bad usage, 3 a CUDA or NCCL failure.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli.hpp"                   // arguments, parse_count, usage_error, with_key_type
+#include "common/distributions.hpp"  // random_bits: the keys of `gpusort bench`
+#include "gpusort/dist.hpp"
+#include "gpusort/sort.hpp"
+
+#ifndef GPUSORT_COMMIT
+#define GPUSORT_COMMIT "unknown"
+#endif
+
+namespace {
+
+namespace dist = gpusort::dist;
+using gpusort::tools::usage_error;
+using clock_type = std::chrono::steady_clock;
+
+constexpr std::uint64_t largest_count = std::uint64_t{1} << 48;  // byte counts stay far from overflow
+constexpr std::uint64_t margin_bytes = std::uint64_t{256} << 20;  // left free by the memory checks
+constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+
+constexpr const char* csv_header =
+    "algorithm,key_type,value_type,distribution,n,segment_size,median_ms,keys_per_s,"
+    "extra_device_bytes,gpu,commit,gpus,mode,local_sort_ms,sampling_ms,exchange_ms,merge_ms,"
+    "bytes_sent_per_gpu,max_shard,bound";
+
+constexpr const char* usage_text =
+    R"(usage: gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
+                          [--types u32] [--seed 1] [--csv FILE]
+  --gpus L      GPU counts to run dist::sort on (counts above the visible devices are skipped)
+  --per-gpu N   keys per GPU for weak scaling, and a single-GPU baseline size
+  --total N     keys in all for strong scaling (split over the GPUs), and a baseline size
+  --reps R      timed reps after one warm-up; the median is reported
+  --types L     key types (u32 i32 f32 u64 i64 f64), uniform random keys
+  --seed S      the keys' seed (the same keys as `gpusort bench --seed S`)
+  --csv FILE    append the rows to FILE (the header is written if the file is new)
+Sizes: plain numbers or 2^k (2^k+c, 2^k-c).
+)";
+
+struct config {
+  std::vector<int> gpus{1, 2, 4};
+  std::uint64_t per_gpu = std::uint64_t{1} << 30, total = std::uint64_t{1} << 32;
+  int reps = 5;
+  std::vector<std::string> types{"u32"};
+  std::uint64_t seed = 1;
+  std::string csv;
+};
+
+void cuda_check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw gpusort::error(e, what);
+}
+
+double gigabytes(std::uint64_t bytes) { return static_cast<double>(bytes) / gib; }
+
+// Device memory of the current device, freed at scope exit. An allocation that fails leaves
+// ok() false (and the error cleared), so that the caller decides: skip, or fail.
+class device_buffer {
+ public:
+  explicit device_buffer(std::uint64_t bytes) {
+    if (cudaMalloc(&ptr_, std::max<std::uint64_t>(bytes, 1)) != cudaSuccess) {
+      cudaGetLastError();
+      ptr_ = nullptr;
+    }
+  }
+  ~device_buffer() { cudaFree(ptr_); }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  bool ok() const { return ptr_ != nullptr; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+void require(const device_buffer& buffer, const std::string& what) {
+  if (!buffer.ok()) throw gpusort::error(cudaErrorMemoryAllocation, "cannot allocate " + what);
+}
+
+class owned_stream {
+ public:
+  owned_stream() {
+    cuda_check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  ~owned_stream() { cudaStreamDestroy(s_); }
+  owned_stream(const owned_stream&) = delete;
+  owned_stream& operator=(const owned_stream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class owned_event {
+ public:
+  owned_event() { cuda_check(cudaEventCreate(&e_), "cudaEventCreate"); }
+  ~owned_event() { cudaEventDestroy(e_); }
+  owned_event(const owned_event&) = delete;
+  owned_event& operator=(const owned_event&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// ---- keys and their verification ---------------------------------------------------------
+
+unsigned grid_for(std::uint64_t n) {
+  return static_cast<unsigned>(std::clamp<std::uint64_t>((n + 255) / 256, 1, 4096));
+}
+
+// keys[i] from global index first + i: the low bytes of splitmix64 for integers, uniform in
+// [-1e6, 1e6) for floats, as tools/common/distributions.hpp makes uniform keys.
+template <class K>
+__global__ void generate_kernel(K* keys, std::uint64_t n, std::uint64_t first,
+                                std::uint64_t seed) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t bits = gpusort::tools::random_bits(seed, first + i);
+    if constexpr (std::is_floating_point_v<K>)
+      keys[i] = static_cast<K>(-1e6 + 2e6 * (static_cast<double>(bits >> 11) * 0x1.0p-53));
+    else
+      keys[i] = static_cast<K>(bits);
+  }
+}
+
+// sums[0] += adjacent pairs out of order; sums[1] += the keys' ordered bits, a checksum that
+// does not depend on their order (it finds keys lost or duplicated by the exchange).
+template <class K>
+__global__ void check_kernel(const K* keys, std::uint64_t n, unsigned long long* sums) {
+  unsigned long long descents = 0, sum = 0;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    sum += gpusort::key_traits<K>::ordered(keys[i]);
+    if (i + 1 < n && gpusort::less<K>{}(keys[i + 1], keys[i])) ++descents;
+  }
+  if (descents > 0) atomicAdd(&sums[0], descents);
+  atomicAdd(&sums[1], sum);
+}
+
+template <class K>
+void generate(K* keys, std::uint64_t n, std::uint64_t first, std::uint64_t seed,
+              cudaStream_t s) {
+  if (n == 0) return;
+  generate_kernel<<<grid_for(n), 256, 0, s>>>(keys, n, first, seed);
+  cuda_check(cudaGetLastError(), "generating the keys");
+}
+
+struct check_sums {
+  std::uint64_t descents = 0, checksum = 0;
+};
+
+template <class K>
+check_sums check(const K* keys, std::uint64_t n, cudaStream_t s) {
+  device_buffer sums(2 * sizeof(unsigned long long));
+  require(sums, "the verification's counters");
+  auto* d_sums = sums.as<unsigned long long>();
+  cuda_check(cudaMemsetAsync(d_sums, 0, 2 * sizeof(unsigned long long), s), "verification");
+  if (n > 0) check_kernel<<<grid_for(n), 256, 0, s>>>(keys, n, d_sums);
+  cuda_check(cudaGetLastError(), "verification");
+  unsigned long long host[2] = {0, 0};
+  cuda_check(cudaMemcpyAsync(host, d_sums, sizeof host, cudaMemcpyDeviceToHost, s),
+             "verification");
+  cuda_check(cudaStreamSynchronize(s), "verification");
+  return {host[0], host[1]};
+}
+
+// ---- measurements ------------------------------------------------------------------------
+
+struct outcome {
+  std::string skipped;           // not run, for this reason
+  std::string problem;           // a wrong result, why; empty when verified
+  std::vector<double> ms;        // the timed reps
+  std::int64_t extra_bytes = -1;  // the workspace (single); -1: unknown (dist allocates its own)
+  // dist only: the phases (max over ranks, mean over reps), bytes_sent (max over ranks) and
+  // bound; the largest shard.
+  dist::phase_times phases;
+  std::uint64_t max_shard = 0;
+
+  double median() const {
+    std::vector<double> v = ms;
+    std::ranges::sort(v);
+    const std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  }
+};
+
+std::string no_room(std::uint64_t need, std::uint64_t free_bytes, int device) {
+  char text[160];
+  std::snprintf(text, sizeof text, "does not fit (about %.1f GiB needed on GPU %d, %.1f GiB free)",
+                gigabytes(need), device, gigabytes(free_bytes));
+  return text;
+}
+
+// A single-GPU sort of n keys on GPU 0.
+template <class K>
+outcome run_single(const config& cfg, gpusort::algorithm algo, std::uint64_t n) {
+  outcome o;
+  cuda_check(cudaSetDevice(0), "cudaSetDevice");
+  const owned_stream s;
+  const gpusort::options opt{.algo = algo, .stream = s.get()};
+  const std::uint64_t array_bytes = n * sizeof(K);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  // The keys and their pristine copy first: the workspace query needs the keys' address.
+  if (2 * array_bytes + margin_bytes > free_bytes) {
+    o.skipped = no_room(2 * array_bytes, free_bytes, 0);
+    return o;
+  }
+  const device_buffer keys(array_bytes), pristine(array_bytes);
+  if (!keys.ok() || !pristine.ok()) {
+    o.skipped = no_room(2 * array_bytes, free_bytes, 0);
+    return o;
+  }
+  std::size_t temp_bytes = 0;
+  const std::string name(gpusort::to_string(algo));
+  cuda_check(gpusort::sort_keys(nullptr, temp_bytes, keys.as<K>(), n, opt),
+             name + ": workspace query");
+  cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  if (temp_bytes + margin_bytes > free_bytes) {
+    o.skipped = no_room(2 * array_bytes + temp_bytes, free_bytes + 2 * array_bytes, 0);
+    return o;
+  }
+  const device_buffer temp(temp_bytes);
+  if (!temp.ok()) {
+    o.skipped = no_room(2 * array_bytes + temp_bytes, free_bytes + 2 * array_bytes, 0);
+    return o;
+  }
+  o.extra_bytes = static_cast<std::int64_t>(temp_bytes);
+  generate(pristine.as<K>(), n, 0, cfg.seed, s.get());
+  const std::uint64_t input_sum = check(pristine.as<K>(), n, s.get()).checksum;
+
+  const owned_event start, stop;
+  for (int rep = 0; rep <= cfg.reps; ++rep) {  // rep 0: the warm-up
+    cuda_check(cudaMemcpyAsync(keys.as<K>(), pristine.as<K>(), array_bytes,
+                               cudaMemcpyDeviceToDevice, s.get()),
+               "restoring the keys");
+    cuda_check(cudaEventRecord(start.get(), s.get()), "cudaEventRecord");
+    cuda_check(gpusort::sort_keys(temp.as<void>(), temp_bytes, keys.as<K>(), n, opt), name);
+    cuda_check(cudaEventRecord(stop.get(), s.get()), "cudaEventRecord");
+    cuda_check(cudaEventSynchronize(stop.get()), name);
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
+    if (rep > 0) o.ms.push_back(ms);
+  }
+  const check_sums out = check(keys.as<K>(), n, s.get());
+  if (out.descents > 0)
+    o.problem = "not sorted (" + std::to_string(out.descents) + " adjacent pairs out of order)";
+  else if (out.checksum != input_sum)
+    o.problem = "the keys differ from the input (checksum)";
+  return o;
+}
+
+// The barrier's completion step: the time at which the last thread arrived.
+struct stamp_time {
+  clock_type::time_point* at;
+  void operator()() noexcept { *at = clock_type::now(); }
+};
+
+// dist::sort over counts.size() GPUs (rank r on device r, counts[r] keys).
+template <class K>
+outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
+  outcome o;
+  const int g = static_cast<int>(counts.size());
+  // 5 shards' worth per GPU: the input, its pristine copy, the local sort's workspace (or the
+  // two receive buffers of about a shard each, later), and room for the merge.
+  for (int r = 0; r < g; ++r) {
+    cuda_check(cudaSetDevice(r), "cudaSetDevice");
+    std::size_t free_bytes = 0, total_bytes = 0;
+    cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    const std::uint64_t need = 5 * counts[r] * sizeof(K);
+    if (need + margin_bytes > free_bytes) {
+      o.skipped = no_room(need, free_bytes, r);
+      return o;
+    }
+  }
+  std::vector<int> devices(g);
+  std::iota(devices.begin(), devices.end(), 0);
+  const std::vector<dist::communicator> comms = dist::communicators_for_devices(devices);
+  std::vector<std::uint64_t> first(g, 0);  // the global index of each rank's first key
+  for (int r = 1; r < g; ++r) first[r] = first[r - 1] + counts[r - 1];
+  const std::uint64_t total = first.back() + counts.back();
+
+  // Each rank's thread writes its own entries only.
+  std::vector<std::vector<dist::phase_times>> times(cfg.reps, std::vector<dist::phase_times>(g));
+  std::vector<std::uint64_t> sizes(g), descents(g), in_sums(g), out_sums(g);
+  std::vector<K> first_key(g), last_key(g);
+  std::vector<std::exception_ptr> errors(g);
+  std::atomic<bool> failed{false};
+  clock_type::time_point stamp;
+  std::barrier meet(g, stamp_time{&stamp});
+  // False when a rank has failed: the others stop instead of waiting for it in NCCL.
+  const auto together = [&] {
+    meet.arrive_and_wait();
+    return !failed.load();
+  };
+
+  const auto rank_work = [&](int r) {
+    try {
+      cuda_check(cudaSetDevice(comms[r].device()), "cudaSetDevice");
+      const owned_stream s;
+      const std::uint64_t n = counts[r];
+      const device_buffer keys(n * sizeof(K)), pristine(n * sizeof(K));
+      require(keys, "the shard on GPU " + std::to_string(r));
+      require(pristine, "the shard's pristine copy on GPU " + std::to_string(r));
+      generate(pristine.as<K>(), n, first[r], cfg.seed, s.get());
+      in_sums[r] = check(pristine.as<K>(), n, s.get()).checksum;
+      const dist::options opt{.stream = s.get()};
+      dist::shard<K> result;
+      clock_type::time_point start;
+      for (int rep = 0; rep <= cfg.reps; ++rep) {  // rep 0: the warm-up
+        result = {};  // only the last rep's shard is kept (for the verification)
+        cuda_check(cudaMemcpyAsync(keys.as<K>(), pristine.as<K>(), n * sizeof(K),
+                                   cudaMemcpyDeviceToDevice, s.get()),
+                   "restoring the shard");
+        cuda_check(cudaDeviceSynchronize(), "restoring the shard");
+        if (!together()) return;  // every GPU idle: the clock starts
+        if (r == 0) start = stamp;
+        result = dist::sort(comms[r], std::span<K>(keys.as<K>(), n), opt);
+        if (!together()) return;  // every rank's sort has returned: the clock stops
+        if (rep == 0) continue;
+        times[rep - 1][r] = result.times();
+        if (r == 0) o.ms.push_back(std::chrono::duration<double, std::milli>(stamp - start).count());
+      }
+      sizes[r] = result.size();
+      const check_sums out = check(result.keys().data(), result.size(), s.get());
+      descents[r] = out.descents;
+      out_sums[r] = out.checksum;
+      if (result.size() > 0) {
+        const K* d = result.keys().data();
+        cuda_check(cudaMemcpy(&first_key[r], d, sizeof(K), cudaMemcpyDeviceToHost), "verification");
+        cuda_check(cudaMemcpy(&last_key[r], d + result.size() - 1, sizeof(K),
+                              cudaMemcpyDeviceToHost),
+                   "verification");
+      }
+    } catch (...) {
+      errors[r] = std::current_exception();
+      failed = true;
+      meet.arrive_and_drop();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < g; ++r) threads.emplace_back(rank_work, r);
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+
+  // The phases: max over ranks in each rep, then the mean over reps.
+  for (const std::vector<dist::phase_times>& rep : times) {
+    dist::phase_times m;
+    for (const dist::phase_times& t : rep) {
+      m.local_sort_ms = std::max(m.local_sort_ms, t.local_sort_ms);
+      m.sampling_ms = std::max(m.sampling_ms, t.sampling_ms);
+      m.exchange_ms = std::max(m.exchange_ms, t.exchange_ms);
+      m.merge_ms = std::max(m.merge_ms, t.merge_ms);
+      m.total_ms = std::max(m.total_ms, t.total_ms);
+      m.bytes_sent = std::max(m.bytes_sent, t.bytes_sent);
+      m.bytes_received = std::max(m.bytes_received, t.bytes_received);
+      m.total_keys = t.total_keys;
+      m.bound = t.bound;
+    }
+    o.phases.local_sort_ms += m.local_sort_ms / cfg.reps;
+    o.phases.sampling_ms += m.sampling_ms / cfg.reps;
+    o.phases.exchange_ms += m.exchange_ms / cfg.reps;
+    o.phases.merge_ms += m.merge_ms / cfg.reps;
+    o.phases.total_ms += m.total_ms / cfg.reps;
+    o.phases.bytes_sent = m.bytes_sent;  // the same keys every rep: the same bytes
+    o.phases.bytes_received = m.bytes_received;
+    o.phases.total_keys = m.total_keys;
+    o.phases.bound = m.bound;
+  }
+  o.max_shard = *std::ranges::max_element(sizes);
+
+  // Verification.
+  const std::uint64_t sorted_keys = std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0});
+  std::uint64_t in_sum = 0, out_sum = 0;  // wrap around, as on the device
+  for (int r = 0; r < g; ++r) {
+    in_sum += in_sums[r];
+    out_sum += out_sums[r];
+  }
+  int previous = -1;  // the last rank with keys
+  for (int r = 0; r < g && o.problem.empty(); ++r) {
+    if (descents[r] > 0)
+      o.problem = "rank " + std::to_string(r) + "'s shard is not sorted (" +
+                  std::to_string(descents[r]) + " adjacent pairs out of order)";
+    if (sizes[r] == 0) continue;
+    if (previous >= 0 && gpusort::less<K>{}(first_key[r], last_key[previous]))
+      o.problem = "rank " + std::to_string(r) + "'s first key is below the last key of rank " +
+                  std::to_string(previous);
+    previous = r;
+  }
+  if (o.problem.empty() && sorted_keys != total)
+    o.problem = "the shards hold " + std::to_string(sorted_keys) + " keys, not " +
+                std::to_string(total);
+  if (o.problem.empty() && in_sum != out_sum)
+    o.problem = "the shards' keys differ from the input (checksum)";
+  return o;
+}
+
+// ---- output ------------------------------------------------------------------------------
+
+std::string csv_text(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+class reporter {
+ public:
+  reporter(const std::string& csv_path, std::string gpu_name)
+      : csv_path_(csv_path), gpu_name_(std::move(gpu_name)) {
+    if (csv_path.empty()) return;
+    // Opened before any timing, so that a bad path fails at once. Appending to a file of
+    // other columns would corrupt it: refused.
+    bool fresh = true;
+    if (std::ifstream in(csv_path); in) {
+      std::string line;
+      if (std::getline(in, line)) {
+        fresh = false;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line != csv_header)
+          throw usage_error(csv_path + ": its header is not gpusort-dist-bench's; use a new file");
+      }
+    }
+    csv_ = std::fopen(csv_path.c_str(), "a");
+    if (!csv_) throw usage_error(csv_path + ": cannot open for appending");
+    if (fresh) write_csv(std::string(csv_header) + "\n");
+  }
+  ~reporter() {
+    if (csv_) std::fclose(csv_);
+  }
+  reporter(const reporter&) = delete;
+  reporter& operator=(const reporter&) = delete;
+
+  int wrong() const { return wrong_; }
+
+  static void print_header() {
+    std::printf("%-6s %-16s %-4s %4s %13s %10s %8s %9s %9s %9s %9s %11s %11s %11s\n", "mode",
+                "algorithm", "keys", "gpus", "n", "median ms", "Gkeys/s", "local ms",
+                "sample ms", "exch ms", "merge ms", "MB sent/GPU", "shard/ideal", "bound/ideal");
+    std::fflush(stdout);
+  }
+
+  void skip(const char* mode, const std::string& algorithm, std::string_view keys, int gpus,
+            std::uint64_t n, const std::string& why) {
+    std::printf("%-6s %-16s %-4s %4d %13llu  skipped: %s\n", mode, algorithm.c_str(),
+                std::string(keys).c_str(), gpus, static_cast<unsigned long long>(n), why.c_str());
+    std::fflush(stdout);
+  }
+
+  void report(const char* mode, const std::string& algorithm, std::string_view keys, int gpus,
+              std::uint64_t n, const outcome& o) {
+    if (!o.skipped.empty()) return skip(mode, algorithm, keys, gpus, n, o.skipped);
+    if (!o.problem.empty()) {
+      std::fprintf(stderr, "gpusort-dist-bench: WRONG RESULT from %s (%s, %s keys, %d GPU(s), n %llu): %s\n",
+                   algorithm.c_str(), mode, std::string(keys).c_str(), gpus,
+                   static_cast<unsigned long long>(n), o.problem.c_str());
+      std::printf("%-6s %-16s %-4s %4d %13llu  WRONG RESULT (see stderr)\n", mode,
+                  algorithm.c_str(), std::string(keys).c_str(), gpus,
+                  static_cast<unsigned long long>(n));
+      std::fflush(stdout);
+      ++wrong_;
+      return;
+    }
+    const bool is_dist = std::string_view(mode) != "single";
+    const double median = o.median(), keys_per_s = static_cast<double>(n) / (median * 1e-3);
+    const double ideal = static_cast<double>(n) / gpus;
+    std::printf("%-6s %-16s %-4s %4d %13llu %10.3f %8.3f", mode, algorithm.c_str(),
+                std::string(keys).c_str(), gpus, static_cast<unsigned long long>(n), median,
+                keys_per_s * 1e-9);
+    if (is_dist)
+      std::printf(" %9.3f %9.3f %9.3f %9.3f %11.1f %11.4f %11.4f\n", o.phases.local_sort_ms,
+                  o.phases.sampling_ms, o.phases.exchange_ms, o.phases.merge_ms,
+                  static_cast<double>(o.phases.bytes_sent) * 1e-6,
+                  static_cast<double>(o.max_shard) / ideal,
+                  static_cast<double>(o.phases.bound) / ideal);
+    else
+      std::printf(" %9s %9s %9s %9s %11s %11s %11s\n", "-", "-", "-", "-", "-", "-", "-");
+    std::fflush(stdout);
+    if (!csv_) return;
+    char numbers[512];
+    std::snprintf(numbers, sizeof numbers, "%llu,0,%.6f,%.0f,%lld",
+                  static_cast<unsigned long long>(n), median, keys_per_s,
+                  static_cast<long long>(o.extra_bytes));
+    std::string line = algorithm + "," + std::string(keys) + ",none,uniform," + numbers + "," +
+                       csv_text(is_dist ? gpu_name_ + " x" + std::to_string(gpus) : gpu_name_) +
+                       "," + csv_text(GPUSORT_COMMIT) + "," + std::to_string(gpus) + "," + mode;
+    if (is_dist)
+      std::snprintf(numbers, sizeof numbers, ",%.6f,%.6f,%.6f,%.6f,%llu,%llu,%llu\n",
+                    o.phases.local_sort_ms, o.phases.sampling_ms, o.phases.exchange_ms,
+                    o.phases.merge_ms, static_cast<unsigned long long>(o.phases.bytes_sent),
+                    static_cast<unsigned long long>(o.max_shard),
+                    static_cast<unsigned long long>(o.phases.bound));
+    else
+      std::snprintf(numbers, sizeof numbers, ",,,,,,,\n");
+    write_csv(line + numbers);
+  }
+
+ private:
+  void write_csv(const std::string& text) {
+    if (std::fputs(text.c_str(), csv_) < 0 || std::fflush(csv_) != 0)
+      throw std::runtime_error(csv_path_ + ": write failed");
+  }
+
+  std::string csv_path_, gpu_name_;
+  std::FILE* csv_ = nullptr;
+  int wrong_ = 0;
+};
+
+// ---- the program -------------------------------------------------------------------------
+
+std::uint64_t parse_size(const gpusort::tools::arguments& args, const std::string& name,
+                         std::uint64_t fallback) {
+  if (!args.has(name)) return fallback;
+  const std::uint64_t n = gpusort::tools::parse_count(args.get(name), "--" + name);
+  if (n < 1 || n > largest_count)
+    throw usage_error("--" + name + ": from 1 to 2^48 keys, not " + args.get(name));
+  return n;
+}
+
+// The configuration, or none for --help.
+std::optional<config> parse(int argc, char** argv) {
+  const gpusort::tools::arguments args(argc - 1, argv + 1,
+                                       {"gpus", "per-gpu", "total", "reps", "types", "seed", "csv"},
+                                       {"help"});
+  if (args.has("help")) return std::nullopt;
+  args.positional(0, "options only");
+  config cfg;
+  if (args.has("gpus")) {
+    cfg.gpus.clear();
+    for (const std::string& item : gpusort::tools::split(args.get("gpus"), ',')) {
+      const std::uint64_t g = gpusort::tools::parse_unsigned(item, "--gpus");
+      if (g < 1 || g > 1024) throw usage_error("--gpus: '" + item + "' is not a GPU count");
+      cfg.gpus.push_back(static_cast<int>(g));
+    }
+  }
+  cfg.per_gpu = parse_size(args, "per-gpu", cfg.per_gpu);
+  cfg.total = parse_size(args, "total", cfg.total);
+  if (args.has("reps")) {
+    const std::uint64_t reps = gpusort::tools::parse_unsigned(args.get("reps"), "--reps");
+    if (reps < 1 || reps > 100000) throw usage_error("--reps: from 1 to 100000");
+    cfg.reps = static_cast<int>(reps);
+  }
+  if (args.has("types")) cfg.types = gpusort::tools::split(args.get("types"), ',');
+  for (const std::string& type : cfg.types) {  // with_key_type throws for an unknown name
+    std::size_t key_bytes = 0;
+    gpusort::tools::with_key_type(type, [&key_bytes]<class K>() { key_bytes = sizeof(K); });
+  }
+  if (args.has("seed")) cfg.seed = gpusort::tools::parse_unsigned(args.get("seed"), "--seed");
+  cfg.csv = args.get("csv");
+  return cfg;
+}
+
+// How the GPUs are linked, for the log: device count, NVLS setting, peer access.
+std::string print_environment(const config& cfg, int device_count) {
+  int nccl = 0;
+  if (ncclGetVersion(&nccl) != ncclSuccess) nccl = 0;
+  std::printf("gpusort-dist-bench, commit %s, NCCL %d.%d.%d\n", GPUSORT_COMMIT, nccl / 10000,
+              nccl % 10000 / 100, nccl % 100);
+  const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
+  std::printf("NCCL_NVLS_ENABLE=%s\n",
+              nvls ? nvls : "(unset: gpusort::dist sets 0 when it makes communicators)");
+  std::printf("%d visible CUDA device(s)\n", device_count);
+  std::string name0;
+  for (int d = 0; d < device_count; ++d) {
+    cudaDeviceProp prop{};
+    cuda_check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
+    if (d == 0) name0 = prop.name;
+    std::printf("  GPU %d: %s, %.1f GiB, PCI %04x:%02x:%02x\n", d, prop.name,
+                gigabytes(prop.totalGlobalMem), prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+  }
+  for (int d = 1; d < device_count; ++d) {
+    int can = 0, rank = -1;
+    cuda_check(cudaDeviceCanAccessPeer(&can, 0, d), "cudaDeviceCanAccessPeer");
+    if (can) cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, 0, d);
+    cudaGetLastError();
+    if (can)
+      std::printf("  peer access 0->%d: yes (performance rank %d)\n", d, rank);
+    else
+      std::printf("  peer access 0->%d: no\n", d);
+  }
+  std::printf("median of %d reps after 1 warm-up; uniform keys, seed %llu\n"
+              "dist: wall time of the slowest rank (host clock, barrier to barrier); phases: max "
+              "over ranks, mean over reps; MB sent/GPU: max over ranks\n"
+              "shard/ideal: the largest shard / (n / gpus); bound/ideal: the most keys a rank "
+              "could receive / (n / gpus)\nsingle: CUDA events around the sort on GPU 0\n",
+              cfg.reps, static_cast<unsigned long long>(cfg.seed));
+  return name0;
+}
+
+int run(const config& cfg) {
+  int device_count = 0;
+  cuda_check(cudaGetDeviceCount(&device_count), "cudaGetDeviceCount");
+  if (device_count == 0) throw gpusort::error(cudaErrorNoDevice, "no CUDA device");
+  const std::string gpu_name = print_environment(cfg, device_count);
+  reporter out(cfg.csv, gpu_name);
+  reporter::print_header();
+  const std::string dist_name = "dist_sample_sort";
+  for (const std::string& type : cfg.types) {
+    gpusort::tools::with_key_type(type, [&]<class K>() {
+      const std::string_view keys = gpusort::key_traits<K>::name;
+      std::vector<std::uint64_t> sizes{cfg.per_gpu};
+      if (cfg.total != cfg.per_gpu) sizes.push_back(cfg.total);
+      for (std::uint64_t n : sizes)
+        for (gpusort::algorithm algo : {gpusort::algorithm::sample_sort, gpusort::algorithm::cub_radix})
+          out.report("single", std::string(gpusort::to_string(algo)), keys, 1, n,
+                     run_single<K>(cfg, algo, n));
+      for (const char* mode : {"weak", "strong"}) {
+        const bool weak = std::string_view(mode) == "weak";
+        for (int g : cfg.gpus) {
+          const std::uint64_t n = weak ? cfg.per_gpu * g : cfg.total;
+          if (g > device_count) {
+            out.skip(mode, dist_name, keys, g, n,
+                     "only " + std::to_string(device_count) + " visible GPU(s)");
+            continue;
+          }
+          std::vector<std::uint64_t> counts(g, cfg.per_gpu);
+          if (!weak)  // as even as can be: the first total % g ranks hold one key more
+            for (int r = 0; r < g; ++r)
+              counts[r] = cfg.total / g + (static_cast<std::uint64_t>(r) < cfg.total % g ? 1 : 0);
+          out.report(mode, dist_name, keys, g, n, run_dist<K>(cfg, counts));
+        }
+      }
+    });
+  }
+  if (out.wrong() > 0) {
+    std::printf("%d result(s) WRONG (see stderr)\n", out.wrong());
+    return 1;
+  }
+  std::printf("every result verified: sorted, in order across GPUs, the same keys as the input\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::optional<config> cfg = parse(argc, argv);
+    if (!cfg) {
+      std::fputs(usage_text, stdout);
+      return 0;
+    }
+    return run(*cfg);
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "gpusort-dist-bench: %s (--help for usage)\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {  // gpusort::error (CUDA, NCCL), and the rest
+    std::fprintf(stderr, "gpusort-dist-bench: %s\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,231 @@
+// The distributed sample sort's index math (detail/network/dist.hpp), and the whole algorithm
+// simulated on the CPU with p shards: the output must be the stable sort by (key, rank,
+// position), and no rank may receive more than the stated bound, whatever the input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "gpusort/detail/network/dist.hpp"
+#include "gpusort/key_traits.hpp"
+
+namespace {
+
+namespace math = gpusort::detail::network::dist;
+using math::splitter;
+
+TEST(DistMath, SampleStrideCoversOversampling) {
+  EXPECT_EQ(math::sample_stride(0, 4, 256), 1u);
+  EXPECT_EQ(math::sample_stride(1, 4, 256), 1u);
+  EXPECT_EQ(math::sample_stride(1024, 4, 256), 1u);
+  EXPECT_EQ(math::sample_stride(1025, 4, 256), 2u);
+  EXPECT_EQ(math::sample_stride(std::uint64_t{1} << 32, 4, 256), std::uint64_t{1} << 22);
+  EXPECT_EQ(math::sample_stride(100, 2, 0), 50u);  // oversampling 0 counts as 1
+}
+
+TEST(DistMath, SamplesAreTheLastKeyOfEveryFullStride) {
+  EXPECT_EQ(math::sample_count(9, 3), 3u);
+  EXPECT_EQ(math::sample_count(8, 3), 2u);
+  EXPECT_EQ(math::sample_position(0, 3), 2u);
+  EXPECT_EQ(math::sample_position(2, 3), 8u);
+  EXPECT_LT(math::sample_position(math::sample_count(8, 3) - 1, 3), 8u);
+}
+
+TEST(DistMath, SplitterRanksAreEvenlySpaced) {
+  EXPECT_EQ(math::splitter_rank(1, 1000, 4), 250u);
+  EXPECT_EQ(math::splitter_rank(3, 1000, 4), 750u);
+  EXPECT_EQ(math::splitter_rank(1, 1, 4), 0u);
+  EXPECT_EQ(math::splitter_rank(3, 3, 4), 2u);  // always a valid index below S
+}
+
+TEST(DistMath, KeysBeforeASplitterFollowRankThenPosition) {
+  const splitter s{7, 2, 15};
+  EXPECT_EQ(math::keys_before(s, 1, 10, 20), 20u);  // earlier rank: all equal keys before
+  EXPECT_EQ(math::keys_before(s, 3, 10, 20), 10u);  // later rank: none
+  EXPECT_EQ(math::keys_before(s, 2, 10, 20), 15u);  // own rank: those before its position
+}
+
+TEST(DistMath, SplittersOrderByKeyRankPosition) {
+  EXPECT_TRUE((splitter{1, 5, 9} < splitter{2, 0, 0}));
+  EXPECT_TRUE((splitter{2, 0, 9} < splitter{2, 1, 0}));
+  EXPECT_TRUE((splitter{2, 1, 3} < splitter{2, 1, 4}));
+  EXPECT_FALSE((splitter{2, 1, 4} < splitter{2, 1, 4}));
+}
+
+TEST(DistMath, ExchangePlanFromBounds) {
+  // Two ranks: rank 0 has 5 keys (3 for rank 0, 2 for rank 1), rank 1 has 4 (1 and 3).
+  const std::vector<std::uint64_t> bounds{0, 3, 5, 0, 1, 4};
+  const math::exchange_plan r0(bounds, 2, 0), r1(bounds, 2, 1);
+  EXPECT_EQ(r0.send_count(0), 3u);
+  EXPECT_EQ(r0.send_count(1), 2u);
+  EXPECT_EQ(r0.send_offset(1), 3u);
+  EXPECT_EQ(r0.recv_count(1), 1u);
+  EXPECT_EQ(r0.recv_offset(1), 3u);
+  EXPECT_EQ(r0.received(), 4u);
+  EXPECT_EQ(r1.received(), 5u);
+  EXPECT_EQ(r1.recv_offset(1), 2u);
+  EXPECT_EQ(r0.nonempty_run_bounds(), (std::vector<std::uint64_t>{0, 3, 4}));
+}
+
+TEST(DistMath, EmptyRunsAreLeftOutOfTheMerge) {
+  const std::vector<std::uint64_t> bounds{0, 0, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0};  // rank 1's 2 keys go to rank 1
+  const math::exchange_plan r1(bounds, 3, 1), r0(bounds, 3, 0);
+  EXPECT_EQ(r1.nonempty_run_bounds(), (std::vector<std::uint64_t>{0, 2}));
+  EXPECT_EQ(r0.nonempty_run_bounds(), (std::vector<std::uint64_t>{0}));
+}
+
+// ---- the algorithm on the CPU ---------------------------------------------------------------
+
+struct item {
+  std::uint32_t key;
+  std::uint32_t rank;  // where it started, and its position after the local sort
+  std::uint64_t pos;
+};
+
+// What dist::sort does, step by step, on p shards; returns each rank's received keys merged.
+std::vector<std::vector<item>> simulate(std::vector<std::vector<std::uint32_t>> shards,
+                                        std::uint64_t oversampling, bool descending,
+                                        std::uint64_t* bound_out) {
+  const int p = static_cast<int>(shards.size());
+  const std::uint64_t flip = descending ? 0xffffffffu : 0;
+  auto image = [&](std::uint32_t k) { return std::uint64_t{gpusort::key_traits<std::uint32_t>::ordered(k)} ^ flip; };
+  std::uint64_t total = 0;
+  for (auto& s : shards) {
+    total += s.size();
+    std::stable_sort(s.begin(), s.end(), [&](auto a, auto b) { return image(a) < image(b); });
+  }
+  if (total == 0) return std::vector<std::vector<item>>(p);  // dist::sort returns at once
+  const std::uint64_t w = math::sample_stride(total, p, oversampling);
+  std::vector<splitter> samples;
+  for (int r = 0; r < p; ++r)
+    for (std::uint64_t i = 0; i < math::sample_count(shards[r].size(), w); ++i) {
+      const std::uint64_t pos = math::sample_position(i, w);
+      samples.push_back({image(shards[r][pos]), static_cast<std::uint32_t>(r), pos});
+    }
+  std::sort(samples.begin(), samples.end());
+  *bound_out = math::max_bucket(samples.size(), w, p);
+  std::vector<splitter> chosen;
+  for (int j = 1; j < p; ++j) chosen.push_back(samples[math::splitter_rank(j, samples.size(), p)]);
+  std::vector<std::uint64_t> bounds;
+  for (int r = 0; r < p; ++r) {
+    const auto& s = shards[r];
+    bounds.push_back(0);
+    for (const splitter& sp : chosen) {
+      auto lo = std::partition_point(s.begin(), s.end(), [&](auto k) { return image(k) < sp.key; });
+      auto hi = std::partition_point(s.begin(), s.end(), [&](auto k) { return image(k) <= sp.key; });
+      bounds.push_back(math::keys_before(sp, r, lo - s.begin(), hi - s.begin()));
+    }
+    bounds.push_back(s.size());
+  }
+  std::vector<std::vector<item>> out(p);
+  for (int to = 0; to < p; ++to) {
+    const math::exchange_plan plan(bounds, p, to);
+    for (int from = 0; from < p; ++from) {
+      const math::exchange_plan sender(bounds, p, from);
+      EXPECT_EQ(sender.send_count(to), plan.recv_count(from));
+      for (std::uint64_t i = 0; i < sender.send_count(to); ++i) {
+        const std::uint64_t pos = sender.send_offset(to) + i;
+        out[to].push_back({shards[from][pos], static_cast<std::uint32_t>(from), pos});
+      }
+    }
+    EXPECT_EQ(out[to].size(), plan.received());
+    // The merge of runs in rank order: a stable sort by key does the same.
+    std::stable_sort(out[to].begin(), out[to].end(),
+                     [&](const item& a, const item& b) { return image(a.key) < image(b.key); });
+  }
+  return out;
+}
+
+void check(const std::vector<std::vector<std::uint32_t>>& shards, std::uint64_t oversampling,
+           bool descending = false) {
+  const int p = static_cast<int>(shards.size());
+  std::uint64_t bound = 0;
+  const auto out = simulate(shards, oversampling, descending, &bound);
+  // Expected: every key tagged (rank, position after a stable local sort), sorted by
+  // (key, rank, position).
+  std::vector<item> expected;
+  std::uint64_t total = 0;
+  for (int r = 0; r < p; ++r) {
+    auto s = shards[r];
+    std::stable_sort(s.begin(), s.end(), [&](auto a, auto b) { return descending ? b < a : a < b; });
+    for (std::uint64_t i = 0; i < s.size(); ++i)
+      expected.push_back({s[i], static_cast<std::uint32_t>(r), i});
+    total += s.size();
+  }
+  std::stable_sort(expected.begin(), expected.end(), [&](const item& a, const item& b) {
+    return descending ? b.key < a.key : a.key < b.key;
+  });
+  std::vector<item> got;
+  const std::uint64_t w = math::sample_stride(total, p, oversampling);
+  for (int r = 0; r < p; ++r) {
+    EXPECT_LE(out[r].size(), bound) << "rank " << r;
+    // The closed form: below N / p + (p + 1) w.
+    EXPECT_LE(out[r].size(), total / p + (p + 1) * w) << "rank " << r;
+    got.insert(got.end(), out[r].begin(), out[r].end());
+  }
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(std::tie(got[i].key, got[i].rank, got[i].pos),
+              std::tie(expected[i].key, expected[i].rank, expected[i].pos))
+        << "at " << i;
+  }
+}
+
+std::vector<std::vector<std::uint32_t>> random_shards(const std::vector<std::size_t>& sizes,
+                                                      std::uint32_t key_range, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<std::uint32_t> dist(0, key_range);
+  std::vector<std::vector<std::uint32_t>> shards;
+  for (std::size_t n : sizes) {
+    shards.emplace_back(n);
+    for (auto& k : shards.back()) k = dist(gen);
+  }
+  return shards;
+}
+
+TEST(DistSimulation, EvenShards) {
+  for (int p : {2, 3, 4, 8})
+    check(random_shards(std::vector<std::size_t>(p, 10007), 0xffffffffu, p), 16);
+}
+
+TEST(DistSimulation, UnevenAndEmptyShards) {
+  check(random_shards({0, 50000, 3, 0}, 0xffffffffu, 1), 16);
+  check(random_shards({40000, 0}, 0xffffffffu, 2), 8);
+  check(random_shards({0, 0, 1, 0}, 0xffffffffu, 3), 8);
+  check(random_shards({1, 1, 1, 1, 1}, 0xffffffffu, 4), 2);
+  check(random_shards({0, 0, 0}, 0xffffffffu, 5), 4);
+}
+
+TEST(DistSimulation, DuplicatesAndAllEqualKeysStayBalanced) {
+  check(random_shards({30000, 20000, 25000, 1000}, 0, 6), 16);   // all equal
+  check(random_shards({30000, 20000, 25000, 1000}, 3, 7), 16);   // four distinct keys
+  check(random_shards({65536, 65536}, 1, 8), 4);                 // two distinct keys
+}
+
+TEST(DistSimulation, SortedAndReverseShards) {
+  std::vector<std::vector<std::uint32_t>> shards(4);
+  for (int r = 0; r < 4; ++r)
+    for (std::uint32_t i = 0; i < 20000; ++i) shards[r].push_back(r * 20000 + (r % 2 ? 20000 - i : i));
+  check(shards, 16);
+  check(shards, 16, true);
+}
+
+TEST(DistSimulation, Descending) {
+  check(random_shards({12345, 0, 777, 4096}, 100, 9), 8, true);
+  check(random_shards({12345, 999, 777, 4096}, 0xffffffffu, 10), 64, true);
+}
+
+TEST(DistSimulation, BoundIsCloseToPerfectBalanceWithOversampling) {
+  // With the default s = 1024 samples per rank the bound is within 0.5% of N / p for p = 4.
+  const std::uint64_t n = std::uint64_t{1} << 30, p = 4;
+  const std::uint64_t w = math::sample_stride(n, p, 1024);
+  const std::uint64_t bound = math::max_bucket(n / w, w, p);
+  EXPECT_LT(static_cast<double>(bound) / (n / p), 1.005);
+}
+
+}  // namespace

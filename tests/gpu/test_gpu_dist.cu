@@ -1,0 +1,525 @@
+// gpusort::dist on the GPUs of this host, one thread per rank: against std::stable_sort for
+// every key type, uneven and empty shards, duplicates, both orders, pairs (stable with a
+// stable local sort), the balance bound, an error on one rank reported on all, sort_spread
+// from host and device memory, and 2^31 + 5 keys checked on the devices.
+// The DistMultiGpu tests need 2 GPUs (label multigpu; scripts/gpu-check.sh --multi); the
+// DistOneGpu tests run on any GPU with a one-rank communicator (label gpu).
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <thread>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "device_buffer.hpp"
+#include "gpusort/detail/network/dist.hpp"
+#include "gpusort/dist.hpp"
+#include "reference.hpp"
+#include "shuffled_keys.cuh"
+
+using namespace gpusort::testing;
+namespace dist = gpusort::dist;
+namespace tools = gpusort::tools;
+
+namespace {
+
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+// Communicators live for the whole run (made once: ncclCommInitAll takes a while). Never
+// destroyed: NCCL's teardown after CUDA's at exit is not worth the risk.
+std::vector<dist::communicator>& comms_for(int ranks) {
+  static std::map<int, std::vector<dist::communicator>*> made;
+  auto& slot = made[ranks];
+  if (!slot) {
+    std::vector<int> devices(ranks);
+    for (int d = 0; d < ranks; ++d) devices[d] = d;
+    slot = new std::vector<dist::communicator>(dist::communicators_for_devices(devices));
+  }
+  return *slot;
+}
+
+// Ranks that are threads on GPU 0, exchanging through device copies (no NCCL): the whole
+// algorithm, p runs and all, on a one-GPU host.
+std::vector<dist::communicator>& threads_on_gpu0(int ranks) {
+  static std::map<int, std::vector<dist::communicator>*> made;
+  auto& slot = made[ranks];
+  if (!slot) slot = new std::vector<dist::communicator>(dist::communicators_on_one_device(ranks, 0));
+  return *slot;
+}
+
+using comm_set = std::vector<dist::communicator>;
+
+// The communicator sets a suite runs on: NCCL over 2 GPUs and all GPUs if more, or 2, 3 and
+// 5 thread ranks on GPU 0.
+std::vector<comm_set*> nccl_sets() {
+  const int n = device_count();
+  std::vector<comm_set*> out;
+  if (n >= 2) out.push_back(&comms_for(2));
+  if (n > 2) out.push_back(&comms_for(n));
+  return out;
+}
+std::vector<comm_set*> thread_sets() {
+  return {&threads_on_gpu0(2), &threads_on_gpu0(3), &threads_on_gpu0(5)};
+}
+
+// Runs body(rank) on one thread per rank; rethrows the first failure.
+void on_every_rank(int ranks, const std::function<void(int)>& body) {
+  std::vector<std::exception_ptr> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        body(r);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+template <class T>
+struct device_array {
+  T* ptr = nullptr;
+  std::size_t n = 0;
+  device_array(int device, const std::vector<T>& host) : n(host.size()) {
+    cudaSetDevice(device);
+    if (cudaMalloc(&ptr, sizeof(T) * std::max<std::size_t>(n, 1)) != cudaSuccess) throw std::bad_alloc();
+    cudaMemcpy(ptr, host.data(), sizeof(T) * n, cudaMemcpyHostToDevice);
+  }
+  ~device_array() { cudaFree(ptr); }
+  std::span<T> span() const { return {ptr, n}; }
+};
+
+template <class T>
+std::vector<T> to_host(std::span<T> d) {
+  std::vector<T> h(d.size());
+  if (!d.empty()) cudaMemcpy(h.data(), d.data(), sizeof(T) * d.size(), cudaMemcpyDeviceToHost);
+  return h;
+}
+
+// Sorts shards[r] on rank r of `ranks`; returns each rank's output keys and checks the bound.
+template <class K>
+std::vector<std::vector<K>> dist_sort(comm_set& comms, const std::vector<std::vector<K>>& shards,
+                                      const dist::options& opt) {
+  const int ranks = static_cast<int>(comms.size());
+  std::vector<std::vector<K>> out(ranks);
+  std::vector<std::uint64_t> bounds(ranks);
+  on_every_rank(ranks, [&](int r) {
+    device_array<K> keys(comms[r].device(), shards[r]);
+    auto result = dist::sort(comms[r], keys.span(), opt);
+    out[r] = to_host(result.keys());
+    bounds[r] = result.times().bound;
+  });
+  std::uint64_t total = 0;
+  for (auto& s : shards) total += s.size();
+  const std::uint64_t w = gpusort::detail::network::dist::sample_stride(total, ranks, opt.oversampling);
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(bounds[r], bounds[0]);
+    EXPECT_LE(out[r].size(), bounds[r]) << "rank " << r << " above the bound";
+    EXPECT_LE(out[r].size(), total / ranks + (ranks + 1) * w) << "rank " << r;
+  }
+  return out;
+}
+
+template <class K>
+std::vector<K> concat(const std::vector<std::vector<K>>& parts) {
+  std::vector<K> all;
+  for (auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+  return all;
+}
+
+template <class K>
+std::vector<std::vector<K>> make_shards(const std::vector<std::size_t>& sizes,
+                                        tools::distribution d, std::uint64_t seed) {
+  std::vector<std::vector<K>> shards;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    shards.push_back(tools::generate<K>(d, sizes[i], seed + i));
+    scatter_special_values(shards.back(), seed + i);
+  }
+  return shards;
+}
+
+std::vector<std::size_t> uneven_sizes(int ranks, std::size_t scale) {
+  const std::size_t pattern[] = {scale + 3, 1, 0, scale / 3 + 7, 2 * scale + 1, 97, 0, 5};
+  std::vector<std::size_t> sizes;
+  for (int r = 0; r < ranks; ++r) sizes.push_back(pattern[r % 8]);
+  return sizes;
+}
+
+
+template <class K>
+void UnevenShardsEveryDistributionBothOrders(const std::vector<comm_set*>& sets) {
+  for (comm_set* set : sets) {
+    const int ranks = static_cast<int>(set->size());
+    for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal,
+                                  tools::distribution::few_unique, tools::distribution::sorted,
+                                  tools::distribution::zipf}) {
+      for (bool descending : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " dist=" << tools::to_string(d)
+                                          << " desc=" << descending);
+        const auto shards = make_shards<K>(uneven_sizes(ranks, 300007), d, 17 + ranks);
+        dist::options opt;
+        opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+        const auto out = dist_sort(*set, shards, opt);
+        EXPECT_TRUE(same_bits(concat(out), reference_sort(concat(shards), descending)));
+      }
+    }
+  }
+}
+
+template <class K>
+void SmallAndEmptyShards(const std::vector<comm_set*>& sets) {
+  for (comm_set* set : sets) {
+    const int ranks = static_cast<int>(set->size());
+    for (auto sizes : {std::vector<std::size_t>(ranks, 0), std::vector<std::size_t>(ranks, 1),
+                       std::vector<std::size_t>(ranks, 2)}) {
+      sizes[0] += 1;  // one rank with one more
+      const auto shards = make_shards<K>(sizes, tools::distribution::uniform, 5);
+      const auto out = dist_sort(*set, shards, {});
+      EXPECT_TRUE(same_bits(concat(out), reference_sort(concat(shards))));
+    }
+    std::vector<std::vector<K>> empty(ranks);
+    for (auto& part : dist_sort(*set, empty, {})) EXPECT_TRUE(part.empty());
+  }
+}
+
+template <class K>
+void AllEqualKeysAreBalanced(const std::vector<comm_set*>& sets) {
+  for (comm_set* set : sets) {
+    const int ranks = static_cast<int>(set->size());
+    std::vector<std::vector<K>> shards(ranks, std::vector<K>(1 << 20, K(7)));
+    shards[0].resize(3 << 20, K(7));  // uneven too
+    const auto out = dist_sort(*set, shards, {});
+    std::uint64_t total = 0;
+    for (auto& s : shards) total += s.size();
+    for (auto& part : out) EXPECT_LE(part.size(), total / ranks * 1.01 + 1024);
+  }
+}
+
+template <class K>
+void PairsAreStableWithAStableLocalSort(const std::vector<comm_set*>& sets) {
+  for (comm_set* set : sets) {
+    const int ranks = static_cast<int>(set->size());
+    const auto shards = make_shards<K>(uneven_sizes(ranks, 100003), tools::distribution::few_unique, 3);
+    // value = global index of the key in the concatenated input.
+    std::vector<std::vector<std::uint64_t>> values(ranks);
+    std::uint64_t next = 0;
+    for (int r = 0; r < ranks; ++r)
+      for (std::size_t i = 0; i < shards[r].size(); ++i) values[r].push_back(next++);
+    std::vector<std::vector<K>> out_keys(ranks);
+    std::vector<std::vector<std::uint64_t>> out_values(ranks);
+    auto& comms = *set;
+    dist::options opt;
+    opt.local_algo = gpusort::algorithm::cub_merge;
+    on_every_rank(ranks, [&](int r) {
+      device_array<K> k(comms[r].device(), shards[r]);
+      device_array<std::uint64_t> v(comms[r].device(), values[r]);
+      auto result = dist::sort(comms[r], k.span(), v.span(), opt);
+      out_keys[r] = to_host(result.keys());
+      out_values[r] = to_host(result.values());
+    });
+    // A stable sort of (key, global index) pairs gives exactly this order.
+    const std::vector<K> all = concat(shards);
+    std::vector<std::uint64_t> order(all.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
+      return gpusort::less<K>{}(all[a], all[b]);
+    });
+    EXPECT_EQ(concat(out_values), order);
+    EXPECT_TRUE(values_follow_keys(all, concat(out_keys), concat(out_values),
+                                   [](std::uint64_t i) { return i; }));
+  }
+}
+
+template <class K>
+void SixteenByteValuesFollowTheirKeys(const std::vector<comm_set*>& sets) {
+  struct wide {
+    std::uint64_t index, check;
+  };
+  for (comm_set* set : sets) {
+    const int ranks = static_cast<int>(set->size());
+    const auto shards = make_shards<K>(uneven_sizes(ranks, 50021), tools::distribution::uniform, 4);
+    auto value_of = [](std::uint64_t i) { return wide{i, ~i * 0x9E3779B97F4A7C15ull}; };
+    std::vector<std::vector<wide>> values(ranks);
+    std::uint64_t next = 0;
+    for (int r = 0; r < ranks; ++r)
+      for (std::size_t i = 0; i < shards[r].size(); ++i) values[r].push_back(value_of(next++));
+    std::vector<std::vector<K>> out_keys(ranks);
+    std::vector<std::vector<wide>> out_values(ranks);
+    auto& comms = *set;
+    dist::options opt;
+    opt.direction = gpusort::order::descending;
+    on_every_rank(ranks, [&](int r) {
+      device_array<K> k(comms[r].device(), shards[r]);
+      device_array<wide> v(comms[r].device(), values[r]);
+      auto result = dist::sort(comms[r], k.span(), v.span(), opt);
+      out_keys[r] = to_host(result.keys());
+      out_values[r] = to_host(result.values());
+    });
+    const std::vector<K> all = concat(shards);
+    EXPECT_TRUE(same_bits(concat(out_keys), reference_sort(all, true)));
+    EXPECT_TRUE(values_follow_keys(all, concat(out_keys), concat(out_values), value_of));
+  }
+}
+
+
+template <class K>
+class DistMultiGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  }
+};
+TYPED_TEST_SUITE(DistMultiGpu, key_types);
+
+// The same checks with thread ranks on one GPU.
+template <class K>
+class DistOneGpuThreads : public ::testing::Test {
+ protected:
+  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
+};
+TYPED_TEST_SUITE(DistOneGpuThreads, key_types);
+
+TYPED_TEST(DistMultiGpu, UnevenShardsEveryDistributionBothOrders) { UnevenShardsEveryDistributionBothOrders<TypeParam>(nccl_sets()); }
+TYPED_TEST(DistOneGpuThreads, UnevenShardsEveryDistributionBothOrders) { UnevenShardsEveryDistributionBothOrders<TypeParam>(thread_sets()); }
+TYPED_TEST(DistMultiGpu, SmallAndEmptyShards) { SmallAndEmptyShards<TypeParam>(nccl_sets()); }
+TYPED_TEST(DistOneGpuThreads, SmallAndEmptyShards) { SmallAndEmptyShards<TypeParam>(thread_sets()); }
+TYPED_TEST(DistMultiGpu, AllEqualKeysAreBalanced) { AllEqualKeysAreBalanced<TypeParam>(nccl_sets()); }
+TYPED_TEST(DistOneGpuThreads, AllEqualKeysAreBalanced) { AllEqualKeysAreBalanced<TypeParam>(thread_sets()); }
+TYPED_TEST(DistMultiGpu, PairsAreStableWithAStableLocalSort) { PairsAreStableWithAStableLocalSort<TypeParam>(nccl_sets()); }
+TYPED_TEST(DistOneGpuThreads, PairsAreStableWithAStableLocalSort) { PairsAreStableWithAStableLocalSort<TypeParam>(thread_sets()); }
+TYPED_TEST(DistMultiGpu, SixteenByteValuesFollowTheirKeys) { SixteenByteValuesFollowTheirKeys<TypeParam>(nccl_sets()); }
+TYPED_TEST(DistOneGpuThreads, SixteenByteValuesFollowTheirKeys) { SixteenByteValuesFollowTheirKeys<TypeParam>(thread_sets()); }
+
+void host_pointer_on_rank_1(comm_set& comms) {
+  const std::vector<std::uint32_t> input = tools::generate<std::uint32_t>(tools::distribution::uniform, 10000, 1);
+  std::vector<std::uint32_t> host_copy = input;
+  std::vector<std::string> messages(2);
+  std::vector<std::uint32_t> rank0_after;
+  on_every_rank(2, [&](int r) {
+    device_array<std::uint32_t> keys(comms[r].device(), input);
+    std::span<std::uint32_t> mine = r == 1 ? std::span(host_copy) : keys.span();
+    try {
+      dist::sort(comms[r], mine, {});
+    } catch (const gpusort::error& e) {
+      messages[r] = e.what();
+    }
+    if (r == 0) rank0_after = to_host(keys.span());
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(messages[r].find("rank 1 cannot go on"), std::string::npos) << messages[r];
+    EXPECT_NE(messages[r].find("device memory"), std::string::npos) << messages[r];
+  }
+  EXPECT_EQ(rank0_after, input);
+  EXPECT_EQ(host_copy, input);
+}
+
+TEST(DistMultiGpuErrors, AHostPointerOnOneRankFailsEveryRankAndLosesNothing) {
+  if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  host_pointer_on_rank_1(comms_for(2));
+}
+
+TEST(DistOneGpuThreadsErrors, AHostPointerOnOneRankFailsEveryRankAndLosesNothing) {
+  GPUSORT_REQUIRE_GPU();
+  host_pointer_on_rank_1(threads_on_gpu0(2));
+}
+
+TEST(DistMultiGpuSpread, HostAndDeviceArrays) {
+  if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1000003}}) {
+    std::vector<float> keys = tools::generate<float>(tools::distribution::gaussian, n, n);
+    scatter_special_values(keys, n);
+    const std::vector<float> expect = reference_sort(keys);
+    std::vector<float> host = keys;
+    dist::sort_spread(std::span(host));
+    EXPECT_TRUE(same_bits(host, expect)) << "host n=" << n;
+    device_array<float> d(0, keys);
+    dist::sort_spread(d.span());
+    EXPECT_TRUE(same_bits(to_host(d.span()), expect)) << "device n=" << n;
+  }
+  std::vector<std::uint64_t> keys = tools::generate<std::uint64_t>(tools::distribution::zipf, 500009, 2);
+  std::vector<std::uint32_t> values(keys.size());
+  std::iota(values.begin(), values.end(), 0u);
+  const std::vector<std::uint64_t> input = keys;
+  dist::sort_spread(std::span(keys), std::span(values), {.direction = gpusort::order::descending});
+  EXPECT_TRUE(same_bits(keys, reference_sort(input, true)));
+  EXPECT_TRUE(values_follow_keys(input, keys, values, [](std::uint64_t i) { return std::uint32_t(i); }));
+}
+
+__global__ void fill_shuffled_range(std::uint32_t* keys, std::uint64_t begin, std::uint64_t count,
+                                    std::uint64_t total) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::uint64_t(gridDim.x) * blockDim.x)
+    keys[i] = static_cast<std::uint32_t>(gpusort::tools::shuffle_index(begin + i, total));
+}
+
+struct not_at_offset {
+  const std::uint32_t* keys;
+  std::uint64_t first;
+  __device__ bool operator()(std::uint64_t i) const { return keys[i] != std::uint32_t(first + i); }
+};
+
+void two_to_the_31_plus_5(comm_set& comms) {
+  const int ranks = static_cast<int>(comms.size());
+  const std::uint64_t total = (std::uint64_t{1} << 31) + 5;
+  std::vector<std::uint64_t> sizes(ranks), misplaced(ranks);
+  std::vector<std::uint64_t> first(ranks);
+  std::vector<int> ready(ranks);
+  std::barrier sizes_known(ranks);
+  on_every_rank(ranks, [&](int r) {
+    cudaSetDevice(comms[r].device());
+    // Uneven: rank 0 holds twice the others' share.
+    const std::uint64_t unit = total / (ranks + 1);
+    const std::uint64_t begin = r == 0 ? 0 : unit * (r + 1);
+    const std::uint64_t count = r == 0 ? 2 * unit : (r == ranks - 1 ? total - begin : unit);
+    std::uint32_t* keys = nullptr;
+    if (cudaMalloc(&keys, sizeof(std::uint32_t) * count) != cudaSuccess) throw std::bad_alloc();
+    fill_shuffled_range<<<1024, 256>>>(keys, begin, count, total);
+    auto result = dist::sort(comms[r], std::span(keys, count), {});
+    cudaFree(keys);
+    sizes[r] = result.size();
+    sizes_known.arrive_and_wait();
+    for (int q = 0; q < r; ++q) first[r] += sizes[q];
+    misplaced[r] = thrust::count_if(thrust::device, thrust::counting_iterator<std::uint64_t>(0),
+                                    thrust::counting_iterator<std::uint64_t>(result.size()),
+                                    not_at_offset{result.keys().data(), first[r]});
+  });
+  std::uint64_t sum = 0;
+  for (int r = 0; r < ranks; ++r) {
+    sum += sizes[r];
+    EXPECT_EQ(misplaced[r], 0u) << "rank " << r;
+  }
+  EXPECT_EQ(sum, total);
+}
+
+TEST(DistMultiGpuHuge, TwoToThe31PlusFiveKeys) {
+  if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  two_to_the_31_plus_5(comms_for(device_count()));
+}
+
+TEST(DistOneGpuThreadsHuge, TwoToThe31PlusFiveKeys) {
+  GPUSORT_REQUIRE_GPU();
+  std::size_t free_bytes = 0, total_bytes = 0;
+  cudaMemGetInfo(&free_bytes, &total_bytes);
+  if (free_bytes < (std::size_t{40} << 30)) GTEST_SKIP() << "needs 40 GiB of device memory";
+  two_to_the_31_plus_5(threads_on_gpu0(2));
+}
+
+// ---- one process per GPU: communicator_from_environment ------------------------------------
+
+// A worker process: sorts a shard made from its rank and writes what it got to
+// GPUSORT_TEST_RESULT (size, first key, last key, sorted or not). Skips unless started by
+// OneProcessPerGpu below.
+TEST(DistWorker, SortsItsShard) {
+  const char* result_path = std::getenv("GPUSORT_TEST_RESULT");
+  if (!result_path) GTEST_SKIP() << "started only by DistMultiProcess";
+  auto comm = dist::communicator_from_environment();
+  const auto keys = tools::generate<std::uint32_t>(tools::distribution::uniform,
+                                                   100000 + 37 * comm.rank(), comm.rank());
+  device_array<std::uint32_t> d(comm.device(), keys);
+  auto result = dist::sort(comm, d.span(), {});
+  const auto out = to_host(result.keys());
+  std::ofstream f(result_path);
+  f << out.size() << " " << (out.empty() ? 0 : out.front()) << " "
+    << (out.empty() ? 0 : out.back()) << " " << std::is_sorted(out.begin(), out.end()) << "\n";
+}
+
+TEST(DistMultiProcess, OneProcessPerGpuThroughAnIdFile) {
+  if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  const int ranks = 2;
+  const std::string dir = ::testing::TempDir() + "gpusort_dist_" + std::to_string(getpid());
+  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  std::vector<pid_t> pids(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<std::string> env_strings = {
+        "GPUSORT_RANK=" + std::to_string(r), "GPUSORT_WORLD_SIZE=" + std::to_string(ranks),
+        "GPUSORT_NCCL_ID_FILE=" + dir + "/id", "GPUSORT_TEST_RESULT=" + dir + "/rank" + std::to_string(r),
+        "NCCL_NVLS_ENABLE=0"};
+    for (char** e = environ; *e; ++e)
+      if (std::strncmp(*e, "GPUSORT_", 8) != 0) env_strings.push_back(*e);
+    std::vector<char*> envp;
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string self = "/proc/self/exe", filter = "--gtest_filter=DistWorker.SortsItsShard";
+    char* argv[] = {self.data(), filter.data(), nullptr};
+    ASSERT_EQ(posix_spawn(&pids[r], "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
+  }
+  for (int r = 0; r < ranks; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << r;
+  }
+  std::uint64_t total = 0, last = 0;
+  for (int r = 0; r < ranks; ++r) {
+    std::ifstream f(dir + "/rank" + std::to_string(r));
+    std::uint64_t size = 0, front = 0, back = 0;
+    int sorted = 0;
+    ASSERT_TRUE(f >> size >> front >> back >> sorted) << "rank " << r << " wrote no result";
+    EXPECT_TRUE(sorted) << "rank " << r;
+    if (size > 0) {
+      EXPECT_LE(last, front) << "rank " << r << " starts below the previous rank's end";
+      last = back;
+    }
+    total += size;
+  }
+  EXPECT_EQ(total, 100000u * ranks + 37);
+  ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
+}
+
+// ---- one rank: any GPU --------------------------------------------------------------------
+
+template <class K>
+class DistOneGpu : public ::testing::Test {
+ protected:
+  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
+};
+TYPED_TEST_SUITE(DistOneGpu, key_types);
+
+TYPED_TEST(DistOneGpu, OneRankIsALocalSort) {
+  using K = TypeParam;
+  const int one[] = {0};
+  static auto* comms = new std::vector<dist::communicator>(dist::communicators_for_devices(one));
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{65537}}) {
+    std::vector<K> keys = tools::generate<K>(tools::distribution::uniform, n, n + 1);
+    scatter_special_values(keys, n);
+    device_array<K> d(0, keys);
+    auto result = dist::sort((*comms)[0], d.span(), {});
+    EXPECT_TRUE(same_bits(to_host(result.keys()), reference_sort(keys)));
+    EXPECT_EQ(result.times().bytes_sent, 0u);
+  }
+}
+
+TEST(DistOneGpuErrors, BadArgumentsThrowBeforeTouchingData) {
+  GPUSORT_REQUIRE_GPU();
+  const int one[] = {0};
+  auto comms = dist::communicators_for_devices(one);
+  std::vector<std::uint32_t> host{3, 2, 1};
+  EXPECT_THROW(dist::sort(comms[0], std::span(host), {}), gpusort::error);
+  EXPECT_EQ(host, (std::vector<std::uint32_t>{3, 2, 1}));
+  device_array<std::uint32_t> d(0, host);
+  dist::options zero;
+  zero.oversampling = 0;
+  EXPECT_THROW(dist::sort(comms[0], d.span(), zero), gpusort::error);
+  EXPECT_EQ(to_host(d.span()), host);
+  std::vector<std::uint32_t> values(2);
+  EXPECT_THROW(dist::sort(comms[0], d.span(), std::span(values), {}), gpusort::error);
+}
+
+}  // namespace
