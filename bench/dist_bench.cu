@@ -56,7 +56,8 @@ namespace dist = gpusort::dist;
 using gpusort::tools::usage_error;
 using clock_type = std::chrono::steady_clock;
 
-constexpr std::uint64_t largest_count = std::uint64_t{1} << 48;  // byte counts stay far from overflow
+// The most keys a size may ask for: byte counts stay far from overflow.
+constexpr std::uint64_t largest_count = std::uint64_t{1} << 48;
 constexpr std::uint64_t margin_bytes = std::uint64_t{256} << 20;  // left free by the memory checks
 constexpr double gib = 1024.0 * 1024.0 * 1024.0;
 
@@ -363,7 +364,8 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
         if (!together()) return;  // every rank's sort has returned: the clock stops
         if (rep == 0) continue;
         times[rep - 1][r] = result.times();
-        if (r == 0) o.ms.push_back(std::chrono::duration<double, std::milli>(stamp - start).count());
+        if (r == 0)
+          o.ms.push_back(std::chrono::duration<double, std::milli>(stamp - start).count());
       }
       sizes[r] = result.size();
       const check_sums out = check(result.keys().data(), result.size(), s.get());
@@ -426,11 +428,10 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
     if (descents[r] > 0)
       o.problem = "rank " + std::to_string(r) + "'s shard is not sorted (" +
                   std::to_string(descents[r]) + " adjacent pairs out of order)";
-    if (sizes[r] == 0) continue;
-    if (previous >= 0 && gpusort::less<K>{}(first_key[r], last_key[previous]))
+    else if (sizes[r] > 0 && previous >= 0 && gpusort::less<K>{}(first_key[r], last_key[previous]))
       o.problem = "rank " + std::to_string(r) + "'s first key is below the last key of rank " +
                   std::to_string(previous);
-    previous = r;
+    if (sizes[r] > 0) previous = r;
   }
   if (o.problem.empty() && sorted_keys != total)
     o.problem = "the shards hold " + std::to_string(sorted_keys) + " keys, not " +
@@ -496,7 +497,9 @@ class reporter {
               std::uint64_t n, const outcome& o) {
     if (!o.skipped.empty()) return skip(mode, algorithm, keys, gpus, n, o.skipped);
     if (!o.problem.empty()) {
-      std::fprintf(stderr, "gpusort-dist-bench: WRONG RESULT from %s (%s, %s keys, %d GPU(s), n %llu): %s\n",
+      std::fprintf(stderr,
+                   "gpusort-dist-bench: WRONG RESULT from %s (%s, %s keys, %d GPU(s), "
+                   "n %llu): %s\n",
                    algorithm.c_str(), mode, std::string(keys).c_str(), gpus,
                    static_cast<unsigned long long>(n), o.problem.c_str());
       std::printf("%-6s %-16s %-4s %4d %13llu  WRONG RESULT (see stderr)\n", mode,
@@ -646,7 +649,8 @@ int run(const config& cfg) {
       std::vector<std::uint64_t> sizes{cfg.per_gpu};
       if (cfg.total != cfg.per_gpu) sizes.push_back(cfg.total);
       for (std::uint64_t n : sizes)
-        for (gpusort::algorithm algo : {gpusort::algorithm::sample_sort, gpusort::algorithm::cub_radix})
+        for (gpusort::algorithm algo :
+             {gpusort::algorithm::sample_sort, gpusort::algorithm::cub_radix})
           out.report("single", std::string(gpusort::to_string(algo)), keys, 1, n,
                      run_single<K>(cfg, algo, n));
       for (const char* mode : {"weak", "strong"}) {
