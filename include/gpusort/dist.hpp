@@ -13,7 +13,8 @@
 //   4. the keys exchanged with grouped ncclSend / ncclRecv (an all-to-all);
 //   5. the p received sorted runs merged on the GPU (a tree of stable two-way merges).
 // Equal keys come out ordered by (source rank, position after the local sort): with a stable
-// local algorithm (cub_radix, cub_merge, adaptive_bitonic) the whole sort is stable.
+// local algorithm (adaptive_bitonic; cub_radix and cub_merge for keys alone or 4-byte values)
+// the whole sort is stable.
 //
 // Errors throw gpusort::error on every rank: a bad argument on one rank (a host pointer, say)
 // is shared in the first collective, so no rank is left waiting in NCCL, and no data is lost

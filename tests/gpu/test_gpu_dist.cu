@@ -213,39 +213,47 @@ void AllEqualKeysAreBalanced(const std::vector<comm_set*>& sets) {
   }
 }
 
-template <class K>
-void PairsAreStableWithAStableLocalSort(const std::vector<comm_set*>& sets) {
+// value = global index of the key in the concatenated input (V: 4 or 8 bytes).
+template <class K, class V>
+void stable_pairs(const std::vector<comm_set*>& sets, gpusort::algorithm local_algo) {
   for (comm_set* set : sets) {
     const int ranks = static_cast<int>(set->size());
+    SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " local=" << gpusort::to_string(local_algo));
     const auto shards = make_shards<K>(uneven_sizes(ranks, 100003), tools::distribution::few_unique, 3);
-    // value = global index of the key in the concatenated input.
-    std::vector<std::vector<std::uint64_t>> values(ranks);
-    std::uint64_t next = 0;
+    std::vector<std::vector<V>> values(ranks);
+    V next = 0;
     for (int r = 0; r < ranks; ++r)
       for (std::size_t i = 0; i < shards[r].size(); ++i) values[r].push_back(next++);
     std::vector<std::vector<K>> out_keys(ranks);
-    std::vector<std::vector<std::uint64_t>> out_values(ranks);
+    std::vector<std::vector<V>> out_values(ranks);
     auto& comms = *set;
     dist::options opt;
-    opt.local_algo = gpusort::algorithm::cub_merge;
+    opt.local_algo = local_algo;
     on_every_rank(ranks, [&](int r) {
       device_array<K> k(comms[r].device(), shards[r]);
-      device_array<std::uint64_t> v(comms[r].device(), values[r]);
+      device_array<V> v(comms[r].device(), values[r]);
       auto result = dist::sort(comms[r], k.span(), v.span(), opt);
       out_keys[r] = to_host(result.keys());
       out_values[r] = to_host(result.values());
     });
     // A stable sort of (key, global index) pairs gives exactly this order.
     const std::vector<K> all = concat(shards);
-    std::vector<std::uint64_t> order(all.size());
-    std::iota(order.begin(), order.end(), 0);
+    std::vector<V> order(all.size());
+    std::iota(order.begin(), order.end(), V{0});
     std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
       return gpusort::less<K>{}(all[a], all[b]);
     });
     EXPECT_EQ(concat(out_values), order);
     EXPECT_TRUE(values_follow_keys(all, concat(out_keys), concat(out_values),
-                                   [](std::uint64_t i) { return i; }));
+                                   [](std::uint64_t i) { return V(i); }));
   }
+}
+
+// cub_merge (4-byte values) and adaptive_bitonic (any size) are stable, and so is dist::sort.
+template <class K>
+void PairsAreStableWithAStableLocalSort(const std::vector<comm_set*>& sets) {
+  stable_pairs<K, std::uint32_t>(sets, gpusort::algorithm::cub_merge);
+  stable_pairs<K, std::uint64_t>(sets, gpusort::algorithm::adaptive_bitonic);
 }
 
 template <class K>
