@@ -42,7 +42,7 @@ fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 if [ "${1:-}" = "--multi" ]; then
   gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
-  ctest --test-dir "$build" --output-on-failure -L multigpu -j 1 >"$logs/tests-multi.log" 2>&1
+  ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 >"$logs/tests-multi.log" 2>&1
   tests_rc=$?
   list=1; [ "$gpus" -ge 2 ] && list=1,2; [ "$gpus" -ge 4 ] && list=1,2,4
   "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 \
@@ -63,9 +63,9 @@ if [ "${1:-}" = "--multi" ]; then
 fi
 # CPU tests on every core; GPU tests two at a time (the n >= 2^31 ones need most of the
 # memory of an 80 GB card).
-ctest --test-dir "$build" --output-on-failure -L cpu -j "$(nproc)" >"$logs/tests.log" 2>&1
+ctest --test-dir "$build" --output-on-failure -L "^cpu$" -j "$(nproc)" >"$logs/tests.log" 2>&1
 tests_rc=$?
-ctest --test-dir "$build" --output-on-failure -L gpu -j 2 >>"$logs/tests.log" 2>&1 || tests_rc=1
+ctest --test-dir "$build" --output-on-failure -L "^gpu$" -j 2 >>"$logs/tests.log" 2>&1 || tests_rc=1
 "$build/tools/gpusort" bench --algos bitonic,sample_sort,sample_sort_random,adaptive_bitonic,quicksort,cub_radix,cub_merge,thrust,classic_bitonic \
   --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \
   --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
