@@ -51,18 +51,23 @@ const std::string main_help = R"(usage: gpusort <command> [options]
 `gpusort <command> --help` describes each command. Files are raw little-endian arrays of
 keys (u32 i32 f32 u64 i64 f64) or of packed (key, u32 value) records; with --text, one
 number (or "key value") per line; with --record-bytes B --key-bytes K, records of B bytes
-with a key of K raw bytes compared as unsigned bytes (the Sort Benchmark's: B 100, K 10). gen, sort and check draw a progress line on stderr when
-it is a terminal and they run over a second (GPUSORT_PROGRESS=0: never, =1: always).
+with a key of K raw bytes compared as unsigned bytes (the Sort Benchmark's: B 100, K 10).
+A file argument may be `-` (standard input or output), a FIFO, a device or a symbolic link:
+gen -  | sort - - | check -  is a pipeline. An output that is not a regular file is written
+in place once complete and never replaced; a link's target is replaced, the link kept.
+gen, sort and check draw a progress line on stderr when it is a terminal and they run over a
+second (GPUSORT_PROGRESS=0: never, =1: always); it never goes to stdout.
 Exit codes: 0 success, 1 check found disorder, 2 bad input or usage, 3 CUDA or I/O failure.
 )";
 
 const std::string gen_help =
     R"(usage: gpusort gen --type T --n N [--dist D] [--zipf S] [--and K] [--seed S]
-                   [--pairs u32] [--text] OUT
+                   [--pairs u32] [--text] [--tmp DIR] OUT
        gpusort gen --record-bytes B --key-bytes K [--key-offset O] --n N [--dist D]
-                   [--seed S] OUT
+                   [--seed S] [--tmp DIR] OUT
 Writes N keys of type T (u32 i32 f32 u64 i64 f64) to OUT, or N records of B bytes with a
-key of K bytes at offset O (default 0).
+key of K bytes at offset O (default 0). OUT may be - (standard output, not a terminal unless
+--text) or any other stream, as for sort.
   --n N        a number, 2^k, 2^k+c or 2^k-c
   --dist D     )" +
     distribution_names + R"(
@@ -76,6 +81,7 @@ key of K bytes at offset O (default 0).
   --seed S     the same seed gives the same keys (default 1)
   --pairs u32  write (key, value) records, the value being the key's original index
   --text       one number (or "key value") per line instead of raw binary
+  --tmp DIR    where a stream OUT is spooled until complete (default $TMPDIR, else /tmp)
   --record-bytes B, --key-bytes K, --key-offset O  records of B bytes (1 to 65536), the
                key K bytes at offset O (O + K <= B). The key's first 8 bytes (or K) are a
                64-bit number, most significant byte first: uniform random, sorted, reverse,
@@ -89,12 +95,20 @@ key of K bytes at offset O (default 0).
 
 const std::string sort_help =
     R"(usage: gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--text]
-                    [--device-memory BYTES] [--memory BYTES] [--stats] IN OUT
+                    [--device-memory BYTES] [--memory BYTES] [--tmp DIR] [--stats] IN OUT
        gpusort sort --record-bytes B --key-bytes K [--key-offset O] [--algo A] [--desc]
-                    [--device-memory BYTES] [--memory BYTES] [--stats] IN OUT
+                    [--device-memory BYTES] [--memory BYTES] [--tmp DIR] [--stats] IN OUT
 Sorts the records of IN by key into OUT, on the GPU if there is one, else on the CPU.
-OUT appears only when complete (it is written under a temporary name, then renamed); IN is
-never modified, and OUT may be IN. Floats sort -0.0 before +0.0 and NaNs last. On a
+OUT appears only when complete and checked: a regular file is written under a temporary name
+beside it, then renamed over it; a symbolic link is followed to its final target, which is
+replaced in its own directory (the link stays); any other OUT (- for standard output, a FIFO,
+a device, /dev/stdout) is opened at once and written in place, in order, once the output is
+complete (until then it is spooled in the scratch directory), and is never replaced. A
+write error there (a full device: ENOSPC) is one line and exit 3. Binary output to a
+terminal is refused (exit 2). When OUT is standard output, --stats goes to stderr.
+IN is never modified, and OUT may be IN. IN may be - (standard input) or any readable stream
+(a FIFO, a process substitution): it is first read to its end into an unlinked file in the
+scratch directory, then sorted as a file of that size (out of core past the budgets). Floats sort -0.0 before +0.0 and NaNs last. On a
 terminal, a sort that runs over a second shows its phase (reading, sorting, checking,
 writing; out of core: runs, merge i/n) on stderr.
 Keys alone on a GPU (raw binary) go through a pipeline: the file is read on all cores into
@@ -118,8 +132,9 @@ a budget asks for more than one run or, without budgets, the file and 16 bytes a
 exceed half the machine's memory (which then is the host budget) or the prefixes, indices
 and workspace exceed the free device memory (then 90% of it is the device budget); else
 one run at a time into run files, merged on the CPU.
-Scratch files live in a directory beside OUT (".OUT.runs<pid>-<k>") that goes when the sort
-ends, fails or is interrupted. Out of core takes raw binary files only (no --text).
+Scratch files live in a directory beside OUT's final target (".OUT.runs<pid>-<k>"), or in
+--tmp DIR, or, when OUT is a stream, in $TMPDIR (else /tmp); it goes when the sort ends,
+fails or is interrupted. Out of core takes raw binary files only (no --text).
   --algo A     )" +
     algorithm_names + R"( (default automatic); or a host sort
                on the same file I/O, the baseline of the GPU's: std_sort (one core) or
@@ -140,18 +155,22 @@ ends, fails or is interrupted. Out of core takes raw binary files only (no --tex
                per record of a run, 3 for pairs; with --record-bytes 2 plus 16 bytes rounded
                up to records) and the merge buffers (up to 1 MiB each, a ninth of BYTES below
                9 MiB) must fit
+  --tmp DIR    the scratch directory (a stream IN's copy, OUT's spool, out-of-core runs)
+               instead of beside OUT's final target, or of $TMPDIR (else /tmp) when OUT is
+               a stream
   --stats      print the plan and the time of each stage, one line each, on stdout (in
                memory: read, sort, write; the GPU pipeline: the busy time of each stage,
                which overlap, and the total; out of core on the CPU: read, sort, write
                runs, merge)
 )";
 
-const std::string check_help = R"(usage: gpusort check --type T [--pairs u32] [--desc] [--text] FILE
-       gpusort check --record-bytes B --key-bytes K [--key-offset O] [--desc] FILE
+const std::string check_help = R"(usage: gpusort check --type T [--pairs u32] [--desc] [--text] [--tmp DIR] FILE
+       gpusort check --record-bytes B --key-bytes K [--key-offset O] [--desc] [--tmp DIR] FILE
 Tells whether FILE's records are in order by key, where the first record out of order is,
 how many records come right after one they should precede, and a checksum of the records
 that does not depend on their order (so a sorted file has the checksum of its input).
-Exit code 1 if FILE is out of order.
+Exit code 1 if FILE is out of order. FILE may be - (standard input) or another stream: it is
+read to its end into an unlinked file in --tmp DIR ($TMPDIR, else /tmp) first.
   --desc       check for descending order
   --pairs u32  records are (key, u32 value)
   --text       FILE holds one number (or "key value") per line
@@ -260,7 +279,7 @@ int gen_byte_records(const arguments& args, const std::string& out,
                       ": records with --record-bytes come uniform, sorted, reverse, few_unique "
                       "or all_equal");
   const std::uint64_t seed = parse_unsigned(args.get("seed", "1"), "--seed");
-  pending_file file(out);
+  pending_file file(out, true, args.get("tmp"));
   progress meter;
   external::generate_byte_records(file, layout, n, dist, seed, meter);
   return 0;
@@ -282,7 +301,7 @@ int gen(const arguments& args) {
     throw usage_error("--pairs u32: the original index of " + std::to_string(n) +
                       " records does not fit a u32");
   return with_key_type(args.required("type"), [&]<class K>() {
-    pending_file file(out);
+    pending_file file(out, !args.has("text"), args.get("tmp"));
     progress meter;
     meter.phase("generating", false);
     records<K> r{generate<K>(dist, n, seed, shape), {}, pairs};
@@ -322,12 +341,16 @@ int sort(const arguments& args) {
                       "files, not --text");
   if (!host_sort.empty() && (request.device_budget_given || args.has("memory")))
     throw usage_error("--algo " + host_sort + " sorts in host memory: no --device-memory or --memory");
-  if (layout) {
-    pending_file out(files[1]);  // an output that cannot be created fails before any work
-    return external::sort_byte_records_file(request, *layout, host_sort, out);
-  }
+  if (!layout) with_key_type(args.required("type"), []<class K>() {});  // before OUT opens
+  // OUT first: one that cannot be created fails before any work (and a FIFO waits for its
+  // reader); then a stream IN is read to its end into OUT's scratch directory.
+  pending_file out(files[1], !args.has("text"), args.get("tmp"));
+  progress spool_meter;
+  const input_source in(files[0], out.scratch_anchor().parent_path(), spool_meter);
+  spool_meter.finish();
+  request.input = in.path();
+  if (layout) return external::sort_byte_records_file(request, *layout, host_sort, out);
   return with_key_type(args.required("type"), [&]<class K>() {
-    pending_file out(files[1]);  // an output that cannot be created fails before any work
     if (!args.has("text") && host_sort.empty()) {
       if (external::sorts_keys_on_gpu(request))
         return external::sort_keys_file_on_gpu<K>(request, out);
@@ -336,7 +359,7 @@ int sort(const arguments& args) {
     }
     progress meter;
     stage_clock clock;
-    records<K> r = read_records<K>(files[0], pairs, args.has("text"), meter);
+    records<K> r = read_records<K>(request.input, pairs, args.has("text"), meter);
     const double read_s = clock.lap();
     meter.phase("checking", false);
     const checksum input_sum = checksum_of(r);
@@ -388,17 +411,19 @@ int report_check(const std::string& file, std::uint64_t records, const std::stri
 int check(const arguments& args) {
   const std::string file = args.positional(1, "one file")[0];
   const bool descending = args.has("desc");
-  if (const auto layout = external::parse_record_layout(args, descending)) {
-    progress meter;
-    const external::byte_records_report r = external::check_byte_records(file, *layout, meter);
+  const auto layout = external::parse_record_layout(args, descending);
+  const bool pairs = !layout && parse_pairs(args);
+  if (!layout) with_key_type(args.required("type"), []<class K>() {});  // before IN is read
+  progress meter;
+  const input_source in(file, stream_scratch_dir(args.get("tmp")), meter);
+  if (layout) {
+    const external::byte_records_report r = external::check_byte_records(in.path(), *layout, meter);
     meter.finish();  // before stdout, which may be the same terminal
     return report_check(file, r.records, external::describe_byte_records(*layout), descending,
                         r.order, r.sum);
   }
-  const bool pairs = parse_pairs(args);
   return with_key_type(args.required("type"), [&]<class K>() {
-    progress meter;
-    const records<K> r = read_records<K>(file, pairs, args.has("text"), meter);
+    const records<K> r = read_records<K>(in.path(), pairs, args.has("text"), meter);
     meter.phase("checking", false);
     const order_report order = scan_order(r.keys, descending);
     const checksum sum = checksum_of(r);
@@ -602,15 +627,15 @@ const command commands[] = {
      gen_help,
      gen,
      {"type", "n", "dist", "zipf", "and", "seed", "pairs", "record-bytes", "key-bytes",
-      "key-offset"},
+      "key-offset", "tmp"},
      {"text"}},
     {"sort",
      sort_help,
      sort,
      {"type", "pairs", "algo", "device-memory", "memory", "record-bytes", "key-bytes",
-      "key-offset"},
+      "key-offset", "tmp"},
      {"desc", "text", "stats"}},
-    {"check", check_help, check, {"type", "pairs", "record-bytes", "key-bytes", "key-offset"},
+    {"check", check_help, check, {"type", "pairs", "record-bytes", "key-bytes", "key-offset", "tmp"},
      {"desc", "text"}},
     {"bench",
      bench_help,
@@ -650,7 +675,7 @@ int main(int argc, char** argv) {
     }
   }
   const auto fail = [&](const char* message, int code) {
-    std::fprintf(stderr, "gpusort %s: %s\n", argv[1], message);
+    std::fprintf(stderr, "gpusort %s: %s\n", argv[1], shown_names::in(message).c_str());
     return code;
   };
   try {

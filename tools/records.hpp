@@ -5,6 +5,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include "file_io.hpp"
 #include "gpusort/key_traits.hpp"
 #include "progress.hpp"
+#include "streams.hpp"
 
 namespace gpusort::tools {
 
@@ -167,70 +169,126 @@ inline void remove_pending_temp_on_signals() {
   static_cast<void>(installed);
 }
 
-// An output file that appears at `path` only when complete: it is written under a
-// temporary name beside `path` and renamed over it by commit(). Until then (and if commit
-// is never reached, or a signal ends the process) whatever was at `path`, the input too,
-// stays as it was. Created before the work, so that an unwritable destination fails early,
-// as a usage error.
+// An output file that appears at `path` only when complete and checked (streams.hpp has the
+// rules). A regular file (or a new one, or the final target of a symbolic link) is written
+// under a temporary name beside its final target and renamed over it by commit(); until then
+// (and if commit is never reached, or a signal ends the process) whatever was there, the
+// input too, stays as it was. A stream (`-`, a FIFO, a device, /dev/stdout) is opened now and
+// written in place by commit(), in order, from an unlinked spool in the scratch directory:
+// it is never unlinked or renamed over. Binary data is not written to a terminal. When the
+// stream is standard output, the tool's own printing (--stats) moves to standard error.
+// Created before the work, so that an output that cannot be created fails early, as a usage
+// error.
 class pending_file {
  public:
-  explicit pending_file(std::string path) : path_(std::move(path)) {
+  // tmp_dir: --tmp DIR ("" when not given), where scratch goes instead of beside the target.
+  explicit pending_file(std::string path, bool binary = true, std::string tmp_dir = "")
+      : path_(std::move(path)), tmp_dir_(std::move(tmp_dir)) {
     namespace fs = std::filesystem;
-    const fs::path target(path_);
-    if (fs::is_directory(target)) throw usage_error(path_ + ": is a directory");
-    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    if (const int fd = named_descriptor(path_, STDOUT_FILENO); fd >= 0) {
+      stream_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      if (stream_ < 0) throw usage_error(path_ + ": cannot write to it: " + system_error_text());
+    } else {
+      struct stat info {};
+      if (::stat(path_.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+        throw usage_error(path_ + ": is a directory");
+      if (::stat(path_.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+        stream_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);  // a FIFO waits for its reader
+        if (stream_ < 0) throw usage_error(path_ + ": cannot open: " + system_error_text());
+      }
+    }
+    if (stream_ >= 0) {
+      if (binary && ::isatty(stream_) == 1) {
+        ::close(stream_);
+        throw usage_error(path_ + ": is a terminal; binary data is not written to one "
+                          "(redirect it, or use --text)");
+      }
+      if (same_file(stream_, STDOUT_FILENO)) {
+        std::fflush(stdout);
+        ::dup2(STDERR_FILENO, STDOUT_FILENO);  // nothing else may write into the data
+      }
+      open_file(create_unlinked_file(scratch_anchor().parent_path()));
+      return;
+    }
+    target_ = final_target(path_);
+    if (fs::is_directory(target_)) throw usage_error(path_ + ": is a directory");
+    const fs::path dir = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
     remove_pending_temp_on_signals();
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
-      temp_ = dir / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" +
-                     std::to_string(attempt));
-      fd = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0666);  // RDWR: mapped_output
+      temp_ = dir / ("." + target_.filename().string() + ".tmp" + std::to_string(::getpid()) +
+                     "-" + std::to_string(attempt));
+      fd = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // RDWR: mapped_output
       if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0)
       throw usage_error(path_ + ": cannot create a file in " + dir.string() + ": " +
                         system_error_text());
     pending_temp_path.store(temp_.c_str());
-    file_.reset(::fdopen(fd, "wb"));
-    if (!file_) {
-      ::close(fd);
-      discard();
-      throw io_error(path_ + ": " + system_error_text());
-    }
+    open_file(fd);
   }
   ~pending_file() {
     if (!committed_) {
       file_.reset();
       discard();
     }
+    if (stream_ >= 0) ::close(stream_);
   }
   pending_file(const pending_file&) = delete;
   pending_file& operator=(const pending_file&) = delete;
 
   std::FILE* get() const { return file_.get(); }
   const std::string& path() const { return path_; }
+  bool stream() const { return stream_ >= 0; }
+  // A path whose directory holds the scratch of this output (out-of-core runs, a spooled
+  // input) and whose name they are named after: beside the final target, or in --tmp DIR;
+  // for a stream in --tmp DIR, $TMPDIR or /tmp.
+  std::filesystem::path scratch_anchor() const {
+    if (stream()) return stream_scratch_dir(tmp_dir_) / "gpusort";
+    if (!tmp_dir_.empty()) return std::filesystem::path(tmp_dir_) / target_.filename();
+    return target_;
+  }
 
   void commit() {
+    if (stream()) {
+      if (std::fflush(file_.get()) != 0)
+        throw io_error(path_ + ": write failed: " + system_error_text());
+      copy_to_stream(::fileno(file_.get()), stream_, path_);
+      const int fd = std::exchange(stream_, -1);
+      if (::close(fd) != 0) throw io_error(path_ + ": write failed: " + system_error_text());
+      committed_ = true;
+      return;
+    }
     // The data is on disk before the name points at it.
     if (std::fflush(file_.get()) != 0 || ::fsync(::fileno(file_.get())) != 0 ||
         std::fclose(file_.release()) != 0)
       throw io_error(path_ + ": write failed: " + system_error_text());
     std::error_code ec;
-    std::filesystem::rename(temp_, path_, ec);
+    std::filesystem::rename(temp_, target_, ec);
     if (ec) throw io_error(path_ + ": cannot replace it: " + ec.message());
     pending_temp_path.store(nullptr);
     committed_ = true;
   }
 
  private:
+  void open_file(int fd) {
+    file_.reset(::fdopen(fd, "w+b"));
+    if (!file_) {
+      ::close(fd);
+      discard();
+      throw io_error(path_ + ": " + system_error_text());
+    }
+  }
   void discard() {
+    if (temp_.empty()) return;
     pending_temp_path.store(nullptr);
     std::error_code ignored;
     std::filesystem::remove(temp_, ignored);
   }
 
-  std::string path_;
-  std::filesystem::path temp_;
+  std::string path_, tmp_dir_;
+  std::filesystem::path target_, temp_;  // a regular output's final target and temporary
+  int stream_ = -1;                      // a stream output's descriptor
   file_handle file_;
   bool committed_ = false;
 };

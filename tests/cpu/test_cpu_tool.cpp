@@ -71,20 +71,6 @@ std::vector<std::string> visible_messages(const std::string& text) {
   return lines;
 }
 
-// A failure as the tool must report it: exit code 2 and one line on stderr, from the command,
-// naming the problem.
-::testing::AssertionResult usage_failure(const outcome& o, const std::string& command,
-                                         const std::string& named) {
-  if (o.code != 2) return ::testing::AssertionFailure() << "exit code " << o.code << ": " << o.err;
-  if (std::ranges::count(o.err, '\n') != 1 || !o.err.ends_with('\n'))
-    return ::testing::AssertionFailure() << "not one line: '" << o.err << "'";
-  if (!o.err.starts_with("gpusort " + command + ": "))
-    return ::testing::AssertionFailure() << "not from gpusort " << command << ": " << o.err;
-  if (o.err.find(named) == std::string::npos)
-    return ::testing::AssertionFailure() << "'" << named << "' not named: " << o.err;
-  return ::testing::AssertionSuccess();
-}
-
 // Sets an environment variable for the tools this process runs, until destroyed.
 class scoped_environment {
  public:
@@ -457,22 +443,11 @@ TEST_F(Tool, BadOutputFailsBeforeTheWork) {
 TEST_F(Tool, UnreadableInputIsAUsageError) {
   std::ofstream(file("in"), std::ios::binary) << "12345678";
   fs::permissions(file("in"), fs::perms::none);
-  const std::string launcher =
-      ::geteuid() != 0 ? ""
-                       : "setpriv --inh-caps=-dac_override,-dac_read_search "
-                         "--bounding-set=-dac_override,-dac_read_search ";
+  const std::string launcher = without_permission_override();
   if (std::system((launcher + "true").c_str()) != 0 ||
       std::system((launcher + "cat '" + file("in") + "' >/dev/null 2>&1").c_str()) == 0)
     GTEST_SKIP() << "cannot make a file unreadable here";
-  // The fixture's runner starts the tool itself: run it through the launcher by hand.
-  const auto run_limited = [&](const std::string& args) {
-    const std::string err = file("stderr");
-    const int status = std::system((launcher + "'" + tool + "' " + args + " >/dev/null 2>'" +
-                                    err + "'").c_str());
-    outcome o{WIFEXITED(status) ? WEXITSTATUS(status) : -1, "", slurp(err)};
-    fs::remove(err);
-    return o;
-  };
+  const auto run_limited = [&](const std::string& args) { return run(args, launcher); };
   const std::string named = file("in") + ": cannot open: Permission denied";
   EXPECT_TRUE(usage_failure(run_limited("sort --type u32 " + file("in") + " " + file("out")),
                             "sort", named));

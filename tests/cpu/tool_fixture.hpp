@@ -60,6 +60,38 @@ inline std::string field(const std::string& text, const std::string& prefix) {
   return "";
 }
 
+// A failure as the tool must report it: exit code `code` (2 for bad input or usage, 3 for an
+// I/O failure) and one line on stderr, from the command, naming the problem. The library's
+// notice that it sorts on the CPU (on machines without a GPU) may come before it.
+inline ::testing::AssertionResult failure_with(const outcome& o, int code,
+                                               const std::string& command,
+                                               const std::string& named) {
+  std::string err = o.err;
+  if (err.starts_with("gpusort: ") && err.find("; sorting on the CPU\n") != std::string::npos)
+    err.erase(0, err.find("; sorting on the CPU\n") + 21);
+  if (o.code != code) return ::testing::AssertionFailure() << "exit code " << o.code << ": " << o.err;
+  if (std::ranges::count(err, '\n') != 1 || !err.ends_with('\n'))
+    return ::testing::AssertionFailure() << "not one line: '" << err << "'";
+  if (!err.starts_with("gpusort " + command + ": "))
+    return ::testing::AssertionFailure() << "not from gpusort " << command << ": " << err;
+  if (err.find(named) == std::string::npos)
+    return ::testing::AssertionFailure() << "'" << named << "' not named: " << err;
+  return ::testing::AssertionSuccess();
+}
+
+inline ::testing::AssertionResult usage_failure(const outcome& o, const std::string& command,
+                                                const std::string& named) {
+  return failure_with(o, 2, command, named);
+}
+
+// A command prefix under which file permissions hold for root too: setpriv takes away the
+// capabilities that bypass them ("" for other users).
+inline std::string without_permission_override() {
+  return ::geteuid() != 0 ? ""
+                          : "setpriv --inh-caps=-dac_override,-dac_read_search "
+                            "--bounding-set=-dac_override,-dac_read_search ";
+}
+
 class Tool : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -76,14 +108,22 @@ class Tool : public ::testing::Test {
 
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
 
-  outcome run(const std::string& args) const {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+  // The tool with `args`, started through `launcher` (a command prefix) if given.
+  outcome run(const std::string& args, const std::string& launcher = "") const {
+    return shell(launcher + "\"$GPUSORT\" " + args);
+  }
+
+  // A bash script (pipefail set) in which $GPUSORT is the tool; its exit code and output.
+  outcome shell(const std::string& script) const {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt", body = dir_ / "script.sh";
+    std::ofstream(body) << "set -o pipefail\nGPUSORT='" << tool << "'\n" << script << "\n";
     const std::string command =
-        "'" + tool + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+        "bash '" + body.string() + "' >'" + out.string() + "' 2>'" + err.string() + "'";
     const int status = std::system(command.c_str());
     outcome o{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
     fs::remove(out);
     fs::remove(err);
+    fs::remove(body);
     return o;
   }
 

@@ -372,7 +372,7 @@ int sort_runs_and_merge(const sort_request& request, const run_plan& plan,
                         ChecksumOf&& checksum_of_run) {
   const std::uint64_t total = (plan.run_count - 1) * plan.run_records + plan.last_run_records;
 
-  scratch_directory scratch(request.output);
+  scratch_directory scratch(out.scratch_anchor());
   progress meter;
   stage_clock clock;
   double read_s = 0, sort_s = 0, write_s = 0;

@@ -325,7 +325,7 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
     meter.phase("sorting", true);
     on_device(count, read_input(0), write_output(0));
   } else if (runs > 1) {
-    const scratch_directory scratch(out.path());
+    const scratch_directory scratch(out.scratch_anchor());
     store = std::make_unique<run_store>(count * sizeof(K),
                                         runs_fit_in_memory(count * sizeof(K), host_budget_bytes, slot_bytes),
                                         scratch);

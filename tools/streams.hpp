@@ -1,0 +1,215 @@
+// What the tool's file arguments really are. OUT and IN may be regular files, symbolic links,
+// or streams: `-` (standard output or input), /dev/stdout and /dev/fd/N, a FIFO, a device, a
+// process substitution. The rules (README, "The tool"):
+//  - a regular OUT is replaced atomically (a temporary file renamed over it); a symbolic link
+//    is followed to its final target, which is replaced in its own directory, so the link
+//    stays a link; a dangling link gets its target created;
+//  - any other OUT is never unlinked or renamed over: it is opened and written in place, in
+//    order, once the output is complete and checked (until then it is spooled to an unlinked
+//    scratch file);
+//  - an IN that is not a regular file is read to its end into an unlinked scratch file first,
+//    and then sorted as a file of that size (out of core past the budgets, as any file);
+//  - scratch (spools, out-of-core runs) sits beside OUT's final target, or in --tmp DIR; when
+//    OUT is a stream, in --tmp DIR, else $TMPDIR, else /tmp.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cli.hpp"
+#include "file_io.hpp"
+#include "progress.hpp"
+
+namespace gpusort::tools {
+
+// The descriptor a file argument names by itself: `-` (dash_fd: 0 for IN, 1 for OUT),
+// /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N; -1 for any other path.
+// Such a descriptor is used as it is (its offset and O_APPEND too), never reopened by name.
+constexpr int named_descriptor(std::string_view path, int dash_fd) {
+  if (path == "-") return dash_fd;
+  if (path == "/dev/stdin") return 0;
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (const std::string_view prefix : {std::string_view("/dev/fd/"), std::string_view("/proc/self/fd/")}) {
+    if (!path.starts_with(prefix) || path.size() == prefix.size()) continue;
+    int fd = 0;
+    for (const char c : path.substr(prefix.size())) {
+      if (c < '0' || c > '9' || fd > 100'000'000) return -1;
+      fd = fd * 10 + (c - '0');
+    }
+    return fd;
+  }
+  return -1;
+}
+
+// The file that `path` finally names, following symbolic links (a relative one from its own
+// directory); `path` itself when it is no link. The target need not exist (a dangling link).
+inline std::filesystem::path final_target(const std::filesystem::path& path) {
+  std::filesystem::path at = path;
+  for (int hops = 0; hops < 40; ++hops) {  // Linux's own limit
+    struct stat info {};
+    if (::lstat(at.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return at;
+    std::error_code ec;
+    const std::filesystem::path link = std::filesystem::read_symlink(at, ec);
+    if (ec) throw usage_error(path.string() + ": " + ec.message());
+    at = link.is_absolute() ? link : at.parent_path() / link;
+  }
+  throw usage_error(path.string() + ": too many levels of symbolic links");
+}
+
+// Where scratch goes when OUT is a stream, or for a command with no OUT: --tmp DIR, else
+// $TMPDIR, else /tmp.
+inline std::filesystem::path stream_scratch_dir(const std::string& tmp_option) {
+  if (!tmp_option.empty()) return tmp_option;
+  const char* env = std::getenv("TMPDIR");
+  return env && *env ? env : "/tmp";
+}
+
+// A new read-write file in `dir` that has no name (O_TMPFILE, else created and unlinked at
+// once), so that nothing is left behind however the process ends; its descriptor.
+inline int create_unlinked_file(const std::filesystem::path& dir) {
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    std::string name = (dir / ".gpusort-spool-XXXXXX").string();
+    fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(name.c_str());
+  }
+  if (fd < 0)
+    throw usage_error(dir.string() + ": cannot create a scratch file there: " +
+                      std::strerror(errno));
+  return fd;
+}
+
+// Writes all `size` bytes to a stream in order, retrying short writes; the errno of a failure.
+inline int write_all(int fd, const unsigned char* data, std::uint64_t size) {
+  while (size > 0) {
+    const ssize_t put = ::write(fd, data, size);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) return put == 0 ? EIO : errno;
+    data += put;
+    size -= static_cast<std::uint64_t>(put);
+  }
+  return 0;
+}
+
+// Copies what `from` holds from its start, to its end, to the stream `to`, in order; io_error
+// naming `to_name` (and the real error: ENOSPC as "no space left on device") on failure.
+inline void copy_to_stream(int from, int to, const std::string& to_name) {
+  std::vector<unsigned char> buffer(std::size_t{1} << 20);
+  for (off_t at = 0;;) {
+    const ssize_t got = ::pread(from, buffer.data(), buffer.size(), at);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw io_error(to_name + ": reading its scratch file failed: " + std::strerror(errno));
+    if (got == 0) return;
+    if (const int error = write_all(to, buffer.data(), static_cast<std::uint64_t>(got)))
+      throw io_error(to_name + ": write failed: " + io_detail::io_failure_text(error));
+    at += got;
+  }
+}
+
+// Whether two descriptors are the same file (a pipe, a terminal, a file).
+inline bool same_file(int a, int b) {
+  struct stat x {}, y {};
+  return ::fstat(a, &x) == 0 && ::fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+// The names the user gave to paths that the tool opens under other names (a spooled stream's
+// /proc/self/fd/N), so that messages speak of what the user typed.
+class shown_names {
+ public:
+  static void add(std::string internal, std::string shown) {
+    const std::lock_guard lock(mutex());
+    names().emplace_back(std::move(internal), std::move(shown));
+  }
+  static std::string in(std::string message) {
+    const std::lock_guard lock(mutex());
+    for (const auto& [internal, shown] : names())
+      for (std::size_t at = 0; (at = message.find(internal, at)) != std::string::npos;
+           at += shown.size())
+        message.replace(at, internal.size(), shown);
+    return message;
+  }
+
+ private:
+  static std::vector<std::pair<std::string, std::string>>& names() {
+    static std::vector<std::pair<std::string, std::string>> list;
+    return list;
+  }
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+};
+
+// A descriptor closed when it goes.
+struct unique_fd {
+  int fd = -1;
+  explicit unique_fd(int descriptor) : fd(descriptor) {}
+  ~unique_fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
+};
+
+// A file argument to read. A regular file (or a missing one, which the reader reports) is
+// read under its own name. A stream is read to its end first into an unlinked file in
+// `spool_dir`, and path() names that copy (/proc/self/fd/N), which is a regular file of known
+// size to every reader, pread and out of core included.
+class input_source {
+ public:
+  input_source(std::string name, const std::filesystem::path& spool_dir, progress& meter)
+      : name_(std::move(name)), path_(name_) {
+    int stream = -1;
+    if (const int fd = named_descriptor(name_, STDIN_FILENO); fd >= 0) {
+      stream = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      if (stream < 0) throw usage_error(name_ + ": cannot read it: " + std::strerror(errno));
+    } else {
+      struct stat info {};
+      if (::stat(name_.c_str(), &info) != 0 || S_ISREG(info.st_mode) || S_ISDIR(info.st_mode))
+        return;  // the readers report a missing file or a directory as before
+      stream = ::open(name_.c_str(), O_RDONLY | O_CLOEXEC);
+      if (stream < 0) throw usage_error(name_ + ": cannot open: " + std::strerror(errno));
+    }
+    const unique_fd from(stream);
+    spool_.fd = create_unlinked_file(spool_dir);
+    meter.phase("reading", false);
+    std::vector<unsigned char> buffer(std::size_t{1} << 20);
+    for (std::uint64_t at = 0;;) {
+      const ssize_t got = ::read(stream, buffer.data(), buffer.size());
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) throw io_error(name_ + ": read failed: " + std::strerror(errno));
+      if (got == 0) break;
+      write_at(spool_.fd, at, buffer.data(), static_cast<std::uint64_t>(got),
+               spool_dir.string() + " (the copy of " + name_ + ")");
+      at += static_cast<std::uint64_t>(got);
+    }
+    path_ = "/proc/self/fd/" + std::to_string(spool_.fd);
+    shown_names::add(path_, name_);
+  }
+  input_source(const input_source&) = delete;
+  input_source& operator=(const input_source&) = delete;
+
+  // The path to open: the file itself, or the copy of a stream.
+  const std::string& path() const { return path_; }
+  bool spooled() const { return spool_.fd >= 0; }
+
+ private:
+  std::string name_, path_;
+  unique_fd spool_{-1};
+};
+
+}  // namespace gpusort::tools
