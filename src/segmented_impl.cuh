@@ -4,6 +4,7 @@
 
 #include "gpusort/detail/cpu/segmented.hpp"
 #include "gpusort/detail/device/baselines.hpp"
+#include "gpusort/detail/device/float_order.cuh"
 #include "gpusort/detail/device/segmented.cuh"
 #include "gpusort/segmented.hpp"
 
@@ -18,8 +19,22 @@ cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* value
   switch (opt.algo) {
     case algorithm::automatic:
     case algorithm::bitonic:
-      return device::segmented_sort(temp, temp_bytes, keys, values, n, segs, less<K>{},
-                                    descending, opt.stream);
+      if constexpr (std::is_floating_point_v<K>) {
+        // Float keys as codes (detail/float_order.hpp), by the unsigned sort of
+        // src/segmented_u32.cu / _u64.cu; mapped back whatever it returns. Keys outside the
+        // segments make the round trip unchanged; a single segment is mapped alone.
+        using U = typename float_order<K>::U;
+        U* codes = reinterpret_cast<U*>(keys);
+        if (!temp) return sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, opt);
+        cudaError_t err = device::map_float_keys(keys, n, true, opt.stream, segs);
+        if (err != cudaSuccess) return err;
+        err = sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, opt);
+        const cudaError_t back = device::map_float_keys(keys, n, false, opt.stream, segs);
+        return err != cudaSuccess ? err : back;
+      } else {
+        return device::segmented_sort(temp, temp_bytes, keys, values, n, segs, less<K>{},
+                                      descending, opt.stream);
+      }
     case algorithm::cub_radix:
     case algorithm::cub_merge:
       if constexpr (device::baseline_built<K, V>) {
@@ -39,7 +54,20 @@ cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* value
 template <class K, class V>
 void cpu_sort_segments(K* keys, V* values, std::uint64_t n, const segment_list& segs,
                        const options& opt) {
-  cpu::segmented_sort(keys, values, n, segs, less<K>{}, opt.direction == order::descending);
+  if constexpr (std::is_floating_point_v<K>) {
+    // As on the device, so that both backends give the same order.
+    using U = typename float_order<K>::U;
+    float_keys_to_codes(keys, n);
+    try {
+      cpu_sort_segments<U, V>(reinterpret_cast<U*>(keys), values, n, segs, opt);
+    } catch (...) {
+      codes_to_float_keys(keys, n);
+      throw;
+    }
+    codes_to_float_keys(keys, n);
+  } else {
+    cpu::segmented_sort(keys, values, n, segs, less<K>{}, opt.direction == order::descending);
+  }
 }
 
 }  // namespace gpusort::detail
@@ -49,6 +77,19 @@ void cpu_sort_segments(K* keys, V* values, std::uint64_t n, const segment_list& 
       void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&);      \
   template void gpusort::detail::cpu_sort_segments<K, P>(K*, P*, std::uint64_t,              \
                                                          const segment_list&, const options&);
+
+// The unsigned segmented sorts that a float TU calls but must not build again (they are
+// built in src/segmented_u32.cu and src/segmented_u64.cu).
+#define GPUSORT_EXTERN_SEGMENTS(K, P)                                                         \
+  extern template cudaError_t gpusort::detail::sort_segments<K, P>(                           \
+      void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&);       \
+  extern template void gpusort::detail::cpu_sort_segments<K, P>(                              \
+      K*, P*, std::uint64_t, const segment_list&, const options&);
+#define GPUSORT_EXTERN_SEGMENTS_FOR_KEY(K)                      \
+  GPUSORT_EXTERN_SEGMENTS(K, gpusort::detail::no_value)         \
+  GPUSORT_EXTERN_SEGMENTS(K, gpusort::detail::payload<4>)       \
+  GPUSORT_EXTERN_SEGMENTS(K, gpusort::detail::payload<8>)       \
+  GPUSORT_EXTERN_SEGMENTS(K, gpusort::detail::payload<16>)
 
 #define GPUSORT_INSTANTIATE_SEGMENTS_FOR_KEY(K)                       \
   GPUSORT_INSTANTIATE_SEGMENTS(K, gpusort::detail::no_value)          \

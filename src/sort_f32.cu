@@ -1,3 +1,4 @@
 #include "sort_impl.cuh"
 
+GPUSORT_EXTERN_KEY(std::uint32_t)  // sorts the codes of float keys
 GPUSORT_INSTANTIATE_KEY(float)

@@ -12,6 +12,7 @@
 #include "gpusort/detail/device/adaptive_bitonic.cuh"
 #include "gpusort/detail/device/baselines.hpp"
 #include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/device/float_order.cuh"
 #include "gpusort/detail/device/quicksort.cuh"
 #include "gpusort/detail/device/sample_sort.cuh"
 #include "gpusort/sort.hpp"
@@ -36,24 +37,56 @@ cudaError_t sample_sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* val
                              opt.direction == order::descending, knobs, sort_buckets, opt.stream);
 }
 
-template <class K, class V>
-cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
-                     const options& opt) {
-  cudaError_t e = validate_device_array(keys, n, sizeof(K), alignof(K));
-  if (e == cudaSuccess && !std::is_same_v<V, no_value>)
-    e = validate_device_array(values, n, sizeof(V), sizeof(V));
+// The comparison sorts that float keys run as codes (detail/float_order.hpp): in place, not
+// stable, so that NaNs coming out in code order is one of the orders allowed.
+constexpr bool sorts_float_codes(algorithm a) {
+  return a == algorithm::automatic || a == algorithm::bitonic || a == algorithm::sample_sort ||
+         a == algorithm::quicksort;
+}
+
+// The unsigned sorts, instantiated in src/sort_u32.cu and src/sort_u64.cu.
+template <class U, class V>
+cudaError_t sort_unsigned(void* temp, std::size_t& temp_bytes, U* keys, V* values,
+                          std::uint64_t n, const options& opt) {
+  if constexpr (std::is_same_v<V, no_value>)
+    return sort_keys<U>(temp, temp_bytes, keys, n, opt);
+  else
+    return sort_pairs<U, V>(temp, temp_bytes, keys, values, n, opt);
+}
+
+// Float keys: codes, the unsigned sort, floats again. The keys are mapped back whatever the
+// sort returns, so that an error leaves them as they were (the sort checks its arguments
+// before it moves a key).
+template <class F, class V>
+cudaError_t sort_float_codes(void* temp, std::size_t& temp_bytes, F* keys, V* values,
+                             std::uint64_t n, options opt) {
+  using U = typename float_order<F>::U;
+  // automatic stays the in-place bitonic sort for floats (see sort_any).
+  if (opt.algo == algorithm::automatic) opt.algo = algorithm::bitonic;
+  U* codes = reinterpret_cast<U*>(keys);
+  if (!temp) return sort_unsigned<U, V>(temp, temp_bytes, codes, values, n, opt);
+  cudaError_t e = device::map_float_keys(keys, n, true, opt.stream);
   if (e != cudaSuccess) return e;
+  e = sort_unsigned<U, V>(temp, temp_bytes, codes, values, n, opt);
+  const cudaError_t back = device::map_float_keys(keys, n, false, opt.stream);
+  return e != cudaSuccess ? e : back;
+}
+
+// bitonic, sample_sort, quicksort and automatic on keys that are not floats.
+template <class K, class V>
+cudaError_t sort_native(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                        std::uint64_t n, const options& opt) {
   const bool descending = opt.direction == order::descending;
   switch (opt.algo) {
     case algorithm::automatic:
       // Integer keys: CUB's radix sort where its workspace fits in free memory (about 5x
       // faster), else the in-place bitonic sort. The query asks for the radix workspace only
       // if it fits; the sort then follows the bytes it is given, so a caller passing 0 bytes
-      // always gets the in-place sort. Float keys: bitonic, since CUB's radix order of
-      // floats (negative NaNs first) is not gpusort's total order.
+      // always gets the in-place sort.
       if constexpr (device::baseline_built<K, V> && std::is_integral_v<K>) {
         std::size_t radix_bytes = 0;
-        e = device::cub_radix_sort(nullptr, radix_bytes, keys, values, n, descending, opt.stream);
+        cudaError_t e =
+            device::cub_radix_sort(nullptr, radix_bytes, keys, values, n, descending, opt.stream);
         if (e != cudaSuccess) return e;
         if (!temp) {
           std::size_t free_bytes = 0, total_bytes = 0;
@@ -75,9 +108,33 @@ cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, st
       return device::bitonic_sort(keys, values, n, less<K>{}, descending, opt.stream);
     case algorithm::sample_sort:
       return sample_sort_any(temp, temp_bytes, keys, values, n, opt);
-    case algorithm::approx_refine:  // src/approx_<key>.cu
+    case algorithm::quicksort:
+      return device::quicksort(temp, temp_bytes, keys, values, n, descending, opt.stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+template <class K, class V>
+cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
+                     const options& opt) {
+  cudaError_t e = validate_device_array(keys, n, sizeof(K), alignof(K));
+  if (e == cudaSuccess && !std::is_same_v<V, no_value>)
+    e = validate_device_array(values, n, sizeof(V), sizeof(V));
+  if (e != cudaSuccess) return e;
+  const bool descending = opt.direction == order::descending;
+  if (sorts_float_codes(opt.algo)) {
+    // Float keys: automatic is the bitonic sort, since CUB's radix order of floats (negative
+    // NaNs first) is not gpusort's total order.
+    if constexpr (std::is_floating_point_v<K>)
+      return sort_float_codes(temp, temp_bytes, keys, values, n, opt);
+    else
+      return sort_native(temp, temp_bytes, keys, values, n, opt);
+  }
+  switch (opt.algo) {
+    case algorithm::approx_refine:  // src/approx_<key>.cu; its interval sort maps floats
       return approx_refine<K, V>(temp, temp_bytes, keys, values, n, opt);
-    case algorithm::adaptive_bitonic:
+    case algorithm::adaptive_bitonic:  // stable; sorts (code, position) items of its own
       if (opt.comparison_count) {
         e = validate_device_array(opt.comparison_count, 1, sizeof(std::uint64_t),
                                   alignof(std::uint64_t));
@@ -86,8 +143,6 @@ cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, st
       return device::adaptive_bitonic_sort(
           temp, temp_bytes, keys, values, n, descending, static_cast<int>(opt.block_bits),
           reinterpret_cast<unsigned long long*>(opt.comparison_count), opt.stream);
-    case algorithm::quicksort:
-      return device::quicksort(temp, temp_bytes, keys, values, n, descending, opt.stream);
     case algorithm::cub_radix:
     case algorithm::cub_merge:
     case algorithm::thrust:
@@ -99,6 +154,8 @@ cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, st
         return device::thrust_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
       }
       return cudaErrorNotSupported;
+    default:
+      break;
   }
   return cudaErrorInvalidValue;
 }
@@ -120,27 +177,49 @@ cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, P* values,
 template <class K, class V>
 void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
   const bool descending = opt.direction == order::descending;
-  if (opt.algo == algorithm::automatic || opt.algo == algorithm::bitonic) {
-    cpu::bitonic_sort(keys, values, n, less<K>{}, descending);
-    return;
+  if constexpr (std::is_floating_point_v<K>) {
+    // As on the device: codes, the unsigned sort, floats again (back on an exception too),
+    // so that both backends give the same order.
+    if (sorts_float_codes(opt.algo)) {
+      using U = typename float_order<K>::U;
+      U* codes = reinterpret_cast<U*>(keys);
+      float_keys_to_codes(keys, n);
+      try {
+        if constexpr (std::is_same_v<V, no_value>)
+          cpu_sort_keys<U>(codes, n, opt);
+        else
+          cpu_sort_pairs<U, V>(codes, values, n, opt);
+      } catch (...) {
+        codes_to_float_keys(keys, n);
+        throw;
+      }
+      codes_to_float_keys(keys, n);
+      return;
+    }
   }
-  if (opt.algo == algorithm::sample_sort) {
-    cpu::sample_sort_config cfg;
-    const int bits = network::bucket_bits_of(opt.buckets);
-    if (bits < 0)
-      throw_error(cudaErrorInvalidValue,
-                  "gpusort::sort: options.buckets must be 0 or a power of two from 2 to 1024");
-    if (bits > 0) cfg.max_bucket_bits = cfg.finish_bucket_bits = bits;
-    cfg.random = opt.sampler == sampling::random;
-    cpu::sample_sort(keys, values, n, network::directed<less<K>>{{}, descending}, cfg);
-    return;
+  if constexpr (!std::is_floating_point_v<K>) {  // floats took the codes' path above
+    if (opt.algo == algorithm::automatic || opt.algo == algorithm::bitonic) {
+      cpu::bitonic_sort(keys, values, n, less<K>{}, descending);
+      return;
+    }
+    if (opt.algo == algorithm::sample_sort) {
+      cpu::sample_sort_config cfg;
+      const int bits = network::bucket_bits_of(opt.buckets);
+      if (bits < 0)
+        throw_error(cudaErrorInvalidValue,
+                    "gpusort::sort: options.buckets must be 0 or a power of two from 2 to 1024");
+      if (bits > 0) cfg.max_bucket_bits = cfg.finish_bucket_bits = bits;
+      cfg.random = opt.sampler == sampling::random;
+      cpu::sample_sort(keys, values, n, network::directed<less<K>>{{}, descending}, cfg);
+      return;
+    }
+    if (opt.algo == algorithm::quicksort) {
+      cpu::quicksort(keys, values, n, descending);
+      return;
+    }
   }
   if (opt.algo == algorithm::adaptive_bitonic) {
     cpu::adaptive_bitonic_sort(keys, values, n, less<K>{}, descending, opt.comparison_count);
-    return;
-  }
-  if (opt.algo == algorithm::quicksort) {
-    cpu::quicksort(keys, values, n, descending);
     return;
   }
   if (opt.algo == algorithm::approx_refine) {
@@ -189,6 +268,21 @@ void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt) {
   template cudaError_t gpusort::detail::sort_pairs<K, P>(void*, std::size_t&, K*, P*,       \
                                                          std::uint64_t, const options&);    \
   template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t, const options&);
+
+// The unsigned sorts that a float TU calls (sort_float_codes) but must not build again: they
+// are built once, in src/sort_u32.cu and src/sort_u64.cu.
+#define GPUSORT_EXTERN_PAIRS(K, P)                                                             \
+  extern template cudaError_t gpusort::detail::sort_pairs<K, P>(void*, std::size_t&, K*, P*,   \
+                                                                std::uint64_t, const options&); \
+  extern template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t,            \
+                                                             const options&);
+#define GPUSORT_EXTERN_KEY(K)                                                                  \
+  extern template cudaError_t gpusort::detail::sort_keys<K>(void*, std::size_t&, K*,           \
+                                                            std::uint64_t, const options&);    \
+  extern template void gpusort::detail::cpu_sort_keys<K>(K*, std::uint64_t, const options&);   \
+  GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<4>)                                         \
+  GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<8>)                                         \
+  GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<16>)
 
 #define GPUSORT_INSTANTIATE_KEY(K)                                                         \
   template cudaError_t gpusort::detail::sort_keys<K>(void*, std::size_t&, K*, std::uint64_t, \

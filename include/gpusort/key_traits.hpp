@@ -2,8 +2,9 @@
 //
 // Integers sort by value. Floating-point keys sort in a total order, as numpy.sort does:
 // -inf < ... < -0.0 < +0.0 < ... < +inf < NaN (every NaN, whatever its sign or payload,
-// sorts last and NaNs compare equal to each other). Keys are never rewritten: the order is
-// computed on the fly from the bits, so NaN payloads come out exactly as they went in.
+// sorts last and NaNs compare equal to each other). NaN payloads and signs come out exactly
+// as they went in: less<K> computes the order from the bits, and the comparison sorts run
+// float keys as unsigned codes of an invertible map (detail/float_order.hpp).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,80 @@
+// Float keys as unsigned integers: an invertible map from the bits of a float (f32, f64) to
+// the unsigned integer of the same width whose natural order is the library's total order
+//   -inf < ... < -0.0 < +0.0 < ... < +inf < every NaN (both signs).
+// The comparison sorts run on these codes, so floats cost what unsigned keys cost; the
+// inverse gives back every bit, NaN payloads and signs included.
+//
+// The map: the usual sign flip (negative: ~bits, positive: bits | sign) orders every non-NaN
+// and puts the positive NaNs on top but the negative NaNs at the very bottom, in the
+// 2^m - 1 lowest codes (m mantissa bits). Subtracting 2^m - 1 modulo 2^w rotates those to the
+// top, above the positive NaNs; everything else keeps its order and moves down by the same
+// amount, so -inf becomes 0. A rotation is a bijection, hence invertible.
+//
+// NaNs compare equal in the library's order. Sorts that are not stable may leave them in any
+// order, so a plain integer compare of the codes is enough for them (it orders NaNs by code,
+// one of the allowed outcomes). Stable sorts must tie all NaN codes: nan_tying_less.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "gpusort/detail/config.hpp"
+
+namespace gpusort::detail {
+
+template <class F>
+struct float_order {
+  static_assert(std::is_same_v<F, float> || std::is_same_v<F, double>);
+  using bits_type = std::conditional_t<sizeof(F) == 4, std::uint32_t, std::uint64_t>;
+  using U = bits_type;
+
+  static constexpr int width = sizeof(U) * 8;
+  static constexpr int mantissa_bits = std::numeric_limits<F>::digits - 1;  // 23, 52
+  static constexpr U sign = U{1} << (width - 1);
+  // Negative NaNs: sign set, exponent all ones, mantissa nonzero.
+  static constexpr U negative_nans = (U{1} << mantissa_bits) - 1;
+  static constexpr U infinity_bits = (~U{0} >> 1) & ~negative_nans;  // +inf: 0x7f800000
+
+  GPUSORT_HD static constexpr U to_code(U bits) {
+    const U flipped = (bits & sign) ? static_cast<U>(~bits) : static_cast<U>(bits | sign);
+    return static_cast<U>(flipped - negative_nans);
+  }
+  GPUSORT_HD static constexpr U from_code(U code) {
+    const U flipped = static_cast<U>(code + negative_nans);
+    return (flipped & sign) ? static_cast<U>(flipped & ~sign) : static_cast<U>(~flipped);
+  }
+
+  // Codes of +inf and of the lowest NaN: every code >= first_nan is a NaN.
+  static constexpr U infinity_code = to_code(infinity_bits);
+  static constexpr U first_nan = infinity_code + 1;
+
+  // All NaN codes made one, for comparisons that must see NaNs as equal.
+  GPUSORT_HD static constexpr U tie_nans(U code) { return code < first_nan ? code : first_nan; }
+};
+
+// Strict weak order on codes with every NaN equal: for stable sorts of codes.
+template <class F>
+struct nan_tying_less {
+  using U = typename float_order<F>::U;
+  GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool operator()(U a, U b) const {
+    return float_order<F>::tie_nans(a) < float_order<F>::tie_nans(b);
+  }
+};
+
+// Maps keys[0, n) in place between float bits and codes (host side; the device has a kernel
+// in device/float_order.cuh).
+template <class F>
+void float_keys_to_codes(F* keys, std::uint64_t n) {
+  using U = typename float_order<F>::U;
+  U* bits = reinterpret_cast<U*>(keys);
+  for (std::uint64_t i = 0; i < n; ++i) bits[i] = float_order<F>::to_code(bits[i]);
+}
+template <class F>
+void codes_to_float_keys(F* keys, std::uint64_t n) {
+  using U = typename float_order<F>::U;
+  U* bits = reinterpret_cast<U*>(keys);
+  for (std::uint64_t i = 0; i < n; ++i) bits[i] = float_order<F>::from_code(bits[i]);
+}
+
+}  // namespace gpusort::detail
