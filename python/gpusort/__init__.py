@@ -1,0 +1,362 @@
+"""gpusort for Python: sorts of PyTorch, CuPy and NumPy arrays, in torch's words.
+
+Device arrays are sorted where they are, on the caller's current stream, without copies of
+the input beyond the output itself and without waiting for the device (sort_segmented
+excepted: it checks the offsets first, which waits for the stream). Results come back as
+the caller's array type. NumPy arrays (and CPU tensors) are sorted on the GPU when there is
+one, else by the library's CPU backend.
+
+    values, indices = gpusort.sort(x)                 # like torch.sort(x)
+    gpusort.sort_(x, algorithm="bitonic")             # in place, no extra device memory
+    values, indices = gpusort.topk(x, 1000)           # like torch.topk(x, 1000)
+
+Order: ascending unless descending=True; floats in a total order: -0.0 before +0.0, NaNs
+last ascending and first descending (as numpy.sort, and as torch.sort puts them).
+"""
+
+from collections import namedtuple
+
+from . import _arrays
+from ._arrays import KEY_DTYPES
+
+try:
+    from . import _gpusort as _ext
+except ImportError:  # a development build: the module sits in the CMake build folder
+    import _gpusort as _ext
+
+__all__ = [
+    "sort",
+    "argsort",
+    "sort_",
+    "sort_segmented",
+    "topk",
+    "approx_sort",
+    "gpu_available",
+    "ALGORITHMS",
+    "KEY_DTYPES",
+]
+
+SortResult = namedtuple("SortResult", ["values", "indices"])
+TopkResult = namedtuple("TopkResult", ["values", "indices"])
+ApproxResult = namedtuple("ApproxResult", ["values", "offsets"])
+
+ALGORITHMS = (
+    "automatic",
+    "bitonic",
+    "cub_radix",
+    "cub_merge",
+    "thrust",
+    "sample_sort",
+    "sample_sort_random",
+    "approx_refine",
+    "adaptive_bitonic",
+    "quicksort",
+)
+STABLE_ALGORITHMS = ("adaptive_bitonic", "cub_radix", "cub_merge")
+ROW_ALGORITHMS = ("automatic", "bitonic", "cub_radix", "cub_merge")  # the batched sort's
+# CUB's baselines are built for values of at most 4 bytes: their indices are int32, widened.
+_NARROW_VALUE_ALGORITHMS = ("cub_radix", "cub_merge", "thrust")
+
+
+def gpu_available():
+    """Whether a CUDA device is there (else host arrays go to the CPU backend)."""
+    return _ext.gpu_available()
+
+
+# ---- argument checks: all of them run before any data moves --------------------------------
+
+
+def _check_keys(xp, x, argument="x"):
+    dtype = xp.dtype_name(x)
+    if dtype not in KEY_DTYPES:
+        raise TypeError(
+            f"{argument}: dtype {dtype} is not supported; keys must be one of "
+            + ", ".join(KEY_DTYPES)
+        )
+    if not xp.is_contiguous(x):
+        raise ValueError(
+            f"{argument}: must be contiguous (C order); make a contiguous copy first "
+            "(torch: .contiguous(), NumPy/CuPy: ascontiguousarray)"
+        )
+
+
+def _rows_of(xp, x, dim):
+    """(rows, row_len) of a sort along the last dimension."""
+    shape = xp.shape(x)
+    if len(shape) == 0:
+        raise ValueError("x: a 0-d array has nothing to sort; give at least one dimension")
+    if not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
+        raise ValueError(f"dim: {dim!r} is out of range for an array of {len(shape)} dimensions")
+    if dim % len(shape) != len(shape) - 1:
+        raise ValueError(
+            f"dim: only the last dimension can be sorted (dim=-1), got dim={dim}; move the "
+            "dimension last and make the array contiguous first"
+        )
+    row_len = shape[-1]
+    rows = 1
+    for extent in shape[:-1]:
+        rows *= extent
+    return rows, row_len
+
+
+def _algorithm(algorithm, stable, rows=1, on_device=True):
+    """The library's algorithm for this call, or ValueError naming `algorithm`."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm: unknown algorithm {algorithm!r}; one of " + ", ".join(ALGORITHMS))
+    if rows > 1 and algorithm not in ROW_ALGORITHMS:
+        raise ValueError(
+            f"algorithm: {algorithm!r} does not sort rows; use one of " + ", ".join(ROW_ALGORITHMS)
+        )
+    if not stable:
+        return algorithm
+    if algorithm == "automatic":
+        # Rows on a device: the batched sort is stable only through CUB's segmented sort.
+        # On the host, stable rows are sorted one by one.
+        return "cub_merge" if rows > 1 and on_device else "adaptive_bitonic"
+    if algorithm not in STABLE_ALGORITHMS:
+        raise ValueError(
+            f"algorithm: {algorithm!r} is not stable; with stable=True use automatic, "
+            + ", ".join(STABLE_ALGORITHMS)
+        )
+    return algorithm
+
+
+def _host_arrays(xp, x, argument):
+    """A NumPy view of a host array (no copy), and how to turn results back."""
+    if xp.name == "numpy":
+        return x, lambda a: a
+    if xp.name == "torch":
+        return xp.to_numpy(x), xp.from_numpy
+    raise TypeError(f"{argument}: a host array must be a NumPy array or a CPU tensor")
+
+
+def _same_place(xp, x, other_xp, other, argument):
+    if other_xp.name != xp.name or other_xp.on_device(other) != xp.on_device(x):
+        where = "device" if xp.on_device(x) else "host"
+        raise TypeError(
+            f"{argument}: must be a {xp.name} array on the same {where} as x, got "
+            f"{type(other).__module__}.{type(other).__name__}"
+            + (" in host memory" if not other_xp.on_device(other) else " in device memory")
+        )
+
+
+# ---- sorting ----------------------------------------------------------------------------
+
+
+def _sort_pairs(xp, keys, indices, rows, row_len, descending, algorithm, stable):
+    """Sorts keys (and indices) in place, each of `rows` rows of row_len."""
+    if rows * row_len == 0:
+        return
+    if xp.on_device(keys):
+        stream = xp.stream(keys)
+        _ext.sort_device(
+            xp.handle(keys, stream),
+            None if indices is None else xp.handle(indices, stream),
+            rows,
+            row_len,
+            descending,
+            algorithm,
+            stream,
+            lambda nbytes: xp.handle(xp.empty(keys, (nbytes,), "uint8"), stream),
+        )
+    else:
+        _ext.sort_host(keys, indices, rows, row_len, descending, algorithm, stable)
+
+
+def _row_indices(xp, like, rows, row_len, dtype):
+    row = xp.arange(like, row_len, dtype)
+    return row if rows == 1 else xp.tile_rows(row, rows)
+
+
+def _index_dtype(algorithm, row_len):
+    """int64 indices, as torch and NumPy give them; int32 (widened afterwards) where the
+    chosen algorithm takes only 4-byte values."""
+    narrow = algorithm in _NARROW_VALUE_ALGORITHMS
+    if narrow and row_len >= 2**31:
+        raise ValueError(
+            f"algorithm: {algorithm!r} takes 4-byte values, too small for indices of "
+            f"{row_len} keys; use adaptive_bitonic"
+        )
+    return "int32" if narrow else "int64"
+
+
+def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic"):
+    """Sorted copy of x along its last dimension and the indices that sort it, like
+    torch.sort: returns (values, indices), indices int64. 2-D (or more) input sorts every
+    row. stable=True keeps equal keys in their input order."""
+    xp = _arrays.namespace_of(x, "x")
+    rows, row_len = _rows_of(xp, x, dim)
+    _check_keys(xp, x)
+    algorithm = _algorithm(algorithm, stable, rows, xp.on_device(x))
+    index_dtype = _index_dtype(algorithm, row_len)
+    if xp.on_device(x):
+        values = xp.copy(x)
+        indices = _row_indices(xp, values, rows, row_len, index_dtype)
+        _sort_pairs(xp, values, indices, rows, row_len, descending, algorithm, stable)
+        if index_dtype != "int64":
+            indices = xp.astype(indices, "int64")
+        return SortResult(values, indices.reshape(xp.shape(x)))
+    host, back = _host_arrays(xp, x, "x")
+    values = host.copy(order="C")
+    indices = _row_indices(_host_xp(), values, rows, row_len, index_dtype)
+    _sort_pairs(_host_xp(), values, indices, rows, row_len, descending, algorithm, stable)
+    return SortResult(back(values), back(indices.astype("int64", copy=False).reshape(host.shape)))
+
+
+def argsort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic"):
+    """The indices that sort x along its last dimension (int64), like torch.argsort."""
+    return sort(x, dim=dim, descending=descending, stable=stable, algorithm=algorithm).indices
+
+
+def sort_(x, *, dim=-1, descending=False, stable=False, algorithm="automatic"):
+    """Sorts x in place along its last dimension and returns x. With algorithm="bitonic"
+    the sort takes no device memory beyond x itself (others may allocate a workspace)."""
+    xp = _arrays.namespace_of(x, "x")
+    rows, row_len = _rows_of(xp, x, dim)
+    _check_keys(xp, x)
+    algorithm = _algorithm(algorithm, stable, rows, xp.on_device(x))
+    if xp.on_device(x):
+        _sort_pairs(xp, x, None, rows, row_len, descending, algorithm, stable)
+    else:
+        host, _ = _host_arrays(xp, x, "x")
+        _sort_pairs(_host_xp(), host, None, rows, row_len, descending, algorithm, stable)
+    return x
+
+
+def sort_segmented(x, offsets, *, descending=False, algorithm="automatic"):
+    """Sorts each segment [offsets[i], offsets[i + 1]) of the 1-D array x (keys outside
+    every segment keep their place). Returns (values, indices), indices int64 positions in
+    x. offsets: int32 or int64, non-decreasing, in the same place (device or host) as x.
+    On a device this waits for the stream: the offsets are checked before any key moves."""
+    xp = _arrays.namespace_of(x, "x")
+    shape = xp.shape(x)
+    if len(shape) != 1:
+        raise ValueError(f"x: must be 1-D, got shape {shape}")
+    _check_keys(xp, x)
+    oxp = _arrays.namespace_of(offsets, "offsets")
+    _same_place(xp, x, oxp, offsets, "offsets")
+    if oxp.dtype_name(offsets) not in ("int32", "int64"):
+        raise TypeError(f"offsets: dtype must be int32 or int64, got {oxp.dtype_name(offsets)}")
+    if len(oxp.shape(offsets)) != 1 or oxp.shape(offsets)[0] < 1:
+        raise ValueError("offsets: must be 1-D with segment_count + 1 entries (at least one)")
+    if not oxp.is_contiguous(offsets):
+        raise ValueError("offsets: must be contiguous")
+    algorithm = _algorithm(algorithm, False, rows=2)  # the segmented sort's algorithms
+    n = shape[0]
+    if xp.on_device(x):
+        values = xp.copy(x)
+        indices = xp.arange(values, n, "int64")
+        if n:
+            stream = xp.stream(x)
+            _ext.sort_segmented_device(
+                xp.handle(values, stream),
+                xp.handle(indices, stream),
+                xp.handle(offsets, stream),
+                descending,
+                algorithm,
+                stream,
+            )
+        return SortResult(values, indices)
+    host, back = _host_arrays(xp, x, "x")
+    host_offsets, _ = _host_arrays(oxp, offsets, "offsets")
+    _check_host_offsets(host_offsets, n)
+    values = host.copy(order="C")
+    indices = _np().arange(n, dtype="int64")
+    _ext.sort_segmented_host(values, indices, host_offsets, descending, algorithm)
+    return SortResult(back(values), back(indices))
+
+
+def _check_host_offsets(offsets, n):
+    np = _np()
+    if offsets.size and (offsets[0] < 0 or offsets[-1] > n):
+        raise ValueError(f"offsets: must lie in [0, {n}], got {offsets[0]} .. {offsets[-1]}")
+    if offsets.size > 1 and bool(np.any(offsets[1:] < offsets[:-1])):
+        bad = int(np.argmax(offsets[1:] < offsets[:-1]))
+        raise ValueError(
+            f"offsets: must not decrease, but offsets[{bad + 1}] = {offsets[bad + 1]} < "
+            f"offsets[{bad}] = {offsets[bad]}"
+        )
+
+
+def topk(x, k, *, dim=-1, largest=True, sorted=True):
+    """The k largest (largest=False: smallest) keys of each row of x, largest first, and
+    their indices (int64), like torch.topk. Results are always sorted. NaNs count as the
+    largest keys. One row: only about k keys are sorted; several rows: every row is sorted."""
+    xp = _arrays.namespace_of(x, "x")
+    rows, row_len = _rows_of(xp, x, dim)
+    _check_keys(xp, x)
+    if isinstance(k, bool) or not isinstance(k, int):
+        try:
+            k = int(k.__index__())
+        except (AttributeError, TypeError):
+            raise TypeError(f"k: must be an integer, got {type(k).__name__}") from None
+    if not 0 <= k <= row_len:
+        raise ValueError(f"k: must lie in [0, {row_len}] (the row length), got {k}")
+    shape = xp.shape(x)
+    out_shape = shape[:-1] + (k,)
+    if not xp.on_device(x):
+        host, back = _host_arrays(xp, x, "x")
+        values, indices = sort(host, descending=largest)
+        return TopkResult(back(values[..., :k].copy()), back(indices[..., :k].copy()))
+    if k == 0 or rows * row_len == 0:
+        return TopkResult(xp.empty(x, out_shape, xp.dtype_name(x)), xp.empty(x, out_shape, "int64"))
+    if rows == 1:
+        stream = xp.stream(x)
+        values = xp.empty(x, out_shape, xp.dtype_name(x))
+        indices = xp.empty(x, out_shape, "int64")
+        _ext.topk_device(
+            xp.handle(x, stream),
+            xp.handle(xp.arange(x, row_len, "int64"), stream),
+            xp.handle(values, stream),
+            xp.handle(indices, stream),
+            k,
+            largest,
+            stream,
+            lambda nbytes: xp.handle(xp.empty(x, (nbytes,), "uint8"), stream),
+        )
+        return TopkResult(values, indices)
+    # Several rows: sort every row (the batched sort), keep the first k.
+    values, indices = sort(x, descending=largest)
+    return TopkResult(xp.copy(values[..., :k]), xp.copy(indices[..., :k]))
+
+
+def approx_sort(x, intervals=10000, *, descending=False):
+    """Moves the keys of the 1-D array x into `intervals` ordered intervals (interval i is
+    values[offsets[i]:offsets[i + 1]], keys inside one in no particular order). Returns
+    (values, offsets), offsets int64 with intervals + 1 entries. Floats: -inf in the first
+    interval, +inf and NaN in the last."""
+    xp = _arrays.namespace_of(x, "x")
+    shape = xp.shape(x)
+    if len(shape) != 1:
+        raise ValueError(f"x: must be 1-D, got shape {shape}")
+    _check_keys(xp, x)
+    if isinstance(intervals, bool) or not isinstance(intervals, int) or not 1 <= intervals <= 2**24:
+        raise ValueError(f"intervals: must be an integer from 1 to 2**24, got {intervals!r}")
+    if xp.on_device(x):
+        stream = xp.stream(x)
+        values = xp.empty(x, shape, xp.dtype_name(x))
+        offsets = xp.empty(x, (intervals + 1,), "int64")
+        _ext.approx_sort_device(
+            xp.handle(x, stream),
+            xp.handle(values, stream),
+            xp.handle(offsets, stream),
+            intervals,
+            descending,
+            stream,
+            lambda nbytes: xp.handle(xp.empty(x, (nbytes,), "uint8"), stream),
+        )
+        return ApproxResult(values, offsets)
+    host, back = _host_arrays(xp, x, "x")
+    values = host.copy(order="C")
+    offsets = _ext.approx_sort_host(values, intervals, descending)
+    return ApproxResult(back(values), back(offsets.astype("int64")))
+
+
+def _np():
+    import numpy
+
+    return numpy
+
+
+def _host_xp():
+    return _arrays._NumPy(_np())

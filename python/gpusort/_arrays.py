@@ -1,0 +1,222 @@
+"""How gpusort talks to each array library: what an array is, where it lives, which stream
+its library calls current, and how to allocate arrays of the caller's own type.
+
+Outputs are allocated by the caller's library (torch in, torch out), through its own
+allocator and on its current stream, so that gpusort never fights the library's memory
+cache. Arrays reach the extension module as DLPack capsules made with the stream
+handshake (``__dlpack__(stream=...)``) or as ``__cuda_array_interface__`` dicts.
+"""
+
+import sys
+
+KEY_DTYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")
+
+
+def _dlpack_stream(stream):
+    # DLPack: 1 names the legacy default stream, which CUDA calls 0 (and 0 is not allowed).
+    return stream if stream else 1
+
+
+class _Torch:
+    name = "torch"
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def owns(self, x):
+        return isinstance(x, self.torch.Tensor)
+
+    def dtype_name(self, x):
+        return str(x.dtype).removeprefix("torch.")
+
+    def shape(self, x):
+        return tuple(x.shape)
+
+    def on_device(self, x):
+        return x.is_cuda
+
+    def is_contiguous(self, x):
+        return x.is_contiguous()
+
+    def stream(self, x):
+        return self.torch.cuda.current_stream(x.device).cuda_stream
+
+    def empty(self, like, shape, dtype):
+        return self.torch.empty(shape, dtype=getattr(self.torch, dtype), device=like.device)
+
+    def copy(self, x):
+        return x.detach().clone(memory_format=self.torch.contiguous_format)
+
+    def arange(self, like, n, dtype):
+        return self.torch.arange(n, dtype=getattr(self.torch, dtype), device=like.device)
+
+    def tile_rows(self, row, rows):
+        return row.expand(rows, row.shape[0]).contiguous()
+
+    def astype(self, x, dtype):
+        return x.to(getattr(self.torch, dtype))
+
+    def handle(self, x, stream):
+        return x.detach().__dlpack__(stream=_dlpack_stream(stream))
+
+    def to_numpy(self, x):
+        return x.detach().numpy()
+
+    def from_numpy(self, a):
+        return self.torch.from_numpy(a)
+
+
+class _CuPy:
+    name = "cupy"
+
+    def __init__(self, cupy):
+        self.cupy = cupy
+
+    def owns(self, x):
+        return isinstance(x, self.cupy.ndarray)
+
+    def dtype_name(self, x):
+        return x.dtype.name
+
+    def shape(self, x):
+        return tuple(x.shape)
+
+    def on_device(self, x):
+        return True
+
+    def is_contiguous(self, x):
+        return x.flags.c_contiguous
+
+    def stream(self, x):
+        with x.device:
+            return self.cupy.cuda.get_current_stream().ptr
+
+    def empty(self, like, shape, dtype):
+        with like.device:
+            return self.cupy.empty(shape, dtype=dtype)
+
+    def copy(self, x):
+        return x.copy(order="C")
+
+    def arange(self, like, n, dtype):
+        with like.device:
+            return self.cupy.arange(n, dtype=dtype)
+
+    def tile_rows(self, row, rows):
+        return self.cupy.broadcast_to(row, (rows, row.shape[0])).copy()
+
+    def astype(self, x, dtype):
+        return x.astype(dtype)
+
+    def handle(self, x, stream):
+        return x.__dlpack__(stream=_dlpack_stream(stream))
+
+
+class _NumPy:
+    name = "numpy"
+
+    def __init__(self, numpy):
+        self.numpy = numpy
+
+    def owns(self, x):
+        return isinstance(x, self.numpy.ndarray)
+
+    def dtype_name(self, x):
+        return x.dtype.name
+
+    def shape(self, x):
+        return tuple(x.shape)
+
+    def on_device(self, x):
+        return False
+
+    def is_contiguous(self, x):
+        return x.flags.c_contiguous
+
+    def empty(self, like, shape, dtype):
+        return self.numpy.empty(shape, dtype=dtype)
+
+    def copy(self, x):
+        return self.numpy.array(x, order="C", copy=True)
+
+    def arange(self, like, n, dtype):
+        return self.numpy.arange(n, dtype=dtype)
+
+    def tile_rows(self, row, rows):
+        return self.numpy.broadcast_to(row, (rows, row.shape[0])).copy()
+
+    def astype(self, x, dtype):
+        return x.astype(dtype)
+
+
+class _Foreign:
+    """Any other device array with __dlpack__ or __cuda_array_interface__: sorted in place
+    (sort_ with an algorithm that needs no workspace) on the legacy default stream. Results
+    of their own type would need their library's allocator, which gpusort does not know."""
+
+    name = "foreign"
+
+    def owns(self, x):
+        return hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__")
+
+    def _interface(self, x):
+        return getattr(x, "__cuda_array_interface__", None)
+
+    def dtype_name(self, x):
+        iface = self._interface(x)
+        if iface is not None:
+            import numpy
+
+            return numpy.dtype(iface["typestr"]).name
+        return str(getattr(x, "dtype", "unknown"))
+
+    def shape(self, x):
+        iface = self._interface(x)
+        return tuple(iface["shape"]) if iface is not None else tuple(x.shape)
+
+    def on_device(self, x):
+        if self._interface(x) is not None:
+            return True
+        device_type, _ = x.__dlpack_device__()
+        return device_type in (2, 13)  # kDLCUDA, kDLCUDAManaged
+
+    def is_contiguous(self, x):
+        return True  # checked by the extension module from the strides it is given
+
+    def stream(self, x):
+        return 0
+
+    def _unsupported(self, *args, **kwargs):
+        raise TypeError(
+            "x: gpusort returns new arrays only for PyTorch, CuPy and NumPy arrays; "
+            "arrays of other libraries can be sorted in place with gpusort.sort_"
+        )
+
+    empty = copy = arange = tile_rows = astype = _unsupported
+
+    def handle(self, x, stream):
+        iface = self._interface(x)
+        if iface is not None:
+            return dict(iface)
+        return x.__dlpack__(stream=_dlpack_stream(stream))
+
+
+def namespace_of(x, argument):
+    """The adapter for x's library, or TypeError naming the argument."""
+    candidates = []
+    if "torch" in sys.modules:
+        candidates.append(_Torch(sys.modules["torch"]))
+    if "cupy" in sys.modules:
+        candidates.append(_CuPy(sys.modules["cupy"]))
+    if "numpy" in sys.modules:
+        candidates.append(_NumPy(sys.modules["numpy"]))
+    for xp in candidates:
+        if xp.owns(x):
+            return xp
+    foreign = _Foreign()
+    if foreign.owns(x):
+        return foreign
+    raise TypeError(
+        f"{argument}: expected an array (PyTorch tensor, CuPy or NumPy array, or any object "
+        f"with __dlpack__ or __cuda_array_interface__), got {type(x).__name__}"
+    )

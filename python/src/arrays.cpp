@@ -1,0 +1,128 @@
+#include "arrays.hpp"
+
+#include <string_view>
+
+namespace gpusort_python {
+
+namespace {
+
+element element_of(int code, int bits, int lanes) {
+  if (lanes != 1) return element::other;
+  if (code == kDLInt && bits == 32) return element::i32;
+  if (code == kDLInt && bits == 64) return element::i64;
+  if (code == kDLUInt && bits == 32) return element::u32;
+  if (code == kDLUInt && bits == 64) return element::u64;
+  if (code == kDLFloat && bits == 32) return element::f32;
+  if (code == kDLFloat && bits == 64) return element::f64;
+  return element::other;
+}
+
+// C order with no gaps; dimensions of extent 1 may carry any stride (torch gives them odd ones).
+bool is_c_contiguous(const std::vector<std::int64_t>& shape,
+                     const std::vector<std::int64_t>& strides_in_items) {
+  std::int64_t expected = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides_in_items[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+array_view from_capsule(const py::capsule& cap, const char* what) {
+  if (std::string_view(cap.name() ? cap.name() : "") != "dltensor")
+    throw py::value_error(std::string(what) +
+                          ": the DLPack capsule was already consumed (name is not 'dltensor')");
+  auto* managed = static_cast<DLManagedTensor*>(cap.get_pointer());
+  const DLTensor& t = managed->dl_tensor;
+  array_view v;
+  v.data = static_cast<char*>(t.data) + t.byte_offset;
+  v.type = element_of(t.dtype.code, t.dtype.bits, t.dtype.lanes);
+  v.item_bytes = t.dtype.bits / 8 * t.dtype.lanes;
+  v.shape.assign(t.shape, t.shape + t.ndim);
+  if (t.strides) {
+    std::vector<std::int64_t> strides(t.strides, t.strides + t.ndim);
+    v.contiguous = is_c_contiguous(v.shape, strides);
+  }
+  switch (t.device.device_type) {
+    case kDLCPU:
+    case kDLCUDAHost:
+      v.on_device = false;
+      break;
+    case kDLCUDA:
+    case kDLCUDAManaged:
+      v.on_device = true;
+      v.device = t.device.device_id;
+      break;
+    default:
+      throw py::type_error(std::string(what) + ": DLPack device type " +
+                           std::to_string(t.device.device_type) +
+                           " is neither CUDA nor the host");
+  }
+  return v;
+}
+
+element element_of_typestr(const std::string& s) {
+  // numpy's typestr: byte order, kind, size ("<f4"); '|' or '=' for no or native order.
+  if (s.size() < 3 || s[0] == '>') return element::other;
+  const std::string kind_size = s.substr(1);
+  if (kind_size == "i4") return element::i32;
+  if (kind_size == "u4") return element::u32;
+  if (kind_size == "i8") return element::i64;
+  if (kind_size == "u8") return element::u64;
+  if (kind_size == "f4") return element::f32;
+  if (kind_size == "f8") return element::f64;
+  return element::other;
+}
+
+array_view from_cuda_array_interface(const py::dict& d, const char* what) {
+  array_view v;
+  const auto data = d["data"].cast<py::tuple>();
+  v.data = reinterpret_cast<void*>(data[0].cast<std::uintptr_t>());
+  const auto typestr = d["typestr"].cast<std::string>();
+  v.type = element_of_typestr(typestr);
+  v.item_bytes = typestr.size() >= 3 ? std::stoi(typestr.substr(2)) : 0;
+  for (auto e : d["shape"].cast<py::tuple>()) v.shape.push_back(e.cast<std::int64_t>());
+  if (d.contains("strides") && !d["strides"].is_none()) {
+    std::vector<std::int64_t> strides;
+    for (auto e : d["strides"].cast<py::tuple>()) {
+      const auto bytes = e.cast<std::int64_t>();
+      if (v.item_bytes == 0 || bytes % v.item_bytes != 0) {
+        v.contiguous = false;
+        return v;
+      }
+      strides.push_back(bytes / v.item_bytes);
+    }
+    v.contiguous = is_c_contiguous(v.shape, strides);
+  }
+  if (d.contains("mask") && !d["mask"].is_none())
+    throw py::type_error(std::string(what) + ": masked arrays are not supported");
+  if (d.contains("stream") && !d["stream"].is_none())
+    v.producer_stream = d["stream"].cast<std::int64_t>();
+  v.on_device = true;
+  v.device = -1;  // not in the interface: the pointer's device is found by the caller
+  return v;
+}
+
+}  // namespace
+
+array_view view_of(const py::handle& obj, const char* what) {
+  if (py::isinstance<py::capsule>(obj)) return from_capsule(py::reinterpret_borrow<py::capsule>(obj), what);
+  if (py::isinstance<py::dict>(obj))
+    return from_cuda_array_interface(py::reinterpret_borrow<py::dict>(obj), what);
+  throw py::type_error(std::string(what) +
+                       ": expected a DLPack capsule or a __cuda_array_interface__ dict");
+}
+
+std::string element_name(element e) {
+  switch (e) {
+    case element::i32: return "int32";
+    case element::u32: return "uint32";
+    case element::i64: return "int64";
+    case element::u64: return "uint64";
+    case element::f32: return "float32";
+    case element::f64: return "float64";
+    default: return "an unsupported type";
+  }
+}
+
+}  // namespace gpusort_python

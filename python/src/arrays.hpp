@@ -1,0 +1,44 @@
+// Arrays as the module sees them: a pointer, an element type, a shape and where they live,
+// read from a DLPack capsule (`__dlpack__()`) or a `__cuda_array_interface__` dict. Nothing
+// is copied; the Python object that owns the memory stays referenced by the caller for the
+// whole call, so the views below only borrow.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <dlpack/dlpack.h>
+#include <pybind11/pybind11.h>
+
+namespace gpusort_python {
+
+namespace py = pybind11;
+
+enum class element { i32, u32, i64, u64, f32, f64, other };
+
+struct array_view {
+  void* data = nullptr;
+  element type = element::other;
+  int item_bytes = 0;
+  std::vector<std::int64_t> shape;
+  bool contiguous = true;  // C order, with no gaps
+  bool on_device = false;  // CUDA (or CUDA managed) memory
+  int device = 0;          // CUDA device ordinal when on_device
+  // __cuda_array_interface__ v3: the stream the producer last wrote on, -1 if none given.
+  std::int64_t producer_stream = -1;
+
+  std::uint64_t size() const {
+    std::uint64_t n = 1;
+    for (auto d : shape) n *= static_cast<std::uint64_t>(d);
+    return n;
+  }
+};
+
+// Reads a DLPack capsule (still named "dltensor": the producer's destructor keeps ownership)
+// or a __cuda_array_interface__ dict. `what` names the argument in error messages.
+array_view view_of(const py::handle& obj, const char* what);
+
+std::string element_name(element e);
+
+}  // namespace gpusort_python

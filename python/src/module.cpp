@@ -1,0 +1,494 @@
+// _gpusort: the thin layer between the Python package (python/gpusort) and the library.
+//
+// Device functions take arrays as DLPack capsules or __cuda_array_interface__ dicts that
+// the package made on the caller's stream, and enqueue the library's core calls on that
+// stream: no copies, no allocation here (workspace comes from `alloc`, a Python callable
+// that allocates with the caller's own array library), no synchronization. Host functions
+// take NumPy arrays and use the library's host overloads (GPU when present, else the CPU).
+// The package checks arguments first and raises TypeError/ValueError naming them; the
+// checks here are the last line, so that nothing wrong reaches the library.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "arrays.hpp"
+#include "gpusort/approx.hpp"
+#include "gpusort/segmented.hpp"
+#include "gpusort/sort.hpp"
+
+namespace py = pybind11;
+using namespace gpusort_python;
+using gpusort::detail::no_value;
+
+namespace {
+
+// ---- dispatch over the library's key types and value sizes ------------------------------
+
+template <class F>
+decltype(auto) with_key_type(element e, const char* what, F&& f) {
+  switch (e) {
+    case element::i32: return f(std::int32_t{});
+    case element::u32: return f(std::uint32_t{});
+    case element::i64: return f(std::int64_t{});
+    case element::u64: return f(std::uint64_t{});
+    case element::f32: return f(float{});
+    case element::f64: return f(double{});
+    default: break;
+  }
+  throw py::type_error(std::string(what) +
+                       ": keys must be int32, uint32, int64, uint64, float32 or float64");
+}
+
+// Values are opaque words of their size: 4 or 8 bytes (0: no values).
+template <class F>
+decltype(auto) with_value_size(int bytes, const char* what, F&& f) {
+  switch (bytes) {
+    case 0: return f(no_value{});
+    case 4: return f(std::uint32_t{});
+    case 8: return f(std::uint64_t{});
+    default: break;
+  }
+  throw py::type_error(std::string(what) + ": values must have 4 or 8 bytes per element");
+}
+
+gpusort::options make_options(bool descending, const std::string& algorithm,
+                              std::uintptr_t stream) {
+  gpusort::options opt;
+  if (!gpusort::parse_method(algorithm, opt))
+    throw py::value_error("algorithm: unknown algorithm '" + algorithm + "'");
+  opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+  opt.stream = reinterpret_cast<cudaStream_t>(stream);
+  return opt;
+}
+
+std::string describe(const gpusort::options& opt, element key, int value_bytes) {
+  std::string s = "algorithm '" + std::string(gpusort::method_name(opt)) + "' with " +
+                  element_name(key) + " keys";
+  if (value_bytes) s += " and " + std::to_string(value_bytes) + "-byte values";
+  return s;
+}
+
+// A failed core call: unsupported combinations are the caller's choice (ValueError); the
+// rest are CUDA failures (RuntimeError through gpusort::error).
+void check(cudaError_t e, const std::string& call) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();
+  if (e == cudaErrorNotSupported) throw py::value_error(call + " is not supported");
+  throw gpusort::error(e, call);
+}
+
+// ---- device arrays ----------------------------------------------------------------------
+
+// Runs on the arrays' device, ordered after the producers' streams of CUDA array interface
+// inputs (DLPack producers already did that in __dlpack__(stream=...)); restores the device.
+class device_scope {
+ public:
+  device_scope(const std::vector<const array_view*>& arrays, cudaStream_t stream) {
+    check(cudaGetDevice(&previous_), "cudaGetDevice");
+    int device = -1;
+    for (const array_view* a : arrays) {
+      if (!a) continue;
+      if (a->device >= 0) {
+        if (device >= 0 && device != a->device)
+          throw py::value_error("arrays on different devices (cuda:" + std::to_string(device) +
+                                " and cuda:" + std::to_string(a->device) + ")");
+        device = a->device;
+      }
+    }
+    if (device >= 0 && device != previous_) check(cudaSetDevice(device), "cudaSetDevice");
+    for (const array_view* a : arrays) {
+      if (!a || a->producer_stream < 0) continue;
+      const auto producer = a->producer_stream == 1 ? cudaStream_t{nullptr}
+                            : a->producer_stream == 2
+                                ? cudaStreamPerThread
+                                : reinterpret_cast<cudaStream_t>(a->producer_stream);
+      if (producer == stream) continue;
+      cudaEvent_t ready;
+      check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
+      cudaError_t e = cudaEventRecord(ready, producer);
+      if (e == cudaSuccess) e = cudaStreamWaitEvent(stream, ready, 0);
+      cudaEventDestroy(ready);
+      check(e, "waiting for the producer's stream");
+    }
+  }
+  ~device_scope() {
+    int now = -1;
+    if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+  }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+array_view device_view(const py::handle& obj, const char* what) {
+  array_view v = view_of(obj, what);
+  if (!v.on_device)
+    throw py::type_error(std::string(what) + ": expected an array in CUDA device memory");
+  if (!v.contiguous)
+    throw py::value_error(std::string(what) + ": must be contiguous (C order)");
+  return v;
+}
+
+void expect_size(const array_view& v, std::uint64_t n, const char* what) {
+  if (v.size() != n)
+    throw py::value_error(std::string(what) + ": has " + std::to_string(v.size()) +
+                          " elements, expected " + std::to_string(n));
+}
+
+// Queries the workspace, allocates it through the caller's library, runs `call` twice.
+template <class Call>
+void run_with_workspace(const py::function& alloc, const std::string& what, Call call) {
+  static char no_workspace = 0;  // in-place algorithms need a non-null pointer that is never read
+  std::size_t bytes = 0;
+  check(call(nullptr, bytes), what);
+  py::object holder;  // keeps the workspace referenced until the work is enqueued
+  void* temp = &no_workspace;
+  if (bytes > 0) {
+    holder = alloc(bytes);
+    temp = device_view(holder, "workspace").data;
+  }
+  check(call(temp, bytes), what);
+}
+
+// Sorts keys (and values) in place: one array (rows <= 1) or rows of row_len.
+void sort_device(py::object keys_obj, py::object values_obj, std::uint64_t rows,
+                 std::uint64_t row_len, bool descending, const std::string& algorithm,
+                 std::uintptr_t stream, py::function alloc) {
+  const gpusort::options opt = make_options(descending, algorithm, stream);
+  const array_view keys = device_view(keys_obj, "x");
+  const bool has_values = !values_obj.is_none();
+  array_view values;
+  if (has_values) values = device_view(values_obj, "values");
+  const std::uint64_t n = rows * row_len;
+  expect_size(keys, n, "x");
+  if (has_values) expect_size(values, n, "values");
+  device_scope scope({&keys, has_values ? &values : nullptr}, opt.stream);
+  const int value_bytes = has_values ? values.item_bytes : 0;
+  const std::string what = "gpusort.sort: " + describe(opt, keys.type, value_bytes);
+  with_key_type(keys.type, "x", [&](auto key) {
+    using K = decltype(key);
+    K* k = static_cast<K*>(keys.data);
+    with_value_size(value_bytes, "values", [&](auto value) {
+      using V = decltype(value);
+      run_with_workspace(alloc, what, [&](void* temp, std::size_t& bytes) {
+        if constexpr (std::is_same_v<V, no_value>) {
+          if (rows <= 1) return gpusort::sort_keys(temp, bytes, k, n, opt);
+          return gpusort::sort_batched_keys(temp, bytes, k, rows, row_len, opt);
+        } else {
+          V* v = static_cast<V*>(values.data);
+          if (rows <= 1) return gpusort::sort_pairs(temp, bytes, k, v, n, opt);
+          return gpusort::sort_batched_pairs(temp, bytes, k, v, rows, row_len, opt);
+        }
+      });
+    });
+  });
+}
+
+// Segment i is [offsets[i], offsets[i + 1]). The library's checked path: offsets out of
+// range are rejected before any key moves, which means waiting for the stream.
+void sort_segmented_device(py::object keys_obj, py::object values_obj, py::object offsets_obj,
+                           bool descending, const std::string& algorithm,
+                           std::uintptr_t stream) {
+  const gpusort::options opt = make_options(descending, algorithm, stream);
+  const array_view keys = device_view(keys_obj, "x");
+  const array_view offsets = device_view(offsets_obj, "offsets");
+  const bool has_values = !values_obj.is_none();
+  array_view values;
+  if (has_values) values = device_view(values_obj, "values");
+  const std::uint64_t n = keys.size();
+  if (has_values) expect_size(values, n, "values");
+  if (offsets.type != element::i32 && offsets.type != element::i64)
+    throw py::type_error("offsets: must be int32 or int64");
+  device_scope scope({&keys, &offsets, has_values ? &values : nullptr}, opt.stream);
+  const int value_bytes = has_values ? values.item_bytes : 0;
+  with_key_type(keys.type, "x", [&](auto key) {
+    using K = decltype(key);
+    std::span<K> k(static_cast<K*>(keys.data), n);
+    with_value_size(value_bytes, "values", [&](auto value) {
+      using V = decltype(value);
+      auto sort_with = [&](auto offset) {
+        using O = decltype(offset);
+        std::span<const O> o(static_cast<const O*>(offsets.data), offsets.size());
+        if constexpr (std::is_same_v<V, no_value>)
+          gpusort::sort_segmented(k, o, opt);
+        else
+          gpusort::sort_segmented(k, std::span<V>(static_cast<V*>(values.data), n), o, opt);
+      };
+      try {
+        if (offsets.type == element::i32)
+          sort_with(std::int32_t{});
+        else
+          sort_with(std::int64_t{});
+      } catch (const gpusort::error& e) {
+        // The checked path names offsets that reach past the keys or go backwards.
+        if (e.code() == cudaErrorInvalidValue) throw py::value_error(std::string("offsets: ") + e.what());
+        throw;
+      }
+    });
+  });
+}
+
+// The k smallest (descending: largest) keys, sorted, with their values, into out_*.
+void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys_obj,
+                 py::object out_values_obj, std::uint64_t k, bool descending,
+                 std::uintptr_t stream, py::function alloc) {
+  const gpusort::options opt = make_options(descending, "automatic", stream);
+  const array_view keys = device_view(keys_obj, "x");
+  const array_view out_keys = device_view(out_keys_obj, "out_keys");
+  const bool has_values = !values_obj.is_none();
+  array_view values, out_values;
+  if (has_values) {
+    values = device_view(values_obj, "values");
+    out_values = device_view(out_values_obj, "out_values");
+  }
+  const std::uint64_t n = keys.size();
+  if (k > n)
+    throw py::value_error("k: " + std::to_string(k) + " is more than the " +
+                          std::to_string(n) + " keys");
+  expect_size(out_keys, k, "out_keys");
+  if (out_keys.type != keys.type) throw py::type_error("out_keys: must have the keys' type");
+  if (has_values) {
+    expect_size(values, n, "values");
+    expect_size(out_values, k, "out_values");
+    if (out_values.item_bytes != values.item_bytes)
+      throw py::type_error("out_values: must have the values' type");
+  }
+  device_scope scope({&keys, &out_keys, has_values ? &values : nullptr,
+                      has_values ? &out_values : nullptr},
+                     opt.stream);
+  const int value_bytes = has_values ? values.item_bytes : 0;
+  const std::string what = "gpusort.topk: " + describe(opt, keys.type, value_bytes);
+  with_key_type(keys.type, "x", [&](auto key) {
+    using K = decltype(key);
+    with_value_size(value_bytes, "values", [&](auto value) {
+      using V = decltype(value);
+      run_with_workspace(alloc, what, [&](void* temp, std::size_t& bytes) {
+        const K* in = static_cast<const K*>(keys.data);
+        K* out = static_cast<K*>(out_keys.data);
+        if constexpr (std::is_same_v<V, no_value>)
+          return gpusort::top_k_keys(temp, bytes, in, n, out, k, opt);
+        else
+          return gpusort::top_k_pairs(temp, bytes, in, static_cast<const V*>(values.data), n,
+                                      out, static_cast<V*>(out_values.data), k, opt);
+      });
+    });
+  });
+}
+
+// Keys into `intervals` ordered intervals: out_keys, and offsets (intervals + 1 uint64).
+void approx_sort_device(py::object keys_obj, py::object out_keys_obj, py::object offsets_obj,
+                        std::uint32_t intervals, bool descending, std::uintptr_t stream,
+                        py::function alloc) {
+  gpusort::options opt = make_options(descending, "automatic", stream);
+  opt.intervals = intervals;
+  const array_view keys = device_view(keys_obj, "x");
+  const array_view out_keys = device_view(out_keys_obj, "out_keys");
+  const array_view offsets = device_view(offsets_obj, "offsets");
+  const std::uint64_t n = keys.size();
+  expect_size(out_keys, n, "out_keys");
+  expect_size(offsets, intervals + std::uint64_t{1}, "offsets");
+  if (offsets.item_bytes != 8) throw py::type_error("offsets: must have 8-byte elements");
+  device_scope scope({&keys, &out_keys, &offsets}, opt.stream);
+  const std::string what = "gpusort.approx_sort: " + describe(opt, keys.type, 0);
+  with_key_type(keys.type, "x", [&](auto key) {
+    using K = decltype(key);
+    run_with_workspace(alloc, what, [&](void* temp, std::size_t& bytes) {
+      return gpusort::approx_sort_keys(temp, bytes, static_cast<const K*>(keys.data),
+                                       static_cast<K*>(out_keys.data), n,
+                                       static_cast<std::uint64_t*>(offsets.data), opt);
+    });
+  });
+}
+
+// ---- host arrays (NumPy) ----------------------------------------------------------------
+
+element host_element(const py::array& a) {
+  const char kind = a.dtype().kind();
+  const auto bytes = a.itemsize();
+  if (kind == 'i' && bytes == 4) return element::i32;
+  if (kind == 'i' && bytes == 8) return element::i64;
+  if (kind == 'u' && bytes == 4) return element::u32;
+  if (kind == 'u' && bytes == 8) return element::u64;
+  if (kind == 'f' && bytes == 4) return element::f32;
+  if (kind == 'f' && bytes == 8) return element::f64;
+  return element::other;
+}
+
+void expect_writable_c_array(const py::array& a, const char* what) {
+  if (!(a.flags() & py::array::c_style))
+    throw py::value_error(std::string(what) + ": must be contiguous (C order)");
+  if (!a.writeable()) throw py::value_error(std::string(what) + ": is read-only");
+}
+
+template <class T>
+std::vector<T> to_vector(const py::array& a) {
+  const T* p = static_cast<const T*>(a.data());
+  return std::vector<T>(p, p + a.size());
+}
+
+template <class T>
+void copy_back(const std::vector<T>& v, py::array& a) {
+  if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(T));
+}
+
+// Sorts NumPy keys (and values) in place. Stable sorts of rows go row by row: the library's
+// batched sort is stable only through the CUB baselines, which take values of 4 bytes.
+void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::uint64_t row_len,
+               bool descending, const std::string& algorithm, bool stable) {
+  const gpusort::options opt = make_options(descending, algorithm, 0);
+  expect_writable_c_array(keys, "x");
+  const bool has_values = !values_obj.is_none();
+  py::array values;
+  if (has_values) {
+    values = values_obj.cast<py::array>();
+    expect_writable_c_array(values, "values");
+    if (static_cast<std::uint64_t>(values.size()) != static_cast<std::uint64_t>(keys.size()))
+      throw py::value_error("values: size does not match x");
+  }
+  if (static_cast<std::uint64_t>(keys.size()) != rows * row_len)
+    throw py::value_error("x: size is not rows * row_len");
+  const int value_bytes = has_values ? static_cast<int>(values.itemsize()) : 0;
+  with_key_type(host_element(keys), "x", [&](auto key) {
+    using K = decltype(key);
+    with_value_size(value_bytes, "values", [&](auto value) {
+      using V = decltype(value);
+      std::vector<K> k = to_vector<K>(keys);
+      std::vector<V> v;
+      if constexpr (!std::is_same_v<V, no_value>) v = to_vector<V>(values);
+      {
+        py::gil_scoped_release unlocked;
+        if (rows > 1 && stable) {
+          for (std::uint64_t r = 0; r < rows; ++r) {
+            std::vector<K> row_keys(k.begin() + r * row_len, k.begin() + (r + 1) * row_len);
+            if constexpr (std::is_same_v<V, no_value>) {
+              gpusort::sort(row_keys, opt);
+            } else {
+              std::vector<V> row_values(v.begin() + r * row_len, v.begin() + (r + 1) * row_len);
+              gpusort::sort(row_keys, row_values, opt);
+              std::copy(row_values.begin(), row_values.end(), v.begin() + r * row_len);
+            }
+            std::copy(row_keys.begin(), row_keys.end(), k.begin() + r * row_len);
+          }
+        } else if (rows > 1) {
+          if constexpr (std::is_same_v<V, no_value>)
+            gpusort::sort_batched(k, rows, row_len, opt);
+          else
+            gpusort::sort_batched(k, v, rows, row_len, opt);
+        } else {
+          if constexpr (std::is_same_v<V, no_value>)
+            gpusort::sort(k, opt);
+          else
+            gpusort::sort(k, v, opt);
+        }
+      }
+      copy_back(k, keys);
+      if constexpr (!std::is_same_v<V, no_value>) copy_back(v, values);
+    });
+  });
+}
+
+void sort_segmented_host(py::array keys, py::object values_obj, py::array offsets,
+                         bool descending, const std::string& algorithm) {
+  const gpusort::options opt = make_options(descending, algorithm, 0);
+  expect_writable_c_array(keys, "x");
+  const bool has_values = !values_obj.is_none();
+  py::array values;
+  if (has_values) {
+    values = values_obj.cast<py::array>();
+    expect_writable_c_array(values, "values");
+    if (values.size() != keys.size()) throw py::value_error("values: size does not match x");
+  }
+  const element offset_type = host_element(offsets);
+  if (offset_type != element::i32 && offset_type != element::i64)
+    throw py::type_error("offsets: must be int32 or int64");
+  if (!(offsets.flags() & py::array::c_style))
+    throw py::value_error("offsets: must be contiguous");
+  const int value_bytes = has_values ? static_cast<int>(values.itemsize()) : 0;
+  with_key_type(host_element(keys), "x", [&](auto key) {
+    using K = decltype(key);
+    with_value_size(value_bytes, "values", [&](auto value) {
+      using V = decltype(value);
+      auto sort_with = [&](auto offset) {
+        using O = decltype(offset);
+        std::vector<K> k = to_vector<K>(keys);
+        std::vector<V> v;
+        if constexpr (!std::is_same_v<V, no_value>) v = to_vector<V>(values);
+        const std::vector<O> o = to_vector<O>(offsets);
+        {
+          py::gil_scoped_release unlocked;
+          if constexpr (std::is_same_v<V, no_value>)
+            gpusort::sort_segmented(k, o, opt);
+          else
+            gpusort::sort_segmented(k, v, o, opt);
+        }
+        copy_back(k, keys);
+        if constexpr (!std::is_same_v<V, no_value>) copy_back(v, values);
+      };
+      if (offset_type == element::i32)
+        sort_with(std::int32_t{});
+      else
+        sort_with(std::int64_t{});
+    });
+  });
+}
+
+// Approximately sorts NumPy keys in place; returns the intervals' offsets (uint64).
+py::array approx_sort_host(py::array keys, std::uint32_t intervals, bool descending) {
+  gpusort::options opt = make_options(descending, "automatic", 0);
+  opt.intervals = intervals;
+  expect_writable_c_array(keys, "x");
+  return with_key_type(host_element(keys), "x", [&](auto key) -> py::array {
+    using K = decltype(key);
+    std::vector<K> k = to_vector<K>(keys);
+    gpusort::approx_result r;
+    {
+      py::gil_scoped_release unlocked;
+      r = gpusort::approx_sort(k, opt);
+    }
+    copy_back(k, keys);
+    py::array_t<std::uint64_t> offsets(static_cast<py::ssize_t>(r.offsets.size()));
+    std::memcpy(offsets.mutable_data(), r.offsets.data(), r.offsets.size() * 8);
+    return offsets;
+  });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_gpusort, m) {
+  m.doc() = "gpusort's extension module; use the package gpusort, not this module";
+  static py::exception<gpusort::error> error_type(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const gpusort::error& e) {
+      error_type(e.what());
+    }
+  });
+
+  m.def("gpu_available", &gpusort::detail::gpu_available,
+        "Whether a CUDA device can be used (else host arrays go to the CPU backend).");
+  m.def("sort_device", &sort_device, py::arg("keys"), py::arg("values"), py::arg("rows"),
+        py::arg("row_len"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"),
+        py::arg("alloc"));
+  m.def("sort_segmented_device", &sort_segmented_device, py::arg("keys"), py::arg("values"),
+        py::arg("offsets"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"));
+  m.def("topk_device", &topk_device, py::arg("keys"), py::arg("values"), py::arg("out_keys"),
+        py::arg("out_values"), py::arg("k"), py::arg("descending"), py::arg("stream"),
+        py::arg("alloc"));
+  m.def("approx_sort_device", &approx_sort_device, py::arg("keys"), py::arg("out_keys"),
+        py::arg("offsets"), py::arg("intervals"), py::arg("descending"), py::arg("stream"),
+        py::arg("alloc"));
+  m.def("sort_host", &sort_host, py::arg("keys"), py::arg("values"), py::arg("rows"),
+        py::arg("row_len"), py::arg("descending"), py::arg("algorithm"), py::arg("stable"));
+  m.def("sort_segmented_host", &sort_segmented_host, py::arg("keys"), py::arg("values"),
+        py::arg("offsets"), py::arg("descending"), py::arg("algorithm"));
+  m.def("approx_sort_host", &approx_sort_host, py::arg("keys"), py::arg("intervals"),
+        py::arg("descending"));
+}

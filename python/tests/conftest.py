@@ -1,0 +1,21 @@
+"""Finds the package: the source folder python/gpusort with the extension module from a
+CMake build (GPUSORT_MODULE_DIR, else build/python or build-py/python beside python/), or,
+with GPUSORT_TEST_INSTALLED=1, the installed package (pip install ./python)."""
+
+import os
+import pathlib
+import sys
+
+_here = pathlib.Path(__file__).resolve().parent
+_python = _here.parent
+
+if os.environ.get("GPUSORT_TEST_INSTALLED") != "1":
+    candidates = [os.environ.get("GPUSORT_MODULE_DIR")] + [
+        str(_python.parent / build / "python") for build in ("build", "build-py")
+    ]
+    for folder in candidates:
+        if folder and any(pathlib.Path(folder).glob("_gpusort*.so")):
+            sys.path.insert(0, folder)
+            break
+    sys.path.insert(0, str(_python))
+sys.path.insert(0, str(_here))  # reference.py

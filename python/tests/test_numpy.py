@@ -1,0 +1,258 @@
+"""gpusort on NumPy arrays against NumPy: on the GPU when there is one, else on the CPU
+backend (CI). Every key type, sizes around powers of two, NaN and ±0 order, stability,
+descending, rows, segments, top-k, approximate sort, and errors before any data moves."""
+
+import numpy as np
+import pytest
+
+import gpusort
+from reference import DTYPES, check_sorted, float_specials, order_key, random_keys, same_bits
+
+SIZES = [0, 1, 2, 3, 7, 8, 9, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4097]
+FLOATS = ("float32", "float64")
+
+
+@pytest.fixture
+def rng(request):
+    seed = abs(hash(request.node.name)) % 2**32
+    print(f"seed {seed}")
+    return np.random.default_rng(seed)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort(dtype, n, descending, rng):
+    x = random_keys(dtype, n, rng)
+    before = x.copy()
+    values, indices = gpusort.sort(x, descending=descending)
+    assert isinstance(values, np.ndarray) and values.dtype == x.dtype and values.shape == x.shape
+    check_sorted(x, values, indices, descending)
+    assert same_bits(x, before), "the input changed"
+    assert np.array_equal(gpusort.argsort(x, descending=descending), indices)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_nan_and_signed_zero_order(dtype, descending, rng):
+    x = float_specials(dtype, rng)
+    values, indices = gpusort.sort(x, descending=descending)
+    check_sorted(x, values, indices, descending)
+    nans = np.isnan(values)
+    count = int(nans.sum())
+    if descending:
+        assert nans[:count].all()
+    else:
+        assert nans[len(values) - count:].all()
+    zeros = values[values == 0]
+    negative = np.signbit(zeros)
+    # -0.0 before +0.0 ascending, after it descending.
+    assert np.array_equal(negative, np.sort(negative)[::-1] if not descending else np.sort(negative))
+    if not descending:
+        assert np.array_equal(values[~nans], np.sort(x)[: len(values) - count])
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("n", [1, 33, 1000, 5000])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_stable(dtype, n, descending, rng):
+    x = random_keys(dtype, n, rng, distinct=5)
+    values, indices = gpusort.sort(x, descending=descending, stable=True)
+    check_sorted(x, values, indices, descending, stable=True)
+    if not descending:
+        assert np.array_equal(indices, np.argsort(x, kind="stable"))
+
+
+@pytest.mark.parametrize("algorithm", ["cub_merge", "cub_radix", "adaptive_bitonic"])
+def test_stable_algorithms(algorithm, rng):
+    x = random_keys("int32", 777, rng, distinct=7)
+    values, indices = gpusort.sort(x, stable=True, algorithm=algorithm)
+    check_sorted(x, values, indices, stable=True)
+
+
+@pytest.mark.parametrize("algorithm", gpusort.ALGORITHMS)
+def test_every_algorithm(algorithm, rng):
+    x = random_keys("uint32", 3001, rng)
+    check_sorted(x, *gpusort.sort(x, algorithm=algorithm))
+
+
+@pytest.mark.parametrize("stable", [False, True])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("shape", [(5, 33), (3, 1), (1, 17), (0, 4), (4, 0), (2, 3, 17), (64, 256)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows(dtype, shape, descending, stable, rng):
+    x = random_keys(dtype, int(np.prod(shape)), rng, distinct=9 if stable else None).reshape(shape)
+    values, indices = gpusort.sort(x, descending=descending, stable=stable)
+    assert values.shape == shape and indices.shape == shape
+    check_sorted(x, values, indices, descending, stable)
+
+
+@pytest.mark.parametrize("algorithm", ["automatic", "bitonic", "adaptive_bitonic"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort_in_place(dtype, algorithm, rng):
+    x = random_keys(dtype, 1000, rng)
+    address = x.ctypes.data
+    expected = np.take_along_axis(x, np.argsort(order_key(x), kind="stable"), -1)
+    assert gpusort.sort_(x, algorithm=algorithm) is x
+    assert x.ctypes.data == address
+    assert same_bits(x, expected)
+
+
+def test_sort_in_place_rows_descending(rng):
+    x = random_keys("float32", 40 * 50, rng).reshape(40, 50)
+    expected = np.take_along_axis(x, np.argsort(~order_key(x), axis=-1, kind="stable"), -1)
+    gpusort.sort_(x, descending=True)
+    assert same_bits(x, expected)
+
+
+@pytest.mark.parametrize("offset_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort_segmented(dtype, descending, offset_dtype, rng):
+    n = 3000
+    x = random_keys(dtype, n, rng)
+    offsets = np.array([0, 0, 1, 3, 3, 100, 1024, 1500, 2900], dtype=offset_dtype)
+    values, indices = gpusort.sort_segmented(x, offsets, descending=descending)
+    for begin, end in zip(offsets[:-1], offsets[1:]):
+        part = x[begin:end]
+        check_sorted(part, values[begin:end], indices[begin:end] - begin, descending)
+    # Keys after the last segment keep their place.
+    assert same_bits(values[2900:], x[2900:])
+    assert np.array_equal(indices[2900:], np.arange(2900, n))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [0, 1, 5, 1000])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_topk(dtype, k, largest, rng):
+    x = random_keys(dtype, 1000, rng)
+    values, indices = gpusort.topk(x, k, largest=largest)
+    order = np.argsort(~order_key(x) if largest else order_key(x), kind="stable")[:k]
+    assert values.shape == (k,) and indices.dtype == np.int64
+    assert np.array_equal(order_key(values), order_key(x[order]))
+    assert same_bits(x[indices], values)
+
+
+def test_topk_nans_count_as_largest(rng):
+    x = float_specials("float32", rng)
+    values, _ = gpusort.topk(x, 10)
+    assert np.isnan(values[: int(np.isnan(x).sum())]).all()
+
+
+def test_topk_rows(rng):
+    x = random_keys("float64", 8 * 100, rng).reshape(8, 100)
+    values, indices = gpusort.topk(x, 7, largest=False)
+    assert values.shape == (8, 7)
+    assert same_bits(values, np.sort(x, axis=-1)[:, :7])
+    assert same_bits(np.take_along_axis(x, indices, -1), values)
+
+
+@pytest.mark.parametrize("intervals", [1, 10, 10000])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_approx_sort(dtype, intervals, descending, rng):
+    n = 20000
+    x = random_keys(dtype, n, rng)
+    values, offsets = gpusort.approx_sort(x, intervals, descending=descending)
+    assert offsets.dtype == np.int64 and offsets.shape == (intervals + 1,)
+    assert offsets[0] == 0 and offsets[-1] == n and np.all(np.diff(offsets) >= 0)
+    assert np.array_equal(np.sort(order_key(values)), np.sort(order_key(x)))
+    keys = order_key(values).astype(np.float64)  # monotone, enough to compare intervals
+    sign = -1 if descending else 1
+    for i in range(min(intervals, 50) - 1):
+        a, b, c = offsets[i], offsets[i + 1], offsets[i + 2]
+        if a < b < c:  # every key of an interval precedes every key of the next
+            assert (sign * keys[a:b]).max() <= (sign * keys[b:c]).min()
+
+
+def test_approx_sort_default_intervals(rng):
+    _, offsets = gpusort.approx_sort(random_keys("float32", 50000, rng))
+    assert offsets.shape == (10001,)
+
+
+# ---- errors: raised before any data moves ---------------------------------------------------
+
+
+def test_unsupported_dtype_names_x():
+    x = np.zeros(10, dtype=np.float16)
+    with pytest.raises(TypeError, match="x: dtype float16"):
+        gpusort.sort(x)
+    with pytest.raises(TypeError, match="x:"):
+        gpusort.sort_(np.zeros(4, dtype=bool))
+
+
+def test_not_an_array():
+    with pytest.raises(TypeError, match="x: expected an array"):
+        gpusort.sort([3, 1, 2])
+
+
+def test_non_contiguous_is_refused_and_untouched(rng):
+    base = random_keys("int32", 200, rng).reshape(10, 20)
+    x = base[:, ::2]
+    before = base.copy()
+    with pytest.raises(ValueError, match="x: must be contiguous"):
+        gpusort.sort(x)
+    with pytest.raises(ValueError, match="x: must be contiguous"):
+        gpusort.sort_(x)
+    assert np.array_equal(base, before)
+
+
+def test_dim_must_be_last():
+    x = np.zeros((3, 4), dtype=np.int32)
+    with pytest.raises(ValueError, match="dim: only the last"):
+        gpusort.sort(x, dim=0)
+    with pytest.raises(ValueError, match="dim: 2 is out of range"):
+        gpusort.sort(x, dim=2)
+    assert gpusort.sort(x, dim=1).values.shape == (3, 4)
+    with pytest.raises(ValueError, match="x: a 0-d array"):
+        gpusort.sort(np.zeros((), dtype=np.int32))
+
+
+def test_algorithm_errors():
+    x = np.arange(10, dtype=np.int32)
+    with pytest.raises(ValueError, match="algorithm: unknown algorithm 'fastest'"):
+        gpusort.sort(x, algorithm="fastest")
+    with pytest.raises(ValueError, match="algorithm: 'bitonic' is not stable"):
+        gpusort.sort(x, stable=True, algorithm="bitonic")
+
+
+def test_topk_errors():
+    x = np.arange(10, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"k: must lie in \[0, 10\]"):
+        gpusort.topk(x, 11)
+    with pytest.raises(ValueError, match="k:"):
+        gpusort.topk(x, -1)
+    with pytest.raises(TypeError, match="k: must be an integer"):
+        gpusort.topk(x, 2.5)
+
+
+def test_segmented_errors(rng):
+    x = random_keys("int64", 100, rng)
+    before = x.copy()
+    with pytest.raises(TypeError, match="offsets: dtype must be int32 or int64"):
+        gpusort.sort_segmented(x, np.array([0.0, 10.0]))
+    with pytest.raises(ValueError, match=r"offsets: must lie in \[0, 100\]"):
+        gpusort.sort_segmented(x, np.array([0, 50, 101]))
+    with pytest.raises(ValueError, match="offsets: must not decrease"):
+        gpusort.sort_segmented(x, np.array([0, 50, 40, 60]))
+    with pytest.raises(ValueError, match="offsets: must be 1-D"):
+        gpusort.sort_segmented(x, np.array([], dtype=np.int64))
+    with pytest.raises(ValueError, match="x: must be 1-D"):
+        gpusort.sort_segmented(x.reshape(10, 10), np.array([0, 10]))
+    assert np.array_equal(x, before)
+
+
+def test_approx_errors():
+    x = np.arange(10, dtype=np.uint64)
+    with pytest.raises(ValueError, match="intervals: must be an integer from 1"):
+        gpusort.approx_sort(x, 0)
+    with pytest.raises(ValueError, match="x: must be 1-D"):
+        gpusort.approx_sort(x.reshape(2, 5))
+
+
+def test_read_only_input_is_fine_for_sort_but_not_sort_(rng):
+    x = random_keys("float64", 100, rng)
+    x.setflags(write=False)
+    check_sorted(x, *gpusort.sort(x))
+    with pytest.raises(ValueError, match="x: is read-only"):
+        gpusort.sort_(x)

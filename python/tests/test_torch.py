@@ -1,0 +1,221 @@
+"""gpusort on PyTorch CUDA tensors against torch.sort / torch.topk: the same results, the
+caller's stream, no synchronization, no copies for sort_. Skipped without torch or a GPU."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import gpusort  # noqa: E402
+from reference import check_sorted, float_specials, random_keys, same_bits  # noqa: E402
+
+DTYPES = ["int32", "int64", "float32", "float64", "uint32", "uint64"]
+TORCH_SORTS = ["int32", "int64", "float32", "float64"]  # dtypes torch.sort takes everywhere
+
+
+def on_gpu(a):
+    return torch.from_numpy(np.ascontiguousarray(a)).cuda()
+
+
+def host(t):
+    return t.cpu().numpy()
+
+
+@pytest.fixture
+def rng(request):
+    return np.random.default_rng(abs(hash(request.node.name)) % 2**32)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("n", [0, 1, 2, 33, 1023, 1025, 2**16 + 1, 2**20])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort(dtype, n, descending, rng):
+    x_host = random_keys(dtype, n, rng)
+    x = on_gpu(x_host)
+    values, indices = gpusort.sort(x, descending=descending)
+    assert isinstance(values, torch.Tensor) and values.device == x.device
+    assert values.dtype == x.dtype and indices.dtype == torch.int64
+    check_sorted(x_host, host(values), host(indices), descending)
+    if dtype in TORCH_SORTS:
+        expected = torch.sort(x, descending=descending).values
+        assert torch.equal(values, expected)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_specials(dtype, descending, rng):
+    x_host = float_specials(dtype, rng, n=5000)
+    values, indices = gpusort.sort(on_gpu(x_host), descending=descending)
+    check_sorted(x_host, host(values), host(indices), descending)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("n", [100, 5000, 2**18])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_stable_matches_torch(dtype, n, descending, rng):
+    x_host = random_keys(dtype, n, rng, distinct=11)
+    x = on_gpu(x_host)
+    values, indices = gpusort.sort(x, descending=descending, stable=True)
+    check_sorted(x_host, host(values), host(indices), descending, stable=True)
+    if dtype in TORCH_SORTS:
+        assert torch.equal(indices, torch.sort(x, descending=descending, stable=True).indices)
+
+
+@pytest.mark.parametrize("stable", [False, True])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("row_len", [1, 32, 256, 1024, 4096, 10000])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows(dtype, row_len, descending, stable, rng):
+    rows = max(1, 2**16 // row_len)
+    x_host = random_keys(dtype, rows * row_len, rng, distinct=13 if stable else None)
+    x_host = x_host.reshape(rows, row_len)
+    x = on_gpu(x_host)
+    values, indices = gpusort.sort(x, dim=-1, descending=descending, stable=stable)
+    check_sorted(x_host, host(values), host(indices), descending, stable)
+    if dtype in TORCH_SORTS:
+        assert torch.equal(values, torch.sort(x, dim=-1, descending=descending).values)
+
+
+@pytest.mark.parametrize("algorithm", gpusort.ALGORITHMS)
+def test_every_algorithm(algorithm, rng):
+    x_host = random_keys("int32", 100003, rng)
+    values, indices = gpusort.sort(on_gpu(x_host), algorithm=algorithm)
+    check_sorted(x_host, host(values), host(indices))
+
+
+@pytest.mark.parametrize("algorithm", ["automatic", "bitonic"])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint64"])
+def test_sort_in_place_shares_memory(dtype, algorithm, rng):
+    x_host = random_keys(dtype, 2**20 + 3, rng)
+    x = on_gpu(x_host)
+    pointer = x.data_ptr()
+    before = torch.cuda.memory_allocated()
+    assert gpusort.sort_(x, algorithm=algorithm) is x
+    assert x.data_ptr() == pointer
+    if algorithm == "bitonic":
+        assert torch.cuda.memory_allocated() == before
+    assert same_bits(host(x), np.sort(x_host))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [1, 1000, 100000])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float64", "int64"])
+def test_topk_matches_torch(dtype, k, largest, rng):
+    x = on_gpu(random_keys(dtype, 2**20, rng))
+    values, indices = gpusort.topk(x, k, largest=largest)
+    expected = torch.topk(x, k, largest=largest)
+    assert torch.equal(values, expected.values)
+    assert torch.equal(x[indices], values)
+
+
+def test_topk_rows(rng):
+    x = on_gpu(random_keys("float32", 64 * 1000, rng).reshape(64, 1000))
+    values, indices = gpusort.topk(x, 10)
+    assert torch.equal(values, torch.topk(x, 10).values)
+    assert torch.equal(torch.gather(x, 1, indices), values)
+
+
+def test_sort_segmented(rng):
+    x_host = random_keys("float32", 10000, rng)
+    offsets = torch.tensor([0, 5, 5, 1000, 7000, 9000], device="cuda")
+    values, indices = gpusort.sort_segmented(on_gpu(x_host), offsets)
+    v, i = host(values), host(indices)
+    for b, e in zip([0, 5, 5, 1000, 7000], [5, 5, 1000, 7000, 9000]):
+        check_sorted(x_host[b:e], v[b:e], i[b:e] - b)
+    assert same_bits(v[9000:], x_host[9000:])
+
+
+def test_sort_segmented_rejects_bad_offsets_before_moving_keys(rng):
+    x = on_gpu(random_keys("int32", 100, rng))
+    before = x.clone()
+    with pytest.raises(ValueError, match="offsets"):
+        gpusort.sort_segmented(x, torch.tensor([0, 50, 101], device="cuda"))
+    with pytest.raises(TypeError, match="offsets: must be a torch array on the same device"):
+        gpusort.sort_segmented(x, torch.tensor([0, 50]))
+    assert torch.equal(x, before)
+
+
+def test_approx_sort(rng):
+    x = on_gpu(random_keys("float32", 2**20, rng))
+    values, offsets = gpusort.approx_sort(x, 1000)
+    assert offsets.dtype == torch.int64 and offsets.shape == (1001,) and offsets.is_cuda
+    o = host(offsets)
+    assert o[0] == 0 and o[-1] == x.numel()
+    assert torch.equal(values.sort().values, x.sort().values)
+    v = host(values)
+    for i in range(0, 999, 37):
+        if o[i] < o[i + 1] < o[i + 2]:
+            assert v[o[i] : o[i + 1]].max() <= v[o[i + 1] : o[i + 2]].min()
+
+
+def test_errors_before_any_work(rng):
+    x = on_gpu(random_keys("float32", 1000, rng))
+    with pytest.raises(TypeError, match="x: dtype float16"):
+        gpusort.sort(x.half())
+    with pytest.raises(ValueError, match="x: must be contiguous"):
+        gpusort.sort_(x.view(10, 100).t())
+    with pytest.raises(ValueError, match="k:"):
+        gpusort.topk(x, 1001)
+    with pytest.raises(ValueError, match="dim:"):
+        gpusort.sort(x.view(10, 100), dim=0)
+
+
+def test_requires_grad_and_cpu_tensors(rng):
+    x_host = random_keys("float32", 1000, rng)
+    x = on_gpu(x_host).requires_grad_()
+    values, indices = gpusort.sort(x)
+    check_sorted(x_host, host(values), host(indices))
+    cpu = torch.from_numpy(x_host.copy())
+    values, indices = gpusort.sort(cpu)  # host tensors: the host path, torch out
+    assert isinstance(values, torch.Tensor) and not values.is_cuda
+    check_sorted(x_host, values.numpy(), indices.numpy())
+
+
+def test_runs_on_the_current_stream_without_waiting(rng):
+    """Work queued on a side stream (a long sleep, then the copy that fills x) must come
+    before the sort, and the call must return while the stream is still busy."""
+    x_host = random_keys("float32", 2**22, rng)
+    source = on_gpu(x_host)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        x = torch.empty_like(source)
+        torch.cuda._sleep(200_000_000)  # about 0.1 s at the H100's clock
+        x.copy_(source)
+        values, indices = gpusort.sort(x)
+        gpusort.sort_(x, algorithm="bitonic")
+        busy = not side.query()
+    assert busy, "gpusort waited for the stream"
+    side.synchronize()
+    check_sorted(x_host, host(values), host(indices))
+    assert same_bits(host(x), host(values))
+
+
+def test_cuda_array_interface_in_place(rng):
+    """Objects with only __cuda_array_interface__ (numba, ...) can be sorted in place."""
+
+    class Interface:
+        def __init__(self, tensor):
+            self.tensor = tensor
+            self.__cuda_array_interface__ = tensor.__cuda_array_interface__
+
+    x_host = random_keys("int64", 5000, rng)
+    x = on_gpu(x_host)
+    wrapped = Interface(x)
+    assert gpusort.sort_(wrapped, algorithm="bitonic") is wrapped
+    torch.cuda.synchronize()
+    assert np.array_equal(host(x), np.sort(x_host))
+    with pytest.raises(TypeError, match="gpusort.sort_"):
+        gpusort.sort(wrapped)
+
+
+@pytest.mark.skipif(
+    "GPUSORT_TEST_LARGE" not in __import__("os").environ, reason="set GPUSORT_TEST_LARGE=1"
+)
+def test_more_than_2_to_the_31_keys():
+    n = 2**31 + 5
+    x = torch.randint(0, 2**31 - 1, (n,), dtype=torch.int32, device="cuda")
+    gpusort.sort_(x, algorithm="bitonic")
+    assert bool((x[1:] >= x[:-1]).all())
