@@ -3,6 +3,7 @@
 #pragma once
 
 #include "gpusort/approx.hpp"
+#include "gpusort/detail/automatic.hpp"
 #include "gpusort/detail/cpu/adaptive_bitonic.hpp"
 #include "gpusort/detail/cpu/approx.hpp"
 #include "gpusort/detail/cpu/bitonic.hpp"
@@ -14,6 +15,7 @@
 #include "gpusort/detail/device/bitonic.cuh"
 #include "gpusort/detail/device/float_order.cuh"
 #include "gpusort/detail/device/quicksort.cuh"
+#include "gpusort/detail/device/radix_floats.cuh"
 #include "gpusort/detail/device/sample_sort.cuh"
 #include "gpusort/sort.hpp"
 
@@ -37,11 +39,10 @@ cudaError_t sample_sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* val
                              opt.direction == order::descending, knobs, sort_buckets, opt.stream);
 }
 
-// The comparison sorts that float keys run as codes (detail/float_order.hpp): in place, not
-// stable, so that NaNs coming out in code order is one of the orders allowed.
+// The comparison sorts that float keys run as codes (detail/float_order.hpp): not stable, so
+// that NaNs coming out in code order is one of the orders allowed.
 constexpr bool sorts_float_codes(algorithm a) {
-  return a == algorithm::automatic || a == algorithm::bitonic || a == algorithm::sample_sort ||
-         a == algorithm::quicksort;
+  return a == algorithm::bitonic || a == algorithm::sample_sort || a == algorithm::quicksort;
 }
 
 // The unsigned sorts, instantiated in src/sort_u32.cu and src/sort_u64.cu.
@@ -59,10 +60,8 @@ cudaError_t sort_unsigned(void* temp, std::size_t& temp_bytes, U* keys, V* value
 // before it moves a key).
 template <class F, class V>
 cudaError_t sort_float_codes(void* temp, std::size_t& temp_bytes, F* keys, V* values,
-                             std::uint64_t n, options opt) {
+                             std::uint64_t n, const options& opt) {
   using U = typename float_order<F>::U;
-  // automatic stays the in-place bitonic sort for floats (see sort_any).
-  if (opt.algo == algorithm::automatic) opt.algo = algorithm::bitonic;
   U* codes = reinterpret_cast<U*>(keys);
   if (!temp) return sort_unsigned<U, V>(temp, temp_bytes, codes, values, n, opt);
   cudaError_t e = device::map_float_keys(keys, n, true, opt.stream);
@@ -72,34 +71,12 @@ cudaError_t sort_float_codes(void* temp, std::size_t& temp_bytes, F* keys, V* va
   return e != cudaSuccess ? e : back;
 }
 
-// bitonic, sample_sort, quicksort and automatic on keys that are not floats.
+// bitonic, sample_sort and quicksort on keys that are not floats.
 template <class K, class V>
 cudaError_t sort_native(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                         std::uint64_t n, const options& opt) {
   const bool descending = opt.direction == order::descending;
   switch (opt.algo) {
-    case algorithm::automatic:
-      // Integer keys: CUB's radix sort where its workspace fits in free memory (about 5x
-      // faster), else the in-place bitonic sort. The query asks for the radix workspace only
-      // if it fits; the sort then follows the bytes it is given, so a caller passing 0 bytes
-      // always gets the in-place sort.
-      if constexpr (device::baseline_built<K, V> && std::is_integral_v<K>) {
-        std::size_t radix_bytes = 0;
-        cudaError_t e =
-            device::cub_radix_sort(nullptr, radix_bytes, keys, values, n, descending, opt.stream);
-        if (e != cudaSuccess) return e;
-        if (!temp) {
-          std::size_t free_bytes = 0, total_bytes = 0;
-          const bool fits = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
-                            radix_bytes + radix_bytes / 8 <= free_bytes;
-          cudaGetLastError();
-          temp_bytes = fits ? radix_bytes : 0;
-          return cudaSuccess;
-        }
-        if (n > 1 && temp_bytes >= radix_bytes)
-          return device::cub_radix_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
-      }
-      [[fallthrough]];
     case algorithm::bitonic:
       if (!temp) {
         temp_bytes = 0;
@@ -115,6 +92,86 @@ cudaError_t sort_native(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   }
 }
 
+// What automatic runs for these arguments when its workspace fits (detail/automatic.hpp),
+// and that workspace's bytes (0 for bitonic).
+template <class K, class V>
+cudaError_t automatic_plan(const K* keys, const V* values, std::uint64_t n, const options& opt,
+                           algorithm& pick, std::size_t& bytes) {
+  pick = automatic_choice({.n = n,
+                           .key_bytes = sizeof(K),
+                           .floating = std::is_floating_point_v<K>,
+                           .values = !std::is_same_v<V, no_value>,
+                           .cub_built = device::baseline_built<K, V>});
+  bytes = 0;
+  if constexpr (device::baseline_built<K, V>) {
+    const bool descending = opt.direction == order::descending;
+    K* k = const_cast<K*>(keys);
+    V* v = const_cast<V*>(values);
+    if (pick == algorithm::cub_merge)
+      return device::cub_merge_sort(nullptr, bytes, k, v, n, descending, opt.stream);
+    if (pick == algorithm::cub_radix)
+      return device::cub_radix_sort(nullptr, bytes, k, v, n, descending, opt.stream);
+  }
+  return cudaSuccess;
+}
+
+// Whether a workspace of `bytes` (> 0) fits in the device's free memory now.
+inline bool fits_free_memory(std::size_t bytes) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  const bool fits = bytes > 0 && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
+                    workspace_fits(bytes, free_bytes);
+  cudaGetLastError();
+  return fits;
+}
+
+template <class K, class V>
+algorithm automatic_algorithm(std::uint64_t n, const options& opt) {
+  if (!gpu_available()) return algorithm::bitonic;
+  algorithm pick = algorithm::bitonic;
+  std::size_t bytes = 0;
+  if (automatic_plan<K, V>(nullptr, nullptr, n, opt, pick, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return algorithm::bitonic;
+  }
+  return fits_free_memory(bytes) ? pick : algorithm::bitonic;
+}
+
+// algorithm::automatic. The query asks for the workspace of the plan's sort if it fits in free
+// device memory, else for 0 bytes; the sort then follows the bytes it is given, so a caller
+// passing 0 bytes always gets the in-place bitonic sort.
+template <class K, class V>
+cudaError_t sort_automatic(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                           std::uint64_t n, const options& opt) {
+  algorithm pick = algorithm::bitonic;
+  std::size_t bytes = 0;
+  cudaError_t e = automatic_plan(keys, values, n, opt, pick, bytes);
+  if (e != cudaSuccess) return e;
+  if (!temp) {
+    temp_bytes = fits_free_memory(bytes) ? bytes : 0;
+    return cudaSuccess;
+  }
+  if constexpr (device::baseline_built<K, V>) {
+    const bool descending = opt.direction == order::descending;
+    if (pick == algorithm::cub_merge && temp_bytes >= bytes)
+      return device::cub_merge_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
+    if (pick == algorithm::cub_radix && temp_bytes >= bytes) {
+      e = device::cub_radix_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
+      if constexpr (std::is_floating_point_v<K>)
+        if (e == cudaSuccess)
+          e = device::move_negative_nans(keys, values, n, descending, temp, temp_bytes,
+                                         opt.stream);
+      return e;
+    }
+  }
+  options in_place = opt;
+  in_place.algo = algorithm::bitonic;
+  std::size_t none = 0;
+  if constexpr (std::is_floating_point_v<K>)
+    return sort_float_codes(temp, none, keys, values, n, in_place);
+  else
+    return sort_native(temp, none, keys, values, n, in_place);
+}
+
 template <class K, class V>
 cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
                      const options& opt) {
@@ -123,9 +180,9 @@ cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, st
     e = validate_device_array(values, n, sizeof(V), sizeof(V));
   if (e != cudaSuccess) return e;
   const bool descending = opt.direction == order::descending;
+  if (opt.algo == algorithm::automatic)
+    return sort_automatic(temp, temp_bytes, keys, values, n, opt);
   if (sorts_float_codes(opt.algo)) {
-    // Float keys: automatic is the bitonic sort, since CUB's radix order of floats (negative
-    // NaNs first) is not gpusort's total order.
     if constexpr (std::is_floating_point_v<K>)
       return sort_float_codes(temp, temp_bytes, keys, values, n, opt);
     else
@@ -176,6 +233,11 @@ cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, P* values,
 // have no CPU version, run std::stable_sort (they are stable too).
 template <class K, class V>
 void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
+  if (opt.algo == algorithm::automatic) {  // on the CPU, the in-place bitonic sort
+    options in_place = opt;
+    in_place.algo = algorithm::bitonic;
+    return cpu_sort_any(keys, values, n, in_place);
+  }
   const bool descending = opt.direction == order::descending;
   if constexpr (std::is_floating_point_v<K>) {
     // As on the device: codes, the unsigned sort, floats again (back on an exception too),
@@ -198,7 +260,7 @@ void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
     }
   }
   if constexpr (!std::is_floating_point_v<K>) {  // floats took the codes' path above
-    if (opt.algo == algorithm::automatic || opt.algo == algorithm::bitonic) {
+    if (opt.algo == algorithm::bitonic) {
       cpu::bitonic_sort(keys, values, n, less<K>{}, descending);
       return;
     }
@@ -267,6 +329,8 @@ void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt) {
 #define GPUSORT_INSTANTIATE_PAIRS(K, P)                                                     \
   template cudaError_t gpusort::detail::sort_pairs<K, P>(void*, std::size_t&, K*, P*,       \
                                                          std::uint64_t, const options&);    \
+  template gpusort::algorithm gpusort::detail::automatic_algorithm<K, P>(std::uint64_t,      \
+                                                                      const options&);      \
   template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t, const options&);
 
 // The unsigned sorts that a float TU calls (sort_float_codes) but must not build again: they
@@ -287,6 +351,8 @@ void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt) {
 #define GPUSORT_INSTANTIATE_KEY(K)                                                         \
   template cudaError_t gpusort::detail::sort_keys<K>(void*, std::size_t&, K*, std::uint64_t, \
                                                      const options&);                      \
+  template gpusort::algorithm gpusort::detail::automatic_algorithm<K, gpusort::detail::no_value>( \
+      std::uint64_t, const options&);                                                      \
   template void gpusort::detail::cpu_sort_keys<K>(K*, std::uint64_t, const options&);      \
   GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<4>)                                \
   GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<8>)                                \

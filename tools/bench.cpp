@@ -1021,8 +1021,7 @@ std::vector<std::string> bench_algorithms(bool gpu, bool segmented) {
   }
   if (!gpu) return {"bitonic", "std_sort", "cpu_parallel"};
   std::vector<std::string> names;
-  for (algorithm a : all_algorithms)
-    if (a != algorithm::automatic) names.emplace_back(to_string(a));
+  for (algorithm a : all_algorithms) names.emplace_back(to_string(a));
   names.emplace_back("sample_sort_random");
   names.insert(names.end(), std::begin(partial_methods), std::end(partial_methods));
   names.insert(names.end(), {"classic_bitonic", "std_sort", "cpu_parallel"});

@@ -35,8 +35,8 @@ struct bench_config {
 // Whether a CUDA device is usable (without the library's CPU-fallback notice).
 bool cuda_device_present();
 
-// What bench times here by default. Single arrays, with a GPU: every gpusort::algorithm but
-// automatic, sample_sort_random, the approximate sorts approx (linear splitters) and
+// What bench times here by default. Single arrays, with a GPU: every gpusort::algorithm
+// (automatic too, so that its choice is measured against the others), sample_sort_random, the approximate sorts approx (linear splitters) and
 // approx_sampled, top_k, then classic_bitonic, std_sort and cpu_parallel; without: the CPU
 // backend (named bitonic), std_sort and cpu_parallel. Segments, with a GPU: sort_segmented,
 // cub_segmented_radix and cub_segmented_sort; without: the CPU backend (named sort_segmented)

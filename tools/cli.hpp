@@ -14,6 +14,7 @@
 
 #include "common/segments.hpp"
 #include "gpusort/key_traits.hpp"
+#include "gpusort/sort.hpp"
 
 namespace gpusort::tools {
 
@@ -178,6 +179,18 @@ decltype(auto) with_key_type(std::string_view name, F&& f) {
   if (name == key_traits<std::int64_t>::name) return f.template operator()<std::int64_t>();
   if (name == key_traits<double>::name) return f.template operator()<double>();
   throw usage_error("unknown key type '" + std::string(name) + "' (u32 i32 f32 u64 i64 f64)");
+}
+
+// The algorithm as --stats names it: its name, and for automatic the sort it picks for n
+// records here ("automatic (cub_radix)"). Taken before the sort, whose workspace changes the
+// free memory that the choice depends on.
+template <class K>
+std::string describe_algorithm(const gpusort::options& opt, std::uint64_t n, bool pairs) {
+  const std::string name(gpusort::method_name(opt));
+  if (opt.algo != gpusort::algorithm::automatic) return name;
+  const gpusort::algorithm pick = pairs ? gpusort::automatic_algorithm<K, std::uint32_t>(n, opt)
+                                        : gpusort::automatic_algorithm<K>(n, opt);
+  return name + " (" + std::string(gpusort::to_string(pick)) + ")";
 }
 
 // --pairs: the only value type is u32 (the record's original index in `gen`).

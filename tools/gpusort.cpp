@@ -363,6 +363,8 @@ int sort(const arguments& args) {
     const double read_s = clock.lap();
     meter.phase("checking", false);
     const checksum input_sum = checksum_of(r);
+    const std::string algorithm_used =
+        host_sort.empty() ? describe_algorithm<K>(opt, r.keys.size(), pairs) : host_sort;
     meter.phase("sorting", false);
     if (!host_sort.empty())
       sort_on_host(r, descending, host_sort == "cpu_parallel");
@@ -388,7 +390,10 @@ int sort(const arguments& args) {
     write_records(out, r, args.has("text"), meter);
     const double write_s = clock.lap();
     meter.finish();
-    if (request.stats) print_in_memory_stats(read_s, sort_s, write_s);
+    if (request.stats) {
+      std::printf("algorithm: %s\n", algorithm_used.c_str());
+      print_in_memory_stats(read_s, sort_s, write_s);
+    }
     return 0;
   });
 }

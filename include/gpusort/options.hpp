@@ -10,7 +10,8 @@ namespace gpusort {
 
 // Sorting algorithms. Loops in tests and benchmarks run over all_algorithms.
 enum class algorithm {
-  automatic,  // integer keys: cub_radix if its workspace fits in free memory; else bitonic
+  automatic,  // built-in keys: cub_merge (small n) or cub_radix if the workspace fits in free
+              // memory, else bitonic (detail/automatic.hpp, automatic_algorithm)
   bitonic,    // in-place bitonic network (Peters; Capannini): 0 extra bytes, not stable
   cub_radix,  // baseline: cub::DeviceRadixSort (needs a second buffer), stable
   cub_merge,  // baseline: cub::DeviceMergeSort (needs a second buffer), stable

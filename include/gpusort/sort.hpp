@@ -16,15 +16,15 @@
 //
 // Order: ascending by default; floats in the total order of key_traits.hpp (-0.0 before
 // +0.0, NaNs last). Stability: bitonic, sample_sort and quicksort are not stable; adaptive_bitonic,
-// cub_radix and cub_merge are; automatic is when it picks cub_radix (integer keys; its query
-// then asks for a nonzero workspace).
+// cub_radix and cub_merge are; automatic is when it picks one of them (its query then asks
+// for a nonzero workspace), except that NaNs of different bits may change order.
 // Memory: bitonic uses 0 extra bytes; sample_sort a second buffer of n keys (and values)
 // plus samples and bucket counts, under 2 bytes per key (docs/sample_sort.md);
 // adaptive_bitonic two buffers of 2^ceil(log2 n) items of 8 (32-bit keys) or 16 bytes
 // (docs/adaptive_bitonic.md); quicksort a second buffer of n keys (and values) plus under
 // 1 byte per key (docs/quicksort.md); the CUB baselines report theirs
-// through temp_bytes; automatic asks for the radix sort's workspace only if it fits in free
-// device memory.
+// through temp_bytes; automatic asks for CUB's workspace only if it fits in free device
+// memory (detail/automatic.hpp), and sorts in place when given 0 bytes.
 //
 // Example:
 //   std::vector<float> v = ...;
@@ -65,6 +65,8 @@ cudaError_t sort_keys(void* temp, std::size_t& temp_bytes, K* keys, std::uint64_
 template <class K, class P>
 cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, P* values,
                        std::uint64_t n, const options& opt);
+template <class K, class V>
+algorithm automatic_algorithm(std::uint64_t n, const options& opt);
 template <class K>
 void cpu_sort_keys(K* keys, std::uint64_t n, const options& opt);
 template <class K, class P>
@@ -136,6 +138,19 @@ cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values, 
   return detail::sort_pairs<K, detail::payload_of<V>>(
       temp, temp_bytes, keys, reinterpret_cast<detail::payload_of<V>*>(values),
       static_cast<std::uint64_t>(n), opt);
+}
+
+// What algorithm::automatic runs for n keys of type K, alone (V = void) or with values of
+// type V, on the current device: the sort whose workspace its query asks for (cub_merge for
+// small arrays, cub_radix), or bitonic, which needs none (also where that workspace does not
+// fit in free device memory, and without a GPU, where the CPU backend sorts). The table it
+// follows is in docs/performance.md; the tool and the benchmark print its choice.
+template <supported_key K, class V = void>
+algorithm automatic_algorithm(std::uint64_t n, const options& opt = {}) {
+  if constexpr (std::is_void_v<V>)
+    return detail::automatic_algorithm<K, detail::no_value>(n, opt);
+  else
+    return detail::automatic_algorithm<K, detail::payload_of<V>>(n, opt);
 }
 
 // ---- convenience layer ------------------------------------------------------------------

@@ -457,6 +457,23 @@ TEST_F(Tool, UnreadableInputIsAUsageError) {
   EXPECT_EQ(listing(), std::vector<std::string>{"in"});
 }
 
+// --stats names the algorithm that ran; for automatic, the sort it picked (the in-place
+// bitonic sort on the CPU; CUB's merge or radix sort, or bitonic, on a GPU).
+TEST_F(Tool, StatsNameTheAlgorithm) {
+  ASSERT_EQ(run("gen --type f32 --n 5000 " + file("in")).code, 0);
+  const outcome automatic = run("sort --type f32 --stats " + file("in") + " " + file("out"));
+  ASSERT_EQ(automatic.code, 0) << automatic.err;
+  const std::string picked = field(automatic.out, "algorithm: ");
+  EXPECT_TRUE(picked == "automatic (bitonic)" || picked == "automatic (cub_merge)" ||
+              picked == "automatic (cub_radix)")
+      << automatic.out;
+  const outcome chosen =
+      run("sort --type f32 --stats --algo sample_sort " + file("in") + " " + file("out"));
+  EXPECT_EQ(field(chosen.out, "algorithm: "), "sample_sort") << chosen.out;
+  const outcome host = run("sort --type f32 --stats --algo std_sort " + file("in") + " " + file("out"));
+  EXPECT_EQ(field(host.out, "algorithm: "), "std_sort") << host.out;
+}
+
 // 0 records is a valid file: it sorts to an empty file and checks as sorted.
 TEST_F(Tool, EmptyFilesSortToEmptyFiles) {
   std::ofstream(file("empty"), std::ios::binary).flush();

@@ -167,9 +167,9 @@ TEST_F(GpuApi, BaselinesSortThroughTheInterface) {
             cudaErrorNotSupported);
 }
 
-// automatic: for integer keys CUB radix sort when its workspace fits (the query says how
-// much), and the in-place bitonic sort when the caller offers no workspace; float keys
-// always in place (the radix order of floats is not gpusort's).
+// automatic: CUB's merge sort (small arrays) or radix sort when the workspace fits (the
+// query says how much), and the in-place bitonic sort when the caller offers no workspace;
+// automatic_algorithm names the choice.
 TEST_F(GpuApi, AutomaticUsesTheWorkspaceItIsGiven) {
   for (bool desc : {false, true}) {
     SCOPED_TRACE(::testing::Message() << "desc=" << desc);
@@ -195,9 +195,19 @@ TEST_F(GpuApi, AutomaticUsesTheWorkspaceItIsGiven) {
     EXPECT_TRUE(same_bits(in_place.to_host(), reference_sort(input, desc)));
     EXPECT_TRUE(in_place.guard_intact());
   }
+  using gpusort::algorithm;
+  EXPECT_EQ(gpusort::automatic_algorithm<std::int64_t>(1000003), algorithm::cub_radix);
+  EXPECT_EQ(gpusort::automatic_algorithm<float>(1000), algorithm::cub_merge);
+  EXPECT_EQ(gpusort::automatic_algorithm<double>(std::uint64_t{1} << 24), algorithm::cub_radix);
+  EXPECT_EQ((gpusort::automatic_algorithm<std::uint32_t, std::uint32_t>(1 << 16)),
+            algorithm::cub_merge);
+  EXPECT_EQ((gpusort::automatic_algorithm<std::uint32_t, std::uint64_t>(1 << 24)),
+            algorithm::bitonic) << "CUB's sorts are built for 4-byte values only";
+  EXPECT_EQ(gpusort::automatic_algorithm<std::uint32_t>(std::uint64_t{1} << 40),
+            algorithm::bitonic) << "a workspace larger than the device";
   std::vector<float> floats(1000, 1.0f);
   guarded_buffer<float> df(floats);
-  std::size_t bytes = 1;
+  std::size_t bytes = 0;
   ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, df.data(), floats.size()), cudaSuccess);
-  EXPECT_EQ(bytes, 0u) << "float keys sort in place";
+  EXPECT_GT(bytes, 0u) << "float keys take CUB's merge sort too";
 }

@@ -289,6 +289,7 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
     seconds += clock.lap();
   };
 
+  const std::string algorithm_used = describe_algorithm<K>(opt, std::min(count, run_keys), false);
   const file_handle in = open_input(input);
   const int in_fd = ::fileno(in.get());
   mapped_output output(::fileno(out.get()), count * sizeof(K), out.path());
@@ -385,6 +386,7 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
   out.commit();
   const double commit_s = wall.lap();
   if (stats) {
+    std::printf("algorithm: %s\n", algorithm_used.c_str());
     if (runs <= 1)
       std::printf("plan: on the GPU at once (%llu records)\n", static_cast<unsigned long long>(count));
     else

@@ -1,0 +1,133 @@
+// algorithm::automatic on the CPU: its decision table (detail/automatic.hpp), and the float
+// fix-up's index math after CUB's radix sort (network/radix_floats.hpp), checked by sorting
+// in CUB's order of float bits, applying the rotation, and comparing with std::stable_sort in
+// gpusort's total order.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "gpusort/detail/automatic.hpp"
+#include "gpusort/detail/network/radix_floats.hpp"
+#include "gpusort/key_traits.hpp"
+#include "gpusort/sort.hpp"
+#include "float_keys.hpp"
+
+namespace {
+
+namespace net = gpusort::detail::network;
+using gpusort::algorithm;
+
+// The table: nothing to sort or no CUB build -> bitonic; CUB's merge sort up to the measured
+// crossing, its radix sort beyond, for each key width, float or not, with values or not.
+TEST(Automatic, FollowsTheMeasuredTable) {
+  using gpusort::detail::automatic_choice;
+  for (const std::size_t key_bytes : {4, 8})
+    for (const bool floating : {false, true})
+      for (const bool values : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << key_bytes << (floating ? " float" : " int")
+                                          << (values ? " pairs" : " keys"));
+        const int limit = gpusort::detail::merge_limit_bits(key_bytes, floating, values);
+        EXPECT_GE(limit, 14);
+        EXPECT_LE(limit, 20);
+        const auto choice = [&](std::uint64_t n, bool built) {
+          return automatic_choice({.n = n, .key_bytes = key_bytes, .floating = floating,
+                                   .values = values, .cub_built = built});
+        };
+        for (const std::uint64_t n : {0ull, 1ull}) EXPECT_EQ(choice(n, true), algorithm::bitonic);
+        EXPECT_EQ(choice(2, true), algorithm::cub_merge);
+        EXPECT_EQ(choice(std::uint64_t{1} << limit, true), algorithm::cub_merge);
+        EXPECT_EQ(choice((std::uint64_t{1} << limit) + 1, true), algorithm::cub_radix);
+        EXPECT_EQ(choice(std::uint64_t{1} << 34, true), algorithm::cub_radix);
+        EXPECT_EQ(choice(std::uint64_t{1} << 24, false), algorithm::bitonic);
+      }
+  // The crossings measured on the H100: u32 2^18, u64 2^20, f32 2^16, u32 pairs 2^16.
+  EXPECT_EQ(gpusort::detail::merge_limit_bits(4, false, false), 18);
+  EXPECT_EQ(gpusort::detail::merge_limit_bits(8, false, false), 20);
+  EXPECT_EQ(gpusort::detail::merge_limit_bits(4, true, false), 16);
+  EXPECT_EQ(gpusort::detail::merge_limit_bits(4, false, true), 16);
+}
+
+TEST(Automatic, WorkspaceFitsWithAnEighthToSpare) {
+  EXPECT_TRUE(gpusort::detail::workspace_fits(800, 900));
+  EXPECT_FALSE(gpusort::detail::workspace_fits(800, 899));
+  EXPECT_TRUE(gpusort::detail::workspace_fits(0, 0));
+}
+
+// Without a GPU the CPU backend sorts, in place: automatic reports bitonic.
+TEST(Automatic, WithoutAGpuIsTheInPlaceSort) {
+  if (gpusort::detail::gpu_available()) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(gpusort::automatic_algorithm<float>(1 << 20), algorithm::bitonic);
+  EXPECT_EQ((gpusort::automatic_algorithm<std::uint64_t, std::uint32_t>(1 << 20)),
+            algorithm::bitonic);
+}
+
+template <class K>
+using bits = gpusort::testing::float_bits<K>;
+
+// CUB's radix order of float bits: sign-flipped integers (negative NaNs first).
+template <class K>
+bits<K> cub_order(K k) {
+  return gpusort::detail::float_bits_to_ordered(gpusort::testing::bits_of(k));
+}
+
+template <class K>
+class RadixFloats : public ::testing::Test {};
+using float_types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(RadixFloats, float_types);
+
+TYPED_TEST(RadixFloats, NegativeNanBitsAreExactlyTheNegativeNans) {
+  using K = TypeParam;
+  for (const K k : gpusort::testing::special_float_input<K>(20000, 1)) {
+    const bool expected = std::isnan(k) && std::signbit(k);
+    EXPECT_EQ(net::is_negative_nan_bits(gpusort::testing::bits_of(k)), expected);
+  }
+}
+
+// Sorted stably in CUB's order, rotated by the fix-up, the keys (with their input positions
+// as values) equal std::stable_sort in gpusort's order, except that NaNs (which compare
+// equal) may come in another order among themselves: their multiset of bits is the same.
+TYPED_TEST(RadixFloats, RotationGivesTheTotalOrder) {
+  using K = TypeParam;
+  for (const std::size_t n : {0, 1, 2, 3, 17, 1000, 4099}) {
+    for (const bool descending : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "n " << n << (descending ? " descending" : ""));
+      const std::vector<K> keys = gpusort::testing::special_float_input<K>(n, n + 7);
+      std::vector<std::size_t> order(n);
+      for (std::size_t i = 0; i < n; ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return descending ? cub_order(keys[b]) < cub_order(keys[a])
+                          : cub_order(keys[a]) < cub_order(keys[b]);
+      });
+      std::size_t first_other = 0;  // the binary search's answer, found by a scan here
+      while (first_other < n &&
+             net::is_negative_nan_bits(gpusort::testing::bits_of(keys[order[first_other]])) !=
+                 descending)
+        ++first_other;
+      const std::uint64_t m = net::negative_nan_count(first_other, n, descending);
+      std::vector<std::size_t> fixed(n, n);
+      for (std::size_t i = 0; i < n; ++i) fixed[net::negative_nan_target(i, n, m, descending)] = order[i];
+      ASSERT_EQ(std::count(fixed.begin(), fixed.end(), n), 0) << "not a permutation";
+
+      const std::vector<std::size_t> expected = gpusort::testing::stable_order(keys, descending);
+      std::vector<bits<K>> nan_bits, expected_nan_bits;
+      for (std::size_t i = 0; i < n; ++i) {
+        const K got = keys[fixed[i]], want = keys[expected[i]];
+        ASSERT_EQ(std::isnan(got), std::isnan(want)) << "at " << i;
+        if (std::isnan(got)) {
+          nan_bits.push_back(gpusort::testing::bits_of(got));
+          expected_nan_bits.push_back(gpusort::testing::bits_of(want));
+        } else {
+          ASSERT_EQ(fixed[i], expected[i]) << "at " << i;  // stable: the same record
+        }
+      }
+      std::ranges::sort(nan_bits);
+      std::ranges::sort(expected_nan_bits);
+      EXPECT_EQ(nan_bits, expected_nan_bits);
+    }
+  }
+}
+
+}  // namespace
