@@ -162,17 +162,17 @@ class _Foreign:
     def _interface(self, x):
         return getattr(x, "__cuda_array_interface__", None)
 
-    def dtype_name(self, x):
-        iface = self._interface(x)
-        if iface is not None:
-            import numpy
+    def _describe(self, x):
+        from gpusort import _ext  # what the module itself reads from the array
 
-            return numpy.dtype(iface["typestr"]).name
-        return str(getattr(x, "dtype", "unknown"))
+        return _ext.describe(self.handle(x, 0))
+
+    def dtype_name(self, x):
+        name = self._describe(x)["type"]
+        return name if name in KEY_DTYPES else "of another type"
 
     def shape(self, x):
-        iface = self._interface(x)
-        return tuple(iface["shape"]) if iface is not None else tuple(x.shape)
+        return tuple(self._describe(x)["shape"])
 
     def on_device(self, x):
         if self._interface(x) is not None:

@@ -472,6 +472,20 @@ PYBIND11_MODULE(_gpusort, m) {
     }
   });
 
+  m.def(
+      "describe",
+      [](py::object obj) {
+        const array_view v = view_of(obj, "array");
+        py::tuple shape(v.shape.size());
+        for (std::size_t i = 0; i < v.shape.size(); ++i) shape[i] = v.shape[i];
+        return py::dict(py::arg("type") = element_name(v.type),
+                        py::arg("item_bytes") = v.item_bytes, py::arg("shape") = shape,
+                        py::arg("contiguous") = v.contiguous, py::arg("on_device") = v.on_device,
+                        py::arg("device") = v.device,
+                        py::arg("producer_stream") = v.producer_stream);
+      },
+      py::arg("array"),
+      "What the module reads from a DLPack capsule or __cuda_array_interface__ dict (tests).");
   m.def("gpu_available", &gpusort::detail::gpu_available,
         "Whether a CUDA device can be used (else host arrays go to the CPU backend).");
   m.def("sort_device", &sort_device, py::arg("keys"), py::arg("values"), py::arg("rows"),

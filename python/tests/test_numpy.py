@@ -256,3 +256,56 @@ def test_read_only_input_is_fine_for_sort_but_not_sort_(rng):
     check_sorted(x, *gpusort.sort(x))
     with pytest.raises(ValueError, match="x: is read-only"):
         gpusort.sort_(x)
+
+
+# ---- how the module reads arrays: DLPack capsules and __cuda_array_interface__ dicts ------
+
+from gpusort import _ext  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dlpack_capsule_is_read(dtype):
+    x = np.zeros((3, 5), dtype=dtype)
+    d = _ext.describe(x.__dlpack__())
+    assert d["type"] == dtype and d["item_bytes"] == x.itemsize
+    assert d["shape"] == (3, 5) and d["contiguous"] and not d["on_device"]
+
+
+def test_dlpack_strides():
+    x = np.zeros((4, 6), dtype=np.float32)
+    assert not _ext.describe(x[:, ::2].__dlpack__())["contiguous"]
+    assert not _ext.describe(x.T.__dlpack__())["contiguous"]
+    assert _ext.describe(x[1:2].__dlpack__())["contiguous"]
+    assert _ext.describe(x[:, 1:2].reshape(4, 1)[:1].__dlpack__())["contiguous"]
+    assert _ext.describe(np.zeros(4, np.float16).__dlpack__())["type"] == "an unsupported type"
+
+
+def test_cuda_array_interface_dict_is_read():
+    iface = {"data": (1 << 40, False), "shape": (4, 3), "typestr": "<u8", "version": 3}
+    d = _ext.describe(iface)
+    assert d["type"] == "uint64" and d["shape"] == (4, 3) and d["contiguous"] and d["on_device"]
+    assert d["producer_stream"] == -1
+    d = _ext.describe(dict(iface, strides=(24, 8), stream=7))
+    assert d["contiguous"] and d["producer_stream"] == 7
+    assert not _ext.describe(dict(iface, strides=(8, 32)))["contiguous"]
+    assert _ext.describe(dict(iface, typestr="<f2"))["type"] == "an unsupported type"
+    with pytest.raises(TypeError, match="array: expected a DLPack capsule"):
+        _ext.describe([1, 2])
+
+
+def test_device_functions_refuse_host_memory():
+    x = np.arange(4, dtype=np.int32)
+    with pytest.raises(TypeError, match="x: expected an array in CUDA device memory"):
+        _ext.sort_device(x.__dlpack__(), None, 1, 4, False, "automatic", 0, lambda n: None)
+
+
+def test_host_dlpack_objects_of_other_libraries_are_refused():
+    class HostOnly:
+        def __dlpack__(self, stream=None):
+            return np.arange(4, dtype=np.int32).__dlpack__()
+
+        def __dlpack_device__(self):
+            return (1, 0)  # kDLCPU
+
+    with pytest.raises(TypeError, match="x: a host array must be a NumPy array or a CPU tensor"):
+        gpusort.sort_(HostOnly())
