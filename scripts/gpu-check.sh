@@ -61,11 +61,13 @@ if [ "${1:-}" = "--multi" ]; then
   echo "gpu-check --multi: PASSED"
   exit 0
 fi
-# CPU tests on every core; GPU tests two at a time (the n >= 2^31 ones need most of the
-# memory of an 80 GB card).
-ctest --test-dir "$build" --output-on-failure -L "^cpu$" -j "$(nproc)" >"$logs/tests.log" 2>&1
+# CPU tests four at a time: on a GPU host the tool tests sort on the GPU, and sixteen of them
+# at once made no progress for eight minutes in one run (2026-11-24). GPU tests two at a time
+# (the n >= 2^31 ones need most of the memory of an 80 GB card). A test that hangs is stopped
+# and named (--timeout) instead of stalling the run.
+ctest --test-dir "$build" --output-on-failure -L "^cpu$" -j 4 --timeout 300 >"$logs/tests.log" 2>&1
 tests_rc=$?
-ctest --test-dir "$build" --output-on-failure -L "^gpu$" -j 2 >>"$logs/tests.log" 2>&1 || tests_rc=1
+ctest --test-dir "$build" --output-on-failure -L "^gpu$" -j 2 --timeout 900 >>"$logs/tests.log" 2>&1 || tests_rc=1
 "$build/tools/gpusort" bench --algos bitonic,sample_sort,sample_sort_random,adaptive_bitonic,quicksort,cub_radix,cub_merge,thrust,classic_bitonic \
   --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \
   --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
