@@ -103,6 +103,10 @@ TEST_F(ToolStreams, AFifoWithAReaderGetsTheSortedBytes) {
     std::string arrived;
     std::thread reader([&] { arrived = slurp(file("fifo")); });
     const outcome o = run("sort --type f64 --desc " + file("in") + " " + file("fifo"));
+    // Had the tool failed before opening the FIFO, the reader would wait for a writer forever:
+    // open it for writing (it succeeds only while the reader waits) so that it sees the end.
+    if (const int late = ::open(file("fifo").c_str(), O_WRONLY | O_NONBLOCK); late >= 0)
+      ::close(late);
     reader.join();
     EXPECT_EQ(o.code, 0) << o.err;
     EXPECT_TRUE(arrived == expected) << arrived.size() << " bytes arrived";
@@ -250,8 +254,11 @@ TEST_F(ToolStreams, DashBothWaysInAPipeline) {
   EXPECT_EQ(shell("\"$GPUSORT\" sort --type u32 <(cat " + file("in") + ") " + file("out")).code, 0);
   EXPECT_TRUE(slurp(file("out")) == expected);
   ASSERT_EQ(::mkfifo(file("fifo").c_str(), 0600), 0);
-  const outcome o = shell("cat " + file("in") + " >" + file("fifo") + " & \"$GPUSORT\" sort --type u32 " +
-                          file("fifo") + " " + file("out2") + "; wait");
+  // The writer is stopped after the sort, so that a tool that never opened the FIFO cannot
+  // leave it waiting.
+  const outcome o = shell("cat " + file("in") + " >" + file("fifo") + " & writer=$!; \"$GPUSORT\" sort "
+                          "--type u32 " + file("fifo") + " " + file("out2") + "; rc=$?; kill $writer "
+                          "2>/dev/null; wait; exit $rc");
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_TRUE(slurp(file("out2")) == expected);
   EXPECT_TRUE(is_kind(file("fifo"), S_IFIFO));
