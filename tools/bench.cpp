@@ -966,13 +966,25 @@ class harness {
       throw io_error(csv_path_ + ": write failed: " + system_error_text());
   }
 
-  // The figures of the CSV; write_plots refuses a CSV without rows.
+  // The figures of the CSV (the plotter refuses a CSV without rows). A plotter that cannot
+  // run or fails is reported, but the measurements stand: the CSV is written already.
   void plot() const {
-    const std::vector<std::string> figures =
-        rows_.empty() ? std::vector<std::string>{} : write_plots(csv_path_, config_.plot_dir);
-    for (const std::string& figure : figures) std::printf("figure: %s\n", figure.c_str());
-    if (figures.empty())
+    if (rows_.empty()) {
       std::printf("no figures: each needs 2 sizes, or 2 distributions of one size, measured\n");
+      return;
+    }
+    const plot_outcome drawn = run_plotter(csv_path_, config_.plot_dir);
+    for (const std::string& figure : drawn.figures) std::printf("figure: %s\n", figure.c_str());
+    if (drawn.status != 0) {
+      std::string why = drawn.error;
+      if (why.starts_with("gpusort plot: ")) why.erase(0, 14);
+      why.erase(std::min(why.find('\n'), why.size()));
+      std::fflush(stdout);
+      std::fprintf(stderr, "gpusort bench: no figures drawn (the CSV is %s): %s\n",
+                   csv_path_.c_str(), why.c_str());
+    } else if (drawn.figures.empty()) {
+      std::printf("no figures: each needs 2 sizes, or 2 distributions of one size, measured\n");
+    }
   }
 
   // Every row, then the file appears complete under its name (pending_file).

@@ -47,7 +47,7 @@ const std::string main_help = R"(usage: gpusort <command> [options]
   demo    sort one array with every algorithm and compare them
   largest sort the most u32 keys the GPU holds, in place, and check them on the device
   comparisons  count the comparisons of adaptive_bitonic against the bitonic network's
-  plot    draw PNG figures of a benchmark CSV
+  plot    draw PNG figures of a benchmark CSV (with matplotlib)
 `gpusort <command> --help` describes each command. Files are raw little-endian arrays of
 keys (u32 i32 f32 u64 i64 f64) or of packed (key, u32 value) records; with --text, one
 number (or "key value") per line; with --record-bytes B --key-bytes K, records of B bytes
@@ -230,9 +230,10 @@ timed against them.
              array), std_ms (the sample standard deviation of all runs) and arrays
   --json     write the same rows as {"gpu": ..., "commit": ..., "rows": [{column: value,
              ...}, ...]}, numbers as numbers; the file appears only when complete
-  --plot     draw PNG figures into DIR (created if missing) from the CSV after the run:
-             keys/s against n, and its spread over the distributions; without --csv, the
-             CSV is written to DIR/bench.csv
+  --plot     draw PNG figures into DIR (created if missing) from the CSV after the run, as
+             `gpusort plot` does (matplotlib): keys/s against n, and its spread over the
+             distributions; without --csv, the CSV is written to DIR/bench.csv. When the
+             figures cannot be drawn (no matplotlib), bench says so and the run still counts
   --gpu-name the name for the CSV's gpu column (default: the device's)
 )";
 
@@ -601,7 +602,7 @@ int demo(const arguments& args) {
 
 const std::string plot_help = R"(usage: gpusort plot CSV DIR
 Draws PNG figures of a benchmark CSV (the columns of bench --csv; others are ignored) into
-DIR, created if missing, and prints the path of each:
+DIR, created if missing, with matplotlib, and prints the path of each:
   rate_<key>_<values>_<distribution>[_seg<S>].png  keys/s against n on a log2 axis, a line
       per algorithm, for each key type, value type, distribution and segment size measured
       at 2 or more sizes
@@ -609,15 +610,21 @@ DIR, created if missing, and prints the path of each:
       distributions (min, 25 %, median, 75 %, max), for each key type, value type, n and
       segment size where an algorithm was measured on 2 or more distributions
 A later row for the same measurement replaces an earlier one.
+The figures are drawn by `python3 -m gpusort.plot CSV DIR` (python/gpusort/plot.py), run
+with $GPUSORT_PYTHON if set, else the Python the build was configured with, else python3;
+it needs matplotlib (Debian: python3-matplotlib). The package is looked for in
+$GPUSORT_PYTHON_DIR if set, else in the source tree the tool was built from, else where it
+was installed. Without Python or matplotlib: one line on stderr and exit code 2.
 )";
 
 int plot(const arguments& args) {
   const std::vector<std::string>& files = args.positional(2, "CSV and DIR");
-  const std::vector<std::string> written = write_plots(files[0], files[1]);
-  for (const std::string& path : written) std::printf("%s\n", path.c_str());
-  if (written.empty())
-    std::fprintf(stderr, "gpusort plot: no figure: no point set has 2 sizes or 2 distributions\n");
-  return 0;
+  const plot_outcome drawn = run_plotter(files[0], files[1]);
+  for (const std::string& path : drawn.figures) std::printf("%s\n", path.c_str());
+  if (drawn.status < 0) throw usage_error(drawn.error);
+  // The plotter's own messages, already in gpusort plot's words.
+  std::fputs(drawn.error.c_str(), stderr);
+  return drawn.status;
 }
 
 struct command {

@@ -19,10 +19,27 @@ from collections import namedtuple
 from . import _arrays
 from ._arrays import KEY_DTYPES
 
+
+
+class _MissingExtension:
+    """Stands for _gpusort where it cannot be imported, so that the package's pure-Python
+    parts (gpusort.plot, which `gpusort plot` runs) still import; any sort raises the
+    original ImportError."""
+
+    def __init__(self, error):
+        self._error = error
+
+    def __getattr__(self, name):
+        raise ImportError(f"gpusort's compiled module _gpusort is missing: {self._error}")
+
+
 try:
     from . import _gpusort as _ext
-except ImportError:  # a development build: the module sits in the CMake build folder
-    import _gpusort as _ext
+except ImportError:
+    try:  # a development build: the module sits in the CMake build folder
+        import _gpusort as _ext
+    except ImportError as _error:
+        _ext = _MissingExtension(_error)
 
 __all__ = [
     "sort",
