@@ -76,6 +76,15 @@ bench_rc=$?
   --types u32,f32 --dists uniform,zipf --sizes 2^20,2^24 --reps 10 \
   --csv "$logs/bench-approx.csv" >>"$logs/bench.log" 2>&1 || bench_rc=1
 "$build/tools/gpusort-bench-comparator" 5 "$logs/comparator.csv" >"$logs/comparator.log" 2>&1 || bench_rc=1
+# The Python package's tests (PyTorch and CuPy on the GPU) when the module was built.
+pytest_rc=0
+if ls "$build"/python/_gpusort*.so >/dev/null 2>&1; then
+  py=$(sed -n 's/^Python_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt")
+  GPUSORT_MODULE_DIR="$build/python" "$py" -m pytest -q -p no:cacheprovider python/tests \
+    >"$logs/pytest.log" 2>&1 || pytest_rc=$?
+else
+  echo "python module not built (GPUSORT_BUILD_PYTHON off)" >"$logs/pytest.log"
+fi
 
 echo "== gpu-check on ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
 grep -E "tests passed|tests failed" "$logs/tests.log"
@@ -84,12 +93,13 @@ skipped=$(grep -c "(Skipped)" "$logs/tests.log")
 echo "skipped tests: $skipped"
 cat "$logs/bench.log"
 cat "$logs/comparator.log"
+echo "pytest: $(tail -1 "$logs/pytest.log")"
 if [ -z "$gpu" ] || [ "$skipped" -gt 0 ]; then
   echo "gpu-check: FAILED (no GPU, or GPU tests skipped)"
   exit 1
 fi
-if [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
-  echo "gpu-check: FAILED (tests rc=$tests_rc, bench rc=$bench_rc; logs in $logs)"
+if [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ] || [ "$pytest_rc" -ne 0 ]; then
+  echo "gpu-check: FAILED (tests rc=$tests_rc, bench rc=$bench_rc, pytest rc=$pytest_rc; logs in $logs)"
   exit 1
 fi
 echo "gpu-check: PASSED"
