@@ -67,6 +67,9 @@ TEST(Automatic, NamesTheSortThatRuns) {
             gpu ? algorithm::cub_merge : algorithm::bitonic);
 }
 
+template <class K>
+using bits = gpusort::testing::float_bits<K>;
+
 // CUB's radix order of float bits: sign-flipped integers (negative NaNs first).
 template <class K>
 bits<K> cub_order(K k) {
