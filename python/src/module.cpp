@@ -338,6 +338,15 @@ void copy_back(const std::vector<T>& v, py::array& a) {
   if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(T));
 }
 
+// The values array of a host sort: writable, C-contiguous, one per key; else the error
+// naming `values`.
+py::array host_values(const py::object& values_obj, const py::array& keys) {
+  py::array values = values_obj.cast<py::array>();
+  expect_writable_c_array(values, "values");
+  if (values.size() != keys.size()) throw py::value_error("values: size does not match x");
+  return values;
+}
+
 // Sorts NumPy keys (and values) in place. Stable sorts of rows go row by row: the library's
 // batched sort is stable only through the CUB baselines, which take values of 4 bytes.
 void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::uint64_t row_len,
@@ -345,13 +354,7 @@ void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::u
   const gpusort::options opt = make_options(descending, algorithm, 0);
   expect_writable_c_array(keys, "x");
   const bool has_values = !values_obj.is_none();
-  py::array values;
-  if (has_values) {
-    values = values_obj.cast<py::array>();
-    expect_writable_c_array(values, "values");
-    if (static_cast<std::uint64_t>(values.size()) != static_cast<std::uint64_t>(keys.size()))
-      throw py::value_error("values: size does not match x");
-  }
+  py::array values = has_values ? host_values(values_obj, keys) : py::array();
   if (static_cast<std::uint64_t>(keys.size()) != rows * row_len)
     throw py::value_error("x: size is not rows * row_len");
   const int value_bytes = has_values ? static_cast<int>(values.itemsize()) : 0;
@@ -399,12 +402,7 @@ void sort_segmented_host(py::array keys, py::object values_obj, py::array offset
   const gpusort::options opt = make_options(descending, algorithm, 0);
   expect_writable_c_array(keys, "x");
   const bool has_values = !values_obj.is_none();
-  py::array values;
-  if (has_values) {
-    values = values_obj.cast<py::array>();
-    expect_writable_c_array(values, "values");
-    if (values.size() != keys.size()) throw py::value_error("values: size does not match x");
-  }
+  py::array values = has_values ? host_values(values_obj, keys) : py::array();
   const element offset_type = host_element(offsets);
   if (offset_type != element::i32 && offset_type != element::i64)
     throw py::type_error("offsets: must be int32 or int64");
