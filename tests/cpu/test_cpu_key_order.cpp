@@ -120,23 +120,6 @@ TYPED_TEST(KeyOrder, HostPassesRestoreTheKeys) {
 
 // ---- the CPU backend ----------------------------------------------------------------------
 
-struct cpu_method {
-  gpusort::options opt;
-  bool stable;
-};
-
-std::vector<cpu_method> cpu_methods() {
-  using gpusort::algorithm;
-  std::vector<cpu_method> out;
-  for (algorithm a : gpusort::all_algorithms) {
-    const bool stable = a == algorithm::adaptive_bitonic || a == algorithm::cub_merge ||
-                        a == algorithm::cub_radix || a == algorithm::thrust;
-    out.push_back({{.algo = a}, stable});
-  }
-  out.push_back({{.algo = algorithm::sample_sort, .sampler = gpusort::sampling::random}, false});
-  return out;
-}
-
 template <class F>
 class CpuFloatKeys : public ::testing::Test {};
 TYPED_TEST_SUITE(CpuFloatKeys, float_types);
@@ -146,7 +129,7 @@ TYPED_TEST(CpuFloatKeys, EveryAlgorithmKeysAndPairs) {
   for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{97},
                               std::size_t{4096}, std::size_t{70001}}) {
     const std::vector<F> input = special_float_input<F>(n, 1000 + n);
-    for (cpu_method m : cpu_methods()) {
+    for (float_method m : float_methods(true)) {
       for (const auto dir : {gpusort::order::ascending, gpusort::order::descending}) {
         m.opt.direction = dir;
         const bool desc = dir == gpusort::order::descending;

@@ -18,23 +18,6 @@ using namespace gpusort::testing;
 
 namespace {
 
-struct method {
-  gpusort::options opt;
-  bool stable;
-};
-
-// Every algorithm that promises gpusort's order (cub_radix's order of NaNs is CUB's).
-std::vector<method> methods() {
-  using gpusort::algorithm;
-  std::vector<method> out;
-  for (algorithm a : gpusort::all_algorithms) {
-    if (a == algorithm::cub_radix) continue;
-    out.push_back({{.algo = a}, a == algorithm::adaptive_bitonic || a == algorithm::cub_merge});
-  }
-  out.push_back({{.algo = algorithm::sample_sort, .sampler = gpusort::sampling::random}, false});
-  return out;
-}
-
 template <class K, class V>
 cudaError_t sort_on_device(guarded_buffer<K>& keys, guarded_buffer<V>* values,
                            const gpusort::options& opt) {
@@ -70,7 +53,7 @@ TYPED_TEST(GpuFloatKeys, EveryAlgorithmBothOrdersKeysAndPairs) {
     // 4-byte values: the baselines are built for those.
     std::vector<std::uint32_t> index(n);
     std::iota(index.begin(), index.end(), std::uint32_t{0});
-    for (method m : methods()) {
+    for (float_method m : float_methods(false)) {
       for (const auto dir : {gpusort::order::ascending, gpusort::order::descending}) {
         m.opt.direction = dir;
         const bool desc = dir == gpusort::order::descending;
