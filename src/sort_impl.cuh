@@ -109,8 +109,12 @@ cudaError_t automatic_plan(const K* keys, const V* values, std::uint64_t n, cons
     V* v = const_cast<V*>(values);
     if (pick == algorithm::cub_merge)
       return device::cub_merge_sort(nullptr, bytes, k, v, n, descending, opt.stream);
-    if (pick == algorithm::cub_radix)
-      return device::cub_radix_sort(nullptr, bytes, k, v, n, descending, opt.stream);
+    if (pick == algorithm::cub_radix) {
+      const cudaError_t e = device::cub_radix_sort(nullptr, bytes, k, v, n, descending, opt.stream);
+      if constexpr (std::is_floating_point_v<K>)
+        bytes = std::max(bytes, device::radix_float_fixup_bytes<K, V>(n));
+      return e;
+    }
   }
   return cudaSuccess;
 }
@@ -158,8 +162,8 @@ cudaError_t sort_automatic(void* temp, std::size_t& temp_bytes, K* keys, V* valu
       e = device::cub_radix_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
       if constexpr (std::is_floating_point_v<K>)
         if (e == cudaSuccess)
-          e = device::move_negative_nans(keys, values, n, descending, temp, temp_bytes,
-                                         opt.stream);
+          e = device::fix_radix_float_order(keys, values, n, descending, temp, temp_bytes,
+                                            opt.stream);
       return e;
     }
   }

@@ -70,10 +70,11 @@ TEST(Automatic, NamesTheSortThatRuns) {
 template <class K>
 using bits = gpusort::testing::float_bits<K>;
 
-// CUB's radix order of float bits: sign-flipped integers (negative NaNs first).
+// CUB's radix order of float bits: sign-flipped integers (negative NaNs first), -0.0 read as
+// +0.0.
 template <class K>
 bits<K> cub_order(K k) {
-  return gpusort::detail::float_bits_to_ordered(gpusort::testing::bits_of(k));
+  return gpusort::detail::float_bits_to_ordered(gpusort::testing::bits_of(k == 0 ? K{0} : k));
 }
 
 template <class K>
@@ -89,10 +90,10 @@ TYPED_TEST(RadixFloats, NegativeNanBitsAreExactlyTheNegativeNans) {
   }
 }
 
-// Sorted stably in CUB's order, rotated by the fix-up, the keys (with their input positions
+// Sorted stably in CUB's order, zeros partitioned and NaNs rotated by the fix-up, the keys (with their input positions
 // as values) equal std::stable_sort in gpusort's order, except that NaNs (which compare
 // equal) may come in another order among themselves: their multiset of bits is the same.
-TYPED_TEST(RadixFloats, RotationGivesTheTotalOrder) {
+TYPED_TEST(RadixFloats, FixUpGivesTheTotalOrder) {
   using K = TypeParam;
   for (const std::size_t n : {0, 1, 2, 3, 17, 1000, 4099}) {
     for (const bool descending : {false, true}) {
@@ -104,10 +105,26 @@ TYPED_TEST(RadixFloats, RotationGivesTheTotalOrder) {
         return descending ? cub_order(keys[b]) < cub_order(keys[a])
                           : cub_order(keys[a]) < cub_order(keys[b]);
       });
+      const auto bits_at = [&](std::size_t i) { return gpusort::testing::bits_of(keys[order[i]]); };
+      // The run of zeros, by scans where the device searches, partitioned by sign.
+      std::size_t first = 0, last = 0;
+      while (first < n && net::before_zero_run(bits_at(first), descending)) ++first;
+      last = first;
+      while (last < n && net::not_after_zero_run(bits_at(last), descending)) ++last;
+      std::uint64_t leading_total = 0;
+      for (std::size_t i = first; i < last; ++i)
+        leading_total += net::leads_zero_run(bits_at(i), descending);
+      std::vector<std::size_t> run(last - first, n);
+      for (std::uint64_t i = first, leading_before = 0; i < last; ++i) {
+        const bool leads = net::leads_zero_run(bits_at(i), descending);
+        run[net::zero_run_target(i - first, leads, leading_before, leading_total)] = order[i];
+        leading_before += leads;
+      }
+      ASSERT_EQ(std::count(run.begin(), run.end(), n), 0) << "not a permutation";
+      std::ranges::copy(run, order.begin() + first);
+
       std::size_t first_other = 0;  // the binary search's answer, found by a scan here
-      while (first_other < n &&
-             net::is_negative_nan_bits(gpusort::testing::bits_of(keys[order[first_other]])) !=
-                 descending)
+      while (first_other < n && net::is_negative_nan_bits(bits_at(first_other)) != descending)
         ++first_other;
       const std::uint64_t m = net::negative_nan_count(first_other, n, descending);
       std::vector<std::size_t> fixed(n, n);

@@ -173,7 +173,9 @@ TEST_F(GpuApi, BaselinesSortThroughTheInterface) {
 TEST_F(GpuApi, AutomaticUsesTheWorkspaceItIsGiven) {
   for (bool desc : {false, true}) {
     SCOPED_TRACE(::testing::Message() << "desc=" << desc);
-    const auto input = tools::generate<std::int64_t>(tools::distribution::gaussian, 1000003, 21);
+    // Past the merge sort's range (8-byte keys: 2^20), so that radix runs.
+    const auto input =
+        tools::generate<std::int64_t>(tools::distribution::gaussian, (1 << 21) + 3, 21);
     const gpusort::options opt{.direction = desc ? gpusort::order::descending
                                                  : gpusort::order::ascending};
     guarded_buffer<std::int64_t> d(input);
@@ -196,7 +198,7 @@ TEST_F(GpuApi, AutomaticUsesTheWorkspaceItIsGiven) {
     EXPECT_TRUE(in_place.guard_intact());
   }
   using gpusort::algorithm;
-  EXPECT_EQ(gpusort::automatic_algorithm<std::int64_t>(1000003), algorithm::cub_radix);
+  EXPECT_EQ(gpusort::automatic_algorithm<std::int64_t>((1 << 21) + 3), algorithm::cub_radix);
   EXPECT_EQ(gpusort::automatic_algorithm<float>(1000), algorithm::cub_merge);
   EXPECT_EQ(gpusort::automatic_algorithm<double>(std::uint64_t{1} << 24), algorithm::cub_radix);
   EXPECT_EQ((gpusort::automatic_algorithm<std::uint32_t, std::uint32_t>(1 << 16)),

@@ -5,6 +5,7 @@
 // in input order.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -153,6 +154,39 @@ TYPED_TEST(GpuFloatKeys, SegmentedAndBatched) {
         ASSERT_TRUE(sorted_like_reference(in, out, desc, false, &o)) << "row " << r;
       }
       EXPECT_TRUE(keys.guard_intact());
+    }
+  }
+}
+
+// automatic on an array past the merge sort's range runs CUB's radix sort, which reads -0.0 as
+// +0.0 and orders NaNs by sign: the fix-up partitions a long run of zeros of both signs
+// (spread over every block) stably, and moves the negative NaNs among the others.
+TYPED_TEST(GpuFloatKeys, AutomaticRadixPutsZerosAndNegativeNansInPlace) {
+  using F = TypeParam;
+  const std::size_t n = (std::size_t{3} << 20) + 5;
+  ASSERT_EQ((gpusort::automatic_algorithm<F, std::uint32_t>(n)), gpusort::algorithm::cub_radix);
+  std::vector<F> input = special_float_input<F>(n, 91);
+  for (std::size_t i = 0; i < n; i += 3) input[i] = (i / 3) % 2 ? F(-0.0) : F(0.0);
+  std::vector<std::uint32_t> index(n);
+  std::iota(index.begin(), index.end(), std::uint32_t{0});
+  for (const auto dir : {gpusort::order::ascending, gpusort::order::descending}) {
+    const bool desc = dir == gpusort::order::descending;
+    SCOPED_TRACE(desc ? "descending" : "ascending");
+    guarded_buffer<F> keys(input);
+    guarded_buffer<std::uint32_t> values(index);
+    ASSERT_EQ((sort_on_device<F, std::uint32_t>(keys, &values, {.direction = dir})),
+              cudaSuccess);
+    const std::vector<F> got = keys.to_host();
+    const std::vector<std::uint32_t> got_values = values.to_host();
+    const std::vector<std::uint64_t> origins(got_values.begin(), got_values.end());
+    EXPECT_TRUE(sorted_like_reference(input, got, desc, false, &origins));
+    // Each sign of zero keeps input order (radix and the partition are both stable).
+    std::uint32_t last_negative = 0, last_positive = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (got[i] != F(0)) continue;
+      std::uint32_t& last = std::signbit(got[i]) ? last_negative : last_positive;
+      ASSERT_LE(last, got_values[i]) << "zeros out of input order at " << i;
+      last = got_values[i];
     }
   }
 }
