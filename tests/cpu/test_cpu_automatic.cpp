@@ -67,6 +67,31 @@ TEST(Automatic, NamesTheSortThatRuns) {
             gpu ? algorithm::cub_merge : algorithm::bitonic);
 }
 
+// The device's k-ary search, run here with every probe in turn: it finds the end of every
+// prefix of every length, in about log_probes(n) + 1 rounds.
+TEST(RadixFloats, KarySearchFindsEveryPrefixEnd) {
+  for (const unsigned probes : {2u, 3u, 256u}) {
+    for (std::uint64_t n : {0, 1, 2, 5, 255, 256, 257, 1000, 65537}) {
+      for (std::uint64_t end = 0; end <= n; end += (n < 300 ? 1 : 97)) {
+        net::search_range r{0, n};
+        int rounds = 0;
+        while (r.low < r.high) {
+          const std::uint64_t step = net::kary_step(r, probes);
+          unsigned inside = 0;
+          for (unsigned t = 0; t < probes; ++t)
+            inside += r.low + t * step < r.high && r.low + t * step < end;
+          r = net::kary_narrow(r, step, inside);
+          ASSERT_LE(r.low, end);
+          ASSERT_GE(r.high, end);
+          ASSERT_LT(++rounds, 70);
+        }
+        EXPECT_EQ(r.low, end) << "n " << n << " probes " << probes;
+        if (probes == 256) EXPECT_LE(rounds, 4) << "n " << n;
+      }
+    }
+  }
+}
+
 template <class K>
 using bits = gpusort::testing::float_bits<K>;
 

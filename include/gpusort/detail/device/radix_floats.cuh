@@ -1,8 +1,9 @@
 // The float fix-up after CUB's radix sort (network/radix_floats.hpp), through the radix
-// sort's workspace, free again once it ran: three launches that find the run of zeros by
-// binary search and, only when it mixes -0.0 and +0.0, partition it by sign; then two that
-// find the negative NaNs and, only when there are some, rotate keys and values. Without
-// mixed zeros or negative NaNs (the common case) all five return at once.
+// sort's workspace, free again once it ran. Three launches: every block finds the run of
+// zeros and the negative NaNs by k-ary search and counts the leading zeros of its share of the
+// run; then each key that must move (the run of zeros when it mixes both signs, every key when
+// there are negative NaNs) is written to its place in the second buffer, and copied back.
+// With nothing to repair (the common case) the last two return at once.
 #pragma once
 
 #include <algorithm>
@@ -23,81 +24,78 @@ namespace gpusort::detail::device {
 namespace radix_floats {
 
 inline constexpr int threads = 256;
-inline constexpr unsigned max_blocks = 1024;  // a grid-stride loop: enough to fill an H100
+inline constexpr unsigned max_blocks = 512;  // grid-stride loops: enough to fill an H100
 
 // The first index in sorted keys[0, n) where `inside(bits)` no longer holds (it holds on a
-// prefix).
+// prefix), found by the whole block in about log_256(n) + 1 rounds of loads.
 template <class K, class Inside>
 __device__ std::uint64_t prefix_end(const K* keys, std::uint64_t n, Inside inside) {
   using U = typename key_traits<K>::ordered_type;
-  std::uint64_t low = 0, high = n;
-  while (low < high) {
-    const std::uint64_t mid = low + (high - low) / 2;
-    if (inside(bit_cast<U>(keys[mid]))) low = mid + 1; else high = mid;
+  network::search_range r{0, n};
+  while (r.low < r.high) {
+    const std::uint64_t step = network::kary_step(r, threads);
+    const std::uint64_t at = r.low + threadIdx.x * step;
+    const bool holds = at < r.high && inside(bit_cast<U>(keys[at]));
+    r = network::kary_narrow(r, step, static_cast<unsigned>(__syncthreads_count(holds)));
   }
-  return low;
+  return r.low;
 }
 
-// The count of negative NaNs in sorted keys[0, n): they lead (ascending) or trail.
-template <class K>
-__device__ std::uint64_t count_negative_nans(const K* keys, std::uint64_t n, bool descending) {
-  using U = typename key_traits<K>::ordered_type;
-  const std::uint64_t first_other = prefix_end(
-      keys, n, [&](U b) { return network::is_negative_nan_bits(b) != descending; });
-  return network::negative_nan_count(first_other, n, descending);
-}
-
-// The run of zeros [first, last) and whether it mixes both signs (so that it must move).
-struct zero_run {
-  std::uint64_t first, last, mixed;
+// What the fix-up found: the run of zeros [zeros_first, zeros_last), its leading zeros
+// (-0.0 ascending, +0.0 descending), the negative NaNs' count, and the range that moved.
+struct fixup_plan {
+  std::uint64_t zeros_first, zeros_last, leading_zeros, negative_nans, moved_first, moved_last;
 };
 
-// Each block's share of the run of zeros: `chunk` keys from first + block * chunk.
-__device__ inline std::uint64_t zero_run_chunk(const zero_run& run) {
-  return (run.last - run.first + gridDim.x - 1) / gridDim.x;
+// The zeros that must move: a run of both signs.
+__device__ inline bool zeros_mixed(const fixup_plan& p) {
+  return p.leading_zeros != 0 && p.leading_zeros != p.zeros_last - p.zeros_first;
 }
 
-// Finds the run (every block, by binary search) and counts the leading zeros of each block's
-// share of it.
+// Each block's share of the run of zeros: `chunk` keys from zeros_first + block * chunk.
+__device__ inline std::uint64_t zero_run_chunk(std::uint64_t run_length) {
+  return (run_length + gridDim.x - 1) / gridDim.x;
+}
+
+// Finds the run of zeros and the negative NaNs (every block; block 0 writes them) and counts
+// the leading zeros of each block's share of the run.
 template <class K>
 __global__ void __launch_bounds__(threads)
-    count_leading_zeros_kernel(const K* keys, std::uint64_t n, bool descending, zero_run* run,
-                               std::uint64_t* leading) {
+    find_kernel(const K* keys, std::uint64_t n, bool descending, fixup_plan* plan,
+                std::uint64_t* leading) {
   using U = typename key_traits<K>::ordered_type;
-  __shared__ zero_run found;
-  if (threadIdx.x == 0) {
-    found.first = prefix_end(keys, n, [&](U b) { return network::before_zero_run(b, descending); });
-    found.last =
-        prefix_end(keys, n, [&](U b) { return network::not_after_zero_run(b, descending); });
-    found.mixed = 0;
-  }
-  __syncthreads();
-  const zero_run r = found;
-  const std::uint64_t chunk = zero_run_chunk(r);
-  const std::uint64_t begin = std::min(r.last, r.first + blockIdx.x * chunk);
-  const std::uint64_t end = std::min(r.last, begin + chunk);
+  const std::uint64_t first =
+      prefix_end(keys, n, [&](U b) { return network::before_zero_run(b, descending); });
+  const std::uint64_t last =
+      prefix_end(keys, n, [&](U b) { return network::not_after_zero_run(b, descending); });
+  const std::uint64_t chunk = zero_run_chunk(last - first);
+  const std::uint64_t begin = std::min(last, first + blockIdx.x * chunk);
+  const std::uint64_t end = std::min(last, begin + chunk);
   unsigned mine = 0;
   for (std::uint64_t i = begin + threadIdx.x; i < end; i += threads)
     mine += network::leads_zero_run(bit_cast<U>(keys[i]), descending);
   using reduce = cub::BlockReduce<std::uint64_t, threads>;
   __shared__ typename reduce::TempStorage storage;
   const std::uint64_t total = reduce(storage).Sum(std::uint64_t{mine});
-  if (threadIdx.x == 0) {
-    leading[blockIdx.x] = total;
-    if (blockIdx.x == 0) *run = r;
-  }
+  if (threadIdx.x == 0) leading[blockIdx.x] = total;
+  if (blockIdx.x != 0) return;
+  const std::uint64_t first_other = prefix_end(
+      keys, n, [&](U b) { return network::is_negative_nan_bits(b) != descending; });
+  if (threadIdx.x == 0)
+    *plan = {first, last, 0, network::negative_nan_count(first_other, n, descending), 0, 0};
 }
 
-// Writes each zero of the run (with its value) to its place in the partitioned run, in the
-// second buffer; run->mixed says whether anything is to copy back.
+// Writes every key that moves (with its value) to its place in the second buffer: the zeros
+// partitioned by sign, then everything rotated by the negative NaNs' count.
 template <class K, class V>
 __global__ void __launch_bounds__(threads)
-    partition_zeros_kernel(const K* keys, const V* values, K* keys_out, V* values_out,
-                           bool descending, zero_run* run, const std::uint64_t* leading) {
+    move_out_kernel(const K* keys, const V* values, K* keys_out, V* values_out, std::uint64_t n,
+                    bool descending, fixup_plan* plan, const std::uint64_t* leading) {
   using U = typename key_traits<K>::ordered_type;
-  const zero_run r = *run;
-  if (r.last - r.first < 2) return;
-  // Leading zeros before this block's share, and in the whole run.
+  // Block 0 rewrites the plan below, but only fields every block recomputes: a read before or
+  // after that write gives the same run and NaN count.
+  fixup_plan p = *plan;
+  // Leading zeros before this block's share of the run, and in the whole run.
   std::uint64_t before = 0, all = 0;
   for (unsigned b = threadIdx.x; b < gridDim.x; b += threads) {
     all += leading[b];
@@ -114,66 +112,55 @@ __global__ void __launch_bounds__(threads)
     shared_all = all;
   }
   __syncthreads();
-  all = shared_all;
+  p.leading_zeros = shared_all;
   before = shared_before;
-  const std::uint64_t length = r.last - r.first;
-  if (all == 0 || all == length) return;  // one sign only: already in order
-  if (blockIdx.x == 0 && threadIdx.x == 0) run->mixed = 1;
-  const std::uint64_t chunk = zero_run_chunk(r);
-  const std::uint64_t begin = std::min(length, blockIdx.x * chunk);
-  const std::uint64_t end = std::min(length, begin + chunk);
-  using scan = cub::BlockScan<unsigned, threads>;
-  __shared__ typename scan::TempStorage scan_storage;
-  for (std::uint64_t tile = begin; tile < end; tile += threads) {
-    const std::uint64_t i = tile + threadIdx.x;
-    const bool inside = i < end;
-    const bool leads = inside && network::leads_zero_run(bit_cast<U>(keys[r.first + i]), descending);
-    unsigned rank = 0, tile_total = 0;
-    scan(scan_storage).ExclusiveSum(unsigned{leads}, rank, tile_total);
-    if (inside) {
-      const std::uint64_t to = network::zero_run_target(i, leads, before + rank, all);
-      keys_out[to] = keys[r.first + i];
-      if constexpr (!std::is_same_v<V, no_value>) values_out[to] = values[r.first + i];
+  const bool zeros = zeros_mixed(p);
+  const std::uint64_t m = p.negative_nans;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    p.moved_first = m ? 0 : p.zeros_first;
+    p.moved_last = m ? n : (zeros ? p.zeros_last : p.zeros_first);
+    *plan = p;
+  }
+  if (!zeros && m == 0) return;
+  const auto move = [&](std::uint64_t from, std::uint64_t to) {
+    to = network::negative_nan_target(to, n, m, descending);  // the identity when m == 0
+    keys_out[to] = keys[from];
+    if constexpr (!std::is_same_v<V, no_value>) values_out[to] = values[from];
+  };
+  if (zeros) {
+    const std::uint64_t length = p.zeros_last - p.zeros_first;
+    const std::uint64_t chunk = zero_run_chunk(length);
+    const std::uint64_t begin = std::min(length, blockIdx.x * chunk);
+    const std::uint64_t end = std::min(length, begin + chunk);
+    using scan = cub::BlockScan<unsigned, threads>;
+    __shared__ typename scan::TempStorage scan_storage;
+    for (std::uint64_t tile = begin; tile < end; tile += threads) {
+      const std::uint64_t r = tile + threadIdx.x;
+      const bool inside = r < end;
+      const bool leads =
+          inside && network::leads_zero_run(bit_cast<U>(keys[p.zeros_first + r]), descending);
+      unsigned rank = 0, tile_leading = 0;
+      scan(scan_storage).ExclusiveSum(unsigned{leads}, rank, tile_leading);
+      if (inside)
+        move(p.zeros_first + r,
+             p.zeros_first + network::zero_run_target(r, leads, before + rank, p.leading_zeros));
+      before += tile_leading;
+      __syncthreads();
     }
-    before += tile_total;
-    __syncthreads();
   }
-}
-
-template <class K, class V>
-__global__ void copy_zeros_back_kernel(const K* keys_in, const V* values_in, K* keys, V* values,
-                                       const zero_run* run) {
-  const zero_run r = *run;
-  if (!r.mixed) return;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-       i < r.last - r.first; i += std::uint64_t{gridDim.x} * blockDim.x) {
-    keys[r.first + i] = keys_in[i];
-    if constexpr (!std::is_same_v<V, no_value>) values[r.first + i] = values_in[i];
-  }
-}
-
-template <class K, class V>
-__global__ void rotate_out_kernel(const K* keys, const V* values, K* keys_out, V* values_out,
-                                  std::uint64_t n, bool descending, std::uint64_t* moved) {
-  __shared__ std::uint64_t m;
-  if (threadIdx.x == 0) m = count_negative_nans(keys, n, descending);
-  __syncthreads();
-  if (blockIdx.x == 0 && threadIdx.x == 0) *moved = m;
   if (m == 0) return;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint64_t to = network::negative_nan_target(i, n, m, descending);
-    keys_out[to] = keys[i];
-    if constexpr (!std::is_same_v<V, no_value>) values_out[to] = values[i];
-  }
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{threads} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * threads)
+    if (!zeros || i < p.zeros_first || i >= p.zeros_last) move(i, i);
 }
 
 template <class K, class V>
-__global__ void copy_back_kernel(const K* keys_in, const V* values_in, K* keys, V* values,
-                                 std::uint64_t n, const std::uint64_t* moved) {
-  if (*moved == 0) return;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::uint64_t{gridDim.x} * blockDim.x) {
+__global__ void __launch_bounds__(threads)
+    copy_back_kernel(const K* keys_in, const V* values_in, K* keys, V* values,
+                     const fixup_plan* plan) {
+  const std::uint64_t first = plan->moved_first, last = plan->moved_last;
+  for (std::uint64_t i = first + blockIdx.x * std::uint64_t{threads} + threadIdx.x; i < last;
+       i += std::uint64_t{gridDim.x} * threads) {
     keys[i] = keys_in[i];
     if constexpr (!std::is_same_v<V, no_value>) values[i] = values_in[i];
   }
@@ -185,7 +172,7 @@ inline unsigned blocks_for(std::uint64_t n) {
   return static_cast<unsigned>(std::min<std::uint64_t>(max_blocks, (n + threads - 1) / threads));
 }
 
-// The fix-up's workspace: a second buffer of n keys and n values, then its counters.
+// The fix-up's workspace: a second buffer of n keys and n values, then its plan and counts.
 template <class K, class V>
 struct layout {
   static constexpr std::size_t value_size = std::is_same_v<V, no_value> ? 0 : sizeof(V);
@@ -193,13 +180,14 @@ struct layout {
   explicit layout(std::uint64_t n)
       : key_buffer(align_up(sizeof(K) * n)),
         value_buffer(align_up(value_size * n)),
-        bytes(key_buffer + value_buffer + sizeof(zero_run) + sizeof(std::uint64_t) * (1 + max_blocks)) {}
+        bytes(key_buffer + value_buffer + sizeof(fixup_plan) +
+              sizeof(std::uint64_t) * max_blocks) {}
 };
 
 }  // namespace radix_floats
 
-// The workspace fix_radix_float_order needs (the radix sort's own holds at least the two
-// buffers; the plan asks for the larger of the two).
+// The workspace fix_radix_float_order needs (the plan asks for the larger of this and the
+// radix sort's own).
 template <class K, class V>
 std::size_t radix_float_fixup_bytes(std::uint64_t n) {
   return radix_floats::layout<K, V>(n).bytes;
@@ -218,18 +206,14 @@ cudaError_t fix_radix_float_order(K* keys, V* values, std::uint64_t n, bool desc
   char* base = static_cast<char*>(temp);
   K* keys_out = reinterpret_cast<K*>(base);
   V* values_out = reinterpret_cast<V*>(base + at.key_buffer);
-  auto* run = reinterpret_cast<radix_floats::zero_run*>(base + at.key_buffer + at.value_buffer);
-  auto* moved = reinterpret_cast<std::uint64_t*>(run + 1);
-  std::uint64_t* leading = moved + 1;
+  auto* plan = reinterpret_cast<radix_floats::fixup_plan*>(base + at.key_buffer + at.value_buffer);
+  auto* leading = reinterpret_cast<std::uint64_t*>(plan + 1);
   const unsigned blocks = radix_floats::blocks_for(n);
   using namespace radix_floats;
-  count_leading_zeros_kernel<<<blocks, threads, 0, stream>>>(keys, n, descending, run, leading);
-  partition_zeros_kernel<<<blocks, threads, 0, stream>>>(keys, values, keys_out, values_out,
-                                                         descending, run, leading);
-  copy_zeros_back_kernel<<<blocks, threads, 0, stream>>>(keys_out, values_out, keys, values, run);
-  rotate_out_kernel<<<blocks, threads, 0, stream>>>(keys, values, keys_out, values_out, n,
-                                                    descending, moved);
-  copy_back_kernel<<<blocks, threads, 0, stream>>>(keys_out, values_out, keys, values, n, moved);
+  find_kernel<<<blocks, threads, 0, stream>>>(keys, n, descending, plan, leading);
+  move_out_kernel<<<blocks, threads, 0, stream>>>(keys, values, keys_out, values_out, n,
+                                                  descending, plan, leading);
+  copy_back_kernel<<<blocks, threads, 0, stream>>>(keys_out, values_out, keys, values, plan);
   return cudaGetLastError();
 }
 

@@ -82,4 +82,24 @@ GPUSORT_HD constexpr std::uint64_t negative_nan_target(std::uint64_t i, std::uin
   return descending ? (i + m) % n : (i + n - m) % n;
 }
 
+// A k-ary search for the end of the prefix where a predicate holds: each round, `probes`
+// threads test low, low + step, low + 2 step, ... below high; `inside` of them hold (they
+// are the first ones), and the end lies in the range this returns. A range of r keys takes
+// about log_probes(r) + 1 rounds; it is empty-ended (low == high) once found.
+struct search_range {
+  std::uint64_t low, high;
+};
+
+GPUSORT_HD constexpr std::uint64_t kary_step(search_range r, unsigned probes) {
+  return (r.high - r.low + probes - 1) / probes;
+}
+
+GPUSORT_HD constexpr search_range kary_narrow(search_range r, std::uint64_t step,
+                                              unsigned inside) {
+  if (inside == 0) return {r.low, r.low};
+  const std::uint64_t last_inside = r.low + (inside - 1) * step;
+  const std::uint64_t first_outside = r.low + inside * step;
+  return {last_inside + 1, first_outside < r.high ? first_outside : r.high};
+}
+
 }  // namespace gpusort::detail::network
