@@ -4,15 +4,17 @@
 
 #include "gpusort/detail/cpu/segmented.hpp"
 #include "gpusort/detail/device/baselines.hpp"
-#include "gpusort/detail/device/float_order.cuh"
 #include "gpusort/detail/device/segmented.cuh"
 #include "gpusort/segmented.hpp"
 
 namespace gpusort::detail {
 
+// `float_codes`: K is the unsigned integer of a float's width and keys holds float bits
+// (key_codec): the float sorts run the unsigned one with the map fused into its loads and stores.
 template <class K, class V>
 cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                          std::uint64_t n, const segment_list& segs, const options& opt) {
+                          std::uint64_t n, const segment_list& segs, const options& opt,
+                          bool float_codes) {
   const cudaError_t e = validate_segment_arrays(keys, values, n, segs);
   if (e != cudaSuccess) return e;
   const bool descending = opt.direction == order::descending;
@@ -21,19 +23,14 @@ cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* value
     case algorithm::bitonic:
       if constexpr (std::is_floating_point_v<K>) {
         // Float keys as codes (detail/float_order.hpp), by the unsigned sort of
-        // src/segmented_u32.cu / _u64.cu; mapped back whatever it returns. Keys outside the
-        // segments make the round trip unchanged; a single segment is mapped alone.
+        // src/segmented_u32.cu / _u64.cu, mapping each key as it is loaded and stored: keys
+        // outside the segments are never touched.
         using U = typename float_order<K>::U;
-        U* codes = reinterpret_cast<U*>(keys);
-        if (!temp) return sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, opt);
-        cudaError_t err = device::map_float_keys(keys, n, true, opt.stream, segs);
-        if (err != cudaSuccess) return err;
-        err = sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, opt);
-        const cudaError_t back = device::map_float_keys(keys, n, false, opt.stream, segs);
-        return err != cudaSuccess ? err : back;
+        return sort_segments<U, V>(temp, temp_bytes, reinterpret_cast<U*>(keys), values, n,
+                                   segs, opt, true);
       } else {
         return device::segmented_sort(temp, temp_bytes, keys, values, n, segs, less<K>{},
-                                      descending, opt.stream);
+                                      descending, opt.stream, key_codec<K>{float_codes});
       }
     case algorithm::cub_radix:
     case algorithm::cub_merge:
@@ -74,7 +71,7 @@ void cpu_sort_segments(K* keys, V* values, std::uint64_t n, const segment_list& 
 
 #define GPUSORT_INSTANTIATE_SEGMENTS(K, P)                                                   \
   template cudaError_t gpusort::detail::sort_segments<K, P>(                                 \
-      void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&);      \
+      void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&, bool); \
   template void gpusort::detail::cpu_sort_segments<K, P>(K*, P*, std::uint64_t,              \
                                                          const segment_list&, const options&);
 
@@ -82,7 +79,7 @@ void cpu_sort_segments(K* keys, V* values, std::uint64_t n, const segment_list& 
 // built in src/segmented_u32.cu and src/segmented_u64.cu).
 #define GPUSORT_EXTERN_SEGMENTS(K, P)                                                         \
   extern template cudaError_t gpusort::detail::sort_segments<K, P>(                           \
-      void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&);       \
+      void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&, bool); \
   extern template void gpusort::detail::cpu_sort_segments<K, P>(                              \
       K*, P*, std::uint64_t, const segment_list&, const options&);
 #define GPUSORT_EXTERN_SEGMENTS_FOR_KEY(K)                      \

@@ -118,6 +118,24 @@ TYPED_TEST(KeyOrder, HostPassesRestoreTheKeys) {
   for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(bits_of(keys[i]), bits_of(before[i]));
 }
 
+// The codec the segmented sort loads and stores through: the float map when asked for, on
+// the unsigned type of the float's width; every other key as it is.
+TYPED_TEST(KeyOrder, KeyCodecMapsOnlyWhenAsked) {
+  using F = TypeParam;
+  using order = float_order<F>;
+  using U = typename order::U;
+  const gpusort::detail::key_codec<U> plain{}, floats{true};
+  for (F x : special_float_input<F>(10'000, 5)) {
+    const U b = bits_of(x);
+    EXPECT_EQ(plain.in(b), b);
+    EXPECT_EQ(plain.out(b), b);
+    EXPECT_EQ(floats.in(b), order::to_code(b));
+    EXPECT_EQ(floats.out(floats.in(b)), b);
+  }
+  const gpusort::detail::key_codec<std::int32_t> signed_keys{true};
+  EXPECT_EQ(signed_keys.in(-5), -5) << "only unsigned keys can hold float bits";
+}
+
 // ---- the CPU backend ----------------------------------------------------------------------
 
 template <class F>

@@ -98,7 +98,8 @@ TYPED_TEST(GpuFloatKeys, BitonicMatchesTheCpuBackendExactly) {
   }
 }
 
-// Segmented and batched sorts: each segment like the reference; keys outside every segment
+// Segmented and batched sorts (short segments map floats as they load them, long ones in a
+// pass of their own): each segment like the reference; keys outside every segment
 // (the tail) and a single segment inside a long buffer (the top_k case) keep their bits.
 TYPED_TEST(GpuFloatKeys, SegmentedAndBatched) {
   using F = TypeParam;
@@ -134,7 +135,8 @@ TYPED_TEST(GpuFloatKeys, SegmentedAndBatched) {
       check(keys.to_host(), offs, desc);
       EXPECT_TRUE(keys.guard_intact());
     }
-    for (const std::uint64_t row : {std::uint64_t{4}, std::uint64_t{250}, std::uint64_t{5000}}) {
+    for (const std::uint64_t row :
+         {std::uint64_t{4}, std::uint64_t{250}, std::uint64_t{5000}, std::uint64_t{20000}}) {
       const std::uint64_t rows = input.size() / row;
       guarded_buffer<F> keys(input);
       std::vector<std::uint64_t> index(input.size());

@@ -62,6 +62,29 @@ struct nan_tying_less {
   }
 };
 
+// How a sort of unsigned keys reads and writes them in memory: as they are, or (float_codes)
+// as the bits of float keys of the same width, mapped to codes as they are loaded and back as
+// they are stored. A one-pass sort (the segmented sort's short classes) then sorts floats
+// with no pass of its own before or after. Other key types: always as they are.
+template <class K>
+struct key_codec {
+  bool float_codes = false;
+  static constexpr bool can_map =
+      std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::uint64_t>;
+  using order = float_order<std::conditional_t<sizeof(K) == 4, float, double>>;
+
+  GPUSORT_HD GPUSORT_FORCEINLINE constexpr K in(K stored) const {
+    if constexpr (can_map)
+      if (float_codes) return order::to_code(stored);
+    return stored;
+  }
+  GPUSORT_HD GPUSORT_FORCEINLINE constexpr K out(K code) const {
+    if constexpr (can_map)
+      if (float_codes) return order::from_code(code);
+    return code;
+  }
+};
+
 // Maps keys[0, n) in place between float bits and codes (host side; the device has a kernel
 // in device/float_order.cuh).
 template <class F>

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "gpusort/detail/config.hpp"
+#include "gpusort/detail/float_order.hpp"
 #include "gpusort/detail/network/bitonic.hpp"
 #include "gpusort/detail/network/group_steps.hpp"
 
@@ -68,14 +69,15 @@ struct tile_network {
   __device__ bool partial() const { return first_slot + slots > n; }
 
   // A whole tile is read with all its loads in flight at once (ITEMS per thread); only the
-  // last, partial tile loops.
+  // last, partial tile loops. `codec` maps keys as they are read and written (float codes).
   static constexpr unsigned items = slots / THREADS;
 
-  __device__ void load(const K* keys, const V* values) {
+  __device__ void load(const K* keys, const V* values, key_codec<K> codec = {}) {
     if (!partial()) {
       K k[items];
 #pragma unroll
-      for (unsigned i = 0; i < items; ++i) k[i] = keys[first_slot + i * THREADS + Team::rank()];
+      for (unsigned i = 0; i < items; ++i)
+        k[i] = codec.in(keys[first_slot + i * THREADS + Team::rank()]);
 #pragma unroll
       for (unsigned i = 0; i < items; ++i) smem.keys[padded_index(i * THREADS + Team::rank())] = k[i];
       if constexpr (has_values<K, V>) {
@@ -90,16 +92,16 @@ struct tile_network {
     }
     const unsigned count = static_cast<unsigned>(n - first_slot);
     for (unsigned l = Team::rank(); l < count; l += THREADS) {
-      smem.keys[padded_index(l)] = keys[first_slot + l];
+      smem.keys[padded_index(l)] = codec.in(keys[first_slot + l]);
       if constexpr (has_values<K, V>) smem.values[padded_index(l)] = values[first_slot + l];
     }
   }
 
-  __device__ void store(K* keys, V* values) const {
+  __device__ void store(K* keys, V* values, key_codec<K> codec = {}) const {
     const unsigned count = partial() ? static_cast<unsigned>(n - first_slot) : slots;
 #pragma unroll 8
     for (unsigned l = Team::rank(); l < count; l += THREADS) {
-      keys[first_slot + l] = smem.keys[padded_index(l)];
+      keys[first_slot + l] = codec.out(smem.keys[padded_index(l)]);
       if constexpr (has_values<K, V>) values[first_slot + l] = smem.values[padded_index(l)];
     }
   }

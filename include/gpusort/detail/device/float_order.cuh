@@ -1,13 +1,13 @@
 // The device pass of detail/float_order.hpp: float keys to codes and back, in place. The
 // comparison sorts of float keys run between the two passes on the codes, as the unsigned
-// sorts they already are (no float instantiation of any sort).
+// sorts they already are (no float instantiation of any sort); the segmented sort maps as it
+// loads and stores instead (key_codec).
 #pragma once
 
 #include <cstdint>
 #include <cuda_runtime.h>
 
 #include "gpusort/detail/float_order.hpp"
-#include "gpusort/detail/network/segments.hpp"
 
 namespace gpusort::detail::device {
 
@@ -34,23 +34,14 @@ __device__ __forceinline__ void map_range(F* keys, std::uint64_t n) {
   for (std::uint64_t i = whole * per_vector + first; i < n; i += stride) bits[i] = map(bits[i]);
 }
 
-// keys[0, n), or only the one segment of `one` when it names a single segment by device
-// offsets (top_k sorts one short run of a long buffer): the range is read here, clamped to n.
 template <class F, bool ToCode>
-__global__ void float_order_kernel(F* keys, std::uint64_t n, network::segment_list one) {
-  std::uint64_t lo = 0, hi = n;
-  if (one.count == 1 && !one.batched()) {
-    hi = one.last(0) < n ? one.last(0) : n;
-    lo = one.first(0) < hi ? one.first(0) : hi;
-  }
-  map_range<F, ToCode>(keys + lo, hi - lo);
+__global__ void float_order_kernel(F* keys, std::uint64_t n) {
+  map_range<F, ToCode>(keys, n);
 }
 
-// Maps keys to codes (to_code) or back, on the stream: keys[0, n), or the single segment of
-// `segs` if it has one (see float_order_kernel); keys outside it keep their bits anyway.
+// Maps keys[0, n) to codes (to_code) or back, on the stream.
 template <class F>
-cudaError_t map_float_keys(F* keys, std::uint64_t n, bool to_code, cudaStream_t stream,
-                           const network::segment_list& segs = {}) {
+cudaError_t map_float_keys(F* keys, std::uint64_t n, bool to_code, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   constexpr unsigned threads = 256;
   // One 16-byte vector a thread, at most 8192 blocks (a few waves on any GPU); the
@@ -59,9 +50,9 @@ cudaError_t map_float_keys(F* keys, std::uint64_t n, bool to_code, cudaStream_t 
   const std::uint64_t want = (vectors + threads - 1) / threads;
   const auto blocks = static_cast<unsigned>(want < 8192 ? want : 8192);
   if (to_code)
-    float_order_kernel<F, true><<<blocks, threads, 0, stream>>>(keys, n, segs);
+    float_order_kernel<F, true><<<blocks, threads, 0, stream>>>(keys, n);
   else
-    float_order_kernel<F, false><<<blocks, threads, 0, stream>>>(keys, n, segs);
+    float_order_kernel<F, false><<<blocks, threads, 0, stream>>>(keys, n);
   return cudaGetLastError();
 }
 

@@ -118,7 +118,7 @@ constexpr int shuffle_threads = 256;
 template <int C, class K, class V, class Compare>
 __device__ __forceinline__ void shuffle_class(K* keys, V* values, const segment_list& segs,
                                               const class_lists& lists, bool descending,
-                                              Compare comp) {
+                                              Compare comp, key_codec<K> codec) {
   constexpr int items_log2 = classes_for<K, V>.items_log2(C);
   constexpr int items = 1 << items_log2;
   constexpr int lanes_log2 = C - items_log2;
@@ -144,7 +144,7 @@ __device__ __forceinline__ void shuffle_class(K* keys, V* values, const segment_
     for (int i = 0; i < items; ++i) {
       const unsigned pos = group_lane * items + i;
       if (pos < m) {
-        k[i] = keys[first + pos];
+        k[i] = codec.in(keys[first + pos]);
         if constexpr (block::has_values<K, V>) v[i] = values[first + pos];
       }
     }
@@ -157,7 +157,7 @@ __device__ __forceinline__ void shuffle_class(K* keys, V* values, const segment_
     for (int i = 0; i < items; ++i) {
       const unsigned pos = group_lane * items + i;
       if (pos < m) {
-        keys[first + pos] = k[i];
+        keys[first + pos] = codec.out(k[i]);
         if constexpr (block::has_values<K, V>) values[first + pos] = v[i];
       }
     }
@@ -168,9 +168,9 @@ __device__ __forceinline__ void shuffle_class(K* keys, V* values, const segment_
 template <int FIRST, int LAST, class K, class V, class Compare>
 __global__ void __launch_bounds__(shuffle_threads)
     shuffle_kernel(K* keys, V* values, segment_list segs, class_lists lists, bool descending,
-                   Compare comp) {
+                   Compare comp, key_codec<K> codec) {
   [&]<int... I>(std::integer_sequence<int, I...>) {
-    (shuffle_class<FIRST + I>(keys, values, segs, lists, descending, comp), ...);
+    (shuffle_class<FIRST + I>(keys, values, segs, lists, descending, comp, codec), ...);
   }(std::make_integer_sequence<int, LAST - FIRST + 1>{});
 }
 
@@ -198,7 +198,7 @@ struct tile_class_policy {
 template <class Policy, int TILE_BITS, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::threads)
     tile_kernel(K* keys, V* values, segment_list segs, class_lists lists, bool descending,
-                Compare comp) {
+                Compare comp, key_codec<K> codec) {
   using tile_t = block::tile_network<K, V, typename Policy::team, TILE_BITS, Policy::digit,
                                      Compare>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
@@ -216,9 +216,9 @@ __global__ void __launch_bounds__(Policy::threads)
     tile_t tile{smem, 0, segs.last(s) - first, descending, comp};
     V* segment_values = nullptr;
     if constexpr (block::has_values<K, V>) segment_values = values + first;
-    tile.load(keys + first, segment_values);
+    tile.load(keys + first, segment_values, codec);
     tile.run(sort_all);
-    tile.store(keys + first, segment_values);
+    tile.store(keys + first, segment_values, codec);
     Policy::team::sync();  // the next segment's load overwrites the tile
   }
 }
@@ -287,6 +287,27 @@ __global__ void __launch_bounds__(prefix_threads)
     if (e <= count) lists.long_prefix[e] = carry + before;
     carry += total;
     __syncthreads();
+  }
+}
+
+// Maps the keys of every long segment to codes (to_code) or back, a tile of the line at a
+// time: the long segments' schedule runs many passes, so their keys stay codes in between.
+template <int TILE_BITS, class K>
+__global__ void long_map_kernel(K* keys, segment_list segs, long_units units,
+                                key_codec<K> codec, bool to_code) {
+  const std::uint64_t tiles = units.total_span() >> TILE_BITS;
+  const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
+  for (std::uint64_t f = blockIdx.x; f < tiles; f += gridDim.x) {
+    std::uint64_t j = 0, span_start = 0;
+    units.locate(f << TILE_BITS, j, span_start);
+    const std::uint64_t s = units.lists.segment(units.list, j, start);
+    const std::uint64_t first = segs.first(s), m = segs.last(s) - first;
+    const std::uint64_t first_slot = (f << TILE_BITS) - span_start;
+    const std::uint64_t end = first_slot + (std::uint64_t{1} << TILE_BITS) < m
+                                  ? first_slot + (std::uint64_t{1} << TILE_BITS)
+                                  : m;
+    for (std::uint64_t i = first_slot + threadIdx.x; i < end; i += blockDim.x)
+      keys[first + i] = to_code ? codec.in(keys[first + i]) : codec.out(keys[first + i]);
   }
 }
 
@@ -363,6 +384,7 @@ struct segment_launcher {
   class_lists lists;
   bool descending;
   Compare comp;
+  key_codec<K> codec;
   cudaStream_t stream;
   // Segments in a list; for segmented sorts only the device knows, so grids are persistent.
   std::uint64_t host_count(std::uint64_t unknown) const {
@@ -378,7 +400,8 @@ struct segment_launcher {
     unsigned blocks = 0;
     cudaError_t e = grid_for(kernel, shuffle_threads, 0, needed, blocks);
     if (e != cudaSuccess) return e;
-    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, lists, descending, comp);
+    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, lists, descending, comp,
+                                                   codec);
     return cudaGetLastError();
   }
 
@@ -392,7 +415,7 @@ struct segment_launcher {
     cudaError_t e = grid_for(kernel, policy::threads, policy::smem_bytes, needed, blocks);
     if (e != cudaSuccess) return e;
     kernel<<<blocks, policy::threads, policy::smem_bytes, stream>>>(keys, values, segs, lists,
-                                                                    descending, comp);
+                                                                    descending, comp, codec);
     return cudaGetLastError();
   }
 
@@ -410,6 +433,15 @@ struct segment_launcher {
     auto tile_kernel = long_tile_kernel<policy, K, V, Compare>;
     unsigned tile_blocks = 0;
     cudaError_t status = resident_blocks(tile_kernel, policy::tile_threads, smem_bytes, tile_blocks);
+    if (status != cudaSuccess) return status;
+    // Float keys: codes for the whole schedule, mapped back even if a pass failed to launch.
+    const auto map_long = [&](bool to_code) {
+      if (!codec.float_codes) return cudaSuccess;
+      long_map_kernel<policy::tile_bits, K><<<tile_blocks, policy::tile_threads, 0, stream>>>(
+          keys, segs, units, codec, to_code);
+      return cudaGetLastError();
+    };
+    status = map_long(true);
     if (status != cudaSuccess) return status;
     network::for_each_pass(longest, policy::shape, [&](const network::pass& ps) {
       if (status != cudaSuccess) return;
@@ -446,7 +478,8 @@ struct segment_launcher {
       }
       if (status == cudaSuccess) status = cudaGetLastError();
     });
-    return status;
+    const cudaError_t back = map_long(false);
+    return status != cudaSuccess ? status : back;
   }
 
   // Sorts the segments of classes [first_class, last_class] (long ones up to `longest`).
@@ -487,7 +520,7 @@ struct segment_launcher {
 template <class K, class V, class Compare>
 cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                            std::uint64_t n, const segment_list& segs, Compare comp,
-                           bool descending, cudaStream_t stream) {
+                           bool descending, cudaStream_t stream, key_codec<K> codec = {}) {
   constexpr segment_classes classes = classes_for<K, V>;
   const std::size_t needed =
       segs.batched() ? 0 : network::segmented_sort_bytes(n, segs.count, classes.slot_bytes);
@@ -497,7 +530,7 @@ cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   }
   if (temp_bytes < needed) return cudaErrorInvalidValue;
   if (segs.count == 0 || n < 2) return cudaSuccess;
-  segment_launcher<K, V, Compare> launcher{keys, values, segs, {}, descending, comp, stream};
+  segment_launcher<K, V, Compare> launcher{keys, values, segs, {}, descending, comp, codec, stream};
   if (segs.batched()) {
     const int c = classes.of(segs.batch_size);
     if (c == 0) return cudaSuccess;
