@@ -22,49 +22,67 @@ constexpr std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 *
 
 template <class K, class V>
 constexpr bool keys_only = std::is_same_v<V, no_value>;
+
+// CUB's double-buffered sorts: the second key and value buffers at the start of the
+// workspace, CUB's own workspace after them. A workspace too small for the buffers is
+// refused (`fits`) rather than handed to CUB with a wrapped-around size.
+template <class K, class V>
+struct double_buffers {
+  std::size_t key_buffer, value_buffer;
+  cub::DoubleBuffer<K> keys;
+  cub::DoubleBuffer<V> values;
+  void* cub_temp = nullptr;
+  std::size_t cub_bytes = 0;
+  bool fits = true;
+
+  double_buffers(void* temp, std::size_t temp_bytes, K* k, V* v, std::uint64_t n)
+      : key_buffer(align_up(sizeof(K) * n)),
+        value_buffer(keys_only<K, V> ? 0 : align_up(sizeof(V) * n)),
+        keys(k, temp ? reinterpret_cast<K*>(static_cast<char*>(temp)) : nullptr),
+        values(v, temp ? reinterpret_cast<V*>(static_cast<char*>(temp) + key_buffer) : nullptr) {
+    if (!temp) return;
+    fits = temp_bytes >= key_buffer + value_buffer;
+    cub_temp = static_cast<char*>(temp) + key_buffer + value_buffer;
+    if (fits) cub_bytes = temp_bytes - key_buffer - value_buffer;
+  }
+  // What the query reports: both buffers and CUB's workspace.
+  std::size_t bytes() const { return key_buffer + value_buffer + cub_bytes; }
+  // An odd number of passes leaves the result in the second buffer: copy it back.
+  cudaError_t copy_back(K* k, V* v, std::uint64_t n, cudaStream_t stream) {
+    cudaError_t e = cudaSuccess;
+    if (keys.Current() != k) {
+      e = cudaMemcpyAsync(k, keys.Current(), sizeof(K) * n, cudaMemcpyDeviceToDevice, stream);
+      if (e == cudaSuccess && !keys_only<K, V>)
+        e = cudaMemcpyAsync(v, values.Current(), sizeof(V) * n, cudaMemcpyDeviceToDevice, stream);
+    }
+    return e;
+  }
+};
 }  // namespace
 
 template <class K, class V>
 cudaError_t cub_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                            std::uint64_t n, bool descending, cudaStream_t stream) {
-  // The second buffer comes first in the workspace, then CUB's own.
-  const std::size_t key_buffer = align_up(sizeof(K) * n);
-  const std::size_t value_buffer = keys_only<K, V> ? 0 : align_up(sizeof(V) * n);
-  char* base = static_cast<char*>(temp);
-  cub::DoubleBuffer<K> key_buffers(keys, temp ? reinterpret_cast<K*>(base) : nullptr);
-  cub::DoubleBuffer<V> value_buffers(values,
-                                     temp ? reinterpret_cast<V*>(base + key_buffer) : nullptr);
-  std::size_t cub_bytes = 0;
-  void* cub_temp = temp ? base + key_buffer + value_buffer : nullptr;
-  if (temp) cub_bytes = temp_bytes - key_buffer - value_buffer;
+  double_buffers<K, V> b(temp, temp_bytes, keys, values, n);
+  if (!b.fits) return cudaErrorInvalidValue;
   cudaError_t e;
   if constexpr (keys_only<K, V>) {
-    e = descending ? cub::DeviceRadixSort::SortKeysDescending(cub_temp, cub_bytes, key_buffers, n,
+    e = descending ? cub::DeviceRadixSort::SortKeysDescending(b.cub_temp, b.cub_bytes, b.keys, n,
                                                              0, int(sizeof(K) * 8), stream)
-                   : cub::DeviceRadixSort::SortKeys(cub_temp, cub_bytes, key_buffers, n, 0,
+                   : cub::DeviceRadixSort::SortKeys(b.cub_temp, b.cub_bytes, b.keys, n, 0,
                                                     int(sizeof(K) * 8), stream);
   } else {
-    e = descending ? cub::DeviceRadixSort::SortPairsDescending(cub_temp, cub_bytes, key_buffers,
-                                                              value_buffers, n, 0,
+    e = descending ? cub::DeviceRadixSort::SortPairsDescending(b.cub_temp, b.cub_bytes, b.keys,
+                                                              b.values, n, 0,
                                                               int(sizeof(K) * 8), stream)
-                   : cub::DeviceRadixSort::SortPairs(cub_temp, cub_bytes, key_buffers,
-                                                     value_buffers, n, 0, int(sizeof(K) * 8),
-                                                     stream);
+                   : cub::DeviceRadixSort::SortPairs(b.cub_temp, b.cub_bytes, b.keys, b.values,
+                                                     n, 0, int(sizeof(K) * 8), stream);
   }
   if (!temp) {
-    temp_bytes = key_buffer + value_buffer + cub_bytes;
+    temp_bytes = b.bytes();
     return e;
   }
-  if (e != cudaSuccess) return e;
-  // An odd number of digit passes leaves the result in the second buffer.
-  if (key_buffers.Current() != keys) {
-    e = cudaMemcpyAsync(keys, key_buffers.Current(), sizeof(K) * n, cudaMemcpyDeviceToDevice,
-                        stream);
-    if (e == cudaSuccess && !keys_only<K, V>)
-      e = cudaMemcpyAsync(values, value_buffers.Current(), sizeof(V) * n,
-                          cudaMemcpyDeviceToDevice, stream);
-  }
-  return e;
+  return e != cudaSuccess ? e : b.copy_back(keys, values, n, stream);
 }
 
 template <class K, class V>
@@ -136,40 +154,25 @@ template <class K, class V, class Sort>
 cudaError_t cub_segmented(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                           std::uint64_t n, const network::segment_list& segs,
                           cudaStream_t stream, Sort&& sort) {
-  const std::size_t key_buffer = align_up(sizeof(K) * n);
-  const std::size_t value_buffer = keys_only<K, V> ? 0 : align_up(sizeof(V) * n);
-  char* base = static_cast<char*>(temp);
-  cub::DoubleBuffer<K> key_buffers(keys, temp ? reinterpret_cast<K*>(base) : nullptr);
-  cub::DoubleBuffer<V> value_buffers(values,
-                                     temp ? reinterpret_cast<V*>(base + key_buffer) : nullptr);
-  std::size_t cub_bytes = 0;
-  void* cub_temp = temp ? base + key_buffer + value_buffer : nullptr;
-  if (temp) cub_bytes = temp_bytes - key_buffer - value_buffer;
+  double_buffers<K, V> b(temp, temp_bytes, keys, values, n);
+  if (!b.fits) return cudaErrorInvalidValue;
   cudaError_t e = cudaSuccess;
   if (temp && !segs.batched()) {
-    e = cudaMemcpyAsync(key_buffers.Alternate(), keys, sizeof(K) * n, cudaMemcpyDeviceToDevice,
+    e = cudaMemcpyAsync(b.keys.Alternate(), keys, sizeof(K) * n, cudaMemcpyDeviceToDevice,
                         stream);
     if (e == cudaSuccess && !keys_only<K, V>)
-      e = cudaMemcpyAsync(value_buffers.Alternate(), values, sizeof(V) * n,
+      e = cudaMemcpyAsync(b.values.Alternate(), values, sizeof(V) * n,
                           cudaMemcpyDeviceToDevice, stream);
     if (e != cudaSuccess) return e;
   }
   e = with_offsets(segs, [&](auto begin, auto end) {
-    return sort(cub_temp, cub_bytes, key_buffers, value_buffers, begin, end);
+    return sort(b.cub_temp, b.cub_bytes, b.keys, b.values, begin, end);
   });
   if (!temp) {
-    temp_bytes = key_buffer + value_buffer + cub_bytes;
+    temp_bytes = b.bytes();
     return e;
   }
-  if (e != cudaSuccess) return e;
-  if (key_buffers.Current() != keys) {
-    e = cudaMemcpyAsync(keys, key_buffers.Current(), sizeof(K) * n, cudaMemcpyDeviceToDevice,
-                        stream);
-    if (e == cudaSuccess && !keys_only<K, V>)
-      e = cudaMemcpyAsync(values, value_buffers.Current(), sizeof(V) * n,
-                          cudaMemcpyDeviceToDevice, stream);
-  }
-  return e;
+  return e != cudaSuccess ? e : b.copy_back(keys, values, n, stream);
 }
 
 template <class K, class V>

@@ -15,7 +15,7 @@
 
 #include "gpusort/detail/float_order.hpp"
 #include "gpusort/key_traits.hpp"
-#include "gpusort/options.hpp"
+#include "reference.hpp"
 
 namespace gpusort::testing {
 
@@ -104,27 +104,6 @@ std::vector<F> special_float_input(std::size_t n, std::uint64_t seed) {
     k = float_of_bits<F>(b);
   }
   return keys;
-}
-
-// The algorithms a float-keys test runs, and whether each promises stability there. On the
-// CPU backend the baselines are std::stable_sort; on the device cub_radix is left out (its
-// order of NaNs is CUB's) and thrust promises no stability.
-struct float_method {
-  gpusort::options opt;
-  bool stable;
-};
-
-inline std::vector<float_method> float_methods(bool cpu_backend) {
-  using gpusort::algorithm;
-  std::vector<float_method> out;
-  for (algorithm a : gpusort::all_algorithms) {
-    if (!cpu_backend && a == algorithm::cub_radix) continue;
-    const bool stable = a == algorithm::adaptive_bitonic || a == algorithm::cub_merge ||
-                        (cpu_backend && (a == algorithm::cub_radix || a == algorithm::thrust));
-    out.push_back({{.algo = a}, stable});
-  }
-  out.push_back({{.algo = algorithm::sample_sort, .sampler = gpusort::sampling::random}, false});
-  return out;
 }
 
 // The positions of input keys in std::stable_sort's order (gpusort::less, or its reverse).

@@ -14,6 +14,7 @@
 
 #include "common/distributions.hpp"
 #include "gpusort/key_traits.hpp"
+#include "gpusort/options.hpp"
 
 namespace gpusort::testing {
 
@@ -90,6 +91,29 @@ inline std::vector<std::size_t> awkward_sizes(std::size_t largest) {
   std::erase_if(sizes, [&](std::size_t n) { return n > largest; });
   std::sort(sizes.begin(), sizes.end());
   return sizes;
+}
+
+// The exact sorts a test loops over, as it loops over key types, and whether each promises
+// stability. On the CPU backend the baselines are std::stable_sort; on the device cub_radix
+// is left out for float keys (CUB's order of zeros and NaNs, which automatic's fix-up
+// repairs), and thrust promises no stability.
+struct sort_method {
+  gpusort::options opt;
+  bool stable;
+};
+
+inline std::vector<sort_method> sort_methods(bool cpu_backend, bool float_keys = true) {
+  using gpusort::algorithm;
+  std::vector<sort_method> out;
+  for (algorithm a : gpusort::all_algorithms) {
+    if (!cpu_backend && float_keys && a == algorithm::cub_radix) continue;
+    const bool stable = a == algorithm::adaptive_bitonic || a == algorithm::cub_merge ||
+                        (a == algorithm::cub_radix) ||
+                        (cpu_backend && a == algorithm::thrust);
+    out.push_back({{.algo = a}, stable});
+  }
+  out.push_back({{.algo = algorithm::sample_sort, .sampler = gpusort::sampling::random}, false});
+  return out;
 }
 
 }  // namespace gpusort::testing

@@ -147,7 +147,7 @@ TYPED_TEST(CpuFloatKeys, EveryAlgorithmKeysAndPairs) {
   for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{97},
                               std::size_t{4096}, std::size_t{70001}}) {
     const std::vector<F> input = special_float_input<F>(n, 1000 + n);
-    for (float_method m : float_methods(true)) {
+    for (sort_method m : sort_methods(true)) {
       for (const auto dir : {gpusort::order::ascending, gpusort::order::descending}) {
         m.opt.direction = dir;
         const bool desc = dir == gpusort::order::descending;

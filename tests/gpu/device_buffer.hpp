@@ -69,4 +69,23 @@ struct poisoned_workspace {
   poisoned_workspace& operator=(const poisoned_workspace&) = delete;
 };
 
+// Sorts keys (and values, unless null) through the two calls of the core API: the query,
+// then the sort in a poisoned workspace of that size (the keys themselves when it is 0);
+// waits for the device.
+template <class K, class V>
+cudaError_t sort_on_device(guarded_buffer<K>& keys, guarded_buffer<V>* values,
+                           const gpusort::options& opt) {
+  const std::size_t n = keys.size();
+  std::size_t bytes = 0;
+  cudaError_t e = values ? gpusort::sort_pairs(nullptr, bytes, keys.data(), values->data(), n, opt)
+                         : gpusort::sort_keys(nullptr, bytes, keys.data(), n, opt);
+  if (e != cudaSuccess) return e;
+  poisoned_workspace temp(bytes);
+  void* t = bytes ? temp.ptr : static_cast<void*>(keys.data());
+  e = values ? gpusort::sort_pairs(t, bytes, keys.data(), values->data(), n, opt)
+             : gpusort::sort_keys(t, bytes, keys.data(), n, opt);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  return e;
+}
+
 }  // namespace gpusort::testing

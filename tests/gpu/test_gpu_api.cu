@@ -119,30 +119,6 @@ TEST_F(GpuApi, UserComparatorOnAStruct) {
   }
 }
 
-// No hidden synchronization or allocation: the sort can be captured into a graph.
-TEST_F(GpuApi, WorksInsideGraphCapture) {
-  const auto input = tools::generate<std::uint64_t>(tools::distribution::uniform, 300001, 12);
-  guarded_buffer<std::uint64_t> d(input);
-  cudaStream_t stream;
-  CUDA_OK(cudaStreamCreate(&stream));
-  cudaGraph_t graph;
-  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  std::size_t bytes = 0;
-  const cudaError_t sorted =
-      gpusort::sort_keys(d.data(), bytes, d.data(), input.size(), {.stream = stream});
-  CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  ASSERT_EQ(sorted, cudaSuccess);
-  EXPECT_EQ(d.to_host(), input) << "capture must not run anything";
-  cudaGraphExec_t exec;
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  CUDA_OK(cudaGraphLaunch(exec, stream));
-  CUDA_OK(cudaStreamSynchronize(stream));
-  EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input)));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-}
-
 // The baselines answer through the same interface (u32 keys and u32/u32 pairs).
 TEST_F(GpuApi, BaselinesSortThroughTheInterface) {
   for (auto algo : {gpusort::algorithm::cub_radix, gpusort::algorithm::cub_merge,

@@ -17,25 +17,6 @@
 
 using namespace gpusort::testing;
 
-namespace {
-
-template <class K, class V>
-cudaError_t sort_on_device(guarded_buffer<K>& keys, guarded_buffer<V>* values,
-                           const gpusort::options& opt) {
-  const std::size_t n = keys.size();
-  std::size_t bytes = 0;
-  cudaError_t e = values ? gpusort::sort_pairs(nullptr, bytes, keys.data(), values->data(), n, opt)
-                         : gpusort::sort_keys(nullptr, bytes, keys.data(), n, opt);
-  if (e != cudaSuccess) return e;
-  poisoned_workspace temp(bytes);
-  void* t = bytes ? temp.ptr : static_cast<void*>(keys.data());
-  e = values ? gpusort::sort_pairs(t, bytes, keys.data(), values->data(), n, opt)
-             : gpusort::sort_keys(t, bytes, keys.data(), n, opt);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  return e;
-}
-
-}  // namespace
 
 template <class F>
 class GpuFloatKeys : public ::testing::Test {
@@ -54,7 +35,7 @@ TYPED_TEST(GpuFloatKeys, EveryAlgorithmBothOrdersKeysAndPairs) {
     // 4-byte values: the baselines are built for those.
     std::vector<std::uint32_t> index(n);
     std::iota(index.begin(), index.end(), std::uint32_t{0});
-    for (float_method m : float_methods(false)) {
+    for (sort_method m : sort_methods(false)) {
       for (const auto dir : {gpusort::order::ascending, gpusort::order::descending}) {
         m.opt.direction = dir;
         const bool desc = dir == gpusort::order::descending;

@@ -1,0 +1,260 @@
+// One conformance suite for every exact sort on the device, typed over the key types and
+// looping over the algorithms (reference.hpp's sort_methods) the way it loops over sizes:
+// awkward sizes and every distribution in both orders, larger arrays, pairs with 4-, 8- and
+// 16-byte values (stable algorithms in exactly std::stable_sort's order), graph capture, a
+// workspace too small, and more than 2^31 keys. Workspaces are poisoned and guard zones past
+// n must stay untouched. Each algorithm's own file keeps only what is its own.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "device_buffer.hpp"
+#include "float_keys.hpp"
+#include "gpusort/sort.hpp"
+#include "reference.hpp"
+#include "shuffled_keys.cuh"
+
+using namespace gpusort::testing;
+namespace tools = gpusort::tools;
+using gpusort::algorithm;
+
+namespace {
+
+template <class K>
+std::vector<sort_method> methods_for() {
+  return sort_methods(false, std::is_floating_point_v<K>);
+}
+
+// CUB's sorts and thrust are built for keys alone and 4-byte values.
+bool takes_values_of(const sort_method& m, std::size_t value_bytes) {
+  const algorithm a = m.opt.algo;
+  const bool baseline = a == algorithm::cub_radix || a == algorithm::cub_merge ||
+                        a == algorithm::thrust;
+  return value_bytes == 4 || !baseline;
+}
+
+gpusort::options directed(gpusort::options opt, bool descending, cudaStream_t stream = nullptr) {
+  opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+  opt.stream = stream;
+  return opt;
+}
+
+template <class K>
+void check_keys(const std::vector<K>& input, const sort_method& m, bool descending) {
+  guarded_buffer<K> keys(input);
+  ASSERT_TRUE(keys.data() || input.empty());
+  ASSERT_EQ((sort_on_device<K, std::uint32_t>(keys, nullptr, directed(m.opt, descending))),
+            cudaSuccess);
+  ASSERT_TRUE(same_bits(keys.to_host(), reference_sort(input, descending)));
+  ASSERT_TRUE(keys.guard_intact()) << "wrote past n";
+}
+
+struct value16 {
+  std::uint64_t index;
+  std::uint32_t check, pad;
+};
+
+// value = a function of the input position: every value must stay with its key, and a stable
+// sort must give exactly std::stable_sort's permutation.
+template <class K, class V, class MakeValue>
+void check_pairs(const std::vector<K>& input, const sort_method& m, bool descending,
+                 MakeValue make) {
+  SCOPED_TRACE(::testing::Message() << "value bytes " << sizeof(V));
+  const std::size_t n = input.size();
+  std::vector<V> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = make(i);
+  guarded_buffer<K> dk(input);
+  guarded_buffer<V> dv(values);
+  ASSERT_EQ((sort_on_device<K, V>(dk, &dv, directed(m.opt, descending))), cudaSuccess);
+  const std::vector<K> keys = dk.to_host();
+  const std::vector<V> out = dv.to_host();
+  ASSERT_TRUE(same_bits(keys, reference_sort(input, descending)));
+  ASSERT_TRUE(values_follow_keys(input, keys, out, make));
+  if (m.stable) {
+    const std::vector<std::size_t> want = stable_order(input, descending);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint64_t origin = 0;
+      std::memcpy(&origin, &out[i], std::min(sizeof(V), sizeof(origin)));
+      ASSERT_EQ(origin, want[i]) << "not stable at " << i;
+    }
+  }
+  ASSERT_TRUE(dk.guard_intact());
+  ASSERT_TRUE(dv.guard_intact());
+}
+
+}  // namespace
+
+template <class K>
+class GpuConformance : public ::testing::Test {
+ protected:
+  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
+};
+TYPED_TEST_SUITE(GpuConformance, key_types);
+
+TYPED_TEST(GpuConformance, KeysOnEveryDistributionAndSize) {
+  using K = TypeParam;
+  for (const sort_method& m : methods_for<K>()) {
+    for (std::size_t n : awkward_sizes(1 << 17)) {
+      for (tools::distribution d : tools::all_distributions) {
+        for (bool descending : {false, true}) {
+          const std::uint64_t seed = 1000 + n * 7 + static_cast<int>(d);
+          SCOPED_TRACE(::testing::Message()
+                       << gpusort::method_name(m.opt) << " n=" << n << " dist="
+                       << tools::to_string(d) << " desc=" << descending << " seed=" << seed);
+          std::vector<K> keys = tools::generate<K>(d, n, seed);
+          scatter_special_values(keys, seed);
+          check_keys(keys, m, descending);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+// Integer keys with few set bits (the AND of several uniform arrays): long runs of equal
+// high digits, the worst case of splitter and pivot choices.
+TYPED_TEST(GpuConformance, ReducedEntropyKeys) {
+  using K = TypeParam;
+  if constexpr (std::is_integral_v<K>) {
+    for (const sort_method& m : methods_for<K>()) {
+      for (int ands : {1, 3, 6}) {
+        SCOPED_TRACE(::testing::Message() << gpusort::method_name(m.opt) << " and of "
+                                          << ands + 1 << " arrays");
+        check_keys(tools::generate<K>(tools::distribution::uniform, 300007, ands,
+                                      {.entropy_and = ands}),
+                   m, ands == 3);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TYPED_TEST(GpuConformance, LargeSizes) {
+  using K = TypeParam;
+  for (const sort_method& m : methods_for<K>()) {
+    for (std::size_t n : {(std::size_t{1} << 20) + 1, std::size_t{10000019}}) {
+      for (tools::distribution d : {tools::distribution::uniform, tools::distribution::zipf}) {
+        SCOPED_TRACE(::testing::Message() << gpusort::method_name(m.opt) << " n=" << n
+                                          << " dist=" << tools::to_string(d));
+        check_keys(tools::generate<K>(d, n, n), m, d == tools::distribution::zipf);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TYPED_TEST(GpuConformance, PairsKeepTheirValues) {
+  using K = TypeParam;
+  for (const sort_method& m : methods_for<K>()) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{4097},
+                          std::size_t{65537}, std::size_t{1000003}}) {
+      for (auto dist : {tools::distribution::uniform, tools::distribution::few_unique}) {
+        for (bool desc : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << gpusort::method_name(m.opt) << " n=" << n
+                                            << " dist=" << tools::to_string(dist)
+                                            << " desc=" << desc);
+          const std::vector<K> input = tools::generate<K>(dist, n, 77 + n);
+          check_pairs<K, std::uint32_t>(input, m, desc,
+                                        [](std::size_t i) { return std::uint32_t(i); });
+          if (takes_values_of(m, 8))
+            check_pairs<K, std::uint64_t>(input, m, desc,
+                                          [](std::size_t i) { return std::uint64_t(i); });
+          if (takes_values_of(m, 16))
+            check_pairs<K, value16>(input, m, desc, [](std::size_t i) {
+              return value16{i, static_cast<std::uint32_t>(i * 2654435761u), 7};
+            });
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+// No sort waits on the host: each can be captured into a graph (thrust allocates, so not it).
+TYPED_TEST(GpuConformance, WorksInsideGraphCapture) {
+  using K = TypeParam;
+  const auto input = tools::generate<K>(tools::distribution::gaussian, 500009, 4);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreate(&stream));
+  for (const sort_method& m : methods_for<K>()) {
+    if (m.opt.algo == algorithm::thrust) continue;
+    SCOPED_TRACE(gpusort::method_name(m.opt));
+    const gpusort::options opt = directed(m.opt, false, stream);
+    guarded_buffer<K> d(input);
+    std::size_t bytes = 0;
+    CUDA_OK(gpusort::sort_keys(nullptr, bytes, d.data(), input.size(), opt));
+    poisoned_workspace temp(bytes);
+    void* t = bytes ? temp.ptr : static_cast<void*>(d.data());
+    cudaGraph_t graph;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const cudaError_t sorted = gpusort::sort_keys(t, bytes, d.data(), input.size(), opt);
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    ASSERT_EQ(sorted, cudaSuccess);
+    EXPECT_TRUE(same_bits(d.to_host(), input)) << "capture must not run anything";
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input)));
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  cudaStreamDestroy(stream);
+}
+
+// A workspace one byte short is refused before any key moves (automatic instead takes the
+// in-place sort for what it is given, by design; in-place sorts ask for nothing).
+TYPED_TEST(GpuConformance, TooSmallAWorkspaceLeavesTheKeysAlone) {
+  using K = TypeParam;
+  const auto input = tools::generate<K>(tools::distribution::uniform, 100003, 9);
+  for (const sort_method& m : methods_for<K>()) {
+    if (m.opt.algo == algorithm::automatic || m.opt.algo == algorithm::thrust) continue;
+    SCOPED_TRACE(gpusort::method_name(m.opt));
+    guarded_buffer<K> d(input);
+    std::size_t bytes = 0;
+    CUDA_OK(gpusort::sort_keys(nullptr, bytes, d.data(), input.size(), m.opt));
+    if (bytes == 0) continue;
+    poisoned_workspace temp(bytes);
+    std::size_t too_few = bytes - 1;
+    EXPECT_EQ(gpusort::sort_keys(temp.ptr, too_few, d.data(), input.size(), m.opt),
+              cudaErrorInvalidValue);
+    CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_TRUE(same_bits(d.to_host(), input));
+  }
+}
+
+// More than 2^31 keys (a shuffled counting sequence, checked on the device) with the sorts
+// of the library, where their workspace fits beside them (the baselines are CUB's).
+TEST(GpuConformanceHuge, MoreThan2To31KeysOnTheDevice) {
+  GPUSORT_REQUIRE_GPU();
+  const std::uint64_t n = (std::uint64_t{1} << 31) + 11;
+  std::uint32_t* keys = nullptr;
+  CUDA_OK(cudaMalloc(&keys, n * 4));
+  for (const sort_method& m : sort_methods(false, false)) {
+    const algorithm a = m.opt.algo;
+    if (a == algorithm::cub_radix || a == algorithm::cub_merge || a == algorithm::thrust)
+      continue;
+    SCOPED_TRACE(gpusort::method_name(m.opt));
+    std::size_t bytes = 0;
+    CUDA_OK(gpusort::sort_keys(nullptr, bytes, keys, n, m.opt));
+    std::size_t free_bytes = 0, total = 0;
+    CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+    if (free_bytes < bytes + (std::size_t{1} << 29)) {
+      cudaFree(keys);
+      GTEST_SKIP() << gpusort::method_name(m.opt) << " needs " << bytes << " bytes, "
+                   << free_bytes << " free";
+    }
+    void* temp = nullptr;
+    if (bytes) CUDA_OK(cudaMalloc(&temp, bytes));
+    fill_shuffled<<<4096, 256>>>(keys, n);
+    CUDA_OK(cudaGetLastError());
+    ASSERT_GT(count_misplaced(keys, n), 0);
+    CUDA_OK(gpusort::sort_keys(bytes ? temp : keys, bytes, keys, n, m.opt));
+    CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_EQ(count_misplaced(keys, n), 0);
+    cudaFree(temp);
+  }
+  cudaFree(keys);
+}
