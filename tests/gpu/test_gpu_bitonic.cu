@@ -22,7 +22,7 @@ void check_in_place(std::size_t n) {
   SCOPED_TRACE(::testing::Message() << "n=" << n << " value bytes=" << sizeof(V));
   const std::vector<K> input = tools::generate<K>(tools::distribution::uniform, n, n);
   guarded_buffer<K> keys(input);
-  guarded_buffer<V> values(std::vector<V>(n));
+  guarded_buffer<V> values{std::vector<V>(n)};
   const gpusort::options opt{.algo = gpusort::algorithm::bitonic};
   std::size_t bytes = 1;
   ASSERT_EQ(gpusort::sort_pairs(nullptr, bytes, keys.data(), values.data(), n, opt), cudaSuccess);
