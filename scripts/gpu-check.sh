@@ -27,7 +27,7 @@ if [ ! -f /usr/local/cuda/include/nccl.h ] && [ -z "${GPUSORT_NCCL_ROOT:-}" ]; t
   GPUSORT_NCCL_ROOT=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
 fi
 [ -n "${GPUSORT_NCCL_ROOT:-}" ] && gtest_arg+=(-DGPUSORT_NCCL_ROOT="$GPUSORT_NCCL_ROOT")
-if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUILD_COMPARATOR_BENCH=ON \
+if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUILD_RECORD_BENCH=ON \
          "${gtest_arg[@]}" &&
        cmake --build "$build" -j "$(nproc)"; } >"$logs/build.log" 2>&1; then
   tail -30 "$logs/build.log"
@@ -75,7 +75,9 @@ bench_rc=$?
 "$build/tools/gpusort" bench --algos approx,approx_sampled,approx_refine,top_k,cub_radix \
   --types u32,f32 --dists uniform,zipf --sizes 2^20,2^24 --reps 10 \
   --csv "$logs/bench-approx.csv" >>"$logs/bench.log" 2>&1 || bench_rc=1
-"$build/tools/gpusort-bench-comparator" 5 "$logs/comparator.csv" >"$logs/comparator.log" 2>&1 || bench_rc=1
+# Records with a user comparator against thrust::sort and CUB's merge sort with it.
+"$build/tools/gpusort" bench --types rec16,rec32,u64pair --sizes 2^20,2^24 --reps 5 \
+  --csv "$logs/records.csv" >"$logs/records.log" 2>&1 || bench_rc=1
 # The Python package's tests (PyTorch and CuPy on the GPU) when the module was built.
 pytest_rc=0
 if ls "$build"/python/_gpusort*.so >/dev/null 2>&1; then
@@ -92,7 +94,7 @@ grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Exception)" "$logs/tests.log"
 skipped=$(grep -c "(Skipped)" "$logs/tests.log")
 echo "skipped tests: $skipped"
 cat "$logs/bench.log"
-cat "$logs/comparator.log"
+cat "$logs/records.log"
 echo "pytest: $(tail -1 "$logs/pytest.log")"
 if [ -z "$gpu" ] || [ "$skipped" -gt 0 ]; then
   echo "gpu-check: FAILED (no GPU, or GPU tests skipped)"

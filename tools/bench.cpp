@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "bench/classic_bitonic.hpp"
+#include "bench/record_sorts.hpp"
 #include "cli.hpp"
 #include "gpusort/approx.hpp"
 #include "gpusort/segmented.hpp"
@@ -39,6 +40,12 @@
 
 namespace gpusort::tools {
 namespace {
+
+#ifdef GPUSORT_RECORD_BENCH
+constexpr bool record_bench_built = true;
+#else
+constexpr bool record_bench_built = false;  // --types rec16 etc. are refused
+#endif
 
 constexpr int device_warmups = 2;
 constexpr std::uint64_t large_host_n = std::uint64_t{1} << 22;
@@ -394,7 +401,16 @@ class harness {
                           " (" + known.substr(1) + ")");
       }
     }
-    for (const std::string& type : config.key_types) with_key_type(type, []<class K>() {});
+    for (const std::string& type : config.key_types) {
+      if (!gpusort::bench::is_record_type(type)) {
+        with_key_type(type, []<class K>() {});
+      } else if (segmented_) {
+        throw usage_error("--types: " + type + " sorts single arrays, not --segments");
+      } else if (!record_bench_built) {
+        throw usage_error("--types: " + type + ": this build has no record benchmarks "
+                          "(configure with -DGPUSORT_BUILD_RECORD_BENCH=ON)");
+      }
+    }
     for (std::uint64_t n : config.sizes)
       if (n == 0) throw usage_error("--sizes: every size must be at least 1");
     for (const segment_spec& spec : config.segments)
@@ -456,7 +472,10 @@ class harness {
   int run() {
     print_header();
     for (const std::string& type : config_.key_types)
-      for (distribution dist : config_.distributions)
+      if (gpusort::bench::is_record_type(type))
+        for (std::uint64_t n : config_.sizes) run_record_point(type, n);
+      else
+        for (distribution dist : config_.distributions)
         for (std::uint64_t n : config_.sizes)
           with_key_type(type, [&]<class K>() { run_point<K>(dist, n); });
     if (csv_ && std::fclose(csv_.release()) != 0)
@@ -509,6 +528,47 @@ class harness {
   }
 
   // Measures every algorithm on --arrays inputs of the point, in each layout, and reports.
+  // Records with a user comparator (bench/record_sorts.hpp): the library's comparison sorts
+  // against thrust::sort and CUB's merge sort with the same comparator.
+  void run_record_point(const std::string& type, std::uint64_t n) {
+    if (!gpu_) {
+      std::printf("skipping %s: needs a CUDA device\n", type.c_str());
+      return;
+    }
+    std::vector<std::string> names;
+    for (const std::string& a : gpusort::bench::record_algorithms())
+      if (config_.algorithms.empty() || std::ranges::find(config_.algorithms, a) !=
+                                            config_.algorithms.end())
+        names.push_back(a);
+    std::vector<gpusort::bench::record_timing> timings;
+    try {
+#ifdef GPUSORT_RECORD_BENCH
+      timings =
+          gpusort::bench::time_record_sorts(type, n, config_.reps, config_.seed, names, stream_);
+#endif
+    } catch (const std::bad_alloc&) {
+      std::printf("%s n=%llu: not enough device memory\n", type.c_str(),
+                  static_cast<unsigned long long>(n));
+      return;
+    }
+    std::vector<measurement> done;
+    for (const gpusort::bench::record_timing& t : timings) {
+      if (!t.problem.empty()) {
+        std::fprintf(stderr, "gpusort bench: WRONG RESULT from %s on %s n=%llu: %s\n",
+                     t.algorithm.c_str(), type.c_str(), static_cast<unsigned long long>(n),
+                     t.problem.c_str());
+        ++wrong_;
+        continue;
+      }
+      ++verified_;
+      measurement m(t.algorithm);
+      m.ms = t.ms;
+      m.extra_bytes = t.extra_bytes;
+      done.push_back(std::move(m));
+    }
+    report_rows(type, "none", "uniform", n, std::nullopt, done);
+  }
+
   template <class K>
   void run_point(distribution dist, std::uint64_t n) {
     point<K> p{dist, n, {{}, {}, config_.pairs}, {}, {}, {}, {}};
@@ -923,12 +983,22 @@ class harness {
 
   template <class K>
   void report(const point<K>& p, const std::vector<measurement>& done) {
-    const std::string keys = std::string(key_traits<K>::name) + (p.input.pairs ? "+u32" : "");
+    report_rows(std::string(key_traits<K>::name), p.input.pairs ? "u32" : "none",
+                std::string(to_string(p.dist)), p.n,
+                p.segments ? std::optional<std::string>(p.segments->name()) : std::nullopt, done);
+  }
+
+  // The rows of one point: the table line, the CSV line and the JSON row of each measurement.
+  void report_rows(const std::string& key_type, const std::string& value_type,
+                   const std::string& dist, std::uint64_t n,
+                   const std::optional<std::string>& segments,
+                   const std::vector<measurement>& done) {
+    const std::string keys = key_type + (value_type == "none" ? "" : "+" + value_type);
     for (const measurement& m : done) {
-      const double keys_per_s = static_cast<double>(p.n) / (m.median() * 1e-3);
+      const double keys_per_s = static_cast<double>(n) / (m.median() * 1e-3);
       std::printf("%-*s %-8s %-11s %11llu", algorithm_width_, m.algorithm.c_str(), keys.c_str(),
-                  std::string(to_string(p.dist)).c_str(), static_cast<unsigned long long>(p.n));
-      if (p.segments) std::printf(" %8s", p.segments->name().c_str());
+                  dist.c_str(), static_cast<unsigned long long>(n));
+      if (segments) std::printf(" %8s", segments->c_str());
       std::printf(" %10.3f %6.1f %8.3f", m.median(), 100 * m.std_dev() / m.median(),
                   keys_per_s * 1e-9);
       for (const std::string& ref : references_) {
@@ -940,11 +1010,11 @@ class harness {
       }
       std::printf(" %12lld\n", static_cast<long long>(m.extra_bytes));
       rows_.push_back({.algorithm = m.algorithm,
-                       .key_type = std::string(key_traits<K>::name),
-                       .value_type = p.input.pairs ? "u32" : "none",
-                       .distribution = std::string(to_string(p.dist)),
-                       .n = p.n,
-                       .segment_size = p.segments ? p.segments->name() : "0",
+                       .key_type = key_type,
+                       .value_type = value_type,
+                       .distribution = dist,
+                       .n = n,
+                       .segment_size = segments ? *segments : "0",
                        .median_ms = m.median(),
                        .keys_per_s = keys_per_s,
                        .extra_device_bytes = m.extra_bytes,
