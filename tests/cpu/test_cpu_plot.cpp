@@ -76,6 +76,7 @@ class Plot : public Tool {
     std::ofstream(file("bench.csv")) << sample_csv();
   }
 
+  // Skips the test (the caller returns when IsSkipped()) without `module` in the interpreter.
   void need(const std::string& module) {
     if (!python_imports(module)) GTEST_SKIP() << test_python() << " cannot import " << module;
   }
@@ -88,6 +89,7 @@ class Plot : public Tool {
 
 TEST_F(Plot, WritesFiguresAndPrintsTheirPaths) {
   need("matplotlib");
+  if (IsSkipped()) return;
   const outcome o = plot("plot " + file("bench.csv") + " " + file("figures"));
   ASSERT_EQ(o.code, 0) << o.err;
   const std::string dir = file("figures");
@@ -103,6 +105,7 @@ TEST_F(Plot, WritesFiguresAndPrintsTheirPaths) {
 
 TEST_F(Plot, NoFigureIsNotAFailure) {
   need("matplotlib");
+  if (IsSkipped()) return;
   std::ofstream(file("one.csv")) << header << "alpha,u32,none,uniform,1024,0,1,1e9,0,g,c,1,1,1,0\n";
   const outcome o = plot("plot " + file("one.csv") + " " + file("figures"));
   EXPECT_TRUE(failure_with(o, 0, "plot", "no figure")) << o.err;
@@ -111,6 +114,7 @@ TEST_F(Plot, NoFigureIsNotAFailure) {
 
 TEST_F(Plot, RejectsBadInput) {
   need("sys");  // the CSV is read before matplotlib is imported
+  if (IsSkipped()) return;
   std::ofstream(file("columns.csv")) << "algorithm,n\nbitonic,1024\n";
   for (const auto& [args, named] :
        {std::pair{"plot " + file("missing.csv") + " " + file("figures"), std::string("missing.csv")},
@@ -131,6 +135,7 @@ TEST_F(Plot, MissingPythonIsOneLine) {
 
 TEST_F(Plot, MissingMatplotlibIsOneLine) {
   need("sys");
+  if (IsSkipped()) return;
   // A package folder whose matplotlib cannot be imported, ahead of the real one.
   fs::create_directories(file("pkg/matplotlib"));
   fs::create_directory_symlink(fs::path(GPUSORT_TEST_PYTHON_DIR) / "gpusort", file("pkg/gpusort"));
@@ -142,6 +147,7 @@ TEST_F(Plot, MissingMatplotlibIsOneLine) {
 
 TEST_F(Plot, MissingPackageIsOneLine) {
   need("sys");
+  if (IsSkipped()) return;
   fs::create_directories(file("empty"));
   // -I keeps a gpusort installed for this interpreter out of the search (PYTHONPATH too, so
   // the folder is named by a wrapper script).
@@ -167,6 +173,7 @@ TEST_F(Plot, BenchKeepsItsMeasurementsWithoutAPlotter) {
 
 TEST_F(Plot, BenchDrawsItsCsv) {
   need("matplotlib");
+  if (IsSkipped()) return;
   const outcome o = plot("bench --sizes 2^10..2^11 --reps 1 --plot " + file("figures"));
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("figure: " + file("figures") + "/rate_u32_none_uniform.png\n"),
