@@ -73,7 +73,8 @@ std::string check_result(const R* d, std::uint64_t n) {
 // sort(temp, bytes, stream): the two-call protocol (temp == nullptr asks for bytes).
 template <class R, class Sort>
 record_timing time_one(const std::string& name, R* d, const R* pristine, std::uint64_t n,
-                       int reps, cudaStream_t stream, Sort sort) {
+                       int reps, cudaStream_t stream,
+                       const std::function<void(int)>& before_run, Sort sort) {
   record_timing t{name};
   std::size_t bytes = 0;
   cudaError_t e = sort(nullptr, bytes);
@@ -85,6 +86,7 @@ record_timing time_one(const std::string& name, R* d, const R* pristine, std::ui
   if (e == cudaSuccess) e = cudaEventCreate(&stop);
   for (int r = 0; r < reps + 2 && e == cudaSuccess; ++r) {
     e = cudaMemcpyAsync(d, pristine, n * sizeof(R), cudaMemcpyDeviceToDevice, stream);
+    if (e == cudaSuccess) before_run(r);
     if (e == cudaSuccess) e = cudaEventRecord(start, stream);
     if (e == cudaSuccess) e = sort(bytes ? temp : static_cast<void*>(d), bytes);
     if (e == cudaSuccess) e = cudaEventRecord(stop, stream);
@@ -110,7 +112,8 @@ record_timing time_one(const std::string& name, R* d, const R* pristine, std::ui
 template <class R>
 std::vector<record_timing> time_type(std::uint64_t n, int reps, std::uint64_t seed,
                                      const std::vector<std::string>& algorithms,
-                                     cudaStream_t stream) {
+                                     cudaStream_t stream,
+                                     const std::function<void(int)>& before_run) {
   std::vector<R> host(n);
   for (std::uint64_t i = 0; i < n; ++i) host[i] = make_record<R>(i, seed);
   R *d = nullptr, *pristine = nullptr;
@@ -130,24 +133,24 @@ std::vector<record_timing> time_type(std::uint64_t n, int reps, std::uint64_t se
   std::vector<record_timing> out;
   for (const std::string& name : algorithms) {
     if (name == "sample_sort") {
-      out.push_back(time_one(name, d, pristine, n, reps, stream,
+      out.push_back(time_one(name, d, pristine, n, reps, stream, before_run,
                              library({.algo = algorithm::sample_sort})));
     } else if (name == "sample_sort_random") {
-      out.push_back(time_one(name, d, pristine, n, reps, stream,
+      out.push_back(time_one(name, d, pristine, n, reps, stream, before_run,
                              library({.algo = algorithm::sample_sort,
                                       .sampler = sampling::random})));
     } else if (name == "bitonic") {
-      out.push_back(time_one(name, d, pristine, n, reps, stream,
+      out.push_back(time_one(name, d, pristine, n, reps, stream, before_run,
                              library({.algo = algorithm::bitonic})));
     } else if (name == "thrust") {
-      out.push_back(time_one(name, d, pristine, n, reps, stream,
+      out.push_back(time_one(name, d, pristine, n, reps, stream, before_run,
                              [&](void* temp, std::size_t& bytes) {
         if (!temp) return (bytes = 0, cudaSuccess);
         thrust::sort(thrust::cuda::par_nosync.on(stream), d, d + n, by_fields{});
         return cudaGetLastError();
       }));
     } else if (name == "cub_merge") {
-      out.push_back(time_one(name, d, pristine, n, reps, stream,
+      out.push_back(time_one(name, d, pristine, n, reps, stream, before_run,
                              [&](void* temp, std::size_t& bytes) {
         return cub::DeviceMergeSort::SortKeys(temp, bytes, d, static_cast<std::int64_t>(n),
                                               by_fields{}, stream);
@@ -164,10 +167,11 @@ std::vector<record_timing> time_type(std::uint64_t n, int reps, std::uint64_t se
 std::vector<record_timing> time_record_sorts(const std::string& type, std::uint64_t n, int reps,
                                              std::uint64_t seed,
                                              const std::vector<std::string>& algorithms,
-                                             cudaStream_t stream) {
-  if (type == "rec16") return time_type<rec16>(n, reps, seed, algorithms, stream);
-  if (type == "rec32") return time_type<rec32>(n, reps, seed, algorithms, stream);
-  return time_type<u64pair>(n, reps, seed, algorithms, stream);
+                                             cudaStream_t stream,
+                                             const std::function<void(int)>& before_run) {
+  if (type == "rec16") return time_type<rec16>(n, reps, seed, algorithms, stream, before_run);
+  if (type == "rec32") return time_type<rec32>(n, reps, seed, algorithms, stream, before_run);
+  return time_type<u64pair>(n, reps, seed, algorithms, stream, before_run);
 }
 
 }  // namespace gpusort::bench

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,11 +41,14 @@ struct record_timing {
 
 // Times each of `algorithms` (names of record_algorithms()) on n records of `type` made from
 // `seed`: 2 warm-ups and `reps` timed runs, each on a fresh copy of the input, on `stream`
-// (CUDA events). Every result is checked: sorted by the comparator, payloads a permutation.
+// (CUDA events), with `before_run(run)` queued between the copy and the start event (the
+// bench's L2 flush). Every result is checked: sorted by the comparator, payloads a
+// permutation.
 // Throws std::bad_alloc when the input does not fit on the device.
 std::vector<record_timing> time_record_sorts(const std::string& type, std::uint64_t n, int reps,
                                              std::uint64_t seed,
                                              const std::vector<std::string>& algorithms,
-                                             cudaStream_t stream);
+                                             cudaStream_t stream,
+                                             const std::function<void(int)>& before_run);
 
 }  // namespace gpusort::bench

@@ -301,6 +301,7 @@ struct result_row {
   std::uint64_t reps = 0;  // timed runs per array
   double std_ms = 0;
   int arrays = 1;
+  std::string l2;  // "flushed" before each device run, or "warm"
 };
 
 std::string csv_field(const std::string& text) {
@@ -367,7 +368,8 @@ std::vector<column> columns_of(const result_row& r) {
           decimal_column("max_ms", r.max_ms, 6),
           integer_column("reps", r.reps),
           decimal_column("std_ms", r.std_ms, 6),
-          integer_column("arrays", r.arrays)};
+          integer_column("arrays", r.arrays),
+          text_column("l2", r.l2)};
 }
 
 class harness {
@@ -425,6 +427,11 @@ class harness {
       cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
       gpu_name_ = prop.name;
       cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+      if (config.flush_l2) {
+        flush_bytes_ = 2 * static_cast<std::size_t>(prop.l2CacheSize);
+        flush_buffer_ = std::make_unique<device_memory>(flush_bytes_);
+        if (flush_buffer_->failed()) throw usage_error("--flush-l2: no device memory for it");
+      }
       cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
       cuda_check(cudaEventCreate(&stop_), "cudaEventCreate");
       if (segmented_)
@@ -543,8 +550,8 @@ class harness {
     std::vector<gpusort::bench::record_timing> timings;
     try {
 #ifdef GPUSORT_RECORD_BENCH
-      timings =
-          gpusort::bench::time_record_sorts(type, n, config_.reps, config_.seed, names, stream_);
+      timings = gpusort::bench::time_record_sorts(type, n, config_.reps, config_.seed, names,
+                                                  stream_, [&](int run) { flush_l2(run); });
 #endif
     } catch (const std::bad_alloc&) {
       std::printf("%s n=%llu: not enough device memory\n", type.c_str(),
@@ -854,6 +861,14 @@ class harness {
     }
   }
 
+  // Writes over the L2 cache (--flush-l2), a different byte each run.
+  void flush_l2(int run) {
+    if (flush_buffer_)
+      cuda_check(cudaMemsetAsync(flush_buffer_->template as<unsigned char>(), run & 0xff,
+                                 flush_bytes_, stream_),
+                 "flushing the L2 cache");
+  }
+
   // Times `sort` on the stream: each run first restores the input from the pristine copy.
   template <class K, class Sort>
   std::vector<double> time_device(const point<K>& p, device_input<K>& d, Sort&& sort) {
@@ -867,6 +882,7 @@ class harness {
                                    d.pristine_values.template as<std::uint32_t>(), p.n * 4,
                                    cudaMemcpyDeviceToDevice, stream_),
                    "restoring the input");
+      flush_l2(run);
       cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
       cuda_check(sort(), "sort");
       cuda_check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
@@ -1024,7 +1040,8 @@ class harness {
                        .max_ms = m.ms.back(),
                        .reps = m.ms.size() / static_cast<std::size_t>(config_.arrays),
                        .std_ms = m.std_dev(),
-                       .arrays = config_.arrays});
+                       .arrays = config_.arrays,
+                       .l2 = gpu_ && config_.flush_l2 ? "flushed" : "warm"});
       if (csv_) {
         std::string line;
         for (const column& c : columns_of(rows_.back())) line += (line.empty() ? "" : ",") + c.csv;
@@ -1076,6 +1093,8 @@ class harness {
   const bench_config& config_;
   const bool gpu_, segmented_;
   std::vector<std::string> algorithms_, references_;
+  std::unique_ptr<device_memory> flush_buffer_;  // --flush-l2 on a GPU
+  std::size_t flush_bytes_ = 0;
   int algorithm_width_ = 16;  // the table's first column: its longest name
   std::string gpu_name_;
   std::string csv_path_;  // --csv, or bench.csv in the --plot directory

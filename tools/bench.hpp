@@ -20,6 +20,9 @@ struct bench_config {
   std::vector<segment_spec> segments;  // empty: single arrays; else each size in each layout
   bool pairs = false;  // u32 values (the original index) with the keys
   int reps = 20;     // timed runs per input array
+  // Device runs start with a cold L2 cache (NVBench's default): after the input is restored,
+  // a buffer twice the L2's size is written. Off: inputs that fit in L2 start warm.
+  bool flush_l2 = true;
   int arrays = 1;    // fresh input arrays per point (Capannini et al. use 20)
   std::uint64_t seed = 1;
   unsigned buckets = 0;  // sample_sort's s; 0: its default

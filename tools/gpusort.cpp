@@ -215,6 +215,8 @@ timed against them.
   --pairs    u32: sort (key, u32 value) records
   --reps     timed runs per input array (default 20; the host sorts and the CPU backend do
              fewer above 2^22 keys)
+  --flush-l2 on|off: device runs start with a cold L2 cache, written over after the input
+             is restored (default on, as NVBench; the CSV's l2 column says which)
   --arrays   input arrays per point (default 1; Capannini et al. use 20): each is generated
              afresh, the first from --seed and the others from seeds drawn from it, then
              timed --reps times after the warm-ups by every algorithm and verified; the
@@ -459,6 +461,9 @@ int bench(const arguments& args) {
   const std::uint64_t reps = parse_unsigned(args.get("reps", "20"), "--reps");
   if (reps < 1 || reps > 100000) throw usage_error("--reps must be between 1 and 100000");
   config.reps = static_cast<int>(reps);
+  const std::string flush = args.get("flush-l2", "on");
+  if (flush != "on" && flush != "off") throw usage_error("--flush-l2 is on or off");
+  config.flush_l2 = flush == "on";
   const std::uint64_t arrays = parse_unsigned(args.get("arrays", "1"), "--arrays");
   if (arrays < 1 || arrays > 100000) throw usage_error("--arrays must be between 1 and 100000");
   config.arrays = static_cast<int>(arrays);
@@ -655,7 +660,7 @@ const command commands[] = {
      bench_help,
      bench,
      {"algos", "types", "dists", "sizes", "segments", "pairs", "reps", "arrays", "seed",
-      "buckets", "intervals", "k", "block-bits", "csv", "json", "plot", "gpu-name"},
+      "buckets", "intervals", "k", "block-bits", "csv", "json", "plot", "gpu-name", "flush-l2"},
      {}},
     {"demo", demo_help, demo, {"n"}, {}},
     {"largest", largest_help, largest, {"n", "algo", "type", "pairs"}, {"all"}},

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cpu/tool_fixture.hpp"
+#include "gpusort/sort.hpp"
 
 namespace {
 
@@ -69,9 +70,9 @@ csv_table read_csv(const std::string& path) {
 const std::vector<std::string> expected_columns = {
     "algorithm", "key_type", "value_type", "distribution", "n", "segment_size", "median_ms",
     "keys_per_s", "extra_device_bytes", "gpu", "commit", "min_ms", "max_ms", "reps", "std_ms",
-    "arrays"};
+    "arrays", "l2"};
 const std::set<std::string> text_columns = {"algorithm", "key_type", "value_type",
-                                            "distribution", "segment_size", "gpu", "commit"};
+                                            "distribution", "segment_size", "gpu", "commit", "l2"};
 
 double number(const std::map<std::string, std::string>& row, const std::string& column) {
   return std::stod(row.at(column));
@@ -307,6 +308,20 @@ TEST_F(BenchTool, OneArrayOneRunHasNoDeviation) {
   EXPECT_EQ(verified_count(o.out), static_cast<int>(table.rows.size())) << o.out;
 }
 
+// The l2 column says whether device runs started with a flushed L2 cache: only with a GPU
+// (and --flush-l2 on, the default); the host sorts and the CPU backend run warm.
+TEST_F(BenchTool, L2ColumnSaysWhetherTheCacheWasFlushed) {
+  for (const std::string flag : {"", "--flush-l2 on", "--flush-l2 off"}) {
+    SCOPED_TRACE(flag);
+    const outcome o = run("bench --sizes 2^10 --reps 1 " + flag + " --csv " + file("l2.csv"));
+    ASSERT_EQ(o.code, 0) << o.out << o.err;
+    const csv_table table = read_csv(file("l2.csv"));
+    ASSERT_FALSE(table.rows.empty());
+    const bool flushed = gpusort::detail::gpu_available() && flag != "--flush-l2 off";
+    for (const auto& row : table.rows) EXPECT_EQ(row.at("l2"), flushed ? "flushed" : "warm");
+  }
+}
+
 // The JSON file holds the CSV's rows, numbers as numbers, and the GPU's name escaped.
 TEST_F(BenchTool, WritesJson) {
   const std::string gpu_name = R"(lab "A", rack\1)";
@@ -369,7 +384,9 @@ TEST_F(BenchTool, CpuParallelSortsKeysPairsAndSegments) {
 TEST_F(BenchTool, OutputProblemsFailBeforeTiming) {
   expect_usage_errors({{"bench --arrays 0", "--arrays"},
                        {"bench --arrays many", "many"},
-                       {"bench --algos bogosort --json " + file("r.json"), "bogosort"}});
+                       {"bench --algos bogosort --json " + file("r.json"), "bogosort"},
+                       {"bench --flush-l2 maybe", "--flush-l2"},
+                       {"bench --types rec16 --segments 32", "rec16"}});
   // An output that cannot be created fails as gen's does, before anything is timed.
   const int unwritable_code = run("gen --type u32 --n 8 " + file("missing/keys")).code;
   EXPECT_NE(unwritable_code, 0);
@@ -407,7 +424,8 @@ TEST_F(BenchTool, PlotsItsCsv) {
 
 TEST_F(BenchTool, HelpNamesTheNewOptions) {
   const std::string bench = run("bench --help").out;
-  for (const std::string option : {"--arrays", "--json", "--plot", "cpu_parallel", "std_ms"})
+  for (const std::string option :
+       {"--arrays", "--json", "--plot", "cpu_parallel", "std_ms", "--flush-l2", "rec16"})
     EXPECT_NE(bench.find(option), std::string::npos) << option;
   EXPECT_NE(run("largest --help").out.find("--all"), std::string::npos);
 }
