@@ -4,6 +4,7 @@
 // and n >= 2^31: test_gpu_conformance.cu.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "device_buffer.hpp"
@@ -143,36 +144,42 @@ struct by_major_then_minor {
   }
 };
 
+// Records take the merge-sorted tiles and final buckets; 4 buckets per level leave final
+// buckets above a tile, which go on to the segmented sort.
 TEST(GpuSampleSortComparator, SixteenByteRecordsByTwoFields) {
   GPUSORT_REQUIRE_GPU();
-  for (std::size_t n : {std::size_t{0}, std::size_t{5}, std::size_t{40000}, std::size_t{2000003}}) {
-    for (bool random : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << "n=" << n << " random=" << random);
-      std::vector<record> recs(n);
-      for (std::size_t i = 0; i < n; ++i)
-        recs[i] = {static_cast<std::uint32_t>(tools::random_bits(1, i) % 100),
-                   static_cast<std::uint32_t>(tools::random_bits(2, i) % 5000), i};
-      std::vector<record> expect = recs;
-      std::stable_sort(expect.begin(), expect.end(), by_major_then_minor{});
-      guarded_buffer<record> d(recs);
-      const gpusort::options opt = sample_options(random, false);
-      std::size_t bytes = 0;
-      ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), n, by_major_then_minor{}, opt), cudaSuccess);
-      poisoned_workspace temp(bytes);
-      void* t = bytes ? temp.ptr : static_cast<void*>(&bytes);
-      ASSERT_EQ(gpusort::sort_keys(t, bytes, d.data(), n, by_major_then_minor{}, opt), cudaSuccess);
-      const auto got = d.to_host();
-      std::vector<bool> seen(n, false);
-      for (std::size_t i = 0; i < n; ++i) {
-        ASSERT_EQ(got[i].major, expect[i].major) << i;
-        ASSERT_EQ(got[i].minor, expect[i].minor) << i;
-        ASSERT_LT(got[i].payload, n);
-        ASSERT_FALSE(seen[got[i].payload]);
-        seen[got[i].payload] = true;
-      }
-      ASSERT_TRUE(d.guard_intact());
-    }
-  }
+  for (std::size_t n : {std::size_t{0}, std::size_t{5}, std::size_t{40000}, std::size_t{2000003}})
+    for (bool random : {false, true})
+      for (bool descending : {false, true})
+        for (unsigned buckets : {0u, 4u}) {
+          if (buckets && n < 40000) continue;
+          SCOPED_TRACE(::testing::Message() << "n=" << n << " random=" << random
+                                            << " descending=" << descending << " buckets=" << buckets);
+          std::vector<record> recs(n);
+          for (std::size_t i = 0; i < n; ++i)
+            recs[i] = {static_cast<std::uint32_t>(tools::random_bits(1, i) % 100),
+                       static_cast<std::uint32_t>(tools::random_bits(2, i) % 5000), i};
+          std::vector<record> expect = recs;
+          std::stable_sort(expect.begin(), expect.end(), by_major_then_minor{});
+          if (descending) std::reverse(expect.begin(), expect.end());
+          guarded_buffer<record> d(recs);
+          const gpusort::options opt = sample_options(random, descending, buckets);
+          std::size_t bytes = 0;
+          ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), n, by_major_then_minor{}, opt), cudaSuccess);
+          poisoned_workspace temp(bytes);
+          void* t = bytes ? temp.ptr : static_cast<void*>(&bytes);
+          ASSERT_EQ(gpusort::sort_keys(t, bytes, d.data(), n, by_major_then_minor{}, opt), cudaSuccess);
+          const auto got = d.to_host();
+          std::vector<bool> seen(n, false);
+          for (std::size_t i = 0; i < n; ++i) {
+            ASSERT_EQ(got[i].major, expect[i].major) << i;
+            ASSERT_EQ(got[i].minor, expect[i].minor) << i;
+            ASSERT_LT(got[i].payload, n);
+            ASSERT_FALSE(seen[got[i].payload]);
+            seen[got[i].payload] = true;
+          }
+          ASSERT_TRUE(d.guard_intact());
+        }
 }
 
 TEST(GpuSampleSortApi, WorkspaceAndBadInput) {

@@ -25,6 +25,14 @@
 
 namespace gpusort::detail::network {
 
+// comp with its arguments swapped: the descending order.
+template <class Compare>
+struct reversed {
+  Compare comp;
+  template <class K>
+  GPUSORT_HD GPUSORT_FORCEINLINE bool operator()(const K& a, const K& b) const { return comp(b, a); }
+};
+
 // One sample: a key, its position after the tile sort, and its problem. Samples of all
 // problems are sorted together by (problem, key, position); `tag` is 2 * problem, plus 1
 // for an unused slot, which sorts after its problem's samples.
