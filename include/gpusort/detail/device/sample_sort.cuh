@@ -24,6 +24,7 @@
 // its splitter positions (12 bytes per entry, n s / M entries at most).
 #pragma once
 
+#include <algorithm>
 #include <bit>
 
 #include <cub/block/block_load.cuh>
@@ -64,9 +65,13 @@ struct sample_sort_policy {
   static constexpr int tile_bits =
       merge_tiles ? std::bit_width(static_cast<unsigned>(merge_threads * items)) - 1 : bitonic::tile_bits;
   static constexpr int max_bucket_bits = 10;  // shared-memory tables of the count/scatter kernels
-  static constexpr int default_bucket_bits = 8;
+  // Records' tiles are short, so s near M would make almost every key a sample (and the
+  // samples, with their merge sort's buffer, several times the records' bytes): by default a
+  // sample per 16 records at least.
+  static constexpr int sample_stride_bits = merge_tiles ? 4 : 0;
+  static constexpr int default_bucket_bits = std::min(8, tile_bits - sample_stride_bits);
   // A level may take up to this many bucket bits when that makes it the last one.
-  static constexpr int finish_bucket_bits = 10;
+  static constexpr int finish_bucket_bits = std::min(10, tile_bits - sample_stride_bits);
   // Final buckets sorted by one block: a merge-sorted tile, or the segmented sort's classes.
   static constexpr index_t final_cap =
       merge_tiles ? index_t{1} << tile_bits
