@@ -82,6 +82,22 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* v
                        sort_intervals<K, P>{}, opt.stream);
 }
 
+template <class K, class P>
+cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
+                       std::uint64_t rows, std::uint64_t row_length, K* out_keys, P* out_values,
+                       std::uint64_t k, const options& opt) {
+  if (!check_approx_options(opt).empty() || k > row_length) return cudaErrorInvalidValue;
+  if (row_length && rows > ~std::uint64_t{0} / row_length) return cudaErrorInvalidValue;
+  if (temp) {
+    cudaError_t e = validate_arrays(keys, values, rows * row_length);
+    if (e == cudaSuccess) e = validate_arrays(out_keys, out_values, rows * k);
+    if (e != cudaSuccess) return e;
+  }
+  return device::top_k_rows(temp, temp_bytes, keys, values, rows, row_length, out_keys,
+                            out_values, k, opt.direction == order::descending,
+                            sort_intervals<K, P>{}, opt.stream);
+}
+
 template <class K>
 cudaError_t approx_measure(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
                            const std::uint64_t* offsets, unsigned long long* quality,
@@ -129,6 +145,15 @@ void cpu_top_k(const K* keys, const P* values, std::uint64_t n, K* out_keys, P* 
              cfg.descending);
 }
 
+template <class K, class P>
+void cpu_top_k_rows(const K* keys, const P* values, std::uint64_t rows, std::uint64_t row_length,
+                    K* out_keys, P* out_values, std::uint64_t k, const options& opt) {
+  const std::string bad = check_approx_options(opt);
+  if (!bad.empty()) throw_error(cudaErrorInvalidValue, "gpusort::top_k_rows: " + bad);
+  cpu::top_k_rows(keys, values, rows, row_length, out_keys, out_values, k,
+                  opt.direction == order::descending);
+}
+
 template <class K>
 approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uint64_t* offsets,
                                   const options& opt) {
@@ -155,7 +180,13 @@ approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uin
                                                        std::uint64_t, std::uint64_t*,        \
                                                        const options&);                      \
   template void gpusort::detail::cpu_top_k<K, P>(const K*, const P*, std::uint64_t, K*, P*,   \
-                                                 std::uint64_t, const options&);
+                                                 std::uint64_t, const options&);             \
+  template cudaError_t gpusort::detail::top_k_rows<K, P>(                                     \
+      void*, std::size_t&, const K*, const P*, std::uint64_t, std::uint64_t, K*, P*,          \
+      std::uint64_t, const options&);                                                         \
+  template void gpusort::detail::cpu_top_k_rows<K, P>(const K*, const P*, std::uint64_t,      \
+                                                      std::uint64_t, K*, P*, std::uint64_t,   \
+                                                      const options&);
 
 #define GPUSORT_INSTANTIATE_APPROX_FOR_KEY(K)                                                 \
   template cudaError_t gpusort::detail::approx_measure<K>(                                    \

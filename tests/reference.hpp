@@ -116,4 +116,18 @@ inline std::vector<sort_method> sort_methods(bool cpu_backend, bool float_keys =
   return out;
 }
 
+// The shape of a row-major matrix for top_k_rows, and every key's column (the values its
+// tests carry, so that a result can be traced back to its key).
+struct matrix_shape {
+  std::size_t rows, row_length;
+};
+inline std::vector<std::uint32_t> column_indices(const matrix_shape& m) {
+  std::vector<std::uint32_t> column(m.rows * m.row_length);
+  for (std::size_t i = 0; i < column.size(); ++i)
+    column[i] = static_cast<std::uint32_t>(i % m.row_length);
+  return column;
+}
+// The shapes both backends are tested on: single keys, odd lengths, many short rows.
+inline constexpr matrix_shape top_k_row_shapes[] = {{0, 5}, {1, 1}, {3, 33}, {100, 32}, {7, 1024}};
+
 }  // namespace gpusort::testing

@@ -18,6 +18,7 @@
 // algorithm::approx_refine (through gpusort::sort) sorts every interval exactly afterwards:
 // a bucket sort. top_k returns the k smallest (or, descending, largest) keys in order: three
 // sampled intervals split around the k-th key, so that only about k keys are sorted.
+// top_k_rows does the same for every row of a matrix (torch.topk(x, k, dim=-1)).
 //
 // Example:
 //   gpusort::approx_result r = gpusort::approx_sort(std::span<const float>(d_in, n),
@@ -68,6 +69,10 @@ template <class K, class P>
 cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
                   std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
                   const options& opt);
+template <class K, class P>
+cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
+                       std::uint64_t rows, std::uint64_t row_length, K* out_keys, P* out_values,
+                       std::uint64_t k, const options& opt);
 template <class K>
 cudaError_t approx_measure(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
                            const std::uint64_t* offsets, unsigned long long* quality,
@@ -82,6 +87,9 @@ void cpu_approx_sort(const K* keys, K* out_keys, const P* values, P* out_values,
 template <class K, class P>
 void cpu_top_k(const K* keys, const P* values, std::uint64_t n, K* out_keys, P* out_values,
                std::uint64_t k, const options& opt);
+template <class K, class P>
+void cpu_top_k_rows(const K* keys, const P* values, std::uint64_t rows, std::uint64_t row_length,
+                    K* out_keys, P* out_values, std::uint64_t k, const options& opt);
 template <class K>
 approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uint64_t* offsets,
                                   const options& opt);
@@ -138,6 +146,32 @@ cudaError_t top_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, cons
   return detail::top_k<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
                              static_cast<std::uint64_t>(n), out_keys,
                              reinterpret_cast<P*>(out_values), k, opt);
+}
+
+// Every row of a rows x row_length matrix (row-major, contiguous): its k smallest keys
+// (descending: the k largest) in order, to out_keys[r * k, (r + 1) * k), values alongside, as
+// torch.topk(x, k, dim=-1) gives them. Ties may come out in any order. Needs a copy of the
+// keys (and values) and the batched sort's workspace: today every row is sorted whole.
+template <supported_key K, std::integral N, std::integral L>
+cudaError_t top_k_rows_keys(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
+                            L row_length, K* out_keys, std::uint64_t k, const options& opt = {}) {
+  if (detail::negative(rows) || detail::negative(row_length)) return cudaErrorInvalidValue;
+  return detail::top_k_rows<K, detail::no_value>(temp, temp_bytes, keys, nullptr,
+                                                 static_cast<std::uint64_t>(rows),
+                                                 static_cast<std::uint64_t>(row_length), out_keys,
+                                                 nullptr, k, opt);
+}
+
+template <supported_key K, detail::supported_value V, std::integral N, std::integral L>
+cudaError_t top_k_rows_pairs(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
+                             N rows, L row_length, K* out_keys, V* out_values, std::uint64_t k,
+                             const options& opt = {}) {
+  if (detail::negative(rows) || detail::negative(row_length)) return cudaErrorInvalidValue;
+  using P = detail::payload_of<V>;
+  return detail::top_k_rows<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
+                                  static_cast<std::uint64_t>(rows),
+                                  static_cast<std::uint64_t>(row_length), out_keys,
+                                  reinterpret_cast<P*>(out_values), k, opt);
 }
 
 // quality[0..3] (device) = {largest interval, keys out of place, sum of distances, largest
@@ -339,6 +373,42 @@ std::vector<K> top_k(const std::vector<K>& keys, std::uint64_t k, const options&
   std::vector<K> result(k);
   detail::cpu_top_k<K, detail::no_value>(keys.data(), nullptr, keys.size(), result.data(),
                                          nullptr, k, opt);
+  return result;
+}
+
+// top_k of every row of host keys (keys.size() = rows x row_length, row-major): on the GPU if
+// there is one, else on the CPU (stable there). Returns rows x k keys.
+template <supported_key K>
+std::vector<K> top_k_rows(const std::vector<K>& keys, std::uint64_t row_length, std::uint64_t k,
+                          const options& opt = {}) {
+  const std::string what = "gpusort::top_k_rows";
+  if (row_length == 0 ? !keys.empty() : keys.size() % row_length != 0)
+    detail::throw_error(cudaErrorInvalidValue, what + ": " + std::to_string(keys.size()) +
+                                                   " keys are not rows of " +
+                                                   std::to_string(row_length));
+  if (k > row_length)
+    detail::throw_error(cudaErrorInvalidValue, what + ": k = " + std::to_string(k) +
+                                                   " is more than a row's " +
+                                                   std::to_string(row_length) + " keys");
+  const std::string bad = detail::check_approx_options(opt);
+  if (!bad.empty()) detail::throw_error(cudaErrorInvalidValue, what + ": " + bad);
+  const std::uint64_t rows = row_length ? keys.size() / row_length : 0;
+  std::vector<K> result(rows * k);
+  if (result.empty()) return result;
+  if (!detail::gpu_available()) {
+    detail::cpu_top_k_rows<K, detail::no_value>(keys.data(), nullptr, rows, row_length,
+                                                 result.data(), nullptr, k, opt);
+    return result;
+  }
+  detail::device_array<K> d(keys.size(), what);
+  detail::device_array<K> out(result.size(), what);
+  if (cudaMemcpy(d.get(), keys.data(), sizeof(K) * keys.size(), cudaMemcpyHostToDevice) != cudaSuccess)
+    detail::throw_error(cudaErrorUnknown, what + ": copy to the device failed");
+  detail::run_core(what, opt, [&](void* t, std::size_t& b) {
+    return top_k_rows_keys(t, b, d.get(), rows, row_length, out.get(), k, opt);
+  });
+  if (cudaMemcpy(result.data(), out.get(), sizeof(K) * result.size(), cudaMemcpyDeviceToHost) != cudaSuccess)
+    detail::throw_error(cudaErrorUnknown, what + ": copy of the result failed");
   return result;
 }
 

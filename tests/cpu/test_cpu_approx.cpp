@@ -926,6 +926,60 @@ TYPED_TEST(CpuApprox, TopKIsThePrefixOfTheStableSort) {
   }
 }
 
+// Every row's k first keys in the direction, as the stable sort of that row gives them: the
+// public host overload (the CPU path without a GPU; no special floats, whose ties an unstable
+// GPU sort may order otherwise) and the backend with values that point back at their keys.
+TYPED_TEST(CpuApprox, TopKRowsAreEachRowsStablePrefix) {
+  using K = TypeParam;
+  for (const matrix_shape sh : top_k_row_shapes) {
+    const std::size_t n = sh.rows * sh.row_length;
+    const std::vector<std::uint32_t> column = column_indices(sh);
+    for (bool specials : {false, true}) {
+      const std::vector<K> input = make_input<K>(tools::distribution::few_unique, n, n + 3, specials);
+      for (bool desc : {false, true}) {
+        const gpusort::options opt{.direction = desc ? gpusort::order::descending
+                                                     : gpusort::order::ascending};
+        for (std::size_t k : {std::size_t{0}, std::size_t{1}, sh.row_length / 2, sh.row_length}) {
+          SCOPED_TRACE(::testing::Message() << "rows=" << sh.rows << " row_length=" << sh.row_length
+                                            << " specials=" << specials << " desc=" << desc
+                                            << " k=" << k);
+          std::vector<K> want(sh.rows * k);
+          for (std::size_t r = 0; r < sh.rows; ++r) {
+            const std::vector<K> row(input.begin() + r * sh.row_length,
+                                     input.begin() + (r + 1) * sh.row_length);
+            const std::vector<std::uint64_t> order = reference_order(row, desc);
+            for (std::size_t i = 0; i < k; ++i) want[r * k + i] = row[order[i]];
+          }
+          if (!specials)
+            ASSERT_TRUE(same_bits(gpusort::top_k_rows(input, sh.row_length, k, opt), want));
+          std::vector<K> keys(sh.rows * k);
+          std::vector<std::uint32_t> values(sh.rows * k, ~0u);
+          cpu::top_k_rows(input.data(), column.data(), sh.rows, sh.row_length, keys.data(),
+                          values.data(), k, desc);
+          ASSERT_TRUE(same_bits(keys, want));
+          for (std::size_t r = 0; r < sh.rows; ++r)
+            for (std::size_t i = 0; i < k; ++i) {
+              const std::uint32_t c = values[r * k + i];
+              ASSERT_LT(c, sh.row_length);
+              ASSERT_TRUE(identical(input[r * sh.row_length + c], keys[r * k + i])) << r << "," << i;
+            }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuApproxErrors, TopKRowsRejectsBadShapes) {
+  const std::vector<std::int32_t> keys = {5, 1, 4, 2, 8, 3};
+  EXPECT_THROW(gpusort::top_k_rows(keys, 4, 1), gpusort::error);   // 6 keys are not rows of 4
+  EXPECT_THROW(gpusort::top_k_rows(keys, 3, 4), gpusort::error);   // k above the row length
+  EXPECT_THROW(gpusort::top_k_rows(keys, 0, 0), gpusort::error);   // rows of no keys, 6 keys
+  EXPECT_TRUE(gpusort::top_k_rows(std::vector<std::int32_t>{}, 0, 0).empty());
+  EXPECT_EQ(gpusort::top_k_rows(keys, 3, 2), (std::vector<std::int32_t>{1, 4, 2, 3}));
+  EXPECT_EQ(gpusort::top_k_rows(keys, 2, 1, {.direction = gpusort::order::descending}),
+            (std::vector<std::int32_t>{5, 4, 8}));
+}
+
 // ---- 5. quality -----------------------------------------------------------------------------
 
 TEST(CpuApproxQuality, HandMadeExamples) {

@@ -1,7 +1,7 @@
 // The device approximate sort against the CPU backend (same intervals, so identical offsets)
 // and std::stable_sort: every key type, awkward sizes, every distribution, both orders, both
-// splitter modes, shared and global counters, pairs; approx_refine and top_k as exact sorts;
-// the quality measure against the CPU's; graph capture; bad input; n >= 2^31.
+// splitter modes, shared and global counters, pairs; approx_refine, top_k and top_k_rows as
+// exact sorts; the quality measure against the CPU's; graph capture; bad input; n >= 2^31.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -39,6 +39,14 @@ struct poisoned_array {
     std::vector<T> h(count);
     cudaMemcpy(h.data(), ptr, sizeof(T) * count, cudaMemcpyDeviceToHost);
     return h;
+  }
+  // The 16 poisoned bytes after the first `count` elements are still poisoned.
+  bool tail_intact(std::size_t count) const {
+    unsigned char tail[16];
+    cudaMemcpy(tail, ptr + count, sizeof(tail), cudaMemcpyDeviceToHost);
+    for (unsigned char c : tail)
+      if (c != 0xA5) return false;
+    return true;
   }
 };
 
@@ -236,6 +244,60 @@ TYPED_TEST(GpuApprox, TopKPairs) {
     seen[got_values[i]] = true;
     ASSERT_EQ(gpusort::key_traits<K>::ordered(keys[got_values[i]]),
               gpusort::key_traits<K>::ordered(got[i]));
+  }
+}
+
+// Every row's k first keys against the sorted row, values (column indices) pointing back at
+// their keys, the input untouched, nothing written past rows x k.
+TYPED_TEST(GpuApprox, TopKRowsArePrefixesOfTheSortedRows) {
+  using K = TypeParam;
+  std::vector<matrix_shape> shapes(std::begin(top_k_row_shapes), std::end(top_k_row_shapes));
+  shapes.insert(shapes.end(), {{1000, 32}, {64, 4096}, {5, 100003}});  // and larger rows
+  for (const matrix_shape sh : shapes) {
+    const std::size_t n = sh.rows * sh.row_length;
+    std::vector<K> keys = tools::generate<K>(tools::distribution::few_unique, n, n + 1);
+    scatter_special_values(keys, n);
+    const std::vector<std::uint32_t> column = column_indices(sh);
+    guarded_buffer<K> dk(keys);
+    guarded_buffer<std::uint32_t> dv(column);
+    for (bool descending : {false, true}) {
+      const gpusort::options opt{.direction = descending ? gpusort::order::descending
+                                                         : gpusort::order::ascending};
+      for (std::size_t k : {std::size_t{0}, std::size_t{1}, sh.row_length / 2, sh.row_length}) {
+        SCOPED_TRACE(::testing::Message() << "rows=" << sh.rows << " row_length=" << sh.row_length
+                                          << " desc=" << descending << " k=" << k);
+        poisoned_array<K> ok(sh.rows * k);
+        poisoned_array<std::uint32_t> ov(sh.rows * k);
+        std::size_t bytes = 0;
+        CUDA_OK(gpusort::top_k_rows_pairs(nullptr, bytes, dk.data(), dv.data(), sh.rows,
+                                          sh.row_length, ok.ptr, ov.ptr, k, opt));
+        poisoned_array<char> temp(bytes);
+        CUDA_OK(gpusort::top_k_rows_pairs(temp.ptr, bytes, dk.data(), dv.data(), sh.rows,
+                                          sh.row_length, ok.ptr, ov.ptr, k, opt));
+        CUDA_OK(cudaDeviceSynchronize());
+        const std::vector<K> got = ok.to_host(sh.rows * k);
+        const std::vector<std::uint32_t> got_columns = ov.to_host(sh.rows * k);
+        ASSERT_TRUE(ok.tail_intact(sh.rows * k) && ov.tail_intact(sh.rows * k)) << "wrote past rows x k";
+        for (std::size_t r = 0; r < sh.rows; ++r) {
+          const std::vector<K> row(keys.begin() + r * sh.row_length,
+                                   keys.begin() + (r + 1) * sh.row_length);
+          const std::vector<K> sorted = reference_sort(row, descending);
+          ASSERT_TRUE(same_bits(std::vector<K>(got.begin() + r * k, got.begin() + (r + 1) * k),
+                                std::vector<K>(sorted.begin(), sorted.begin() + k)))
+              << "row " << r;
+          std::vector<bool> seen(sh.row_length);
+          for (std::size_t i = 0; i < k; ++i) {
+            const std::uint32_t c = got_columns[r * k + i];
+            ASSERT_LT(c, sh.row_length);
+            ASSERT_FALSE(seen[c]) << "column " << c << " twice in row " << r;
+            seen[c] = true;
+            ASSERT_EQ(gpusort::key_traits<K>::ordered(row[c]),
+                      gpusort::key_traits<K>::ordered(got[r * k + i]));
+          }
+        }
+      }
+    }
+    ASSERT_TRUE(same_bits(dk.to_host(), keys)) << "top_k_rows must not touch its input";
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
 #include "gpusort/detail/network/approx.hpp"
@@ -101,6 +102,26 @@ void top_k(const K* keys, const V* values, std::uint64_t n, K* out_keys, V* out_
   for (std::uint64_t i = 0; i < k; ++i) {
     out_keys[i] = keys[candidates[i]];
     if constexpr (!std::is_same_v<V, no_value>) out_values[i] = values[candidates[i]];
+  }
+}
+
+// top_k of every row of a rows x row_length matrix: the k first keys of each row in the
+// direction, in order (stable), to out_keys[r * k, (r + 1) * k), values alongside.
+template <class K, class V>
+void top_k_rows(const K* keys, const V* values, std::uint64_t rows, std::uint64_t row_length,
+                K* out_keys, V* out_values, std::uint64_t k, bool descending) {
+  if (k == 0) return;
+  const network::directed<less<K>> before{{}, descending};
+  std::vector<std::uint64_t> order(row_length);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    const K* row = keys + r * row_length;
+    std::iota(order.begin(), order.end(), std::uint64_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint64_t a, std::uint64_t b) { return before(row[a], row[b]); });
+    for (std::uint64_t i = 0; i < k; ++i) {
+      out_keys[r * k + i] = row[order[i]];
+      if constexpr (!std::is_same_v<V, no_value>) out_values[r * k + i] = values[r * row_length + order[i]];
+    }
   }
 }
 

@@ -651,6 +651,56 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const V* v
   return e;
 }
 
+// out[r * k, (r + 1) * k) = in[r * row_length, r * row_length + k) for every row: one copy
+// when the prefixes are contiguous, a 2-D copy when the row pitch is one the copy engine takes
+// (below 2^31 bytes), else a copy per row (then rows are few: n >= 2^28 per two rows).
+template <class T>
+cudaError_t copy_row_prefixes(T* out, const T* in, index_t rows, index_t row_length, index_t k,
+                              cudaStream_t stream) {
+  if (rows == 1 || k == row_length)
+    return cudaMemcpyAsync(out, in, sizeof(T) * rows * k, cudaMemcpyDeviceToDevice, stream);
+  if (sizeof(T) * row_length < (index_t{1} << 31))
+    return cudaMemcpy2DAsync(out, sizeof(T) * k, in, sizeof(T) * row_length, sizeof(T) * k, rows,
+                             cudaMemcpyDeviceToDevice, stream);
+  cudaError_t e = cudaSuccess;
+  for (index_t r = 0; r < rows && e == cudaSuccess; ++r)
+    e = cudaMemcpyAsync(out + r * k, in + r * row_length, sizeof(T) * k, cudaMemcpyDeviceToDevice,
+                        stream);
+  return e;
+}
+
+// top_k of every row of a rows x row_length matrix: the rows are copied to a buffer, sorted
+// there by the batched sort, and the first k keys (and values) of each row copied out with one
+// 2-D copy. Workspace: n keys (and values) and the batched sort's.
+template <class K, class V, class SortSegments>
+cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
+                       index_t rows, index_t row_length, K* out_keys, V* out_values, index_t k,
+                       bool descending, SortSegments sort_segments, cudaStream_t stream) {
+  if (k > row_length) return cudaErrorInvalidValue;
+  const index_t n = rows * row_length;
+  std::size_t segment_bytes = segments_bytes<K, V>(n, rows);
+  bump b{static_cast<char*>(temp)};
+  K* buffer_keys = b.take<K>(n);
+  V* buffer_values = block::has_values<K, V> ? b.take<V>(n) : nullptr;
+  void* scratch = b.take<char>(segment_bytes);
+  if (!temp) {
+    temp_bytes = b.total;
+    return cudaSuccess;
+  }
+  if (temp_bytes < b.total) return cudaErrorInvalidValue;
+  if (k == 0 || rows == 0) return cudaSuccess;
+  const network::segment_list batch{nullptr, nullptr, rows, row_length, 8};
+  cudaError_t e = cudaMemcpyAsync(buffer_keys, keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, stream);
+  if (e == cudaSuccess && block::has_values<K, V>)
+    e = cudaMemcpyAsync(buffer_values, values, sizeof(V) * n, cudaMemcpyDeviceToDevice, stream);
+  if (e == cudaSuccess)
+    e = sort_segments(scratch, segment_bytes, buffer_keys, buffer_values, n, batch, descending, stream);
+  if (e == cudaSuccess) e = copy_row_prefixes(out_keys, buffer_keys, rows, row_length, k, stream);
+  if (e == cudaSuccess && block::has_values<K, V>)
+    e = copy_row_prefixes(out_values, buffer_values, rows, row_length, k, stream);
+  return e;
+}
+
 // The quality of an approximate sort: quality[0..3] = {largest interval, keys out of place,
 // sum of their distances, largest distance} (device words). Workspace: n keys and the
 // segmented sort's.
