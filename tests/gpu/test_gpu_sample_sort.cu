@@ -182,6 +182,43 @@ TEST(GpuSampleSortComparator, SixteenByteRecordsByTwoFields) {
         }
 }
 
+// The plans (host code, no GPU needed): records' short tiles still take at most one sample
+// per 16 records by default, every level makes progress, and the final buckets fit the block
+// that sorts them.
+template <class K, class V>
+void check_default_plans() {
+  using namespace gpusort::detail;
+  using policy = device::sample_sort_policy<K, V>;
+  static_assert(policy::default_bucket_bits <= policy::finish_bucket_bits);
+  static_assert(policy::finish_bucket_bits <= policy::max_bucket_bits);
+  for (std::uint64_t n : {std::uint64_t{1} << 16, std::uint64_t{3000017}, std::uint64_t{1} << 24,
+                          std::uint64_t{1} << 28, std::uint64_t{5} << 30}) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n << " slot=" << policy::slot_bytes);
+    const net::sample_plan plan = device::plan_for<K, V>(n, 0);
+    for (int l = 0; l < plan.count; ++l) {
+      const net::sample_level& lv = plan.levels[l];
+      if (policy::merge_tiles) EXPECT_GE(lv.stride(), 16) << "level " << l;
+      EXPECT_LT(lv.bucket_bound(lv.cap), lv.cap) << "level " << l;
+    }
+    EXPECT_LE(plan.final_cap, policy::final_cap);
+  }
+}
+
+TEST(SampleSortPlan, RecordsKeepFewSamplesAndFinalBucketsFit) {
+  struct rec32 {
+    std::uint64_t a, b, c, d;
+  };
+  using namespace gpusort::detail;
+  check_default_plans<std::uint32_t, no_value>();
+  check_default_plans<std::uint64_t, no_value>();
+  check_default_plans<std::uint32_t, payload<4>>();
+  check_default_plans<std::uint32_t, payload<8>>();
+  check_default_plans<record, no_value>();
+  check_default_plans<rec32, no_value>();
+  static_assert(device::sample_sort_policy<record, no_value>::merge_tiles);
+  static_assert(!device::sample_sort_policy<std::uint64_t, no_value>::merge_tiles);
+}
+
 TEST(GpuSampleSortApi, WorkspaceAndBadInput) {
   GPUSORT_REQUIRE_GPU();
   const auto input = tools::generate<std::uint32_t>(tools::distribution::uniform, 1 << 20, 5);
