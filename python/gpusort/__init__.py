@@ -298,7 +298,8 @@ def _check_host_offsets(offsets, n):
 def topk(x, k, *, dim=-1, largest=True, sorted=True):
     """The k largest (largest=False: smallest) keys of each row of x, largest first, and
     their indices (int64), like torch.topk. Results are always sorted. NaNs count as the
-    largest keys. One row: only about k keys are sorted; several rows: every row is sorted."""
+    largest keys. One row: only about k keys are sorted; several rows (the library's
+    top_k_rows): every row is sorted today."""
     xp = _arrays.namespace_of(x, "x")
     rows, row_len = _rows_of(xp, x, dim)
     _check_keys(xp, x)
@@ -317,24 +318,23 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
         return TopkResult(back(values[..., :k].copy()), back(indices[..., :k].copy()))
     if k == 0 or rows * row_len == 0:
         return TopkResult(xp.empty(x, out_shape, xp.dtype_name(x)), xp.empty(x, out_shape, "int64"))
-    if rows == 1:
-        stream = xp.stream(x)
-        values = xp.empty(x, out_shape, xp.dtype_name(x))
-        indices = xp.empty(x, out_shape, "int64")
-        _ext.topk_device(
-            xp.handle(x, stream),
-            xp.handle(xp.arange(x, row_len, "int64"), stream),
-            xp.handle(values, stream),
-            xp.handle(indices, stream),
-            k,
-            largest,
-            stream,
-            lambda nbytes: xp.handle(xp.empty(x, (nbytes,), "uint8"), stream),
-        )
-        return TopkResult(values, indices)
-    # Several rows: sort every row (the batched sort), keep the first k.
-    values, indices = sort(x, descending=largest)
-    return TopkResult(xp.copy(values[..., :k]), xp.copy(indices[..., :k]))
+    if not xp.is_contiguous(x):  # topk leaves x alone: a contiguous copy is read instead
+        x = xp.copy(x)
+    stream = xp.stream(x)
+    values = xp.empty(x, out_shape, xp.dtype_name(x))
+    indices = xp.empty(x, out_shape, "int64")
+    _ext.topk_device(
+        xp.handle(x, stream),
+        xp.handle(_row_indices(xp, x, rows, row_len, "int64"), stream),
+        xp.handle(values, stream),
+        xp.handle(indices, stream),
+        k,
+        largest,
+        stream,
+        lambda nbytes: xp.handle(xp.empty(x, (nbytes,), "uint8"), stream),
+        rows,
+    )
+    return TopkResult(values, indices)
 
 
 def approx_sort(x, intervals=10000, *, descending=False):

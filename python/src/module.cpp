@@ -235,10 +235,11 @@ void sort_segmented_device(py::object keys_obj, py::object values_obj, py::objec
   });
 }
 
-// The k smallest (descending: largest) keys, sorted, with their values, into out_*.
+// The k smallest (descending: largest) keys of each of `rows` rows, sorted, with their
+// values, into out_* (rows x k).
 void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys_obj,
                  py::object out_values_obj, std::uint64_t k, bool descending,
-                 std::uintptr_t stream, py::function alloc) {
+                 std::uintptr_t stream, py::function alloc, std::uint64_t rows) {
   const gpusort::options opt = make_options(descending, "automatic", stream);
   const array_view keys = device_view(keys_obj, "x");
   const array_view out_keys = device_view(out_keys_obj, "out_keys");
@@ -249,14 +250,18 @@ void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys
     out_values = device_view(out_values_obj, "out_values");
   }
   const std::uint64_t n = keys.size();
-  if (k > n)
-    throw py::value_error("k: " + std::to_string(k) + " is more than the " +
-                          std::to_string(n) + " keys");
-  expect_size(out_keys, k, "out_keys");
+  if (rows == 0 || n % rows != 0)
+    throw py::value_error("rows: " + std::to_string(n) + " keys are not " + std::to_string(rows) +
+                          " rows");
+  const std::uint64_t row_length = n / rows;
+  if (k > row_length)
+    throw py::value_error("k: " + std::to_string(k) + " is more than a row's " +
+                          std::to_string(row_length) + " keys");
+  expect_size(out_keys, rows * k, "out_keys");
   if (out_keys.type != keys.type) throw py::type_error("out_keys: must have the keys' type");
   if (has_values) {
     expect_size(values, n, "values");
-    expect_size(out_values, k, "out_values");
+    expect_size(out_values, rows * k, "out_values");
     if (out_values.item_bytes != values.item_bytes)
       throw py::type_error("out_values: must have the values' type");
   }
@@ -273,10 +278,15 @@ void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys
         const K* in = static_cast<const K*>(keys.data);
         K* out = static_cast<K*>(out_keys.data);
         if constexpr (std::is_same_v<V, no_value>)
-          return gpusort::top_k_keys(temp, bytes, in, n, out, k, opt);
-        else
+          return rows == 1 ? gpusort::top_k_keys(temp, bytes, in, n, out, k, opt)
+                           : gpusort::top_k_rows_keys(temp, bytes, in, rows, row_length, out, k, opt);
+        else if (rows == 1)
           return gpusort::top_k_pairs(temp, bytes, in, static_cast<const V*>(values.data), n,
                                       out, static_cast<V*>(out_values.data), k, opt);
+        else
+          return gpusort::top_k_rows_pairs(temp, bytes, in, static_cast<const V*>(values.data),
+                                           rows, row_length, out, static_cast<V*>(out_values.data),
+                                           k, opt);
       });
     });
   });
@@ -493,7 +503,7 @@ PYBIND11_MODULE(_gpusort, m) {
         py::arg("offsets"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"));
   m.def("topk_device", &topk_device, py::arg("keys"), py::arg("values"), py::arg("out_keys"),
         py::arg("out_values"), py::arg("k"), py::arg("descending"), py::arg("stream"),
-        py::arg("alloc"));
+        py::arg("alloc"), py::arg("rows") = 1);
   m.def("approx_sort_device", &approx_sort_device, py::arg("keys"), py::arg("out_keys"),
         py::arg("offsets"), py::arg("intervals"), py::arg("descending"), py::arg("stream"),
         py::arg("alloc"));

@@ -117,6 +117,13 @@ def test_topk_rows(rng):
     assert torch.equal(torch.gather(x, 1, indices), values)
 
 
+def test_topk_rows_smallest_of_a_transposed_view(rng):
+    x = on_gpu(random_keys("int32", 64 * 1000, rng).reshape(1000, 64)).t()
+    values, indices = gpusort.topk(x, 5, largest=False)
+    assert torch.equal(values, torch.topk(x, 5, largest=False).values)
+    assert torch.equal(torch.gather(x, 1, indices), values)
+
+
 def test_sort_segmented(rng):
     x_host = random_keys("float32", 10000, rng)
     offsets = torch.tensor([0, 5, 5, 1000, 7000, 9000], device="cuda")
