@@ -20,8 +20,9 @@
 // that came out larger than a tile to the segmented sort.
 // Levels always sort ascending; a descending sort mirrors the last scatter (position i goes to
 // n - 1 - i) and sorts the final buckets descending.
-// Workspace: one buffer of n keys (and values), n / stride samples, and the count matrix with
-// its splitter positions (12 bytes per entry, n s / M entries at most).
+// Workspace: one buffer of n keys (and values), n / stride samples and their merge sort's
+// buffer, and the count matrix with its splitter positions (12 bytes per entry, n s / M
+// entries at most).
 #pragma once
 
 #include <algorithm>
@@ -329,8 +330,9 @@ static __global__ void bucket_segments_kernel(problem_list buckets, bool mirror,
 }
 
 // Merge-sorted tiles only: each block sorts one final bucket of at most a tile in place
-// (mirrored like bucket_segments_kernel), and leaves a larger one (randomized sampling) to
-// the segmented sort: its segment is the bucket, every other segment is empty.
+// (mirrored like bucket_segments_kernel), and leaves a larger one (randomized sampling, or a
+// plan that ran out of levels) to the segmented sort: its segment is the bucket, every other
+// segment is empty.
 template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::threads)
     sample_bucket_kernel(K* keys, V* values, problem_list buckets, bool mirror, index_t* begin,
