@@ -83,14 +83,16 @@ def gpu_available():
 # ---- argument checks: all of them run before any data moves --------------------------------
 
 
-def _check_keys(xp, x, argument="x"):
+def _check_keys(xp, x, argument="x", contiguous=True):
+    """TypeError for a key dtype the library lacks; ValueError for a strided array where
+    the call works in place (contiguous=False: the caller reads a contiguous copy)."""
     dtype = xp.dtype_name(x)
     if dtype not in KEY_DTYPES:
         raise TypeError(
             f"{argument}: dtype {dtype} is not supported; keys must be one of "
             + ", ".join(KEY_DTYPES)
         )
-    if not xp.is_contiguous(x):
+    if contiguous and not xp.is_contiguous(x):
         raise ValueError(
             f"{argument}: must be contiguous (C order); make a contiguous copy first "
             "(torch: .contiguous(), NumPy/CuPy: ascontiguousarray)"
@@ -302,7 +304,7 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
     top_k_rows): every row is sorted today."""
     xp = _arrays.namespace_of(x, "x")
     rows, row_len = _rows_of(xp, x, dim)
-    _check_keys(xp, x)
+    _check_keys(xp, x, contiguous=False)
     if isinstance(k, bool) or not isinstance(k, int):
         try:
             k = int(k.__index__())
@@ -310,6 +312,8 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
             raise TypeError(f"k: must be an integer, got {type(k).__name__}") from None
     if not 0 <= k <= row_len:
         raise ValueError(f"k: must lie in [0, {row_len}] (the row length), got {k}")
+    if not xp.is_contiguous(x):  # topk leaves x alone: a contiguous copy is read instead
+        x = xp.copy(x)
     shape = xp.shape(x)
     out_shape = shape[:-1] + (k,)
     if not xp.on_device(x):
@@ -318,8 +322,6 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
         return TopkResult(back(values[..., :k].copy()), back(indices[..., :k].copy()))
     if k == 0 or rows * row_len == 0:
         return TopkResult(xp.empty(x, out_shape, xp.dtype_name(x)), xp.empty(x, out_shape, "int64"))
-    if not xp.is_contiguous(x):  # topk leaves x alone: a contiguous copy is read instead
-        x = xp.copy(x)
     stream = xp.stream(x)
     values = xp.empty(x, out_shape, xp.dtype_name(x))
     indices = xp.empty(x, out_shape, "int64")

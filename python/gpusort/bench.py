@@ -3,7 +3,11 @@ torch.argsort(stable=True) and cupy.sort, in one process on one GPU (whichever a
 installed). CUDA events around each call, warm-up first, fresh input copied from a pristine
 array before every timed call (the copy is not timed), the median of the repetitions.
 
-    python -m gpusort.bench [--quick] [--reps 10] [--csv results.csv]
+    python -m gpusort.bench [--quick] [--reps 10] [--csv results.csv] [--plot DIR]
+
+Two cases are timed apart: the host cost of one call at 2^10 keys (wall clock over a loop
+of calls, next to the GPU time of one), and an in-place sort of a float32 tensor that fills
+60% of the free device memory, where torch.sort runs out of memory.
 """
 
 import argparse
@@ -59,11 +63,108 @@ def _cases(torch, quick):
     return cases
 
 
+def _call_overhead_us(torch, run, x, calls=2000):
+    """Host wall-clock microseconds per call over back-to-back calls (one final sync)."""
+    import time
+
+    for _ in range(20):
+        run(x)
+    torch.cuda.synchronize()
+    begin = time.perf_counter()
+    for _ in range(calls):
+        run(x)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - begin) / calls * 1e6
+
+
+def _overhead_rows(torch, gpu):
+    n = 2**10
+    x = torch.rand(n, device="cuda")
+    calls = {"gpusort": lambda x: gpusort.sort(x), "torch.sort": lambda x: torch.sort(x)}
+    rows = []
+    line = f"{'host cost per call float32':28s} n={n:>10d}"
+    for name, call in calls.items():
+        us = _call_overhead_us(torch, call, x)
+        line += f"  {name} {us:7.1f} us"
+        rows.append({"case": "host us per call float32", "n": n, "method": name,
+                     "median_ms": f"{us / 1e3:.4f}", "keys_per_s": f"{n / us * 1e6:.4g}", "gpu": gpu})
+    print(line, flush=True)
+    return rows
+
+
+def _in_place_rows(torch, gpu, reps):
+    """sort_ of a tensor filling 60% of the free memory; torch.sort on the same tensor."""
+    free, _ = torch.cuda.mem_get_info()
+    n = int(free * 0.6) // 4
+    x = torch.empty(n, dtype=torch.float32, device="cuda")
+    generator = torch.Generator(device="cuda").manual_seed(n)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    results, sorted_ok = {}, False
+    for name, call in (("gpusort bitonic sort_", lambda x: gpusort.sort_(x, algorithm="bitonic")),
+                       ("torch.sort", lambda x: torch.sort(x))):
+        times = []
+        try:
+            for _ in range(max(1, reps // 4)):
+                x.uniform_(generator=generator)  # fresh keys in place: no second copy fits
+                start.record()
+                call(x)
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            results[name] = statistics.median(times)
+        except torch.cuda.OutOfMemoryError:
+            results[name] = float("nan")
+        torch.cuda.empty_cache()
+        if name.startswith("gpusort"):
+            sorted_ok = bool((x[1:] >= x[:-1]).all())
+    line = f"{'sort_ 60% of free, float32':28s} n={n:>10d}"
+    rows = []
+    for name, ms in results.items():
+        line += f"  {name} " + ("out of memory" if ms != ms else f"{ms:9.3f}")
+        rows.append({"case": "sort_ in place 60% of free float32", "n": n, "method": name,
+                     "median_ms": f"{ms:.4f}", "keys_per_s": f"{n / ms * 1e3:.4g}", "gpu": gpu})
+    print(line + ("" if sorted_ok else "  (gpusort's result is NOT sorted)"), flush=True)
+    del x
+    torch.cuda.empty_cache()
+    return rows
+
+
+def write_figure(rows, out_dir):
+    """One bar per (case, baseline): how many times faster gpusort is (> 1: gpusort wins)."""
+    import os
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mine = {(r["case"], r["n"]): float(r["median_ms"]) for r in rows if r["method"].startswith("gpusort")}
+    bars = [(f"{r['case']} n={r['n']} vs {r['method']}", float(r["median_ms"]) / mine[(r["case"], r["n"])])
+            for r in rows
+            if not r["method"].startswith("gpusort") and (r["case"], r["n"]) in mine
+            and float(r["median_ms"]) == float(r["median_ms"])]
+    os.makedirs(out_dir, exist_ok=True)
+    figure, axes = plt.subplots(figsize=(9, 0.28 * len(bars) + 1.2))
+    axes.barh([label for label, _ in bars], [ratio for _, ratio in bars])
+    axes.axvline(1.0, color="black", linewidth=0.8)
+    axes.set_xscale("log")
+    axes.invert_yaxis()
+    axes.set_xlabel("baseline time / gpusort time (right of 1: gpusort faster)")
+    axes.set_title(f"gpusort from Python, {rows[0]['gpu']}", fontsize=10)
+    axes.tick_params(axis="y", labelsize=7)
+    figure.tight_layout()
+    path = os.path.join(out_dir, "python_bench.png")
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m gpusort.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="largest size 2^24, not 2^28")
     parser.add_argument("--csv", help="write one row per measurement here")
+    parser.add_argument("--plot", metavar="DIR", help="draw python_bench.png here (matplotlib)")
     args = parser.parse_args(argv)
     try:
         import torch
@@ -78,6 +179,7 @@ def main(argv=None):
     gpu = torch.cuda.get_device_name()
     rows = []
     print(f"{gpu}, median of {args.reps} runs (ms); ratio = other / gpusort")
+    rows += _overhead_rows(torch, gpu)
     for case, n, dtype, calls in _cases(torch, args.quick):
         generator = torch.Generator(device="cuda").manual_seed(n)
         if dtype == "float32":
@@ -105,6 +207,9 @@ def main(argv=None):
         print(line, flush=True)
         del pristine, work
         torch.cuda.empty_cache()
+    rows += _in_place_rows(torch, gpu, args.reps)
+    if args.plot:
+        print("figure:", write_figure(rows, args.plot))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))

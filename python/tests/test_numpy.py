@@ -147,6 +147,15 @@ def test_topk_rows(rng):
     assert same_bits(np.take_along_axis(x, indices, -1), values)
 
 
+def test_topk_rows_of_a_transposed_view(rng):
+    x = random_keys("int32", 64 * 100, rng).reshape(100, 64).T
+    before = x.copy()
+    values, indices = gpusort.topk(x, 5)
+    assert same_bits(values, -np.sort(-x.astype(np.int64), axis=-1)[:, :5].astype(np.int32))
+    assert same_bits(np.take_along_axis(x, indices, -1), values)
+    assert same_bits(x, before)
+
+
 @pytest.mark.parametrize("intervals", [1, 10, 10000])
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)

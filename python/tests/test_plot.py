@@ -191,3 +191,21 @@ def test_usage(tmp_path):
     result = run_plot(tmp_path / "bench.csv")
     assert result.returncode == 2 and "CSV and DIR" in result.stderr
     assert run_plot("--help").stdout.startswith("Figures of a benchmark CSV")
+
+
+@needs_matplotlib
+def test_python_bench_figure_has_one_bar_per_baseline(tmp_path):
+    """gpusort.bench's figure: a PNG with a bar for each (case, baseline) that ran; a baseline
+    that ran out of memory (NaN) draws no bar rather than failing."""
+    sys.path.insert(0, str(PYTHON_DIR))
+    try:
+        from gpusort import bench
+    finally:
+        sys.path.remove(str(PYTHON_DIR))
+    rows = [{"case": "sort", "n": 1024, "method": "gpusort", "median_ms": "0.5", "gpu": "G"},
+            {"case": "sort", "n": 1024, "method": "torch.sort", "median_ms": "1.0", "gpu": "G"},
+            {"case": "big", "n": 8, "method": "gpusort sort_", "median_ms": "2.0", "gpu": "G"},
+            {"case": "big", "n": 8, "method": "torch.sort", "median_ms": "nan", "gpu": "G"}]
+    path = bench.write_figure(rows, str(tmp_path / "figures"))
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
