@@ -2,6 +2,10 @@
 backend (CI). Every key type, sizes around powers of two, NaN and ±0 order, stability,
 descending, rows, segments, top-k, approximate sort, and errors before any data moves."""
 
+import shutil
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -318,3 +322,13 @@ def test_host_dlpack_objects_of_other_libraries_are_refused():
 
     with pytest.raises(TypeError, match="x: a host array must be a NumPy array or a CPU tensor"):
         gpusort.sort_(HostOnly())
+
+
+@pytest.mark.skipif(shutil.which("nm") is None or sys.platform != "linux", reason="needs nm on Linux")
+def test_module_exports_only_its_entry_point():
+    """Symbols the module exported (the library's, std templates, a statically linked
+    libstdc++) interposed on PyTorch's: `import gpusort; import torch` crashed on the H100
+    host. The linker's version script keeps PyInit__gpusort alone."""
+    listing = subprocess.run(["nm", "-D", "--defined-only", _ext.__file__], capture_output=True,
+                             text=True, check=True).stdout
+    assert [line.split()[-1] for line in listing.splitlines() if line.strip()] == ["PyInit__gpusort"]

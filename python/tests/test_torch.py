@@ -1,6 +1,10 @@
 """gpusort on PyTorch CUDA tensors against torch.sort / torch.topk: the same results, the
 caller's stream, no synchronization, no copies for sort_. Skipped without torch or a GPU."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -226,3 +230,13 @@ def test_more_than_2_to_the_31_keys():
     x = torch.randint(0, 2**31 - 1, (n,), dtype=torch.int32, device="cuda")
     gpusort.sort_(x, algorithm="bitonic")
     assert bool((x[1:] >= x[:-1]).all())
+
+
+def test_gpusort_imported_before_torch():
+    """The H100 host's toolchain links libstdc++ into the module; exported, its symbols took
+    over PyTorch's and `import gpusort; import torch` crashed in torch's import."""
+    code = ("import gpusort, torch; x = torch.rand(1000, device='cuda'); "
+            "assert torch.equal(gpusort.sort(x).values, torch.sort(x).values)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": ":".join(sys.path)})
+    assert result.returncode == 0, result.stderr[-2000:]
