@@ -129,9 +129,11 @@ def _algorithm(algorithm, stable, rows=1, on_device=True):
     if not stable:
         return algorithm
     if algorithm == "automatic":
-        # Rows on a device: the batched sort is stable only through CUB's segmented sort.
-        # On the host, stable rows are sorted one by one.
-        return "cub_merge" if rows > 1 and on_device else "adaptive_bitonic"
+        # Rows on a device: the batched sort is stable only through CUB's segmented sort;
+        # one row: CUB's radix sort (stable). On the host, rows are sorted one by one.
+        if on_device:
+            return "cub_merge" if rows > 1 else "cub_radix"
+        return "adaptive_bitonic"
     if algorithm not in STABLE_ALGORITHMS:
         raise ValueError(
             f"algorithm: {algorithm!r} is not stable; with stable=True use automatic, "
@@ -188,15 +190,17 @@ def _row_indices(xp, like, rows, row_len, dtype):
 
 
 def _index_dtype(algorithm, row_len):
-    """int64 indices, as torch and NumPy give them; int32 (widened afterwards) where the
-    chosen algorithm takes only 4-byte values."""
-    narrow = algorithm in _NARROW_VALUE_ALGORITHMS
-    if narrow and row_len >= 2**31:
+    """The indices' type while sorting: int32 where they fit (4-byte values move half the
+    bytes of 8-byte ones, and only there are CUB's sorts built), widened to int64 (as torch
+    and NumPy give them) in one pass afterwards."""
+    if row_len < 2**31:
+        return "int32"
+    if algorithm in _NARROW_VALUE_ALGORITHMS:
         raise ValueError(
             f"algorithm: {algorithm!r} takes 4-byte values, too small for indices of "
             f"{row_len} keys; use adaptive_bitonic"
         )
-    return "int32" if narrow else "int64"
+    return "int64"
 
 
 def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic"):
@@ -264,7 +268,7 @@ def sort_segmented(x, offsets, *, descending=False, algorithm="automatic"):
     n = shape[0]
     if xp.on_device(x):
         values = xp.copy(x)
-        indices = xp.arange(values, n, "int64")
+        indices = xp.arange(values, n, _index_dtype(algorithm, n))
         if n:
             stream = xp.stream(x)
             _ext.sort_segmented_device(
@@ -275,7 +279,7 @@ def sort_segmented(x, offsets, *, descending=False, algorithm="automatic"):
                 algorithm,
                 stream,
             )
-        return SortResult(values, indices)
+        return SortResult(values, xp.astype(indices, "int64"))
     host, back = _host_arrays(xp, x, "x")
     host_offsets, _ = _host_arrays(oxp, offsets, "offsets")
     _check_host_offsets(host_offsets, n)
@@ -323,11 +327,12 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
     if k == 0 or rows * row_len == 0:
         return TopkResult(xp.empty(x, out_shape, xp.dtype_name(x)), xp.empty(x, out_shape, "int64"))
     stream = xp.stream(x)
+    index_dtype = _index_dtype("automatic", row_len)
     values = xp.empty(x, out_shape, xp.dtype_name(x))
-    indices = xp.empty(x, out_shape, "int64")
+    indices = xp.empty(x, out_shape, index_dtype)
     _ext.topk_device(
         xp.handle(x, stream),
-        xp.handle(_row_indices(xp, x, rows, row_len, "int64"), stream),
+        xp.handle(_row_indices(xp, x, rows, row_len, index_dtype), stream),
         xp.handle(values, stream),
         xp.handle(indices, stream),
         k,
@@ -336,7 +341,7 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
         lambda nbytes: xp.handle(xp.empty(x, (nbytes,), "uint8"), stream),
         rows,
     )
-    return TopkResult(values, indices)
+    return TopkResult(values, xp.astype(indices, "int64"))
 
 
 def approx_sort(x, intervals=10000, *, descending=False):

@@ -106,7 +106,7 @@ class _CuPy:
         return self.cupy.broadcast_to(row, (rows, row.shape[0])).copy()
 
     def astype(self, x, dtype):
-        return x.astype(dtype)
+        return x.astype(dtype, copy=False)
 
     def handle(self, x, stream):
         return x.__dlpack__(stream=_dlpack_stream(stream))
@@ -146,7 +146,7 @@ class _NumPy:
         return self.numpy.broadcast_to(row, (rows, row.shape[0])).copy()
 
     def astype(self, x, dtype):
-        return x.astype(dtype)
+        return x.astype(dtype, copy=False)
 
 
 class _Foreign:
