@@ -67,11 +67,11 @@ class _Torch:
         return x.to(getattr(self.torch, dtype))
 
     def handle(self, x, stream):
-        """A __cuda_array_interface__ dict from the tensor's own pointer and strides, with no
-        stream: the work runs on `stream`, torch's current stream, so there is nothing to
-        wait for. torch's __dlpack__(stream=...) did the same at about 23 us a call on the
-        H100 host (it looks the current stream up again): three per sort were most of the
-        Python cost of a small sort."""
+        """A __cuda_array_interface__ dict from the tensor's own pointer and strides, and
+        the tensor itself, so that a temporary outlives the call. No stream: the work runs on
+        `stream`, torch's current stream, so there is nothing to wait for. torch's
+        __dlpack__(stream=...) did the same at about 23 us a call on the H100 host (it looks
+        the current stream up again); three per sort were most of a small sort's cost."""
         if not x.is_cuda:
             return x.detach().__dlpack__()
         item = x.element_size()
@@ -81,6 +81,7 @@ class _Torch:
             "strides": None if x.is_contiguous() else tuple(step * item for step in x.stride()),
             "typestr": _TYPESTR.get(str(x.dtype), "|V%d" % item),
             "version": 3,
+            "owner": x,  # keeps the memory alive while the module holds the dict
         }
 
     def to_numpy(self, x):
