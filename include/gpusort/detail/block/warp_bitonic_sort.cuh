@@ -14,9 +14,9 @@
 
 namespace gpusort::detail::block {
 
-// A shuffle of any trivially copyable value, 4 bytes at a time.
-template <class T>
-__device__ __forceinline__ T shuffle_xor(const T& value, int lane_mask) {
+// A shuffle of any trivially copyable value, 4 bytes at a time: `exchange` moves one word.
+template <class T, class Exchange>
+__device__ __forceinline__ T shuffle_words(const T& value, Exchange exchange) {
   if constexpr (std::is_same_v<T, no_value>) {
     return value;
   } else {
@@ -24,11 +24,23 @@ __device__ __forceinline__ T shuffle_xor(const T& value, int lane_mask) {
     unsigned w[words] = {};
     memcpy(w, &value, sizeof(T));
 #pragma unroll
-    for (int i = 0; i < words; ++i) w[i] = __shfl_xor_sync(0xffffffffu, w[i], lane_mask);
+    for (int i = 0; i < words; ++i) w[i] = exchange(w[i]);
     T out;
     memcpy(&out, w, sizeof(T));
     return out;
   }
+}
+
+// The value of lane ^ lane_mask.
+template <class T>
+__device__ __forceinline__ T shuffle_xor(const T& value, int lane_mask) {
+  return shuffle_words(value, [&](unsigned w) { return __shfl_xor_sync(0xffffffffu, w, lane_mask); });
+}
+
+// The value of lane `source`.
+template <class T>
+__device__ __forceinline__ T shuffle_from(const T& value, int source) {
+  return shuffle_words(value, [&](unsigned w) { return __shfl_sync(0xffffffffu, w, source); });
 }
 
 template <class K, class V, int ITEMS, class Compare>
