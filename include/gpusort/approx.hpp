@@ -18,7 +18,8 @@
 // algorithm::approx_refine (through gpusort::sort) sorts every interval exactly afterwards:
 // a bucket sort. top_k returns the k smallest (or, descending, largest) keys in order: three
 // sampled intervals split around the k-th key, so that only about k keys are sorted.
-// top_k_rows does the same for every row of a matrix (torch.topk(x, k, dim=-1)).
+// top_k_rows does the same for every row of a matrix (torch.topk(x, k, dim=-1)); select_k
+// returns the k keys in no promised order and the k-th key (std::nth_element's answer).
 //
 // Example:
 //   gpusort::approx_result r = gpusort::approx_sort(std::span<const float>(d_in, n),
@@ -146,6 +147,38 @@ cudaError_t top_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, cons
   return detail::top_k<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
                              static_cast<std::uint64_t>(n), out_keys,
                              reinterpret_cast<P*>(out_values), k, opt);
+}
+
+namespace detail {
+// select_k's k-th key: the last of top_k's k keys, copied on the stream once they are there.
+template <class K>
+cudaError_t copy_kth_key(cudaError_t e, const void* temp, const K* out_keys, std::uint64_t k,
+                         K* kth_key, cudaStream_t stream) {
+  if (e != cudaSuccess || !temp || k == 0) return e;
+  if (!kth_key) return cudaErrorInvalidValue;
+  return cudaMemcpyAsync(kth_key, out_keys + (k - 1), sizeof(K), cudaMemcpyDeviceToDevice,
+                         stream);
+}
+}  // namespace detail
+
+// The k smallest keys (descending: the k largest) to out_keys[0, k) in no promised order, and
+// the k-th of them (the largest of the k; descending, the smallest) to *kth_key (device): what
+// std::nth_element leaves, torch.topk(sorted=False) and its threshold. Today through top_k, so
+// the keys come out in order; a selection that skips the candidates' sort is the next step.
+// k = 0 writes nothing. The workspace is top_k's.
+template <supported_key K, std::integral N>
+cudaError_t select_k_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
+                          std::uint64_t k, K* kth_key, const options& opt = {}) {
+  const cudaError_t e = top_k_keys(temp, temp_bytes, keys, n, out_keys, k, opt);
+  return detail::copy_kth_key(e, temp, out_keys, k, kth_key, opt.stream);
+}
+
+template <supported_key K, detail::supported_value V, std::integral N>
+cudaError_t select_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
+                           N n, K* out_keys, V* out_values, std::uint64_t k, K* kth_key,
+                           const options& opt = {}) {
+  const cudaError_t e = top_k_pairs(temp, temp_bytes, keys, values, n, out_keys, out_values, k, opt);
+  return detail::copy_kth_key(e, temp, out_keys, k, kth_key, opt.stream);
 }
 
 // Every row of a rows x row_length matrix (row-major, contiguous): its k smallest keys
@@ -374,6 +407,42 @@ std::vector<K> top_k(const std::vector<K>& keys, std::uint64_t k, const options&
   detail::cpu_top_k<K, detail::no_value>(keys.data(), nullptr, keys.size(), result.data(),
                                          nullptr, k, opt);
   return result;
+}
+
+// select_k's answer for host keys: the k selected keys (in no promised order) and the k-th.
+template <supported_key K>
+struct selection {
+  std::vector<K> keys;
+  K kth{};  // keys' largest (descending: smallest); K{} when k = 0
+};
+
+// The out_keys.size() smallest device keys (descending: largest) into device out_keys, in no
+// promised order; returns the k-th of them (K{} when out_keys is empty). Waits. Throws.
+template <supported_key K>
+K select_k(std::span<const K> keys, std::span<K> out_keys, const options& opt = {}) {
+  const std::uint64_t n = keys.size(), k = out_keys.size();
+  const std::string what = detail::describe_call("gpusort::select_k", opt, key_traits<K>::name, n);
+  if (k > n)
+    detail::throw_error(cudaErrorInvalidValue, what + ": k = " + std::to_string(k) +
+                                                   " is more than the " + std::to_string(n) + " keys");
+  detail::check_device_array(keys.data(), n, sizeof(K), alignof(K), "keys");
+  detail::check_device_array(out_keys.data(), k, sizeof(K), alignof(K), "out_keys");
+  detail::device_array<K> kth(1, what);
+  detail::run_core(what, opt, [&](void* t, std::size_t& b) {
+    return select_k_keys(t, b, keys.data(), n, out_keys.data(), k, kth.get(), opt);
+  });
+  K result{};
+  if (k && cudaMemcpy(&result, kth.get(), sizeof(K), cudaMemcpyDeviceToHost) != cudaSuccess)
+    detail::throw_error(cudaErrorUnknown, what + ": copy of the k-th key failed");
+  return result;
+}
+
+// The same for host keys: on the GPU if there is one, else on the CPU.
+template <supported_key K>
+selection<K> select_k(const std::vector<K>& keys, std::uint64_t k, const options& opt = {}) {
+  selection<K> s{top_k(keys, k, opt), K{}};
+  if (k) s.kth = s.keys.back();
+  return s;
 }
 
 // top_k of every row of host keys (keys.size() = rows x row_length, row-major): on the GPU if

@@ -926,6 +926,35 @@ TYPED_TEST(CpuApprox, TopKIsThePrefixOfTheStableSort) {
   }
 }
 
+// select_k: the k first keys of the direction as a set (sorted here before comparing, since no
+// order is promised) and the k-th key, on every key type, hostile distributions and sizes.
+TYPED_TEST(CpuApprox, SelectKIsTheFirstKAsASetAndTheKthKey) {
+  using K = TypeParam;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1025},
+                        std::size_t{12007}}) {
+    for (tools::distribution d : {tools::distribution::uniform, tools::distribution::zipf,
+                                  tools::distribution::all_equal, tools::distribution::few_unique}) {
+      const std::vector<K> input = make_input<K>(d, n, n * 3 + static_cast<int>(d), true);
+      for (bool desc : {false, true}) {
+        const std::vector<std::uint64_t> order = reference_order(input, desc);
+        const gpusort::options opt{.direction = desc ? gpusort::order::descending
+                                                     : gpusort::order::ascending};
+        for (std::uint64_t k : top_k_counts(n)) {
+          SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(d)
+                                            << " desc=" << desc << " k=" << k);
+          std::vector<K> want(k);
+          for (std::uint64_t i = 0; i < k; ++i) want[i] = input[order[i]];
+          gpusort::selection<K> got = gpusort::select_k(input, k, opt);
+          ASSERT_EQ(got.keys.size(), k);
+          std::vector<K> as_set = reference_sort(got.keys, desc);
+          ASSERT_TRUE(same_bits(as_set, want));
+          if (k) ASSERT_TRUE(identical(got.kth, want[k - 1])) << "the k-th key";
+        }
+      }
+    }
+  }
+}
+
 // Every row's k first keys in the direction, as the stable sort of that row gives them: the
 // public host overload (the CPU path without a GPU; no special floats, whose ties an unstable
 // GPU sort may order otherwise) and the backend with values that point back at their keys.
@@ -1173,6 +1202,10 @@ TEST(CpuApproxErrors, TopKWithKAboveNThrows) {
   EXPECT_EQ(gpusort::top_k(keys, 2, {.direction = gpusort::order::descending}),
             (std::vector<std::int64_t>{3, 2}));
   EXPECT_TRUE(gpusort::top_k(std::vector<std::int64_t>{}, 0).empty());
+  EXPECT_THROW(gpusort::select_k(keys, 4), gpusort::error);
+  EXPECT_EQ(gpusort::select_k(keys, 2).kth, 2);
+  EXPECT_EQ(gpusort::select_k(keys, 1, {.direction = gpusort::order::descending}).kth, 3);
+  EXPECT_TRUE(gpusort::select_k(keys, 0).keys.empty());
 }
 
 TEST(CpuApproxErrors, OffsetsThatDoNotMatchThrow) {

@@ -247,6 +247,57 @@ TYPED_TEST(GpuApprox, TopKPairs) {
   }
 }
 
+// select_k on device data: the k first keys as a set (compared after sorting them), the k-th
+// key, the input untouched, nothing written past k; the core layer with values and its k-th
+// key in device memory.
+TYPED_TEST(GpuApprox, SelectKIsTheFirstKAsASetAndTheKthKey) {
+  using K = TypeParam;
+  for (std::size_t n : {std::size_t{1}, std::size_t{65537}, std::size_t{1000003}}) {
+    std::vector<K> keys = tools::generate<K>(tools::distribution::few_unique, n, n + 5);
+    scatter_special_values(keys, n);
+    guarded_buffer<K> dk(keys);
+    for (bool descending : {false, true}) {
+      const std::vector<K> sorted = reference_sort(keys, descending);
+      const gpusort::options opt{.direction = descending ? gpusort::order::descending
+                                                         : gpusort::order::ascending};
+      for (std::size_t k : {std::size_t{1}, std::size_t{1000}, n / 2, n}) {
+        if (k == 0 || k > n) continue;
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " desc=" << descending << " k=" << k);
+        poisoned_array<K> out(k);
+        const K kth = gpusort::select_k(std::span<const K>(dk.data(), n), std::span<K>(out.ptr, k), opt);
+        ASSERT_TRUE(out.tail_intact(k)) << "wrote past k";
+        ASSERT_TRUE(same_bits(reference_sort(out.to_host(k), descending),
+                              std::vector<K>(sorted.begin(), sorted.begin() + k)));
+        ASSERT_TRUE(same_bits(std::vector<K>{kth}, std::vector<K>{sorted[k - 1]})) << "k-th key";
+      }
+    }
+    ASSERT_TRUE(same_bits(dk.to_host(), keys)) << "select_k must not touch its input";
+  }
+  // The core layer with values: each value points back at its key; the k-th key on the device.
+  const std::size_t n = 100003, k = 777;
+  const auto keys = tools::generate<K>(tools::distribution::uniform, n, 3);
+  std::vector<std::uint32_t> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<std::uint32_t>(i);
+  guarded_buffer<K> dk(keys);
+  guarded_buffer<std::uint32_t> dv(values);
+  poisoned_array<K> ok(k), kth(1);
+  poisoned_array<std::uint32_t> ov(k);
+  std::size_t bytes = 0;
+  CUDA_OK(gpusort::select_k_pairs(nullptr, bytes, dk.data(), dv.data(), n, ok.ptr, ov.ptr, k, kth.ptr));
+  poisoned_array<char> temp(bytes);
+  CUDA_OK(gpusort::select_k_pairs(temp.ptr, bytes, dk.data(), dv.data(), n, ok.ptr, ov.ptr, k, kth.ptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::vector<K> got = ok.to_host(k);
+  const std::vector<std::uint32_t> got_values = ov.to_host(k);
+  const std::vector<K> sorted = reference_sort(keys);
+  ASSERT_TRUE(same_bits(reference_sort(got), std::vector<K>(sorted.begin(), sorted.begin() + k)));
+  ASSERT_TRUE(same_bits(kth.to_host(1), std::vector<K>{sorted[k - 1]}));
+  for (std::size_t i = 0; i < k; ++i) {
+    ASSERT_LT(got_values[i], n);
+    ASSERT_TRUE(same_bits(std::vector<K>{keys[got_values[i]]}, std::vector<K>{got[i]}));
+  }
+}
+
 // Every row's k first keys against the sorted row, values (column indices) pointing back at
 // their keys, the input untouched, nothing written past rows x k.
 TYPED_TEST(GpuApprox, TopKRowsArePrefixesOfTheSortedRows) {
