@@ -218,6 +218,8 @@ TYPED_TEST(GpuApprox, TopKIsTheSortedPrefix) {
   }
 }
 
+// top_k_pairs, then select_k_pairs on the same input (its k-th key in device memory): values
+// point back at their keys.
 TYPED_TEST(GpuApprox, TopKPairs) {
   using K = TypeParam;
   const std::size_t n = 1000003, k = 4321;
@@ -245,11 +247,21 @@ TYPED_TEST(GpuApprox, TopKPairs) {
     ASSERT_EQ(gpusort::key_traits<K>::ordered(keys[got_values[i]]),
               gpusort::key_traits<K>::ordered(got[i]));
   }
+  // select_k_pairs: the same keys as a set, the k-th key written to device memory.
+  poisoned_array<K> sk(k), kth(1);
+  poisoned_array<std::uint32_t> sv(k);
+  CUDA_OK(gpusort::select_k_pairs(temp.ptr, bytes, dk.data(), dv.data(), n, sk.ptr, sv.ptr, k, kth.ptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::vector<K> selected = sk.to_host(k);
+  const std::vector<std::uint32_t> selected_values = sv.to_host(k);
+  ASSERT_TRUE(same_bits(reference_sort(selected), std::vector<K>(sorted.begin(), sorted.begin() + k)));
+  ASSERT_TRUE(same_bits(kth.to_host(1), std::vector<K>{sorted[k - 1]})) << "k-th key";
+  for (std::size_t i = 0; i < k; ++i)
+    ASSERT_TRUE(same_bits(std::vector<K>{keys[selected_values[i]]}, std::vector<K>{selected[i]}));
 }
 
 // select_k on device data: the k first keys as a set (compared after sorting them), the k-th
-// key, the input untouched, nothing written past k; the core layer with values and its k-th
-// key in device memory.
+// key, the input untouched, nothing written past k (the core layer with values: TopKPairs).
 TYPED_TEST(GpuApprox, SelectKIsTheFirstKAsASetAndTheKthKey) {
   using K = TypeParam;
   for (std::size_t n : {std::size_t{1}, std::size_t{65537}, std::size_t{1000003}}) {
@@ -272,29 +284,6 @@ TYPED_TEST(GpuApprox, SelectKIsTheFirstKAsASetAndTheKthKey) {
       }
     }
     ASSERT_TRUE(same_bits(dk.to_host(), keys)) << "select_k must not touch its input";
-  }
-  // The core layer with values: each value points back at its key; the k-th key on the device.
-  const std::size_t n = 100003, k = 777;
-  const auto keys = tools::generate<K>(tools::distribution::uniform, n, 3);
-  std::vector<std::uint32_t> values(n);
-  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<std::uint32_t>(i);
-  guarded_buffer<K> dk(keys);
-  guarded_buffer<std::uint32_t> dv(values);
-  poisoned_array<K> ok(k), kth(1);
-  poisoned_array<std::uint32_t> ov(k);
-  std::size_t bytes = 0;
-  CUDA_OK(gpusort::select_k_pairs(nullptr, bytes, dk.data(), dv.data(), n, ok.ptr, ov.ptr, k, kth.ptr));
-  poisoned_array<char> temp(bytes);
-  CUDA_OK(gpusort::select_k_pairs(temp.ptr, bytes, dk.data(), dv.data(), n, ok.ptr, ov.ptr, k, kth.ptr));
-  CUDA_OK(cudaDeviceSynchronize());
-  const std::vector<K> got = ok.to_host(k);
-  const std::vector<std::uint32_t> got_values = ov.to_host(k);
-  const std::vector<K> sorted = reference_sort(keys);
-  ASSERT_TRUE(same_bits(reference_sort(got), std::vector<K>(sorted.begin(), sorted.begin() + k)));
-  ASSERT_TRUE(same_bits(kth.to_host(1), std::vector<K>{sorted[k - 1]}));
-  for (std::size_t i = 0; i < k; ++i) {
-    ASSERT_LT(got_values[i], n);
-    ASSERT_TRUE(same_bits(std::vector<K>{keys[got_values[i]]}, std::vector<K>{got[i]}));
   }
 }
 
