@@ -118,7 +118,7 @@ def _rows_of(xp, x, dim):
     return rows, row_len
 
 
-def _algorithm(algorithm, stable, rows=1, on_device=True):
+def _algorithm(algorithm, stable, rows=1, on_device=True, row_len=0):
     """The library's algorithm for this call, or ValueError naming `algorithm`."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm: unknown algorithm {algorithm!r}; one of " + ", ".join(ALGORITHMS))
@@ -130,10 +130,11 @@ def _algorithm(algorithm, stable, rows=1, on_device=True):
         return algorithm
     if algorithm == "automatic":
         # Rows on a device: the batched sort is stable only through CUB's segmented sort;
-        # one row: CUB's radix sort (stable). On the host, rows are sorted one by one.
-        if on_device:
-            return "cub_merge" if rows > 1 else "cub_radix"
-        return "adaptive_bitonic"
+        # one row: CUB's radix sort (stable) while int32 indices fit. On the host, rows are
+        # sorted one by one.
+        if on_device and rows > 1:
+            return "cub_merge"
+        return "cub_radix" if on_device and row_len < 2**31 else "adaptive_bitonic"
     if algorithm not in STABLE_ALGORITHMS:
         raise ValueError(
             f"algorithm: {algorithm!r} is not stable; with stable=True use automatic, "
@@ -210,7 +211,7 @@ def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic"):
     xp = _arrays.namespace_of(x, "x")
     rows, row_len = _rows_of(xp, x, dim)
     _check_keys(xp, x)
-    algorithm = _algorithm(algorithm, stable, rows, xp.on_device(x))
+    algorithm = _algorithm(algorithm, stable, rows, xp.on_device(x), row_len)
     index_dtype = _index_dtype(algorithm, row_len)
     if xp.on_device(x):
         values = xp.copy(x)

@@ -332,3 +332,20 @@ def test_module_exports_only_its_entry_point():
     listing = subprocess.run(["nm", "-D", "--defined-only", _ext.__file__], capture_output=True,
                              text=True, check=True).stdout
     assert [line.split()[-1] for line in listing.splitlines() if line.strip()] == ["PyInit__gpusort"]
+
+
+def test_stable_automatic_choice_and_index_width():
+    """stable=True with automatic: CUB's radix sort for one device row while int32 indices fit
+    (rows: CUB's segmented merge sort; host, or 2^31 keys and more: adaptive_bitonic, whose
+    int64 indices fit); indices are int32 below 2^31 keys, and a 4-byte-value algorithm
+    refuses a longer row by name rather than overflow."""
+    choose = gpusort._algorithm
+    assert choose("automatic", True, 1, True, 1000) == "cub_radix"
+    assert choose("automatic", True, 1, True, 2**31) == "adaptive_bitonic"
+    assert choose("automatic", True, 8, True, 1000) == "cub_merge"
+    assert choose("automatic", True, 1, False, 1000) == "adaptive_bitonic"
+    assert choose("automatic", False, 1, True, 2**31) == "automatic"
+    assert gpusort._index_dtype("automatic", 2**31 - 1) == "int32"
+    assert gpusort._index_dtype("adaptive_bitonic", 2**31) == "int64"
+    with pytest.raises(ValueError, match="algorithm"):
+        gpusort._index_dtype("cub_radix", 2**31)
