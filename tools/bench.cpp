@@ -5,8 +5,9 @@
 // timed) and times the sort alone with CUDA events on one stream, after warm-up runs.
 // The host sorts (std_sort, cpu_parallel) and the CPU backend are timed with std::chrono,
 // with fewer runs for large n.
-// approx, approx_sampled and top_k (approx.hpp) read the work buffer and write to output
-// buffers of their own; they are verified by what they promise, not as full sorts.
+// approx, approx_sampled, top_k and (with --segments) top_k_rows (approx.hpp) read the work
+// buffer and write to output buffers of their own; they are verified by what they promise,
+// not as full sorts.
 // With --segments, every segment layout of a point reuses its input; a single array is the
 // layout of one segment, so that one verification serves both.
 #include "bench.hpp"
@@ -204,27 +205,34 @@ std::string interval_problem(const point<K>& p, const records<K>& result,
   return {};
 }
 
-// top_k's: the first k keys of the sorted input (bitwise), and for pairs, values that are
-// distinct original indices of equal keys.
+// top_k's and top_k_rows': each row's k first keys are those of the sorted row (bitwise), and
+// for pairs, values that are distinct original indices of equal keys of that row. A single
+// array is one row of p.n keys.
 template <class K>
-std::string top_k_problem(const point<K>& p, const records<K>& result) {
-  const std::size_t k = result.keys.size();
-  std::vector<K> expected = p.input.keys;
-  std::partial_sort(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(k),
-                    expected.end(), less<K>{});
+std::string top_k_problem(const point<K>& p, const records<K>& result, std::uint64_t row_length) {
+  const std::uint64_t k = row_length == 0 ? 0 : result.keys.size() / (p.n / row_length);
   const auto same = [](K a, K b) { return key_traits<K>::ordered(a) == key_traits<K>::ordered(b); };
-  for (std::size_t i = 0; i < k; ++i)
-    if (!same(result.keys[i], expected[i]))
-      return "key " + std::to_string(i) + " is not the sorted input's";
-  if (!result.pairs) return {};
-  for (std::size_t i = 0; i < k; ++i) {
-    const std::uint32_t index = result.values[i];
-    if (index >= p.n || !same(p.input.keys[index], result.keys[i]))
-      return "the value of key " + std::to_string(i) + " is not the index of an equal input key";
+  for (std::uint64_t first = 0, out = 0; first < p.n; first += row_length, out += k) {
+    const std::string row = p.n == row_length ? "" : " of row " + std::to_string(first / row_length);
+    const auto input = p.input.keys.begin() + static_cast<std::ptrdiff_t>(first);
+    std::vector<K> expected(input, input + static_cast<std::ptrdiff_t>(row_length));
+    std::partial_sort(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(k),
+                      expected.end(), less<K>{});
+    for (std::uint64_t i = 0; i < k; ++i)
+      if (!same(result.keys[out + i], expected[i]))
+        return "key " + std::to_string(i) + row + " is not the sorted input's";
+    if (!result.pairs) continue;
+    std::vector<std::uint32_t> indices(result.values.begin() + static_cast<std::ptrdiff_t>(out),
+                                       result.values.begin() + static_cast<std::ptrdiff_t>(out + k));
+    for (std::uint64_t i = 0; i < k; ++i)
+      if (indices[i] < first || indices[i] >= first + row_length ||
+          !same(p.input.keys[indices[i]], result.keys[out + i]))
+        return "the value of key " + std::to_string(i) + row +
+               " is not the index of an equal input key";
+    std::ranges::sort(indices);
+    if (std::ranges::adjacent_find(indices) != indices.end())
+      return "an input record comes twice" + row;
   }
-  std::vector<std::uint32_t> indices = result.values;
-  std::ranges::sort(indices);
-  if (std::ranges::adjacent_find(indices) != indices.end()) return "an input record comes twice";
   return {};
 }
 
@@ -500,6 +508,8 @@ class harness {
     if (std::ranges::find_first_of(algorithms_, partial_methods) != algorithms_.end())
       std::printf("(approx, approx_sampled: intervals in order, same checksum as the input; "
                   "top_k: the first k keys of the sorted input)\n");
+    if (std::ranges::find(algorithms_, "top_k_rows") != algorithms_.end())
+      std::printf("(top_k_rows: the first k keys of every sorted row)\n");
     return cuda_failures_ > 0 ? 3 : 0;
   }
 
@@ -699,7 +709,8 @@ class harness {
     if (is_host_sort(name)) return time_host_sort(name, p);
     if (!gpu_) return time_cpu_backend(p);
     if (!device) return measurement(name, no_device);
-    if (p.segments) return time_segmented(name, p, *device);
+    if (p.segments)
+      return name == "top_k_rows" ? time_top_k_rows(p, *device) : time_segmented(name, p, *device);
     if (name == "classic_bitonic") return time_classic_bitonic(p, *device);
     options opt{.stream = stream_,
                 .buckets = config_.buckets,
@@ -808,8 +819,39 @@ class harness {
                      ? top_k_pairs(temp, bytes, keys, values, p.n, out_keys, out_values, k, opt)
                      : top_k_keys(temp, bytes, keys, p.n, out_keys, k, opt);
         },
-        [&] { return top_k_problem(p, copy_to_host<K>(out.keys, out.values, k, p.input.pairs)); },
+        [&] {
+          return top_k_problem(p, copy_to_host<K>(out.keys, out.values, k, p.input.pairs), p.n);
+        },
         k * record_bytes<K>(p.input.pairs));
+  }
+
+  // The --k (at most a row) first keys of every row of a batched layout; the output counts as
+  // extra bytes.
+  template <class K>
+  measurement time_top_k_rows(const point<K>& p, device_input<K>& d) {
+    if (!p.batched()) return measurement("top_k_rows", "rows of equal length only");
+    const std::uint64_t row_length = p.segments->size, rows = p.segment_count();
+    const std::uint64_t k = std::min(config_.k, row_length);
+    device_records<K> out(rows * k, p.input.pairs);
+    if (out.failed()) return measurement("top_k_rows", "not enough device memory for its output");
+    const K* keys = d.keys.template as<const K>();
+    const std::uint32_t* values = d.values.template as<const std::uint32_t>();
+    K* out_keys = out.keys.template as<K>();
+    std::uint32_t* out_values = out.values.template as<std::uint32_t>();
+    const options opt{.stream = stream_};
+    return time_with_workspace(
+        "top_k_rows", p, d,
+        [&](void* temp, std::size_t& bytes) {
+          return p.input.pairs ? top_k_rows_pairs(temp, bytes, keys, values, rows, row_length,
+                                                  out_keys, out_values, k, opt)
+                               : top_k_rows_keys(temp, bytes, keys, rows, row_length, out_keys,
+                                                 k, opt);
+        },
+        [&] {
+          return top_k_problem(
+              p, copy_to_host<K>(out.keys, out.values, rows * k, p.input.pairs), row_length);
+        },
+        rows * k * record_bytes<K>(p.input.pairs));
   }
 
   // Asks `sort` for its workspace and allocates it, then times the sort and verifies the
@@ -1118,7 +1160,7 @@ bool cuda_device_present() {
 std::vector<std::string> bench_algorithms(bool gpu, bool segmented) {
   if (segmented) {
     if (!gpu) return {"sort_segmented", "std_sort"};
-    return {"sort_segmented", "cub_segmented_radix", "cub_segmented_sort"};
+    return {"sort_segmented", "cub_segmented_radix", "cub_segmented_sort", "top_k_rows"};
   }
   if (!gpu) return {"bitonic", "std_sort", "cpu_parallel"};
   std::vector<std::string> names;

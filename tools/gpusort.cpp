@@ -190,7 +190,8 @@ pristine device buffer before every run (not timed), the sort is timed with CUDA
 after 2 warm-up runs, and the median of --reps runs is reported with the runs' spread;
 every result is verified. approx and approx_sampled (linear or sampled splitters)
 approximately sort into a second buffer, checked for intervals in order; top_k writes the
-k first keys, checked against std::sort. Their extra bytes count that output. The host
+k first keys (with --segments, top_k_rows those of every segment), checked against
+std::sort. Their extra bytes count that output. The host
 sorts: std_sort, and cpu_parallel, GCC's parallel mode sort on all cores (segments: spread
 over the cores, one sorted by each). Without a CUDA device, the CPU backend (bitonic) is
 timed against them.
@@ -225,7 +226,7 @@ timed against them.
              the measured choice)
   --intervals the interval count of approx, approx_sampled, approx_refine and top_k, up to
              2^24 (default 0: the library's choice)
-  --k        top_k's k, at most n (default 1000)
+  --k        top_k's k, at most n, and top_k_rows', at most a segment (default 1000)
   --block-bits adaptive_bitonic's block sort and block merge size, 2^B items: 10 to 13, or 1
              for none, the plain algorithm (default 0: 12)
   --csv      write one row per measurement, with the columns of docs/results/; the

@@ -292,7 +292,8 @@ TYPED_TEST(GpuApprox, SelectKIsTheFirstKAsASetAndTheKthKey) {
 TYPED_TEST(GpuApprox, TopKRowsArePrefixesOfTheSortedRows) {
   using K = TypeParam;
   std::vector<matrix_shape> shapes(std::begin(top_k_row_shapes), std::end(top_k_row_shapes));
-  shapes.insert(shapes.end(), {{1000, 32}, {64, 4096}, {5, 100003}});  // and larger rows
+  // and larger rows; rows enough for the per-warp selection (k <= 32 of 2048 rows of >= 256)
+  shapes.insert(shapes.end(), {{1000, 32}, {64, 4096}, {5, 100003}, {2048, 257}, {2051, 1024}});
   for (const matrix_shape sh : shapes) {
     const std::size_t n = sh.rows * sh.row_length;
     std::vector<K> keys = tools::generate<K>(tools::distribution::few_unique, n, n + 1);
@@ -303,7 +304,9 @@ TYPED_TEST(GpuApprox, TopKRowsArePrefixesOfTheSortedRows) {
     for (bool descending : {false, true}) {
       const gpusort::options opt{.direction = descending ? gpusort::order::descending
                                                          : gpusort::order::ascending};
-      for (std::size_t k : {std::size_t{0}, std::size_t{1}, sh.row_length / 2, sh.row_length}) {
+      for (std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{32},
+                            sh.row_length / 2, sh.row_length}) {
+        if (k > sh.row_length) continue;
         SCOPED_TRACE(::testing::Message() << "rows=" << sh.rows << " row_length=" << sh.row_length
                                           << " desc=" << descending << " k=" << k);
         poisoned_array<K> ok(sh.rows * k);

@@ -671,27 +671,27 @@ cudaError_t copy_row_prefixes(T* out, const T* in, index_t rows, index_t row_len
 }
 
 // Rows that one warp reduces to their k first keys (block/warp_top_k.cuh) rather than the
-// batched sort: where it measured faster on the H100 (2^24 keys, k = 32, u32 keys with u32
-// values: 0.255 ms against 0.433 in rows of 4096, 0.317 against 0.608 in rows of 8192). It is
-// instruction-bound (21 exchanges per 32 keys), so it lost where the batched sort is quick:
-// keys alone in rows of 1024 (0.307 ms against 0.163), u32 pairs there (0.350 / 0.340), f32
-// pairs (0.625 / 0.353, the float order costs more per exchange), rows of 32 (0.353 / 0.231).
+// batched sort: k up to a warp, enough rows to fill the GPU with warps, and rows long enough
+// that few of their keys become candidates (in rows of 32, almost every key is one).
+constexpr index_t warp_top_k_most_k = 32, warp_top_k_least_rows = 2048,
+                  warp_top_k_least_row_length = 256;
 template <class K, class V>
-constexpr bool warp_top_k_fits(index_t row_length, index_t k) {
-  return block::has_values<K, V> && std::is_integral_v<K> && sizeof(K) == 4 && k <= 32 &&
-         row_length >= 4096 && row_length <= 8192;
+constexpr bool warp_top_k_fits(index_t rows, index_t row_length, index_t k) {
+  return k <= warp_top_k_most_k && rows >= warp_top_k_least_rows &&
+         row_length >= warp_top_k_least_row_length;
 }
 
 // top_k of every row of a rows x row_length matrix. Where warp_top_k_fits: one warp per row
-// keeps its 32 best keys (no workspace). Otherwise the rows are copied to a buffer, sorted
-// there by the batched sort, and the first k keys (and values) of each row copied out with one
-// 2-D copy. Workspace: n keys (and values) and the batched sort's.
+// (no workspace). Otherwise the rows are copied to a buffer, sorted there by the batched sort,
+// and the first k keys (and values) of each row copied out with one 2-D copy; with k the whole
+// row, copied to the output and sorted there. Workspace: n keys (and values) unless k is the
+// whole row, and the batched sort's.
 template <class K, class V, class SortSegments>
 cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
                        index_t rows, index_t row_length, K* out_keys, V* out_values, index_t k,
                        bool descending, SortSegments sort_segments, cudaStream_t stream) {
   if (k > row_length) return cudaErrorInvalidValue;
-  if (warp_top_k_fits<K, V>(row_length, k)) {
+  if (warp_top_k_fits<K, V>(rows, row_length, k)) {
     if (!temp) {
       temp_bytes = 0;
       return cudaSuccess;
@@ -708,10 +708,11 @@ cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const
     return cudaGetLastError();
   }
   const index_t n = rows * row_length;
+  const bool whole_rows = k == row_length;  // sorted in the output itself, nothing to copy out
   std::size_t segment_bytes = segments_bytes<K, V>(n, rows);
   bump b{static_cast<char*>(temp)};
-  K* buffer_keys = b.take<K>(n);
-  V* buffer_values = block::has_values<K, V> ? b.take<V>(n) : nullptr;
+  K* buffer_keys = whole_rows ? out_keys : b.take<K>(n);
+  V* buffer_values = !block::has_values<K, V> ? nullptr : whole_rows ? out_values : b.take<V>(n);
   void* scratch = b.take<char>(segment_bytes);
   if (!temp) {
     temp_bytes = b.total;
@@ -725,6 +726,7 @@ cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const
     e = cudaMemcpyAsync(buffer_values, values, sizeof(V) * n, cudaMemcpyDeviceToDevice, stream);
   if (e == cudaSuccess)
     e = sort_segments(scratch, segment_bytes, buffer_keys, buffer_values, n, batch, descending, stream);
+  if (whole_rows) return e;
   if (e == cudaSuccess) e = copy_row_prefixes(out_keys, buffer_keys, rows, row_length, k, stream);
   if (e == cudaSuccess && block::has_values<K, V>)
     e = copy_row_prefixes(out_values, buffer_values, rows, row_length, k, stream);
