@@ -218,6 +218,47 @@ TYPED_TEST(GpuApprox, TopKIsTheSortedPrefix) {
   }
 }
 
+// top_k when its sample misjudges: every sampled position holds the first key of the order,
+// so far fewer than k keys lie before the upper splitter and the second gather pass must
+// append all the others (network::sample_position says where the samples are taken).
+TYPED_TEST(GpuApprox, TopKWhenTheSampleMisjudges) {
+  using K = TypeParam;
+  namespace network = gpusort::detail::network;
+  const std::size_t n = std::size_t{1} << 20, k = 1000;
+  const std::uint64_t samples = std::min<std::uint64_t>(n, network::focus_samples);
+  std::vector<std::uint32_t> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<std::uint32_t>(i);
+  guarded_buffer<std::uint32_t> dv(values);
+  for (bool descending : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "desc=" << descending);
+    std::vector<K> keys = tools::generate<K>(tools::distribution::uniform, n, 11);
+    const K first = descending ? std::numeric_limits<K>::max() : std::numeric_limits<K>::lowest();
+    for (std::uint64_t j = 0; j < samples; ++j) keys[network::sample_position(j, samples, n)] = first;
+    guarded_buffer<K> dk(keys);
+    const gpusort::options opt{.direction = descending ? gpusort::order::descending
+                                                       : gpusort::order::ascending};
+    poisoned_array<K> ok(k);
+    poisoned_array<std::uint32_t> ov(k);
+    std::size_t bytes = 0;
+    CUDA_OK(gpusort::top_k_pairs(nullptr, bytes, dk.data(), dv.data(), n, ok.ptr, ov.ptr, k, opt));
+    poisoned_array<char> temp(bytes);
+    CUDA_OK(gpusort::top_k_pairs(temp.ptr, bytes, dk.data(), dv.data(), n, ok.ptr, ov.ptr, k, opt));
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<K> got = ok.to_host(k);
+    const std::vector<std::uint32_t> got_values = ov.to_host(k);
+    ASSERT_TRUE(ok.tail_intact(k) && ov.tail_intact(k)) << "wrote past k";
+    const std::vector<K> sorted = reference_sort(keys, descending);
+    ASSERT_TRUE(same_bits(got, std::vector<K>(sorted.begin(), sorted.begin() + k)));
+    std::vector<bool> seen(n);
+    for (std::size_t i = 0; i < k; ++i) {
+      ASSERT_LT(got_values[i], n);
+      ASSERT_FALSE(seen[got_values[i]]) << "index " << got_values[i] << " twice";
+      seen[got_values[i]] = true;
+      ASSERT_TRUE(same_bits(std::vector<K>{keys[got_values[i]]}, std::vector<K>{got[i]}));
+    }
+  }
+}
+
 // top_k_pairs, then select_k_pairs on the same input (its k-th key in device memory): values
 // point back at their keys.
 TYPED_TEST(GpuApprox, TopKPairs) {
