@@ -698,10 +698,11 @@ cudaError_t copy_row_prefixes(T* out, const T* in, index_t rows, index_t row_len
 
 // Rows that one warp reduces to their k first keys (block/warp_top_k.cuh) rather than the
 // batched sort: k up to a warp, enough rows to fill the GPU with warps, and rows long enough
-// that few of their keys become candidates (in rows of 32, almost every key is one).
+// that few of their keys become candidates. On the H100 (2^24 keys, k = 32) it won from rows
+// of 256 for every key type, with or without values, and lost in rows of 32 to 128, where
+// almost every key is a candidate (docs/approx.md).
 constexpr index_t warp_top_k_most_k = 32, warp_top_k_least_rows = 2048,
                   warp_top_k_least_row_length = 256;
-template <class K, class V>
 constexpr bool warp_top_k_fits(index_t rows, index_t row_length, index_t k) {
   return k <= warp_top_k_most_k && rows >= warp_top_k_least_rows &&
          row_length >= warp_top_k_least_row_length;
@@ -717,7 +718,7 @@ cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const
                        index_t rows, index_t row_length, K* out_keys, V* out_values, index_t k,
                        bool descending, SortSegments sort_segments, cudaStream_t stream) {
   if (k > row_length) return cudaErrorInvalidValue;
-  if (warp_top_k_fits<K, V>(rows, row_length, k)) {
+  if (warp_top_k_fits(rows, row_length, k)) {
     if (!temp) {
       temp_bytes = 0;
       return cudaSuccess;
