@@ -1,8 +1,8 @@
-// Out-of-core sorting on the CPU (external/run_plan.hpp, external/run_merge.hpp): the plan's
-// arithmetic, the cuts of sorted runs into merge windows (external/merge_windows.hpp),
-// runs cut, sorted, written and merged in one or more passes against a stable
-// sort of the whole input (identical bytes: stable and nothing lost), and cleanup of the
-// scratch files on an exception, a full disk and a signal.
+// Out-of-core sorting on the CPU (gpusort/detail/external/run_plan.hpp, external/run_merge.hpp):
+// the plan's arithmetic, the cuts of sorted runs into merge windows
+// (gpusort/detail/external/merge_windows.hpp), runs cut, sorted, written and merged in one or more
+// passes against a stable sort of the whole input (identical bytes: stable and nothing lost), and
+// cleanup of the scratch files on an exception, a full disk and a signal.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -23,7 +23,6 @@
 #include <utility>
 #include <vector>
 
-#include "external/merge_windows.hpp"
 #include "external/run_merge.hpp"
 #include "external/run_plan.hpp"
 

@@ -3,12 +3,12 @@
 // (pread from the input on all cores) work while the copy engine moves slot i, and the threads
 // draining slot i (into the output's mapping) while slot i+1 comes back.
 //
-// When the keys and the sort's workspace fit the device budget, that is the whole sort: read
-// and upload, sort, download and write. Otherwise the input is cut into runs that fit; each is
-// uploaded, sorted and stored (in host memory when it fits there, else in a scratch file), and
-// the runs are merged in windows (merge_windows.hpp): each window's slices are gathered from
-// the stored runs into the device buffer, sorted there, and written to their place in the
-// output. Every key thus crosses the bus four times, but the merge costs one GPU sort per
+// When the keys and the sort's workspace fit the device budget, that is the whole sort: read and
+// upload, sort, download and write. Otherwise the input is cut into runs that fit; each is
+// uploaded, sorted and stored (in host memory when it fits there, else in a scratch file), and the
+// runs are merged in windows (gpusort/detail/external/merge_windows.hpp): each window's slices are
+// gathered from the stored runs into the device buffer, sorted there, and written to their place in
+// the output. Every key thus crosses the bus four times, but the merge costs one GPU sort per
 // window instead of a CPU heap merge.
 //
 // The output is checked before it replaces OUT: in order, and the same keys as the input
@@ -28,7 +28,6 @@
 #include <string>
 #include <vector>
 
-#include "external/merge_windows.hpp"
 #include "external/run_merge.hpp"
 #include "external/run_plan.hpp"
 #include "file_io.hpp"

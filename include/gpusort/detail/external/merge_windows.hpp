@@ -17,7 +17,7 @@
 
 #include "gpusort/key_traits.hpp"
 
-namespace gpusort::tools::external {
+namespace gpusort::detail::external {
 
 // A key's place in the output order as one unsigned number: equal numbers for keys the sort
 // treats as equal (every NaN), larger numbers for keys that come later.
@@ -101,4 +101,4 @@ std::vector<run_slice> window_slices(std::span<const std::uint64_t> lengths, std
   return slices;
 }
 
-}  // namespace gpusort::tools::external
+}  // namespace gpusort::detail::external

@@ -1,0 +1,118 @@
+// The plan of an out-of-core sort: how many records one run holds (what fits the device
+// budget with the sort's workspace, and the host budget), how many runs the input makes,
+// and how the runs are merged (fan-in per pass and the number of passes). Pure arithmetic,
+// constexpr, so that the tests can check it exhaustively and the tool can print it.
+// (Part of the out-of-core machinery moving from tools/external/ into the library.)
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace gpusort::detail::external {
+
+inline constexpr std::uint64_t mebibyte = std::uint64_t{1} << 20;
+
+struct plan_request {
+  std::uint64_t records = 0;
+  std::uint64_t record_bytes = 0;
+  std::uint64_t device_budget_bytes = 0;
+  // Device bytes the sort needs per record beside the record itself, e.g. record_bytes for
+  // an algorithm with a second buffer, 0 for the in-place bitonic sort.
+  std::uint64_t workspace_bytes_per_record = 0;
+  std::uint64_t host_budget_bytes = 0;  // 0: unlimited
+  // Host buffers of one run while runs are formed: one filled from the input while the
+  // other is sorted and written out.
+  std::uint64_t host_run_buffers = 2;
+  // Read buffer of each run being merged (the output gets one more); rounded up to records.
+  std::uint64_t merge_buffer_bytes = mebibyte;
+  // Runs open at once, kept well under the usual limit of 1024 open files.
+  std::uint64_t max_fan_in = 512;
+};
+
+enum class plan_problem {
+  none,
+  no_record_bytes,
+  device_budget_below_one_record,  // one record and its workspace exceed the device budget
+  host_budget_below_one_record,    // host_run_buffers records exceed the host budget
+  host_budget_below_merge,         // fewer than 2 input buffers + 1 output buffer fit
+};
+
+struct run_plan {
+  plan_problem problem = plan_problem::none;
+  std::uint64_t run_records = 0;       // records of every run but the last
+  std::uint64_t run_count = 0;         // 0 for no records, 1 when no merge is needed
+  std::uint64_t last_run_records = 0;  // 1..run_records when run_count > 0
+  std::uint64_t merge_buffer_bytes = 0;  // of each merge input and the output; whole records
+  std::uint64_t fan_in = 0;              // runs merged at once; 0 without a merge
+  std::uint64_t merge_passes = 0;        // 0 without a merge
+
+  constexpr bool ok() const { return problem == plan_problem::none; }
+  constexpr std::uint64_t records_of_run(std::uint64_t run) const {
+    return run + 1 == run_count ? last_run_records : run_records;
+  }
+};
+
+// Passes of a merge that joins `fan_in` consecutive runs at a time until one remains.
+constexpr std::uint64_t merge_pass_count(std::uint64_t runs, std::uint64_t fan_in) {
+  std::uint64_t passes = 0;
+  for (; runs > 1; ++passes) runs = (runs + fan_in - 1) / fan_in;
+  return passes;
+}
+
+constexpr run_plan plan_runs(const plan_request& request) {
+  run_plan plan;
+  if (request.record_bytes == 0) return {.problem = plan_problem::no_record_bytes};
+  const std::uint64_t device_capacity =
+      request.device_budget_bytes / (request.record_bytes + request.workspace_bytes_per_record);
+  if (device_capacity == 0) return {.problem = plan_problem::device_budget_below_one_record};
+  const std::uint64_t host_capacity =
+      request.host_budget_bytes == 0
+          ? device_capacity
+          : request.host_budget_bytes /
+                (std::max<std::uint64_t>(1, request.host_run_buffers) * request.record_bytes);
+  if (host_capacity == 0) return {.problem = plan_problem::host_budget_below_one_record};
+
+  const std::uint64_t buffer_records =
+      std::max<std::uint64_t>(1, (request.merge_buffer_bytes + request.record_bytes - 1) /
+                                     request.record_bytes);
+  plan.merge_buffer_bytes = buffer_records * request.record_bytes;
+  plan.run_records = std::min({device_capacity, host_capacity, request.records});
+  if (request.records == 0) return plan;
+  plan.run_count = (request.records + plan.run_records - 1) / plan.run_records;
+  plan.last_run_records = request.records - (plan.run_count - 1) * plan.run_records;
+  if (plan.run_count == 1) return plan;
+
+  const std::uint64_t buffers_in_budget =
+      request.host_budget_bytes == 0 ? plan.run_count + 1
+                                     : request.host_budget_bytes / plan.merge_buffer_bytes;
+  if (buffers_in_budget < 3) return {.problem = plan_problem::host_budget_below_merge};
+  plan.fan_in = std::min({buffers_in_budget - 1, request.max_fan_in, plan.run_count});
+  plan.merge_passes = merge_pass_count(plan.run_count, plan.fan_in);
+  return plan;
+}
+
+// What is wrong with a plan, in the words of the budgets it was given.
+inline std::string describe(plan_problem problem, const plan_request& request) {
+  const std::string record = std::to_string(request.record_bytes) + "-byte record";
+  switch (problem) {
+    case plan_problem::none: return "";
+    case plan_problem::no_record_bytes: return "records of 0 bytes cannot be sorted";
+    case plan_problem::device_budget_below_one_record:
+      return "the device memory budget of " + std::to_string(request.device_budget_bytes) +
+             " bytes cannot hold one " + record + " and its " +
+             std::to_string(request.workspace_bytes_per_record) + " bytes of workspace";
+    case plan_problem::host_budget_below_one_record:
+      return "the host memory budget of " + std::to_string(request.host_budget_bytes) +
+             " bytes cannot hold " + std::to_string(request.host_run_buffers) +
+             " run buffers of one " + record;
+    case plan_problem::host_budget_below_merge:
+      return "the host memory budget of " + std::to_string(request.host_budget_bytes) +
+             " bytes cannot hold the 3 merge buffers of " +
+             std::to_string(std::max(request.merge_buffer_bytes, request.record_bytes)) +
+             " bytes that merging two runs needs";
+  }
+  return "";
+}
+
+}  // namespace gpusort::detail::external
