@@ -5,6 +5,7 @@
 #include "gpusort/approx.hpp"
 #include "gpusort/detail/cpu/approx.hpp"
 #include "gpusort/detail/device/approx.cuh"
+#include "gpusort/detail/device/baselines.hpp"
 
 namespace gpusort::detail {
 
@@ -24,6 +25,17 @@ struct sort_intervals {
     return sort_segments<K, V>(t, bytes, k, v, n, segs,
                                {.direction = descending ? order::descending : order::ascending,
                                 .stream = stream});
+  }
+};
+
+// top_k's candidate sort: codes with their 32-bit places, by CUB's radix sort (stable, so
+// the padding stays behind the candidates; src/baselines_<key>.cu).
+struct sort_codes {
+  template <class U>
+  cudaError_t operator()(void* t, std::size_t& bytes, U* codes, std::uint32_t* places,
+                         std::uint64_t n, cudaStream_t stream) const {
+    return device::cub_radix_sort(t, bytes, codes, reinterpret_cast<payload<4>*>(places), n,
+                                  false, stream);
   }
 };
 
@@ -79,7 +91,7 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* v
     if (e != cudaSuccess) return e;
   }
   return device::top_k(temp, temp_bytes, keys, values, n, out_keys, out_values, k, cfg,
-                       sort_intervals<K, P>{}, opt.stream);
+                       sort_codes{}, sort_intervals<K, P>{}, opt.stream);
 }
 
 template <class K, class P>

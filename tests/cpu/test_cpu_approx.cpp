@@ -574,6 +574,105 @@ TYPED_TEST(ApproxMath, DeviceSplitterTreeMatchesTheCpuIntervals) {
   }
 }
 
+// top_k's sample: one per 4096 keys, clamped to [4096, 65536], never more than the keys.
+TEST(ApproxMath, FocusSampleCount) {
+  EXPECT_EQ(net::focus_sample_count(0), 0u);
+  EXPECT_EQ(net::focus_sample_count(100), 100u);
+  EXPECT_EQ(net::focus_sample_count(4096), 4096u);
+  EXPECT_EQ(net::focus_sample_count(index_t{1} << 24), 4096u);
+  EXPECT_EQ(net::focus_sample_count(index_t{1} << 26), 16384u);
+  EXPECT_EQ(net::focus_sample_count(index_t{1} << 28), 65536u);
+  EXPECT_EQ(net::focus_sample_count(index_t{1} << 34), 65536u);
+}
+
+// The candidate buffer holds the keys before the upper splitter on random inputs: drawn as
+// top_k draws them (sample positions, samples ordered by key then position), the count before
+// the splitter is at least k and at most the capacity, for every k up to n.
+TEST(ApproxMath, CandidateCapacityHoldsTheSampledCandidates) {
+  for (const index_t n : {index_t{5000}, index_t{1} << 16, index_t{1} << 20}) {
+    const index_t samples = net::focus_sample_count(n);
+    for (std::uint64_t seed = 0; seed < 4; ++seed) {
+      const std::vector<std::uint32_t> keys =
+          tools::generate<std::uint32_t>(tools::distribution::uniform, n, seed);
+      std::vector<std::pair<std::uint32_t, index_t>> sample(samples), all(n);
+      for (index_t j = 0; j < samples; ++j) {
+        const index_t at = net::sample_position(j, samples, n);
+        sample[j] = {keys[at], at};
+      }
+      for (index_t i = 0; i < n; ++i) all[i] = {keys[i], i};
+      std::sort(sample.begin(), sample.end());
+      std::sort(all.begin(), all.end());
+      for (const index_t k : {index_t{1}, index_t{10}, index_t{1000}, n / 8, n / 2, n}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " seed=" << seed << " k=" << k);
+        const net::splitter_plan plan = net::focused_splitters(k, n, samples, false);
+        const auto splitter = sample[plan.hi];
+        const index_t before = static_cast<index_t>(
+            std::lower_bound(all.begin(), all.end(), splitter) - all.begin());
+        const index_t capacity = net::candidate_capacity(k, n, samples);
+        EXPECT_LE(capacity, n);
+        EXPECT_GE(capacity, k);
+        if (plan.hi + 1 < samples) {  // else every key is a candidate and the select takes over
+          EXPECT_GE(before, k);
+          EXPECT_LE(before, capacity);
+        }
+        // Planned for about k keys, not for n.
+        if (k <= n / 8 && n >= (index_t{1} << 20)) EXPECT_LT(capacity, k + n / 16);
+      }
+    }
+  }
+}
+
+TEST(ApproxMath, PickDigitFindsTheBucketOfTheRank) {
+  const std::uint32_t counts[] = {0, 3, 0, 2, 5};
+  const std::pair<std::uint64_t, net::digit_pick> cases[] = {
+      {1, {1, 0}}, {3, {1, 0}}, {4, {3, 3}}, {5, {3, 3}}, {6, {4, 5}}, {10, {4, 5}}, {11, {5, 10}}};
+  for (const auto& [rank, want] : cases) {
+    const net::digit_pick got = net::pick_digit(counts, 5, rank);
+    EXPECT_EQ(got.digit, want.digit) << "rank " << rank;
+    EXPECT_EQ(got.before, want.before) << "rank " << rank;
+  }
+}
+
+// The device radix select's digit loop, run on the CPU: for every k its code is the k-th
+// smallest select_code (ties as less<K> sees them: every NaN alike), and `below` counts the
+// keys before it, on special floats and few distinct keys, in both directions.
+TYPED_TEST(ApproxMath, RadixSelectFindsTheKthCode) {
+  using K = TypeParam;
+  using U = ordered_t<K>;
+  constexpr int bits = 8, width = sizeof(U) * 8;
+  for (tools::distribution d : {tools::distribution::uniform, tools::distribution::few_unique,
+                                tools::distribution::all_equal}) {
+    const std::size_t n = 3001;
+    const std::vector<K> keys = make_input<K>(d, n, 17 + static_cast<int>(d), true);
+    for (bool desc : {false, true}) {
+      std::vector<U> codes(n);
+      for (std::size_t i = 0; i < n; ++i) codes[i] = net::select_code(keys[i], desc);
+      std::vector<U> sorted = codes;
+      std::sort(sorted.begin(), sorted.end());
+      for (std::uint64_t k : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{1500},
+                              std::uint64_t{n - 1}, std::uint64_t{n}}) {
+        SCOPED_TRACE(::testing::Message() << "dist=" << tools::to_string(d) << " desc=" << desc
+                                          << " k=" << k);
+        U prefix = 0;
+        std::uint64_t below = 0;
+        for (int shift = width - bits; shift >= 0; shift -= bits) {
+          const U high = shift + bits >= width ? U{0} : static_cast<U>(~U{0} << (shift + bits));
+          std::uint64_t counts[1u << bits] = {};
+          for (const U c : codes)
+            if (((c ^ prefix) & high) == 0) ++counts[(c >> shift) & ((1u << bits) - 1)];
+          const net::digit_pick pick = net::pick_digit(counts, 1u << bits, k - below);
+          ASSERT_LT(pick.digit, 1u << bits);
+          prefix |= static_cast<U>(pick.digit) << shift;
+          below += pick.before;
+        }
+        ASSERT_EQ(prefix, sorted[k - 1]);
+        ASSERT_EQ(below, static_cast<std::uint64_t>(
+                             std::lower_bound(sorted.begin(), sorted.end(), prefix) - sorted.begin()));
+      }
+    }
+  }
+}
+
 // ---- 2. the CPU backend against std::stable_sort ------------------------------------------
 
 struct approx_case {

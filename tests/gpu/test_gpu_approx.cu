@@ -218,22 +218,25 @@ TYPED_TEST(GpuApprox, TopKIsTheSortedPrefix) {
   }
 }
 
-// top_k when its sample misjudges: every sampled position holds the first key of the order,
-// so far fewer than k keys lie before the upper splitter and the second gather pass must
-// append all the others (network::sample_position says where the samples are taken).
+// top_k when its sample misjudges: every sampled position holds the first key of the order
+// (far fewer than k keys lie before the upper splitter) or the last one (nearly all of them
+// do, more than the candidate buffer holds), so the radix select must find the k first keys
+// (network::sample_position says where the samples are taken).
 TYPED_TEST(GpuApprox, TopKWhenTheSampleMisjudges) {
   using K = TypeParam;
   namespace network = gpusort::detail::network;
   const std::size_t n = std::size_t{1} << 20, k = 1000;
-  const std::uint64_t samples = std::min<std::uint64_t>(n, network::focus_samples);
+  const std::uint64_t samples = network::focus_sample_count(n);
   std::vector<std::uint32_t> values(n);
   for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<std::uint32_t>(i);
   guarded_buffer<std::uint32_t> dv(values);
-  for (bool descending : {false, true}) {
-    SCOPED_TRACE(::testing::Message() << "desc=" << descending);
+  for (const auto [descending, sampled_first] :
+       {std::pair{false, true}, {true, true}, {false, false}, {true, false}}) {
+    SCOPED_TRACE(::testing::Message() << "desc=" << descending << " first=" << sampled_first);
     std::vector<K> keys = tools::generate<K>(tools::distribution::uniform, n, 11);
-    const K first = descending ? std::numeric_limits<K>::max() : std::numeric_limits<K>::lowest();
-    for (std::uint64_t j = 0; j < samples; ++j) keys[network::sample_position(j, samples, n)] = first;
+    const K lowest = std::numeric_limits<K>::lowest(), highest = std::numeric_limits<K>::max();
+    const K sampled = descending == sampled_first ? highest : lowest;
+    for (std::uint64_t j = 0; j < samples; ++j) keys[network::sample_position(j, samples, n)] = sampled;
     guarded_buffer<K> dk(keys);
     const gpusort::options opt{.direction = descending ? gpusort::order::descending
                                                        : gpusort::order::ascending};

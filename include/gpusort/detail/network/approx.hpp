@@ -176,20 +176,36 @@ struct splitter_plan {
   }
 };
 
-// Samples that top_k takes: few, since only the region around the k-th key matters.
-inline constexpr index_t focus_samples = 4096;
+// Samples that top_k takes: one per 4096 keys, at least 4096 and at most 65536 (their sort
+// costs tens of microseconds). The upper splitter then stands about 4096 (5 + 4 sqrt(t)) keys
+// past the k-th key (t below), so fewer keys per sample means fewer candidates to sort.
+inline constexpr index_t focus_samples_least = 4096, focus_samples_most = 65536;
+constexpr index_t focus_sample_count(index_t n) {
+  const index_t wanted = n >> 12;
+  const index_t clamped = wanted < focus_samples_least   ? focus_samples_least
+                          : wanted > focus_samples_most ? focus_samples_most
+                                                         : wanted;
+  return clamped < n ? clamped : n;
+}
 
-// The focused plan for the k-th of n keys (descending: the k-th largest) from S samples: the
-// expected sample rank t = k S / n, widened by four standard deviations (sqrt(t)) plus four,
-// so that the k-th key lies below the upper splitter with high probability. If it does not,
-// top_k gathers more keys, never fewer.
+// The rank, among S sorted samples of n keys, of top_k's upper splitter for the k-th key
+// (ascending): the expected sample rank t = k S / n, widened by four standard deviations
+// (sqrt(t)) plus four, so that the k-th key lies below it with high probability.
+inline index_t focused_upper_rank(index_t k, index_t n, index_t samples) {
+  const double t = static_cast<double>(k) * static_cast<double>(samples) / static_cast<double>(n);
+  const index_t hi = static_cast<index_t>(t + 4.0 + 4.0 * std::sqrt(t)) + 1;
+  return hi < samples - 1 ? hi : samples - 1;
+}
+
+// The focused plan for the k-th of n keys (descending: the k-th largest) from S samples:
+// splitters at the upper rank and as far below the expected rank t. If the k-th key lies
+// outside, top_k falls back to an exact radix select, never to a wrong answer.
 inline splitter_plan focused_splitters(index_t k, index_t n, index_t samples, bool descending) {
   const double t = static_cast<double>(k) * static_cast<double>(samples) / static_cast<double>(n);
   const double margin = 4.0 + 4.0 * std::sqrt(t);
   const index_t last = samples - 1;
   index_t lo = t > margin ? static_cast<index_t>(t - margin) : 0;
-  index_t hi = static_cast<index_t>(t + margin) + 1;
-  if (hi > last) hi = last;
+  index_t hi = focused_upper_rank(k, n, samples);
   if (lo > hi) lo = hi;
   if (descending) {  // mirrored: the k largest lie above rank S - t
     const index_t mirrored_lo = last - hi;
@@ -197,6 +213,49 @@ inline splitter_plan focused_splitters(index_t k, index_t n, index_t samples, bo
     lo = mirrored_lo;
   }
   return {samples, 3, true, lo, hi};
+}
+
+// How many candidates top_k makes room for: the keys before the upper splitter (rank hi)
+// number about n (hi + 1) / S, give or take n sqrt(hi + 1) / S; room for five of those
+// deviations more, at least k and at most n. The candidate sort is planned for this many
+// keys, not for n; more (or fewer than k) and the radix select takes over.
+inline index_t candidate_capacity(index_t k, index_t n, index_t samples) {
+  if (samples == 0) return k;
+  const double hi = static_cast<double>(focused_upper_rank(k, n, samples)) + 1.0;
+  const double per_sample = static_cast<double>(n) / static_cast<double>(samples);
+  const double room = per_sample * (hi + 5.0 * std::sqrt(hi) + 5.0);
+  if (room >= static_cast<double>(n)) return n;
+  const index_t capacity = static_cast<index_t>(room) + 1;
+  return capacity < k ? k : capacity > n ? n : capacity;
+}
+
+// ---- radix select -------------------------------------------------------------------------
+
+// One step of a radix select: of the keys counted per digit value, the digit whose bucket
+// holds the rank-th key (1-based) and how many keys the buckets before it hold. A rank past
+// the total gives {buckets, total}.
+struct digit_pick {
+  std::uint32_t digit = 0;
+  std::uint64_t before = 0;
+};
+template <class Count>
+GPUSORT_HD constexpr digit_pick pick_digit(const Count* counts, std::uint32_t buckets,
+                                           std::uint64_t rank) {
+  std::uint64_t before = 0;
+  for (std::uint32_t d = 0; d < buckets; ++d) {
+    if (before + counts[d] >= rank) return {d, before};
+    before += counts[d];
+  }
+  return {buckets, before};
+}
+
+// The code that radix select orders keys by: the ordered bits (every NaN the same, as in
+// less<K>), complemented for descending order, so that the k first keys have the k smallest
+// codes.
+template <class K>
+GPUSORT_HD GPUSORT_FORCEINLINE constexpr ordered_t<K> select_code(K key, bool descending) {
+  const ordered_t<K> code = key_traits<K>::ordered(key);
+  return descending ? static_cast<ordered_t<K>>(~code) : code;
 }
 
 // Descends the tree: `right_of(node)` says whether the key lies after that node's splitter.

@@ -1,0 +1,32 @@
+// Device helpers for kernels that pick some of their items and append them to an output:
+// values that may be absent (no_value), and output slots reserved a warp at a time.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "gpusort/detail/types.hpp"
+
+namespace gpusort::detail::device {
+
+template <class V>
+__device__ __forceinline__ V load_value(const V* values, std::uint64_t i) {
+  if constexpr (std::is_same_v<V, no_value>) return {};
+  else return values[i];
+}
+template <class V>
+__device__ __forceinline__ void store_value(V* values, std::uint64_t i, const V& v) {
+  if constexpr (!std::is_same_v<V, no_value>) values[i] = v;
+}
+
+// The slot of this lane's item among those its warp takes, reserved with one atomic per warp
+// on *cursor. Every lane of the warp must call it.
+__device__ __forceinline__ unsigned long long warp_reserve(bool take, unsigned long long* cursor) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned mask = __ballot_sync(0xffffffffu, take);
+  unsigned long long at = 0;
+  if (lane == 0 && mask) at = atomicAdd(cursor, static_cast<unsigned long long>(__popc(mask)));
+  return __shfl_sync(0xffffffffu, at, 0) + __popc(mask & ((1u << lane) - 1));
+}
+
+}  // namespace gpusort::detail::device

@@ -1,0 +1,148 @@
+// The k first keys (and their values) of an array, exactly, by radix select: the k-th key's
+// code (network::select_code) is found a digit at a time from the top, one pass over the keys
+// per digit counting the keys that share the digits found so far; the last block of a pass
+// picks the digit (network::pick_digit). A last pass gathers every key before the k-th and as
+// many keys equal to it as k needs. It reads the keys bits / 8 + 1 times, on any input.
+//
+// top_k's fallback: every kernel first reads how many candidates the sampled gather found and
+// returns at once when that is a usable count (k to capacity), so in the usual case the
+// fallback costs its launches only and the host never waits for the count.
+#pragma once
+
+#include <cstdint>
+
+#include "gpusort/detail/device/gather.cuh"
+#include "gpusort/detail/device/launch.cuh"
+#include "gpusort/detail/network/approx.hpp"
+
+namespace gpusort::detail::device {
+
+inline constexpr int select_digit_bits = 8;
+inline constexpr std::uint32_t select_buckets = 1u << select_digit_bits;
+
+// Device state of one radix select, zeroed before the first pass.
+struct radix_select_state {
+  unsigned long long prefix;      // the digits of the k-th code found so far, in place
+  unsigned long long below;       // keys whose code lies below every code with that prefix
+  unsigned long long cursors[2];  // the gather: keys before the k-th, keys equal to it
+  unsigned int blocks_done;       // blocks of the current pass that have added their counts
+  unsigned int unused;
+  unsigned long long counts[select_buckets];  // the current digit's counts
+};
+
+// Whether the sampled gather's count is unusable: fewer than k candidates, or more than the
+// buffer (and the candidate sort planned for it) holds.
+__device__ __forceinline__ bool select_needed(std::uint64_t gathered, index_t k,
+                                              index_t capacity) {
+  return gathered < k || gathered > capacity;
+}
+
+// One digit: counts the keys that share the prefix found so far by their digit at `shift`;
+// the last block to finish picks the digit holding the rank-th key.
+template <int THREADS, class K>
+__global__ void __launch_bounds__(THREADS)
+    select_digit_kernel(const K* keys, index_t n, bool descending, int shift,
+                        const std::uint64_t* gathered, index_t k, index_t capacity,
+                        radix_select_state* state) {
+  using U = network::ordered_t<K>;
+  if (!select_needed(*gathered, k, capacity)) return;
+  __shared__ unsigned counts[select_buckets];
+  __shared__ unsigned long long totals[select_buckets];
+  __shared__ bool last;
+  for (unsigned d = threadIdx.x; d < select_buckets; d += THREADS) counts[d] = 0;
+  __syncthreads();
+  const U prefix = static_cast<U>(state->prefix);
+  const int above = shift + select_digit_bits;
+  const U high = above >= static_cast<int>(sizeof(U) * 8) ? U{0} : static_cast<U>(~U{0} << above);
+  for (index_t i = blockIdx.x * index_t{THREADS} + threadIdx.x; i < n;
+       i += index_t{gridDim.x} * THREADS) {
+    const U code = network::select_code(keys[i], descending);
+    if (((code ^ prefix) & high) == 0) atomicAdd(&counts[(code >> shift) & (select_buckets - 1)], 1u);
+  }
+  __syncthreads();
+  for (unsigned d = threadIdx.x; d < select_buckets; d += THREADS)
+    if (counts[d]) atomicAdd(&state->counts[d], static_cast<unsigned long long>(counts[d]));
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&state->blocks_done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (unsigned d = threadIdx.x; d < select_buckets; d += THREADS) {
+    totals[d] = __ldcg(&state->counts[d]);
+    state->counts[d] = 0;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const network::digit_pick pick = network::pick_digit(totals, select_buckets, k - state->below);
+    state->prefix |= static_cast<unsigned long long>(pick.digit) << shift;
+    state->below += pick.before;
+    state->blocks_done = 0;
+  }
+}
+
+// The last pass: keys before the k-th to out[0, below), and the first keys equal to it to
+// out[below, k); writes k (or, with nothing to select, the gathered count) to *count.
+template <int THREADS, class K, class V>
+__global__ void __launch_bounds__(THREADS)
+    select_gather_kernel(const K* keys, const V* values, index_t n, bool descending,
+                         const std::uint64_t* gathered, index_t k, index_t capacity,
+                         radix_select_state* state, K* out_keys, V* out_values,
+                         std::uint64_t* count) {
+  using U = network::ordered_t<K>;
+  const std::uint64_t found = *gathered;
+  const bool needed = select_needed(found, k, capacity);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *count = needed ? k : found;
+  if (!needed) return;
+  const U kth = static_cast<U>(state->prefix);
+  const index_t below = state->below, equal_wanted = k - below;
+  // Whole warps walk the keys, so that every lane takes part in the reservations.
+  const index_t stride = index_t{gridDim.x} * THREADS;
+  for (index_t base = blockIdx.x * index_t{THREADS} + threadIdx.x / 32 * 32; base < n;
+       base += stride) {
+    const index_t i = base + threadIdx.x % 32;
+    const bool inside = i < n;
+    K key{};
+    U code{};
+    if (inside) code = network::select_code(key = keys[i], descending);
+    const bool before = inside && code < kth, equal = inside && code == kth;
+    const unsigned long long at_before = warp_reserve(before, &state->cursors[0]);
+    const unsigned long long at_equal = warp_reserve(equal, &state->cursors[1]);
+    if (before) {
+      out_keys[at_before] = key;
+      store_value(out_values, at_before, load_value(values, i));
+    } else if (equal && at_equal < equal_wanted) {
+      out_keys[below + at_equal] = key;
+      store_value(out_values, below + at_equal, load_value(values, i));
+    }
+  }
+}
+
+// Launches the radix select of the k first keys of keys[0, n) into out (room for capacity),
+// active only if *gathered is not in [k, capacity]; *count receives the usable count.
+// state: a radix_select_state in device memory, zeroed on the stream before.
+template <class K, class V>
+cudaError_t radix_select_fallback(const K* keys, const V* values, index_t n, index_t k,
+                                  bool descending, const std::uint64_t* gathered,
+                                  index_t capacity, radix_select_state* state, K* out_keys,
+                                  V* out_values, std::uint64_t* count, cudaStream_t stream) {
+  constexpr int threads = 256;
+  const unsigned wanted = static_cast<unsigned>(
+      std::min<index_t>((n + threads - 1) / threads, index_t{1} << 20));
+  unsigned blocks = 0;
+  cudaError_t e = resident_blocks(select_digit_kernel<threads, K>, threads, 0, blocks);
+  if (e != cudaSuccess) return e;
+  blocks = std::max(1u, std::min(blocks, wanted));
+  for (int shift = static_cast<int>(sizeof(network::ordered_t<K>) * 8) - select_digit_bits;
+       shift >= 0; shift -= select_digit_bits) {
+    select_digit_kernel<threads, K><<<blocks, threads, 0, stream>>>(keys, n, descending, shift,
+                                                                    gathered, k, capacity, state);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  select_gather_kernel<threads, K, V><<<blocks, threads, 0, stream>>>(
+      keys, values, n, descending, gathered, k, capacity, state, out_keys, out_values, count);
+  return cudaGetLastError();
+}
+
+}  // namespace gpusort::detail::device
