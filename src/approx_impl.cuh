@@ -94,6 +94,22 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* v
                        sort_codes{}, sort_intervals<K, P>{}, opt.stream);
 }
 
+// top_k with the keys' positions as values (P: the payload of the index type).
+template <class K, class P>
+cudaError_t top_k_positions(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
+                            K* out_keys, P* out_positions, std::uint64_t k, const options& opt) {
+  if (!check_approx_options(opt).empty() || k > n) return cudaErrorInvalidValue;
+  const device::approx_config cfg{3, true, opt.direction == order::descending, k};
+  if (temp) {
+    cudaError_t e = validate_arrays(keys, static_cast<const no_value*>(nullptr), n);
+    if (e == cudaSuccess) e = validate_arrays(out_keys, out_positions, k);
+    if (e != cudaSuccess) return e;
+  }
+  return device::top_k<K, P>(temp, temp_bytes, keys, device::positions<P>{}, n, out_keys,
+                             out_positions, k, cfg, sort_codes{}, sort_intervals<K, P>{},
+                             opt.stream);
+}
+
 template <class K, class P>
 cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
                        std::uint64_t rows, std::uint64_t row_length, K* out_keys, P* out_values,
@@ -206,6 +222,12 @@ approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uin
       const options&);                                                                        \
   template gpusort::approx_quality gpusort::detail::cpu_approx_measure<K>(                    \
       const K*, std::uint64_t, const std::uint64_t*, const options&);                         \
+  template cudaError_t gpusort::detail::top_k_positions<K, gpusort::detail::payload<4>>(      \
+      void*, std::size_t&, const K*, std::uint64_t, K*, gpusort::detail::payload<4>*,         \
+      std::uint64_t, const options&);                                                         \
+  template cudaError_t gpusort::detail::top_k_positions<K, gpusort::detail::payload<8>>(      \
+      void*, std::size_t&, const K*, std::uint64_t, K*, gpusort::detail::payload<8>*,         \
+      std::uint64_t, const options&);                                                         \
   GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::no_value)                                    \
   GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::payload<4>)                                  \
   GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::payload<8>)                                  \

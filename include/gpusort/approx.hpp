@@ -71,6 +71,9 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* v
                   std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
                   const options& opt);
 template <class K, class P>
+cudaError_t top_k_positions(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
+                            K* out_keys, P* out_positions, std::uint64_t k, const options& opt);
+template <class K, class P>
 cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
                        std::uint64_t rows, std::uint64_t row_length, K* out_keys, P* out_values,
                        std::uint64_t k, const options& opt);
@@ -128,7 +131,8 @@ cudaError_t approx_sort_pairs(void* temp, std::size_t& temp_bytes, const K* keys
 }
 
 // The k smallest keys in ascending order (descending: the k largest, largest first) into
-// out_keys[0, k). Needs n keys (and values) of workspace in the worst case.
+// out_keys[0, k). Workspace: about k keys (and values) and a radix sort's of as many, on any
+// input (network::candidate_capacity).
 template <supported_key K, std::integral N>
 cudaError_t top_k_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
                        std::uint64_t k, const options& opt = {}) {
@@ -147,6 +151,21 @@ cudaError_t top_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, cons
   return detail::top_k<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
                              static_cast<std::uint64_t>(n), out_keys,
                              reinterpret_cast<P*>(out_values), k, opt);
+}
+
+// top_k_pairs with every key's position in `keys` as its value, out_indices[j] the position
+// of out_keys[j] (torch.topk's indices): the positions are generated where a key is chosen,
+// so no index array of n is written or read. I: std::int32_t (n below 2^31) or std::int64_t.
+template <supported_key K, class I, std::integral N>
+  requires std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>
+cudaError_t top_k_indices(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
+                          I* out_indices, std::uint64_t k, const options& opt = {}) {
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  if (sizeof(I) == 4 && static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 31))
+    return cudaErrorInvalidValue;  // a position would not fit
+  using P = detail::payload<sizeof(I)>;
+  return detail::top_k_positions<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n),
+                                       out_keys, reinterpret_cast<P*>(out_indices), k, opt);
 }
 
 namespace detail {

@@ -305,8 +305,8 @@ def _check_host_offsets(offsets, n):
 def topk(x, k, *, dim=-1, largest=True, sorted=True):
     """The k largest (largest=False: smallest) keys of each row of x, largest first, and
     their indices (int64), like torch.topk. Results are always sorted. NaNs count as the
-    largest keys. One row: only about k keys are sorted; several rows (the library's
-    top_k_rows): every row is sorted today."""
+    largest keys. One row: only about k keys are sorted, and their indices come from the
+    library's top_k_indices (no index array); several rows: the library's top_k_rows."""
     xp = _arrays.namespace_of(x, "x")
     rows, row_len = _rows_of(xp, x, dim)
     _check_keys(xp, x, contiguous=False)
@@ -328,8 +328,20 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
     if k == 0 or rows * row_len == 0:
         return TopkResult(xp.empty(x, out_shape, xp.dtype_name(x)), xp.empty(x, out_shape, "int64"))
     stream = xp.stream(x)
-    index_dtype = _index_dtype("automatic", row_len)
     values = xp.empty(x, out_shape, xp.dtype_name(x))
+    if rows == 1:  # the library writes the positions itself: no index array of n
+        indices = xp.empty(x, out_shape, "int64")
+        _ext.topk_indices_device(
+            xp.handle(x, stream),
+            xp.handle(values, stream),
+            xp.handle(indices, stream),
+            k,
+            largest,
+            stream,
+            lambda nbytes: xp.handle(xp.empty(x, (nbytes,), "uint8"), stream),
+        )
+        return TopkResult(values, indices)
+    index_dtype = _index_dtype("automatic", row_len)
     indices = xp.empty(x, out_shape, index_dtype)
     _ext.topk_device(
         xp.handle(x, stream),

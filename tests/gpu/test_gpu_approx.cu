@@ -262,6 +262,48 @@ TYPED_TEST(GpuApprox, TopKWhenTheSampleMisjudges) {
   }
 }
 
+// top_k_indices: the positions the library generates point back at the keys chosen, once
+// each, as 32-bit and 64-bit integers, in both orders, on few distinct keys and specials.
+TYPED_TEST(GpuApprox, TopKIndicesPointAtTheirKeys) {
+  using K = TypeParam;
+  const std::size_t n = 1000003;
+  std::vector<K> keys = tools::generate<K>(tools::distribution::few_unique, n, 9);
+  scatter_special_values(keys, 9);
+  guarded_buffer<K> dk(keys);
+  auto check = [&](auto index_type, std::size_t k, bool descending) {
+    using I = decltype(index_type);
+    SCOPED_TRACE(::testing::Message() << "index bytes=" << sizeof(I) << " k=" << k
+                                      << " desc=" << descending);
+    const gpusort::options opt{.direction = descending ? gpusort::order::descending
+                                                       : gpusort::order::ascending};
+    poisoned_array<K> ok(k);
+    poisoned_array<I> oi(k);
+    std::size_t bytes = 0;
+    CUDA_OK(gpusort::top_k_indices(nullptr, bytes, dk.data(), n, ok.ptr, oi.ptr, k, opt));
+    poisoned_array<char> temp(bytes);
+    CUDA_OK(gpusort::top_k_indices(temp.ptr, bytes, dk.data(), n, ok.ptr, oi.ptr, k, opt));
+    CUDA_OK(cudaDeviceSynchronize());
+    ASSERT_TRUE(ok.tail_intact(k) && oi.tail_intact(k)) << "wrote past k";
+    const std::vector<K> got = ok.to_host(k);
+    const std::vector<I> got_indices = oi.to_host(k);
+    const std::vector<K> sorted = reference_sort(keys, descending);
+    ASSERT_TRUE(same_bits(got, std::vector<K>(sorted.begin(), sorted.begin() + k)));
+    std::vector<bool> seen(n);
+    for (std::size_t i = 0; i < k; ++i) {
+      ASSERT_GE(got_indices[i], 0);
+      ASSERT_LT(static_cast<std::size_t>(got_indices[i]), n);
+      ASSERT_FALSE(seen[got_indices[i]]) << "index " << got_indices[i] << " twice";
+      seen[got_indices[i]] = true;
+      ASSERT_TRUE(same_bits(std::vector<K>{keys[got_indices[i]]}, std::vector<K>{got[i]}));
+    }
+  };
+  for (bool descending : {false, true})
+    for (std::size_t k : {std::size_t{1}, std::size_t{4321}, n}) {
+      check(std::int32_t{}, k, descending);
+      check(std::int64_t{}, k, descending);
+    }
+}
+
 // top_k_pairs, then select_k_pairs on the same input (its k-th key in device memory): values
 // point back at their keys.
 TYPED_TEST(GpuApprox, TopKPairs) {

@@ -482,9 +482,9 @@ cudaError_t approx_scatter(void* temp, std::size_t& temp_bytes, const K* keys, K
 // (independent loads in flight); a warp with candidates among its ITEMS x 32 keys reserves
 // their slots with one atomic. Where candidates are dense, longer tiles mean fewer atomics on
 // the one counter (at k near n / 16, one per 128 keys took most of the pass).
-template <int THREADS, int ITEMS, class K, class V>
+template <int THREADS, int ITEMS, class K, class V, class Values>
 __global__ void __launch_bounds__(THREADS)
-    gather_candidates_kernel(const K* keys, const V* values, index_t n,
+    gather_candidates_kernel(const K* keys, Values values, index_t n,
                              const network::sample<K>* splitter, bool descending,
                              index_t capacity, std::uint64_t* gathered, K* out_keys,
                              V* out_values) {
@@ -654,10 +654,11 @@ __global__ void emit_candidates_kernel(const K* keys, const V* values, const I* 
 // sort_codes(temp, temp_bytes, codes, places, count, stream), in place), and the first k
 // candidates copied out through their places. A capacity of 2^32 or more (k about as large)
 // sorts the candidates themselves with the segmented sort instead (SortSegments, as in
-// approx_refine). No host sync; the launches depend on n and k only.
+// approx_refine). No host sync; the launches depend on n and k only. Values: const V* (the
+// values of the keys), or positions<V> (their positions, generated).
 // Workspace: the candidates (keys, values, codes and places), the sampling's, the sort's.
-template <class K, class V, class SortCodes, class SortSegments>
-cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
+template <class K, class V, class SortCodes, class SortSegments, class Values = const V*>
+cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values values,
                   index_t n, K* out_keys, V* out_values, index_t k, const approx_config& cfg,
                   SortCodes sort_codes, SortSegments sort_segments, cudaStream_t stream) {
   using U = ordered_t<K>;
@@ -705,8 +706,8 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const V* v
   const bool dense =
       (network::focused_upper_rank(k, n, ws.sample_count) + 1) * 256 > ws.sample_count;
   constexpr int threads = 512, sparse_items = 4, dense_items = 16;
-  auto gather = dense ? gather_candidates_kernel<threads, dense_items, K, V>
-                      : gather_candidates_kernel<threads, sparse_items, K, V>;
+  auto gather = dense ? gather_candidates_kernel<threads, dense_items, K, V, Values>
+                      : gather_candidates_kernel<threads, sparse_items, K, V, Values>;
   const int items = dense ? dense_items : sparse_items;
   unsigned blocks = 0;
   e = resident_blocks(gather, threads, 0, blocks);
@@ -716,7 +717,7 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const V* v
       capacity, bounds + 1, buffer_keys, buffer_values);
   e = cudaGetLastError();
   if (e == cudaSuccess)
-    e = radix_select_fallback(keys, values, n, k, cfg.descending, bounds + 1, capacity,
+    e = radix_select_fallback<K, V>(keys, values, n, k, cfg.descending, bounds + 1, capacity,
                               select_state, buffer_keys, buffer_values, bounds + 2, stream);
   if (e != cudaSuccess) return e;
   if (!sort_places) {

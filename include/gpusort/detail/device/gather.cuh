@@ -19,6 +19,19 @@ __device__ __forceinline__ void store_value(V* values, std::uint64_t i, const V&
   if constexpr (!std::is_same_v<V, no_value>) values[i] = v;
 }
 
+// Values that are the keys' positions (torch.topk's indices): generated, not read. V is the
+// payload of a 4- or 8-byte integer (little-endian words).
+template <class V>
+struct positions {};
+template <class V>
+__device__ __forceinline__ V load_value(positions<V>, std::uint64_t i) {
+  static_assert(sizeof(V) == 4 || sizeof(V) == 8);
+  V v{};
+  v.words[0] = static_cast<std::uint32_t>(i);
+  if constexpr (sizeof(V) == 8) v.words[1] = static_cast<std::uint32_t>(i >> 32);
+  return v;
+}
+
 // The slot of this lane's item among those its warp takes, reserved with one atomic per warp
 // on *cursor. Every lane of the warp must call it.
 __device__ __forceinline__ unsigned long long warp_reserve(bool take, unsigned long long* cursor) {

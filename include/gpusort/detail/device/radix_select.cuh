@@ -83,9 +83,9 @@ __global__ void __launch_bounds__(THREADS)
 
 // The last pass: keys before the k-th to out[0, below), and the first keys equal to it to
 // out[below, k); writes k (or, with nothing to select, the gathered count) to *count.
-template <int THREADS, class K, class V>
+template <int THREADS, class K, class V, class Values>
 __global__ void __launch_bounds__(THREADS)
-    select_gather_kernel(const K* keys, const V* values, index_t n, bool descending,
+    select_gather_kernel(const K* keys, Values values, index_t n, bool descending,
                          const std::uint64_t* gathered, index_t k, index_t capacity,
                          radix_select_state* state, K* out_keys, V* out_values,
                          std::uint64_t* count) {
@@ -120,9 +120,10 @@ __global__ void __launch_bounds__(THREADS)
 
 // Launches the radix select of the k first keys of keys[0, n) into out (room for capacity),
 // active only if *gathered is not in [k, capacity]; *count receives the usable count.
-// state: a radix_select_state in device memory, zeroed on the stream before.
-template <class K, class V>
-cudaError_t radix_select_fallback(const K* keys, const V* values, index_t n, index_t k,
+// state: a radix_select_state in device memory, zeroed on the stream before. Values: const V*,
+// or positions<V>.
+template <class K, class V, class Values>
+cudaError_t radix_select_fallback(const K* keys, Values values, index_t n, index_t k,
                                   bool descending, const std::uint64_t* gathered,
                                   index_t capacity, radix_select_state* state, K* out_keys,
                                   V* out_values, std::uint64_t* count, cudaStream_t stream) {
@@ -140,7 +141,7 @@ cudaError_t radix_select_fallback(const K* keys, const V* values, index_t n, ind
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
-  select_gather_kernel<threads, K, V><<<blocks, threads, 0, stream>>>(
+  select_gather_kernel<threads, K, V, Values><<<blocks, threads, 0, stream>>>(
       keys, values, n, descending, gathered, k, capacity, state, out_keys, out_values, count);
   return cudaGetLastError();
 }
