@@ -481,9 +481,12 @@ cudaError_t approx_scatter(void* temp, std::size_t& temp_bytes, const K* keys, K
 // them all in *gathered. The block reads tiles of ITEMS coalesced rows of its threads
 // (independent loads in flight); a warp with candidates among its ITEMS x 32 keys reserves
 // their slots with one atomic. Where candidates are dense, longer tiles mean fewer atomics on
-// the one counter (at k near n / 16, one per 128 keys took most of the pass).
+// the one counter (at k near n / 16, one per 128 keys took most of the pass). The pass is
+// bound by loads in flight, so registers are capped for a full SM with 4-row tiles, half of
+// one with 16 (H100, 2^28 keys: with values, 4 rows at 3 blocks an SM took 0.72 ms against
+// 0.59 at 4; 16 rows with 8-byte positions at 1 block 2.23 against 1.21 at 2).
 template <int THREADS, int ITEMS, class K, class V, class Values>
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, 2048 / THREADS / (ITEMS >= 16 ? 2 : 1))
     gather_candidates_kernel(const K* keys, Values values, index_t n,
                              const network::sample<K>* splitter, bool descending,
                              index_t capacity, std::uint64_t* gathered, K* out_keys,
