@@ -33,7 +33,7 @@
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 #include "plot.hpp"
-#include "records.hpp"
+#include "gpusort/detail/external/records.hpp"
 
 #ifndef GPUSORT_COMMIT
 #define GPUSORT_COMMIT "unknown"

@@ -5,6 +5,7 @@
 #include <bit>
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -13,20 +14,23 @@
 #include <vector>
 
 #include "common/segments.hpp"
+#include "gpusort/error.hpp"
 #include "gpusort/key_traits.hpp"
 #include "gpusort/sort.hpp"
+
+namespace gpusort::detail::external {}
 
 namespace gpusort::tools {
 
 // Bad input or usage (a file that is missing, unreadable or malformed; an output that cannot
-// be created): exit code 2.
-struct usage_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-// A read or write failed midway (disk full, I/O error): exit code 3 (as CUDA failures).
-struct io_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// be created): exit code 2. A read or write failed midway (disk full, I/O error): exit code 3
+// (as CUDA failures). The library's file work raises the same two.
+using usage_error = gpusort::invalid_request;
+using io_error = gpusort::io_failure;
+
+// The library's file machinery (record files, pending outputs, the out-of-core sort) is the
+// tool's vocabulary.
+using namespace gpusort::detail::external;
 
 // One subcommand's arguments: `--name value` (or `--name=value`) for the names in
 // `valued`, `--name` for those in `flags`, everything else positional.
@@ -181,24 +185,42 @@ decltype(auto) with_key_type(std::string_view name, F&& f) {
   throw usage_error("unknown key type '" + std::string(name) + "' (u32 i32 f32 u64 i64 f64)");
 }
 
-// The algorithm as --stats names it: its name, and for automatic the sort it picks for n
-// records here ("automatic (cub_radix)"). Taken before the sort, whose workspace changes the
-// free memory that the choice depends on.
-template <class K>
-std::string describe_algorithm(const gpusort::options& opt, std::uint64_t n, bool pairs) {
-  const std::string name(gpusort::method_name(opt));
-  if (opt.algo != gpusort::algorithm::automatic) return name;
-  const gpusort::algorithm pick = pairs ? gpusort::automatic_algorithm<K, std::uint32_t>(n, opt)
-                                        : gpusort::automatic_algorithm<K>(n, opt);
-  return name + " (" + std::string(gpusort::to_string(pick)) + ")";
-}
-
 // --pairs: the only value type is u32 (the record's original index in `gen`).
 inline bool parse_pairs(const arguments& args) {
   if (!args.has("pairs")) return false;
   if (args.get("pairs") != "u32")
     throw usage_error("--pairs: unknown value type '" + args.get("pairs") + "' (u32)");
   return true;
+}
+
+// A byte count: a number with an optional binary suffix K, M, G or T (also k, KiB, KB...):
+// 65536, 64K, 512M, 4G.
+inline std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
+  const auto bad = [&] {
+    return usage_error(std::string(what) + ": '" + std::string(text) +
+                       "' is not a byte count (a number, optionally followed by K, M, G or T)");
+  };
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) throw bad();
+  std::uint64_t number = 0;
+  if (!parse_number(text.substr(0, digits), number)) throw bad();
+  std::string_view suffix = text.substr(digits);
+  unsigned shift = 0;
+  if (!suffix.empty()) {
+    switch (suffix[0]) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      case 't': case 'T': shift = 40; break;
+      default: throw bad();
+    }
+    suffix.remove_prefix(1);
+    if (suffix != "" && suffix != "B" && suffix != "iB") throw bad();
+  }
+  if (shift > 0 && number > (std::numeric_limits<std::uint64_t>::max() >> shift))
+    throw usage_error(std::string(what) + ": '" + std::string(text) + "' is too large");
+  return number << shift;
 }
 
 }  // namespace gpusort::tools

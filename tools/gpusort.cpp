@@ -11,13 +11,12 @@
 #include "bench/largest.hpp"
 #include "cli.hpp"
 #include "common/distributions.hpp"
-#include "external/external_sort.hpp"
-#include "external/record_sort.hpp"
+#include "byte_records.hpp"
+#include "gpusort/detail/external/external_sort.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
-#include "host_sort.hpp"
 #include "plot.hpp"
-#include "records.hpp"
+#include "gpusort/detail/external/records.hpp"
 
 namespace {
 
@@ -273,27 +272,27 @@ generator_options parse_generator_options(const arguments& args, distribution di
 
 // gen --record-bytes: records with a byte key (external/record_sort.hpp).
 int gen_byte_records(const arguments& args, const std::string& out,
-                     const external::record_layout& layout) {
+                     const record_layout& layout) {
   const std::uint64_t n = parse_count(args.required("n"), "--n");
   distribution dist = distribution::uniform;
   if (args.has("dist") && !parse_distribution(args.get("dist"), dist))
     throw usage_error("--dist: unknown distribution '" + args.get("dist") + "' (" +
                       distribution_names + ")");
   parse_generator_options(args, dist);  // --zipf and --and need distributions records lack
-  if (!external::byte_records_distribution(dist))
+  if (!byte_records_distribution(dist))
     throw usage_error("--dist " + args.get("dist") +
                       ": records with --record-bytes come uniform, sorted, reverse, few_unique "
                       "or all_equal");
   const std::uint64_t seed = parse_unsigned(args.get("seed", "1"), "--seed");
   pending_file file(out, true, args.get("tmp"));
   progress meter;
-  external::generate_byte_records(file, layout, n, dist, seed, meter);
+  generate_byte_records(file, layout, n, dist, seed, meter);
   return 0;
 }
 
 int gen(const arguments& args) {
   const std::string out = args.positional(1, "one output file")[0];
-  if (const auto layout = external::parse_record_layout(args, false))
+  if (const auto layout = parse_record_layout(args, false))
     return gen_byte_records(args, out, *layout);
   const bool pairs = parse_pairs(args);
   const std::uint64_t n = parse_count(args.required("n"), "--n");
@@ -323,7 +322,7 @@ int gen(const arguments& args) {
 int sort(const arguments& args) {
   const std::vector<std::string>& files = args.positional(2, "IN and OUT");
   const bool descending = args.has("desc");
-  const auto layout = external::parse_record_layout(args, descending);
+  const auto layout = parse_record_layout(args, descending);
   const bool pairs = parse_pairs(args);
   gpusort::options opt{.direction =
                            descending ? gpusort::order::descending : gpusort::order::ascending};
@@ -331,17 +330,16 @@ int sort(const arguments& args) {
   if (args.has("algo") && host_sort.empty() && !gpusort::parse_method(args.get("algo"), opt))
     throw usage_error("--algo: unknown algorithm '" + args.get("algo") + "' (" + algorithm_names +
                       ", std_sort, cpu_parallel)");
-  external::sort_request request{.input = files[0],
-                                 .output = files[1],
-                                 .pairs = pairs,
-                                 .opt = opt,
-                                 .device_budget_given = args.has("device-memory"),
-                                 .stats = args.has("stats")};
+  sort_request request{.input = files[0],
+                       .output = files[1],
+                       .pairs = pairs,
+                       .opt = opt,
+                       .device_budget_given = args.has("device-memory"),
+                       .stats = args.has("stats")};
   if (request.device_budget_given)
-    request.device_budget_bytes =
-        external::parse_bytes(args.get("device-memory"), "--device-memory");
+    request.device_budget_bytes = parse_bytes(args.get("device-memory"), "--device-memory");
   if (args.has("memory"))
-    request.host_budget_bytes = external::parse_bytes(args.get("memory"), "--memory");
+    request.host_budget_bytes = parse_bytes(args.get("memory"), "--memory");
   if (args.has("text") && (request.device_budget_given || args.has("memory")))
     throw usage_error("--device-memory and --memory sort out of core, which reads raw binary "
                       "files, not --text");
@@ -355,52 +353,11 @@ int sort(const arguments& args) {
   const input_source in(files[0], out.scratch_anchor().parent_path(), spool_meter);
   spool_meter.finish();
   request.input = in.path();
-  if (layout) return external::sort_byte_records_file(request, *layout, host_sort, out);
+  progress meter;
+  request.meter = &meter;
+  if (layout) return sort_byte_records_file(request, *layout, host_sort, out);
   return with_key_type(args.required("type"), [&]<class K>() {
-    if (!args.has("text") && host_sort.empty()) {
-      if (external::sorts_keys_on_gpu(request))
-        return external::sort_keys_file_on_gpu<K>(request, out);
-      if (const auto plan = external::plan_out_of_core<K>(request))
-        return external::sort_out_of_core<K>(request, *plan, out);
-    }
-    progress meter;
-    stage_clock clock;
-    records<K> r = read_records<K>(request.input, pairs, args.has("text"), meter);
-    const double read_s = clock.lap();
-    meter.phase("checking", false);
-    const checksum input_sum = checksum_of(r);
-    const std::string algorithm_used =
-        host_sort.empty() ? describe_algorithm<K>(opt, r.keys.size(), pairs) : host_sort;
-    meter.phase("sorting", false);
-    if (!host_sort.empty())
-      sort_on_host(r, descending, host_sort == "cpu_parallel");
-    else if (pairs)
-      gpusort::sort(r.keys, r.values, opt);
-    else
-      gpusort::sort(r.keys, opt);
-    // A wrong result must never replace OUT; both scans cost little next to the file I/O.
-    meter.phase("checking", false);
-    const order_report order = scan_order(r.keys, descending);
-    const bool records_kept = checksum_of(r) == input_sum;
-    if (order.out_of_order > 0 || !records_kept) {
-      meter.finish();
-      std::fprintf(stderr,
-                   "gpusort sort: the %s sort returned a wrong result (%llu records out of "
-                   "order, records %s); %s not written\n",
-                   host_sort.empty() ? std::string(gpusort::method_name(opt)).c_str() : host_sort.c_str(),
-                   static_cast<unsigned long long>(order.out_of_order),
-                   records_kept ? "kept" : "changed", files[1].c_str());
-      return 3;
-    }
-    const double sort_s = clock.lap();  // with both checks
-    write_records(out, r, args.has("text"), meter);
-    const double write_s = clock.lap();
-    meter.finish();
-    if (request.stats) {
-      std::printf("algorithm: %s\n", algorithm_used.c_str());
-      print_in_memory_stats(read_s, sort_s, write_s);
-    }
-    return 0;
+    return sort_keys_file<K>(request, args.has("text"), host_sort, out);
   });
 }
 
@@ -422,15 +379,15 @@ int report_check(const std::string& file, std::uint64_t records, const std::stri
 int check(const arguments& args) {
   const std::string file = args.positional(1, "one file")[0];
   const bool descending = args.has("desc");
-  const auto layout = external::parse_record_layout(args, descending);
+  const auto layout = parse_record_layout(args, descending);
   const bool pairs = !layout && parse_pairs(args);
   if (!layout) with_key_type(args.required("type"), []<class K>() {});  // before IN is read
   progress meter;
   const input_source in(file, stream_scratch_dir(args.get("tmp")), meter);
   if (layout) {
-    const external::byte_records_report r = external::check_byte_records(in.path(), *layout, meter);
+    const byte_records_report r = check_byte_records(in.path(), *layout, meter);
     meter.finish();  // before stdout, which may be the same terminal
-    return report_check(file, r.records, external::describe_byte_records(*layout), descending,
+    return report_check(file, r.records, describe_byte_records(*layout), descending,
                         r.order, r.sum);
   }
   return with_key_type(args.required("type"), [&]<class K>() {

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <thread>
 
+#include "gpusort/detail/external/progress.hpp"
+
 namespace gpusort::tools {
 
 // One frame of the line. `fraction` in [0, 1] draws a bar and percent; below 0 (work not
@@ -66,7 +68,7 @@ inline progress_settings progress_settings_from_environment() {
 // The line itself: the command names its phases and counts the work of counted ones; a
 // ticker thread redraws every 100 ms once the delay has passed, so that a single long call
 // still shows time passing. Disabled, it does nothing and starts no thread.
-class progress {
+class progress final : public gpusort::detail::external::progress_sink {
  public:
   using clock = std::chrono::steady_clock;
 
@@ -78,12 +80,12 @@ class progress {
         phase_start_(clock::now()) {
     if (enabled_) ticker_ = std::thread([this] { tick(); });
   }
-  ~progress() { finish(); }
+  ~progress() override { finish(); }
   progress(const progress&) = delete;
   progress& operator=(const progress&) = delete;
 
   // A new phase: counted ones show a bar (from 0 until advance), others a spinner.
-  void phase(std::string_view name, bool counted) {
+  void phase(std::string_view name, bool counted) override {
     if (!enabled_) return;
     const std::lock_guard lock(mutex_);
     phase_ = name;
@@ -93,14 +95,14 @@ class progress {
   }
 
   // Counted work: `done` of `total` units; drawn by the next tick.
-  void advance(std::uint64_t done, std::uint64_t total) {
+  void advance(std::uint64_t done, std::uint64_t total) override {
     if (enabled_)
       fraction_.store(total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total),
                       std::memory_order_relaxed);
   }
 
   // Stops the ticker and erases the line, so that what is printed next starts clean.
-  void finish() {
+  void finish() override {
     if (!ticker_.joinable()) return;
     {
       const std::lock_guard lock(mutex_);
@@ -149,23 +151,5 @@ class progress {
   bool stopping_ = false;
   std::thread ticker_;
 };
-
-// Seconds of each stage, for --stats.
-struct stage_clock {
-  using clock = std::chrono::steady_clock;
-  clock::time_point start = clock::now();
-  double lap() {
-    const clock::time_point now = clock::now();
-    const double seconds = std::chrono::duration<double>(now - start).count();
-    start = now;
-    return seconds;
-  }
-};
-
-// --stats of a sort done in memory: the plan and the three stages, one line each.
-inline void print_in_memory_stats(double read_s, double sort_s, double write_s) {
-  std::printf("plan: in memory\nread: %.3f s\nsort: %.3f s\nwrite: %.3f s\n", read_s, sort_s,
-              write_s);
-}
 
 }  // namespace gpusort::tools

@@ -14,6 +14,7 @@ Order: ascending unless descending=True; floats in a total order: -0.0 before +0
 last ascending and first descending (as numpy.sort, and as torch.sort puts them).
 """
 
+import os
 from collections import namedtuple
 
 from . import _arrays
@@ -48,6 +49,8 @@ __all__ = [
     "sort_segmented",
     "topk",
     "approx_sort",
+    "sort_file",
+    "sort_records_file",
     "gpu_available",
     "ALGORITHMS",
     "KEY_DTYPES",
@@ -387,6 +390,59 @@ def approx_sort(x, intervals=10000, *, descending=False):
     values = host.copy(order="C")
     offsets = _ext.approx_sort_host(values, intervals, descending)
     return ApproxResult(back(values), back(offsets.astype("int64")))
+
+
+def _budget(value, argument):
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{argument}: must be a positive number of bytes or None, got {value!r}")
+    return value
+
+
+def _file_options(device_memory, memory, scratch_dir, progress):
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress: must be callable or None, got {type(progress).__name__}")
+    return (
+        _budget(device_memory, "device_memory"),
+        _budget(memory, "memory"),
+        "" if scratch_dir is None else os.fspath(scratch_dir),
+        progress,
+    )
+
+
+def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="automatic",
+              device_memory=None, memory=None, scratch_dir=None, progress=None):
+    """Sorts the file src of raw little-endian keys of dtype (int32, uint32, int64, uint64,
+    float32, float64; or, with pairs=True, records of a key and a uint32 value, sorted stably
+    by key) into dst, out of core when the file exceeds the budgets: runs sorted on the GPU
+    (or the CPU backend) and merged. device_memory and memory are the device and host budgets
+    in bytes (None: 90% of the free device memory; no host limit). progress(phase, done,
+    total) is called as the work goes (total 0: a phase that is not counted). src is never
+    written; dst appears only complete and checked (it may be src). Ctrl-C, or an exception
+    raised by progress, stops the sort and removes its scratch files. Errors: ValueError for
+    a missing or malformed input or budgets too small, OSError for a failed read or write."""
+    name = _np().dtype(dtype).name
+    if name not in KEY_DTYPES:
+        raise TypeError(f"dtype: must be one of {', '.join(KEY_DTYPES)}, got {name}")
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm: must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    _ext.sort_file(os.fspath(src), os.fspath(dst), name, bool(pairs), bool(descending),
+                   algorithm, *_file_options(device_memory, memory, scratch_dir, progress))
+
+
+def sort_records_file(src, dst, record_bytes, key_bytes, key_offset=0, *, descending=False,
+                      device_memory=None, memory=None, scratch_dir=None, progress=None):
+    """Sorts the fixed-size records of src (record_bytes each) into dst by the key of
+    key_bytes bytes at key_offset, compared as unsigned bytes (memcmp order), stably; the
+    budgets, progress and guarantees are those of sort_file."""
+    for value, argument in ((record_bytes, "record_bytes"), (key_bytes, "key_bytes"),
+                            (key_offset, "key_offset")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{argument}: must be a non-negative integer, got {value!r}")
+    _ext.sort_records_file(os.fspath(src), os.fspath(dst), record_bytes, key_bytes, key_offset,
+                           bool(descending),
+                           *_file_options(device_memory, memory, scratch_dir, progress))
 
 
 def _np():

@@ -18,6 +18,7 @@
 
 #include "arrays.hpp"
 #include "gpusort/approx.hpp"
+#include "gpusort/external.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 
@@ -496,6 +497,61 @@ py::array approx_sort_host(py::array keys, std::uint32_t intervals, bool descend
   });
 }
 
+// ---- files larger than the GPU (gpusort/external.hpp) -------------------------------------
+
+// The element named `dtype` ("int32", ..., "float64"), as the package spells NumPy's names.
+element file_element(const std::string& dtype) {
+  for (const element e : {element::i32, element::u32, element::i64, element::u64, element::f32,
+                          element::f64})
+    if (element_name(e) == dtype) return e;
+  throw py::value_error("dtype: the keys of a file are int32, uint32, int64, uint64, float32 or "
+                        "float64, not '" + dtype + "'");
+}
+
+// The sort runs without the GIL; every progress report takes it to call `progress` (if not
+// None) and to let Python handle its signals: Ctrl-C raises KeyboardInterrupt out of the
+// report, which stops the sort and removes its scratch (the library's own signal handlers
+// stay off in Python).
+gpusort::external_options file_options(bool descending, const std::string& algorithm,
+                                       std::uint64_t device_memory, std::uint64_t memory,
+                                       const std::string& scratch_dir, py::object progress) {
+  gpusort::external_options opt;
+  opt.sort = make_options(descending, algorithm, 0);
+  opt.device_budget_bytes = device_memory;
+  opt.host_budget_bytes = memory;
+  opt.scratch_directory = scratch_dir;
+  opt.progress = [progress](std::string_view phase, std::uint64_t done, std::uint64_t total) {
+    py::gil_scoped_acquire locked;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (!progress.is_none()) progress(std::string(phase), done, total);
+  };
+  return opt;
+}
+
+void sort_file(const std::string& src, const std::string& dst, const std::string& dtype,
+               bool pairs, bool descending, const std::string& algorithm,
+               std::uint64_t device_memory, std::uint64_t memory, const std::string& scratch_dir,
+               py::object progress) {
+  const gpusort::external_options opt =
+      file_options(descending, algorithm, device_memory, memory, scratch_dir, progress);
+  with_key_type(file_element(dtype), "dtype", [&](auto key) {
+    using K = decltype(key);
+    py::gil_scoped_release unlocked;
+    if (pairs) gpusort::sort_pairs_file<K>(src, dst, opt);
+    else gpusort::sort_file<K>(src, dst, opt);
+  });
+}
+
+void sort_records_file(const std::string& src, const std::string& dst, std::uint64_t record_bytes,
+                       std::uint64_t key_bytes, std::uint64_t key_offset, bool descending,
+                       std::uint64_t device_memory, std::uint64_t memory,
+                       const std::string& scratch_dir, py::object progress) {
+  const gpusort::external_options opt =
+      file_options(descending, "automatic", device_memory, memory, scratch_dir, progress);
+  py::gil_scoped_release unlocked;
+  gpusort::sort_records_file(src, dst, {record_bytes, key_offset, key_bytes}, opt);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_gpusort, m) {
@@ -506,8 +562,15 @@ PYBIND11_MODULE(_gpusort, m) {
       if (p) std::rethrow_exception(p);
     } catch (const gpusort::error& e) {
       error_type(e.what());
+    } catch (const gpusort::wrong_result& e) {
+      error_type(e.what());
+    } catch (const gpusort::invalid_request& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const gpusort::io_failure& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
     }
   });
+  gpusort::set_signal_cleanup(false);  // Python handles SIGINT: see file_options
 
   m.def(
       "describe",
@@ -543,6 +606,13 @@ PYBIND11_MODULE(_gpusort, m) {
         py::arg("row_len"), py::arg("descending"), py::arg("algorithm"), py::arg("stable"));
   m.def("sort_segmented_host", &sort_segmented_host, py::arg("keys"), py::arg("values"),
         py::arg("offsets"), py::arg("descending"), py::arg("algorithm"));
+  m.def("sort_file", &sort_file, py::arg("src"), py::arg("dst"), py::arg("dtype"),
+        py::arg("pairs"), py::arg("descending"), py::arg("algorithm"), py::arg("device_memory"),
+        py::arg("memory"), py::arg("scratch_dir"), py::arg("progress"));
+  m.def("sort_records_file", &sort_records_file, py::arg("src"), py::arg("dst"),
+        py::arg("record_bytes"), py::arg("key_bytes"), py::arg("key_offset"),
+        py::arg("descending"), py::arg("device_memory"), py::arg("memory"),
+        py::arg("scratch_dir"), py::arg("progress"));
   m.def("approx_sort_host", &approx_sort_host, py::arg("keys"), py::arg("intervals"),
         py::arg("descending"));
 }

@@ -6,6 +6,8 @@ import os
 import pathlib
 import sys
 
+import pytest
+
 _here = pathlib.Path(__file__).resolve().parent
 _python = _here.parent
 
@@ -19,3 +21,14 @@ if os.environ.get("GPUSORT_TEST_INSTALLED") != "1":
             break
     sys.path.insert(0, str(_python))
 sys.path.insert(0, str(_here))  # reference.py
+
+
+@pytest.fixture
+def rng(request):
+    """A NumPy generator seeded from the test's name (the seed is printed: pytest shows it
+    for a failing test)."""
+    import numpy as np
+
+    seed = abs(hash(request.node.name)) % 2**32
+    print(f"seed {seed}")
+    return np.random.default_rng(seed)

@@ -15,11 +15,6 @@ import gpusort  # noqa: E402
 from reference import DTYPES, check_sorted, random_keys, same_bits  # noqa: E402
 
 
-@pytest.fixture
-def rng(request):
-    return np.random.default_rng(abs(hash(request.node.name)) % 2**32)
-
-
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("n", [0, 1, 1025, 2**20])
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -16,13 +16,6 @@ SIZES = [0, 1, 2, 3, 7, 8, 9, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4097]
 FLOATS = ("float32", "float64")
 
 
-@pytest.fixture
-def rng(request):
-    seed = abs(hash(request.node.name)) % 2**32
-    print(f"seed {seed}")
-    return np.random.default_rng(seed)
-
-
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("dtype", DTYPES)

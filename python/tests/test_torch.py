@@ -27,11 +27,6 @@ def host(t):
     return t.cpu().numpy()
 
 
-@pytest.fixture
-def rng(request):
-    return np.random.default_rng(abs(hash(request.node.name)) % 2**32)
-
-
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("n", [0, 1, 2, 33, 1023, 1025, 2**16 + 1, 2**20])
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -23,11 +23,12 @@
 #include <utility>
 #include <vector>
 
-#include "external/run_merge.hpp"
-#include "external/run_plan.hpp"
+#include "gpusort/detail/external/merge_windows.hpp"
+#include "gpusort/detail/external/run_merge.hpp"
+#include "gpusort/detail/external/run_plan.hpp"
 
 namespace fs = std::filesystem;
-namespace ext = gpusort::tools::external;
+namespace ext = gpusort::detail::external;
 using bytes = std::vector<unsigned char>;
 
 namespace {
@@ -107,7 +108,7 @@ TEST(RunPlan, BudgetsTooSmallAreErrors) {
   try {
     ext::plan_runs_or_throw(r);
     ADD_FAILURE() << "no error";
-  } catch (const gpusort::tools::usage_error& e) {
+  } catch (const gpusort::invalid_request& e) {
     EXPECT_STREQ(e.what(),
                  "the device memory budget of 12 bytes cannot hold one 8-byte record and its 8 "
                  "bytes of workspace");
@@ -116,7 +117,7 @@ TEST(RunPlan, BudgetsTooSmallAreErrors) {
   r = request(10, 8, 800);
   r.host_budget_bytes = 15;  // two run buffers of one record need 16
   EXPECT_EQ(ext::plan_runs(r).problem, ext::plan_problem::host_budget_below_one_record);
-  EXPECT_THROW(ext::plan_runs_or_throw(r), gpusort::tools::usage_error);
+  EXPECT_THROW(ext::plan_runs_or_throw(r), gpusort::invalid_request);
 
   r.host_budget_bytes = 16;  // one record a run: 10 runs, but no room for merge buffers
   r.merge_buffer_bytes = 8;
@@ -262,7 +263,7 @@ class ExternalSort : public ::testing::Test {
     const ext::run_plan plan = ext::plan_runs_or_throw(request);
     if (planned) *planned = plan;
     {
-      gpusort::tools::pending_file out(file("out").string());
+      ext::pending_file out(file("out").string());
       ext::scratch_directory scratch(file("out"));
       const auto runs = ext::cut_into_runs(
           file("in").string(), layout, plan, scratch,
@@ -519,7 +520,7 @@ TEST_F(ExternalSort, CallersRunsOfDifferentLengthsAreMergedAndKept) {
     at += length;
   }
   {
-    gpusort::tools::pending_file out(file("out").string());
+    ext::pending_file out(file("out").string());
     ext::scratch_directory scratch(file("out"));
     ext::merge_runs(runs, layout, 2, 16, scratch, out.get(), out.path());
     out.commit();
@@ -530,7 +531,7 @@ TEST_F(ExternalSort, CallersRunsOfDifferentLengthsAreMergedAndKept) {
 }
 
 TEST(RecordLayout, ChecksTheKeyFits) {
-  using gpusort::tools::usage_error;
+  using usage_error = gpusort::invalid_request;
   EXPECT_NO_THROW(ext::check_layout(ext::record_layout::sort_benchmark()));
   EXPECT_THROW(ext::check_layout({100, 95, 10, ext::key_kind::bytes}), usage_error);
   EXPECT_THROW(ext::check_layout({8, 0, 8, ext::key_kind::u32}), usage_error);
@@ -555,7 +556,7 @@ TEST_F(ExternalSort, AnExceptionMidMergeLeavesNoTemporaries) {
   write_file(file("caller_run"), bytes(input.begin(), input.begin() + 8));  // one record: sorted
   bool thrown = false;
   try {
-    gpusort::tools::pending_file out(file("out").string());
+    ext::pending_file out(file("out").string());
     ext::scratch_directory scratch(file("out"));
     auto runs = ext::cut_into_runs(
         file("in").string(), layout, plan, scratch,
@@ -589,11 +590,11 @@ TEST_F(ExternalSort, AFullDiskIsAClearError) {
     const auto runs = ext::cut_into_runs(
         file("in").string(), layout, plan, scratch,
         [&](std::span<unsigned char> run) { ext::stable_sort_records(run, layout); });
-    const gpusort::tools::file_handle full(std::fopen("/dev/full", "wb"));
+    const ext::file_handle full(std::fopen("/dev/full", "wb"));
     ASSERT_TRUE(full);
     ext::merge_runs(runs, layout, plan.fan_in, plan.merge_buffer_bytes, scratch, full.get(),
                     "/dev/full");
-  } catch (const gpusort::tools::io_error& e) {
+  } catch (const gpusort::io_failure& e) {
     message = e.what();
   }
   EXPECT_EQ(message, "/dev/full: write failed: no space left on device");
@@ -616,7 +617,7 @@ TEST_F(ExternalSortDeathTest, ASignalMidMergeRemovesTheTemporaries) {
   for (const int signal_number : {SIGTERM, SIGINT}) {
     EXPECT_EXIT(
         {
-          gpusort::tools::pending_file out(file("out").string());
+          ext::pending_file out(file("out").string());
           ext::scratch_directory scratch(file("out"));
           const auto runs = ext::cut_into_runs(
               file("in").string(), layout, plan, scratch,

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "file_io.hpp"
+#include "gpusort/detail/external/file_io.hpp"
 
 namespace fs = std::filesystem;
-namespace tools = gpusort::tools;
+namespace tools = gpusort::detail::external;
 
 namespace {
 
@@ -82,7 +82,7 @@ TEST_F(FileIo, AFullDiskSaysSo) {
   std::string message;
   try {
     tools::write_at(fd, 0, data.data(), data.size(), "/dev/full");
-  } catch (const gpusort::tools::io_error& e) {
+  } catch (const gpusort::io_failure& e) {
     message = e.what();
   }
   ::close(fd);
@@ -98,7 +98,7 @@ TEST_F(FileIo, AShorterFileThanExpectedIsAnError) {
   std::string message;
   try {
     tools::read_at(fd, 0, back.data(), back.size(), file("short"));
-  } catch (const gpusort::tools::io_error& e) {
+  } catch (const gpusort::io_failure& e) {
     message = e.what();
   }
   ::close(fd);

@@ -30,7 +30,7 @@
 #include "common/distributions.hpp"
 #include "common/segments.hpp"
 #include "progress.hpp"
-#include "records.hpp"
+#include "gpusort/detail/external/records.hpp"
 
 #include "cpu/tool_fixture.hpp"
 
@@ -714,7 +714,7 @@ TEST(PendingFileDeathTest, ASignalLeavesNoTemporaryFile) {
   for (const int signal_number : {SIGINT, SIGTERM}) {
     EXPECT_EXIT(
         {
-          gpusort::tools::pending_file out((dir / "out").string());
+          gpusort::detail::external::pending_file out((dir / "out").string());
           std::fputs("half a file", out.get());
           std::fflush(out.get());
           std::raise(signal_number);

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cpu/tool_fixture.hpp"
-#include "streams.hpp"
+#include "gpusort/detail/external/streams.hpp"
 
 namespace {
 
@@ -48,7 +48,7 @@ class ToolStreams : public Tool {
 // ---- the index math of file arguments -------------------------------------------------
 
 TEST(NamedDescriptor, DashAndTheDescriptorPaths) {
-  using gpusort::tools::named_descriptor;
+  using gpusort::detail::external::named_descriptor;
   static_assert(named_descriptor("-", 0) == 0 && named_descriptor("-", 1) == 1);
   EXPECT_EQ(named_descriptor("/dev/stdin", 1), 0);
   EXPECT_EQ(named_descriptor("/dev/stdout", 0), 1);
@@ -65,11 +65,11 @@ TEST_F(ToolStreams, FinalTargetFollowsRelativeAndAbsoluteLinks) {
   fs::create_directories(file("b"));
   fs::create_symlink("../b/target", file("a/one"));
   fs::create_symlink(file("a/one"), file("two"));
-  EXPECT_EQ(fs::path(gpusort::tools::final_target(file("two"))).lexically_normal(),
+  EXPECT_EQ(fs::path(gpusort::detail::external::final_target(file("two"))).lexically_normal(),
             fs::path(file("b/target")).lexically_normal());
-  EXPECT_EQ(gpusort::tools::final_target(file("plain")), fs::path(file("plain")));
+  EXPECT_EQ(gpusort::detail::external::final_target(file("plain")), fs::path(file("plain")));
   fs::create_symlink("loop", file("loop"));
-  EXPECT_THROW(gpusort::tools::final_target(file("loop")), gpusort::tools::usage_error);
+  EXPECT_THROW(gpusort::detail::external::final_target(file("loop")), gpusort::invalid_request);
 }
 
 // ---- outputs that are not regular files -----------------------------------------------

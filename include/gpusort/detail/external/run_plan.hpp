@@ -2,12 +2,13 @@
 // budget with the sort's workspace, and the host budget), how many runs the input makes,
 // and how the runs are merged (fan-in per pass and the number of passes). Pure arithmetic,
 // constexpr, so that the tests can check it exhaustively and the tool can print it.
-// (Part of the out-of-core machinery moving from tools/external/ into the library.)
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
+
+#include "gpusort/error.hpp"
 
 namespace gpusort::detail::external {
 
@@ -113,6 +114,13 @@ inline std::string describe(plan_problem problem, const plan_request& request) {
              " bytes that merging two runs needs";
   }
   return "";
+}
+
+// The plan, or invalid_request (the budgets are the caller's) saying why there is none.
+inline run_plan plan_runs_or_throw(const plan_request& request) {
+  const run_plan plan = plan_runs(request);
+  if (!plan.ok()) throw invalid_request(describe(plan.problem, request));
+  return plan;
 }
 
 }  // namespace gpusort::detail::external

@@ -1,4 +1,4 @@
-// The host sorts that `gpusort sort --algo std_sort|cpu_parallel` runs on the same file I/O as
+// The host sorts (`gpusort sort --algo std_sort|cpu_parallel`) run on the same file I/O as
 // the GPU's sorts: the baseline that an out-of-core GPU sort is measured against. Pairs are
 // sorted stably by key, as the GPU path's output is.
 #pragma once
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "gpusort/key_traits.hpp"
-#include "records.hpp"
+#include "gpusort/detail/external/records.hpp"
 
-namespace gpusort::tools {
+namespace gpusort::detail::external {
 
 inline bool is_host_sort(std::string_view name) {
   return name == "std_sort" || name == "cpu_parallel";
@@ -40,4 +40,4 @@ void sort_on_host(records<K>& r, bool descending, bool parallel) {
   for (std::size_t i = 0; i < zipped.size(); ++i) std::tie(r.keys[i], r.values[i]) = zipped[i];
 }
 
-}  // namespace gpusort::tools
+}  // namespace gpusort::detail::external

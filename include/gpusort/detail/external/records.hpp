@@ -1,6 +1,6 @@
-// Files of records for the gpusort tool: raw little-endian keys, packed (key, u32 value)
-// records, or text (one `key` or `key value` per line), read and written in pieces that move
-// the progress line. Also the two facts `check` and `bench` report about records: their
+// Files of records (the library's file sorts and the gpusort tool): raw little-endian keys,
+// packed (key, u32 value) records, or text (one `key` or `key value` per line), read and
+// written in pieces that report progress. Also the two facts `check` and `bench` report about records: their
 // order and an order-independent checksum.
 #pragma once
 
@@ -26,13 +26,13 @@
 #include <utility>
 #include <vector>
 
-#include "cli.hpp"
-#include "file_io.hpp"
+#include "gpusort/error.hpp"
+#include "gpusort/detail/external/file_io.hpp"
 #include "gpusort/key_traits.hpp"
-#include "progress.hpp"
-#include "streams.hpp"
+#include "gpusort/detail/external/progress.hpp"
+#include "gpusort/detail/external/streams.hpp"
 
-namespace gpusort::tools {
+namespace gpusort::detail::external {
 
 static_assert(std::endian::native == std::endian::little, "files are little-endian, as the host");
 
@@ -139,7 +139,7 @@ using file_handle = std::unique_ptr<std::FILE, file_closer>;
 
 inline void write_bytes(std::FILE* f, const void* data, std::size_t size, const std::string& path) {
   if (size > 0 && std::fwrite(data, 1, size, f) != size)
-    throw io_error(path + ": write failed: " + system_error_text());
+    throw io_failure(path + ": write failed: " + system_error_text());
 }
 
 // The temporary file of the pending_file being written (one at a time), for the handler below.
@@ -153,7 +153,12 @@ inline void remove_pending_temp_and_die(int signal_number) {
   std::raise(signal_number);  // delivered once the handler returns
 }
 
+// Whether the handlers may be installed (gpusort::set_signal_cleanup): a host that handles
+// the signals itself (Python) cancels its sorts instead.
+inline std::atomic<bool> signal_cleanup_allowed{true};
+
 inline void remove_pending_temp_on_signals() {
+  if (!signal_cleanup_allowed.load()) return;
   static const bool installed = [] {
     for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
       struct sigaction current = {};
@@ -187,20 +192,20 @@ class pending_file {
     namespace fs = std::filesystem;
     if (const int fd = named_descriptor(path_, STDOUT_FILENO); fd >= 0) {
       stream_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
-      if (stream_ < 0) throw usage_error(path_ + ": cannot write to it: " + system_error_text());
+      if (stream_ < 0) throw invalid_request(path_ + ": cannot write to it: " + system_error_text());
     } else {
       struct stat info {};
       if (::stat(path_.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
-        throw usage_error(path_ + ": is a directory");
+        throw invalid_request(path_ + ": is a directory");
       if (::stat(path_.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
         stream_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);  // a FIFO waits for its reader
-        if (stream_ < 0) throw usage_error(path_ + ": cannot open: " + system_error_text());
+        if (stream_ < 0) throw invalid_request(path_ + ": cannot open: " + system_error_text());
       }
     }
     if (stream_ >= 0) {
       if (binary && ::isatty(stream_) == 1) {
         ::close(stream_);
-        throw usage_error(path_ + ": is a terminal; binary data is not written to one "
+        throw invalid_request(path_ + ": is a terminal; binary data is not written to one "
                           "(redirect it, or use --text)");
       }
       if (same_file(stream_, STDOUT_FILENO)) {
@@ -211,7 +216,7 @@ class pending_file {
       return;
     }
     target_ = final_target(path_);
-    if (fs::is_directory(target_)) throw usage_error(path_ + ": is a directory");
+    if (fs::is_directory(target_)) throw invalid_request(path_ + ": is a directory");
     const fs::path dir = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
     remove_pending_temp_on_signals();
     int fd = -1;
@@ -222,7 +227,7 @@ class pending_file {
       if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0)
-      throw usage_error(path_ + ": cannot create a file in " + dir.string() + ": " +
+      throw invalid_request(path_ + ": cannot create a file in " + dir.string() + ": " +
                         system_error_text());
     pending_temp_path.store(temp_.c_str());
     open_file(fd);
@@ -252,20 +257,20 @@ class pending_file {
   void commit() {
     if (stream()) {
       if (std::fflush(file_.get()) != 0)
-        throw io_error(path_ + ": write failed: " + system_error_text());
+        throw io_failure(path_ + ": write failed: " + system_error_text());
       copy_to_stream(::fileno(file_.get()), stream_, path_);
       const int fd = std::exchange(stream_, -1);
-      if (::close(fd) != 0) throw io_error(path_ + ": write failed: " + system_error_text());
+      if (::close(fd) != 0) throw io_failure(path_ + ": write failed: " + system_error_text());
       committed_ = true;
       return;
     }
     // The data is on disk before the name points at it.
     if (std::fflush(file_.get()) != 0 || ::fsync(::fileno(file_.get())) != 0 ||
         std::fclose(file_.release()) != 0)
-      throw io_error(path_ + ": write failed: " + system_error_text());
+      throw io_failure(path_ + ": write failed: " + system_error_text());
     std::error_code ec;
     std::filesystem::rename(temp_, target_, ec);
-    if (ec) throw io_error(path_ + ": cannot replace it: " + ec.message());
+    if (ec) throw io_failure(path_ + ": cannot replace it: " + ec.message());
     pending_temp_path.store(nullptr);
     committed_ = true;
   }
@@ -276,7 +281,7 @@ class pending_file {
     if (!file_) {
       ::close(fd);
       discard();
-      throw io_error(path_ + ": " + system_error_text());
+      throw io_failure(path_ + ": " + system_error_text());
     }
   }
   void discard() {
@@ -293,29 +298,29 @@ class pending_file {
   bool committed_ = false;
 };
 
-// Size of a regular file, or a usage error naming why it cannot be input.
+// Size of a regular file, or invalid_request naming why it cannot be input.
 inline std::uint64_t input_file_size(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (ec && ec != std::errc::no_such_file_or_directory)
-    throw usage_error(path + ": " + ec.message());
-  if (!fs::exists(status)) throw usage_error(path + ": no such file");
-  if (!fs::is_regular_file(status)) throw usage_error(path + ": not a regular file");
+    throw invalid_request(path + ": " + ec.message());
+  if (!fs::exists(status)) throw invalid_request(path + ": no such file");
+  if (!fs::is_regular_file(status)) throw invalid_request(path + ": not a regular file");
   const std::uint64_t size = fs::file_size(path, ec);
-  if (ec) throw io_error(path + ": " + ec.message());
+  if (ec) throw io_failure(path + ": " + ec.message());
   return size;
 }
 
 inline file_handle open_input(const std::string& path) {
   file_handle f(std::fopen(path.c_str(), "rb"));
-  if (!f) throw usage_error(path + ": cannot open: " + system_error_text());
+  if (!f) throw invalid_request(path + ": cannot open: " + system_error_text());
   return f;
 }
 
 inline void read_bytes(std::FILE* f, void* data, std::size_t size, const std::string& path) {
   if (size > 0 && std::fread(data, 1, size, f) != size)
-    throw io_error(path + ": read failed (did the file change?)");
+    throw io_failure(path + ": read failed (did the file change?)");
 }
 
 // Records are packed, so pairs move through a buffer of this many records at a time.
@@ -329,7 +334,7 @@ inline constexpr std::size_t parallel_chunk_bytes = std::size_t{1} << 28;
 
 // Calls move(offset, length) over [0, size) chunk by chunk, counting each on `meter`.
 template <class Move>
-void in_chunks(std::uint64_t size, progress& meter, Move&& move,
+void in_chunks(std::uint64_t size, progress_sink& meter, Move&& move,
                std::uint64_t chunk = chunk_bytes) {
   for (std::uint64_t done = 0; done < size;) {
     const std::size_t length = std::min<std::uint64_t>(chunk, size - done);
@@ -340,11 +345,11 @@ void in_chunks(std::uint64_t size, progress& meter, Move&& move,
 }
 
 template <class K>
-records<K> read_binary(const std::string& path, bool pairs, progress& meter) {
+records<K> read_binary(const std::string& path, bool pairs, progress_sink& meter) {
   const std::uint64_t size = input_file_size(path);
   const std::size_t bytes = record_bytes<K>(pairs);
   if (size % bytes != 0)
-    throw usage_error(path + ": " + std::to_string(size) + " bytes is not a whole number of " +
+    throw invalid_request(path + ": " + std::to_string(size) + " bytes is not a whole number of " +
                       describe_records<K>(pairs));
   const std::size_t n = size / bytes;
   records<K> r{std::vector<K>(n), std::vector<std::uint32_t>(pairs ? n : 0), pairs};
@@ -370,7 +375,7 @@ records<K> read_binary(const std::string& path, bool pairs, progress& meter) {
 }
 
 template <class K>
-void write_binary(std::FILE* f, const records<K>& r, const std::string& path, progress& meter) {
+void write_binary(std::FILE* f, const records<K>& r, const std::string& path, progress_sink& meter) {
   if (!r.pairs) {
     const auto* bytes_of_keys = reinterpret_cast<const unsigned char*>(r.keys.data());
     mapped_output mapped(::fileno(f), r.keys.size() * sizeof(K), path);
@@ -392,7 +397,7 @@ void write_binary(std::FILE* f, const records<K>& r, const std::string& path, pr
   }
 }
 
-// One number of a text file, or a usage error saying, after `where` (the file and line), why
+// One number of a text file, or invalid_request saying, after `where` (the file and line), why
 // `token` is not one: "'x' is not a u32 key", "'-1' is out of the range of u32 keys".
 // `what` starts with a type name: "u32 key", "i64 key", "u32 value".
 template <class T>
@@ -409,7 +414,7 @@ T parse_text_number(std::string_view token, const std::string& where, const std:
       parse_all(token.substr(1), number) != std::errc::invalid_argument)
     error = std::errc::result_out_of_range;
   const std::string article = what.starts_with('u') ? "a " : "an ";  // a u32, an i64, an f32
-  throw usage_error(where + "'" + std::string(token) +
+  throw invalid_request(where + "'" + std::string(token) +
                     (error == std::errc::result_out_of_range
                          ? "' is out of the range of " + what + "s"
                          : "' is not " + article + what));
@@ -417,7 +422,7 @@ T parse_text_number(std::string_view token, const std::string& where, const std:
 
 // Text: one record per line; floats in their shortest exact form (NaN payloads are lost).
 template <class K>
-records<K> read_text(const std::string& path, bool pairs, progress& meter) {
+records<K> read_text(const std::string& path, bool pairs, progress_sink& meter) {
   const std::uint64_t size = input_file_size(path);
   std::string text(size, '\0');
   const file_handle f = open_input(path);
@@ -444,7 +449,7 @@ records<K> read_text(const std::string& path, bool pairs, progress& meter) {
     if (tokens.empty()) continue;
     const std::string where = path + ":" + std::to_string(line_number) + ": ";
     if (tokens.size() != (pairs ? 2u : 1u))
-      throw usage_error(where + (pairs ? "expected 'key value'" : "expected one key") + ", got '" +
+      throw invalid_request(where + (pairs ? "expected 'key value'" : "expected one key") + ", got '" +
                         std::string(line) + "'");
     r.keys.push_back(
         parse_text_number<K>(tokens[0], where, std::string(key_traits<K>::name) + " key"));
@@ -454,7 +459,7 @@ records<K> read_text(const std::string& path, bool pairs, progress& meter) {
 }
 
 template <class K>
-void write_text(std::FILE* f, const records<K>& r, const std::string& path, progress& meter) {
+void write_text(std::FILE* f, const records<K>& r, const std::string& path, progress_sink& meter) {
   std::string buffer;
   char number[64];
   auto append = [&](auto value) {
@@ -478,17 +483,17 @@ void write_text(std::FILE* f, const records<K>& r, const std::string& path, prog
 }
 
 template <class K>
-records<K> read_records(const std::string& path, bool pairs, bool text, progress& meter) {
+records<K> read_records(const std::string& path, bool pairs, bool text, progress_sink& meter) {
   meter.phase("reading", true);
   return text ? read_text<K>(path, pairs, meter) : read_binary<K>(path, pairs, meter);
 }
 
 template <class K>
-void write_records(pending_file& out, const records<K>& r, bool text, progress& meter) {
+void write_records(pending_file& out, const records<K>& r, bool text, progress_sink& meter) {
   meter.phase("writing", true);
   text ? write_text(out.get(), r, out.path(), meter)
        : write_binary(out.get(), r, out.path(), meter);
   out.commit();
 }
 
-}  // namespace gpusort::tools
+}  // namespace gpusort::detail::external

@@ -16,9 +16,9 @@
 #include <cstring>
 #include <string>
 
-#include "cli.hpp"
+#include "gpusort/error.hpp"
 
-namespace gpusort::tools {
+namespace gpusort::detail::external {
 
 // Pieces small enough to spread over the cores, large enough to keep syscalls rare.
 inline constexpr std::uint64_t io_piece_bytes = std::uint64_t{8} << 20;
@@ -50,7 +50,7 @@ inline std::string io_failure_text(int error) {
 
 }  // namespace io_detail
 
-// Reads bytes [offset, offset + size) of fd into data; io_error naming `path` on failure or a
+// Reads bytes [offset, offset + size) of fd into data; io_failure naming `path` on failure or a
 // file shorter than that (it changed while it was read).
 inline void read_at(int fd, std::uint64_t offset, void* data, std::uint64_t size,
                     const std::string& path) {
@@ -69,11 +69,11 @@ inline void read_at(int fd, std::uint64_t offset, void* data, std::uint64_t size
     }
     return true;
   });
-  if (truncated) throw io_error(path + ": read failed (did the file change?)");
-  if (error != 0) throw io_error(path + ": read failed: " + io_detail::io_failure_text(error));
+  if (truncated) throw io_failure(path + ": read failed (did the file change?)");
+  if (error != 0) throw io_failure(path + ": read failed: " + io_detail::io_failure_text(error));
 }
 
-// Writes data to bytes [offset, offset + size) of fd; io_error on failure, ENOSPC as "no
+// Writes data to bytes [offset, offset + size) of fd; io_failure on failure, ENOSPC as "no
 // space left on device".
 inline void write_at(int fd, std::uint64_t offset, const void* data, std::uint64_t size,
                      const std::string& path) {
@@ -91,7 +91,7 @@ inline void write_at(int fd, std::uint64_t offset, const void* data, std::uint64
     }
     return true;
   });
-  if (error != 0) throw io_error(path + ": write failed: " + io_detail::io_failure_text(error));
+  if (error != 0) throw io_failure(path + ": write failed: " + io_detail::io_failure_text(error));
 }
 
 // memcpy on all cores, for copies of hundreds of megabytes.
@@ -105,14 +105,14 @@ inline void copy_in_parallel(void* to, const void* from, std::uint64_t size) {
 }
 
 // Reserves size bytes of disk for fd, so that a full disk shows now rather than as a
-// SIGBUS in a mapping; io_error "PATH: no space left on device (N bytes needed)".
+// SIGBUS in a mapping; io_failure "PATH: no space left on device (N bytes needed)".
 inline void reserve_file(int fd, std::uint64_t size, const std::string& path) {
   if (size == 0) return;
   const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
   if (error == ENOSPC)
-    throw io_error(path + ": no space left on device (" + std::to_string(size) +
+    throw io_failure(path + ": no space left on device (" + std::to_string(size) +
                    " bytes needed)");
-  if (error != 0) throw io_error(path + ": cannot reserve space: " + std::strerror(error));
+  if (error != 0) throw io_failure(path + ": cannot reserve space: " + std::strerror(error));
 }
 
 // A file of a known size written through a shared mapping: preallocated (reserve_file), then
@@ -124,7 +124,7 @@ class mapped_output {
     if (size == 0) return;
     reserve_file(fd, size, path);
     void* at = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (at == MAP_FAILED) throw io_error(path + ": cannot map it: " + std::strerror(errno));
+    if (at == MAP_FAILED) throw io_failure(path + ": cannot map it: " + std::strerror(errno));
     data_ = static_cast<unsigned char*>(at);
   }
   ~mapped_output() { release(); }
@@ -144,4 +144,4 @@ class mapped_output {
   std::uint64_t size_ = 0;
 };
 
-}  // namespace gpusort::tools
+}  // namespace gpusort::detail::external

@@ -29,11 +29,11 @@
 #include <utility>
 #include <vector>
 
-#include "cli.hpp"
-#include "file_io.hpp"
-#include "progress.hpp"
+#include "gpusort/error.hpp"
+#include "gpusort/detail/external/file_io.hpp"
+#include "gpusort/detail/external/progress.hpp"
 
-namespace gpusort::tools {
+namespace gpusort::detail::external {
 
 // The descriptor a file argument names by itself: `-` (dash_fd: 0 for IN, 1 for OUT),
 // /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N; -1 for any other path.
@@ -64,10 +64,10 @@ inline std::filesystem::path final_target(const std::filesystem::path& path) {
     if (::lstat(at.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return at;
     std::error_code ec;
     const std::filesystem::path link = std::filesystem::read_symlink(at, ec);
-    if (ec) throw usage_error(path.string() + ": " + ec.message());
+    if (ec) throw invalid_request(path.string() + ": " + ec.message());
     at = link.is_absolute() ? link : at.parent_path() / link;
   }
-  throw usage_error(path.string() + ": too many levels of symbolic links");
+  throw invalid_request(path.string() + ": too many levels of symbolic links");
 }
 
 // Where scratch goes when OUT is a stream, or for a command with no OUT: --tmp DIR, else
@@ -88,7 +88,7 @@ inline int create_unlinked_file(const std::filesystem::path& dir) {
     if (fd >= 0) ::unlink(name.c_str());
   }
   if (fd < 0)
-    throw usage_error(dir.string() + ": cannot create a scratch file there: " +
+    throw invalid_request(dir.string() + ": cannot create a scratch file there: " +
                       std::strerror(errno));
   return fd;
 }
@@ -105,17 +105,17 @@ inline int write_all(int fd, const unsigned char* data, std::uint64_t size) {
   return 0;
 }
 
-// Copies what `from` holds from its start, to its end, to the stream `to`, in order; io_error
+// Copies what `from` holds from its start, to its end, to the stream `to`, in order; io_failure
 // naming `to_name` (and the real error: ENOSPC as "no space left on device") on failure.
 inline void copy_to_stream(int from, int to, const std::string& to_name) {
   std::vector<unsigned char> buffer(std::size_t{1} << 20);
   for (off_t at = 0;;) {
     const ssize_t got = ::pread(from, buffer.data(), buffer.size(), at);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) throw io_error(to_name + ": reading its scratch file failed: " + std::strerror(errno));
+    if (got < 0) throw io_failure(to_name + ": reading its scratch file failed: " + std::strerror(errno));
     if (got == 0) return;
     if (const int error = write_all(to, buffer.data(), static_cast<std::uint64_t>(got)))
-      throw io_error(to_name + ": write failed: " + io_detail::io_failure_text(error));
+      throw io_failure(to_name + ": write failed: " + io_detail::io_failure_text(error));
     at += got;
   }
 }
@@ -171,18 +171,18 @@ struct unique_fd {
 // size to every reader, pread and out of core included.
 class input_source {
  public:
-  input_source(std::string name, const std::filesystem::path& spool_dir, progress& meter)
+  input_source(std::string name, const std::filesystem::path& spool_dir, progress_sink& meter)
       : name_(std::move(name)), path_(name_) {
     int stream = -1;
     if (const int fd = named_descriptor(name_, STDIN_FILENO); fd >= 0) {
       stream = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
-      if (stream < 0) throw usage_error(name_ + ": cannot read it: " + std::strerror(errno));
+      if (stream < 0) throw invalid_request(name_ + ": cannot read it: " + std::strerror(errno));
     } else {
       struct stat info {};
       if (::stat(name_.c_str(), &info) != 0 || S_ISREG(info.st_mode) || S_ISDIR(info.st_mode))
         return;  // the readers report a missing file or a directory as before
       stream = ::open(name_.c_str(), O_RDONLY | O_CLOEXEC);
-      if (stream < 0) throw usage_error(name_ + ": cannot open: " + std::strerror(errno));
+      if (stream < 0) throw invalid_request(name_ + ": cannot open: " + std::strerror(errno));
     }
     const unique_fd from(stream);
     spool_.fd = create_unlinked_file(spool_dir);
@@ -191,7 +191,7 @@ class input_source {
     for (std::uint64_t at = 0;;) {
       const ssize_t got = ::read(stream, buffer.data(), buffer.size());
       if (got < 0 && errno == EINTR) continue;
-      if (got < 0) throw io_error(name_ + ": read failed: " + std::strerror(errno));
+      if (got < 0) throw io_failure(name_ + ": read failed: " + std::strerror(errno));
       if (got == 0) break;
       write_at(spool_.fd, at, buffer.data(), static_cast<std::uint64_t>(got),
                spool_dir.string() + " (the copy of " + name_ + ")");
@@ -212,4 +212,4 @@ class input_source {
   unique_fd spool_{-1};
 };
 
-}  // namespace gpusort::tools
+}  // namespace gpusort::detail::external

@@ -28,22 +28,24 @@
 #include <string>
 #include <vector>
 
-#include "external/run_merge.hpp"
-#include "external/run_plan.hpp"
-#include "file_io.hpp"
+#include "gpusort/detail/external/run_merge.hpp"
+#include "gpusort/detail/external/run_plan.hpp"
+#include "gpusort/detail/external/file_io.hpp"
+#include "gpusort/detail/external/merge_windows.hpp"
+#include "gpusort/detail/external/stats.hpp"
 #include "gpusort/sort.hpp"
-#include "progress.hpp"
-#include "records.hpp"
+#include "gpusort/detail/external/progress.hpp"
+#include "gpusort/detail/external/records.hpp"
 
-namespace gpusort::tools::external {
+namespace gpusort::detail::external {
 
-namespace detail {
+namespace impl {
 
 inline void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw io_error(std::string(what) + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess) throw io_failure(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // Busy seconds of each stage (they overlap, so they add up to more than the wall time).
 struct pipeline_times {
@@ -57,7 +59,7 @@ class device_keys {
  public:
   device_keys(std::uint64_t capacity, const gpusort::options& opt, std::uint64_t slot_bytes)
       : opt_(opt), slot_keys_(std::max<std::uint64_t>(1, slot_bytes / sizeof(K))) {
-    using detail::cuda_check;
+    using impl::cuda_check;
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cannot create a stream");
     opt_.stream = stream_;
     cuda_check(cudaMalloc(&keys_, std::max<std::uint64_t>(1, capacity) * sizeof(K)),
@@ -94,19 +96,19 @@ class device_keys {
   void upload(std::uint64_t n, Fill&& fill) {
     for (std::uint64_t first = 0, chunk = 0; first < n; first += slot_keys_, ++chunk) {
       slot& s = slots_[chunk % slots_.size()];
-      detail::cuda_check(cudaEventSynchronize(s.copied), "a copy to the device failed");
+      impl::cuda_check(cudaEventSynchronize(s.copied), "a copy to the device failed");
       const std::uint64_t count = std::min(slot_keys_, n - first);
       fill(s.keys, first, count);
-      detail::cuda_check(cudaMemcpyAsync(keys_ + first, s.keys, count * sizeof(K),
+      impl::cuda_check(cudaMemcpyAsync(keys_ + first, s.keys, count * sizeof(K),
                                          cudaMemcpyHostToDevice, stream_),
                          "a copy to the device failed");
-      detail::cuda_check(cudaEventRecord(s.copied, stream_), "cannot record an event");
+      impl::cuda_check(cudaEventRecord(s.copied, stream_), "cannot record an event");
     }
   }
 
   // Sorts the first n keys of the device buffer; the seconds it took on the device.
   double sort(std::uint64_t n) {
-    using detail::cuda_check;
+    using impl::cuda_check;
     cuda_check(cudaEventRecord(sort_start_, stream_), "cannot record an event");
     std::size_t bytes = temp_bytes_;
     cuda_check(gpusort::sort_keys(temp_ ? temp_ : static_cast<void*>(keys_), bytes, keys_, n, opt_),
@@ -126,17 +128,17 @@ class device_keys {
     const auto issue = [&](std::uint64_t chunk) {
       const slot& s = slots_[chunk % slots_.size()];
       const std::uint64_t first = chunk * slot_keys_;
-      detail::cuda_check(cudaMemcpyAsync(s.keys, keys_ + first,
+      impl::cuda_check(cudaMemcpyAsync(s.keys, keys_ + first,
                                          std::min(slot_keys_, n - first) * sizeof(K),
                                          cudaMemcpyDeviceToHost, stream_),
                          "a copy from the device failed");
-      detail::cuda_check(cudaEventRecord(s.copied, stream_), "cannot record an event");
+      impl::cuda_check(cudaEventRecord(s.copied, stream_), "cannot record an event");
     };
     for (std::uint64_t chunk = 0; chunk < std::min<std::uint64_t>(chunks, slots_.size()); ++chunk)
       issue(chunk);
     for (std::uint64_t chunk = 0; chunk < chunks; ++chunk) {
       const slot& s = slots_[chunk % slots_.size()];
-      detail::cuda_check(cudaEventSynchronize(s.copied), "a copy from the device failed");
+      impl::cuda_check(cudaEventSynchronize(s.copied), "a copy from the device failed");
       const std::uint64_t first = chunk * slot_keys_;
       drain(static_cast<const K*>(s.keys), first, std::min(slot_keys_, n - first));
       if (chunk + slots_.size() < chunks) issue(chunk + slots_.size());
@@ -169,7 +171,7 @@ class run_store {
     }
     path_ = (scratch.path() / "runs").string();
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd_ < 0) throw io_error(path_ + ": cannot create: " + system_error_text());
+    if (fd_ < 0) throw io_failure(path_ + ": cannot create: " + system_error_text());
     reserve_file(fd_, bytes, path_);
   }
   ~run_store() {
@@ -198,7 +200,7 @@ class run_store {
       std::memcpy(&key, memory_.get() + index * sizeof(K), sizeof(K));
     } else if (::pread(fd_, &key, sizeof(K), static_cast<off_t>(index * sizeof(K))) !=
                static_cast<ssize_t>(sizeof(K))) {
-      throw io_error(path_ + ": read failed: " + system_error_text());
+      throw io_failure(path_ + ": read failed: " + system_error_text());
     }
     return key;
   }
@@ -209,7 +211,7 @@ class run_store {
   int fd_ = -1;
 };
 
-namespace detail {
+namespace impl {
 
 // The checks of keys that pass through the slots: an order-independent checksum, and (for
 // the output) how many keys are out of order, across slot boundaries too.
@@ -251,7 +253,7 @@ struct key_tally {
   }
 };
 
-}  // namespace detail
+}  // namespace impl
 
 // Whether the runs of `bytes` stay in host memory: within the host budget beside the slots, or
 // without a budget within half of the machine's memory.
@@ -275,13 +277,12 @@ inline std::uint64_t pinned_slot_bytes(std::uint64_t run_bytes, std::uint64_t ho
 template <class K>
 int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_t run_keys,
                      const gpusort::options& opt, std::uint64_t host_budget_bytes, bool stats,
-                     pending_file& out) {
+                     pending_file& out, progress_sink& meter) {
   const bool descending = opt.direction == gpusort::order::descending;
   const std::uint64_t runs = count == 0 ? 0 : (count + run_keys - 1) / run_keys;
   const std::uint64_t slot_bytes = pinned_slot_bytes(std::min(count, run_keys) * sizeof(K), host_budget_bytes);
   stage_clock wall;
   pipeline_times busy;
-  progress meter;
   const auto timed = [](double& seconds, auto&& work) {
     stage_clock clock;
     work();
@@ -295,7 +296,7 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
   K* const sorted = reinterpret_cast<K*>(output.data());
   std::unique_ptr<device_keys<K>> device;
   if (count > 0) device = std::make_unique<device_keys<K>>(std::min(count, run_keys), opt, slot_bytes);
-  detail::key_tally<K> input_tally, output_tally;
+  impl::key_tally<K> input_tally, output_tally;
 
   const auto read_input = [&](std::uint64_t first_key) {
     return [&, first_key](K* slot, std::uint64_t first, std::uint64_t n) {
@@ -408,4 +409,4 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
   return 0;
 }
 
-}  // namespace gpusort::tools::external
+}  // namespace gpusort::detail::external

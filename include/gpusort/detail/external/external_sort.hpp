@@ -26,45 +26,17 @@
 #include <string_view>
 #include <vector>
 
-#include "cli.hpp"
-#include "external/gpu_pipeline.hpp"
-#include "external/run_merge.hpp"
-#include "external/run_plan.hpp"
+#include "gpusort/error.hpp"
+#include "gpusort/detail/external/gpu_pipeline.hpp"
+#include "gpusort/detail/external/host_sort.hpp"
+#include "gpusort/detail/external/run_merge.hpp"
+#include "gpusort/detail/external/run_plan.hpp"
 #include "gpusort/sort.hpp"
-#include "progress.hpp"
-#include "records.hpp"
+#include "gpusort/detail/external/progress.hpp"
+#include "gpusort/detail/external/records.hpp"
+#include "gpusort/detail/external/stats.hpp"
 
-namespace gpusort::tools::external {
-
-// A byte count: a number with an optional binary suffix K, M, G or T (also k, KiB, KB...):
-// 65536, 64K, 512M, 4G.
-inline std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
-  const auto bad = [&] {
-    return usage_error(std::string(what) + ": '" + std::string(text) +
-                       "' is not a byte count (a number, optionally followed by K, M, G or T)");
-  };
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0) throw bad();
-  std::uint64_t number = 0;
-  if (!parse_number(text.substr(0, digits), number)) throw bad();
-  std::string_view suffix = text.substr(digits);
-  unsigned shift = 0;
-  if (!suffix.empty()) {
-    switch (suffix[0]) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      case 't': case 'T': shift = 40; break;
-      default: throw bad();
-    }
-    suffix.remove_prefix(1);
-    if (suffix != "" && suffix != "B" && suffix != "iB") throw bad();
-  }
-  if (shift > 0 && number > (std::numeric_limits<std::uint64_t>::max() >> shift))
-    throw usage_error(std::string(what) + ": '" + std::string(text) + "' is too large");
-  return number << shift;
-}
+namespace gpusort::detail::external {
 
 // What `gpusort sort` asks of an out-of-core sort.
 struct sort_request {
@@ -75,9 +47,10 @@ struct sort_request {
   std::uint64_t device_budget_bytes = 0;
   std::uint64_t host_budget_bytes = 0;  // 0: unlimited
   bool stats = false;
+  progress_sink* meter = nullptr;  // where progress goes (none: nowhere)
 };
 
-namespace detail {
+namespace impl {
 
 // Whether there is a CUDA device, asked without the library's notice that it sorts on the
 // CPU (which would add a line to the usage errors of budgets too small).
@@ -107,7 +80,7 @@ std::uint64_t device_workspace_bytes(std::uint64_t n, bool pairs, const gpusort:
   if (cudaMallocManaged(&keys, n * sizeof(K)) != cudaSuccess ||
       (pairs && cudaMallocManaged(&values, n * sizeof(V)) != cudaSuccess)) {
     release();
-    throw io_error("cannot query the sort's device workspace for " + std::to_string(n) +
+    throw io_failure("cannot query the sort's device workspace for " + std::to_string(n) +
                    " records");
   }
   std::size_t bytes = 0;
@@ -117,7 +90,7 @@ std::uint64_t device_workspace_bytes(std::uint64_t n, bool pairs, const gpusort:
             : gpusort::sort_keys(nullptr, bytes, static_cast<K*>(keys), n, opt);
   release();
   if (e != cudaSuccess)
-    throw io_error(std::string("the sort's workspace query failed: ") + cudaGetErrorString(e));
+    throw io_failure(std::string("the sort's workspace query failed: ") + cudaGetErrorString(e));
   return bytes;
 }
 
@@ -274,23 +247,23 @@ void sort_run(std::span<unsigned char> data, bool pairs, const gpusort::options&
   std::memcpy(data.data(), keys.data(), data.size());
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // The plan of sorting `request` out of core, or none when it sorts in memory as before:
 // without budgets on a host without a GPU, without budgets when the records and the sort's
 // workspace fit the free device memory, and when the plan has a single run. Budgets too small
-// are usage errors (the planner's words). Without a GPU the device budget must hold each
+// are invalid_request (the planner's words). Without a GPU the device budget must hold each
 // record twice: the record and one record of workspace.
 template <class K>
 std::optional<run_plan> plan_out_of_core(const sort_request& request) {
   const bool budgets = request.device_budget_given || request.host_budget_bytes > 0;
-  const bool gpu = detail::gpu_present();
+  const bool gpu = impl::gpu_present();
   if (!budgets && !gpu) return std::nullopt;
   const std::uint64_t size = input_file_size(request.input);
   const std::uint64_t bytes = record_bytes<K>(request.pairs);
   if (size % bytes != 0) {
     if (!budgets) return std::nullopt;  // the in-memory path says so, as before
-    throw usage_error(request.input + ": " + std::to_string(size) +
+    throw invalid_request(request.input + ": " + std::to_string(size) +
                       " bytes is not a whole number of " + describe_records<K>(request.pairs));
   }
   if (size / bytes < 2) return std::nullopt;  // nothing to sort: no budget needed
@@ -308,14 +281,14 @@ std::optional<run_plan> plan_out_of_core(const sort_request& request) {
     if (!request.device_budget_given) {
       std::size_t free_bytes = 0, total_bytes = 0;
       if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
-        throw io_error("cannot read the device's free memory");
+        throw io_failure("cannot read the device's free memory");
       if (!budgets && plan.records * bytes <= free_bytes &&
-          detail::device_workspace_bytes<K>(plan.records, request.pairs, request.opt) <=
+          impl::device_workspace_bytes<K>(plan.records, request.pairs, request.opt) <=
               free_bytes - plan.records * bytes)
         return std::nullopt;  // it fits: in memory, as before
       budget = free_bytes / 10 * 9;  // room for the CUDA context's own allocations
     }
-    detail::fit_device_budget<K>(plan, budget, request.pairs, request.opt);
+    impl::fit_device_budget<K>(plan, budget, request.pairs, request.opt);
   } else if (request.device_budget_given) {
     plan.device_budget_bytes = request.device_budget_bytes;
     plan.workspace_bytes_per_record = bytes;
@@ -330,7 +303,7 @@ std::optional<run_plan> plan_out_of_core(const sort_request& request) {
 // Whether `request` sorts in the GPU pipeline of gpu_pipeline.hpp: keys alone (pairs and
 // records take the sequential run path below), on a machine with a GPU.
 inline bool sorts_keys_on_gpu(const sort_request& request) {
-  return !request.pairs && detail::gpu_present();
+  return !request.pairs && impl::gpu_present();
 }
 
 // Sorts the keys file request.input into `out` in the GPU pipeline, with runs as long as the
@@ -340,7 +313,7 @@ template <class K>
 int sort_keys_file_on_gpu(const sort_request& request, pending_file& out) {
   const std::uint64_t size = input_file_size(request.input);
   if (size % sizeof(K) != 0)
-    throw usage_error(request.input + ": " + std::to_string(size) +
+    throw invalid_request(request.input + ": " + std::to_string(size) +
                       " bytes is not a whole number of " + describe_records<K>(false));
   const std::uint64_t count = size / sizeof(K);
   std::uint64_t run_keys = std::max<std::uint64_t>(count, 1);
@@ -349,15 +322,16 @@ int sort_keys_file_on_gpu(const sort_request& request, pending_file& out) {
     if (!request.device_budget_given) {
       std::size_t free_bytes = 0, total_bytes = 0;
       if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
-        throw io_error("cannot read the device's free memory");
+        throw io_failure("cannot read the device's free memory");
       budget = free_bytes / 10 * 9;  // room for the CUDA context's own allocations
     }
     plan_request plan{.records = count, .record_bytes = sizeof(K), .host_run_buffers = 0};
-    detail::fit_device_budget<K>(plan, budget, false, request.opt);
+    impl::fit_device_budget<K>(plan, budget, false, request.opt);
     run_keys = plan_runs_or_throw(plan).run_records;
   }
   return sort_keys_on_gpu<K>(request.input, count, run_keys, request.opt,
-                             request.host_budget_bytes, request.stats, out);
+                             request.host_budget_bytes, request.stats, out,
+                             request.meter ? *request.meter : silent_progress());
 }
 
 // The sequential run path of records of `layout`: reads request.input one run of `plan` at a
@@ -373,12 +347,12 @@ int sort_runs_and_merge(const sort_request& request, const run_plan& plan,
   const std::uint64_t total = (plan.run_count - 1) * plan.run_records + plan.last_run_records;
 
   scratch_directory scratch(out.scratch_anchor());
-  progress meter;
+  progress_sink& meter = request.meter ? *request.meter : silent_progress();
   stage_clock clock;
   double read_s = 0, sort_s = 0, write_s = 0;
 
   if (input_file_size(request.input) != total * layout.record_bytes)
-    throw io_error(request.input + ": the file changed size while it was sorted");
+    throw io_failure(request.input + ": the file changed size while it was sorted");
   const file_handle in = open_input(request.input);
   std::vector<unsigned char> run(plan.run_records * layout.record_bytes);
   std::vector<std::filesystem::path> runs;
@@ -394,7 +368,7 @@ int sort_runs_and_merge(const sort_request& request, const run_plan& plan,
     const checksum before = checksum_of_run(std::span<const unsigned char>(records));
     sort_run(records);
     // A wrong run must never reach OUT; both scans cost little next to the file I/O.
-    const std::uint64_t out_of_order = detail::scan_record_order(records, layout).out_of_order;
+    const std::uint64_t out_of_order = impl::scan_record_order(records, layout).out_of_order;
     const bool kept = checksum_of_run(std::span<const unsigned char>(records)) == before;
     sort_s += clock.lap();
     if (out_of_order > 0 || !kept) {
@@ -449,10 +423,81 @@ int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_
   const bool descending = request.opt.direction == gpusort::order::descending;
   return sort_runs_and_merge(
       request, plan, record_layout::keys<K>(pairs ? sizeof(std::uint32_t) : 0, descending), out,
-      [&](std::span<unsigned char> records) { detail::sort_run<K>(records, pairs, request.opt); },
+      [&](std::span<unsigned char> records) { impl::sort_run<K>(records, pairs, request.opt); },
       [&](std::span<const unsigned char> records) {
-        return detail::checksum_of_packed<K>(records, pairs);
+        return impl::checksum_of_packed<K>(records, pairs);
       });
 }
 
-}  // namespace gpusort::tools::external
+// A sort whose output failed the checks: says so on stderr (the sort, what was wrong, the
+// output not written) and returns 3, the status of a wrong result.
+inline int report_wrong_result(const sort_request& request, const std::string& host_sort,
+                               std::uint64_t out_of_order, bool kept, progress_sink& meter) {
+  meter.finish();
+  std::fprintf(stderr,
+               "gpusort sort: the %s sort returned a wrong result (%llu records out of order, "
+               "records %s); %s not written\n",
+               host_sort.empty() ? std::string(gpusort::method_name(request.opt)).c_str()
+                                 : host_sort.c_str(),
+               static_cast<unsigned long long>(out_of_order), kept ? "kept" : "changed",
+               request.output.c_str());
+  return 3;
+}
+
+// Sorts the keys or pairs of request.input (raw binary, or the tool's text) in memory into
+// `out`: read, sorted (by gpusort::sort, or the host sort `host_sort` when not empty),
+// checked (in order, the same records), written and committed. 0, or 3 when the sort returned
+// a wrong result (nothing written).
+template <class K>
+int sort_keys_file_in_memory(const sort_request& request, bool text, const std::string& host_sort,
+                             pending_file& out) {
+  progress_sink& meter = request.meter ? *request.meter : silent_progress();
+  const bool descending = request.opt.direction == gpusort::order::descending;
+  stage_clock clock;
+  records<K> r = read_records<K>(request.input, request.pairs, text, meter);
+  const double read_s = clock.lap();
+  meter.phase("checking", false);
+  const checksum input_sum = checksum_of(r);
+  const std::string algorithm_used =
+      host_sort.empty() ? describe_algorithm<K>(request.opt, r.keys.size(), request.pairs)
+                        : host_sort;
+  meter.phase("sorting", false);
+  if (!host_sort.empty())
+    sort_on_host(r, descending, host_sort == "cpu_parallel");
+  else if (request.pairs)
+    gpusort::sort(r.keys, r.values, request.opt);
+  else
+    gpusort::sort(r.keys, request.opt);
+  // A wrong result must never replace OUT; both scans cost little next to the file I/O.
+  meter.phase("checking", false);
+  const order_report order = scan_order(r.keys, descending);
+  const bool records_kept = checksum_of(r) == input_sum;
+  if (order.out_of_order > 0 || !records_kept) {
+    return report_wrong_result(request, host_sort, order.out_of_order, records_kept, meter);
+  }
+  const double sort_s = clock.lap();  // with both checks
+  write_records(out, r, text, meter);
+  const double write_s = clock.lap();
+  meter.finish();
+  if (request.stats) {
+    std::printf("algorithm: %s\n", algorithm_used.c_str());
+    print_in_memory_stats(read_s, sort_s, write_s);
+  }
+  return 0;
+}
+
+// Sorts the keys or pairs of request.input into `out` (request.output's pending file, created
+// before any work) by the first path that applies: the GPU pipeline (raw keys on a GPU), the
+// run path (out of core by plan_out_of_core), else in memory. 0, or 3 for a wrong result.
+template <class K>
+int sort_keys_file(const sort_request& request, bool text, const std::string& host_sort,
+                   pending_file& out) {
+  if (!text && host_sort.empty()) {
+    if (sorts_keys_on_gpu(request)) return sort_keys_file_on_gpu<K>(request, out);
+    if (const auto plan = plan_out_of_core<K>(request))
+      return sort_out_of_core<K>(request, *plan, out);
+  }
+  return sort_keys_file_in_memory<K>(request, text, host_sort, out);
+}
+
+}  // namespace gpusort::detail::external

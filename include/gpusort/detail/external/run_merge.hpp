@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -33,12 +34,12 @@
 #include <string_view>
 #include <vector>
 
-#include "cli.hpp"
-#include "external/run_plan.hpp"
+#include "gpusort/error.hpp"
+#include "gpusort/detail/external/run_plan.hpp"
 #include "gpusort/key_traits.hpp"
-#include "records.hpp"
+#include "gpusort/detail/external/records.hpp"
 
-namespace gpusort::tools::external {
+namespace gpusort::detail::external {
 
 // ---- records and their order ---------------------------------------------------------
 
@@ -86,17 +87,17 @@ struct record_layout {
   }
 };
 
-// A usage error if the key does not lie inside the record or its size does not fit its kind.
+// invalid_request if the key does not lie inside the record or its size does not fit its kind.
 inline void check_layout(const record_layout& layout) {
   const std::string what = std::to_string(layout.record_bytes) + "-byte records: ";
-  if (layout.record_bytes == 0) throw usage_error("records of 0 bytes cannot be sorted");
-  if (layout.key_bytes == 0) throw usage_error(what + "the key has 0 bytes");
+  if (layout.record_bytes == 0) throw invalid_request("records of 0 bytes cannot be sorted");
+  if (layout.key_bytes == 0) throw invalid_request(what + "the key has 0 bytes");
   if (layout.key_offset > layout.record_bytes ||
       layout.key_bytes > layout.record_bytes - layout.key_offset)
-    throw usage_error(what + "a key of " + std::to_string(layout.key_bytes) + " bytes at offset " +
+    throw invalid_request(what + "a key of " + std::to_string(layout.key_bytes) + " bytes at offset " +
                       std::to_string(layout.key_offset) + " does not fit");
   if (layout.kind != key_kind::bytes && layout.key_bytes != typed_key_bytes(layout.kind))
-    throw usage_error(what + "a typed key of " + std::to_string(layout.key_bytes) +
+    throw invalid_request(what + "a typed key of " + std::to_string(layout.key_bytes) +
                       " bytes; its type has " + std::to_string(typed_key_bytes(layout.kind)));
 }
 
@@ -160,8 +161,8 @@ inline void stable_sort_records(std::span<unsigned char> data, const record_layo
 // ---- errors --------------------------------------------------------------------------
 
 // A failed write of `name` with the errno it left, saying plainly when the disk is full.
-inline io_error write_failure(const std::string& name, int error_number) {
-  return io_error(name + ": write failed: " +
+inline io_failure write_failure(const std::string& name, int error_number) {
+  return io_failure(name + ": write failed: " +
                   (error_number == ENOSPC ? std::string("no space left on device")
                                           : std::string(std::strerror(error_number))));
 }
@@ -232,10 +233,10 @@ inline void install_handler() {
   static_cast<void>(installed);
 }
 
-// The slot now holding `path`; a usage error if the path is too long or all slots are taken.
+// The slot now holding `path`; invalid_request if the path is too long or all slots are taken.
 inline std::size_t add(const std::string& path) {
   install_handler();
-  if (path.size() >= path_capacity) throw usage_error(path + ": path too long");
+  if (path.size() >= path_capacity) throw invalid_request(path + ": path too long");
   for (std::size_t i = 0; i < slot_count; ++i) {
     int expected = free_slot;
     if (!slots[i].state.compare_exchange_strong(expected, filling)) continue;
@@ -243,7 +244,7 @@ inline std::size_t add(const std::string& path) {
     slots[i].state.store(ready, std::memory_order_release);
     return i;
   }
-  throw usage_error(path + ": more than " + std::to_string(slot_count) +
+  throw invalid_request(path + ": more than " + std::to_string(slot_count) +
                     " scratch directories at once");
 }
 
@@ -268,10 +269,10 @@ class scratch_directory {
       const int error_number = errno;
       scratch_registry::release(slot_);
       if (error_number != EEXIST)
-        throw usage_error(output.string() + ": cannot create a directory in " + parent.string() +
+        throw invalid_request(output.string() + ": cannot create a directory in " + parent.string() +
                           ": " + std::strerror(error_number));
     }
-    throw usage_error(output.string() + ": cannot create a directory in " + parent.string());
+    throw invalid_request(output.string() + ": cannot create a directory in " + parent.string());
   }
   ~scratch_directory() {
     std::error_code ignored;
@@ -303,13 +304,13 @@ class run_reader {
         buffer_(std::max(buffer_bytes / record_bytes, std::size_t{1}) * record_bytes) {
     std::error_code ec;
     remaining_ = std::filesystem::file_size(path_, ec);
-    if (ec) throw io_error(path_.string() + ": " + ec.message());
+    if (ec) throw io_failure(path_.string() + ": " + ec.message());
     if (remaining_ % record_bytes_ != 0)
-      throw io_error(path_.string() + ": " + std::to_string(remaining_) +
+      throw io_failure(path_.string() + ": " + std::to_string(remaining_) +
                      " bytes is not a whole number of " + std::to_string(record_bytes_) +
                      "-byte records");
     file_.reset(std::fopen(path_.c_str(), "rb"));
-    if (!file_) throw io_error(path_.string() + ": cannot open: " + std::strerror(errno));
+    if (!file_) throw io_failure(path_.string() + ": cannot open: " + std::strerror(errno));
     refill();
   }
 
@@ -372,7 +373,7 @@ inline std::filesystem::path write_run(scratch_directory& scratch,
                                        std::span<const unsigned char> records) {
   const std::filesystem::path path = scratch.new_run_path();
   file_handle file(std::fopen(path.c_str(), "wbx"));
-  if (!file) throw io_error(path.string() + ": cannot create: " + std::strerror(errno));
+  if (!file) throw io_failure(path.string() + ": cannot create: " + std::strerror(errno));
   if (!records.empty() && std::fwrite(records.data(), 1, records.size(), file.get()) != records.size())
     throw write_failure(path.string(), errno);
   if (std::fclose(file.release()) != 0) throw write_failure(path.string(), errno);
@@ -394,7 +395,7 @@ std::vector<std::filesystem::path> cut_into_runs(const std::string& input,
   const std::uint64_t total = plan.run_count == 0 ? 0
                               : (plan.run_count - 1) * plan.run_records + plan.last_run_records;
   if (input_file_size(input) != total * layout.record_bytes)
-    throw io_error(input + ": the file changed size while it was sorted");
+    throw io_failure(input + ": the file changed size while it was sorted");
   const file_handle in = open_input(input);
   std::vector<unsigned char> run(plan.run_records * layout.record_bytes);
   std::vector<std::filesystem::path> runs;
@@ -410,7 +411,7 @@ std::vector<std::filesystem::path> cut_into_runs(const std::string& input,
   return runs;
 }
 
-namespace detail {
+namespace impl {
 
 // Merges sorted runs into `out`: a binary heap of run indices keyed by (record, run index),
 // so that equal keys leave in run order.
@@ -454,7 +455,7 @@ void merge_group(std::span<const std::filesystem::path> inputs, const record_lay
   count_records(unreported);
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // Merges sorted runs (in input order) into `out` (an open file named `out_name`, flushed, not
 // closed: the caller commits it), `fan_in` runs at a time: while more than fan_in runs are
@@ -473,7 +474,7 @@ inline void merge_runs(std::vector<std::filesystem::path> runs, const record_lay
     for (const auto& run : group) {
       std::error_code ec;
       const std::uint64_t bytes = std::filesystem::file_size(run, ec);
-      if (ec) throw io_error(run.string() + ": " + ec.message());
+      if (ec) throw io_failure(run.string() + ": " + ec.message());
       records += bytes / layout.record_bytes;
     }
     return records;
@@ -495,7 +496,7 @@ inline void merge_runs(std::vector<std::filesystem::path> runs, const record_lay
       };
       if (last) {
         record_writer writer(out, out_name, layout.record_bytes, buffer_bytes);
-        detail::merge_group(runs, layout, buffer_bytes, before, writer, count_records);
+        impl::merge_group(runs, layout, buffer_bytes, before, writer, count_records);
         writer.flush();
         return;
       }
@@ -508,9 +509,9 @@ inline void merge_runs(std::vector<std::filesystem::path> runs, const record_lay
         }
         const std::filesystem::path path = scratch.new_run_path();
         file_handle file(std::fopen(path.c_str(), "wbx"));
-        if (!file) throw io_error(path.string() + ": cannot create: " + std::strerror(errno));
+        if (!file) throw io_failure(path.string() + ": cannot create: " + std::strerror(errno));
         record_writer writer(file.get(), path.string(), layout.record_bytes, buffer_bytes);
-        detail::merge_group(group, layout, buffer_bytes, before, writer, count_records);
+        impl::merge_group(group, layout, buffer_bytes, before, writer, count_records);
         writer.flush();
         if (std::fclose(file.release()) != 0) throw write_failure(path.string(), errno);
         for (const auto& input : group)
@@ -527,8 +528,11 @@ inline void merge_runs(std::vector<std::filesystem::path> runs, const record_lay
 inline std::uint64_t interrupt_after_runs() {
   const char* value = std::getenv("GPUSORT_TEST_INTERRUPT_AFTER_RUNS");
   std::uint64_t runs = 0;
-  return value && parse_number(std::string_view(value), runs) ? runs : 0;
+  if (!value) return 0;
+  const char* end = value + std::strlen(value);
+  const auto [stop, ec] = std::from_chars(value, end, runs);
+  return ec == std::errc{} && stop == end ? runs : 0;
 }
 
 
-}  // namespace gpusort::tools::external
+}  // namespace gpusort::detail::external

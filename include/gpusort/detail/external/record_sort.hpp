@@ -25,45 +25,16 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
-#include "common/distributions.hpp"
-#include "external/external_sort.hpp"
-#include "external/run_merge.hpp"
-#include "external/run_plan.hpp"
-#include "file_io.hpp"
-#include "progress.hpp"
-#include "records.hpp"
+#include "gpusort/error.hpp"
+#include "gpusort/detail/external/external_sort.hpp"
+#include "gpusort/detail/external/run_merge.hpp"
+#include "gpusort/detail/external/run_plan.hpp"
+#include "gpusort/detail/external/file_io.hpp"
+#include "gpusort/detail/external/progress.hpp"
+#include "gpusort/detail/external/records.hpp"
+#include "gpusort/detail/external/stats.hpp"
 
-namespace gpusort::tools::external {
-
-inline constexpr std::uint64_t max_record_bytes = 65536;
-
-// The layout of --record-bytes B --key-bytes K [--key-offset O] (byte keys, in the order of
-// --desc), or none without --record-bytes. Usage errors for a key that does not fit, and for
-// the options of typed keys (--type, --pairs, --text) beside it.
-inline std::optional<record_layout> parse_record_layout(const arguments& args, bool descending) {
-  if (!args.has("record-bytes")) {
-    if (args.has("key-bytes") || args.has("key-offset"))
-      throw usage_error("--key-bytes and --key-offset go with --record-bytes");
-    return std::nullopt;
-  }
-  for (const char* typed : {"type", "pairs", "text"})
-    if (args.has(typed))
-      throw usage_error(std::string("--") + typed +
-                        " does not go with --record-bytes (raw records sorted by a byte key)");
-  const std::uint64_t record = parse_unsigned(args.get("record-bytes"), "--record-bytes");
-  if (record == 0 || record > max_record_bytes)
-    throw usage_error("--record-bytes must be from 1 to " + std::to_string(max_record_bytes));
-  if (!args.has("key-bytes")) throw usage_error("--record-bytes needs --key-bytes");
-  const std::uint64_t key = parse_unsigned(args.get("key-bytes"), "--key-bytes");
-  const std::uint64_t offset = parse_unsigned(args.get("key-offset", "0"), "--key-offset");
-  if (key == 0) throw usage_error("--key-bytes must be at least 1");
-  if (offset > record || key > record - offset)
-    throw usage_error("a key of " + std::to_string(key) + " bytes at offset " +
-                      std::to_string(offset) + " does not fit in a record of " +
-                      std::to_string(record) + " bytes");
-  return record_layout{record, offset, key, key_kind::bytes, descending};
-}
+namespace gpusort::detail::external {
 
 // "100-byte records (10-byte key at offset 0)"
 inline std::string describe_byte_records(const record_layout& layout) {
@@ -107,7 +78,7 @@ inline checksum checksum_of_byte_records(std::span<const unsigned char> data, st
 
 // ---- sorting ------------------------------------------------------------------------
 
-namespace detail {
+namespace impl {
 
 // The key's first min(8, key_bytes) bytes as a big-endian number, zero-padded: u64 order is
 // memcmp order of the prefixes.
@@ -222,7 +193,7 @@ inline std::uint64_t half_the_physical_memory() {
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // The plan of sorting the records of request.input out of core, or none when they sort in
 // memory: a host sort (--algo std_sort|cpu_parallel), fewer than 2 records, a plan of one run,
@@ -231,44 +202,44 @@ inline std::uint64_t half_the_physical_memory() {
 // device memory. Without budgets beyond that, the host budget is half the machine's memory
 // and the device budget 90% of the free device memory. Without a GPU a device budget holds a
 // record's sort key twice (the key and one key of workspace). A file that is no whole number
-// of records and budgets too small are usage errors.
+// of records and budgets too small are invalid_request.
 inline std::optional<run_plan> plan_byte_records_out_of_core(const sort_request& request,
                                                              const record_layout& layout,
                                                              bool host_sort) {
   const std::uint64_t size = input_file_size(request.input);
   const std::uint64_t bytes = layout.record_bytes;
   if (size % bytes != 0)
-    throw usage_error(request.input + ": " + std::to_string(size) +
+    throw invalid_request(request.input + ": " + std::to_string(size) +
                       " bytes is not a whole number of " + describe_byte_records(layout));
   const std::uint64_t records = size / bytes;
   if (records < 2 || host_sort) return std::nullopt;
   const bool budgets = request.device_budget_given || request.host_budget_bytes > 0;
-  const bool gpu = detail::gpu_present();
+  const bool gpu = impl::gpu_present();
   const bool wide = records > std::numeric_limits<std::uint32_t>::max();
-  const std::uint64_t key_bytes = detail::sort_key_bytes(records);
+  const std::uint64_t key_bytes = impl::sort_key_bytes(records);
   const auto device_records = [&](std::uint64_t budget) {
-    return wide ? detail::records_fitting_device<std::uint64_t>(records, budget, request.opt)
-                : detail::records_fitting_device<std::uint32_t>(records, budget, request.opt);
+    return wide ? impl::records_fitting_device<std::uint64_t>(records, budget, request.opt)
+                : impl::records_fitting_device<std::uint32_t>(records, budget, request.opt);
   };
 
   std::uint64_t host_budget = request.host_budget_bytes;
   std::uint64_t device_budget = request.device_budget_bytes;
   if (!budgets) {
-    const bool host_fits = records <= detail::half_the_physical_memory() / (bytes + 16);
+    const bool host_fits = records <= impl::half_the_physical_memory() / (bytes + 16);
     bool device_fits = true;
     if (gpu) {
       std::size_t free_bytes = 0, total_bytes = 0;
       if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
-        throw io_error("cannot read the device's free memory");
+        throw io_failure("cannot read the device's free memory");
       device_fits = device_records(free_bytes) == records;
       device_budget = free_bytes / 10 * 9;  // room for the CUDA context's own allocations
     }
     if (host_fits && device_fits) return std::nullopt;
-    if (!host_fits) host_budget = detail::half_the_physical_memory();
+    if (!host_fits) host_budget = impl::half_the_physical_memory();
   } else if (gpu && !request.device_budget_given) {
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
-      throw io_error("cannot read the device's free memory");
+      throw io_failure("cannot read the device's free memory");
     device_budget = free_bytes / 10 * 9;
   }
 
@@ -282,16 +253,16 @@ inline std::optional<run_plan> plan_byte_records_out_of_core(const sort_request&
     run_limit = device_records(device_budget);
     if (run_limit == 0) {
       const std::uint64_t workspace =
-          wide ? detail::device_workspace_bytes<std::uint64_t, std::uint64_t>(1, true, request.opt)
-               : detail::device_workspace_bytes<std::uint64_t, std::uint32_t>(1, true, request.opt);
-      throw usage_error("the device memory budget of " + std::to_string(device_budget) +
+          wide ? impl::device_workspace_bytes<std::uint64_t, std::uint64_t>(1, true, request.opt)
+               : impl::device_workspace_bytes<std::uint64_t, std::uint32_t>(1, true, request.opt);
+      throw invalid_request("the device memory budget of " + std::to_string(device_budget) +
                         " bytes cannot hold " + sort_key + " and its " +
                         std::to_string(workspace) + " bytes of workspace");
     }
   } else if (request.device_budget_given) {
     run_limit = std::min(records, device_budget / (2 * key_bytes));
     if (run_limit == 0)
-      throw usage_error("the device memory budget of " + std::to_string(device_budget) +
+      throw invalid_request("the device memory budget of " + std::to_string(device_budget) +
                         " bytes cannot hold " + sort_key + " and its " +
                         std::to_string(key_bytes) + " bytes of workspace");
   }
@@ -309,14 +280,14 @@ inline std::optional<run_plan> plan_byte_records_out_of_core(const sort_request&
   return planned;
 }
 
-namespace detail {
+namespace impl {
 
 // Sorts the whole file in memory: read on all cores, sorted by index, gathered straight into
 // the mapped output, checked, committed. 0, or 3 for a wrong result (nothing written).
 template <class Index>
 int sort_byte_records_in_memory(const sort_request& request, const record_layout& layout,
                                 const std::string& host_sort, pending_file& out) {
-  progress meter;
+  progress_sink& meter = request.meter ? *request.meter : silent_progress();
   stage_clock clock;
   const std::uint64_t size = input_file_size(request.input);
   const std::size_t bytes = layout.record_bytes;
@@ -345,15 +316,7 @@ int sort_byte_records_in_memory(const sort_request& request, const record_layout
   const std::uint64_t out_of_order = scan_record_order(output, layout).out_of_order;
   const bool kept = checksum_of_byte_records(output, bytes) == input_sum;
   if (out_of_order > 0 || !kept) {
-    meter.finish();
-    std::fprintf(stderr,
-                 "gpusort sort: the %s sort returned a wrong result (%llu records out of "
-                 "order, records %s); %s not written\n",
-                 host_sort.empty() ? std::string(gpusort::method_name(request.opt)).c_str()
-                                   : host_sort.c_str(),
-                 static_cast<unsigned long long>(out_of_order), kept ? "kept" : "changed",
-                 request.output.c_str());
-    return 3;
+    return report_wrong_result(request, host_sort, out_of_order, kept, meter);
   }
   const double sort_s = clock.lap();  // with the gather into the output and both checks
   meter.phase("writing", false);
@@ -365,7 +328,7 @@ int sort_byte_records_in_memory(const sort_request& request, const record_layout
   return 0;
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // Sorts the records of `layout` in request.input into `out` (request.output's pending file,
 // created before any work), in memory or out of core (plan_byte_records_out_of_core), with the
@@ -376,15 +339,15 @@ inline int sort_byte_records_file(const sort_request& request, const record_layo
     return sort_runs_and_merge(
         request, *plan, layout, out,
         [&](std::span<unsigned char> run) {
-          detail::sort_byte_records_run(run, layout, request.opt);
+          impl::sort_byte_records_run(run, layout, request.opt);
         },
         [&](std::span<const unsigned char> run) {
           return checksum_of_byte_records(run, layout.record_bytes);
         });
   if (input_file_size(request.input) / layout.record_bytes <=
       std::numeric_limits<std::uint32_t>::max())
-    return detail::sort_byte_records_in_memory<std::uint32_t>(request, layout, host_sort, out);
-  return detail::sort_byte_records_in_memory<std::uint64_t>(request, layout, host_sort, out);
+    return impl::sort_byte_records_in_memory<std::uint32_t>(request, layout, host_sort, out);
+  return impl::sort_byte_records_in_memory<std::uint64_t>(request, layout, host_sort, out);
 }
 
 // ---- check --------------------------------------------------------------------------
@@ -398,11 +361,11 @@ struct byte_records_report {
 // The order (by the byte key of `layout`) and checksum of the records of `path`, read a
 // chunk at a time.
 inline byte_records_report check_byte_records(const std::string& path, const record_layout& layout,
-                                              progress& meter) {
+                                              progress_sink& meter) {
   const std::uint64_t size = input_file_size(path);
   const std::size_t bytes = layout.record_bytes;
   if (size % bytes != 0)
-    throw usage_error(path + ": " + std::to_string(size) + " bytes is not a whole number of " +
+    throw invalid_request(path + ": " + std::to_string(size) + " bytes is not a whole number of " +
                       describe_byte_records(layout));
   byte_records_report report;
   report.records = size / bytes;
@@ -417,7 +380,7 @@ inline byte_records_report check_byte_records(const std::string& path, const rec
     const bool joined = begin > 0;
     const std::span<const unsigned char> scanned(buffer.data() + (joined ? 0 : bytes),
                                                  (count + (joined ? 1 : 0)) * bytes);
-    const order_report order = detail::scan_record_order(scanned, layout);
+    const order_report order = impl::scan_record_order(scanned, layout);
     if (order.out_of_order > 0 && report.order.out_of_order == 0)
       report.order.first = begin + order.first - (joined ? 1 : 0);
     report.order.out_of_order += order.out_of_order;
@@ -431,77 +394,4 @@ inline byte_records_report check_byte_records(const std::string& path, const rec
   return report;
 }
 
-// ---- gen ------------------------------------------------------------------------------
-
-// Whether gen makes records of distribution d.
-constexpr bool byte_records_distribution(distribution d) {
-  return d == distribution::uniform || d == distribution::sorted || d == distribution::reverse ||
-         d == distribution::few_unique || d == distribution::all_equal;
-}
-
-// Writes n records of `layout` to `out` (committed when complete). The key: its first
-// min(8, K) bytes are those of a 64-bit number, most significant first (uniform: random;
-// sorted, reverse: the same numbers in order; few_unique: one of 16; all_equal: one), and
-// bytes beyond 8 follow from that number (few_unique: one of two tails for each, so that keys
-// share a prefix and differ after it; uniform: random). The payload (the bytes outside the
-// key, in order) starts with the record's index, 8 bytes little-endian (fewer if the payload
-// is shorter), then filler bytes from the index, so that every record is distinct and
-// stability shows.
-inline void generate_byte_records(pending_file& out, const record_layout& layout, std::uint64_t n,
-                                  distribution d, std::uint64_t seed, progress& meter) {
-  const std::size_t bytes = layout.record_bytes, key_bytes = layout.key_bytes,
-                    key_offset = layout.key_offset;
-  std::vector<std::uint64_t> ordered;
-  if (d == distribution::sorted || d == distribution::reverse)
-    ordered = generate<std::uint64_t>(d, n, seed);
-  constexpr std::uint64_t few = 16;
-  const auto number = [&](std::uint64_t i) -> std::uint64_t {
-    switch (d) {
-      case distribution::sorted:
-      case distribution::reverse: return ordered[i];
-      case distribution::few_unique:
-        return random_bits(seed ^ 0xABCDEFull, random_bits(seed, i) % few);
-      case distribution::all_equal: return random_bits(seed ^ 0xABCDEFull, 0);
-      default: return random_bits(seed, i);
-    }
-  };
-  const auto make = [&](std::uint64_t i, unsigned char* record) {
-    const std::uint64_t v = number(i);
-    unsigned char* key = record + key_offset;
-    const std::uint64_t big_endian = __builtin_bswap64(v);
-    std::memcpy(key, &big_endian, std::min<std::size_t>(key_bytes, 8));
-    for (std::size_t at = 8, word = 0; at < key_bytes; at += 8, ++word) {
-      std::uint64_t tail;
-      if (d == distribution::uniform)
-        tail = random_bits(seed + 0x1000003ull * (word + 1), i);
-      else if (d == distribution::few_unique)
-        tail = random_bits(v + ((random_bits(seed, i) / few) & 1), word);
-      else
-        tail = random_bits(v, word);
-      std::memcpy(key + at, &tail, std::min<std::size_t>(key_bytes - at, 8));
-    }
-    std::size_t p = 0;  // payload byte
-    for (std::size_t at = 0; at < bytes; ++at) {
-      if (at == key_offset) at += key_bytes;
-      if (at >= bytes) break;
-      const std::uint64_t word = p < 8 ? i : mix64(i + p / 8);
-      record[at] = static_cast<unsigned char>(word >> (8 * (p % 8)));
-      ++p;
-    }
-  };
-  meter.phase("generating", true);
-  const std::uint64_t chunk = std::max<std::uint64_t>(1, chunk_bytes / bytes);
-  std::vector<unsigned char> buffer(std::min<std::uint64_t>(chunk, n) * bytes);
-  for (std::uint64_t begin = 0; begin < n; begin += chunk) {
-    const std::int64_t count = static_cast<std::int64_t>(std::min(chunk, n - begin));
-#pragma omp parallel for schedule(static, 1024)
-    for (std::int64_t i = 0; i < count; ++i)
-      make(begin + static_cast<std::uint64_t>(i),
-           buffer.data() + static_cast<std::size_t>(i) * bytes);
-    write_bytes(out.get(), buffer.data(), static_cast<std::size_t>(count) * bytes, out.path());
-    meter.advance(begin + static_cast<std::uint64_t>(count), n);
-  }
-  out.commit();
-}
-
-}  // namespace gpusort::tools::external
+}  // namespace gpusort::detail::external

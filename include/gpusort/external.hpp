@@ -1,0 +1,162 @@
+// Sorting files larger than the GPU, file to file: raw little-endian keys, (key, u32 value)
+// pairs, and fixed-size records ordered by a key of raw bytes (memcmp order, as the Sort
+// Benchmark's 100-byte records with 10-byte keys). The machinery is `gpusort sort`'s
+// (docs/out_of_core.md): keys on a GPU go through the pinned pipeline (runs merged on the GPU
+// in windows when they exceed the device budget); pairs and records are cut into runs that fit
+// the budgets, each sorted with gpusort::sort (the CPU backend without a GPU), and merged.
+//
+//   #include "gpusort/external.hpp"   // link gpusort::external (the library and OpenMP)
+//   gpusort::external_options opt{.device_budget_bytes = 4ull << 30};
+//   opt.progress = [](std::string_view phase, std::uint64_t done, std::uint64_t total) { ... };
+//   gpusort::sort_file<float>("in.f32", "out.f32", opt);
+//
+// Guarantees: the input is never written; the output appears (renamed over `out`) only when
+// complete and checked (in order, the same records as the input: order-independent checksums);
+// the scratch files (runs, the pending output) are removed on success, on errors, on
+// cancellation and when SIGINT, SIGTERM or SIGHUP ends the process (handlers installed on
+// first use unless the signal is ignored or set_signal_cleanup(false) was called); a full
+// disk is reported before the work where the size is known. Pairs and records come out
+// stable (equal keys in input order); keys alone as the sort leaves them.
+// `in` and `out` may be the same file. `out` may be a FIFO or a device (written in order when
+// complete), or "-" for standard output.
+//
+// Failures: gpusort::invalid_request (an input that is missing or not a whole number of
+// records, an output that cannot be created, budgets too small for one record) before
+// anything is written; gpusort::io_failure (a read or write failed midway);
+// gpusort::wrong_result (a sort returned a wrong result: nothing written); gpusort::cancelled
+// (external_options::cancel was set); gpusort::error (a CUDA failure).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "gpusort/detail/external/external_sort.hpp"
+#include "gpusort/detail/external/record_sort.hpp"
+#include "gpusort/error.hpp"
+#include "gpusort/key_traits.hpp"
+#include "gpusort/options.hpp"
+
+namespace gpusort {
+
+struct external_options {
+  // The sort of each run: algorithm and direction (the stream is not used).
+  options sort{};
+  // Device memory for one run and the sort's workspace; 0: 90% of the free device memory.
+  // Without a GPU, the CPU backend's budget (a run and one record of workspace per record).
+  std::uint64_t device_budget_bytes = 0;
+  // Host memory for the runs and the merge buffers; 0: unlimited (records: half the
+  // machine's memory once they do not fit it).
+  std::uint64_t host_budget_bytes = 0;
+  // Where the runs are written; empty: beside `out` (the pending output always goes there,
+  // to be renamed over it).
+  std::string scratch_directory;
+  // Called as the work goes, on the calling thread or a worker (never two calls at once):
+  // the phase ("reading", "sorting", "runs", "merge", "checking", "writing"...) and `done` of
+  // `total` units as a counted phase advances; a phase that is not counted is reported once
+  // as it starts, with total 0.
+  std::function<void(std::string_view phase, std::uint64_t done, std::uint64_t total)> progress;
+  // Set (from any thread) to stop: the call throws gpusort::cancelled at its next progress
+  // report (every piece of reading, writing, runs and merging; a sort in memory finishes
+  // first), leaving nothing behind.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// Fixed-size records ordered by `key_bytes` bytes at `key_offset` (unsigned bytes, memcmp).
+struct record_format {
+  std::uint64_t record_bytes = 0;
+  std::uint64_t key_offset = 0;
+  std::uint64_t key_bytes = 0;
+};
+
+namespace detail::external {
+
+// external_options' callback and cancel flag as the machinery's progress sink.
+class callback_progress final : public progress_sink {
+ public:
+  explicit callback_progress(const gpusort::external_options& opt)
+      : report_(opt.progress), cancel_(opt.cancel) {}
+  void phase(std::string_view name, bool counted) override {
+    stop_if_asked();
+    phase_ = name;
+    if (report_ && !counted) report_(phase_, 0, 0);
+  }
+  void advance(std::uint64_t done, std::uint64_t total) override {
+    stop_if_asked();
+    if (report_) report_(phase_, done, total);
+  }
+
+ private:
+  void stop_if_asked() const {
+    if (cancel_ && cancel_->load(std::memory_order_relaxed))
+      throw gpusort::cancelled("the sort was cancelled; nothing was written");
+  }
+  const std::function<void(std::string_view, std::uint64_t, std::uint64_t)>& report_;
+  const std::atomic<bool>* cancel_;
+  std::string phase_;
+};
+
+inline sort_request request_of(const std::string& in, const std::string& out, bool pairs,
+                               const gpusort::external_options& opt, progress_sink& meter) {
+  return sort_request{.input = in,
+                      .output = out,
+                      .pairs = pairs,
+                      .opt = opt.sort,
+                      .device_budget_given = opt.device_budget_bytes > 0,
+                      .device_budget_bytes = opt.device_budget_bytes,
+                      .host_budget_bytes = opt.host_budget_bytes,
+                      .meter = &meter};
+}
+
+inline void throw_if_wrong(int status, const std::string& out) {
+  if (status != 0)
+    throw wrong_result("the sort returned a wrong result; " + out + " was not written");
+}
+
+template <class K>
+void sort_typed_file(const std::string& in, const std::string& out, bool pairs,
+                     const gpusort::external_options& opt) {
+  callback_progress meter(opt);
+  const sort_request request = request_of(in, out, pairs, opt, meter);
+  pending_file output(out, true, opt.scratch_directory);
+  throw_if_wrong(sort_keys_file<K>(request, false, "", output), out);
+}
+
+}  // namespace detail::external
+
+// Whether the file sorts may install their handlers for SIGINT, SIGTERM and SIGHUP (on by
+// default), which remove the scratch files and then end the process by the signal as before.
+// Turn it off before the first file sort in a program that handles those signals itself (a
+// Python interpreter, a server), and stop sorts through external_options::cancel instead.
+inline void set_signal_cleanup(bool on) { detail::external::signal_cleanup_allowed.store(on); }
+
+// Sorts the keys of type K in the file `in` into `out`.
+template <supported_key K>
+void sort_file(const std::string& in, const std::string& out, const external_options& opt = {}) {
+  detail::external::sort_typed_file<K>(in, out, false, opt);
+}
+
+// Sorts the (K key, u32 value) records of `in` into `out` by key, stably.
+template <supported_key K>
+void sort_pairs_file(const std::string& in, const std::string& out,
+                     const external_options& opt = {}) {
+  detail::external::sort_typed_file<K>(in, out, true, opt);
+}
+
+// Sorts the records of `format` in `in` into `out` by their byte key, stably.
+inline void sort_records_file(const std::string& in, const std::string& out,
+                              const record_format& format, const external_options& opt = {}) {
+  namespace ext = detail::external;
+  const ext::record_layout layout{format.record_bytes, format.key_offset, format.key_bytes,
+                                  ext::key_kind::bytes,
+                                  opt.sort.direction == order::descending};
+  ext::check_layout(layout);
+  ext::callback_progress meter(opt);
+  const ext::sort_request request = ext::request_of(in, out, false, opt, meter);
+  ext::pending_file output(out, true, opt.scratch_directory);
+  ext::throw_if_wrong(ext::sort_byte_records_file(request, layout, "", output), out);
+}
+
+}  // namespace gpusort

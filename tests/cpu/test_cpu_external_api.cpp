@@ -1,0 +1,241 @@
+// gpusort/external.hpp, the library's file sorts: keys, pairs and byte-key records under
+// budgets small enough to force many runs and merge passes (the CPU backend without a GPU, the
+// GPU pipeline and run path with one), against std::stable_sort; progress reports; the
+// failures and what they leave behind.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gpusort/external.hpp"
+#include "reference.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+template <class T>
+void write_file(const fs::path& path, const std::vector<T>& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(data.data()),
+          static_cast<std::streamsize>(data.size() * sizeof(T)));
+}
+
+template <class T>
+std::vector<T> read_file(const fs::path& path) {
+  std::vector<T> data(fs::file_size(path) / sizeof(T));
+  std::ifstream f(path, std::ios::binary);
+  f.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(fs::file_size(path)));
+  return data;
+}
+
+template <class K>
+std::vector<K> random_keys(std::size_t n, std::uint64_t seed) {
+  return gpusort::tools::generate<K>(gpusort::tools::distribution::uniform, n, seed);
+}
+
+// Keys with many repeats and, for floats, every special value: equal keys make stability show.
+template <class K>
+std::vector<K> hostile_keys(std::size_t n, std::uint64_t seed) {
+  std::vector<K> keys = random_keys<K>(n, seed);
+  for (std::size_t i = 0; i < n; i += 3) keys[i] = keys[i % 97];
+  if constexpr (std::is_floating_point_v<K>) gpusort::testing::scatter_special_values(keys, seed);
+  return keys;
+}
+
+class ExternalApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gpusort-external-api-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path file(const std::string& name) const { return dir_ / name; }
+  // What the directory holds besides `expected`: scratch left behind.
+  std::vector<std::string> leftovers(std::vector<std::string> expected) const {
+    std::vector<std::string> extra;
+    for (const auto& entry : fs::directory_iterator(dir_))
+      if (std::find(expected.begin(), expected.end(), entry.path().filename()) == expected.end())
+        extra.push_back(entry.path().filename());
+    return extra;
+  }
+  // Budgets that cut n records into runs of about 4096 and merge 4 at a time.
+  static gpusort::external_options small_budgets(std::size_t record_bytes, bool descending) {
+    gpusort::external_options opt;
+    opt.sort.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+    opt.device_budget_bytes = 4096 * 2 * (record_bytes + 16);
+    opt.host_budget_bytes = 5 * 4096 * 16;
+    return opt;
+  }
+  fs::path dir_;
+};
+
+template <class K>
+class ExternalApiKeys : public ExternalApi {};
+TYPED_TEST_SUITE(ExternalApiKeys, gpusort::testing::key_types);
+
+TYPED_TEST(ExternalApiKeys, SortFileMatchesStableSortInBothOrders) {
+  using K = TypeParam;
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{40961}}) {
+    for (const bool descending : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " descending=" << descending);
+      const std::vector<K> input = hostile_keys<K>(n, n + descending);
+      write_file(this->file("in"), input);
+      write_file(this->file("out"), std::vector<K>(3, K{}));  // replaced when done
+      gpusort::sort_file<K>(this->file("in"), this->file("out"),
+                            this->small_budgets(sizeof(K), descending));
+      EXPECT_TRUE(gpusort::testing::same_bits(read_file<K>(this->file("out")),
+                                          gpusort::testing::reference_sort(input, descending)));
+      EXPECT_TRUE(gpusort::testing::same_bits(read_file<K>(this->file("in")), input));
+      EXPECT_EQ(this->leftovers({"in", "out"}), std::vector<std::string>{});
+    }
+  }
+}
+
+TYPED_TEST(ExternalApiKeys, SortPairsFileKeepsEqualKeysInInputOrder) {
+  using K = TypeParam;
+  struct record {
+    K key;
+    std::uint32_t value;
+  } __attribute__((packed));
+  const std::size_t n = 30011;
+  const std::vector<K> keys = hostile_keys<K>(n, 7);
+  std::vector<record> input(n);
+  for (std::size_t i = 0; i < n; ++i) input[i] = {keys[i], static_cast<std::uint32_t>(i)};
+  write_file(this->file("in"), input);
+  gpusort::sort_pairs_file<K>(this->file("in"), this->file("out"),
+                              this->small_budgets(sizeof(record), false));
+  std::vector<record> want = input;
+  std::stable_sort(want.begin(), want.end(), [](const record& a, const record& b) {
+    return gpusort::less<K>{}(a.key, b.key);
+  });
+  const std::vector<record> got = read_file<record>(this->file("out"));
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(gpusort::key_traits<K>::ordered(got[i].key), gpusort::key_traits<K>::ordered(want[i].key)) << i;
+    ASSERT_EQ(got[i].value, want[i].value) << "record " << i << " out of input order";
+  }
+  EXPECT_EQ(this->leftovers({"in", "out"}), std::vector<std::string>{});
+}
+
+TEST_F(ExternalApi, SortRecordsFileOrdersByByteKeyStably) {
+  // 100-byte records, 10-byte keys at offset 20 sharing 8-byte prefixes (the device sorts the
+  // prefix; the rest of the key and the input order settle ties).
+  constexpr std::size_t bytes = 100, offset = 20, key = 10, n = 20000;
+  std::vector<unsigned char> input(n * bytes);
+  std::mt19937_64 rng(5);
+  for (std::size_t i = 0; i < n; ++i) {
+    unsigned char* r = &input[i * bytes];
+    for (std::size_t b = 0; b < bytes; ++b) r[b] = static_cast<unsigned char>(rng());
+    std::memset(r + offset, static_cast<int>(rng() % 3), 8);  // three prefixes
+    r[offset + 8] = static_cast<unsigned char>(rng() % 2);
+    r[offset + 9] = 0;
+    std::memcpy(r + 40, &i, sizeof i);  // the input position, to see stability
+  }
+  write_file(file("in"), input);
+  gpusort::external_options opt = small_budgets(16, false);
+  gpusort::sort_records_file(file("in"), file("out"), {bytes, offset, key}, opt);
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::memcmp(&input[a * bytes + offset], &input[b * bytes + offset], key) < 0;
+  });
+  const std::vector<unsigned char> got = read_file<unsigned char>(file("out"));
+  ASSERT_EQ(got.size(), input.size());
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_EQ(std::memcmp(&got[i * bytes], &input[order[i] * bytes], bytes), 0) << i;
+}
+
+TEST_F(ExternalApi, ProgressReportsEveryPhaseUpToItsTotal) {
+  const std::vector<std::uint32_t> input = random_keys<std::uint32_t>(50000, 3);
+  write_file(file("in"), input);
+  gpusort::external_options opt = small_budgets(4, false);
+  std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>> reports;
+  opt.progress = [&](std::string_view phase, std::uint64_t done, std::uint64_t total) {
+    reports.emplace_back(std::string(phase), done, total);
+  };
+  gpusort::sort_file<std::uint32_t>(file("in"), file("out"), opt);
+  ASSERT_FALSE(reports.empty());
+  std::string phase;
+  std::uint64_t last_done = 0;
+  for (const auto& [name, done, total] : reports) {
+    if (name != phase) {
+      phase = name;
+      last_done = 0;
+    }
+    if (total > 0) {
+      EXPECT_LE(done, total) << name;
+      EXPECT_GE(done, last_done) << name << ": progress went back";
+      last_done = done;
+    }
+  }
+  const auto& [name, done, total] = reports.back();
+  EXPECT_EQ(done, total) << "the last phase, " << name << ", ended short";
+  // The budgets cut the keys into runs (the GPU pipeline and the run path name them alike).
+  EXPECT_TRUE(std::any_of(reports.begin(), reports.end(),
+                          [](const auto& r) { return std::get<0>(r) == "runs"; }));
+  EXPECT_TRUE(std::any_of(reports.begin(), reports.end(),
+                          [](const auto& r) { return std::get<0>(r).starts_with("merge"); }));
+}
+
+TEST_F(ExternalApi, FailuresBeforeTheWorkLeaveNothingBehind) {
+  write_file(file("out"), std::vector<std::uint32_t>{7, 8, 9});
+  const auto out_kept = [&] { return read_file<std::uint32_t>(file("out")) == std::vector<std::uint32_t>{7, 8, 9}; };
+  // A missing input; a file that is no whole number of records.
+  EXPECT_THROW(gpusort::sort_file<std::uint32_t>(file("missing"), file("out")),
+               gpusort::invalid_request);
+  write_file(file("odd"), std::vector<unsigned char>(4099, 1));
+  gpusort::external_options budgets = small_budgets(8, false);
+  EXPECT_THROW(gpusort::sort_file<std::uint64_t>(file("odd"), file("out"), budgets),
+               gpusort::invalid_request);
+  // Budgets too small for one record.
+  write_file(file("in"), random_keys<std::uint64_t>(1000, 1));
+  gpusort::external_options tiny;
+  tiny.device_budget_bytes = 4;
+  EXPECT_THROW(gpusort::sort_file<std::uint64_t>(file("in"), file("out"), tiny),
+               gpusort::invalid_request);
+  // A record layout whose key does not fit.
+  EXPECT_THROW(gpusort::sort_records_file(file("in"), file("out"), {8, 4, 8}),
+               gpusort::invalid_request);
+  EXPECT_TRUE(out_kept());
+  EXPECT_EQ(leftovers({"in", "odd", "out"}), std::vector<std::string>{});
+}
+
+TEST_F(ExternalApi, SortsAFileOntoItself) {
+  const std::vector<std::int32_t> input = random_keys<std::int32_t>(20000, 9);
+  write_file(file("data"), input);
+  gpusort::sort_file<std::int32_t>(file("data"), file("data"), small_budgets(4, false));
+  EXPECT_TRUE(gpusort::testing::same_bits(read_file<std::int32_t>(file("data")),
+                                      gpusort::testing::reference_sort(input)));
+  EXPECT_EQ(leftovers({"data"}), std::vector<std::string>{});
+}
+
+TEST_F(ExternalApi, CancelStopsAtTheNextReportAndLeavesNothingBehind) {
+  const std::vector<std::uint64_t> input = random_keys<std::uint64_t>(60000, 4);
+  write_file(file("in"), input);
+  write_file(file("out"), std::vector<std::uint64_t>{1, 2});
+  gpusort::external_options opt = small_budgets(8, false);
+  std::atomic<bool> cancel{false};
+  opt.cancel = &cancel;
+  int reports = 0;
+  opt.progress = [&](std::string_view, std::uint64_t, std::uint64_t) {
+    if (++reports == 2) cancel = true;  // midway: after the first piece
+  };
+  EXPECT_THROW(gpusort::sort_file<std::uint64_t>(file("in"), file("out"), opt), gpusort::cancelled);
+  EXPECT_EQ(reports, 2);
+  EXPECT_EQ(read_file<std::uint64_t>(file("out")), (std::vector<std::uint64_t>{1, 2}));
+  EXPECT_EQ(leftovers({"in", "out"}), std::vector<std::string>{});
+}
+
+}  // namespace
