@@ -330,12 +330,13 @@ int sort(const arguments& args) {
   if (args.has("algo") && host_sort.empty() && !gpusort::parse_method(args.get("algo"), opt))
     throw usage_error("--algo: unknown algorithm '" + args.get("algo") + "' (" + algorithm_names +
                       ", std_sort, cpu_parallel)");
+  gpusort::file_sort_stats stats;
   sort_request request{.input = files[0],
                        .output = files[1],
                        .pairs = pairs,
                        .opt = opt,
                        .device_budget_given = args.has("device-memory"),
-                       .stats = args.has("stats")};
+                       .stats = args.has("stats") ? &stats : nullptr};
   if (request.device_budget_given)
     request.device_budget_bytes = parse_bytes(args.get("device-memory"), "--device-memory");
   if (args.has("memory"))
@@ -355,10 +356,14 @@ int sort(const arguments& args) {
   request.input = in.path();
   progress meter;
   request.meter = &meter;
-  if (layout) return sort_byte_records_file(request, *layout, host_sort, out);
-  return with_key_type(args.required("type"), [&]<class K>() {
-    return sort_keys_file<K>(request, args.has("text"), host_sort, out);
-  });
+  const int status =
+      layout ? sort_byte_records_file(request, *layout, host_sort, out)
+             : with_key_type(args.required("type"), [&]<class K>() {
+                 return sort_keys_file<K>(request, args.has("text"), host_sort, out);
+               });
+  meter.finish();
+  if (status == 0) std::fputs(stats.text().c_str(), stdout);
+  return status;
 }
 
 // check's report on stdout; its exit code.

@@ -99,7 +99,8 @@ class callback_progress final : public progress_sink {
 };
 
 inline sort_request request_of(const std::string& in, const std::string& out, bool pairs,
-                               const gpusort::external_options& opt, progress_sink& meter) {
+                               const gpusort::external_options& opt, progress_sink& meter,
+                               gpusort::file_sort_stats& stats) {
   return sort_request{.input = in,
                       .output = out,
                       .pairs = pairs,
@@ -107,6 +108,7 @@ inline sort_request request_of(const std::string& in, const std::string& out, bo
                       .device_budget_given = opt.device_budget_bytes > 0,
                       .device_budget_bytes = opt.device_budget_bytes,
                       .host_budget_bytes = opt.host_budget_bytes,
+                      .stats = &stats,
                       .meter = &meter};
 }
 
@@ -116,12 +118,14 @@ inline void throw_if_wrong(int status, const std::string& out) {
 }
 
 template <class K>
-void sort_typed_file(const std::string& in, const std::string& out, bool pairs,
-                     const gpusort::external_options& opt) {
+gpusort::file_sort_stats sort_typed_file(const std::string& in, const std::string& out,
+                                         bool pairs, const gpusort::external_options& opt) {
   callback_progress meter(opt);
-  const sort_request request = request_of(in, out, pairs, opt, meter);
+  gpusort::file_sort_stats stats;
+  const sort_request request = request_of(in, out, pairs, opt, meter, stats);
   pending_file output(out, true, opt.scratch_directory);
   throw_if_wrong(sort_keys_file<K>(request, false, "", output), out);
+  return stats;
 }
 
 }  // namespace detail::external
@@ -132,31 +136,36 @@ void sort_typed_file(const std::string& in, const std::string& out, bool pairs,
 // Python interpreter, a server), and stop sorts through external_options::cancel instead.
 inline void set_signal_cleanup(bool on) { detail::external::signal_cleanup_allowed.store(on); }
 
-// Sorts the keys of type K in the file `in` into `out`.
+// Sorts the keys of type K in the file `in` into `out`. Returns what it did (the plan and
+// the seconds of each stage, as `gpusort sort --stats` prints them).
 template <supported_key K>
-void sort_file(const std::string& in, const std::string& out, const external_options& opt = {}) {
-  detail::external::sort_typed_file<K>(in, out, false, opt);
+file_sort_stats sort_file(const std::string& in, const std::string& out,
+                          const external_options& opt = {}) {
+  return detail::external::sort_typed_file<K>(in, out, false, opt);
 }
 
 // Sorts the (K key, u32 value) records of `in` into `out` by key, stably.
 template <supported_key K>
-void sort_pairs_file(const std::string& in, const std::string& out,
-                     const external_options& opt = {}) {
-  detail::external::sort_typed_file<K>(in, out, true, opt);
+file_sort_stats sort_pairs_file(const std::string& in, const std::string& out,
+                                const external_options& opt = {}) {
+  return detail::external::sort_typed_file<K>(in, out, true, opt);
 }
 
 // Sorts the records of `format` in `in` into `out` by their byte key, stably.
-inline void sort_records_file(const std::string& in, const std::string& out,
-                              const record_format& format, const external_options& opt = {}) {
+inline file_sort_stats sort_records_file(const std::string& in, const std::string& out,
+                                         const record_format& format,
+                                         const external_options& opt = {}) {
   namespace ext = detail::external;
   const ext::record_layout layout{format.record_bytes, format.key_offset, format.key_bytes,
                                   ext::key_kind::bytes,
                                   opt.sort.direction == order::descending};
   ext::check_layout(layout);
   ext::callback_progress meter(opt);
-  const ext::sort_request request = ext::request_of(in, out, false, opt, meter);
+  file_sort_stats stats;
+  const ext::sort_request request = ext::request_of(in, out, false, opt, meter, stats);
   ext::pending_file output(out, true, opt.scratch_directory);
   ext::throw_if_wrong(ext::sort_byte_records_file(request, layout, "", output), out);
+  return stats;
 }
 
 }  // namespace gpusort

@@ -420,29 +420,31 @@ def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="auto
     in bytes (None: 90% of the free device memory; no host limit). progress(phase, done,
     total) is called as the work goes (total 0: a phase that is not counted). src is never
     written; dst appears only complete and checked (it may be src). Ctrl-C, or an exception
-    raised by progress, stops the sort and removes its scratch files. Errors: ValueError for
-    a missing or malformed input or budgets too small, OSError for a failed read or write."""
+    raised by progress, stops the sort and removes its scratch files. Returns what it did, as
+    `gpusort sort --stats` prints it: a dict of "algorithm", "plan" and the seconds of each
+    stage ("1.234 s"). Errors: ValueError for a missing or malformed input or budgets too
+    small, OSError for a failed read or write."""
     name = _np().dtype(dtype).name
     if name not in KEY_DTYPES:
         raise TypeError(f"dtype: must be one of {', '.join(KEY_DTYPES)}, got {name}")
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm: must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
-    _ext.sort_file(os.fspath(src), os.fspath(dst), name, bool(pairs), bool(descending),
-                   algorithm, *_file_options(device_memory, memory, scratch_dir, progress))
+    return _ext.sort_file(os.fspath(src), os.fspath(dst), name, bool(pairs), bool(descending),
+                          algorithm, *_file_options(device_memory, memory, scratch_dir, progress))
 
 
 def sort_records_file(src, dst, record_bytes, key_bytes, key_offset=0, *, descending=False,
                       device_memory=None, memory=None, scratch_dir=None, progress=None):
     """Sorts the fixed-size records of src (record_bytes each) into dst by the key of
     key_bytes bytes at key_offset, compared as unsigned bytes (memcmp order), stably; the
-    budgets, progress and guarantees are those of sort_file."""
+    budgets, progress, guarantees and the returned dict are those of sort_file."""
     for value, argument in ((record_bytes, "record_bytes"), (key_bytes, "key_bytes"),
                             (key_offset, "key_offset")):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{argument}: must be a non-negative integer, got {value!r}")
-    _ext.sort_records_file(os.fspath(src), os.fspath(dst), record_bytes, key_bytes, key_offset,
-                           bool(descending),
-                           *_file_options(device_memory, memory, scratch_dir, progress))
+    return _ext.sort_records_file(os.fspath(src), os.fspath(dst), record_bytes, key_bytes,
+                                  key_offset, bool(descending),
+                                  *_file_options(device_memory, memory, scratch_dir, progress))
 
 
 def _np():

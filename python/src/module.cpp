@@ -528,28 +528,41 @@ gpusort::external_options file_options(bool descending, const std::string& algor
   return opt;
 }
 
-void sort_file(const std::string& src, const std::string& dst, const std::string& dtype,
-               bool pairs, bool descending, const std::string& algorithm,
-               std::uint64_t device_memory, std::uint64_t memory, const std::string& scratch_dir,
-               py::object progress) {
+py::dict stats_dict(const gpusort::file_sort_stats& stats) {
+  py::dict d;
+  for (const auto& [name, value] : stats.items) d[py::str(name)] = value;
+  return d;
+}
+
+py::dict sort_file(const std::string& src, const std::string& dst, const std::string& dtype,
+                   bool pairs, bool descending, const std::string& algorithm,
+                   std::uint64_t device_memory, std::uint64_t memory,
+                   const std::string& scratch_dir, py::object progress) {
   const gpusort::external_options opt =
       file_options(descending, algorithm, device_memory, memory, scratch_dir, progress);
+  gpusort::file_sort_stats stats;
   with_key_type(file_element(dtype), "dtype", [&](auto key) {
     using K = decltype(key);
     py::gil_scoped_release unlocked;
-    if (pairs) gpusort::sort_pairs_file<K>(src, dst, opt);
-    else gpusort::sort_file<K>(src, dst, opt);
+    stats = pairs ? gpusort::sort_pairs_file<K>(src, dst, opt)
+                  : gpusort::sort_file<K>(src, dst, opt);
   });
+  return stats_dict(stats);
 }
 
-void sort_records_file(const std::string& src, const std::string& dst, std::uint64_t record_bytes,
-                       std::uint64_t key_bytes, std::uint64_t key_offset, bool descending,
-                       std::uint64_t device_memory, std::uint64_t memory,
-                       const std::string& scratch_dir, py::object progress) {
+py::dict sort_records_file(const std::string& src, const std::string& dst,
+                           std::uint64_t record_bytes, std::uint64_t key_bytes,
+                           std::uint64_t key_offset, bool descending, std::uint64_t device_memory,
+                           std::uint64_t memory, const std::string& scratch_dir,
+                           py::object progress) {
   const gpusort::external_options opt =
       file_options(descending, "automatic", device_memory, memory, scratch_dir, progress);
-  py::gil_scoped_release unlocked;
-  gpusort::sort_records_file(src, dst, {record_bytes, key_offset, key_bytes}, opt);
+  gpusort::file_sort_stats stats;
+  {
+    py::gil_scoped_release unlocked;
+    stats = gpusort::sort_records_file(src, dst, {record_bytes, key_offset, key_bytes}, opt);
+  }
+  return stats_dict(stats);
 }
 
 }  // namespace

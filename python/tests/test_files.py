@@ -59,8 +59,9 @@ def test_sort_records_file(tmp_path, rng):
 def test_progress_and_a_stop_from_it(tmp_path, rng):
     rng.integers(0, 2**32, 60_000, dtype=np.uint32).tofile(tmp_path / "in")
     reports = []
-    gpusort.sort_file(tmp_path / "in", tmp_path / "out", "uint32", progress=lambda *r: reports.append(r),
-                      **BUDGETS)
+    stats = gpusort.sort_file(tmp_path / "in", tmp_path / "out", "uint32",
+                              progress=lambda *r: reports.append(r), **BUDGETS)
+    assert "runs of" in stats["plan"] and stats["read"].endswith(" s")
     phases = [phase for phase, _, _ in reports]
     assert "runs" in phases and any(p.startswith("merge") for p in phases)
     assert all(done <= total for _, done, total in reports if total)

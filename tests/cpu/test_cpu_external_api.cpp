@@ -123,7 +123,8 @@ TYPED_TEST(ExternalApiKeys, SortPairsFileKeepsEqualKeysInInputOrder) {
   const std::vector<record> got = read_file<record>(this->file("out"));
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < n; ++i) {
-    ASSERT_EQ(gpusort::key_traits<K>::ordered(got[i].key), gpusort::key_traits<K>::ordered(want[i].key)) << i;
+    using traits = gpusort::key_traits<K>;
+    ASSERT_EQ(traits::ordered(got[i].key), traits::ordered(want[i].key)) << i;
     ASSERT_EQ(got[i].value, want[i].value) << "record " << i << " out of input order";
   }
   EXPECT_EQ(this->leftovers({"in", "out"}), std::vector<std::string>{});
@@ -165,7 +166,10 @@ TEST_F(ExternalApi, ProgressReportsEveryPhaseUpToItsTotal) {
   opt.progress = [&](std::string_view phase, std::uint64_t done, std::uint64_t total) {
     reports.emplace_back(std::string(phase), done, total);
   };
-  gpusort::sort_file<std::uint32_t>(file("in"), file("out"), opt);
+  const gpusort::file_sort_stats stats =
+      gpusort::sort_file<std::uint32_t>(file("in"), file("out"), opt);
+  EXPECT_NE(stats["plan"].find("runs of"), std::string::npos) << stats.text();
+  EXPECT_NE(stats["read"].find(" s"), std::string::npos) << stats.text();
   ASSERT_FALSE(reports.empty());
   std::string phase;
   std::uint64_t last_done = 0;
@@ -191,7 +195,9 @@ TEST_F(ExternalApi, ProgressReportsEveryPhaseUpToItsTotal) {
 
 TEST_F(ExternalApi, FailuresBeforeTheWorkLeaveNothingBehind) {
   write_file(file("out"), std::vector<std::uint32_t>{7, 8, 9});
-  const auto out_kept = [&] { return read_file<std::uint32_t>(file("out")) == std::vector<std::uint32_t>{7, 8, 9}; };
+  const auto out_kept = [&] {
+    return read_file<std::uint32_t>(file("out")) == std::vector<std::uint32_t>{7, 8, 9};
+  };
   // A missing input; a file that is no whole number of records.
   EXPECT_THROW(gpusort::sort_file<std::uint32_t>(file("missing"), file("out")),
                gpusort::invalid_request);

@@ -46,7 +46,7 @@ struct sort_request {
   bool device_budget_given = false;
   std::uint64_t device_budget_bytes = 0;
   std::uint64_t host_budget_bytes = 0;  // 0: unlimited
-  bool stats = false;
+  file_sort_stats* stats = nullptr;  // filled when not null
   progress_sink* meter = nullptr;  // where progress goes (none: nowhere)
 };
 
@@ -339,7 +339,7 @@ int sort_keys_file_on_gpu(const sort_request& request, pending_file& out) {
 // of `layout`, and checksum_of_run(std::span<const unsigned char>) before and after), writes
 // it to the scratch directory, then merges the runs into `out` (request.output's pending
 // file, created before any work) and commits it. 0, or 3 when a run sort returned a wrong result
-// (nothing written). Stage times on stdout with request.stats.
+// (nothing written). The plan and stage times go into request.stats.
 template <class SortRun, class ChecksumOf>
 int sort_runs_and_merge(const sort_request& request, const run_plan& plan,
                         const record_layout& layout, pending_file& out, SortRun&& sort_run,
@@ -403,15 +403,15 @@ int sort_runs_and_merge(const sort_request& request, const run_plan& plan,
   const double merge_s = clock.lap();
   meter.finish();
   if (request.stats) {
-    std::printf("plan: %llu runs of %llu records (the last %llu), merged %llu at a time in %llu "
-                "pass(es)\n",
-                static_cast<unsigned long long>(plan.run_count),
-                static_cast<unsigned long long>(plan.run_records),
-                static_cast<unsigned long long>(plan.last_run_records),
-                static_cast<unsigned long long>(plan.fan_in),
-                static_cast<unsigned long long>(plan.merge_passes));
-    std::printf("read: %.3f s\nsort: %.3f s\nwrite runs: %.3f s\nmerge: %.3f s\n", read_s, sort_s,
-                write_s, merge_s);
+    request.stats->add("plan", std::to_string(plan.run_count) + " runs of " +
+                                   std::to_string(plan.run_records) + " records (the last " +
+                                   std::to_string(plan.last_run_records) + "), merged " +
+                                   std::to_string(plan.fan_in) + " at a time in " +
+                                   std::to_string(plan.merge_passes) + " pass(es)");
+    request.stats->add_seconds("read", read_s);
+    request.stats->add_seconds("sort", sort_s);
+    request.stats->add_seconds("write runs", write_s);
+    request.stats->add_seconds("merge", merge_s);
   }
   return 0;
 }
@@ -480,8 +480,8 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
   const double write_s = clock.lap();
   meter.finish();
   if (request.stats) {
-    std::printf("algorithm: %s\n", algorithm_used.c_str());
-    print_in_memory_stats(read_s, sort_s, write_s);
+    request.stats->add("algorithm", algorithm_used);
+    add_in_memory_stats(*request.stats, read_s, sort_s, write_s);
   }
   return 0;
 }

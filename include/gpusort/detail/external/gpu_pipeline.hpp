@@ -276,8 +276,8 @@ inline std::uint64_t pinned_slot_bytes(std::uint64_t run_bytes, std::uint64_t ho
 // (the device budget's). 0, or 3 when the output failed its checks (nothing written).
 template <class K>
 int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_t run_keys,
-                     const gpusort::options& opt, std::uint64_t host_budget_bytes, bool stats,
-                     pending_file& out, progress_sink& meter) {
+                     const gpusort::options& opt, std::uint64_t host_budget_bytes,
+                     file_sort_stats* stats, pending_file& out, progress_sink& meter) {
   const bool descending = opt.direction == gpusort::order::descending;
   const std::uint64_t runs = count == 0 ? 0 : (count + run_keys - 1) / run_keys;
   const std::uint64_t slot_bytes = pinned_slot_bytes(std::min(count, run_keys) * sizeof(K), host_budget_bytes);
@@ -386,25 +386,27 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
   out.commit();
   const double commit_s = wall.lap();
   if (stats) {
-    std::printf("algorithm: %s\n", algorithm_used.c_str());
+    stats->add("algorithm", algorithm_used);
     if (runs <= 1)
-      std::printf("plan: on the GPU at once (%llu records)\n", static_cast<unsigned long long>(count));
+      stats->add("plan", "on the GPU at once (" + std::to_string(count) + " records)");
     else
-      std::printf("plan: %llu runs of %llu records (the last %llu), sorted and merged on the GPU "
-                  "in windows of %llu records; runs kept %s\n",
-                  static_cast<unsigned long long>(runs), static_cast<unsigned long long>(run_keys),
-                  static_cast<unsigned long long>(count - (runs - 1) * run_keys),
-                  static_cast<unsigned long long>(run_keys),
-                  store->in_memory() ? "in host memory" : "in a scratch file");
+      stats->add("plan", std::to_string(runs) + " runs of " + std::to_string(run_keys) +
+                             " records (the last " +
+                             std::to_string(count - (runs - 1) * run_keys) +
+                             "), sorted and merged on the GPU in windows of " +
+                             std::to_string(run_keys) + " records; runs kept " +
+                             (store->in_memory() ? "in host memory" : "in a scratch file"));
     // Stages overlap: read and gather run while copies go to the device (the upload phases'
     // wall time), store and write while copies come back (the download phases').
-    std::printf("read: %.3f s\n", busy.read);
-    if (runs > 1) std::printf("gather windows: %.3f s\n", busy.gather);
-    std::printf("upload phases: %.3f s\nsort: %.3f s\ndownload phases: %.3f s\n", busy.upload,
-                busy.sort, busy.download);
-    if (runs > 1) std::printf("store runs: %.3f s\n", busy.store);
-    std::printf("write: %.3f s\ncommit: %.3f s\ntotal: %.3f s\n", busy.write, commit_s,
-                sorted_s + commit_s);
+    stats->add_seconds("read", busy.read);
+    if (runs > 1) stats->add_seconds("gather windows", busy.gather);
+    stats->add_seconds("upload phases", busy.upload);
+    stats->add_seconds("sort", busy.sort);
+    stats->add_seconds("download phases", busy.download);
+    if (runs > 1) stats->add_seconds("store runs", busy.store);
+    stats->add_seconds("write", busy.write);
+    stats->add_seconds("commit", commit_s);
+    stats->add_seconds("total", sorted_s + commit_s);
   }
   return 0;
 }

@@ -324,7 +324,7 @@ int sort_byte_records_in_memory(const sort_request& request, const record_layout
   out.commit();
   const double write_s = clock.lap();
   meter.finish();
-  if (request.stats) print_in_memory_stats(read_s, sort_s, write_s);
+  if (request.stats) add_in_memory_stats(*request.stats, read_s, sort_s, write_s);
   return 0;
 }
 

@@ -1,13 +1,48 @@
-// What a sort reports with --stats (the tool) or in its statistics: the algorithm as named
-// for the user, and the seconds of each stage.
+// What a file sort reports (gpusort sort --stats, the library's file_sort_stats): the
+// algorithm as named for the user, the plan, and the seconds of each stage.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "gpusort/sort.hpp"
+
+namespace gpusort {
+
+// What a file sort did, item by item as `gpusort sort --stats` prints them: the algorithm,
+// the plan (in memory, on the GPU at once, or runs and how they were merged) and the busy
+// seconds of each stage ("read", "sort", "merge"...: stages of the GPU pipeline overlap).
+struct file_sort_stats {
+  std::vector<std::pair<std::string, std::string>> items;
+
+  void add(std::string name, std::string value) {
+    items.emplace_back(std::move(name), std::move(value));
+  }
+  void add_seconds(std::string name, double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f s", seconds);
+    add(std::move(name), text);
+  }
+  // The value of the first item called `name`, or "" without one.
+  std::string operator[](std::string_view name) const {
+    for (const auto& [item, value] : items)
+      if (item == name) return value;
+    return "";
+  }
+  // "name: value", a line each.
+  std::string text() const {
+    std::string lines;
+    for (const auto& [item, value] : items) lines += item + ": " + value + "\n";
+    return lines;
+  }
+};
+
+}  // namespace gpusort
 
 namespace gpusort::detail::external {
 
@@ -35,10 +70,13 @@ std::string describe_algorithm(const gpusort::options& opt, std::uint64_t n, boo
   return name + " (" + std::string(gpusort::to_string(pick)) + ")";
 }
 
-// --stats of a sort done in memory: the plan and the three stages, one line each.
-inline void print_in_memory_stats(double read_s, double sort_s, double write_s) {
-  std::printf("plan: in memory\nread: %.3f s\nsort: %.3f s\nwrite: %.3f s\n", read_s, sort_s,
-              write_s);
+// The statistics of a sort done in memory: the plan and the three stages.
+inline void add_in_memory_stats(file_sort_stats& stats, double read_s, double sort_s,
+                                double write_s) {
+  stats.add("plan", "in memory");
+  stats.add_seconds("read", read_s);
+  stats.add_seconds("sort", sort_s);
+  stats.add_seconds("write", write_s);
 }
 
 }  // namespace gpusort::detail::external
