@@ -53,10 +53,10 @@ struct external_options {
   // Where the runs are written; empty: beside `out` (the pending output always goes there,
   // to be renamed over it).
   std::string scratch_directory;
-  // Called as the work goes, on the calling thread or a worker (never two calls at once):
-  // the phase ("reading", "sorting", "runs", "merge", "checking", "writing"...) and `done` of
-  // `total` units as a counted phase advances; a phase that is not counted is reported once
-  // as it starts, with total 0.
+  // Called as the work goes, on the calling thread, between pieces of work: the phase
+  // ("reading", "sorting", "runs", "merge", "checking", "writing"...) and `done` of `total`
+  // units as a counted phase advances; a phase that is not counted is reported once as it
+  // starts, with total 0.
   std::function<void(std::string_view phase, std::uint64_t done, std::uint64_t total)> progress;
   // Set (from any thread) to stop: the call throws gpusort::cancelled at its next progress
   // report (every piece of reading, writing, runs and merging; a sort in memory finishes
