@@ -742,6 +742,45 @@ TEST(MergeWindows, FloatsWithSignedZerosInfinitiesAndNaNs) {
   }
 }
 
+// Byte keys longer than a word (rank bytes, memcmp order) cut as u64 rank keys do: 10-byte keys
+// that share their first 8 bytes or all of them, in every window width.
+TEST(MergeWindows, ByteKeysCutByTheirWholeKey) {
+  std::mt19937_64 rng(7);
+  std::vector<std::vector<std::string>> runs(4);
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    for (std::size_t i = 0; i < 23 + 9 * r; ++i) {
+      std::string key = "prefix\x00\xFF??";
+      key[8] = static_cast<char>(rng() % 3);  // the 9th byte decides, often not even that
+      key[9] = static_cast<char>(0xFE + rng() % 2);
+      if (rng() % 5 == 0) key[0] = '\xF0';
+      runs[r].push_back(key);
+    }
+    std::stable_sort(runs[r].begin(), runs[r].end());
+  }
+  std::vector<std::uint64_t> lengths;
+  std::vector<std::pair<std::string, std::uint64_t>> expected;  // (key, run << 32 | index)
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    lengths.push_back(runs[r].size());
+    for (std::size_t i = 0; i < runs[r].size(); ++i) expected.push_back({runs[r][i], r << 32 | i});
+  }
+  const auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::stable_sort(expected.begin(), expected.end(), by_key);
+  const auto key_at = [&](std::uint64_t run, std::uint64_t index) { return runs[run][index]; };
+  for (std::uint64_t width : {1u, 2u, 5u, 23u, 40u, 200u}) {
+    std::vector<std::uint64_t> cuts(runs.size(), 0);
+    std::vector<std::pair<std::string, std::uint64_t>> merged;
+    for (std::uint64_t w = 0; w * width < expected.size(); ++w) {
+      std::vector<std::pair<std::string, std::uint64_t>> window;
+      for (const ext::run_slice& s : ext::window_slices(lengths, expected.size(), width, w, cuts, key_at))
+        for (std::uint64_t i = s.begin; i < s.end; ++i) window.push_back({runs[s.run][i], s.run << 32 | i});
+      std::stable_sort(window.begin(), window.end(), by_key);
+      merged.insert(merged.end(), window.begin(), window.end());
+    }
+    EXPECT_EQ(cuts, lengths) << width;
+    EXPECT_EQ(merged, expected) << width;
+  }
+}
+
 TEST(MergeWindows, RankKeysFollowTheSortOrder) {
   EXPECT_LT(ext::rank_key(-0.0f, false), ext::rank_key(0.0f, false));
   EXPECT_EQ(ext::rank_key(std::numeric_limits<float>::quiet_NaN(), false),

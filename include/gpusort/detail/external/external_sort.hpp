@@ -29,100 +29,19 @@
 #include "gpusort/error.hpp"
 #include "gpusort/detail/external/gpu_pipeline.hpp"
 #include "gpusort/detail/external/host_sort.hpp"
+#include "gpusort/detail/external/record_host.hpp"
 #include "gpusort/detail/external/run_merge.hpp"
 #include "gpusort/detail/external/run_plan.hpp"
 #include "gpusort/sort.hpp"
 #include "gpusort/detail/external/progress.hpp"
+#include "gpusort/detail/external/record_pipeline.hpp"
 #include "gpusort/detail/external/records.hpp"
+#include "gpusort/detail/external/sort_request.hpp"
 #include "gpusort/detail/external/stats.hpp"
 
 namespace gpusort::detail::external {
 
-// What `gpusort sort` asks of an out-of-core sort.
-struct sort_request {
-  std::string input, output;
-  bool pairs = false;
-  gpusort::options opt;
-  bool device_budget_given = false;
-  std::uint64_t device_budget_bytes = 0;
-  std::uint64_t host_budget_bytes = 0;  // 0: unlimited
-  file_sort_stats* stats = nullptr;  // filled when not null
-  progress_sink* meter = nullptr;  // where progress goes (none: nowhere)
-};
-
 namespace impl {
-
-// Whether there is a CUDA device, asked without the library's notice that it sorts on the
-// CPU (which would add a line to the usage errors of budgets too small).
-inline bool gpu_present() {
-  static const bool present = [] {
-    int count = 0;
-    const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-    cudaGetLastError();  // a machine without a driver leaves an error behind
-    return ok;
-  }();
-  return present;
-}
-
-// Device workspace of sorting n records of the request's kind with its algorithm: the
-// library's workspace query (temp == nullptr), on arrays that must lie in device memory, so
-// on a managed allocation of n records, which the query does not touch. Only with a GPU.
-template <class K, class V = std::uint32_t>
-std::uint64_t device_workspace_bytes(std::uint64_t n, bool pairs, const gpusort::options& opt) {
-  if (n == 0) return 0;
-  void* keys = nullptr;
-  void* values = nullptr;
-  const auto release = [&] {
-    if (keys) cudaFree(keys);
-    if (values) cudaFree(values);
-    cudaGetLastError();
-  };
-  if (cudaMallocManaged(&keys, n * sizeof(K)) != cudaSuccess ||
-      (pairs && cudaMallocManaged(&values, n * sizeof(V)) != cudaSuccess)) {
-    release();
-    throw io_failure("cannot query the sort's device workspace for " + std::to_string(n) +
-                   " records");
-  }
-  std::size_t bytes = 0;
-  const cudaError_t e =
-      pairs ? gpusort::sort_pairs(nullptr, bytes, static_cast<K*>(keys), static_cast<V*>(values),
-                                  n, opt)
-            : gpusort::sort_keys(nullptr, bytes, static_cast<K*>(keys), n, opt);
-  release();
-  if (e != cudaSuccess)
-    throw io_failure(std::string("the sort's workspace query failed: ") + cudaGetErrorString(e));
-  return bytes;
-}
-
-// The plan request's device side on a GPU: the most records n (up to `records`) whose
-// records and workspace fit `budget`, found by binary search over workspace queries, put as
-// a budget of exactly n records and their workspace (or, when not even one fits, the
-// user's budget with one record's workspace, for the planner's message).
-template <class K>
-void fit_device_budget(plan_request& request, std::uint64_t budget, bool pairs,
-                       const gpusort::options& opt) {
-  const std::uint64_t bytes = request.record_bytes;
-  const auto fits = [&](std::uint64_t n) {
-    return n * bytes <= budget && device_workspace_bytes<K>(n, pairs, opt) <= budget - n * bytes;
-  };
-  std::uint64_t low = 0, high = std::min(request.records, budget / bytes);
-  if (high > 0 && fits(high)) {
-    low = high;
-  } else {
-    while (low + 1 < high) {  // fits(low), !fits(high)
-      const std::uint64_t mid = low + (high - low) / 2;
-      (fits(mid) ? low : high) = mid;
-    }
-  }
-  if (low == 0) {
-    request.device_budget_bytes = budget;
-    request.workspace_bytes_per_record = device_workspace_bytes<K>(1, pairs, opt);
-    return;
-  }
-  const std::uint64_t workspace = device_workspace_bytes<K>(low, pairs, opt);
-  request.workspace_bytes_per_record = (workspace + low - 1) / low;
-  request.device_budget_bytes = low * (bytes + request.workspace_bytes_per_record);
-}
 
 // The order-independent checksum of records.hpp, of packed records.
 template <class K>
@@ -139,30 +58,6 @@ checksum checksum_of_packed(std::span<const unsigned char> data, bool pairs) {
   return c;
 }
 
-// Records of `layout` that come right after one they should follow: their count, and the
-// first (order_report of records.hpp). On all cores.
-inline order_report scan_record_order(std::span<const unsigned char> data,
-                                      const record_layout& layout) {
-  const std::size_t bytes = layout.record_bytes;
-  const std::int64_t n = static_cast<std::int64_t>(data.size() / bytes);
-  return with_record_order(layout, [&](auto before) {
-    std::uint64_t count = 0;
-    std::int64_t first = n;
-#pragma omp parallel for reduction(+ : count) reduction(min : first)
-    for (std::int64_t i = 1; i < n; ++i) {
-      if (before(&data[i * bytes], &data[(i - 1) * bytes])) {
-        ++count;
-        first = std::min(first, i);
-      }
-    }
-    return order_report{count, count > 0 ? static_cast<std::uint64_t>(first) : 0};
-  });
-}
-
-// Groups of equal keys at least this long are put in order one at a time on all cores (GCC's
-// parallel mode sort); shorter ones side by side, one per thread.
-inline constexpr std::size_t large_tie_group = std::size_t{1} << 16;
-
 // The stable order of records by key, with gpusort::sort (on the GPU if there is one, else
 // the CPU backend, neither of them stable by itself): `index` becomes 0..n-1, is sorted along
 // with `keys`, and then every group of equal keys gets its indices in order by `tie_less`, a
@@ -177,44 +72,9 @@ void sort_with_index(std::vector<K>& keys, std::vector<Index>& index, const gpus
   std::iota(index.begin(), index.end(), Index{0});
   if (n < 2) return;
   gpusort::sort(keys, index, opt);
-  const auto same = [&](std::size_t a, std::size_t b) {
+  order_tie_groups(n, index.data(), [&](std::size_t a, std::size_t b) {
     return key_traits<K>::ordered(keys[a]) == key_traits<K>::ordered(keys[b]);
-  };
-  // Each chunk puts in order the groups that start in it (running past its end if need be).
-  constexpr std::size_t chunk = std::size_t{1} << 16;
-  const std::int64_t chunks = static_cast<std::int64_t>((n + chunk - 1) / chunk);
-  std::vector<std::pair<std::size_t, std::size_t>> large;
-#pragma omp parallel for schedule(dynamic)
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    std::size_t begin = static_cast<std::size_t>(c) * chunk;
-    const std::size_t stop = std::min(n, begin + chunk);
-    if (begin > 0)
-      while (begin < stop && same(begin - 1, begin)) ++begin;  // an earlier chunk's group
-    while (begin < stop) {
-      std::size_t end = begin + 1;
-      while (end < n && same(end, begin)) ++end;
-      if (end - begin >= large_tie_group) {
-#pragma omp critical(gpusort_large_tie_groups)
-        large.emplace_back(begin, end);
-      } else if (end - begin > 1) {
-        std::sort(index.begin() + begin, index.begin() + end, tie_less);
-      }
-      begin = end;
-    }
-  }
-  for (const auto& [begin, end] : large)
-    __gnu_parallel::sort(index.begin() + begin, index.begin() + end, tie_less);
-}
-
-// out[i] = record index[i] of `data` (records of `bytes` bytes), on all cores.
-template <class Index>
-void gather_records(const unsigned char* data, const std::vector<Index>& index, std::size_t bytes,
-                    unsigned char* out) {
-  const std::int64_t n = static_cast<std::int64_t>(index.size());
-#pragma omp parallel for schedule(static, 4096)
-  for (std::int64_t i = 0; i < n; ++i)
-    std::memcpy(out + static_cast<std::size_t>(i) * bytes,
-                data + static_cast<std::size_t>(index[i]) * bytes, bytes);
+  }, tie_less);
 }
 
 // Sorts one run of packed records in place with gpusort::sort; pairs stably (see the top).
@@ -228,7 +88,7 @@ void sort_pairs_run(std::span<unsigned char> data, const gpusort::options& opt) 
   sort_with_index(keys, index, opt, std::less<Index>());
   keys = {};
   std::vector<unsigned char> sorted(data.size());
-  gather_records(data.data(), index, bytes, sorted.data());
+  gather_records(data.data(), index.data(), index.size(), bytes, sorted.data());
   std::copy(sorted.begin(), sorted.end(), data.begin());
 }
 
@@ -300,8 +160,8 @@ std::optional<run_plan> plan_out_of_core(const sort_request& request) {
   return planned;
 }
 
-// Whether `request` sorts in the GPU pipeline of gpu_pipeline.hpp: keys alone (pairs and
-// records take the sequential run path below), on a machine with a GPU.
+// Whether `request` sorts in the GPU pipeline of gpu_pipeline.hpp: keys alone (pairs take
+// record_pipeline.hpp's), on a machine with a GPU.
 inline bool sorts_keys_on_gpu(const sort_request& request) {
   return !request.pairs && impl::gpu_present();
 }
@@ -368,7 +228,7 @@ int sort_runs_and_merge(const sort_request& request, const run_plan& plan,
     const checksum before = checksum_of_run(std::span<const unsigned char>(records));
     sort_run(records);
     // A wrong run must never reach OUT; both scans cost little next to the file I/O.
-    const std::uint64_t out_of_order = impl::scan_record_order(records, layout).out_of_order;
+    const std::uint64_t out_of_order = scan_record_order(records, layout).out_of_order;
     const bool kept = checksum_of_run(std::span<const unsigned char>(records)) == before;
     sort_s += clock.lap();
     if (out_of_order > 0 || !kept) {
@@ -487,13 +347,20 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
 }
 
 // Sorts the keys or pairs of request.input into `out` (request.output's pending file, created
-// before any work) by the first path that applies: the GPU pipeline (raw keys on a GPU), the
-// run path (out of core by plan_out_of_core), else in memory. 0, or 3 for a wrong result.
+// before any work) by the first path that applies: the GPU pipelines (raw keys, or pairs in at
+// most max_pipeline_runs runs, on a GPU), the run path (out of core by plan_out_of_core), else
+// in memory. 0, or 3 for a wrong result.
 template <class K>
 int sort_keys_file(const sort_request& request, bool text, const std::string& host_sort,
                    pending_file& out) {
   if (!text && host_sort.empty()) {
     if (sorts_keys_on_gpu(request)) return sort_keys_file_on_gpu<K>(request, out);
+    const bool descending = request.opt.direction == gpusort::order::descending;
+    if (request.pairs && impl::gpu_present() &&
+        input_file_size(request.input) % record_bytes<K>(true) == 0)
+      if (const auto status = sort_records_file_on_gpu<K>(
+              request, record_layout::keys<K>(sizeof(std::uint32_t), descending), out))
+        return *status;
     if (const auto plan = plan_out_of_core<K>(request))
       return sort_out_of_core<K>(request, *plan, out);
   }

@@ -1,7 +1,7 @@
 // `gpusort sort` of a keys file on the GPU, file to file, in a pipeline: keys move between the
 // files and the device through pinned staging slots, so that the CPU threads filling slot i+1
-// (pread from the input on all cores) work while the copy engine moves slot i, and the threads
-// draining slot i (into the output's mapping) while slot i+1 comes back.
+// (pread from the input on all cores) work while the copy engine moves slot i, and the output
+// is written from slot i (pwrite) while slot i+1 comes back.
 //
 // When the keys and the sort's workspace fit the device budget, that is the whole sort: read and
 // upload, sort, download and write. Otherwise the input is cut into runs that fit; each is
@@ -24,6 +24,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -255,14 +256,18 @@ struct key_tally {
 
 }  // namespace impl
 
+inline std::uint64_t half_the_physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
+}
+
 // Whether the runs of `bytes` stay in host memory: within the host budget beside the slots, or
 // without a budget within half of the machine's memory.
 inline bool runs_fit_in_memory(std::uint64_t bytes, std::uint64_t host_budget_bytes,
                                std::uint64_t slot_bytes) {
   if (host_budget_bytes > 0) return bytes + 4 * slot_bytes <= host_budget_bytes;
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 &&
-         bytes <= static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
+  return bytes <= half_the_physical_memory();
 }
 
 // Pinned slot size: large enough for the copy engine's full speed, small next to a run.
@@ -292,8 +297,7 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
   const std::string algorithm_used = describe_algorithm<K>(opt, std::min(count, run_keys), false);
   const file_handle in = open_input(input);
   const int in_fd = ::fileno(in.get());
-  mapped_output output(::fileno(out.get()), count * sizeof(K), out.path());
-  K* const sorted = reinterpret_cast<K*>(output.data());
+  const output_file output(::fileno(out.get()), count * sizeof(K), out.path());
   std::unique_ptr<device_keys<K>> device;
   if (count > 0) device = std::make_unique<device_keys<K>>(std::min(count, run_keys), opt, slot_bytes);
   impl::key_tally<K> input_tally, output_tally;
@@ -310,7 +314,7 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
     return [&, first_key](const K* slot, std::uint64_t first, std::uint64_t n) {
       timed(busy.write, [&] {
         output_tally.add_in_order(slot, n, descending);
-        copy_in_parallel(sorted + first_key + first, slot, n * sizeof(K));
+        output.write((first_key + first) * sizeof(K), slot, n * sizeof(K));
       });
       meter.advance(first_key + first + n, count);
     };
@@ -382,7 +386,6 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
     return 3;
   }
   const double sorted_s = wall.lap();
-  output.release();
   out.commit();
   const double commit_s = wall.lap();
   if (stats) {

@@ -3,16 +3,17 @@
 // Sorting a window's gathered records (on the GPU, whose device budget W fits) then yields that
 // stretch of the output, so one pass of gather + sort + write merges any number of runs.
 //
-// The cut of the runs at an output rank is found by searching the key space: the smallest
-// key v with at least `rank` records <= v, and the records equal to v shared out run by run
-// (earlier runs first, which is what a stable merge does). Keys are compared as unsigned
-// 64-bit rank keys (key_traits' order, reversed for a descending sort), so runs must be sorted
-// non-decreasingly by rank key.
+// The cut of the runs at an output rank is found by searching the key space: the least key v
+// with at least `rank` records <= v, and the records equal to v shared out run by run (earlier
+// runs first, which is what a stable merge does). Keys are unsigned 64-bit rank keys for typed
+// keys (key_traits' order, reversed for a descending sort), or byte strings of one width
+// compared as memcmp does (byte keys of records), and runs must be sorted non-decreasingly by
+// them.
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "gpusort/key_traits.hpp"
@@ -27,14 +28,23 @@ constexpr std::uint64_t rank_key(K key, bool descending) {
   return descending ? ~ordered : ordered;
 }
 
-// First index of run `run` (length `length`) whose rank key is >= v (or > v with `after`).
+// A key as bytes whose memcmp order (std::string's) is the output order: rank keys
+// big-endian; byte keys as they are (complemented for a descending sort).
+inline std::string rank_bytes(std::uint64_t rank) {
+  std::string bytes(8, '\0');
+  for (int i = 7; i >= 0; --i, rank >>= 8) bytes[i] = static_cast<char>(rank & 0xFF);
+  return bytes;
+}
+inline const std::string& rank_bytes(const std::string& bytes) { return bytes; }
+
+// First index of run `run` (length `length`) whose key is >= v (or > v with `after`).
 template <class KeyAt>
-std::uint64_t first_at_or_after(std::uint64_t run, std::uint64_t length, std::uint64_t v,
+std::uint64_t first_at_or_after(std::uint64_t run, std::uint64_t length, const std::string& v,
                                 bool after, KeyAt& key_at) {
   std::uint64_t low = 0, high = length;
   while (low < high) {
     const std::uint64_t mid = low + (high - low) / 2;
-    const std::uint64_t key = key_at(run, mid);
+    const std::string key = rank_bytes(key_at(run, mid));
     if (key < v || (after && key == v))
       low = mid + 1;
     else
@@ -44,35 +54,43 @@ std::uint64_t first_at_or_after(std::uint64_t run, std::uint64_t length, std::ui
 }
 
 // How many records of each run lie among the first `rank` records of the stable merge of the
-// runs (rank <= the sum of the lengths). key_at(run, index) is the rank key of a record.
+// runs (rank <= the sum of the lengths). key_at(run, index) is a record's key: a u64 rank key,
+// or rank bytes of one width (rank_bytes); the runs are sorted by it. The key v at the cut, the
+// least with at least `rank` records <= v, is built a bit at a time from the top: a bit stays
+// 0 when the largest key with the bits so far and that bit 0 already has `rank` records at or
+// below it. One count over the runs per bit (binary searches), 64 for a rank key.
 template <class KeyAt>
 std::vector<std::uint64_t> cut_runs_at(std::span<const std::uint64_t> lengths, std::uint64_t rank,
                                        KeyAt&& key_at) {
   std::vector<std::uint64_t> cut(lengths.size(), 0);
   if (rank == 0) return cut;
-  const auto at_most = [&](std::uint64_t v) {  // records with rank key <= v
+  const auto at_most = [&](const std::string& v) {  // records with key <= v
     std::uint64_t count = 0;
     for (std::size_t r = 0; r < lengths.size(); ++r)
       count += first_at_or_after(r, lengths[r], v, true, key_at);
     return count;
   };
-  // The smallest v with at_most(v) >= rank.
-  std::uint64_t low = 0, high = std::numeric_limits<std::uint64_t>::max();
-  while (low < high) {
-    const std::uint64_t mid = low + (high - low) / 2;
-    if (at_most(mid) >= rank)
-      high = mid;
-    else
-      low = mid + 1;
+  std::size_t width = 0;
+  for (std::size_t r = 0; r < lengths.size() && width == 0; ++r)
+    if (lengths[r] > 0) width = rank_bytes(key_at(r, std::uint64_t{0})).size();
+  std::string v(width, '\0');
+  for (std::size_t bit = 0; bit < width * 8; ++bit) {
+    const std::size_t byte = bit / 8;
+    const unsigned mask = 0x80u >> (bit % 8);
+    std::string largest = v;  // this bit 0, every later bit 1
+    largest[byte] = static_cast<char>(static_cast<unsigned char>(largest[byte]) | (mask - 1));
+    for (std::size_t b = byte + 1; b < width; ++b) largest[b] = '\xFF';
+    if (at_most(largest) < rank)
+      v[byte] = static_cast<char>(static_cast<unsigned char>(v[byte]) | mask);
   }
   std::vector<std::uint64_t> upto(lengths.size());
   std::uint64_t below = 0;
   for (std::size_t r = 0; r < lengths.size(); ++r) {
-    cut[r] = first_at_or_after(r, lengths[r], low, false, key_at);
-    upto[r] = first_at_or_after(r, lengths[r], low, true, key_at);
+    cut[r] = first_at_or_after(r, lengths[r], v, false, key_at);
+    upto[r] = first_at_or_after(r, lengths[r], v, true, key_at);
     below += cut[r];
   }
-  std::uint64_t ties = rank - below;  // records equal to `low` that still belong in
+  std::uint64_t ties = rank - below;  // records equal to v that still belong in
   for (std::size_t r = 0; r < lengths.size() && ties > 0; ++r) {
     const std::uint64_t take = std::min(ties, upto[r] - cut[r]);
     cut[r] += take;

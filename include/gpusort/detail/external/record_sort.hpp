@@ -43,53 +43,9 @@ inline std::string describe_byte_records(const record_layout& layout) {
          std::to_string(layout.key_offset) + ")";
 }
 
-// ---- checksum -----------------------------------------------------------------------
-
-// The hash of a whole record, all its bytes: 8-byte words chained through mix64.
-inline std::uint64_t byte_record_hash(const unsigned char* record, std::size_t bytes) {
-  std::uint64_t h = mix64(0x9E3779B97F4A7C15ull + bytes);
-  std::size_t at = 0;
-  for (; at + 8 <= bytes; at += 8) {
-    std::uint64_t word;
-    std::memcpy(&word, record + at, 8);
-    h = mix64(h + word);
-  }
-  if (at < bytes) {
-    std::uint64_t word = 0;
-    std::memcpy(&word, record + at, bytes - at);
-    h = mix64(h + word);
-  }
-  return h;
-}
-
-// The order-independent checksum (records.hpp) of packed records of `bytes` bytes, on all cores.
-inline checksum checksum_of_byte_records(std::span<const unsigned char> data, std::size_t bytes) {
-  std::uint64_t sum = 0, xor_all = 0;
-  const std::int64_t n = static_cast<std::int64_t>(data.size() / bytes);
-#pragma omp parallel for reduction(+ : sum) reduction(^ : xor_all)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint64_t h =
-        byte_record_hash(data.data() + static_cast<std::size_t>(i) * bytes, bytes);
-    sum += h;
-    xor_all ^= h;
-  }
-  return {sum, xor_all};
-}
-
 // ---- sorting ------------------------------------------------------------------------
 
 namespace impl {
-
-// The key's first min(8, key_bytes) bytes as a big-endian number, zero-padded: u64 order is
-// memcmp order of the prefixes.
-inline std::uint64_t key_prefix(const unsigned char* key, std::size_t key_bytes) {
-  std::uint64_t word = 0;
-  if (key_bytes >= 8)
-    std::memcpy(&word, key, 8);
-  else
-    std::memcpy(&word, key, key_bytes);
-  return __builtin_bswap64(word);  // the host is little-endian (records.hpp)
-}
 
 // The stable order of the records of `data` by the byte key of `layout`, sorted with
 // gpusort::sort as (prefix, index) pairs (see the top).
@@ -140,17 +96,12 @@ std::vector<Index> byte_key_host_order(std::span<const unsigned char> data,
   return index;
 }
 
-// Bytes whose contents are overwritten at once: no zero-filling of gigabytes.
-inline std::unique_ptr<unsigned char[]> uninitialized_bytes(std::uint64_t size) {
-  return std::unique_ptr<unsigned char[]>(new unsigned char[std::max<std::uint64_t>(size, 1)]);
-}
-
 template <class Index>
 void sort_byte_records_run(std::span<unsigned char> data, const record_layout& layout,
                            const gpusort::options& opt) {
   const std::vector<Index> order = byte_key_sort_order<Index>(data, layout, opt);
   const auto sorted = uninitialized_bytes(data.size());
-  gather_records(data.data(), order, layout.record_bytes, sorted.get());
+  gather_records(data.data(), order.data(), order.size(), layout.record_bytes, sorted.get());
   copy_in_parallel(data.data(), sorted.get(), data.size());
 }
 
@@ -187,12 +138,6 @@ std::uint64_t records_fitting_device(std::uint64_t records, std::uint64_t budget
   return low;
 }
 
-inline std::uint64_t half_the_physical_memory() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
-  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
-}
-
 }  // namespace impl
 
 // The plan of sorting the records of request.input out of core, or none when they sort in
@@ -225,7 +170,7 @@ inline std::optional<run_plan> plan_byte_records_out_of_core(const sort_request&
   std::uint64_t host_budget = request.host_budget_bytes;
   std::uint64_t device_budget = request.device_budget_bytes;
   if (!budgets) {
-    const bool host_fits = records <= impl::half_the_physical_memory() / (bytes + 16);
+    const bool host_fits = records <= half_the_physical_memory() / (bytes + 16);
     bool device_fits = true;
     if (gpu) {
       std::size_t free_bytes = 0, total_bytes = 0;
@@ -235,7 +180,7 @@ inline std::optional<run_plan> plan_byte_records_out_of_core(const sort_request&
       device_budget = free_bytes / 10 * 9;  // room for the CUDA context's own allocations
     }
     if (host_fits && device_fits) return std::nullopt;
-    if (!host_fits) host_budget = impl::half_the_physical_memory();
+    if (!host_fits) host_budget = half_the_physical_memory();
   } else if (gpu && !request.device_budget_given) {
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
@@ -282,8 +227,8 @@ inline std::optional<run_plan> plan_byte_records_out_of_core(const sort_request&
 
 namespace impl {
 
-// Sorts the whole file in memory: read on all cores, sorted by index, gathered straight into
-// the mapped output, checked, committed. 0, or 3 for a wrong result (nothing written).
+// Sorts the whole file in memory: read on all cores, sorted by index, gathered in pieces that
+// are checked and written to the output, committed. 0, or 3 for a wrong result (nothing written).
 template <class Index>
 int sort_byte_records_in_memory(const sort_request& request, const record_layout& layout,
                                 const std::string& host_sort, pending_file& out) {
@@ -307,22 +252,24 @@ int sort_byte_records_in_memory(const sort_request& request, const record_layout
   std::vector<Index> order =
       host_sort.empty() ? byte_key_sort_order<Index>(input, layout, request.opt)
                         : byte_key_host_order<Index>(input, layout, host_sort == "cpu_parallel");
-  mapped_output mapped(::fileno(out.get()), size, out.path());
-  gather_records(data.get(), order, bytes, mapped.data());
+  const double sort_s = clock.lap();
+  const output_file output(::fileno(out.get()), size, out.path());
+  record_tally tally;
+  meter.phase("writing", true);
+  gather_in_pieces(
+      data.get(), order.data(), order.size(), layout, &tally,
+      [&](std::uint64_t first, const unsigned char* piece, std::uint64_t count) {
+        output.write(first * bytes, piece, count * bytes);
+      },
+      [&](std::uint64_t done) { meter.advance(done, order.size()); });
   order = {};
-  // A wrong result must never replace OUT; both scans cost little next to the file I/O.
-  meter.phase("checking", false);
-  const std::span<const unsigned char> output(mapped.data(), size);
-  const std::uint64_t out_of_order = scan_record_order(output, layout).out_of_order;
-  const bool kept = checksum_of_byte_records(output, bytes) == input_sum;
-  if (out_of_order > 0 || !kept) {
-    return report_wrong_result(request, host_sort, out_of_order, kept, meter);
+  // A wrong result must never replace OUT; both checks cost little next to the file I/O.
+  if (tally.out_of_order > 0 || !(tally.sum == input_sum)) {
+    return report_wrong_result(request, host_sort, tally.out_of_order, tally.sum == input_sum,
+                               meter);
   }
-  const double sort_s = clock.lap();  // with the gather into the output and both checks
-  meter.phase("writing", false);
-  mapped.release();
   out.commit();
-  const double write_s = clock.lap();
+  const double write_s = clock.lap();  // the checked gather into the output with it
   meter.finish();
   if (request.stats) add_in_memory_stats(*request.stats, read_s, sort_s, write_s);
   return 0;
@@ -331,10 +278,19 @@ int sort_byte_records_in_memory(const sort_request& request, const record_layout
 }  // namespace impl
 
 // Sorts the records of `layout` in request.input into `out` (request.output's pending file,
-// created before any work), in memory or out of core (plan_byte_records_out_of_core), with the
-// host sort `host_sort` if not empty. 0, or 3 for a wrong result (nothing written).
+// created before any work): on a GPU in the record pipeline (record_pipeline.hpp) unless its
+// plan has too many runs; else in memory or out of core (plan_byte_records_out_of_core), with
+// the host sort `host_sort` if not empty. 0, or 3 for a wrong result (nothing written).
 inline int sort_byte_records_file(const sort_request& request, const record_layout& layout,
                                   const std::string& host_sort, pending_file& out) {
+  if (host_sort.empty() && impl::gpu_present()) {
+    const std::uint64_t size = input_file_size(request.input);
+    if (size % layout.record_bytes != 0)
+      throw invalid_request(request.input + ": " + std::to_string(size) +
+                            " bytes is not a whole number of " + describe_byte_records(layout));
+    if (const auto status = sort_records_file_on_gpu<std::uint64_t>(request, layout, out))
+      return *status;
+  }
   if (const auto plan = plan_byte_records_out_of_core(request, layout, !host_sort.empty()))
     return sort_runs_and_merge(
         request, *plan, layout, out,
@@ -380,7 +336,7 @@ inline byte_records_report check_byte_records(const std::string& path, const rec
     const bool joined = begin > 0;
     const std::span<const unsigned char> scanned(buffer.data() + (joined ? 0 : bytes),
                                                  (count + (joined ? 1 : 0)) * bytes);
-    const order_report order = impl::scan_record_order(scanned, layout);
+    const order_report order = scan_record_order(scanned, layout);
     if (order.out_of_order > 0 && report.order.out_of_order == 0)
       report.order.first = begin + order.first - (joined ? 1 : 0);
     report.order.out_of_order += order.out_of_order;

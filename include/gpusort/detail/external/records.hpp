@@ -223,7 +223,7 @@ class pending_file {
     for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
       temp_ = dir / ("." + target_.filename().string() + ".tmp" + std::to_string(::getpid()) +
                      "-" + std::to_string(attempt));
-      fd = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // RDWR: mapped_output
+      fd = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
       if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0)
@@ -378,9 +378,9 @@ template <class K>
 void write_binary(std::FILE* f, const records<K>& r, const std::string& path, progress_sink& meter) {
   if (!r.pairs) {
     const auto* bytes_of_keys = reinterpret_cast<const unsigned char*>(r.keys.data());
-    mapped_output mapped(::fileno(f), r.keys.size() * sizeof(K), path);
-    in_chunks(mapped.size(), meter, [&](std::uint64_t offset, std::size_t length) {
-      copy_in_parallel(mapped.data() + offset, bytes_of_keys + offset, length);
+    const output_file output(::fileno(f), r.keys.size() * sizeof(K), path);
+    in_chunks(output.size(), meter, [&](std::uint64_t offset, std::size_t length) {
+      output.write(offset, bytes_of_keys + offset, length);
     }, parallel_chunk_bytes);
     return;
   }

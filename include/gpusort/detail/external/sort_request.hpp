@@ -1,0 +1,106 @@
+// What a file sort is asked (sort_request), and the device side of planning it: whether there
+// is a GPU, and how many records fit a device budget with the sort's workspace.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "gpusort/error.hpp"
+#include "gpusort/detail/external/progress.hpp"
+#include "gpusort/detail/external/run_plan.hpp"
+#include "gpusort/detail/external/stats.hpp"
+#include "gpusort/sort.hpp"
+
+namespace gpusort::detail::external {
+
+// What `gpusort sort` asks of an out-of-core sort.
+struct sort_request {
+  std::string input, output;
+  bool pairs = false;
+  gpusort::options opt;
+  bool device_budget_given = false;
+  std::uint64_t device_budget_bytes = 0;
+  std::uint64_t host_budget_bytes = 0;  // 0: unlimited
+  file_sort_stats* stats = nullptr;  // filled when not null
+  progress_sink* meter = nullptr;  // where progress goes (none: nowhere)
+};
+
+namespace impl {
+
+// Whether there is a CUDA device, asked without the library's notice that it sorts on the
+// CPU (which would add a line to the usage errors of budgets too small).
+inline bool gpu_present() {
+  static const bool present = [] {
+    int count = 0;
+    const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+    cudaGetLastError();  // a machine without a driver leaves an error behind
+    return ok;
+  }();
+  return present;
+}
+
+// Device workspace of sorting n records of the request's kind with its algorithm: the
+// library's workspace query (temp == nullptr), on arrays that must lie in device memory, so
+// on a managed allocation of n records, which the query does not touch. Only with a GPU.
+template <class K, class V = std::uint32_t>
+std::uint64_t device_workspace_bytes(std::uint64_t n, bool pairs, const gpusort::options& opt) {
+  if (n == 0) return 0;
+  void* keys = nullptr;
+  void* values = nullptr;
+  const auto release = [&] {
+    if (keys) cudaFree(keys);
+    if (values) cudaFree(values);
+    cudaGetLastError();
+  };
+  if (cudaMallocManaged(&keys, n * sizeof(K)) != cudaSuccess ||
+      (pairs && cudaMallocManaged(&values, n * sizeof(V)) != cudaSuccess)) {
+    release();
+    throw io_failure("cannot query the sort's device workspace for " + std::to_string(n) +
+                   " records");
+  }
+  std::size_t bytes = 0;
+  const cudaError_t e =
+      pairs ? gpusort::sort_pairs(nullptr, bytes, static_cast<K*>(keys), static_cast<V*>(values),
+                                  n, opt)
+            : gpusort::sort_keys(nullptr, bytes, static_cast<K*>(keys), n, opt);
+  release();
+  if (e != cudaSuccess)
+    throw io_failure(std::string("the sort's workspace query failed: ") + cudaGetErrorString(e));
+  return bytes;
+}
+
+// The plan request's device side on a GPU: the most records n (up to `records`) whose
+// records and workspace fit `budget`, found by binary search over workspace queries, put as
+// a budget of exactly n records and their workspace (or, when not even one fits, the
+// user's budget with one record's workspace, for the planner's message).
+template <class K>
+void fit_device_budget(plan_request& request, std::uint64_t budget, bool pairs,
+                       const gpusort::options& opt) {
+  const std::uint64_t bytes = request.record_bytes;
+  const auto fits = [&](std::uint64_t n) {
+    return n * bytes <= budget && device_workspace_bytes<K>(n, pairs, opt) <= budget - n * bytes;
+  };
+  std::uint64_t low = 0, high = std::min(request.records, budget / bytes);
+  if (high > 0 && fits(high)) {
+    low = high;
+  } else {
+    while (low + 1 < high) {  // fits(low), !fits(high)
+      const std::uint64_t mid = low + (high - low) / 2;
+      (fits(mid) ? low : high) = mid;
+    }
+  }
+  if (low == 0) {
+    request.device_budget_bytes = budget;
+    request.workspace_bytes_per_record = device_workspace_bytes<K>(1, pairs, opt);
+    return;
+  }
+  const std::uint64_t workspace = device_workspace_bytes<K>(low, pairs, opt);
+  request.workspace_bytes_per_record = (workspace + low - 1) / low;
+  request.device_budget_bytes = low * (bytes + request.workspace_bytes_per_record);
+}
+
+}  // namespace impl
+
+}  // namespace gpusort::detail::external
