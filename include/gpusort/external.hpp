@@ -1,9 +1,12 @@
-// Sorting files larger than the GPU, file to file: raw little-endian keys, (key, u32 value)
-// pairs, and fixed-size records ordered by a key of raw bytes (memcmp order, as the Sort
-// Benchmark's 100-byte records with 10-byte keys). The machinery is `gpusort sort`'s
-// (docs/out_of_core.md): keys on a GPU go through the pinned pipeline (runs merged on the GPU
-// in windows when they exceed the device budget); pairs and records are cut into runs that fit
-// the budgets, each sorted with gpusort::sort (the CPU backend without a GPU), and merged.
+// Sorting more than the GPU holds: files of raw little-endian keys, (key, u32 value) pairs, and
+// fixed-size records ordered by a key of raw bytes (memcmp order, as the Sort Benchmark's
+// 100-byte records with 10-byte keys), file to file; and keys in host memory. The machinery is
+// `gpusort sort`'s (docs/out_of_core.md): on a GPU, keys go through the pinned pipeline (runs
+// merged on the GPU in windows when they exceed the device budget); pairs and records through
+// the record pipeline (keys or 8-byte key prefixes with positions on the device, records
+// gathered on the host, runs merged on the GPU in windows); without a GPU (or for plans of
+// more than 64 runs) they are cut into runs that fit the budgets, each sorted with
+// gpusort::sort (the CPU backend without a GPU), and merged on the CPU.
 //
 //   #include "gpusort/external.hpp"   // link gpusort::external (the library and OpenMP)
 //   gpusort::external_options opt{.device_budget_bytes = 4ull << 30};
@@ -29,7 +32,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -128,7 +133,60 @@ gpusort::file_sort_stats sort_typed_file(const std::string& in, const std::strin
   return stats;
 }
 
+// Host keys through the keys pipeline (see gpusort::sort(std::span<K>, external_options)).
+template <class K>
+gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::external_options& opt) {
+  callback_progress meter(opt);
+  gpusort::file_sort_stats stats;
+  const std::uint64_t count = keys.size();
+  if (!impl::gpu_present()) {
+    meter.phase("sorting", false);
+    stage_clock clock;
+    gpusort::detail::cpu_sort_keys(keys.data(), count, opt.sort);
+    stats.add("algorithm", "the CPU backend");
+    stats.add("plan", "in memory");
+    stats.add_seconds("sort", clock.lap());
+    return stats;
+  }
+  const sort_request request{.opt = opt.sort,
+                             .device_budget_given = opt.device_budget_bytes > 0,
+                             .device_budget_bytes = opt.device_budget_bytes,
+                             .host_budget_bytes = opt.host_budget_bytes};
+  const std::uint64_t run_keys = keys_run_records<K>(request, count);
+  const std::filesystem::path scratch =
+      (opt.scratch_directory.empty() ? std::filesystem::temp_directory_path()
+                                     : std::filesystem::path(opt.scratch_directory)) /
+      "gpusort-keys";
+  stage_clock clock;
+  const keys_pipeline_report report = sort_keys_through_gpu<K>(
+      count, run_keys, opt.sort, opt.host_budget_bytes, scratch,
+      [&](K* slot, std::uint64_t first, std::uint64_t n) {
+        copy_in_parallel(slot, keys.data() + first, n * sizeof(K));
+      },
+      [&](std::uint64_t first, const K* slot, std::uint64_t n) {
+        copy_in_parallel(keys.data() + first, slot, n * sizeof(K));
+      },
+      meter);
+  stats.add("algorithm", describe_algorithm<K>(opt.sort, std::min(count, run_keys), false));
+  add_pipeline_stats(stats, report, count, run_keys);
+  stats.add_seconds("total", clock.lap());
+  return stats;
+}
+
 }  // namespace detail::external
+
+// Sorts keys in host memory, any number of them, more than the device holds included. On a
+// GPU through the same pipeline as sort_file: pinned slots copied while the next is filled;
+// beyond the device budget in runs, kept in host memory within host_budget_bytes (by default
+// half the machine's memory, else in a scratch file under scratch_directory or the system's
+// temporary directory) and merged on the GPU in windows. Without a GPU the CPU backend sorts
+// them in place. progress and cancel work as for files; a cancelled or failed sort leaves the
+// keys in an unspecified order (the same keys while runs form; partly merged after). Returns
+// the plan and the seconds of each stage.
+template <supported_key K>
+file_sort_stats sort(std::span<K> host_keys, const external_options& opt) {
+  return detail::external::sort_host_keys(host_keys, opt);
+}
 
 // Whether the file sorts may install their handlers for SIGINT, SIGTERM and SIGHUP (on by
 // default), which remove the scratch files and then end the process by the signal as before.

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -99,6 +100,35 @@ TYPED_TEST(ExternalApiKeys, SortFileMatchesStableSortInBothOrders) {
                                           gpusort::testing::reference_sort(input, descending)));
       EXPECT_TRUE(gpusort::testing::same_bits(read_file<K>(this->file("in")), input));
       EXPECT_EQ(this->leftovers({"in", "out"}), std::vector<std::string>{});
+    }
+  }
+}
+
+// Host arrays: the CPU backend here; on a GPU host the keys pipeline, in runs of the small
+// device budget merged in windows.
+TYPED_TEST(ExternalApiKeys, SortOfAHostArrayMatchesStableSortInBothOrders) {
+  using K = TypeParam;
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{40961}}) {
+    for (const bool descending : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " descending=" << descending);
+      const std::vector<K> input = hostile_keys<K>(n, 3 * n + descending);
+      std::vector<K> keys = input;
+      gpusort::external_options opt = this->small_budgets(sizeof(K), descending);
+      std::uint64_t last_done = 0;
+      std::string phases;
+      opt.progress = [&](std::string_view phase, std::uint64_t done, std::uint64_t total) {
+        if (phases.empty() || !phases.ends_with(std::string(phase) + " "))
+          phases += std::string(phase) + " ";
+        if (total > 0) {
+          EXPECT_LE(done, total);
+          last_done = done;
+        }
+      };
+      const gpusort::file_sort_stats stats = gpusort::sort(std::span<K>(keys), opt);
+      EXPECT_TRUE(gpusort::testing::same_bits(keys, gpusort::testing::reference_sort(input, descending)));
+      EXPECT_FALSE(stats.text().empty());
+      if (n > 1) EXPECT_FALSE(phases.empty());  // "sorting", or "runs merge" on a GPU
+      if (last_done > 0) EXPECT_EQ(last_done, n) << phases;  // counted phases end complete
     }
   }
 }

@@ -166,9 +166,20 @@ inline bool sorts_keys_on_gpu(const sort_request& request) {
   return !request.pairs && impl::gpu_present();
 }
 
+// Keys a run of the keys pipeline holds: what fits the device budget (by default 90% of the
+// free device memory) with the sort's workspace; all `count` when they fit. invalid_request
+// when the budget holds not one key.
+template <class K>
+std::uint64_t keys_run_records(const sort_request& request, std::uint64_t count) {
+  if (count <= 1) return std::max<std::uint64_t>(count, 1);
+  plan_request plan{.records = count, .record_bytes = sizeof(K), .host_run_buffers = 0};
+  impl::fit_device_budget<K>(plan, impl::device_budget(request), false, request.opt);
+  return plan_runs_or_throw(plan).run_records;
+}
+
 // Sorts the keys file request.input into `out` in the GPU pipeline, with runs as long as the
-// device budget (by default 90% of the free device memory) holds with the sort's workspace:
-// one run when the file fits. 0, or 3 when the output failed its checks (nothing written).
+// device budget holds with the sort's workspace (keys_run_records): one run when the file
+// fits. 0, or 3 when the output failed its checks (nothing written).
 template <class K>
 int sort_keys_file_on_gpu(const sort_request& request, pending_file& out) {
   const std::uint64_t size = input_file_size(request.input);
@@ -176,21 +187,8 @@ int sort_keys_file_on_gpu(const sort_request& request, pending_file& out) {
     throw invalid_request(request.input + ": " + std::to_string(size) +
                       " bytes is not a whole number of " + describe_records<K>(false));
   const std::uint64_t count = size / sizeof(K);
-  std::uint64_t run_keys = std::max<std::uint64_t>(count, 1);
-  if (count > 1) {
-    std::uint64_t budget = request.device_budget_bytes;
-    if (!request.device_budget_given) {
-      std::size_t free_bytes = 0, total_bytes = 0;
-      if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
-        throw io_failure("cannot read the device's free memory");
-      budget = free_bytes / 10 * 9;  // room for the CUDA context's own allocations
-    }
-    plan_request plan{.records = count, .record_bytes = sizeof(K), .host_run_buffers = 0};
-    impl::fit_device_budget<K>(plan, budget, false, request.opt);
-    run_keys = plan_runs_or_throw(plan).run_records;
-  }
-  return sort_keys_on_gpu<K>(request.input, count, run_keys, request.opt,
-                             request.host_budget_bytes, request.stats, out,
+  return sort_keys_on_gpu<K>(request.input, count, keys_run_records<K>(request, count),
+                             request.opt, request.host_budget_bytes, request.stats, out,
                              request.meter ? *request.meter : silent_progress());
 }
 

@@ -24,6 +24,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <string>
@@ -277,45 +278,47 @@ inline std::uint64_t pinned_slot_bytes(std::uint64_t run_bytes, std::uint64_t ho
   return bytes;
 }
 
-// Sorts the keys of `input` (count keys) into `out` on the GPU, runs of at most run_keys keys
-// (the device budget's). 0, or 3 when the output failed its checks (nothing written).
-template <class K>
-int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_t run_keys,
-                     const gpusort::options& opt, std::uint64_t host_budget_bytes,
-                     file_sort_stats* stats, pending_file& out, progress_sink& meter) {
-  const bool descending = opt.direction == gpusort::order::descending;
-  const std::uint64_t runs = count == 0 ? 0 : (count + run_keys - 1) / run_keys;
-  const std::uint64_t slot_bytes = pinned_slot_bytes(std::min(count, run_keys) * sizeof(K), host_budget_bytes);
-  stage_clock wall;
+// What the keys pipeline did, for the statistics.
+struct keys_pipeline_report {
   pipeline_times busy;
+  std::uint64_t runs = 0;
+  bool runs_in_memory = true;
+};
+
+// Sorts count keys on the GPU, runs of at most run_keys keys (the device budget's):
+// read(slot, first, n) puts keys [first, first + n) of the input into a pinned slot, and
+// write(first, slot, n) takes keys [first, first + n) of the output from one. The runs of a
+// multi-run sort are kept in host memory within the host budget (else in a scratch directory
+// beside scratch_anchor). Every input key is read before the first output key is written, so
+// the input and output may be the same memory.
+template <class K, class Read, class Write>
+keys_pipeline_report sort_keys_through_gpu(std::uint64_t count, std::uint64_t run_keys,
+                                           const gpusort::options& opt,
+                                           std::uint64_t host_budget_bytes,
+                                           const std::filesystem::path& scratch_anchor,
+                                           Read&& read, Write&& write, progress_sink& meter) {
+  const bool descending = opt.direction == gpusort::order::descending;
+  keys_pipeline_report report;
+  report.runs = count == 0 ? 0 : (count + run_keys - 1) / run_keys;
+  const std::uint64_t runs = report.runs;
+  const std::uint64_t slot_bytes = pinned_slot_bytes(std::min(count, run_keys) * sizeof(K), host_budget_bytes);
+  pipeline_times& busy = report.busy;
   const auto timed = [](double& seconds, auto&& work) {
     stage_clock clock;
     work();
     seconds += clock.lap();
   };
 
-  const std::string algorithm_used = describe_algorithm<K>(opt, std::min(count, run_keys), false);
-  const file_handle in = open_input(input);
-  const int in_fd = ::fileno(in.get());
-  const output_file output(::fileno(out.get()), count * sizeof(K), out.path());
   std::unique_ptr<device_keys<K>> device;
   if (count > 0) device = std::make_unique<device_keys<K>>(std::min(count, run_keys), opt, slot_bytes);
-  impl::key_tally<K> input_tally, output_tally;
-
   const auto read_input = [&](std::uint64_t first_key) {
     return [&, first_key](K* slot, std::uint64_t first, std::uint64_t n) {
-      timed(busy.read, [&] {
-        read_at(in_fd, (first_key + first) * sizeof(K), slot, n * sizeof(K), input);
-        input_tally.add(slot, n);
-      });
+      timed(busy.read, [&] { read(slot, first_key + first, n); });
     };
   };
   const auto write_output = [&](std::uint64_t first_key) {
     return [&, first_key](const K* slot, std::uint64_t first, std::uint64_t n) {
-      timed(busy.write, [&] {
-        output_tally.add_in_order(slot, n, descending);
-        output.write((first_key + first) * sizeof(K), slot, n * sizeof(K));
-      });
+      timed(busy.write, [&] { write(first_key + first, slot, n); });
       meter.advance(first_key + first + n, count);
     };
   };
@@ -325,15 +328,13 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
     timed(busy.download, [&] { device->download(n, drain); });
   };
 
-  std::unique_ptr<run_store> store;
   if (runs == 1) {
     meter.phase("sorting", true);
     on_device(count, read_input(0), write_output(0));
   } else if (runs > 1) {
-    const scratch_directory scratch(out.scratch_anchor());
-    store = std::make_unique<run_store>(count * sizeof(K),
-                                        runs_fit_in_memory(count * sizeof(K), host_budget_bytes, slot_bytes),
-                                        scratch);
+    const scratch_directory scratch(scratch_anchor);
+    report.runs_in_memory = runs_fit_in_memory(count * sizeof(K), host_budget_bytes, slot_bytes);
+    run_store store(count * sizeof(K), report.runs_in_memory, scratch);
     std::vector<std::uint64_t> lengths(runs);
     meter.phase("runs", true);
     for (std::uint64_t r = 0; r < runs; ++r) {
@@ -341,14 +342,14 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
       lengths[r] = std::min(run_keys, count - first_key);
       on_device(lengths[r], read_input(first_key),
                 [&](const K* slot, std::uint64_t first, std::uint64_t n) {
-                  timed(busy.store, [&] { store->put((first_key + first) * sizeof(K), slot, n * sizeof(K)); });
+                  timed(busy.store, [&] { store.put((first_key + first) * sizeof(K), slot, n * sizeof(K)); });
                   meter.advance(first_key + first + n, count);
                 });
       if (interrupt_after_runs() == r + 1) std::raise(SIGINT);  // test hook
     }
     meter.phase("merge", true);
     const auto key_at = [&](std::uint64_t run, std::uint64_t index) {
-      return rank_key(store->key_at<K>(run * run_keys + index), descending);
+      return rank_key(store.key_at<K>(run * run_keys + index), descending);
     };
     std::vector<std::uint64_t> cuts(runs, 0);
     for (std::uint64_t w = 0; w * run_keys < count; ++w) {
@@ -365,8 +366,8 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
                       const std::uint64_t length = s.end - s.begin;
                       const std::uint64_t from = std::max(first, at), to = std::min(first + n, at + length);
                       if (from < to)
-                        store->get((s.run * run_keys + s.begin + (from - at)) * sizeof(K),
-                                   slot + (from - first), (to - from) * sizeof(K));
+                        store.get((s.run * run_keys + s.begin + (from - at)) * sizeof(K),
+                                  slot + (from - first), (to - from) * sizeof(K));
                       at += length;
                     }
                   });
@@ -374,8 +375,60 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
                 write_output(w * run_keys));
     }
   }
-
   meter.finish();
+  return report;
+}
+
+// Adds the keys pipeline's plan and stage times to `stats`.
+inline void add_pipeline_stats(file_sort_stats& stats, const keys_pipeline_report& report,
+                               std::uint64_t count, std::uint64_t run_keys) {
+  const pipeline_times& busy = report.busy;
+  if (report.runs <= 1)
+    stats.add("plan", "on the GPU at once (" + std::to_string(count) + " records)");
+  else
+    stats.add("plan", std::to_string(report.runs) + " runs of " + std::to_string(run_keys) +
+                          " records (the last " +
+                          std::to_string(count - (report.runs - 1) * run_keys) +
+                          "), sorted and merged on the GPU in windows of " +
+                          std::to_string(run_keys) + " records; runs kept " +
+                          (report.runs_in_memory ? "in host memory" : "in a scratch file"));
+  // Stages overlap: read and gather run while copies go to the device (the upload phases'
+  // wall time), store and write while copies come back (the download phases').
+  stats.add_seconds("read", busy.read);
+  if (report.runs > 1) stats.add_seconds("gather windows", busy.gather);
+  stats.add_seconds("upload phases", busy.upload);
+  stats.add_seconds("sort", busy.sort);
+  stats.add_seconds("download phases", busy.download);
+  if (report.runs > 1) stats.add_seconds("store runs", busy.store);
+  stats.add_seconds("write", busy.write);
+}
+
+// Sorts the keys of `input` (count keys) into `out` on the GPU, runs of at most run_keys keys
+// (the device budget's), checking the output on its way (in order, and the same keys as the
+// input by order-independent checksums). 0, or 3 when the output failed its checks (nothing
+// written).
+template <class K>
+int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_t run_keys,
+                     const gpusort::options& opt, std::uint64_t host_budget_bytes,
+                     file_sort_stats* stats, pending_file& out, progress_sink& meter) {
+  const bool descending = opt.direction == gpusort::order::descending;
+  stage_clock wall;
+  const std::string algorithm_used = describe_algorithm<K>(opt, std::min(count, run_keys), false);
+  const file_handle in = open_input(input);
+  const int in_fd = ::fileno(in.get());
+  const output_file output(::fileno(out.get()), count * sizeof(K), out.path());
+  impl::key_tally<K> input_tally, output_tally;
+  const keys_pipeline_report report = sort_keys_through_gpu<K>(
+      count, run_keys, opt, host_budget_bytes, out.scratch_anchor(),
+      [&](K* slot, std::uint64_t first, std::uint64_t n) {
+        read_at(in_fd, first * sizeof(K), slot, n * sizeof(K), input);
+        input_tally.add(slot, n);
+      },
+      [&](std::uint64_t first, const K* slot, std::uint64_t n) {
+        output_tally.add_in_order(slot, n, descending);
+        output.write(first * sizeof(K), slot, n * sizeof(K));
+      },
+      meter);
   if (output_tally.out_of_order > 0 || !(output_tally.sum == input_tally.sum)) {
     std::fprintf(stderr,
                  "gpusort sort: the %s sort returned a wrong result (%llu keys out of order, keys "
@@ -390,24 +443,7 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
   const double commit_s = wall.lap();
   if (stats) {
     stats->add("algorithm", algorithm_used);
-    if (runs <= 1)
-      stats->add("plan", "on the GPU at once (" + std::to_string(count) + " records)");
-    else
-      stats->add("plan", std::to_string(runs) + " runs of " + std::to_string(run_keys) +
-                             " records (the last " +
-                             std::to_string(count - (runs - 1) * run_keys) +
-                             "), sorted and merged on the GPU in windows of " +
-                             std::to_string(run_keys) + " records; runs kept " +
-                             (store->in_memory() ? "in host memory" : "in a scratch file"));
-    // Stages overlap: read and gather run while copies go to the device (the upload phases'
-    // wall time), store and write while copies come back (the download phases').
-    stats->add_seconds("read", busy.read);
-    if (runs > 1) stats->add_seconds("gather windows", busy.gather);
-    stats->add_seconds("upload phases", busy.upload);
-    stats->add_seconds("sort", busy.sort);
-    stats->add_seconds("download phases", busy.download);
-    if (runs > 1) stats->add_seconds("store runs", busy.store);
-    stats->add_seconds("write", busy.write);
+    add_pipeline_stats(*stats, report, count, run_keys);
     stats->add_seconds("commit", commit_s);
     stats->add_seconds("total", sorted_s + commit_s);
   }

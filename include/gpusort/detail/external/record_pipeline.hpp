@@ -151,17 +151,10 @@ inline constexpr std::uint64_t max_pipeline_runs = 64;
 template <class K>
 std::uint64_t pipeline_run_records(const sort_request& request, std::uint64_t count) {
   if (count <= 1) return 1;
-  std::uint64_t budget = request.device_budget_bytes;
-  if (!request.device_budget_given) {
-    std::size_t free_bytes = 0, total_bytes = 0;
-    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
-      throw io_failure("cannot read the device's free memory");
-    budget = free_bytes / 10 * 9;  // room for the CUDA context's own allocations
-  }
   plan_request plan{.records = count,
                     .record_bytes = sizeof(K) + sizeof(std::uint32_t),
                     .host_run_buffers = 0};
-  impl::fit_device_budget<K>(plan, budget, true, request.opt);
+  impl::fit_device_budget<K>(plan, impl::device_budget(request), true, request.opt);
   return std::min<std::uint64_t>(plan_runs_or_throw(plan).run_records,
                                  std::numeric_limits<std::uint32_t>::max());
 }

@@ -323,13 +323,10 @@ inline void read_bytes(std::FILE* f, void* data, std::size_t size, const std::st
     throw io_failure(path + ": read failed (did the file change?)");
 }
 
-// Records are packed, so pairs move through a buffer of this many records at a time.
-inline constexpr std::size_t chunk_records = 1 << 16;
-
 // Keys alone and text move this many bytes at a time.
 inline constexpr std::size_t chunk_bytes = std::size_t{1} << 24;
 
-// Keys alone move between files and memory this many bytes at a time, each on all cores.
+// Binary records move between files and memory this many bytes at a time, each on all cores.
 inline constexpr std::size_t parallel_chunk_bytes = std::size_t{1} << 28;
 
 // Calls move(offset, length) over [0, size) chunk by chunk, counting each on `meter`.
@@ -361,11 +358,14 @@ records<K> read_binary(const std::string& path, bool pairs, progress_sink& meter
     }, parallel_chunk_bytes);
     return r;
   }
-  std::vector<unsigned char> buffer(chunk_records * bytes);
-  for (std::size_t begin = 0; begin < n; begin += chunk_records) {
-    const std::size_t count = std::min(chunk_records, n - begin);
-    read_bytes(f.get(), buffer.data(), count * bytes, path);
-    for (std::size_t i = 0; i < count; ++i) {
+  // Packed pairs: read a chunk on all cores, then split into keys and values on all cores.
+  const std::size_t chunk = parallel_chunk_bytes / bytes;
+  std::vector<unsigned char> buffer(std::min(chunk, n) * bytes);
+  for (std::size_t begin = 0; begin < n; begin += chunk) {
+    const std::size_t count = std::min(chunk, n - begin);
+    read_at(::fileno(f.get()), begin * bytes, buffer.data(), count * bytes, path);
+#pragma omp parallel for schedule(static, 65536)
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(count); ++i) {
       std::memcpy(&r.keys[begin + i], &buffer[i * bytes], sizeof(K));
       std::memcpy(&r.values[begin + i], &buffer[i * bytes + sizeof(K)], sizeof(std::uint32_t));
     }
@@ -384,16 +384,20 @@ void write_binary(std::FILE* f, const records<K>& r, const std::string& path, pr
     }, parallel_chunk_bytes);
     return;
   }
+  // Packed pairs: joined a chunk at a time on all cores, then written.
   constexpr std::size_t bytes = record_bytes<K>(true);
-  std::vector<unsigned char> buffer(chunk_records * bytes);
-  for (std::size_t begin = 0; begin < r.keys.size(); begin += chunk_records) {
-    const std::size_t count = std::min(chunk_records, r.keys.size() - begin);
-    for (std::size_t i = 0; i < count; ++i) {
+  const std::size_t n = r.keys.size(), chunk = parallel_chunk_bytes / bytes;
+  const output_file output(::fileno(f), n * bytes, path);
+  std::vector<unsigned char> buffer(std::min(chunk, n) * bytes);
+  for (std::size_t begin = 0; begin < n; begin += chunk) {
+    const std::size_t count = std::min(chunk, n - begin);
+#pragma omp parallel for schedule(static, 65536)
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(count); ++i) {
       std::memcpy(&buffer[i * bytes], &r.keys[begin + i], sizeof(K));
       std::memcpy(&buffer[i * bytes + sizeof(K)], &r.values[begin + i], sizeof(std::uint32_t));
     }
-    write_bytes(f, buffer.data(), count * bytes, path);
-    meter.advance(begin + count, r.keys.size());
+    output.write(begin * bytes, buffer.data(), count * bytes);
+    meter.advance(begin + count, n);
   }
 }
 

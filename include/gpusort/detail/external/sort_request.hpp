@@ -101,6 +101,16 @@ void fit_device_budget(plan_request& request, std::uint64_t budget, bool pairs,
   request.device_budget_bytes = low * (bytes + request.workspace_bytes_per_record);
 }
 
+// The device budget of `request`: as given, else 90% of the free device memory (room for the
+// CUDA context's own allocations).
+inline std::uint64_t device_budget(const sort_request& request) {
+  if (request.device_budget_given) return request.device_budget_bytes;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
+    throw io_failure("cannot read the device's free memory");
+  return free_bytes / 10 * 9;
+}
+
 }  // namespace impl
 
 }  // namespace gpusort::detail::external
