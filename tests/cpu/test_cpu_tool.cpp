@@ -651,8 +651,8 @@ TEST_F(Tool, BenchApproximateMethods) {
 // The progress line: drawn when asked (GPUSORT_PROGRESS=1 stands for a terminal), erased at
 // the end, never touching what the commands write; never drawn into a file otherwise.
 TEST_F(Tool, ProgressLineOnlyWhenAsked) {
-  // Pairs: the in-memory path and its phases on any device (keys alone on a GPU take the
-  // pipeline, whose phase is "sorting").
+  // A host sort of pairs: the in-memory path and its phases on any device (on a GPU, keys and
+  // pairs take the pipelines, whose phase is "sorting").
   ASSERT_EQ(run("gen --type u32 --n 2^16 --pairs u32 " + file("in")).code, 0);
   ASSERT_EQ(run("gen --type f32 --n 2^12 --text " + file("in.txt")).code, 0);
   const outcome plain = run("sort --type u32 --pairs u32 " + file("in") + " " + file("plain"));
@@ -664,7 +664,8 @@ TEST_F(Tool, ProgressLineOnlyWhenAsked) {
   const std::vector<std::string> erased;
   {
     const scoped_environment forced("GPUSORT_PROGRESS", "1");
-    const outcome sorted = run("sort --type u32 --pairs u32 " + file("in") + " " + file("drawn"));
+    const outcome sorted =
+        run("sort --type u32 --pairs u32 --algo std_sort " + file("in") + " " + file("drawn"));
     ASSERT_EQ(sorted.code, 0) << sorted.err;
     for (const char* phase : {"reading", "checking", "sorting", "writing"})
       EXPECT_NE(sorted.err.find(std::string("\r") + phase + " "), std::string::npos) << phase;
