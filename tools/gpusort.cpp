@@ -117,20 +117,18 @@ while the output is written. When the keys and the sort's workspace fit the devi
 and kept in host memory (or, beyond the host budget or half the machine's memory, in a
 scratch file), and the runs are merged on the GPU in windows as long as a run: each window's
 slices of the runs are gathered, sorted on the device, and written to their place in OUT.
-Pairs out of core (and keys without a GPU), when a budget below asks for more than one run,
-or (on a GPU, without budgets) the records and the sort's workspace exceed the free device
-memory, are sorted one run at a time into run files, which are then merged on the CPU; the
-output is stable: pairs come out in input order among equal keys, whatever --algo.
-Records with --record-bytes are sorted stably (equal keys in input order, whatever --algo):
-the first 8 key bytes of each record (all K if fewer), read as a big-endian number, are
-sorted with the record's index, on the GPU if there is one (12 bytes a record go to the
-device, 16 beyond 2^32-1 records, whatever B); the indices of equal prefixes are then put in
-order by the rest of the key and the index, and the records gathered (--algo std_sort and
-cpu_parallel sort the indices stably by the whole key instead). They sort in memory unless
-a budget asks for more than one run or, without budgets, the file and 16 bytes a record
-exceed half the machine's memory (which then is the host budget) or the prefixes, indices
-and workspace exceed the free device memory (then 90% of it is the device budget); else
-one run at a time into run files, merged on the CPU.
+Pairs and records with --record-bytes on a GPU go through a second pipeline: each record's
+key (for records, the first 8 key bytes, all K if fewer, read as a big-endian number) goes to
+the device with the record's position; the positions come back sorted and the records are
+gathered on the host on all cores. Equal keys that may hide a difference (the rest of a
+longer byte key) or an unstable --algo's order are put in order on the host, so the output
+is stable: equal keys in input order, whatever --algo. Runs beyond the device budget (keys,
+positions and workspace) or the host budget (a run's records; by default half the machine's
+memory) are kept in host memory or a scratch file and merged on the GPU in windows.
+Without a GPU, or when the budgets make more than 64 runs, pairs, records (and keys without
+a GPU) sort in memory unless a budget asks for more than one run, else one run at a time into
+run files merged on the CPU (--algo std_sort and cpu_parallel sort records' indices stably by
+the whole key in memory).
 Scratch files live in a directory beside OUT's final target (".OUT.runs<pid>-<k>"), or in
 --tmp DIR, or, when OUT is a stream, in $TMPDIR (else /tmp); it goes when the sort ends,
 fails or is interrupted. Out of core takes raw binary files only (no --text).

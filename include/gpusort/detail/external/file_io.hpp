@@ -104,8 +104,8 @@ inline void copy_in_parallel(void* to, const void* from, std::uint64_t size) {
   });
 }
 
-// Reserves size bytes of disk for fd, so that a full disk shows now rather than as a
-// SIGBUS in a mapping; io_failure "PATH: no space left on device (N bytes needed)".
+// Reserves size bytes of disk for fd, so that a full disk shows before the work rather than
+// midway; io_failure "PATH: no space left on device (N bytes needed)".
 inline void reserve_file(int fd, std::uint64_t size, const std::string& path) {
   if (size == 0) return;
   const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
