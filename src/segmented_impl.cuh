@@ -4,13 +4,16 @@
 
 #include "gpusort/detail/cpu/segmented.hpp"
 #include "gpusort/detail/device/baselines.hpp"
+#include "gpusort/detail/device/float_order.cuh"
 #include "gpusort/detail/device/segmented.cuh"
 #include "gpusort/segmented.hpp"
 
 namespace gpusort::detail {
 
 // `float_codes`: K is the unsigned integer of a float's width and keys holds float bits
-// (key_codec): the float sorts run the unsigned one with the map fused into its loads and stores.
+// (key_codec): the float sorts run the unsigned one with the map fused into its loads and
+// stores, NaNs placed by the codes (options::nans). options::stable takes CUB's segmented radix
+// sort, the stable one.
 template <class K, class V>
 cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                           std::uint64_t n, const segment_list& segs, const options& opt,
@@ -18,32 +21,46 @@ cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* value
   const cudaError_t e = validate_segment_arrays(keys, values, n, segs);
   if (e != cudaSuccess) return e;
   const bool descending = opt.direction == order::descending;
-  switch (opt.algo) {
-    case algorithm::automatic:
-    case algorithm::bitonic:
-      if constexpr (std::is_floating_point_v<K>) {
-        // Float keys as codes (detail/float_order.hpp), by the unsigned sort of
-        // src/segmented_u32.cu / _u64.cu, mapping each key as it is loaded and stored: keys
-        // outside the segments are never touched.
-        using U = typename float_order<K>::U;
-        return sort_segments<U, V>(temp, temp_bytes, reinterpret_cast<U*>(keys), values, n,
-                                   segs, opt, true);
-      } else {
+  const bool low = nans_lowest(opt.direction, opt.nans);
+  options run = opt;
+  if (opt.stable && opt.algo != algorithm::thrust) run.algo = algorithm::cub_radix;
+  if constexpr (std::is_floating_point_v<K>) {
+    using U = typename float_order<K>::U;
+    U* codes = reinterpret_cast<U*>(keys);
+    if (run.algo == algorithm::automatic || run.algo == algorithm::bitonic)
+      // By the unsigned sort of src/segmented_u32.cu / _u64.cu, mapping each key as it is
+      // loaded and stored: keys outside the segments are never touched.
+      return sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run, true);
+    // CUB's sorts on codes (CUB alone would tie -0.0 with +0.0 and put negative NaNs first):
+    // the whole array mapped, sorted as unsigned keys and mapped back.
+    if (!temp) return sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run, false);
+    cudaError_t r = device::map_float_keys(keys, n, true, low, opt.stream);
+    if (r != cudaSuccess) return r;
+    r = sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run, false);
+    const cudaError_t back = device::map_float_keys(keys, n, false, low, opt.stream);
+    return r != cudaSuccess ? r : back;
+  } else {
+    switch (run.algo) {
+      case algorithm::automatic:
+      case algorithm::bitonic:
         return device::segmented_sort(temp, temp_bytes, keys, values, n, segs, less<K>{},
-                                      descending, opt.stream, key_codec<K>{float_codes});
-      }
-    case algorithm::cub_radix:
-    case algorithm::cub_merge:
-      if constexpr (device::baseline_built<K, V>) {
-        if (opt.algo == algorithm::cub_radix)
-          return device::cub_segmented_radix_sort(temp, temp_bytes, keys, values, n, segs,
-                                                  descending, opt.stream);
-        return device::cub_segmented_sort(temp, temp_bytes, keys, values, n, segs, descending,
-                                          opt.stream);
-      }
-      return cudaErrorNotSupported;
-    case algorithm::thrust:
-      return cudaErrorNotSupported;
+                                      descending, opt.stream,
+                                      key_codec<K>{float_codes, float_codes && low});
+      case algorithm::cub_radix:
+      case algorithm::cub_merge:
+        if constexpr (device::baseline_built<K, V>) {
+          if (run.algo == algorithm::cub_radix)
+            return device::cub_segmented_radix_sort(temp, temp_bytes, keys, values, n, segs,
+                                                    descending, opt.stream);
+          return device::cub_segmented_sort(temp, temp_bytes, keys, values, n, segs, descending,
+                                            opt.stream);
+        }
+        return cudaErrorNotSupported;
+      case algorithm::thrust:
+        return cudaErrorNotSupported;
+      default:
+        break;
+    }
   }
   return cudaErrorInvalidValue;
 }
@@ -54,14 +71,17 @@ void cpu_sort_segments(K* keys, V* values, std::uint64_t n, const segment_list& 
   if constexpr (std::is_floating_point_v<K>) {
     // As on the device, so that both backends give the same order.
     using U = typename float_order<K>::U;
-    float_keys_to_codes(keys, n);
+    const bool low = nans_lowest(opt.direction, opt.nans);
+    float_keys_to_codes(keys, n, low);
     try {
       cpu_sort_segments<U, V>(reinterpret_cast<U*>(keys), values, n, segs, opt);
     } catch (...) {
-      codes_to_float_keys(keys, n);
+      codes_to_float_keys(keys, n, low);
       throw;
     }
-    codes_to_float_keys(keys, n);
+    codes_to_float_keys(keys, n, low);
+  } else if (opt.stable || opt.algo == algorithm::cub_radix || opt.algo == algorithm::cub_merge) {
+    cpu::stable_segmented_sort(keys, values, n, segs, opt.direction == order::descending);
   } else {
     cpu::segmented_sort(keys, values, n, segs, less<K>{}, opt.direction == order::descending);
   }

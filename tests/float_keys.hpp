@@ -106,15 +106,15 @@ std::vector<F> special_float_input(std::size_t n, std::uint64_t seed) {
   return keys;
 }
 
-// The positions of input keys in std::stable_sort's order (gpusort::less, or its reverse).
+// The positions of input keys in std::stable_sort's order (sort_order).
 template <class F>
-std::vector<std::size_t> stable_order(const std::vector<F>& input, bool descending) {
+std::vector<std::size_t> stable_order(const std::vector<F>& input, bool descending,
+                                      nan_order nans = nan_order::last) {
   std::vector<std::size_t> index(input.size());
   std::iota(index.begin(), index.end(), std::size_t{0});
-  std::stable_sort(index.begin(), index.end(), [&](std::size_t a, std::size_t b) {
-    return descending ? gpusort::less<F>{}(input[b], input[a])
-                      : gpusort::less<F>{}(input[a], input[b]);
-  });
+  const sort_order<F> before{descending, nans};
+  std::stable_sort(index.begin(), index.end(),
+                   [&](std::size_t a, std::size_t b) { return before(input[a], input[b]); });
   return index;
 }
 
@@ -127,11 +127,12 @@ template <class F>
 ::testing::AssertionResult sorted_like_reference(const std::vector<F>& input,
                                                  const std::vector<F>& got, bool descending,
                                                  bool stable,
-                                                 const std::vector<std::uint64_t>* origins = nullptr) {
+                                                 const std::vector<std::uint64_t>* origins = nullptr,
+                                                 nan_order nans = nan_order::last) {
   using U = float_bits<F>;
   if (got.size() != input.size())
     return ::testing::AssertionFailure() << "size " << got.size() << " != " << input.size();
-  const std::vector<std::size_t> ref = stable_order(input, descending);
+  const std::vector<std::size_t> ref = stable_order(input, descending, nans);
   std::vector<U> got_nans, want_nans;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const U want = bits_of(input[ref[i]]);

@@ -21,12 +21,26 @@ namespace gpusort::testing {
 using key_types = ::testing::Types<std::uint32_t, std::int32_t, float, std::uint64_t,
                                    std::int64_t, double>;
 
-// std::stable_sort in gpusort's order (total order for floats).
+// gpusort's order for a direction and a NaN placement: the total order of key_traits.hpp
+// (or its reverse), with float NaNs after (or before) every number in both directions.
 template <class K>
-std::vector<K> reference_sort(std::vector<K> keys, bool descending = false) {
-  std::stable_sort(keys.begin(), keys.end(), [&](const K& a, const K& b) {
+struct sort_order {
+  bool descending = false;
+  nan_order nans = nan_order::last;
+  bool operator()(const K& a, const K& b) const {
+    if constexpr (std::is_floating_point_v<K>) {
+      const bool a_nan = a != a, b_nan = b != b;
+      if (a_nan || b_nan) return a_nan != b_nan && (nans == nan_order::first ? a_nan : b_nan);
+    }
     return descending ? gpusort::less<K>{}(b, a) : gpusort::less<K>{}(a, b);
-  });
+  }
+};
+
+// std::stable_sort in gpusort's order.
+template <class K>
+std::vector<K> reference_sort(std::vector<K> keys, bool descending = false,
+                              nan_order nans = nan_order::last) {
+  std::stable_sort(keys.begin(), keys.end(), sort_order<K>{descending, nans});
   return keys;
 }
 

@@ -332,7 +332,7 @@ int sort(const arguments& args) {
   sort_request request{.input = files[0],
                        .output = files[1],
                        .pairs = pairs,
-                       .opt = opt,
+                       .opt = gpusort::with_nans_largest(opt),
                        .device_budget_given = args.has("device-memory"),
                        .stats = args.has("stats") ? &stats : nullptr};
   if (request.device_budget_given)

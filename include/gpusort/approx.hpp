@@ -27,7 +27,7 @@
 //   // d_out[r.offsets[i] .. r.offsets[i + 1]) is interval i; r.largest_interval its largest
 //   gpusort::approx_quality q = gpusort::measure_approx(std::span<const float>(d_out, n),
 //                                                       r.offsets);
-//   std::vector<float> best = gpusort::top_k(std::span<const float>(d_in, n), 1000);
+//   float kth = gpusort::top_k(std::span<const float>(d_in, n), std::span<float>(d_out, 1000));
 #pragma once
 
 #include <algorithm>
@@ -247,41 +247,24 @@ template <class Call>
 void run_core(const std::string& what, const options& opt, Call call) {
   const std::string bad = check_approx_options(opt);
   if (!bad.empty()) throw_error(cudaErrorInvalidValue, what + ": " + bad);
-  std::size_t bytes = 0;
-  cudaError_t e = call(nullptr, bytes);
-  if (e != cudaSuccess) throw_error(e, what);
-  workspace temp(bytes, opt.stream, what);
-  e = call(temp.get(), bytes);
+  run_with_workspace(what, opt, call);
+}
+
+// Copies on the call's stream (where its device buffers were allocated) and waits.
+inline void copy_and_wait(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind,
+                          const options& opt, const std::string& what) {
+  if (bytes == 0) return;
+  cudaError_t e = cudaMemcpyAsync(to, from, bytes, kind, opt.stream);
   if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
   if (e != cudaSuccess) throw_error(e, what);
 }
 
-template <class T>
-class device_array {
- public:
-  device_array(std::uint64_t count, const std::string& what) {
-    if (count && cudaMalloc(reinterpret_cast<void**>(&ptr_), sizeof(T) * count) != cudaSuccess) {
-      cudaGetLastError();
-      throw_error(cudaErrorMemoryAllocation, what + ": cannot allocate " +
-                                                 std::to_string(sizeof(T) * count) + " bytes");
-    }
-  }
-  ~device_array() { cudaFree(ptr_); }
-  device_array(const device_array&) = delete;
-  device_array& operator=(const device_array&) = delete;
-  T* get() const { return ptr_; }
-
- private:
-  T* ptr_ = nullptr;
-};
-
 inline approx_result result_from_offsets(const std::uint64_t* d_offsets, std::uint32_t intervals,
-                                         const std::string& what) {
+                                         const options& opt, const std::string& what) {
   approx_result r;
   r.offsets.resize(intervals + std::size_t{1});
-  const cudaError_t e = cudaMemcpy(r.offsets.data(), d_offsets,
-                                   sizeof(std::uint64_t) * r.offsets.size(), cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess) throw_error(e, what + ": copy of the offsets failed");
+  copy_and_wait(r.offsets.data(), d_offsets, sizeof(std::uint64_t) * r.offsets.size(),
+                cudaMemcpyDeviceToHost, opt, what + ": copy of the offsets failed");
   for (std::uint32_t i = 0; i < intervals; ++i)
     r.largest_interval = std::max(r.largest_interval, r.offsets[i + 1] - r.offsets[i]);
   return r;
@@ -300,11 +283,11 @@ approx_result approx_sort(std::span<const K> keys, std::span<K> out_keys,
   detail::check_device_array(keys.data(), n, sizeof(K), alignof(K), "keys");
   detail::check_device_array(out_keys.data(), n, sizeof(K), alignof(K), "out_keys");
   const std::uint32_t intervals = approx_intervals(opt);
-  detail::device_array<std::uint64_t> offsets(intervals + std::uint64_t{1}, what);
+  detail::device_buffer<std::uint64_t> offsets(intervals + std::uint64_t{1}, opt, what);
   detail::run_core(what, opt, [&](void* t, std::size_t& b) {
     return approx_sort_keys(t, b, keys.data(), out_keys.data(), n, offsets.get(), opt);
   });
-  return detail::result_from_offsets(offsets.get(), intervals, what);
+  return detail::result_from_offsets(offsets.get(), intervals, opt, what);
 }
 
 template <supported_key K, detail::supported_value V>
@@ -321,12 +304,12 @@ approx_result approx_sort(std::span<const K> keys, std::span<K> out_keys,
   detail::check_device_array(values.data(), n, sizeof(V), sizeof(V), "values");
   detail::check_device_array(out_values.data(), n, sizeof(V), sizeof(V), "out_values");
   const std::uint32_t intervals = approx_intervals(opt);
-  detail::device_array<std::uint64_t> offsets(intervals + std::uint64_t{1}, what);
+  detail::device_buffer<std::uint64_t> offsets(intervals + std::uint64_t{1}, opt, what);
   detail::run_core(what, opt, [&](void* t, std::size_t& b) {
     return approx_sort_pairs(t, b, keys.data(), out_keys.data(), values.data(),
                              out_values.data(), n, offsets.get(), opt);
   });
-  return detail::result_from_offsets(offsets.get(), intervals, what);
+  return detail::result_from_offsets(offsets.get(), intervals, opt, what);
 }
 
 // Host keys, approximately sorted in place: on the GPU if there is one, else on the CPU (the
@@ -340,12 +323,12 @@ approx_result approx_sort(std::vector<K>& keys, const options& opt = {}) {
   std::vector<K> out(n);
   approx_result r;
   if (detail::gpu_available()) {
-    detail::device_array<K> in_d(n, what), out_d(n, what);
-    if (n && cudaMemcpy(in_d.get(), keys.data(), sizeof(K) * n, cudaMemcpyHostToDevice) != cudaSuccess)
-      detail::throw_error(cudaErrorMemoryAllocation, what + ": copy to the device failed");
+    detail::device_buffer<K> in_d(n, what), out_d(n, opt, what);
+    detail::copy_and_wait(in_d.get(), keys.data(), sizeof(K) * n, cudaMemcpyHostToDevice, opt,
+                          what + ": copy to the device failed");
     r = approx_sort(std::span<const K>(in_d.get(), n), std::span<K>(out_d.get(), n), opt);
-    if (n && cudaMemcpy(out.data(), out_d.get(), sizeof(K) * n, cudaMemcpyDeviceToHost) != cudaSuccess)
-      detail::throw_error(cudaErrorUnknown, what + ": copy from the device failed");
+    detail::copy_and_wait(out.data(), out_d.get(), sizeof(K) * n, cudaMemcpyDeviceToHost, opt,
+                          what + ": copy from the device failed");
   } else {
     r.offsets.resize(approx_intervals(opt) + std::size_t{1});
     detail::cpu_approx_sort<K, detail::no_value>(keys.data(), out.data(), nullptr, nullptr, n,
@@ -366,17 +349,16 @@ approx_quality measure_approx(std::span<const K> keys, const std::vector<std::ui
   if (offsets.size() != approx_intervals(opt) + std::size_t{1} || offsets.back() != n)
     detail::throw_error(cudaErrorInvalidValue, what + ": offsets do not match the options and n");
   detail::check_device_array(keys.data(), n, sizeof(K), alignof(K), "keys");
-  detail::device_array<std::uint64_t> d_offsets(offsets.size(), what);
-  detail::device_array<unsigned long long> d_quality(4, what);
-  if (cudaMemcpy(d_offsets.get(), offsets.data(), sizeof(std::uint64_t) * offsets.size(),
-                 cudaMemcpyHostToDevice) != cudaSuccess)
-    detail::throw_error(cudaErrorUnknown, what + ": copy of the offsets failed");
+  detail::device_buffer<std::uint64_t> d_offsets(offsets.size(), opt, what);
+  detail::device_buffer<unsigned long long> d_quality(4, opt, what);
+  detail::copy_and_wait(d_offsets.get(), offsets.data(), sizeof(std::uint64_t) * offsets.size(),
+                        cudaMemcpyHostToDevice, opt, what + ": copy of the offsets failed");
   detail::run_core(what, opt, [&](void* t, std::size_t& b) {
     return approx_measure_keys(t, b, keys.data(), n, d_offsets.get(), d_quality.get(), opt);
   });
   unsigned long long words[4] = {};
-  if (cudaMemcpy(words, d_quality.get(), sizeof(words), cudaMemcpyDeviceToHost) != cudaSuccess)
-    detail::throw_error(cudaErrorUnknown, what + ": copy of the result failed");
+  detail::copy_and_wait(words, d_quality.get(), sizeof(words), cudaMemcpyDeviceToHost, opt,
+                        what + ": copy of the result failed");
   return detail::quality_from_words(words, n);
 }
 
@@ -390,41 +372,56 @@ approx_quality measure_approx(const std::vector<K>& keys, const std::vector<std:
   return detail::cpu_approx_measure(keys.data(), keys.size(), offsets.data(), opt);
 }
 
-// The k smallest device keys (descending: the k largest), sorted, in a host vector.
-template <supported_key K>
-std::vector<K> top_k(std::span<const K> keys, std::uint64_t k, const options& opt = {}) {
-  const std::uint64_t n = keys.size();
-  const std::string what = detail::describe_call("gpusort::top_k", opt, key_traits<K>::name, n);
+namespace detail {
+// top_k's and select_k's device call: the k = out_keys.size() first keys of the sorted order
+// into out_keys (sorted), the k-th key returned.
+template <class K>
+K top_k_on_device(std::span<const K> keys, std::span<K> out_keys, const options& opt,
+                  const char* name) {
+  const std::uint64_t n = keys.size(), k = out_keys.size();
+  const std::string what = describe_call(name, opt, key_traits<K>::name, n);
   if (k > n)
-    detail::throw_error(cudaErrorInvalidValue, what + ": k = " + std::to_string(k) +
-                                                   " is more than the " + std::to_string(n) + " keys");
-  detail::check_device_array(keys.data(), n, sizeof(K), alignof(K), "keys");
-  detail::device_array<K> out(k, what);
-  detail::run_core(what, opt, [&](void* t, std::size_t& b) {
-    return top_k_keys(t, b, keys.data(), n, out.get(), k, opt);
+    throw_error(cudaErrorInvalidValue, what + ": k = " + std::to_string(k) + " is more than the " +
+                                           std::to_string(n) + " keys");
+  check_device_array(keys.data(), n, sizeof(K), alignof(K), "keys");
+  check_device_array(out_keys.data(), k, sizeof(K), alignof(K), "out_keys");
+  device_buffer<K> kth(1, opt, what);
+  run_core(what, opt, [&](void* t, std::size_t& b) {
+    return select_k_keys(t, b, keys.data(), n, out_keys.data(), k, kth.get(), opt);
   });
-  std::vector<K> result(k);
-  if (k && cudaMemcpy(result.data(), out.get(), sizeof(K) * k, cudaMemcpyDeviceToHost) != cudaSuccess)
-    detail::throw_error(cudaErrorUnknown, what + ": copy of the result failed");
+  K result{};
+  if (k) copy_and_wait(&result, kth.get(), sizeof(K), cudaMemcpyDeviceToHost, opt,
+                       what + ": copy of the k-th key failed");
   return result;
 }
+}  // namespace detail
 
-// The same for host keys: on the GPU if there is one, else on the CPU.
+// The k = out_keys.size() smallest device keys (descending: the k largest), sorted, into
+// device out_keys; returns the k-th of them (K{} when k = 0). Waits. Throws gpusort::error.
+// NaNs count as the largest keys here whatever options::nans (torch.topk's convention).
+template <supported_key K>
+K top_k(std::span<const K> keys, std::span<K> out_keys, const options& opt = {}) {
+  return detail::top_k_on_device(keys, out_keys, opt, "gpusort::top_k");
+}
+
+// The same for host keys, into a host vector: on the GPU if there is one, else on the CPU.
 template <supported_key K>
 std::vector<K> top_k(const std::vector<K>& keys, std::uint64_t k, const options& opt = {}) {
   if (k > keys.size())
     detail::throw_error(cudaErrorInvalidValue, "gpusort::top_k: k = " + std::to_string(k) +
                                                    " is more than the " +
                                                    std::to_string(keys.size()) + " keys");
+  std::vector<K> result(k);
   if (detail::gpu_available()) {
     const std::string what = "gpusort::top_k";
-    detail::device_array<K> d(keys.size(), what);
-    if (!keys.empty() && cudaMemcpy(d.get(), keys.data(), sizeof(K) * keys.size(),
-                                    cudaMemcpyHostToDevice) != cudaSuccess)
-      detail::throw_error(cudaErrorUnknown, what + ": copy to the device failed");
-    return top_k(std::span<const K>(d.get(), keys.size()), k, opt);
+    detail::device_buffer<K> d(keys.size(), opt, what), out(k, opt, what);
+    detail::copy_and_wait(d.get(), keys.data(), sizeof(K) * keys.size(), cudaMemcpyHostToDevice,
+                          opt, what + ": copy to the device failed");
+    top_k(std::span<const K>(d.get(), keys.size()), std::span<K>(out.get(), k), opt);
+    detail::copy_and_wait(result.data(), out.get(), sizeof(K) * k, cudaMemcpyDeviceToHost, opt,
+                          what + ": copy of the result failed");
+    return result;
   }
-  std::vector<K> result(k);
   detail::cpu_top_k<K, detail::no_value>(keys.data(), nullptr, keys.size(), result.data(),
                                          nullptr, k, opt);
   return result;
@@ -441,21 +438,7 @@ struct selection {
 // promised order; returns the k-th of them (K{} when out_keys is empty). Waits. Throws.
 template <supported_key K>
 K select_k(std::span<const K> keys, std::span<K> out_keys, const options& opt = {}) {
-  const std::uint64_t n = keys.size(), k = out_keys.size();
-  const std::string what = detail::describe_call("gpusort::select_k", opt, key_traits<K>::name, n);
-  if (k > n)
-    detail::throw_error(cudaErrorInvalidValue, what + ": k = " + std::to_string(k) +
-                                                   " is more than the " + std::to_string(n) + " keys");
-  detail::check_device_array(keys.data(), n, sizeof(K), alignof(K), "keys");
-  detail::check_device_array(out_keys.data(), k, sizeof(K), alignof(K), "out_keys");
-  detail::device_array<K> kth(1, what);
-  detail::run_core(what, opt, [&](void* t, std::size_t& b) {
-    return select_k_keys(t, b, keys.data(), n, out_keys.data(), k, kth.get(), opt);
-  });
-  K result{};
-  if (k && cudaMemcpy(&result, kth.get(), sizeof(K), cudaMemcpyDeviceToHost) != cudaSuccess)
-    detail::throw_error(cudaErrorUnknown, what + ": copy of the k-th key failed");
-  return result;
+  return detail::top_k_on_device(keys, out_keys, opt, "gpusort::select_k");
 }
 
 // The same for host keys: on the GPU if there is one, else on the CPU.
@@ -490,15 +473,15 @@ std::vector<K> top_k_rows(const std::vector<K>& keys, std::uint64_t row_length, 
                                                  result.data(), nullptr, k, opt);
     return result;
   }
-  detail::device_array<K> d(keys.size(), what);
-  detail::device_array<K> out(result.size(), what);
-  if (cudaMemcpy(d.get(), keys.data(), sizeof(K) * keys.size(), cudaMemcpyHostToDevice) != cudaSuccess)
-    detail::throw_error(cudaErrorUnknown, what + ": copy to the device failed");
+  detail::device_buffer<K> d(keys.size(), opt, what);
+  detail::device_buffer<K> out(result.size(), opt, what);
+  detail::copy_and_wait(d.get(), keys.data(), sizeof(K) * keys.size(), cudaMemcpyHostToDevice,
+                        opt, what + ": copy to the device failed");
   detail::run_core(what, opt, [&](void* t, std::size_t& b) {
     return top_k_rows_keys(t, b, d.get(), rows, row_length, out.get(), k, opt);
   });
-  if (cudaMemcpy(result.data(), out.get(), sizeof(K) * result.size(), cudaMemcpyDeviceToHost) != cudaSuccess)
-    detail::throw_error(cudaErrorUnknown, what + ": copy of the result failed");
+  detail::copy_and_wait(result.data(), out.get(), sizeof(K) * result.size(),
+                        cudaMemcpyDeviceToHost, opt, what + ": copy of the result failed");
   return result;
 }
 

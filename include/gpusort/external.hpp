@@ -47,7 +47,9 @@
 namespace gpusort {
 
 struct external_options {
-  // The sort of each run: algorithm and direction (the stream is not used).
+  // The sort of each run: algorithm and direction (the stream is not used). Float NaNs sort
+  // as the largest keys here (last ascending, first descending): sort.nans is not applied to
+  // files and host arrays yet.
   options sort{};
   // Device memory for one run and the sort's workspace; 0: 90% of the free device memory.
   // Without a GPU, the CPU backend's budget (a run and one record of workspace per record).
@@ -109,7 +111,7 @@ inline sort_request request_of(const std::string& in, const std::string& out, bo
   return sort_request{.input = in,
                       .output = out,
                       .pairs = pairs,
-                      .opt = opt.sort,
+                      .opt = with_nans_largest(opt.sort),
                       .device_budget_given = opt.device_budget_bytes > 0,
                       .device_budget_bytes = opt.device_budget_bytes,
                       .host_budget_bytes = opt.host_budget_bytes,
@@ -142,13 +144,13 @@ gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::extern
   if (!impl::gpu_present()) {
     meter.phase("sorting", false);
     stage_clock clock;
-    gpusort::detail::cpu_sort_keys(keys.data(), count, opt.sort);
+    gpusort::detail::cpu_sort_keys(keys.data(), count, with_nans_largest(opt.sort));
     stats.add("algorithm", "the CPU backend");
     stats.add("plan", "in memory");
     stats.add_seconds("sort", clock.lap());
     return stats;
   }
-  const sort_request request{.opt = opt.sort,
+  const sort_request request{.opt = with_nans_largest(opt.sort),
                              .device_budget_given = opt.device_budget_bytes > 0,
                              .device_budget_bytes = opt.device_budget_bytes,
                              .host_budget_bytes = opt.host_budget_bytes};
@@ -159,7 +161,7 @@ gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::extern
       "gpusort-keys";
   stage_clock clock;
   const keys_pipeline_report report = sort_keys_through_gpu<K>(
-      count, run_keys, opt.sort, opt.host_budget_bytes, scratch,
+      count, run_keys, request.opt, opt.host_budget_bytes, scratch,
       [&](K* slot, std::uint64_t first, std::uint64_t n) {
         copy_in_parallel(slot, keys.data() + first, n * sizeof(K));
       },

@@ -1,6 +1,7 @@
 // What a sort call can be asked to do.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -63,6 +64,29 @@ constexpr bool parse_algorithm(std::string_view name, algorithm& out) {
 
 enum class order { ascending, descending };
 
+// Where float keys' NaNs go: `last` (NumPy's choice, the default) puts them after every
+// number in both orders; `first` before every number in both orders. Integer keys ignore it.
+enum class nan_order { last, first };
+
+constexpr std::string_view to_string(nan_order o) { return o == nan_order::last ? "last" : "first"; }
+
+// Whether NaNs sort as the smallest keys rather than the largest: the one question every
+// float path answers (ascending with NaNs first, or descending with NaNs last).
+constexpr bool nans_lowest(order direction, nan_order nans) {
+  return (direction == order::descending) != (nans == nan_order::first);
+}
+
+// Device memory for the convenience layer's workspace and results, in the style of a memory
+// resource: allocate(bytes, stream, context) returns memory usable on `stream` (nullptr on
+// failure); deallocate(ptr, bytes, stream, context) gives it back. Unset (the default), the
+// library uses cudaMallocAsync / cudaFreeAsync on the call's stream. The core layer never
+// allocates: the caller passes its workspace.
+struct device_allocator {
+  void* (*allocate)(std::size_t bytes, cudaStream_t stream, void* context) = nullptr;
+  void (*deallocate)(void* ptr, std::size_t bytes, cudaStream_t stream, void* context) = nullptr;
+  void* context = nullptr;
+};
+
 // How sample_sort picks its samples: `regular` (Dehne & Zaboli), every (M/s)-th key of each
 // sorted tile, which guarantees that no bucket exceeds about 2n/s keys whatever the input;
 // `random` (Leischner et al.), random keys of each tile: no guarantee, and a bucket that
@@ -77,6 +101,12 @@ enum class splitters { linear, sampled };
 struct options {
   algorithm algo = algorithm::automatic;
   order direction = order::ascending;
+  nan_order nans = nan_order::last;  // float keys: NaNs after (or before) every number
+  // Equal keys (and their values) keep their input order. Stable algorithms (cub_radix,
+  // cub_merge, adaptive_bitonic, thrust) are so anyway; automatic then picks a stable one;
+  // the others (bitonic, sample_sort, quicksort, approx_refine) sort (key, position) by the
+  // index tie-break, which costs workspace (docs/api.md).
+  bool stable = false;
   cudaStream_t stream = nullptr;  // every device call is ordered on this stream
   // sample_sort only: the sampling, and s, the buckets per level (= samples per tile of M
   // keys), a power of two from 2 to 1024; 0 picks the measured default.
@@ -95,7 +125,17 @@ struct options {
   // is added to *comparison_count. For a GPU sort it must be memory the device can write
   // (device or managed memory), for the CPU backend host memory.
   std::uint64_t* comparison_count = nullptr;
+  // The convenience layer's device allocations (workspace, results); unset: cudaMallocAsync.
+  device_allocator allocator{};
 };
+
+// These options with NaNs as the largest keys (last ascending, first descending): the order of
+// the parts that compare float keys themselves (the file sorts' merges and checks, the
+// multi-GPU merge), whatever `nans` said.
+constexpr options with_nans_largest(options opt) {
+  opt.nans = opt.direction == order::descending ? nan_order::first : nan_order::last;
+  return opt;
+}
 
 // Names of the algorithms as the tool, the benchmark and the result files spell them:
 // to_string(algorithm), plus "sample_sort_random" for sample_sort with sampling::random.

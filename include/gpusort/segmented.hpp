@@ -5,13 +5,17 @@
 // for tiny segments (registers and shuffles), a warp or a thread block in shared memory for
 // medium ones, and the device sort's passes, shared by all of them, for segments longer than
 // a block holds. Segments of 0 or 1 key cost nothing; mixed sizes do not wait for the
-// largest. Ascending or descending; floats in the total order of key_traits.hpp. Not stable
-// (the CUB baselines, algorithm::cub_radix and cub_merge, are).
+// largest. Ascending or descending; floats in the total order of key_traits.hpp, NaNs last or
+// first as options::nans says. Not stable; options::stable runs CUB's segmented radix sort
+// (stable, but NaNs of different bits in the order of their bits), as does cub_radix.
+// cub_merge is CUB's DeviceSegmentedSort. CUB's sorts see float keys as codes (the whole
+// array mapped before and back after).
 //
 // Memory: sort_batched uses none. sort_segmented's workspace holds the segments' size
 // classes: 4 bytes per segment, 8 per possible long segment (at most n / 2^13 of them) and a
 // few counters; the query reports it.
-// Segments must not overlap; keys outside every segment are not touched. A segment with
+// Segments must not overlap; keys outside every segment keep their bits (only CUB's float
+// sorts, which map the whole array, write them, as they were). A segment with
 // end < begin or end > n is not sorted: the convenience layer rejects such offsets before
 // it touches any key; the core skips them.
 //
@@ -20,6 +24,8 @@
 //   // CSR rows: row i is [offsets[i], offsets[i + 1]):
 //   gpusort::sort_segmented(std::span(d_cols, nnz), std::span(d_offsets, rows + 1));
 #pragma once
+
+#include <optional>
 
 #include "gpusort/detail/network/segments.hpp"
 #include "gpusort/sort.hpp"
@@ -173,7 +179,7 @@ void sort_segments_device(K* keys, V* values, std::uint64_t n, const segment_lis
   std::size_t bytes = 0;
   cudaError_t e = sort_segments_checked(nullptr, bytes, keys, values, n, segments, opt);
   if (e != cudaSuccess) throw_error(e, call);
-  workspace temp(bytes, opt.stream, call);
+  workspace temp(bytes, opt, call);
   e = sort_segments_checked(temp.get(), bytes, keys, values, n, segments, opt);
   if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
   if (e != cudaSuccess) throw_error(e, call);
@@ -313,29 +319,30 @@ void sort_segmented(std::vector<K>& keys, std::vector<V>& values, const std::vec
 }
 
 namespace detail {
-// A device copy of a host array, freed on scope exit.
+// A device copy of a host array (the call's allocator, its stream), freed on scope exit;
+// `ok` is false where the memory or the copy failed.
 template <class T>
 struct device_copy {
+  std::optional<device_buffer<T>> buffer;
   T* ptr = nullptr;
   bool ok = false;
-  explicit device_copy(const T* host, std::size_t count) {
+  device_copy(const T* host, std::size_t count, const options& opt, const std::string& call) {
     if (count == 0) {
       ok = true;
       return;
     }
-    if (cudaMalloc(reinterpret_cast<void**>(&ptr), sizeof(T) * count) != cudaSuccess) {
-      cudaGetLastError();
-      ptr = nullptr;
+    try {
+      buffer.emplace(count, opt, call);
+    } catch (const error&) {
       return;
     }
-    ok = cudaMemcpy(ptr, host, sizeof(T) * count, cudaMemcpyHostToDevice) == cudaSuccess;
+    ptr = buffer->get();
+    cudaError_t e =
+        cudaMemcpyAsync(ptr, host, sizeof(T) * count, cudaMemcpyHostToDevice, opt.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
+    ok = e == cudaSuccess;
     if (!ok) cudaGetLastError();
   }
-  ~device_copy() {
-    if (ptr) cudaFree(ptr);
-  }
-  device_copy(const device_copy&) = delete;
-  device_copy& operator=(const device_copy&) = delete;
 };
 
 template <class K, class V, class O>
@@ -350,10 +357,10 @@ void sort_segments_host(std::vector<K>& keys, std::vector<V>* values, const O* h
   using P = std::conditional_t<std::is_same_v<V, no_value>, no_value, payload_of<V>>;
   P* host_payloads = values ? reinterpret_cast<P*>(values->data()) : nullptr;
   if (gpu_available() && n > 1) {
-    device_copy<K> d_keys(keys.data(), n);
-    device_copy<V> d_values(values ? values->data() : nullptr, values ? n : 0);
+    device_copy<K> d_keys(keys.data(), n, opt, call);
+    device_copy<V> d_values(values ? values->data() : nullptr, values ? n : 0, opt, call);
     const std::size_t offset_count = host_segments.batched() ? 0 : host_segments.count + 1;
-    device_copy<O> d_offsets(host_offsets, offset_count);
+    device_copy<O> d_offsets(host_offsets, offset_count, opt, call);
     if (d_keys.ok && d_values.ok && d_offsets.ok) {
       segment_list segments = host_segments;
       if (!segments.batched()) {
@@ -365,11 +372,12 @@ void sort_segments_host(std::vector<K>& keys, std::vector<V>* values, const O* h
       // Copy both back before touching the host arrays: on error they stay as they were.
       std::vector<K> sorted_keys(n);
       std::vector<V> sorted_values(values ? n : 0);
-      cudaError_t e =
-          cudaMemcpy(sorted_keys.data(), d_keys.ptr, sizeof(K) * n, cudaMemcpyDeviceToHost);
+      cudaError_t e = cudaMemcpyAsync(sorted_keys.data(), d_keys.ptr, sizeof(K) * n,
+                                      cudaMemcpyDeviceToHost, opt.stream);
       if (e == cudaSuccess && values)
-        e = cudaMemcpy(sorted_values.data(), d_values.ptr, sizeof(V) * n,
-                       cudaMemcpyDeviceToHost);
+        e = cudaMemcpyAsync(sorted_values.data(), d_values.ptr, sizeof(V) * n,
+                            cudaMemcpyDeviceToHost, opt.stream);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
       if (e != cudaSuccess) throw_error(e, call + ": copy from the device failed");
       keys.swap(sorted_keys);
       if (values) values->swap(sorted_values);

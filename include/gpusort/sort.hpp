@@ -9,15 +9,23 @@
 //    Bad input (a null or host pointer with n > 0, a negative n, a misaligned value array)
 //    is reported before any data is touched.
 //  * the convenience layer: gpusort::sort(...) on std::span (device memory) or std::vector
-//    (host memory). It allocates the workspace on the stream (cudaMallocAsync), waits for
-//    the stream, and throws gpusort::error with a message that names the problem. On error
-//    the data is as it was. The std::vector overloads use the GPU when there is one and the
-//    CPU backend otherwise (saying so once on stderr).
+//    (host memory). It allocates the workspace on the stream (options::allocator if set,
+//    else cudaMallocAsync), waits for the stream, and throws gpusort::error with a message
+//    that names the problem. On error the data is as it was. The std::vector overloads use
+//    the GPU when there is one and the CPU backend otherwise (saying so once on stderr).
+//  * argsort and sort_with_indices: indices generated on the device (std::uint32_t up to
+//    2^32 keys, or std::uint64_t), the keys kept or sorted.
 //
 // Order: ascending by default; floats in the total order of key_traits.hpp (-0.0 before
-// +0.0, NaNs last). Stability: bitonic, sample_sort and quicksort are not stable; adaptive_bitonic,
-// cub_radix and cub_merge are; automatic is when it picks one of them (its query then asks
-// for a nonzero workspace), except that NaNs of different bits may change order.
+// +0.0), NaNs after every number in both orders (options::nans = last, NumPy's choice) or
+// before (first). Stability: bitonic, sample_sort, quicksort, approx_refine and thrust are not
+// stable; adaptive_bitonic, cub_radix and cub_merge are; automatic is when it picks one of them
+// (its query then asks for a nonzero workspace). options::stable = true makes every algorithm
+// stable: automatic picks a stable sort whatever the memory (cub_merge for floats, cub_radix,
+// adaptive_bitonic where CUB's sorts are not built); the others sort (key, position) and then
+// the positions of each run of equal keys (network/tie_break.hpp), for 4 + 8 bytes (plus a
+// value) per key of workspace, up to 2^32 keys. NaNs of different bits keep their order in
+// the comparison sorts; cub_radix orders them by sign.
 // Memory: bitonic uses 0 extra bytes; sample_sort a second buffer of n keys (and values)
 // plus samples and bucket counts, under 2 bytes per key (docs/sample_sort.md);
 // adaptive_bitonic two buffers of 2^ceil(log2 n) items of 8 (32-bit keys) or 16 bytes
@@ -37,6 +45,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -77,6 +86,10 @@ void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt);
 cudaError_t validate_device_array(const void* ptr, std::uint64_t count, std::size_t elem_bytes,
                                   std::size_t alignment);
 
+// indices[i] = i for i < n, on the stream (src/indices.cu).
+cudaError_t fill_indices(std::uint32_t* indices, std::uint64_t n, cudaStream_t stream);
+cudaError_t fill_indices(std::uint64_t* indices, std::uint64_t n, cudaStream_t stream);
+
 // Convenience-layer helpers (src/convenience.cpp).
 bool gpu_available();
 void notice_cpu_fallback(const char* why);
@@ -87,21 +100,35 @@ void check_device_array(const void* ptr, std::uint64_t count, std::size_t elem_b
 std::string describe_call(const char* function, const options& opt, std::string_view key_type,
                           std::uint64_t n);
 
-// The convenience layer's workspace: allocated and freed on the stream. An in-place
-// algorithm needs 0 bytes but still gets a non-null pointer, since a null one only asks.
+// Device memory of the convenience layer, from options::allocator or else cudaMallocAsync,
+// given back on the stream. An in-place algorithm needs 0 bytes but still gets a non-null
+// pointer, since a null one only asks.
 class workspace {
  public:
-  workspace(std::size_t bytes, cudaStream_t stream, const std::string& call) : stream_(stream) {
+  workspace(std::size_t bytes, const options& opt, const std::string& call)
+      : allocator_(opt.allocator), stream_(opt.stream), bytes_(bytes) {
     if (bytes == 0) return;
-    const cudaError_t e = cudaMallocAsync(&ptr_, bytes, stream);
+    void* p = nullptr;
+    cudaError_t e = cudaSuccess;
+    if (allocator_.allocate) {
+      p = allocator_.allocate(bytes, stream_, allocator_.context);
+      if (!p) e = cudaErrorMemoryAllocation;
+    } else {
+      e = cudaMallocAsync(&p, bytes, stream_);
+    }
     if (e != cudaSuccess) {
       cudaGetLastError();
       throw_error(e, call + ": cannot allocate " + std::to_string(bytes) +
                          " bytes of device workspace");
     }
+    ptr_ = p;
   }
   ~workspace() {
-    if (ptr_ != &none_) cudaFreeAsync(ptr_, stream_);
+    if (ptr_ == &none_) return;
+    if (allocator_.allocate)
+      allocator_.deallocate(ptr_, bytes_, stream_, allocator_.context);
+    else
+      cudaFreeAsync(ptr_, stream_);
   }
   workspace(const workspace&) = delete;
   workspace& operator=(const workspace&) = delete;
@@ -110,7 +137,21 @@ class workspace {
  private:
   static inline char none_ = 0;
   void* ptr_ = &none_;
+  device_allocator allocator_;
   cudaStream_t stream_;
+  std::size_t bytes_;
+};
+
+// A typed array of the convenience layer's device memory (workspace's allocator).
+template <class T>
+class device_buffer {
+ public:
+  device_buffer(std::uint64_t count, const options& opt, const std::string& call)
+      : memory_(sizeof(T) * count, opt, call) {}
+  T* get() const { return static_cast<T*>(memory_.get()); }
+
+ private:
+  workspace memory_;
 };
 
 template <std::integral N>
@@ -153,7 +194,100 @@ algorithm automatic_algorithm(std::uint64_t n, const options& opt = {}) {
     return detail::automatic_algorithm<K, detail::payload_of<V>>(n, opt);
 }
 
+namespace detail {
+template <class I>
+concept index_type = std::is_same_v<I, std::uint32_t> || std::is_same_v<I, std::uint64_t>;
+
+// Whether n positions fit in indices of type I (0 .. n - 1).
+template <class I>
+constexpr bool indices_fit(std::uint64_t n) {
+  return sizeof(I) == 8 || n <= (std::uint64_t{1} << 32);
+}
+
+constexpr std::size_t align_workspace(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+}  // namespace detail
+
+// Sorts keys[0, n) and writes into indices[i] the input position of the key now at i
+// (generated on the device: torch.sort's indices). I: std::uint32_t (n up to 2^32) or
+// std::uint64_t. Workspace: the sort's own for (key, index) pairs.
+template <supported_key K, detail::index_type I, std::integral N>
+cudaError_t sort_with_indices(void* temp, std::size_t& temp_bytes, K* keys, I* indices, N n,
+                              const options& opt = {}) {
+  if (detail::negative(n) || !detail::indices_fit<I>(static_cast<std::uint64_t>(n)))
+    return cudaErrorInvalidValue;
+  const auto count = static_cast<std::uint64_t>(n);
+  using P = detail::payload<sizeof(I)>;
+  auto* values = reinterpret_cast<P*>(indices);
+  if (temp) {
+    const cudaError_t e = detail::validate_device_array(indices, count, sizeof(I), sizeof(I));
+    if (e != cudaSuccess) return e;
+    std::size_t bytes = 0;  // the sort checks the rest before the indices are written
+    const cudaError_t q = detail::sort_pairs<K, P>(nullptr, bytes, keys, values, count, opt);
+    if (q != cudaSuccess) return q;
+    const cudaError_t f = detail::fill_indices(indices, count, opt.stream);
+    if (f != cudaSuccess) return f;
+  }
+  return detail::sort_pairs<K, P>(temp, temp_bytes, keys, values, count, opt);
+}
+
+// argsort: indices[i] = the input position of the i-th key in sorted order (numpy.argsort,
+// torch.argsort); keys are left as they are. I as above. Workspace: a copy of the keys (n keys
+// rounded up to 256 bytes) and the sort's own.
+template <supported_key K, detail::index_type I, std::integral N>
+cudaError_t argsort(void* temp, std::size_t& temp_bytes, const K* keys, I* indices, N n,
+                    const options& opt = {}) {
+  if (detail::negative(n) || !detail::indices_fit<I>(static_cast<std::uint64_t>(n)))
+    return cudaErrorInvalidValue;
+  const auto count = static_cast<std::uint64_t>(n);
+  cudaError_t e = detail::validate_device_array(keys, count, sizeof(K), alignof(K));
+  if (e == cudaSuccess) e = detail::validate_device_array(indices, count, sizeof(I), sizeof(I));
+  if (e != cudaSuccess) return e;
+  const std::size_t copy_bytes = detail::align_workspace(sizeof(K) * count);
+  using P = detail::payload<sizeof(I)>;
+  auto* values = reinterpret_cast<P*>(indices);
+  if (!temp) {
+    std::size_t sort_bytes = 0;
+    e = detail::sort_pairs<K, P>(nullptr, sort_bytes, const_cast<K*>(keys), values, count, opt);
+    temp_bytes = copy_bytes + sort_bytes;
+    return e;
+  }
+  if (temp_bytes < copy_bytes) return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  K* copy = static_cast<K*>(temp);
+  std::size_t sort_bytes = temp_bytes - copy_bytes;
+  void* sort_temp = sort_bytes ? static_cast<char*>(temp) + copy_bytes : temp;
+  e = cudaMemcpyAsync(copy, keys, sizeof(K) * count, cudaMemcpyDeviceToDevice, opt.stream);
+  if (e == cudaSuccess) e = detail::fill_indices(indices, count, opt.stream);
+  if (e == cudaSuccess) e = detail::sort_pairs<K, P>(sort_temp, sort_bytes, copy, values, count, opt);
+  return e;
+}
+
 // ---- convenience layer ------------------------------------------------------------------
+
+namespace detail {
+// Runs a core call twice (query, then with a workspace from options::allocator) and waits.
+template <class Call>
+void run_with_workspace(const std::string& call, const options& opt, Call core) {
+  std::size_t bytes = 0;
+  cudaError_t e = core(nullptr, bytes);
+  if (e != cudaSuccess) throw_error(e, call);
+  workspace temp(bytes, opt, call);
+  e = core(temp.get(), bytes);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
+  if (e != cudaSuccess) throw_error(e, call);
+}
+
+template <class I>
+void check_index_count(const std::string& call, std::uint64_t n, std::uint64_t indices) {
+  if (indices != n)
+    throw_error(cudaErrorInvalidValue,
+                call + ": " + std::to_string(indices) + " indices for " + std::to_string(n) + " keys");
+  if (!indices_fit<I>(n))
+    throw_error(cudaErrorInvalidValue,
+                call + ": " + std::to_string(n) + " keys need 64-bit indices (std::uint64_t)");
+}
+}  // namespace detail
+
 
 // Sorts device keys; waits for the stream. Throws gpusort::error.
 template <supported_key K>
@@ -161,13 +295,9 @@ void sort(std::span<K> device_keys, const options& opt = {}) {
   const std::uint64_t n = device_keys.size();
   const std::string call = detail::describe_call("gpusort::sort", opt, key_traits<K>::name, n);
   detail::check_device_array(device_keys.data(), n, sizeof(K), alignof(K), "keys");
-  std::size_t bytes = 0;
-  cudaError_t e = sort_keys(nullptr, bytes, device_keys.data(), n, opt);
-  if (e != cudaSuccess) detail::throw_error(e, call);
-  detail::workspace temp(bytes, opt.stream, call);
-  e = sort_keys(temp.get(), bytes, device_keys.data(), n, opt);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
-  if (e != cudaSuccess) detail::throw_error(e, call);
+  detail::run_with_workspace(call, opt, [&](void* t, std::size_t& b) {
+    return sort_keys(t, b, device_keys.data(), n, opt);
+  });
 }
 
 // Sorts device keys with their values; waits for the stream. Throws gpusort::error.
@@ -182,13 +312,51 @@ void sort(std::span<K> device_keys, std::span<V> device_values, const options& o
                             " values for " + std::to_string(n) + " keys");
   detail::check_device_array(device_keys.data(), n, sizeof(K), alignof(K), "keys");
   detail::check_device_array(device_values.data(), n, sizeof(V), sizeof(V), "values");
-  std::size_t bytes = 0;
-  cudaError_t e = sort_pairs(nullptr, bytes, device_keys.data(), device_values.data(), n, opt);
-  if (e != cudaSuccess) detail::throw_error(e, call);
-  detail::workspace temp(bytes, opt.stream, call);
-  e = sort_pairs(temp.get(), bytes, device_keys.data(), device_values.data(), n, opt);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
-  if (e != cudaSuccess) detail::throw_error(e, call);
+  detail::run_with_workspace(call, opt, [&](void* t, std::size_t& b) {
+    return sort_pairs(t, b, device_keys.data(), device_values.data(), n, opt);
+  });
+}
+
+// Sorts device keys and writes their input positions into device indices; waits. Throws.
+template <supported_key K, detail::index_type I>
+void sort_with_indices(std::span<K> device_keys, std::span<I> device_indices,
+                       const options& opt = {}) {
+  const std::uint64_t n = device_keys.size();
+  const std::string call =
+      detail::describe_call("gpusort::sort_with_indices", opt, key_traits<K>::name, n);
+  detail::check_index_count<I>(call, n, device_indices.size());
+  detail::check_device_array(device_keys.data(), n, sizeof(K), alignof(K), "keys");
+  detail::check_device_array(device_indices.data(), n, sizeof(I), sizeof(I), "indices");
+  detail::run_with_workspace(call, opt, [&](void* t, std::size_t& b) {
+    return sort_with_indices(t, b, device_keys.data(), device_indices.data(), n, opt);
+  });
+}
+
+// The indices that sort device keys, into device indices; keys unchanged. Waits. Throws.
+template <supported_key K, detail::index_type I>
+void argsort(std::span<const K> device_keys, std::span<I> device_indices, const options& opt = {}) {
+  const std::uint64_t n = device_keys.size();
+  const std::string call = detail::describe_call("gpusort::argsort", opt, key_traits<K>::name, n);
+  detail::check_index_count<I>(call, n, device_indices.size());
+  detail::check_device_array(device_keys.data(), n, sizeof(K), alignof(K), "keys");
+  detail::check_device_array(device_indices.data(), n, sizeof(I), sizeof(I), "indices");
+  detail::run_with_workspace(call, opt, [&](void* t, std::size_t& b) {
+    return argsort(t, b, device_keys.data(), device_indices.data(), n, opt);
+  });
+}
+
+// The indices that sort host keys (keys unchanged): on the GPU if there is one, else on the
+// CPU. I = std::uint32_t by default (up to 2^32 keys); std::uint64_t for more.
+template <detail::index_type I = std::uint32_t, supported_key K>
+std::vector<I> argsort(const std::vector<K>& host_keys, const options& opt = {}) {
+  const std::uint64_t n = host_keys.size();
+  detail::check_index_count<I>(
+      detail::describe_call("gpusort::argsort", opt, key_traits<K>::name, n), n, n);
+  std::vector<K> keys = host_keys;
+  std::vector<I> indices(n);
+  for (std::uint64_t i = 0; i < n; ++i) indices[i] = static_cast<I>(i);
+  sort(keys, indices, opt);
+  return indices;
 }
 
 namespace detail {
@@ -224,50 +392,43 @@ template <class K, class V>
 bool sort_on_device(std::vector<K>& keys, std::vector<V>* values, const options& opt) {
   const std::size_t n = keys.size();
   if (n < 2) return true;
-  const std::size_t value_bytes = values ? sizeof(V) * n : 0;
-  K* d_keys = nullptr;
-  void* d_values = nullptr;
-  if (cudaMalloc(reinterpret_cast<void**>(&d_keys), sizeof(K) * n) != cudaSuccess) {
-    cudaGetLastError();
-    notice_cpu_fallback("not enough device memory for the keys");
-    return false;
-  }
-  if (values && cudaMalloc(&d_values, value_bytes) != cudaSuccess) {
-    cudaGetLastError();
-    cudaFree(d_keys);
-    notice_cpu_fallback("not enough device memory for the values");
-    return false;
-  }
-  auto release = [&] {
-    cudaFree(d_keys);
-    if (d_values) cudaFree(d_values);
-  };
+  const std::string call = "gpusort::sort";
+  std::optional<device_buffer<K>> d_keys;
+  std::optional<device_buffer<V>> d_values;
   try {
-    cudaError_t e = cudaMemcpy(d_keys, keys.data(), sizeof(K) * n, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess && values)
-      e = cudaMemcpy(d_values, values->data(), value_bytes, cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) throw_error(e, "gpusort::sort: copy to the device failed");
-    if constexpr (std::is_same_v<V, no_value>) {
-      gpusort::sort(std::span<K>(d_keys, n), opt);
-    } else {
-      gpusort::sort(std::span<K>(d_keys, n), std::span<V>(static_cast<V*>(d_values), n), opt);
-    }
-    // Copy both back before touching the host arrays: on error they stay as they were.
-    std::vector<K> sorted_keys(n);
-    std::vector<V> sorted_values;
-    e = cudaMemcpy(sorted_keys.data(), d_keys, sizeof(K) * n, cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess && values) {
-      sorted_values.resize(n);
-      e = cudaMemcpy(sorted_values.data(), d_values, value_bytes, cudaMemcpyDeviceToHost);
-    }
-    if (e != cudaSuccess) throw_error(e, "gpusort::sort: copy from the device failed");
-    keys.swap(sorted_keys);
-    if (values) values->swap(sorted_values);
-  } catch (...) {
-    release();
-    throw;
+    d_keys.emplace(n, opt, call);
+    if (values) d_values.emplace(n, opt, call);
+  } catch (const error&) {
+    notice_cpu_fallback("not enough device memory for the keys and values");
+    return false;
   }
-  release();
+  const auto copy = [&](void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind,
+                        const char* what) {
+    cudaError_t e = cudaMemcpyAsync(to, from, bytes, kind, opt.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
+    if (e != cudaSuccess) throw_error(e, call + ": " + what);
+  };
+  copy(d_keys->get(), keys.data(), sizeof(K) * n, cudaMemcpyHostToDevice, "copy to the device failed");
+  if (values)
+    copy(d_values->get(), values->data(), sizeof(V) * n, cudaMemcpyHostToDevice,
+         "copy to the device failed");
+  if constexpr (std::is_same_v<V, no_value>) {
+    gpusort::sort(std::span<K>(d_keys->get(), n), opt);
+  } else {
+    gpusort::sort(std::span<K>(d_keys->get(), n), std::span<V>(d_values->get(), n), opt);
+  }
+  // Copy both back before touching the host arrays: on error they stay as they were.
+  std::vector<K> sorted_keys(n);
+  std::vector<V> sorted_values;
+  copy(sorted_keys.data(), d_keys->get(), sizeof(K) * n, cudaMemcpyDeviceToHost,
+       "copy from the device failed");
+  if (values) {
+    sorted_values.resize(n);
+    copy(sorted_values.data(), d_values->get(), sizeof(V) * n, cudaMemcpyDeviceToHost,
+         "copy from the device failed");
+  }
+  keys.swap(sorted_keys);
+  if (values) values->swap(sorted_values);
   return true;
 }
 }  // namespace detail

@@ -168,7 +168,14 @@ def _same_place(xp, x, other_xp, other, argument):
 # ---- sorting ----------------------------------------------------------------------------
 
 
-def _sort_pairs(xp, keys, indices, rows, row_len, descending, algorithm, stable):
+def _nans(nans):
+    """The NaN placement, or ValueError naming `nans`."""
+    if nans not in ("last", "first"):
+        raise ValueError(f"nans: must be 'last' or 'first', got {nans!r}")
+    return nans
+
+
+def _sort_pairs(xp, keys, indices, rows, row_len, descending, algorithm, stable, nans):
     """Sorts keys (and indices) in place, each of `rows` rows of row_len."""
     if rows * row_len == 0:
         return
@@ -183,9 +190,10 @@ def _sort_pairs(xp, keys, indices, rows, row_len, descending, algorithm, stable)
             algorithm,
             stream,
             lambda nbytes: xp.handle(xp.empty(keys, (nbytes,), "uint8"), stream),
+            nans,
         )
     else:
-        _ext.sort_host(keys, indices, rows, row_len, descending, algorithm, stable)
+        _ext.sort_host(keys, indices, rows, row_len, descending, algorithm, stable, nans)
 
 
 def _row_indices(xp, like, rows, row_len, dtype):
@@ -207,10 +215,13 @@ def _index_dtype(algorithm, row_len):
     return "int64"
 
 
-def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic"):
+def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last"):
     """Sorted copy of x along its last dimension and the indices that sort it, like
     torch.sort: returns (values, indices), indices int64. 2-D (or more) input sorts every
-    row. stable=True keeps equal keys in their input order."""
+    row. stable=True keeps equal keys in their input order. Float NaNs go after every number
+    in both orders (nans="last", NumPy's order) or before them (nans="first"); torch.sort
+    treats NaN as the largest key, which is nans="first" with descending=True."""
+    nans = _nans(nans)
     xp = _arrays.namespace_of(x, "x")
     rows, row_len = _rows_of(xp, x, dim)
     _check_keys(xp, x)
@@ -219,42 +230,47 @@ def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic"):
     if xp.on_device(x):
         values = xp.copy(x)
         indices = _row_indices(xp, values, rows, row_len, index_dtype)
-        _sort_pairs(xp, values, indices, rows, row_len, descending, algorithm, stable)
+        _sort_pairs(xp, values, indices, rows, row_len, descending, algorithm, stable, nans)
         if index_dtype != "int64":
             indices = xp.astype(indices, "int64")
         return SortResult(values, indices.reshape(xp.shape(x)))
     host, back = _host_arrays(xp, x, "x")
     values = host.copy(order="C")
     indices = _row_indices(_host_xp(), values, rows, row_len, index_dtype)
-    _sort_pairs(_host_xp(), values, indices, rows, row_len, descending, algorithm, stable)
+    _sort_pairs(_host_xp(), values, indices, rows, row_len, descending, algorithm, stable, nans)
     return SortResult(back(values), back(indices.astype("int64", copy=False).reshape(host.shape)))
 
 
-def argsort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic"):
+def argsort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last"):
     """The indices that sort x along its last dimension (int64), like torch.argsort."""
-    return sort(x, dim=dim, descending=descending, stable=stable, algorithm=algorithm).indices
+    return sort(
+        x, dim=dim, descending=descending, stable=stable, algorithm=algorithm, nans=nans
+    ).indices
 
 
-def sort_(x, *, dim=-1, descending=False, stable=False, algorithm="automatic"):
+def sort_(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last"):
     """Sorts x in place along its last dimension and returns x. With algorithm="bitonic"
     the sort takes no device memory beyond x itself (others may allocate a workspace)."""
+    nans = _nans(nans)
     xp = _arrays.namespace_of(x, "x")
     rows, row_len = _rows_of(xp, x, dim)
     _check_keys(xp, x)
     algorithm = _algorithm(algorithm, stable, rows, xp.on_device(x))
     if xp.on_device(x):
-        _sort_pairs(xp, x, None, rows, row_len, descending, algorithm, stable)
+        _sort_pairs(xp, x, None, rows, row_len, descending, algorithm, stable, nans)
     else:
         host, _ = _host_arrays(xp, x, "x")
-        _sort_pairs(_host_xp(), host, None, rows, row_len, descending, algorithm, stable)
+        _sort_pairs(_host_xp(), host, None, rows, row_len, descending, algorithm, stable, nans)
     return x
 
 
-def sort_segmented(x, offsets, *, descending=False, algorithm="automatic"):
+def sort_segmented(x, offsets, *, descending=False, algorithm="automatic", nans="last"):
     """Sorts each segment [offsets[i], offsets[i + 1]) of the 1-D array x (keys outside
     every segment keep their place). Returns (values, indices), indices int64 positions in
     x. offsets: int32 or int64, non-decreasing, in the same place (device or host) as x.
-    On a device this waits for the stream: the offsets are checked before any key moves."""
+    On a device this waits for the stream: the offsets are checked before any key moves.
+    nans as for sort."""
+    nans = _nans(nans)
     xp = _arrays.namespace_of(x, "x")
     shape = xp.shape(x)
     if len(shape) != 1:
@@ -282,6 +298,7 @@ def sort_segmented(x, offsets, *, descending=False, algorithm="automatic"):
                 descending,
                 algorithm,
                 stream,
+                nans,
             )
         return SortResult(values, xp.astype(indices, "int64"))
     host, back = _host_arrays(xp, x, "x")
@@ -289,7 +306,7 @@ def sort_segmented(x, offsets, *, descending=False, algorithm="automatic"):
     _check_host_offsets(host_offsets, n)
     values = host.copy(order="C")
     indices = _np().arange(n, dtype="int64")
-    _ext.sort_segmented_host(values, indices, host_offsets, descending, algorithm)
+    _ext.sort_segmented_host(values, indices, host_offsets, descending, algorithm, nans)
     return SortResult(back(values), back(indices))
 
 

@@ -57,12 +57,16 @@ decltype(auto) with_value_size(int bytes, const char* what, F&& f) {
   throw py::type_error(std::string(what) + ": values must have 4 or 8 bytes per element");
 }
 
+// nans: where float NaNs go, "last" (NumPy's default) or "first", in both orders.
 gpusort::options make_options(bool descending, const std::string& algorithm,
-                              std::uintptr_t stream) {
+                              std::uintptr_t stream, const std::string& nans = "last") {
   gpusort::options opt;
   if (!gpusort::parse_method(algorithm, opt))
     throw py::value_error("algorithm: unknown algorithm '" + algorithm + "'");
   opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+  if (nans != "last" && nans != "first")
+    throw py::value_error("nans: must be 'last' or 'first', got '" + nans + "'");
+  opt.nans = nans == "first" ? gpusort::nan_order::first : gpusort::nan_order::last;
   opt.stream = reinterpret_cast<cudaStream_t>(stream);
   return opt;
 }
@@ -161,8 +165,8 @@ void run_with_workspace(const py::function& alloc, const std::string& what, Call
 // Sorts keys (and values) in place: one array (rows <= 1) or rows of row_len.
 void sort_device(py::object keys_obj, py::object values_obj, std::uint64_t rows,
                  std::uint64_t row_len, bool descending, const std::string& algorithm,
-                 std::uintptr_t stream, py::function alloc) {
-  const gpusort::options opt = make_options(descending, algorithm, stream);
+                 std::uintptr_t stream, py::function alloc, const std::string& nans) {
+  const gpusort::options opt = make_options(descending, algorithm, stream, nans);
   const array_view keys = device_view(keys_obj, "x");
   const bool has_values = !values_obj.is_none();
   array_view values;
@@ -196,8 +200,8 @@ void sort_device(py::object keys_obj, py::object values_obj, std::uint64_t rows,
 // range are rejected before any key moves, which means waiting for the stream.
 void sort_segmented_device(py::object keys_obj, py::object values_obj, py::object offsets_obj,
                            bool descending, const std::string& algorithm,
-                           std::uintptr_t stream) {
-  const gpusort::options opt = make_options(descending, algorithm, stream);
+                           std::uintptr_t stream, const std::string& nans) {
+  const gpusort::options opt = make_options(descending, algorithm, stream, nans);
   const array_view keys = device_view(keys_obj, "x");
   const array_view offsets = device_view(offsets_obj, "offsets");
   const bool has_values = !values_obj.is_none();
@@ -390,8 +394,9 @@ py::array host_values(const py::object& values_obj, const py::array& keys) {
 // Sorts NumPy keys (and values) in place. Stable sorts of rows go row by row: the library's
 // batched sort is stable only through the CUB baselines, which take values of 4 bytes.
 void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::uint64_t row_len,
-               bool descending, const std::string& algorithm, bool stable) {
-  const gpusort::options opt = make_options(descending, algorithm, 0);
+               bool descending, const std::string& algorithm, bool stable,
+               const std::string& nans) {
+  const gpusort::options opt = make_options(descending, algorithm, 0, nans);
   expect_writable_c_array(keys, "x");
   const bool has_values = !values_obj.is_none();
   py::array values = has_values ? host_values(values_obj, keys) : py::array();
@@ -438,8 +443,9 @@ void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::u
 }
 
 void sort_segmented_host(py::array keys, py::object values_obj, py::array offsets,
-                         bool descending, const std::string& algorithm) {
-  const gpusort::options opt = make_options(descending, algorithm, 0);
+                         bool descending, const std::string& algorithm,
+                         const std::string& nans) {
+  const gpusort::options opt = make_options(descending, algorithm, 0, nans);
   expect_writable_c_array(keys, "x");
   const bool has_values = !values_obj.is_none();
   py::array values = has_values ? host_values(values_obj, keys) : py::array();
@@ -603,9 +609,10 @@ PYBIND11_MODULE(_gpusort, m) {
         "Whether a CUDA device can be used (else host arrays go to the CPU backend).");
   m.def("sort_device", &sort_device, py::arg("keys"), py::arg("values"), py::arg("rows"),
         py::arg("row_len"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"),
-        py::arg("alloc"));
+        py::arg("alloc"), py::arg("nans") = "last");
   m.def("sort_segmented_device", &sort_segmented_device, py::arg("keys"), py::arg("values"),
-        py::arg("offsets"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"));
+        py::arg("offsets"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"),
+        py::arg("nans") = "last");
   m.def("topk_device", &topk_device, py::arg("keys"), py::arg("values"), py::arg("out_keys"),
         py::arg("out_values"), py::arg("k"), py::arg("descending"), py::arg("stream"),
         py::arg("alloc"), py::arg("rows") = 1);
@@ -616,9 +623,10 @@ PYBIND11_MODULE(_gpusort, m) {
         py::arg("offsets"), py::arg("intervals"), py::arg("descending"), py::arg("stream"),
         py::arg("alloc"));
   m.def("sort_host", &sort_host, py::arg("keys"), py::arg("values"), py::arg("rows"),
-        py::arg("row_len"), py::arg("descending"), py::arg("algorithm"), py::arg("stable"));
+        py::arg("row_len"), py::arg("descending"), py::arg("algorithm"), py::arg("stable"),
+        py::arg("nans") = "last");
   m.def("sort_segmented_host", &sort_segmented_host, py::arg("keys"), py::arg("values"),
-        py::arg("offsets"), py::arg("descending"), py::arg("algorithm"));
+        py::arg("offsets"), py::arg("descending"), py::arg("algorithm"), py::arg("nans") = "last");
   m.def("sort_file", &sort_file, py::arg("src"), py::arg("dst"), py::arg("dtype"),
         py::arg("pairs"), py::arg("descending"), py::arg("algorithm"), py::arg("device_memory"),
         py::arg("memory"), py::arg("scratch_dir"), py::arg("progress"));

@@ -1,5 +1,6 @@
 """The order gpusort promises, computed with NumPy: integers by value; floats in a total
-order with -0.0 before +0.0 and NaNs (of either sign) after +inf, all NaNs equal."""
+order with -0.0 before +0.0 and NaNs (of either sign, all equal) after every number in both
+orders, or before them with nans="first"."""
 
 import numpy as np
 
@@ -21,10 +22,18 @@ def order_key(a):
     return np.where(np.isnan(a), mask, key).astype(np.uint64)
 
 
-def stable_argsort(a, descending=False):
-    """The indices a stable sort gives, along the last axis."""
+def stable_argsort(a, descending=False, nans="last"):
+    """The indices a stable sort gives, along the last axis: NaNs (all equal) after every
+    number in both orders (nans="last") or before them ("first")."""
+    a = np.asarray(a)
     key = order_key(a)
-    return np.argsort(~key if descending else key, axis=-1, kind="stable")
+    key = ~key if descending else key
+    if a.dtype.kind != "f":
+        return np.argsort(key, axis=-1, kind="stable")
+    nan = np.isnan(a)
+    key = np.where(nan, np.uint64(0), key)
+    group = nan if nans == "last" else ~nan
+    return np.lexsort((key, group), axis=-1)
 
 
 def random_keys(dtype, n, rng, distinct=None):
@@ -59,11 +68,11 @@ def same_bits(a, b):
     return np.array_equal(a.view(view), b.view(view))
 
 
-def check_sorted(x, values, indices, descending=False, stable=False):
+def check_sorted(x, values, indices, descending=False, stable=False, nans="last"):
     """values/indices (NumPy) are a sort of x along its last axis in gpusort's order; with
     stable, the indices are exactly a stable sort's."""
     x = np.asarray(x)
-    ref = stable_argsort(x, descending)
+    ref = stable_argsort(x, descending, nans)
     expected = np.take_along_axis(order_key(x), ref, axis=-1)
     assert np.array_equal(order_key(values), expected), "values out of order"
     assert indices.dtype == np.int64

@@ -342,3 +342,45 @@ def test_stable_automatic_choice_and_index_width():
     assert gpusort._index_dtype("adaptive_bitonic", 2**31) == "int64"
     with pytest.raises(ValueError, match="algorithm"):
         gpusort._index_dtype("cub_radix", 2**31)
+
+
+@pytest.mark.parametrize("nans", ["last", "first"])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("algorithm", gpusort.ALGORITHMS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nan_placement(dtype, algorithm, descending, nans, rng):
+    x = float_specials(dtype, rng, 500)
+    values, indices = gpusort.sort(x, descending=descending, algorithm=algorithm, nans=nans)
+    check_sorted(x, values, indices, descending, nans=nans)
+    nan_count = int(np.isnan(x).sum())
+    block = values[-nan_count:] if nans == "last" else values[:nan_count]
+    assert np.isnan(block).all()
+    rows = np.stack([x, x[::-1]])
+    values, indices = gpusort.sort(rows, descending=descending, nans=nans)
+    check_sorted(rows, values, indices, descending, nans=nans)
+    offsets = np.array([0, 100, 101, 300, x.size], dtype=np.int64)
+    values, indices = gpusort.sort_segmented(x, offsets, descending=descending, nans=nans)
+    for begin, end in zip(offsets[:-1], offsets[1:]):
+        check_sorted(x[begin:end], values[begin:end], indices[begin:end] - begin, descending, nans=nans)
+
+
+def test_nans_last_in_both_orders_by_default(rng):
+    x = float_specials("float32", rng, 100)
+    numpy_order = np.sort(x)  # NumPy: NaNs last
+    assert same_bits(np.isnan(gpusort.sort(x).values), np.isnan(numpy_order))
+    descending = gpusort.sort(x, descending=True).values
+    assert np.isnan(descending[-int(np.isnan(x).sum()):]).all()
+    assert not np.isnan(descending[0])
+    y = x.copy()
+    gpusort.sort_(y, descending=True, nans="first")
+    assert np.isnan(y[0])
+    assert np.array_equal(gpusort.argsort(x, nans="first"), gpusort.sort(x, nans="first").indices)
+
+
+def test_nans_errors():
+    x = np.arange(10, dtype=np.float32)
+    for call in (gpusort.sort, gpusort.argsort, gpusort.sort_):
+        with pytest.raises(ValueError, match="nans: must be 'last' or 'first', got 'middle'"):
+            call(x, nans="middle")
+    with pytest.raises(ValueError, match="nans: must be"):
+        gpusort.sort_segmented(x, np.array([0, 10]), nans=None)

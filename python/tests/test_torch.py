@@ -235,3 +235,21 @@ def test_gpusort_imported_before_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": ":".join(sys.path)})
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nans_first_descending_is_torch_order(dtype, descending, rng):
+    """torch.sort treats NaN as the largest key: nans='last' ascending, 'first' descending."""
+    x_host = float_specials(dtype, rng, 3000)
+    x = on_gpu(x_host)
+    nans = "first" if descending else "last"
+    values, indices = gpusort.sort(x, descending=descending, nans=nans, stable=True)
+    check_sorted(x_host, host(values), host(indices), descending, stable=True, nans=nans)
+    ours, theirs = host(values), host(torch.sort(x, descending=descending, stable=True).values)
+    assert np.array_equal(np.isnan(ours), np.isnan(theirs))
+    numbers = ~np.isnan(ours)
+    assert same_bits(ours[numbers], theirs[numbers])
+    # The default (NumPy's): NaNs last in both orders.
+    values, indices = gpusort.sort(x, descending=descending)
+    check_sorted(x_host, host(values), host(indices), descending)

@@ -147,6 +147,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   local.algo = opt.local_algo;
   local.direction = opt.direction;
   local.stream = stream;
+  local = with_nans_largest(local);  // as the merge below compares
   rank_status status;
   status.check_array(keys, n, sizeof(K), alignof(K), comm.device(), failure::keys);
   if constexpr (pairs) status.check_array(values, n, sizeof(V), sizeof(V), comm.device(), failure::values);

@@ -6,7 +6,8 @@
 //    sort; float keys after the radix sort get the NaN fix-up (network/radix_floats.hpp), two
 //    launches that move nothing when no negative NaN is there;
 //  - otherwise, or when that workspace (a second buffer) does not fit, or when the caller
-//    passes 0 workspace bytes: the in-place bitonic sort, which needs no memory at all.
+//    passes 0 workspace bytes: the in-place bitonic sort, which needs no memory at all;
+//  - options::stable: always a stable sort (below), whatever memory it needs.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,7 @@ struct automatic_request {
   bool floating = false;      // float or double keys
   bool values = false;        // pairs
   bool cub_built = false;     // CUB's sorts are built for the key and value types
+  bool stable = false;        // options::stable
 };
 
 // The largest log2(n) at which CUB's merge sort beats its radix sort (H100, medians of 20,
@@ -35,8 +37,15 @@ constexpr int merge_limit_bits(std::size_t key_bytes, bool floating, bool values
 
 // The sort automatic runs when its workspace fits (the caller then decides by the bytes it
 // passes): cub_merge, cub_radix, or bitonic when CUB's sorts are not built or n < 2.
+// Stable: CUB's merge sort for float keys (its comparator ties every NaN, where the radix
+// sort's fix-up regroups NaNs by sign), adaptive_bitonic where CUB's sorts are not built.
 constexpr algorithm automatic_choice(const automatic_request& r) {
-  if (r.n < 2 || !r.cub_built) return algorithm::bitonic;
+  if (r.n < 2) return algorithm::bitonic;
+  if (r.stable) {
+    if (!r.cub_built) return algorithm::adaptive_bitonic;
+    if (r.floating) return algorithm::cub_merge;
+  }
+  if (!r.cub_built) return algorithm::bitonic;
   if (r.n <= (std::uint64_t{1} << merge_limit_bits(r.key_bytes, r.floating, r.values)))
     return algorithm::cub_merge;
   return algorithm::cub_radix;

@@ -10,6 +10,10 @@
 // top, above the positive NaNs; everything else keeps its order and moves down by the same
 // amount, so -inf becomes 0. A rotation is a bijection, hence invertible.
 //
+// NaNs lowest (options::nans asks for it in one of the two orders, nans_lowest()): adding
+// 2^m - 1 instead of subtracting it rotates every NaN code, positive and negative, to the
+// bottom, below -inf; the numbers keep their order above them.
+//
 // NaNs compare equal in the library's order. Sorts that are not stable may leave them in any
 // order, so a plain integer compare of the codes is enough for them (it orders NaNs by code,
 // one of the allowed outcomes). Stable sorts must tie all NaN codes: nan_tying_less.
@@ -36,21 +40,28 @@ struct float_order {
   static constexpr U negative_nans = (U{1} << mantissa_bits) - 1;
   static constexpr U infinity_bits = (~U{0} >> 1) & ~negative_nans;  // +inf: 0x7f800000
 
-  GPUSORT_HD static constexpr U to_code(U bits) {
+  GPUSORT_HD static constexpr U to_code(U bits, bool nans_lowest = false) {
     const U flipped = (bits & sign) ? static_cast<U>(~bits) : static_cast<U>(bits | sign);
-    return static_cast<U>(flipped - negative_nans);
+    return nans_lowest ? static_cast<U>(flipped + negative_nans)
+                       : static_cast<U>(flipped - negative_nans);
   }
-  GPUSORT_HD static constexpr U from_code(U code) {
-    const U flipped = static_cast<U>(code + negative_nans);
+  GPUSORT_HD static constexpr U from_code(U code, bool nans_lowest = false) {
+    const U flipped = nans_lowest ? static_cast<U>(code - negative_nans)
+                                  : static_cast<U>(code + negative_nans);
     return (flipped & sign) ? static_cast<U>(flipped & ~sign) : static_cast<U>(~flipped);
   }
 
-  // Codes of +inf and of the lowest NaN: every code >= first_nan is a NaN.
+  // Codes of +inf and of the lowest NaN: every code >= first_nan is a NaN (NaNs highest);
+  // with NaNs lowest, every code below nan_codes is one.
   static constexpr U infinity_code = to_code(infinity_bits);
   static constexpr U first_nan = infinity_code + 1;
+  static constexpr U nan_codes = 2 * negative_nans;
 
   // All NaN codes made one, for comparisons that must see NaNs as equal.
-  GPUSORT_HD static constexpr U tie_nans(U code) { return code < first_nan ? code : first_nan; }
+  GPUSORT_HD static constexpr U tie_nans(U code, bool nans_lowest = false) {
+    if (nans_lowest) return code < nan_codes ? U{0} : code;
+    return code < first_nan ? code : first_nan;
+  }
 };
 
 // Strict weak order on codes with every NaN equal: for stable sorts of codes.
@@ -69,18 +80,19 @@ struct nan_tying_less {
 template <class K>
 struct key_codec {
   bool float_codes = false;
+  bool nans_lowest = false;  // the codes' NaN placement (float_order::to_code)
   static constexpr bool can_map =
       std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::uint64_t>;
   using order = float_order<std::conditional_t<sizeof(K) == 4, float, double>>;
 
   GPUSORT_HD GPUSORT_FORCEINLINE constexpr K in(K stored) const {
     if constexpr (can_map)
-      if (float_codes) return order::to_code(stored);
+      if (float_codes) return order::to_code(stored, nans_lowest);
     return stored;
   }
   GPUSORT_HD GPUSORT_FORCEINLINE constexpr K out(K code) const {
     if constexpr (can_map)
-      if (float_codes) return order::from_code(code);
+      if (float_codes) return order::from_code(code, nans_lowest);
     return code;
   }
 };
@@ -88,16 +100,16 @@ struct key_codec {
 // Maps keys[0, n) in place between float bits and codes (host side; the device has a kernel
 // in device/float_order.cuh).
 template <class F>
-void float_keys_to_codes(F* keys, std::uint64_t n) {
+void float_keys_to_codes(F* keys, std::uint64_t n, bool nans_lowest = false) {
   using U = typename float_order<F>::U;
   U* bits = reinterpret_cast<U*>(keys);
-  for (std::uint64_t i = 0; i < n; ++i) bits[i] = float_order<F>::to_code(bits[i]);
+  for (std::uint64_t i = 0; i < n; ++i) bits[i] = float_order<F>::to_code(bits[i], nans_lowest);
 }
 template <class F>
-void codes_to_float_keys(F* keys, std::uint64_t n) {
+void codes_to_float_keys(F* keys, std::uint64_t n, bool nans_lowest = false) {
   using U = typename float_order<F>::U;
   U* bits = reinterpret_cast<U*>(keys);
-  for (std::uint64_t i = 0; i < n; ++i) bits[i] = float_order<F>::from_code(bits[i]);
+  for (std::uint64_t i = 0; i < n; ++i) bits[i] = float_order<F>::from_code(bits[i], nans_lowest);
 }
 
 }  // namespace gpusort::detail

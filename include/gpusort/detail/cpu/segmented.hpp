@@ -2,8 +2,13 @@
 // (the same network), segments spread over the threads; a long segment uses all threads.
 #pragma once
 
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
 #include "gpusort/detail/cpu/bitonic.hpp"
 #include "gpusort/detail/network/segments.hpp"
+#include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::cpu {
 
@@ -26,6 +31,32 @@ void segmented_sort(K* keys, V* values, index_t n, const network::segment_list& 
   });
   for (index_t i = 0; i < segs.count; ++i)
     if (segs.valid(i, n) && segs.last(i) - segs.first(i) >= long_segment) sort_one(i, {});
+}
+
+// The same, stable (the CUB baselines and options::stable): every segment by std::stable_sort
+// of its positions, then gathered.
+template <class K, class V>
+void stable_segmented_sort(K* keys, V* values, index_t n, const network::segment_list& segs,
+                           bool descending) {
+  parallel_for(segs.count, 0, [&](index_t i) {
+    if (!segs.valid(i, n)) return;
+    const index_t first = segs.first(i), m = segs.last(i) - first;
+    K* k = keys + first;
+    std::vector<index_t> order(m);
+    std::iota(order.begin(), order.end(), index_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](index_t a, index_t b) {
+      return descending ? less<K>{}(k[b], k[a]) : less<K>{}(k[a], k[b]);
+    });
+    std::vector<K> sorted(m);
+    for (index_t j = 0; j < m; ++j) sorted[j] = k[order[j]];
+    std::copy(sorted.begin(), sorted.end(), k);
+    if constexpr (!std::is_same_v<V, no_value>) {
+      V* v = values + first;
+      std::vector<V> moved(m);
+      for (index_t j = 0; j < m; ++j) moved[j] = v[order[j]];
+      std::copy(moved.begin(), moved.end(), v);
+    }
+  });
 }
 
 }  // namespace gpusort::detail::cpu

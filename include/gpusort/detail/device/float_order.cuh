@@ -14,10 +14,12 @@ namespace gpusort::detail::device {
 // The keys of [lo, hi) mapped, 16 bytes at a time where the start is 16-byte aligned (the
 // tail one key at a time): the pass runs at copy speed.
 template <class F, bool ToCode>
-__device__ __forceinline__ void map_range(F* keys, std::uint64_t n) {
+__device__ __forceinline__ void map_range(F* keys, std::uint64_t n, bool nans_lowest) {
   using order = float_order<F>;
   using U = typename order::U;
-  const auto map = [](U b) { return ToCode ? order::to_code(b) : order::from_code(b); };
+  const auto map = [nans_lowest](U b) {
+    return ToCode ? order::to_code(b, nans_lowest) : order::from_code(b, nans_lowest);
+  };
   U* bits = reinterpret_cast<U*>(keys);
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   const std::uint64_t first = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -35,13 +37,14 @@ __device__ __forceinline__ void map_range(F* keys, std::uint64_t n) {
 }
 
 template <class F, bool ToCode>
-__global__ void float_order_kernel(F* keys, std::uint64_t n) {
-  map_range<F, ToCode>(keys, n);
+__global__ void float_order_kernel(F* keys, std::uint64_t n, bool nans_lowest) {
+  map_range<F, ToCode>(keys, n, nans_lowest);
 }
 
-// Maps keys[0, n) to codes (to_code) or back, on the stream.
+// Maps keys[0, n) to codes (to_code, NaNs highest or lowest) or back, on the stream.
 template <class F>
-cudaError_t map_float_keys(F* keys, std::uint64_t n, bool to_code, cudaStream_t stream) {
+cudaError_t map_float_keys(F* keys, std::uint64_t n, bool to_code, bool nans_lowest,
+                           cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   constexpr unsigned threads = 256;
   // One 16-byte vector a thread, at most 8192 blocks (a few waves on any GPU); the
@@ -50,9 +53,9 @@ cudaError_t map_float_keys(F* keys, std::uint64_t n, bool to_code, cudaStream_t 
   const std::uint64_t want = (vectors + threads - 1) / threads;
   const auto blocks = static_cast<unsigned>(want < 8192 ? want : 8192);
   if (to_code)
-    float_order_kernel<F, true><<<blocks, threads, 0, stream>>>(keys, n);
+    float_order_kernel<F, true><<<blocks, threads, 0, stream>>>(keys, n, nans_lowest);
   else
-    float_order_kernel<F, false><<<blocks, threads, 0, stream>>>(keys, n);
+    float_order_kernel<F, false><<<blocks, threads, 0, stream>>>(keys, n, nans_lowest);
   return cudaGetLastError();
 }
 

@@ -29,7 +29,7 @@
 
 #include "gpusort/detail/external/gpu_pipeline.hpp"
 #include "gpusort/detail/external/merge_windows.hpp"
-#include "gpusort/detail/external/positions.hpp"
+#include "gpusort/sort.hpp"
 #include "gpusort/detail/external/record_host.hpp"
 #include "gpusort/detail/external/sort_request.hpp"
 #include "gpusort/sort.hpp"
@@ -102,7 +102,7 @@ class device_records {
   double sort(std::uint64_t n) {
     using impl::cuda_check;
     cuda_check(cudaEventRecord(sort_start_, stream_), "cannot record an event");
-    cuda_check(fill_positions(positions_, n, stream_), "cannot write the positions");
+    cuda_check(detail::fill_indices(positions_, n, stream_), "cannot write the positions");
     std::size_t bytes = temp_bytes_;
     cuda_check(gpusort::sort_pairs(temp_ ? temp_ : static_cast<void*>(keys_), bytes, keys_,
                                    positions_, n, opt_),
