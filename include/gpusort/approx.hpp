@@ -323,7 +323,7 @@ approx_result approx_sort(std::vector<K>& keys, const options& opt = {}) {
   std::vector<K> out(n);
   approx_result r;
   if (detail::gpu_available()) {
-    detail::device_buffer<K> in_d(n, what), out_d(n, opt, what);
+    detail::device_buffer<K> in_d(n, opt, what), out_d(n, opt, what);
     detail::copy_and_wait(in_d.get(), keys.data(), sizeof(K) * n, cudaMemcpyHostToDevice, opt,
                           what + ": copy to the device failed");
     r = approx_sort(std::span<const K>(in_d.get(), n), std::span<K>(out_d.get(), n), opt);

@@ -355,7 +355,7 @@ std::vector<I> argsort(const std::vector<K>& host_keys, const options& opt = {})
   std::vector<K> keys = host_keys;
   std::vector<I> indices(n);
   for (std::uint64_t i = 0; i < n; ++i) indices[i] = static_cast<I>(i);
-  sort(keys, indices, opt);
+  gpusort::sort(keys, indices, opt);
   return indices;
 }
 

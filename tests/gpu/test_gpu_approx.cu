@@ -208,8 +208,13 @@ TYPED_TEST(GpuApprox, TopKIsTheSortedPrefix) {
                                               << " desc=" << descending << " k=" << k
                                               << " linear=" << linear);
             gpusort::options opt = approx_options(!linear, descending, linear ? 1000 : 0);
-            const std::vector<K> got = gpusort::top_k(std::span<const K>(dk.data(), n), k, opt);
+            guarded_buffer<K> out{std::vector<K>(k)};
+            const K kth = gpusort::top_k(std::span<const K>(dk.data(), n),
+                                         std::span<K>(out.data(), k), opt);
+            const std::vector<K> got = out.to_host();
             ASSERT_TRUE(same_bits(got, std::vector<K>(sorted.begin(), sorted.begin() + k)));
+            ASSERT_TRUE(out.guard_intact());
+            if (k) ASSERT_TRUE(same_bits(std::vector<K>{kth}, std::vector<K>{sorted[k - 1]}));
           }
         }
       }
@@ -482,7 +487,12 @@ TEST(GpuApproxApi, BadInputIsRejectedBeforeAnythingIsWritten) {
       << "workspace too small";
   CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(out.to_host(), keys);
-  EXPECT_THROW(gpusort::top_k(std::span<const std::uint32_t>(in.data(), 1000), 1001), gpusort::error);
+  {
+    guarded_buffer<std::uint32_t> too_long{std::vector<std::uint32_t>(1001)};
+    EXPECT_THROW(gpusort::top_k(std::span<const std::uint32_t>(in.data(), 1000),
+                                std::span<std::uint32_t>(too_long.data(), 1001)),
+                 gpusort::error);
+  }
   EXPECT_THROW(gpusort::approx_sort(std::span<const std::uint32_t>(in.data(), 1000),
                                     std::span<std::uint32_t>(out.data(), 1000), too_many),
                gpusort::error);

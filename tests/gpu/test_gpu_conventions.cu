@@ -179,12 +179,12 @@ TEST(GpuAllocatorHook, EveryConvenienceAllocationGoesThroughIt) {
   const std::vector<float> input = special_float_input<float>(n, 1);
   guarded_buffer<float> keys(input);
   gpusort::sort(std::span<float>(keys.data(), n), opt);  // automatic: CUB's radix workspace
-  guarded_buffer<std::uint32_t> indices(std::vector<std::uint32_t>(n));
+  guarded_buffer<std::uint32_t> indices{std::vector<std::uint32_t>(n)};
   gpusort::argsort(std::span<const float>(keys.data(), n), std::span<std::uint32_t>(indices.data(), n), opt);
   std::vector<float> host = input;
   gpusort::sort(host, opt);  // host copies on the device
   gpusort::sort_batched(std::span<float>(keys.data(), n), 1024, 1024, opt);
-  guarded_buffer<float> best(std::vector<float>(100));
+  guarded_buffer<float> best{std::vector<float>(100)};
   gpusort::top_k(std::span<const float>(keys.data(), n), std::span<float>(best.data(), 100), opt);
   CUDA_OK(cudaDeviceSynchronize());
 
