@@ -345,20 +345,6 @@ void argsort(std::span<const K> device_keys, std::span<I> device_indices, const 
   });
 }
 
-// The indices that sort host keys (keys unchanged): on the GPU if there is one, else on the
-// CPU. I = std::uint32_t by default (up to 2^32 keys); std::uint64_t for more.
-template <detail::index_type I = std::uint32_t, supported_key K>
-std::vector<I> argsort(const std::vector<K>& host_keys, const options& opt = {}) {
-  const std::uint64_t n = host_keys.size();
-  detail::check_index_count<I>(
-      detail::describe_call("gpusort::argsort", opt, key_traits<K>::name, n), n, n);
-  std::vector<K> keys = host_keys;
-  std::vector<I> indices(n);
-  for (std::uint64_t i = 0; i < n; ++i) indices[i] = static_cast<I>(i);
-  gpusort::sort(keys, indices, opt);
-  return indices;
-}
-
 namespace detail {
 // Copies a host array to the device, runs `device_sort` on it and copies it back. Returns
 // false (data untouched) if the device has no room for it.
@@ -385,6 +371,20 @@ void sort(std::vector<K>& host_keys, std::vector<V>& host_values, const options&
   detail::cpu_sort_pairs(host_keys.data(),
                          reinterpret_cast<detail::payload_of<V>*>(host_values.data()),
                          host_keys.size(), opt);
+}
+
+// The indices that sort host keys (keys unchanged): on the GPU if there is one, else on the
+// CPU. I = std::uint32_t by default (up to 2^32 keys); std::uint64_t for more.
+template <detail::index_type I = std::uint32_t, supported_key K>
+std::vector<I> argsort(const std::vector<K>& host_keys, const options& opt = {}) {
+  const std::uint64_t n = host_keys.size();
+  detail::check_index_count<I>(
+      detail::describe_call("gpusort::argsort", opt, key_traits<K>::name, n), n, n);
+  std::vector<K> keys = host_keys;
+  std::vector<I> indices(n);
+  for (std::uint64_t i = 0; i < n; ++i) indices[i] = static_cast<I>(i);
+  gpusort::sort(keys, indices, opt);
+  return indices;
 }
 
 namespace detail {
