@@ -22,9 +22,12 @@ template <class K, class V>
 struct sort_intervals {
   cudaError_t operator()(void* t, std::size_t& bytes, K* k, V* v, std::uint64_t n,
                          const segment_list& segs, bool descending, cudaStream_t stream) const {
+    // NaNs as the largest keys, as the intervals put them (approx_refine's NaN placement
+    // comes after, src/sort_impl.cuh).
     return sort_segments<K, V>(t, bytes, k, v, n, segs,
-                               {.direction = descending ? order::descending : order::ascending,
-                                .stream = stream});
+                               with_nans_largest({.direction = descending ? order::descending
+                                                                          : order::ascending,
+                                                  .stream = stream}));
   }
 };
 

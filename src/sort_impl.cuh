@@ -313,9 +313,13 @@ cudaError_t sort_tie_break(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   auto* composites = reinterpret_cast<std::uint64_t*>(base + positions_bytes);
   V* gathered = reinterpret_cast<V*>(base + positions_bytes + composites_bytes);
   std::size_t first_bytes = 0, second_bytes = 0;
-  cudaError_t e = sort_checked<K, P4>(nullptr, first_bytes, keys, nullptr, n, first);
+  // The queries see pairs: non-null arrays of device memory (the keys, n * sizeof(K) >= 4n
+  // bytes, where the float path checks them), never touched.
+  cudaError_t e = sort_checked<K, P4>(nullptr, first_bytes, keys, reinterpret_cast<P4*>(keys), n,
+                                      first);
   if (e == cudaSuccess)
-    e = sort_checked<std::uint64_t, PK>(nullptr, second_bytes, nullptr, nullptr, n, second);
+    e = sort_checked<std::uint64_t, PK>(nullptr, second_bytes, reinterpret_cast<std::uint64_t*>(keys),
+                                        reinterpret_cast<PK*>(keys), n, second);
   if (e != cudaSuccess) return e;
   const std::size_t own = std::max(first_bytes, second_bytes);
   if (!temp) {

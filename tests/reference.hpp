@@ -36,6 +36,12 @@ struct sort_order {
   }
 };
 
+// The placement that makes NaNs the largest keys: the order of the parts that document it
+// (the sorts' internals, top_k and select_k, the file sorts, the multi-GPU sort).
+constexpr nan_order nans_largest(bool descending) {
+  return descending ? nan_order::first : nan_order::last;
+}
+
 // std::stable_sort in gpusort's order.
 template <class K>
 std::vector<K> reference_sort(std::vector<K> keys, bool descending = false,

@@ -156,7 +156,8 @@ TYPED_TEST(RadixFloats, FixUpGivesTheTotalOrder) {
       for (std::size_t i = 0; i < n; ++i) fixed[net::negative_nan_target(i, n, m, descending)] = order[i];
       ASSERT_EQ(std::count(fixed.begin(), fixed.end(), n), 0) << "not a permutation";
 
-      const std::vector<std::size_t> expected = gpusort::testing::stable_order(keys, descending);
+      const std::vector<std::size_t> expected = gpusort::testing::stable_order(
+          keys, descending, gpusort::testing::nans_largest(descending));
       std::vector<bits<K>> nan_bits, expected_nan_bits;
       for (std::size_t i = 0; i < n; ++i) {
         const K got = keys[fixed[i]], want = keys[expected[i]];

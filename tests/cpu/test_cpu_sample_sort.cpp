@@ -86,7 +86,7 @@ cpu::sample_sort_config small_config(bool random, int bucket_bits = 3) {
 template <class K>
 void check_sorted_with_bound(std::vector<K> keys, const cpu::sample_sort_config& cfg,
                              bool descending) {
-  const std::vector<K> expect = reference_sort(keys, descending);
+  const std::vector<K> expect = reference_sort(keys, descending, nans_largest(descending));
   cpu::sample_sort_report report;
   cpu::sample_sort(keys.data(), static_cast<gpusort::detail::no_value*>(nullptr), keys.size(),
                    net::directed<gpusort::less<K>>{{}, descending}, cfg, &report);
@@ -211,7 +211,7 @@ TEST(CpuSampleSort, ThroughTheLibraryWithEveryBucketCount) {
   for (unsigned buckets : {0u, 2u, 16u, 1024u}) {
     for (auto sampler : {gpusort::sampling::regular, gpusort::sampling::random}) {
       std::vector<float> keys = tools::generate<float>(tools::distribution::gaussian, 70001, buckets);
-      const std::vector<float> expect = reference_sort(keys, true);
+      const std::vector<float> expect = reference_sort(keys, true, nans_largest(true));
       gpusort::detail::cpu_sort_keys(keys.data(), keys.size(),
                                      {.algo = gpusort::algorithm::sample_sort,
                                       .direction = gpusort::order::descending,

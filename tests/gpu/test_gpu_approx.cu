@@ -200,7 +200,7 @@ TYPED_TEST(GpuApprox, TopKIsTheSortedPrefix) {
       scatter_special_values(keys, n);
       guarded_buffer<K> dk(keys);
       for (bool descending : {false, true}) {
-        const std::vector<K> sorted = reference_sort(keys, descending);
+        const std::vector<K> sorted = reference_sort(keys, descending, nans_largest(descending));
         for (std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, n - 1, n}) {
           if (k > n) continue;
           for (bool linear : {false, true}) {
@@ -255,7 +255,7 @@ TYPED_TEST(GpuApprox, TopKWhenTheSampleMisjudges) {
     const std::vector<K> got = ok.to_host(k);
     const std::vector<std::uint32_t> got_values = ov.to_host(k);
     ASSERT_TRUE(ok.tail_intact(k) && ov.tail_intact(k)) << "wrote past k";
-    const std::vector<K> sorted = reference_sort(keys, descending);
+    const std::vector<K> sorted = reference_sort(keys, descending, nans_largest(descending));
     ASSERT_TRUE(same_bits(got, std::vector<K>(sorted.begin(), sorted.begin() + k)));
     std::vector<bool> seen(n);
     for (std::size_t i = 0; i < k; ++i) {
@@ -291,7 +291,7 @@ TYPED_TEST(GpuApprox, TopKIndicesPointAtTheirKeys) {
     ASSERT_TRUE(ok.tail_intact(k) && oi.tail_intact(k)) << "wrote past k";
     const std::vector<K> got = ok.to_host(k);
     const std::vector<I> got_indices = oi.to_host(k);
-    const std::vector<K> sorted = reference_sort(keys, descending);
+    const std::vector<K> sorted = reference_sort(keys, descending, nans_largest(descending));
     ASSERT_TRUE(same_bits(got, std::vector<K>(sorted.begin(), sorted.begin() + k)));
     std::vector<bool> seen(n);
     for (std::size_t i = 0; i < k; ++i) {
@@ -360,7 +360,7 @@ TYPED_TEST(GpuApprox, SelectKIsTheFirstKAsASetAndTheKthKey) {
     scatter_special_values(keys, n);
     guarded_buffer<K> dk(keys);
     for (bool descending : {false, true}) {
-      const std::vector<K> sorted = reference_sort(keys, descending);
+      const std::vector<K> sorted = reference_sort(keys, descending, nans_largest(descending));
       const gpusort::options opt{.direction = descending ? gpusort::order::descending
                                                          : gpusort::order::ascending};
       for (std::size_t k : {std::size_t{1}, std::size_t{1000}, n / 2, n}) {
@@ -369,7 +369,7 @@ TYPED_TEST(GpuApprox, SelectKIsTheFirstKAsASetAndTheKthKey) {
         poisoned_array<K> out(k);
         const K kth = gpusort::select_k(std::span<const K>(dk.data(), n), std::span<K>(out.ptr, k), opt);
         ASSERT_TRUE(out.tail_intact(k)) << "wrote past k";
-        ASSERT_TRUE(same_bits(reference_sort(out.to_host(k), descending),
+        ASSERT_TRUE(same_bits(reference_sort(out.to_host(k), descending, nans_largest(descending)),
                               std::vector<K>(sorted.begin(), sorted.begin() + k)));
         ASSERT_TRUE(same_bits(std::vector<K>{kth}, std::vector<K>{sorted[k - 1]})) << "k-th key";
       }
@@ -415,7 +415,7 @@ TYPED_TEST(GpuApprox, TopKRowsArePrefixesOfTheSortedRows) {
         for (std::size_t r = 0; r < sh.rows; ++r) {
           const std::vector<K> row(keys.begin() + r * sh.row_length,
                                    keys.begin() + (r + 1) * sh.row_length);
-          const std::vector<K> sorted = reference_sort(row, descending);
+          const std::vector<K> sorted = reference_sort(row, descending, nans_largest(descending));
           ASSERT_TRUE(same_bits(std::vector<K>(got.begin() + r * k, got.begin() + (r + 1) * k),
                                 std::vector<K>(sorted.begin(), sorted.begin() + k)))
               << "row " << r;
