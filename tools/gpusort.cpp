@@ -13,6 +13,7 @@
 #include "common/distributions.hpp"
 #include "byte_records.hpp"
 #include "gpusort/detail/external/external_sort.hpp"
+#include "gpusort/detail/external/nan_move.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
 #include "plot.hpp"
@@ -93,7 +94,7 @@ key of K bytes at offset O (default 0). OUT may be - (standard output, not a ter
 )";
 
 const std::string sort_help =
-    R"(usage: gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--text]
+    R"(usage: gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--nans last|first] [--text]
                     [--device-memory BYTES] [--memory BYTES] [--tmp DIR] [--stats] IN OUT
        gpusort sort --record-bytes B --key-bytes K [--key-offset O] [--algo A] [--desc]
                     [--device-memory BYTES] [--memory BYTES] [--tmp DIR] [--stats] IN OUT
@@ -137,6 +138,10 @@ fails or is interrupted. Out of core takes raw binary files only (no --text).
                on the same file I/O, the baseline of the GPU's: std_sort (one core) or
                cpu_parallel (GCC's parallel mode sort on all cores; stable for pairs)
   --desc       descending order
+  --nans last|first  where float NaNs go, in both orders: after every number (last, the
+               default, NumPy's) or before them (first; torch.sort's descending order is
+               --desc --nans first). Runs are merged with NaNs as the largest keys; the NaN
+               block of the finished output is moved (two more passes) where it must
   --pairs u32  records are (key, u32 value)
   --text       IN and OUT hold one number (or "key value") per line
   --record-bytes B, --key-bytes K, --key-offset O  records of B bytes (1 to 65536) sorted
@@ -161,7 +166,7 @@ fails or is interrupted. Out of core takes raw binary files only (no --text).
                runs, merge)
 )";
 
-const std::string check_help = R"(usage: gpusort check --type T [--pairs u32] [--desc] [--text] [--tmp DIR] FILE
+const std::string check_help = R"(usage: gpusort check --type T [--pairs u32] [--desc] [--nans last|first] [--text] [--tmp DIR] FILE
        gpusort check --record-bytes B --key-bytes K [--key-offset O] [--desc] [--tmp DIR] FILE
 Tells whether FILE's records are in order by key, where the first record out of order is,
 how many records come right after one they should precede, and a checksum of the records
@@ -169,6 +174,7 @@ that does not depend on their order (so a sorted file has the checksum of its in
 Exit code 1 if FILE is out of order. FILE may be - (standard input) or another stream: it is
 read to its end into an unlinked file in --tmp DIR ($TMPDIR, else /tmp) first.
   --desc       check for descending order
+  --nans last|first  where float NaNs must be (default last: after every number)
   --pairs u32  records are (key, u32 value)
   --text       FILE holds one number (or "key value") per line
   --record-bytes B, --key-bytes K, --key-offset O  records of B bytes ordered by K bytes at
@@ -317,13 +323,21 @@ int gen(const arguments& args) {
   });
 }
 
+// --nans last|first: where float NaNs go in both orders (default last, NumPy's).
+gpusort::nan_order parse_nans(const arguments& args) {
+  const std::string nans = args.get("nans", "last");
+  if (nans != "last" && nans != "first") throw usage_error("--nans is last or first");
+  return nans == "first" ? gpusort::nan_order::first : gpusort::nan_order::last;
+}
+
 int sort(const arguments& args) {
   const std::vector<std::string>& files = args.positional(2, "IN and OUT");
   const bool descending = args.has("desc");
   const auto layout = parse_record_layout(args, descending);
   const bool pairs = parse_pairs(args);
   gpusort::options opt{.direction =
-                           descending ? gpusort::order::descending : gpusort::order::ascending};
+                           descending ? gpusort::order::descending : gpusort::order::ascending,
+                       .nans = parse_nans(args)};
   const std::string host_sort = args.has("algo") && is_host_sort(args.get("algo")) ? args.get("algo") : "";
   if (args.has("algo") && host_sort.empty() && !gpusort::parse_method(args.get("algo"), opt))
     throw usage_error("--algo: unknown algorithm '" + args.get("algo") + "' (" + algorithm_names +
@@ -357,6 +371,7 @@ int sort(const arguments& args) {
   const int status =
       layout ? sort_byte_records_file(request, *layout, host_sort, out)
              : with_key_type(args.required("type"), [&]<class K>() {
+                 place_nans_on_commit<K>(out, opt, pairs, args.has("text"));
                  return sort_keys_file<K>(request, args.has("text"), host_sort, out);
                });
   meter.finish();
@@ -379,6 +394,10 @@ int report_check(const std::string& file, std::uint64_t records, const std::stri
   return order.out_of_order == 0 ? 0 : 1;
 }
 
+gpusort::order opt_direction(bool descending) {
+  return descending ? gpusort::order::descending : gpusort::order::ascending;
+}
+
 int check(const arguments& args) {
   const std::string file = args.positional(1, "one file")[0];
   const bool descending = args.has("desc");
@@ -396,7 +415,8 @@ int check(const arguments& args) {
   return with_key_type(args.required("type"), [&]<class K>() {
     const records<K> r = read_records<K>(in.path(), pairs, args.has("text"), meter);
     meter.phase("checking", false);
-    const order_report order = scan_order(r.keys, descending);
+    const order_report order =
+        scan_order(r.keys, descending, gpusort::nans_lowest(opt_direction(descending), parse_nans(args)));
     const checksum sum = checksum_of(r);
     meter.finish();  // before stdout, which may be the same terminal
     return report_check(file, r.keys.size(), describe_records<K>(pairs), descending, order, sum);
@@ -613,9 +633,10 @@ const command commands[] = {
      sort_help,
      sort,
      {"type", "pairs", "algo", "device-memory", "memory", "record-bytes", "key-bytes",
-      "key-offset", "tmp"},
+      "key-offset", "tmp", "nans"},
      {"desc", "text", "stats"}},
-    {"check", check_help, check, {"type", "pairs", "record-bytes", "key-bytes", "key-offset", "tmp"},
+    {"check", check_help, check,
+     {"type", "pairs", "record-bytes", "key-bytes", "key-offset", "tmp", "nans"},
      {"desc", "text"}},
     {"bench",
      bench_help,

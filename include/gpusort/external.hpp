@@ -39,6 +39,7 @@
 #include <string_view>
 
 #include "gpusort/detail/external/external_sort.hpp"
+#include "gpusort/detail/external/nan_move.hpp"
 #include "gpusort/detail/external/record_sort.hpp"
 #include "gpusort/error.hpp"
 #include "gpusort/key_traits.hpp"
@@ -47,9 +48,10 @@
 namespace gpusort {
 
 struct external_options {
-  // The sort of each run: algorithm and direction (the stream is not used). Float NaNs sort
-  // as the largest keys here (last ascending, first descending): sort.nans is not applied to
-  // files and host arrays yet.
+  // The sort of each run: algorithm, direction and NaN placement (the stream is not used).
+  // Runs are sorted and merged with NaNs as the largest keys; where sort.nans asks for them
+  // as the smallest, the finished output's NaN block is moved to the other end before it is
+  // committed (detail/external/nan_move.hpp: two more passes, only when there are NaNs).
   options sort{};
   // Device memory for one run and the sort's workspace; 0: 90% of the free device memory.
   // Without a GPU, the CPU backend's budget (a run and one record of workspace per record).
@@ -131,6 +133,7 @@ gpusort::file_sort_stats sort_typed_file(const std::string& in, const std::strin
   gpusort::file_sort_stats stats;
   const sort_request request = request_of(in, out, pairs, opt, meter, stats);
   pending_file output(out, true, opt.scratch_directory);
+  place_nans_on_commit<K>(output, opt.sort, pairs, false);
   throw_if_wrong(sort_keys_file<K>(request, false, "", output), out);
   return stats;
 }
@@ -144,7 +147,7 @@ gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::extern
   if (!impl::gpu_present()) {
     meter.phase("sorting", false);
     stage_clock clock;
-    gpusort::detail::cpu_sort_keys(keys.data(), count, with_nans_largest(opt.sort));
+    gpusort::detail::cpu_sort_keys(keys.data(), count, opt.sort);
     stats.add("algorithm", "the CPU backend");
     stats.add("plan", "in memory");
     stats.add_seconds("sort", clock.lap());
@@ -169,6 +172,9 @@ gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::extern
         copy_in_parallel(keys.data() + first, slot, n * sizeof(K));
       },
       meter);
+  if constexpr (std::is_floating_point_v<K>)
+    if (nans_lowest(opt.sort.direction, opt.sort.nans))
+      move_host_nans(keys, opt.sort.direction == order::descending);
   stats.add("algorithm", describe_algorithm<K>(opt.sort, std::min(count, run_keys), false));
   add_pipeline_stats(stats, report, count, run_keys);
   stats.add_seconds("total", clock.lap());

@@ -429,7 +429,7 @@ def _file_options(device_memory, memory, scratch_dir, progress):
 
 
 def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="automatic",
-              device_memory=None, memory=None, scratch_dir=None, progress=None):
+              device_memory=None, memory=None, scratch_dir=None, progress=None, nans="last"):
     """Sorts the file src of raw little-endian keys of dtype (int32, uint32, int64, uint64,
     float32, float64; or, with pairs=True, records of a key and a uint32 value, sorted stably
     by key) into dst, out of core when the file exceeds the budgets: runs sorted on the GPU
@@ -439,15 +439,17 @@ def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="auto
     written; dst appears only complete and checked (it may be src). Ctrl-C, or an exception
     raised by progress, stops the sort and removes its scratch files. Returns what it did, as
     `gpusort sort --stats` prints it: a dict of "algorithm", "plan" and the seconds of each
-    stage ("1.234 s"). Errors: ValueError for a missing or malformed input or budgets too
-    small, OSError for a failed read or write."""
+    stage ("1.234 s"). nans: where float NaNs go, as for sort. Errors: ValueError for a
+    missing or malformed input or budgets too small, OSError for a failed read or write."""
+    nans = _nans(nans)
     name = _np().dtype(dtype).name
     if name not in KEY_DTYPES:
         raise TypeError(f"dtype: must be one of {', '.join(KEY_DTYPES)}, got {name}")
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm: must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     return _ext.sort_file(os.fspath(src), os.fspath(dst), name, bool(pairs), bool(descending),
-                          algorithm, *_file_options(device_memory, memory, scratch_dir, progress))
+                          algorithm, *_file_options(device_memory, memory, scratch_dir, progress),
+                          nans)
 
 
 def sort_records_file(src, dst, record_bytes, key_bytes, key_offset=0, *, descending=False,

@@ -543,9 +543,10 @@ py::dict stats_dict(const gpusort::file_sort_stats& stats) {
 py::dict sort_file(const std::string& src, const std::string& dst, const std::string& dtype,
                    bool pairs, bool descending, const std::string& algorithm,
                    std::uint64_t device_memory, std::uint64_t memory,
-                   const std::string& scratch_dir, py::object progress) {
-  const gpusort::external_options opt =
+                   const std::string& scratch_dir, py::object progress, const std::string& nans) {
+  gpusort::external_options opt =
       file_options(descending, algorithm, device_memory, memory, scratch_dir, progress);
+  opt.sort = make_options(descending, algorithm, 0, nans);
   gpusort::file_sort_stats stats;
   with_key_type(file_element(dtype), "dtype", [&](auto key) {
     using K = decltype(key);
@@ -629,7 +630,7 @@ PYBIND11_MODULE(_gpusort, m) {
         py::arg("offsets"), py::arg("descending"), py::arg("algorithm"), py::arg("nans") = "last");
   m.def("sort_file", &sort_file, py::arg("src"), py::arg("dst"), py::arg("dtype"),
         py::arg("pairs"), py::arg("descending"), py::arg("algorithm"), py::arg("device_memory"),
-        py::arg("memory"), py::arg("scratch_dir"), py::arg("progress"));
+        py::arg("memory"), py::arg("scratch_dir"), py::arg("progress"), py::arg("nans") = "last");
   m.def("sort_records_file", &sort_records_file, py::arg("src"), py::arg("dst"),
         py::arg("record_bytes"), py::arg("key_bytes"), py::arg("key_offset"),
         py::arg("descending"), py::arg("device_memory"), py::arg("memory"),

@@ -90,3 +90,21 @@ def test_errors(tmp_path):
     with pytest.raises(ValueError):
         gpusort.sort_records_file(tmp_path / "odd", tmp_path / "out", 8, 8, key_offset=4)
     assert leftovers(tmp_path, "odd") == []
+
+
+@pytest.mark.parametrize("nans", ["last", "first"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_file_places_nans(tmp_path, descending, nans, rng):
+    keys = rng.standard_normal(30_000).astype("float32")
+    keys[::5] = np.nan
+    src, dst = tmp_path / "in", tmp_path / "out"
+    keys.tofile(src)
+    gpusort.sort_file(src, dst, "float32", descending=descending, nans=nans, **BUDGETS)
+    out = np.fromfile(dst, dtype="float32")
+    count = int(np.isnan(keys).sum())
+    block = out[:count] if nans == "first" else out[len(out) - count:]
+    assert np.isnan(block).all() and not np.isnan(out).sum() > count
+    numbers = np.sort(keys[~np.isnan(keys)])
+    want = numbers[::-1] if descending else numbers
+    got = out[count:] if nans == "first" else out[: len(out) - count]
+    np.testing.assert_array_equal(got, want)

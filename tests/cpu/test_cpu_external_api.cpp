@@ -90,17 +90,21 @@ TYPED_TEST(ExternalApiKeys, SortFileMatchesStableSortInBothOrders) {
   using K = TypeParam;
   for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{40961}}) {
     for (const bool descending : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << "n=" << n << " descending=" << descending);
+     for (const gpusort::nan_order nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
+      if (!std::is_floating_point_v<K> && nans == gpusort::nan_order::first) continue;
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " descending=" << descending
+                                        << " nans " << gpusort::to_string(nans));
       const std::vector<K> input = hostile_keys<K>(n, n + descending);
       write_file(this->file("in"), input);
       write_file(this->file("out"), std::vector<K>(3, K{}));  // replaced when done
-      gpusort::sort_file<K>(this->file("in"), this->file("out"),
-                            this->small_budgets(sizeof(K), descending));
+      gpusort::external_options opt = this->small_budgets(sizeof(K), descending);
+      opt.sort.nans = nans;
+      gpusort::sort_file<K>(this->file("in"), this->file("out"), opt);
       EXPECT_TRUE(gpusort::testing::same_bits(read_file<K>(this->file("out")),
-                                          gpusort::testing::reference_sort(
-                                              input, descending, gpusort::testing::nans_largest(descending))));
+                                              gpusort::testing::reference_sort(input, descending, nans)));
       EXPECT_TRUE(gpusort::testing::same_bits(read_file<K>(this->file("in")), input));
       EXPECT_EQ(this->leftovers({"in", "out"}), std::vector<std::string>{});
+     }
     }
   }
 }
@@ -126,8 +130,14 @@ TYPED_TEST(ExternalApiKeys, SortOfAHostArrayMatchesStableSortInBothOrders) {
         }
       };
       const gpusort::file_sort_stats stats = gpusort::sort(std::span<K>(keys), opt);
-      EXPECT_TRUE(gpusort::testing::same_bits(keys, gpusort::testing::reference_sort(
-                                              input, descending, gpusort::testing::nans_largest(descending))));
+      EXPECT_TRUE(gpusort::testing::same_bits(keys, gpusort::testing::reference_sort(input, descending)));
+      if constexpr (std::is_floating_point_v<K>) {  // NaNs first, as asked
+        std::vector<K> first = input;
+        opt.sort.nans = gpusort::nan_order::first;
+        gpusort::sort(std::span<K>(first), opt);
+        EXPECT_TRUE(gpusort::testing::same_bits(
+            first, gpusort::testing::reference_sort(input, descending, gpusort::nan_order::first)));
+      }
       EXPECT_FALSE(stats.text().empty());
       if (n > 1) EXPECT_FALSE(phases.empty());  // "sorting", or "runs merge" on a GPU
       if (last_done > 0) EXPECT_EQ(last_done, n) << phases;  // counted phases end complete

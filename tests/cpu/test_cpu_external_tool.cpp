@@ -252,16 +252,58 @@ TEST_F(ExternalTool, F64KeysWithSignedZerosNaNsAndInfinities) {
   const std::string stats = expect_same_as_in_memory("--type f64", "--device-memory 32K");
   EXPECT_TRUE(field(stats, "plan: ").starts_with("25 runs of 2048 records (the last 848)"));
   expect_same_as_in_memory("--type f64 --desc", "--device-memory 32K --memory 40K");
-  // The order itself: -0.0 before +0.0, NaNs last.
+  // The order itself: -0.0 before +0.0 (after it descending), NaNs last in both orders.
   const std::vector<double> sorted = read_array<double>(file("mem.bin"));
   ASSERT_EQ(sorted.size(), keys.size());
-  EXPECT_TRUE(std::isnan(sorted.front()));  // descending: NaNs first
+  EXPECT_TRUE(std::isnan(sorted.back()));
+  EXPECT_FALSE(std::isnan(sorted.front()));
   const auto zero = std::find(sorted.begin(), sorted.end(), 0.0);
   ASSERT_NE(zero, sorted.end());
   EXPECT_FALSE(std::signbit(*zero));
   const auto last_zero = std::find(sorted.rbegin(), sorted.rend(), 0.0);
   ASSERT_NE(last_zero, sorted.rend());
   EXPECT_TRUE(std::signbit(*last_zero));
+}
+
+// --nans first: the NaN block moved before the output is committed, in memory and out of
+// core alike, binary and text; check agrees only with the placement it is told.
+TEST_F(ExternalTool, NansFirstOrLastInBothOrders) {
+  std::mt19937_64 rng(11);
+  std::vector<float> keys(20000);
+  for (float& key : keys)
+    key = rng() % 4 == 0 ? std::numeric_limits<float>::quiet_NaN()
+                         : std::uniform_real_distribution<float>(-10, 10)(rng);
+  write_array(file("in.bin"), keys);
+  const std::size_t nan_count = std::count_if(keys.begin(), keys.end(), [](float k) { return k != k; });
+  for (const std::string order : {"", " --desc"}) {
+    for (const std::string nans : {"last", "first"}) {
+      const std::string args = "--type f32" + order + " --nans " + nans;
+      expect_same_as_in_memory(args, "--device-memory 16K");
+      const std::vector<float> sorted = read_array<float>(file("mem.bin"));
+      ASSERT_EQ(sorted.size(), keys.size());
+      const std::size_t lead = nans == "first" ? nan_count : 0;
+      for (std::size_t i = 0; i < sorted.size(); ++i)
+        ASSERT_EQ(std::isnan(sorted[i]), nans == "first" ? i < lead : i >= sorted.size() - nan_count)
+            << args << " at " << i;
+      EXPECT_EQ(run("check " + args + " " + file("mem.bin")).code, 0) << args;
+      const std::string other = nans == "first" ? "last" : "first";
+      EXPECT_EQ(run("check --type f32" + order + " --nans " + other + " " + file("mem.bin")).code, 1)
+          << args;
+      fs::remove(file("mem.bin"));
+      fs::remove(file("ooc.bin"));
+    }
+  }
+  // Text, in memory.
+  {
+    std::ofstream text(file("in.txt"));
+    text << "2.5\nnan\n-1\n-nan\n7\n";
+  }
+  ASSERT_EQ(run("sort --type f32 --text --desc --nans first " + file("in.txt") + " " + file("out.txt")).code, 0);
+  const std::string out = slurp(file("out.txt"));
+  EXPECT_TRUE(out.starts_with("nan\n-nan\n") || out.starts_with("-nan\nnan\n") ||
+              out.starts_with("nan\nnan\n") || out.starts_with("-nan\n-nan\n")) << out;
+  EXPECT_TRUE(out.ends_with("7\n2.5\n-1\n")) << out;
+  EXPECT_EQ(run("sort --type f32 --nans middle " + file("in.bin") + " " + file("x.bin")).code, 2);
 }
 
 TEST_F(ExternalTool, I64KeysDescending) {

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -62,14 +63,24 @@ struct order_report {
 };
 
 template <class K>
-order_report scan_order(const std::vector<K>& keys, bool descending) {
+order_report scan_order(const std::vector<K>& keys, bool descending, bool nans_lowest = false) {
   const less<K> before;
+  // Where float NaNs belong: first in the sequence (ascending with NaNs lowest, descending
+  // with NaNs highest) or last.
+  const bool nans_lead = descending != nans_lowest;
+  const auto precedes = [&](const K& a, const K& b) {
+    if constexpr (std::is_floating_point_v<K>) {
+      const bool a_nan = a != a, b_nan = b != b;
+      if (a_nan || b_nan) return a_nan != b_nan && a_nan == nans_lead;
+    }
+    return descending ? before(b, a) : before(a, b);
+  };
   const std::int64_t n = static_cast<std::int64_t>(keys.size());
   std::uint64_t count = 0;
   std::int64_t first = n;
 #pragma omp parallel for reduction(+ : count) reduction(min : first)
   for (std::int64_t i = 1; i < n; ++i) {
-    if (descending ? before(keys[i - 1], keys[i]) : before(keys[i], keys[i - 1])) {
+    if (precedes(keys[i], keys[i - 1])) {
       ++count;
       first = std::min(first, i);
     }
@@ -254,7 +265,21 @@ class pending_file {
     return target_;
   }
 
+  // Work on the complete output before it becomes visible (fd and its size in bytes): the
+  // NaN move of a sort asked for NaNs as its smallest keys (nan_move.hpp).
+  void before_commit(std::function<void(int fd, std::uint64_t bytes)> work) {
+    before_commit_ = std::move(work);
+  }
+
   void commit() {
+    if (before_commit_) {
+      if (std::fflush(file_.get()) != 0)
+        throw io_failure(path_ + ": write failed: " + system_error_text());
+      struct stat info {};
+      if (::fstat(::fileno(file_.get()), &info) != 0)
+        throw io_failure(path_ + ": " + system_error_text());
+      before_commit_(::fileno(file_.get()), static_cast<std::uint64_t>(info.st_size));
+    }
     if (stream()) {
       if (std::fflush(file_.get()) != 0)
         throw io_failure(path_ + ": write failed: " + system_error_text());
@@ -296,6 +321,7 @@ class pending_file {
   int stream_ = -1;                      // a stream output's descriptor
   file_handle file_;
   bool committed_ = false;
+  std::function<void(int, std::uint64_t)> before_commit_;
 };
 
 // Size of a regular file, or invalid_request naming why it cannot be input.
