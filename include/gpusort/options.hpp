@@ -14,7 +14,8 @@ enum class algorithm {
   automatic,  // built-in keys: cub_merge (small n) or cub_radix if the workspace fits in free
               // memory, else bitonic (detail/automatic.hpp, automatic_algorithm)
   bitonic,    // in-place bitonic network (Peters; Capannini): 0 extra bytes, not stable
-  cub_radix,  // baseline: cub::DeviceRadixSort (needs a second buffer), stable
+  cub_radix,  // baseline: cub::DeviceRadixSort (needs a second buffer), stable; float keys
+              // in CUB's own order (-0.0 == +0.0, negative NaNs first): automatic adds the fix-up
   cub_merge,  // baseline: cub::DeviceMergeSort (needs a second buffer), stable
   thrust,     // baseline: thrust::sort with the comparator
   sample_sort,  // sample sort (Dehne & Zaboli): needs n keys (and values) of workspace plus
@@ -102,10 +103,10 @@ struct options {
   algorithm algo = algorithm::automatic;
   order direction = order::ascending;
   nan_order nans = nan_order::last;  // float keys: NaNs after (or before) every number
-  // Equal keys (and their values) keep their input order. Stable algorithms (cub_radix,
-  // cub_merge, adaptive_bitonic, thrust) are so anyway; automatic then picks a stable one;
-  // the others (bitonic, sample_sort, quicksort, approx_refine) sort (key, position) by the
-  // index tie-break, which costs workspace (docs/api.md).
+  // Equal keys (and their values) keep their input order. The stable algorithms (cub_radix,
+  // cub_merge, adaptive_bitonic) are so anyway; automatic then picks a stable one; the others
+  // (bitonic, sample_sort, quicksort, approx_refine, thrust) sort (key, position) and then
+  // each run of equal keys by position, which costs workspace (sort.hpp, README).
   bool stable = false;
   cudaStream_t stream = nullptr;  // every device call is ordered on this stream
   // sample_sort only: the sampling, and s, the buckets per level (= samples per tile of M

@@ -343,7 +343,8 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
     out_shape = shape[:-1] + (k,)
     if not xp.on_device(x):
         host, back = _host_arrays(xp, x, "x")
-        values, indices = sort(host, descending=largest)
+        # NaNs count as the largest keys, as in torch.topk and the device path.
+        values, indices = sort(host, descending=largest, nans="first" if largest else "last")
         return TopkResult(back(values[..., :k].copy()), back(indices[..., :k].copy()))
     if k == 0 or rows * row_len == 0:
         return TopkResult(xp.empty(x, out_shape, xp.dtype_name(x)), xp.empty(x, out_shape, "int64"))

@@ -60,6 +60,8 @@ TYPED_TEST(GpuConventions, CoreCallsPlaceNansAndKeepTies) {
     std::vector<std::uint32_t> positions(n);
     std::iota(positions.begin(), positions.end(), 0u);
     for (const gpusort::algorithm a : gpusort::all_algorithms) {
+      // cub_radix is CUB's own float order (the baseline; automatic adds the fix-up).
+      if (std::is_floating_point_v<K> && a == gpusort::algorithm::cub_radix) continue;
       for (const order dir : {order::ascending, order::descending}) {
         for (const nan_order nans : {nan_order::last, nan_order::first}) {
           for (const bool stable : {false, true}) {
@@ -78,9 +80,8 @@ TYPED_TEST(GpuConventions, CoreCallsPlaceNansAndKeepTies) {
             const std::vector<std::uint32_t> origin = values.to_host();
             const std::vector<std::uint64_t> want = stable_positions(input, desc, nans);
             if constexpr (std::is_floating_point_v<K>) {
-              const bool exact = stable && a != gpusort::algorithm::cub_radix;
               const std::vector<std::uint64_t> origins(origin.begin(), origin.end());
-              ASSERT_TRUE(sorted_like_reference(input, got, desc, exact, &origins, nans));
+              ASSERT_TRUE(sorted_like_reference(input, got, desc, stable, &origins, nans));
             } else {
               for (std::size_t i = 0; i < n; ++i) {
                 ASSERT_EQ(got[i], input[want[i]]) << "at " << i;
