@@ -215,36 +215,52 @@ def _index_dtype(algorithm, row_len):
     return "int64"
 
 
-def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last"):
+def _indices_dtype(indices_dtype, row_len):
+    """The indices' type the caller asked for, or ValueError naming `indices_dtype`."""
+    if indices_dtype not in ("int64", "int32"):
+        raise ValueError(f"indices_dtype: must be 'int64' or 'int32', got {indices_dtype!r}")
+    if indices_dtype == "int32" and row_len >= 2**31:
+        raise ValueError(f"indices_dtype: 'int32' cannot index rows of {row_len} keys")
+    return indices_dtype
+
+
+def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last",
+         indices_dtype="int64"):
     """Sorted copy of x along its last dimension and the indices that sort it, like
-    torch.sort: returns (values, indices), indices int64. 2-D (or more) input sorts every
-    row. stable=True keeps equal keys in their input order. Float NaNs go after every number
-    in both orders (nans="last", NumPy's order) or before them (nans="first"); torch.sort
-    treats NaN as the largest key, which is nans="first" with descending=True."""
+    torch.sort: returns (values, indices), indices int64 (indices_dtype="int32": 4 bytes
+    each, half the memory, for rows under 2^31 keys). 2-D (or more) input sorts every row.
+    stable=True keeps equal keys in their input order. Float NaNs go after every number in
+    both orders (nans="last", NumPy's order) or before them (nans="first"); torch.sort treats
+    NaN as the largest key, which is nans="first" with descending=True."""
     nans = _nans(nans)
     xp = _arrays.namespace_of(x, "x")
     rows, row_len = _rows_of(xp, x, dim)
     _check_keys(xp, x)
+    indices_dtype = _indices_dtype(indices_dtype, row_len)
     algorithm = _algorithm(algorithm, stable, rows, xp.on_device(x), row_len)
     index_dtype = _index_dtype(algorithm, row_len)
     if xp.on_device(x):
         values = xp.copy(x)
         indices = _row_indices(xp, values, rows, row_len, index_dtype)
         _sort_pairs(xp, values, indices, rows, row_len, descending, algorithm, stable, nans)
-        if index_dtype != "int64":
-            indices = xp.astype(indices, "int64")
+        if index_dtype != indices_dtype:
+            indices = xp.astype(indices, indices_dtype)
         return SortResult(values, indices.reshape(xp.shape(x)))
     host, back = _host_arrays(xp, x, "x")
     values = host.copy(order="C")
     indices = _row_indices(_host_xp(), values, rows, row_len, index_dtype)
     _sort_pairs(_host_xp(), values, indices, rows, row_len, descending, algorithm, stable, nans)
-    return SortResult(back(values), back(indices.astype("int64", copy=False).reshape(host.shape)))
+    indices = indices.astype(indices_dtype, copy=False).reshape(host.shape)
+    return SortResult(back(values), back(indices))
 
 
-def argsort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last"):
-    """The indices that sort x along its last dimension (int64), like torch.argsort."""
+def argsort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last",
+            indices_dtype="int64"):
+    """The indices that sort x along its last dimension (int64, or int32 on request), like
+    torch.argsort."""
     return sort(
-        x, dim=dim, descending=descending, stable=stable, algorithm=algorithm, nans=nans
+        x, dim=dim, descending=descending, stable=stable, algorithm=algorithm, nans=nans,
+        indices_dtype=indices_dtype,
     ).indices
 
 

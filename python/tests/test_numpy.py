@@ -383,3 +383,21 @@ def test_nans_errors():
             call(x, nans="middle")
     with pytest.raises(ValueError, match="nans: must be"):
         gpusort.sort_segmented(x, np.array([0, 10]), nans=None)
+
+
+@pytest.mark.parametrize("stable", [False, True])
+@pytest.mark.parametrize("shape", [(1000,), (7, 33)])
+def test_int32_indices(shape, stable, rng):
+    x = random_keys("float32", int(np.prod(shape)), rng, distinct=50).reshape(shape)
+    values, indices = gpusort.sort(x, stable=stable, indices_dtype="int32")
+    assert indices.dtype == np.int32 and indices.shape == shape
+    wide = gpusort.sort(x, stable=stable).indices
+    assert wide.dtype == np.int64
+    check_sorted(x, values, indices.astype(np.int64), stable=stable)
+    if stable:
+        assert np.array_equal(indices, wide)
+    only = gpusort.argsort(x, descending=True, stable=True, indices_dtype="int32")
+    assert only.dtype == np.int32
+    assert np.array_equal(only, gpusort.argsort(x, descending=True, stable=True))
+    with pytest.raises(ValueError, match="indices_dtype: must be 'int64' or 'int32', got 'int16'"):
+        gpusort.sort(x, indices_dtype="int16")
