@@ -251,8 +251,7 @@ template <class K, class V>
 cudaError_t sort_moving_nans(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                              std::uint64_t n, const options& opt) {
   const bool descending = opt.direction == order::descending;
-  options largest = opt;
-  largest.nans = descending ? nan_order::first : nan_order::last;
+  const options largest = with_nans_largest(opt);
   if (!temp) {
     const cudaError_t e = sort_dispatch(temp, temp_bytes, keys, values, n, largest);
     temp_bytes += device::nan_move_bytes;
@@ -294,9 +293,9 @@ cudaError_t sort_tie_break(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   using P4 = payload<4>;
   using PK = payload<sizeof(K)>;
   constexpr bool has_values = !std::is_same_v<V, no_value>;
-  const auto align = [](std::size_t b) { return (b + 255) / 256 * 256; };
-  const std::size_t positions_bytes = align(4 * n), composites_bytes = align(8 * n),
-                    gather_bytes = has_values ? align(sizeof(V) * n) : 0;
+  const std::size_t positions_bytes = align_workspace(4 * n),
+                    composites_bytes = align_workspace(8 * n),
+                    gather_bytes = has_values ? align_workspace(sizeof(V) * n) : 0;
   const std::size_t fixed = positions_bytes + composites_bytes + gather_bytes;
   options first = opt;
   first.stable = false;
@@ -440,9 +439,7 @@ void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
       return;
     }
     if (nans_lowest(opt.direction, opt.nans)) {
-      options largest = opt;
-      largest.nans = descending ? nan_order::first : nan_order::last;
-      cpu_sort_any(keys, values, n, largest);
+      cpu_sort_any(keys, values, n, with_nans_largest(opt));
       cpu_move_nans_to_other_end(keys, values, n, descending);
       return;
     }
