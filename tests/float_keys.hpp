@@ -106,16 +106,38 @@ std::vector<F> special_float_input(std::size_t n, std::uint64_t seed) {
   return keys;
 }
 
+// Keys with many ties for stability tests: floats full of specials (NaNs of both signs and
+// many payloads), integers from 23 values around zero.
+template <class K>
+std::vector<K> tied_keys(std::size_t n, std::uint64_t seed) {
+  if constexpr (std::is_floating_point_v<K>) {
+    return special_float_input<K>(n, seed);
+  } else {
+    std::mt19937_64 rng(seed);
+    std::vector<K> keys(n);
+    for (auto& k : keys) k = static_cast<K>(static_cast<std::int64_t>(rng() % 23) - 11);
+    return keys;
+  }
+}
+
+// The input positions of std::stable_sort's order (sort_order), for keys of any type.
+template <class K>
+std::vector<std::uint64_t> stable_positions(const std::vector<K>& input, bool descending,
+                                            nan_order nans = nan_order::last) {
+  std::vector<std::uint64_t> index(input.size());
+  std::iota(index.begin(), index.end(), std::uint64_t{0});
+  const sort_order<K> before{descending, nans};
+  std::stable_sort(index.begin(), index.end(),
+                   [&](std::uint64_t a, std::uint64_t b) { return before(input[a], input[b]); });
+  return index;
+}
+
 // The positions of input keys in std::stable_sort's order (sort_order).
 template <class F>
 std::vector<std::size_t> stable_order(const std::vector<F>& input, bool descending,
                                       nan_order nans = nan_order::last) {
-  std::vector<std::size_t> index(input.size());
-  std::iota(index.begin(), index.end(), std::size_t{0});
-  const sort_order<F> before{descending, nans};
-  std::stable_sort(index.begin(), index.end(),
-                   [&](std::size_t a, std::size_t b) { return before(input[a], input[b]); });
-  return index;
+  const std::vector<std::uint64_t> p = stable_positions(input, descending, nans);
+  return std::vector<std::size_t>(p.begin(), p.end());
 }
 
 // `got` is `input` sorted: every non-NaN key bit for bit where std::stable_sort puts it; the

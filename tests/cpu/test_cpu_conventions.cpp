@@ -94,31 +94,6 @@ template <class K>
 class Conventions : public ::testing::Test {};
 TYPED_TEST_SUITE(Conventions, key_types);
 
-// Keys with many ties (floats: specials, NaNs of both signs and many payloads).
-template <class K>
-std::vector<K> tied_input(std::size_t n, std::uint64_t seed) {
-  if constexpr (std::is_floating_point_v<K>) {
-    return special_float_input<K>(n, seed);
-  } else {
-    std::mt19937_64 rng(seed);
-    std::vector<K> keys(n);
-    for (auto& k : keys) k = static_cast<K>(static_cast<std::int64_t>(rng() % 23) - 11);
-    return keys;
-  }
-}
-
-// The input positions in the reference's stable order.
-template <class K>
-std::vector<std::uint64_t> stable_positions(const std::vector<K>& input, bool descending,
-                                            nan_order nans) {
-  std::vector<std::uint64_t> index(input.size());
-  std::iota(index.begin(), index.end(), std::uint64_t{0});
-  const sort_order<K> before{descending, nans};
-  std::stable_sort(index.begin(), index.end(),
-                   [&](std::uint64_t a, std::uint64_t b) { return before(input[a], input[b]); });
-  return index;
-}
-
 // Every algorithm, both orders, both NaN placements: keys and pairs in the reference's order
 // (floats bit for bit, NaN blocks where asked); with options::stable, exactly the reference's
 // permutation.
@@ -126,7 +101,7 @@ TYPED_TEST(Conventions, EveryAlgorithmPlacesNansAndKeepsTiesWhenAsked) {
   using K = TypeParam;
   for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{257},
                               std::size_t{5003}}) {
-    const std::vector<K> input = tied_input<K>(n, 26 + n);
+    const std::vector<K> input = tied_keys<K>(n, 26 + n);
     for (const gpusort::algorithm a : gpusort::all_algorithms) {
       // cub_radix on a GPU is CUB's own float order (the baseline as users have it).
       if (std::is_floating_point_v<K> && a == gpusort::algorithm::cub_radix &&
@@ -170,7 +145,7 @@ TYPED_TEST(Conventions, EveryAlgorithmPlacesNansAndKeepsTiesWhenAsked) {
 TYPED_TEST(Conventions, ArgsortIndicesSortTheKeys) {
   using K = TypeParam;
   for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3000}}) {
-    const std::vector<K> input = tied_input<K>(n, 7 + n);
+    const std::vector<K> input = tied_keys<K>(n, 7 + n);
     for (const order dir : both_orders) {
       for (const bool stable : {false, true}) {
         const bool desc = dir == order::descending;
@@ -224,7 +199,7 @@ TEST(ConventionsSegments, NansPlacedInEverySegment) {
 TYPED_TEST(Conventions, TieBreakRanksFollowTheOrder) {
   using K = TypeParam;
   namespace net = gpusort::detail::network;
-  const std::vector<K> input = tied_input<K>(2000, 99);
+  const std::vector<K> input = tied_keys<K>(2000, 99);
   for (const order dir : both_orders) {
     for (const nan_order nans : both_placements) {
       const bool desc = dir == order::descending;

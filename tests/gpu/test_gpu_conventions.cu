@@ -24,29 +24,6 @@ using gpusort::order;
 using namespace gpusort::testing;
 
 template <class K>
-std::vector<K> tied_keys(std::size_t n, std::uint64_t seed) {
-  if constexpr (std::is_floating_point_v<K>) {
-    return special_float_input<K>(n, seed);
-  } else {
-    std::mt19937_64 rng(seed);
-    std::vector<K> keys(n);
-    for (auto& k : keys) k = static_cast<K>(static_cast<std::int64_t>(rng() % 29) - 14);
-    return keys;
-  }
-}
-
-template <class K>
-std::vector<std::uint64_t> stable_positions(const std::vector<K>& input, bool descending,
-                                            nan_order nans) {
-  std::vector<std::uint64_t> index(input.size());
-  std::iota(index.begin(), index.end(), std::uint64_t{0});
-  const sort_order<K> before{descending, nans};
-  std::stable_sort(index.begin(), index.end(),
-                   [&](std::uint64_t a, std::uint64_t b) { return before(input[a], input[b]); });
-  return index;
-}
-
-template <class K>
 class GpuConventions : public ::testing::Test {};
 TYPED_TEST_SUITE(GpuConventions, key_types);
 
