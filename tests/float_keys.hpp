@@ -191,4 +191,30 @@ template <class F>
   return ::testing::AssertionSuccess();
 }
 
+// Keys of any type sorted with u32 positions as values: floats as sorted_like_reference says,
+// integers equal to the reference's keys; every value next to its own key; with `stable`,
+// exactly the reference's permutation.
+template <class K>
+::testing::AssertionResult pairs_like_reference(const std::vector<K>& input,
+                                                const std::vector<K>& keys,
+                                                const std::vector<std::uint32_t>& positions,
+                                                bool descending, bool stable, nan_order nans) {
+  const std::vector<std::uint64_t> origins(positions.begin(), positions.end());
+  if constexpr (std::is_floating_point_v<K>) {
+    return sorted_like_reference(input, keys, descending, stable, &origins, nans);
+  } else {
+    const std::vector<std::uint64_t> want = stable_positions(input, descending, nans);
+    if (keys.size() != input.size() || origins.size() != input.size())
+      return ::testing::AssertionFailure() << "sizes differ";
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] != input[want[i]]) return ::testing::AssertionFailure() << "key at " << i;
+      if (origins[i] >= input.size() || keys[i] != input[origins[i]])
+        return ::testing::AssertionFailure() << "value left its key at " << i;
+      if (stable && origins[i] != want[i])
+        return ::testing::AssertionFailure() << "not stable at " << i;
+    }
+    return ::testing::AssertionSuccess();
+  }
+}
+
 }  // namespace gpusort::testing

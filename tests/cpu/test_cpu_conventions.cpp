@@ -119,19 +119,11 @@ TYPED_TEST(Conventions, EveryAlgorithmPlacesNansAndKeepsTiesWhenAsked) {
             std::vector<std::uint32_t> values(n);
             std::iota(values.begin(), values.end(), 0u);
             gpusort::sort(keys, values, opt);
-            const std::vector<std::uint64_t> want = stable_positions(input, desc, nans);
+            EXPECT_TRUE(pairs_like_reference(input, keys, values, desc, stable, nans));
             if constexpr (std::is_floating_point_v<K>) {
-              const std::vector<std::uint64_t> origins(values.begin(), values.end());
-              EXPECT_TRUE(sorted_like_reference(input, keys, desc, stable, &origins, nans));
               std::vector<K> alone = input;
               gpusort::sort(alone, opt);
               EXPECT_TRUE(sorted_like_reference(input, alone, desc, false, nullptr, nans));
-            } else {
-              for (std::size_t i = 0; i < n; ++i) {
-                ASSERT_EQ(keys[i], input[want[i]]) << "at " << i;
-                ASSERT_EQ(keys[i], input[values[i]]) << "value left its key at " << i;
-                if (stable) ASSERT_EQ(values[i], want[i]) << "not stable at " << i;
-              }
             }
           }
         }
