@@ -26,8 +26,9 @@ TEST(CpuSegmentClasses, EveryClassHasAWorkerAndAList) {
     EXPECT_LE(classes.shuffle_max_bits(), 8);
     EXPECT_GE(classes.tile_max_bits(), classes.warp_tile_max_bits());
     EXPECT_LE((std::size_t{1} << classes.tile_max_bits()) * slot_bytes, 32u * 1024);
-    // A warp holds 2^(5 + items) keys of the largest shuffle class.
-    EXPECT_EQ(5 + classes.items_log2(classes.shuffle_max_bits()), classes.shuffle_max_bits());
+    // A warp holds a segment of the largest shuffle class, 2^items keys a lane.
+    EXPECT_GE(5 + classes.items_log2(classes.shuffle_max_bits()), classes.shuffle_max_bits());
+    EXPECT_EQ(classes.shuffle_max_bits() + 1, 8) << "warp tiles from 129 keys";
     EXPECT_EQ(classes.items_log2(1), 1) << "a 2-key segment: one lane";
     // Lists: one per class up to the tile limit, then one for all long segments.
     for (int c = 1; c <= classes.tile_max_bits(); ++c) EXPECT_EQ(classes.list_of(c), c);

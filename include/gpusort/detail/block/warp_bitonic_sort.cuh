@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "gpusort/detail/network/bitonic.hpp"
+#include "gpusort/key_traits.hpp"
 #include "gpusort/detail/network/group_steps.hpp"
 
 namespace gpusort::detail::block {
@@ -127,28 +128,41 @@ struct warp_bitonic_sort {
     }
   }
 
-  // Partner lane = lane ^ 2^(bit - item_bits); the lower lane keeps the first key of each
-  // pair, the upper lane the second.
+  // Integer keys alone under the default order: the key a lane keeps is the smaller or the
+  // larger of the pair, one min/max instruction with the choice as its predicate, where a
+  // comparison and selects cost three (the shuffle classes are bound by integer issue).
+  static constexpr bool min_max_keys = std::is_integral_v<K> && std::is_same_v<V, no_value> &&
+                                       std::is_same_v<Compare, gpusort::less<K>>;
+
+  // Partner lane = lane ^ 2^(bit - item_bits). The pair sits at positions lo and
+  // lo + 2^bit; the lane at the pair's larger end (the upper one of an ascending pair, the
+  // lower one of a descending pair) keeps the larger key.
   template <int phase, int bit, bool FULL>
   __device__ __forceinline__ void lane_step(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned lane,
                                             unsigned valid, bool descending,
                                             Compare comp) const {
     const int lane_mask = 1 << (bit - item_bits);
     const bool upper = lane & lane_mask;
+    const unsigned lo0 = (lane & ~unsigned(lane_mask)) * ITEMS;
+    // bit >= item_bits, so every item of the lane shares the pair's phase bit: one direction.
+    const bool keep_larger = upper == ascending(lo0, phase, valid, descending);
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       const K other = shuffle_xor(keys[i], lane_mask);
       const V other_value = shuffle_xor(values[i], lane_mask);
-      const unsigned lo = (lane & ~unsigned(lane_mask)) * ITEMS + i;
-      if (!FULL && lo + (1u << bit) >= valid) continue;  // the upper position is padding
-      const bool asc = ascending(lo, phase, valid, descending);
-      // The pair in network order: (first, second) = (lower lane's key, upper lane's key).
-      // Copies, not references: a reference to one of two registers would put them in memory.
-      const K first = upper ? other : keys[i];
-      const K second = upper ? keys[i] : other;
-      const bool out_of_order = asc ? comp(second, first) : comp(first, second);
-      keys[i] = out_of_order ? other : keys[i];
-      if constexpr (!std::is_same_v<V, no_value>) values[i] = out_of_order ? other_value : values[i];
+      if (!FULL && lo0 + i + (1u << bit) >= valid) continue;  // the upper position is padding
+      if constexpr (min_max_keys) {
+        const K larger = keys[i] < other ? other : keys[i];
+        const K smaller = other < keys[i] ? other : keys[i];
+        keys[i] = keep_larger ? larger : smaller;
+      } else {
+        // Both lanes of a pair evaluate the same comparison, so they swap together and equal
+        // keys stay where they are.
+        const bool take_other = keep_larger ? comp(keys[i], other) : comp(other, keys[i]);
+        // Copies, not references: a reference to one of two registers would put them in memory.
+        keys[i] = take_other ? other : keys[i];
+        if constexpr (!std::is_same_v<V, no_value>) values[i] = take_other ? other_value : values[i];
+      }
     }
   }
 };

@@ -1,6 +1,9 @@
 // Launch helpers shared by the device algorithms.
 #pragma once
 
+#include <array>
+#include <vector>
+
 #include <cuda_runtime.h>
 
 namespace gpusort::detail::device {
@@ -19,5 +22,87 @@ cudaError_t resident_blocks(Kernel kernel, int threads, int smem_bytes, unsigned
   blocks = static_cast<unsigned>(sms * (per_sm > 0 ? per_sm : 1));
   return e;
 }
+
+// Independent launches of one call on streams beside the caller's, so that they overlap:
+// the constructor makes every side stream wait for what the caller's stream has queued,
+// join() makes the caller's stream wait for every side stream. Event order is all it uses, so it also
+// holds inside graph capture (the side work becomes branches of the captured graph). The
+// streams and events belong to the calling thread and the current device, created on first
+// use: a thread capturing a graph never shares them with another thread's calls.
+class fork_join {
+ public:
+  static constexpr int max_sides = 6;
+
+  fork_join(cudaStream_t caller, int sides)
+      : caller_(caller), sides_(sides < max_sides ? sides : max_sides) {
+    int device = 0;
+    status_ = cudaGetDevice(&device);
+    if (status_ == cudaSuccess) set_ = &thread_sets().of(device, status_);
+    if (status_ == cudaSuccess) status_ = cudaEventRecord(set_->forked, caller_);
+    for (int i = 0; i < sides_ && status_ == cudaSuccess; ++i)
+      status_ = cudaStreamWaitEvent(set_->streams[i], set_->forked, 0);
+  }
+  fork_join(const fork_join&) = delete;
+  fork_join& operator=(const fork_join&) = delete;
+
+  cudaError_t status() const { return status_; }
+  cudaStream_t side(int i) const { return set_->streams[i]; }
+
+  // The caller's stream waits for the side streams; the first error of the whole call.
+  cudaError_t join(cudaError_t launches) {
+    for (int i = 0; i < sides_ && set_ && status_ == cudaSuccess; ++i) {
+      status_ = cudaEventRecord(set_->joined[i], set_->streams[i]);
+      if (status_ == cudaSuccess) status_ = cudaStreamWaitEvent(caller_, set_->joined[i], 0);
+    }
+    return launches != cudaSuccess ? launches : status_;
+  }
+
+ private:
+  struct stream_set {
+    std::array<cudaStream_t, max_sides> streams{};
+    std::array<cudaEvent_t, max_sides> joined{};
+    cudaEvent_t forked = nullptr;
+  };
+  struct thread_stream_sets {
+    std::vector<stream_set> devices;
+    stream_set& of(int device, cudaError_t& status) {
+      if (devices.size() <= static_cast<std::size_t>(device)) devices.resize(device + 1);
+      stream_set& set = devices[device];
+      if (set.forked) return set;  // created last: the set is complete
+      // What a failed call left uncreated is created by the next one. Creating streams and
+      // events is no graph work: allowed even while this thread, or another one, captures.
+      cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+      cudaThreadExchangeStreamCaptureMode(&mode);
+      for (int i = 0; i < max_sides && status == cudaSuccess; ++i) {
+        if (!set.streams[i])
+          status = cudaStreamCreateWithFlags(&set.streams[i], cudaStreamNonBlocking);
+        if (status == cudaSuccess && !set.joined[i])
+          status = cudaEventCreateWithFlags(&set.joined[i], cudaEventDisableTiming);
+      }
+      if (status == cudaSuccess)
+        status = cudaEventCreateWithFlags(&set.forked, cudaEventDisableTiming);
+      cudaThreadExchangeStreamCaptureMode(&mode);
+      return set;
+    }
+    ~thread_stream_sets() {  // errors ignored: at exit the runtime may be gone already
+      for (stream_set& set : devices) {
+        for (int i = 0; i < max_sides; ++i) {
+          if (set.streams[i]) cudaStreamDestroy(set.streams[i]);
+          if (set.joined[i]) cudaEventDestroy(set.joined[i]);
+        }
+        if (set.forked) cudaEventDestroy(set.forked);
+      }
+    }
+  };
+  static thread_stream_sets& thread_sets() {
+    static thread_local thread_stream_sets sets;
+    return sets;
+  }
+
+  cudaStream_t caller_;
+  int sides_;
+  cudaError_t status_ = cudaSuccess;
+  stream_set* set_ = nullptr;
+};
 
 }  // namespace gpusort::detail::device

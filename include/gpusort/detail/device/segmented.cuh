@@ -1,19 +1,20 @@
 // Batched and segmented sort: every segment sorted by its own bitonic network.
 //
 // Schedule (size classes of network/segments.hpp):
-//  * segmented only: classify_kernel counts the segments of each class and scatter_kernel
-//    writes their indices into one list per class (the workspace: 4 bytes per segment);
-//    batched sorts know their single class on the host and need no lists;
-//  * shuffle classes: shuffle_kernel<ITEMS>, one launch per worker shape; a warp loads its
-//    segments into registers (ITEMS keys per lane), sorts with shuffles, stores: one read
-//    and one write of the keys;
+//  * segmented only: classify_kernel counts the segments of each class (and the largest
+//    long class), then writes their indices into one list per class (the workspace: 4 bytes
+//    per segment); batched sorts know their single class on the host and need no lists;
+//  * shuffle classes (up to 128 keys): shuffle_kernel, all of them in one launch for a
+//    segmented sort; a warp loads its segments into registers (ITEMS keys per lane), sorts
+//    with shuffles, stores: one read and one write of the keys;
 //  * tile classes: tile_kernel, one launch per class; a warp (up to 1024 slots) or a block
 //    loads a segment into shared memory, runs the whole network there, stores;
 //  * long segments: the device sort's passes (device/bitonic.cuh), each pass applied to
 //    every long segment in turn by the whole grid.
 // Kernels of the first two kinds are persistent: a fixed grid walks its class's list, so a
 // launch never depends on counts that only the device knows. Within a launch all segments
-// are of one class (sizes within 2x), so no worker waits for a much larger one.
+// are of one class (sizes within 2x), so no worker waits for a much larger one; a segmented
+// sort runs its classes side by side on streams of its own (run_all).
 #pragma once
 
 #include <utility>
@@ -38,7 +39,9 @@ constexpr segment_classes classes_for{bitonic_policy<K, V, false>::slot_bytes};
 
 // The class lists in the workspace: counts[list], cursors[list], the segment indices (list
 // after list; a list's place is the sum of the counts of the lists before it), then the long
-// segments' work offsets (long_units).
+// segments' work offsets (long_units). List 0 (nothing to do) has no entries: counts[0]
+// holds the largest class among the long segments instead (0 if none), so that the long
+// schedule's passes above it return at once.
 struct class_lists {
   std::uint32_t* counts = nullptr;  // null for a batched sort: one class, all segments
   std::uint32_t* cursors = nullptr;
@@ -56,6 +59,7 @@ struct class_lists {
   }
 
   __device__ std::uint64_t size(int list) const { return counts ? counts[list] : batch_count; }
+  __device__ int longest_long_class() const { return static_cast<int>(counts[0]); }
   __device__ std::uint64_t start(int list) const {
     std::uint64_t s = 0;
     for (int l = 1; l < list; ++l) s += counts[l];
@@ -82,8 +86,11 @@ __global__ void __launch_bounds__(classify_threads)
   const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * classify_threads + threadIdx.x;
   int list = 0;  // 0: nothing to do (0 or 1 key, or an invalid segment)
   std::uint32_t rank = 0;
-  if (i < segs.count && segs.valid(i, n))
-    list = classes.list_of(classes.of(segs.last(i) - segs.first(i)));
+  if (i < segs.count && segs.valid(i, n)) {
+    const int c = classes.of(segs.last(i) - segs.first(i));
+    list = classes.list_of(c);
+    if (!scatter && classes.is_long(c)) atomicMax(&lists.counts[0], static_cast<std::uint32_t>(c));
+  }
   // One shared-memory atomic per list and warp: lists repeat (a batch of equal sizes is one
   // list), and same-address atomics would serialize.
   const unsigned peers = __match_any_sync(0xffffffffu, list);
@@ -235,6 +242,10 @@ struct long_units {
   std::uint64_t batch_span;  // batched: the span of every segment
 
   __device__ std::uint64_t count() const { return lists.size(list); }
+  // Passes of a later phase than this have nothing to do.
+  __device__ int longest_class() const {
+    return lists.counts ? lists.longest_long_class() : network::ceil_log2(batch_span);
+  }
   __device__ std::uint64_t total_span() const {
     return lists.counts ? lists.long_prefix[count()] : count() * batch_span;
   }
@@ -321,6 +332,7 @@ __global__ void __launch_bounds__(Policy::tile_threads)
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   auto& smem = *reinterpret_cast<typename tile_t::storage*>(shared_bytes);
   const int phase = network::step_at(ps.first_step).phase;
+  if (phase > units.longest_class()) return;
   const std::uint64_t tiles = units.total_span() >> Policy::tile_bits;
   const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
   for (std::uint64_t f = blockIdx.x; f < tiles; f += gridDim.x) {
@@ -344,6 +356,7 @@ template <class Policy, int COUNT, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::register_threads)
     long_register_kernel(K* keys, V* values, segment_list segs, long_units units,
                          network::window win, int phase, bool descending, Compare comp) {
+  if (phase > units.longest_class()) return;
   const std::uint64_t groups = units.total_span() >> win.group_bits;
   const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * Policy::register_threads;
@@ -482,35 +495,70 @@ struct segment_launcher {
     return status != cudaSuccess ? status : back;
   }
 
-  // Sorts the segments of classes [first_class, last_class] (long ones up to `longest`).
-  cudaError_t run(int first_class, int last_class, std::uint64_t longest) {
+  // The worker of tile class C (a warp up to warp_tile_max_bits, then a block).
+  cudaError_t tile_class(int c) {
     constexpr segment_classes classes = classes_for<K, V>;
-    constexpr int max_items_log2 = classes.max_items_log2();
-    cudaError_t e = cudaSuccess;
-    auto in = [&](int c) { return first_class <= c && c <= last_class; };
-    constexpr int shuffle_max = classes.shuffle_max_bits();
-    if (first_class != last_class) {
-      e = shuffle<1, shuffle_max>();  // every shuffle class, in one launch
-    } else {
-      // A batched sort: its class alone.
-      const int c = first_class;
-      [&]<int... I>(std::integer_sequence<int, I...>) {
-        ((c == I + 1 ? (e = shuffle<I + 1, I + 1>(), 0) : 0), ...);
-      }(std::make_integer_sequence<int, shuffle_max>{});
+    static_assert(classes.shuffle_max_bits() + 1 == 8 && classes.warp_tile_max_bits() == 10);
+    switch (c) {
+      case 8: return tile<8, true>();
+      case 9: return tile<9, true>();
+      case 10: return tile<10, true>();
+      case 11:
+        if constexpr (classes.tile_max_bits() >= 11) return tile<11, false>();
+        break;
+      case 12:
+        if constexpr (classes.tile_max_bits() >= 12) return tile<12, false>();
+        break;
+      case 13:
+        if constexpr (classes.tile_max_bits() >= 13) return tile<13, false>();
+        break;
+      default:
+        break;
     }
-    if constexpr (max_items_log2 < 3)
-      if (e == cudaSuccess && in(8)) e = tile<8, true>();
-    if (e == cudaSuccess && in(9)) e = tile<9, true>();
-    if (e == cudaSuccess && in(10)) e = tile<10, true>();
-    if constexpr (classes.tile_max_bits() >= 11)
-      if (e == cudaSuccess && in(11)) e = tile<11, false>();
-    if constexpr (classes.tile_max_bits() >= 12)
-      if (e == cudaSuccess && in(12)) e = tile<12, false>();
-    if constexpr (classes.tile_max_bits() >= 13)
-      if (e == cudaSuccess && in(13)) e = tile<13, false>();
-    if (e == cudaSuccess && last_class > classes.tile_max_bits())
-      e = long_segments(classes.tile_max_bits() + 1, longest);
+    return cudaErrorInvalidValue;
+  }
+
+  // A batched sort: its single class C (long segments up to `longest` keys).
+  cudaError_t run_class(int c, std::uint64_t longest) {
+    constexpr segment_classes classes = classes_for<K, V>;
+    if (classes.is_long(c)) return long_segments(classes.tile_max_bits() + 1, longest);
+    if (c > classes.shuffle_max_bits()) return tile_class(c);
+    cudaError_t e = cudaErrorInvalidValue;
+    [&]<int... I>(std::integer_sequence<int, I...>) {
+      ((c == I + 1 ? (e = shuffle<I + 1, I + 1>(), 0) : 0), ...);
+    }(std::make_integer_sequence<int, classes.shuffle_max_bits()>{});
     return e;
+  }
+
+  // A segmented sort: every class, long segments up to `longest` keys if last_class is long.
+  // The classes run side by side on streams of their own (fork_join): a large class with few
+  // segments takes as long as its largest one, tens of microseconds for one team, and one
+  // after the other those tails added up (power-law sizes: 0.24 ms of 0.67 on an H100); the
+  // long schedule's launches, empty when no segment is long, hide behind the others. The
+  // tile classes are launched first, so that their blocks, which end with their few
+  // segments, hand the SMs to the shuffle kernel rather than wait behind its grid.
+  cudaError_t run_all(int last_class, std::uint64_t longest) {
+    constexpr segment_classes classes = classes_for<K, V>;
+    const bool any_long = last_class > classes.tile_max_bits();
+    constexpr int tile_classes = classes.tile_max_bits() - classes.shuffle_max_bits();
+    // One side stream per warp-tile class, one for the block-tile classes, one for the long.
+    constexpr int block_tile_side = 3;
+    fork_join streams(stream, block_tile_side + 1 + (any_long ? 1 : 0));
+    cudaError_t e = streams.status();
+    if (e != cudaSuccess) return e;
+    const auto on = [&](int side) {
+      segment_launcher launcher = *this;
+      launcher.stream = streams.side(side);
+      return launcher;
+    };
+    for (int i = 0; i < tile_classes && e == cudaSuccess; ++i) {
+      const int c = classes.shuffle_max_bits() + 1 + i;
+      e = on(c <= classes.warp_tile_max_bits() ? i : block_tile_side).tile_class(c);
+    }
+    if (e == cudaSuccess && any_long)
+      e = on(block_tile_side + 1).long_segments(classes.tile_max_bits() + 1, longest);
+    if (e == cudaSuccess) e = shuffle<1, classes.shuffle_max_bits()>();
+    return streams.join(e);
   }
 };
 
@@ -535,7 +583,7 @@ cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
     const int c = classes.of(segs.batch_size);
     if (c == 0) return cudaSuccess;
     launcher.lists.batch_count = segs.count;
-    return launcher.run(c, c, segs.batch_size);
+    return launcher.run_class(c, segs.batch_size);
   }
   launcher.lists = class_lists::in(temp, segs.count);
   cudaError_t e = cudaMemsetAsync(temp, 0, class_lists::header_bytes, stream);
@@ -548,7 +596,7 @@ cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   // Every class may occur; long segments only if n allows one.
   const int last = n > (index_t{1} << classes.tile_max_bits()) ? classes.of(n)
                                                                   : classes.tile_max_bits();
-  if (e == cudaSuccess) e = launcher.run(1, last, n);
+  if (e == cudaSuccess) e = launcher.run_all(last, n);
   return e;
 }
 

@@ -2,9 +2,8 @@
 //
 // A segment of m keys is sorted by a bitonic network of 2^c slots, c = ceil(log2 m)
 // (virtual padding for the rest). Its class is c, and the class picks the worker:
-//  * shuffle classes, c <= shuffle_max_bits: a group of 2^c / items lanes of a warp (the
-//    whole warp for the largest) holds the keys in registers, `items` per lane; steps between
-//    lanes are shuffles;
+//  * shuffle classes, c <= shuffle_max_bits: a group of 2^c / items lanes of a warp holds
+//    the keys in registers, `items` per lane; steps between lanes are shuffles;
 //  * tile classes, c <= tile_max_bits: a warp (small tiles) or a thread block holds the
 //    segment in shared memory and runs the steps a digit at a time (block/bitonic_tile.cuh);
 //  * the long class, c > tile_max_bits: the device sort's passes over global memory, shared
@@ -58,7 +57,10 @@ struct segment_classes {
   // Keys per lane in a shuffle class: up to 8 (4 for slots over 8 bytes, to bound
   // registers); a segment of 2^c keys takes 2^(c - items_log2(c)) lanes.
   GPUSORT_HD constexpr int max_items_log2() const { return slot_bytes <= 8 ? 3 : 2; }
-  GPUSORT_HD constexpr int shuffle_max_bits() const { return 5 + max_items_log2(); }
+  // Up to 128 slots: at 256, a warp's tile in shared memory beat the full-warp shuffle class
+  // (H100, u32 keys 0.256 -> 0.180 ms at 2^24 keys, u32 pairs 0.460 -> 0.291, u64 0.486 ->
+  // 0.357): fifteen shuffle steps of every key cost more than a few shared-memory rounds.
+  GPUSORT_HD constexpr int shuffle_max_bits() const { return 7; }
   GPUSORT_HD constexpr int items_log2(int c) const { return c < max_items_log2() ? c : max_items_log2(); }
   // A warp in shared memory up to 1024 slots, then thread blocks up to 32 KiB of slots.
   GPUSORT_HD constexpr int warp_tile_max_bits() const { return 10; }
