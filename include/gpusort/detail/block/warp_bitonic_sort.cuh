@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "gpusort/detail/network/bitonic.hpp"
-#include "gpusort/key_traits.hpp"
 #include "gpusort/detail/network/group_steps.hpp"
+#include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::block {
 
@@ -161,7 +161,8 @@ struct warp_bitonic_sort {
         const bool take_other = keep_larger ? comp(keys[i], other) : comp(other, keys[i]);
         // Copies, not references: a reference to one of two registers would put them in memory.
         keys[i] = take_other ? other : keys[i];
-        if constexpr (!std::is_same_v<V, no_value>) values[i] = take_other ? other_value : values[i];
+        if constexpr (!std::is_same_v<V, no_value>)
+          values[i] = take_other ? other_value : values[i];
       }
     }
   }

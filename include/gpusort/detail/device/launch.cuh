@@ -25,10 +25,10 @@ cudaError_t resident_blocks(Kernel kernel, int threads, int smem_bytes, unsigned
 
 // Independent launches of one call on streams beside the caller's, so that they overlap:
 // the constructor makes every side stream wait for what the caller's stream has queued,
-// join() makes the caller's stream wait for every side stream. Event order is all it uses, so it also
-// holds inside graph capture (the side work becomes branches of the captured graph). The
-// streams and events belong to the calling thread and the current device, created on first
-// use: a thread capturing a graph never shares them with another thread's calls.
+// join() makes the caller's stream wait for every side stream. Event order is all it uses,
+// so it also holds inside graph capture (the side work becomes branches of the captured
+// graph). The streams and events belong to the calling thread and the current device,
+// created on first use: a thread capturing a graph never shares them with another thread.
 class fork_join {
  public:
   static constexpr int max_sides = 6;

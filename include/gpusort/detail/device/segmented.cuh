@@ -533,11 +533,11 @@ struct segment_launcher {
   // A segmented sort: every class, long segments up to `longest` keys if last_class is long.
   // The classes run side by side on streams of their own (fork_join): a large class with few
   // segments takes as long as its largest one, tens of microseconds for one team, and one
-  // after the other those tails added up (0.24 ms of 0.67 before); the long schedule's launches, empty when no
-  // segment is long, hide behind the others. Measured on an H100 (2^24 u32 keys, power-law
-  // sizes): 0.522 ms one after the other, 0.386 side by side with the shuffle kernel queued
-  // first, 0.401 with it queued last (its launch then waits for the host to queue the
-  // others: segments of 32 keys took 0.221 ms against 0.276).
+  // after the other those tails added up (0.24 ms of 0.67 before); the long schedule's
+  // launches, empty when no segment is long, hide behind the others. Measured on an H100
+  // (2^24 u32 keys, power-law sizes): 0.522 ms one after the other, 0.386 side by side with
+  // the shuffle kernel queued first, 0.401 with it queued last (its launch then waits for
+  // the host to queue the others: segments of 32 keys took 0.221 ms against 0.276).
   cudaError_t run_all(int last_class, std::uint64_t longest) {
     constexpr segment_classes classes = classes_for<K, V>;
     const bool any_long = last_class > classes.tile_max_bits();
