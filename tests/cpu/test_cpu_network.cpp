@@ -10,6 +10,9 @@
 
 #include "gpusort/detail/cpu/bitonic.hpp"
 #include "gpusort/detail/network/bitonic.hpp"
+#include "gpusort/detail/network/group_steps.hpp"
+#include "gpusort/detail/network/segments.hpp"
+#include "gpusort/key_traits.hpp"
 
 namespace net = gpusort::detail::network;
 using gpusort::detail::no_value;
@@ -184,4 +187,71 @@ TEST(Network, SortsRandomLargerSizesDescendingToo) {
     bitonic_sort(keys.data(), static_cast<no_value*>(nullptr), n, std::less<>{}, descending, sched);
     ASSERT_EQ(keys, expect) << "n=" << n;
   }
+}
+
+// Phases 1..COUNT in registers against the same comparators one step at a time, values
+// along, for member sets in every place of a network (both directions of phase COUNT).
+template <int COUNT>
+void check_first_phases(std::mt19937_64& rng) {
+  constexpr int members = 1 << COUNT;
+  for (int trial = 0; trial < 200; ++trial) {
+    const net::index_t n = members + rng() % (members * 20);
+    const net::index_t slot0 = (rng() % (n / members)) * members;
+    const bool descending = trial % 2;
+    std::uint32_t keys[members], values[members];
+    std::vector<std::uint32_t> want_keys(members), want_values(members);
+    for (int r = 0; r < members; ++r) {
+      keys[r] = want_keys[r] = static_cast<std::uint32_t>(rng() % 7);  // many ties
+      values[r] = want_values[r] = r;
+    }
+    for (int phase = 1; phase <= COUNT; ++phase)
+      for (int b = phase - 1; b >= 0; --b)
+        for (int r = 0; r < members; ++r) {
+          if (r & (1 << b)) continue;
+          const int u = r | (1 << b);
+          if (net::ascending(slot0 + r, phase, n, descending))
+            net::compare_exchange<true>(want_keys[r], want_keys[u], want_values[r],
+                                        want_values[u], std::less<>{});
+          else
+            net::compare_exchange<false>(want_keys[r], want_keys[u], want_values[r],
+                                         want_values[u], std::less<>{});
+        }
+    net::sort_first_phases<COUNT>(keys, values, slot0, n, descending, std::less<>{});
+    ASSERT_EQ(std::vector<std::uint32_t>(keys, keys + members), want_keys)
+        << "COUNT " << COUNT << " n " << n << " slot0 " << slot0;
+    ASSERT_EQ(std::vector<std::uint32_t>(values, values + members), want_values);
+    const bool asc = net::ascending(slot0, COUNT, n, descending);
+    ASSERT_TRUE(asc ? std::is_sorted(keys, keys + members)
+                    : std::is_sorted(keys, keys + members, std::greater<>{}));
+  }
+}
+
+TEST(Network, FirstPhasesInRegistersMatchTheStepsOneByOne) {
+  std::mt19937_64 rng(4242);
+  SCOPED_TRACE("seed 4242");
+  check_first_phases<1>(rng);
+  check_first_phases<2>(rng);
+  check_first_phases<3>(rng);
+  check_first_phases<4>(rng);
+  check_first_phases<5>(rng);
+}
+
+template <class K>
+void check_padding_key() {
+  const K up = net::padding_key<K>(false), down = net::padding_key<K>(true);
+  std::mt19937_64 rng(17);
+  for (int i = 0; i < 1000; ++i) {
+    const K k = static_cast<K>(rng());
+    ASSERT_FALSE(gpusort::less<K>{}(up, k)) << "a key above the ascending filler";
+    ASSERT_FALSE(gpusort::less<K>{}(k, down)) << "a key below the descending filler";
+  }
+  ASSERT_EQ(up, std::numeric_limits<K>::max());
+  ASSERT_EQ(down, std::numeric_limits<K>::lowest());
+}
+
+TEST(Network, PaddingKeySortsAfterEveryKeyInEitherOrder) {
+  check_padding_key<std::uint32_t>();
+  check_padding_key<std::int32_t>();
+  check_padding_key<std::uint64_t>();
+  check_padding_key<std::int64_t>();  // float keys arrive as unsigned codes
 }

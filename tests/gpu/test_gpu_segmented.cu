@@ -11,6 +11,8 @@
 #include <thrust/tabulate.h>
 
 #include "device_buffer.hpp"
+#include "gpusort/detail/float_order.hpp"
+#include "gpusort/detail/network/segments.hpp"
 #include "gpusort/sort.cuh"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
@@ -92,6 +94,60 @@ const std::vector<std::uint64_t> class_sizes = {0,    1,    2,    3,    31,   32
                                                 257,  511,  513,  1023, 1024, 1025, 2047,
                                                 2049, 4095, 4096, 4097, 8191, 8193, 20011};
 
+// Sorts pairs (value = the key's original index, widened to V) in the segments of `l` and
+// checks the keys against the reference and that every value still names its key.
+template <class K, class V>
+void check_pairs(const std::vector<K>& keys, const layout& l, bool descending) {
+  SCOPED_TRACE(::testing::Message() << "value bytes " << sizeof(V) << " desc=" << descending);
+  const std::uint64_t count = l.begin.size();
+  std::vector<V> values(l.n);
+  for (std::size_t i = 0; i < l.n; ++i) {
+    std::memset(&values[i], 0, sizeof(V));
+    std::memcpy(&values[i], &i, std::min(sizeof(V), sizeof(i)));
+  }
+  guarded_buffer<K> dk(keys);
+  guarded_buffer<V> dv(values);
+  guarded_buffer<std::uint32_t> begin(narrow<std::uint32_t>(l.begin)),
+      end(narrow<std::uint32_t>(l.end));
+  std::size_t bytes = 0;
+  const auto opt = make_options(descending);
+  ASSERT_EQ(gpusort::sort_segmented_pairs(nullptr, bytes, dk.data(), dv.data(), l.n,
+                                          begin.data(), end.data(), count, opt),
+            cudaSuccess);
+  void* temp = nullptr;
+  CUDA_OK(cudaMalloc(&temp, bytes));
+  ASSERT_EQ(gpusort::sort_segmented_pairs(temp, bytes, dk.data(), dv.data(), l.n, begin.data(),
+                                          end.data(), count, opt),
+            cudaSuccess);
+  CUDA_OK(cudaDeviceSynchronize());
+  cudaFree(temp);
+  const std::vector<K> out_keys = dk.to_host();
+  const std::vector<V> out_values = dv.to_host();
+  ASSERT_TRUE(same_bits(out_keys, reference_segmented(keys, l, descending)));
+  // Every value is the index of a key of its own segment, equal to the key beside it.
+  std::vector<std::uint64_t> segment_of(l.n, ~std::uint64_t{0});
+  for (std::size_t s = 0; s < count; ++s)
+    for (std::uint64_t i = l.begin[s]; i < l.end[s]; ++i) segment_of[i] = s;
+  std::vector<bool> seen(l.n, false);
+  for (std::size_t i = 0; i < l.n; ++i) {
+    std::uint64_t origin = 0;
+    std::memcpy(&origin, &out_values[i], std::min(sizeof(V), sizeof(origin)));
+    if (sizeof(V) == 4) origin &= 0xFFFFFFFFull;
+    ASSERT_LT(origin, l.n) << "value corrupted at " << i;
+    ASSERT_FALSE(seen[origin]) << "value " << origin << " twice";
+    seen[origin] = true;
+    ASSERT_EQ(segment_of[origin], segment_of[i]) << "value left its segment at " << i;
+    ASSERT_EQ(gpusort::key_traits<K>::ordered(keys[origin]),
+              gpusort::key_traits<K>::ordered(out_keys[i]))
+        << "value " << origin << " left its key";
+  }
+  ASSERT_TRUE(dv.guard_intact());
+}
+
+struct alignas(16) wide_value {
+  std::uint64_t a, b;
+};
+
 }  // namespace
 
 TYPED_TEST(GpuSegmented, BatchesOfEverySize) {
@@ -152,58 +208,39 @@ TYPED_TEST(GpuSegmented, PairsKeepTheirValues) {
     sizes.insert(sizes.begin() + (m * 131) % sizes.size(), m);
   const layout l = make_layout(sizes, 2, false, 4);
   const std::vector<K> keys = tools::generate<K>(tools::distribution::few_unique, l.n, 8);
-  auto run = [&](auto value_tag, bool descending) {
-    using V = decltype(value_tag);
-    SCOPED_TRACE(::testing::Message() << "value bytes " << sizeof(V) << " desc=" << descending);
-    std::vector<V> values(l.n);
-    for (std::size_t i = 0; i < l.n; ++i) {
-      std::memset(&values[i], 0, sizeof(V));
-      std::memcpy(&values[i], &i, std::min(sizeof(V), sizeof(i)));
+  check_pairs<K, std::uint32_t>(keys, l, false);
+  check_pairs<K, std::uint64_t>(keys, l, true);
+  check_pairs<K, wide_value>(keys, l, false);
+}
+
+// Partial segments are padded with the largest key (the smallest descending) where keys are
+// integers or float codes: real keys equal to it, with values beside them, must keep them.
+TYPED_TEST(GpuSegmented, PairsWhoseKeysEqualThePaddingKeepTheirValues) {
+  using K = TypeParam;
+  using bits = std::conditional_t<sizeof(K) == 4, std::uint32_t, std::uint64_t>;
+  // Extreme bit patterns: the largest and smallest integers; for floats, the keys whose codes
+  // are the padding keys under either NaN placement (infinities, NaNs of payload 1).
+  const bits top = ~bits{0}, half = top >> 1;
+  std::vector<bits> extremes = {top, half, half + 1, 0};
+  if constexpr (std::is_floating_point_v<K>)
+    for (bool descending : {false, true})
+      for (bool nans_lowest : {false, true})
+        extremes.push_back(gpusort::detail::float_order<K>::from_code(
+            gpusort::detail::network::padding_key<bits>(descending), nans_lowest));
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t m : {3, 5, 17, 33, 100, 129, 200, 300, 513, 1000, 2000, 3000, 5000})
+    for (int copies = 0; copies < 40; ++copies) sizes.push_back(m);
+  const layout l = make_layout(sizes, 0, false, 6);
+  std::vector<K> keys = tools::generate<K>(tools::distribution::uniform, l.n, 21);
+  std::mt19937_64 rng(21);
+  for (K& k : keys)
+    if (rng() % 3 == 0) {
+      const bits b = extremes[rng() % extremes.size()];
+      std::memcpy(&k, &b, sizeof(K));
     }
-    guarded_buffer<K> dk(keys);
-    guarded_buffer<V> dv(values);
-    guarded_buffer<std::uint32_t> begin(narrow<std::uint32_t>(l.begin)),
-        end(narrow<std::uint32_t>(l.end));
-    std::size_t bytes = 0;
-    const auto opt = make_options(descending);
-    ASSERT_EQ(gpusort::sort_segmented_pairs(nullptr, bytes, dk.data(), dv.data(), l.n,
-                                            begin.data(), end.data(), sizes.size(), opt),
-              cudaSuccess);
-    void* temp = nullptr;
-    CUDA_OK(cudaMalloc(&temp, bytes));
-    ASSERT_EQ(gpusort::sort_segmented_pairs(temp, bytes, dk.data(), dv.data(), l.n,
-                                            begin.data(), end.data(), sizes.size(), opt),
-              cudaSuccess);
-    CUDA_OK(cudaDeviceSynchronize());
-    cudaFree(temp);
-    const std::vector<K> out_keys = dk.to_host();
-    const std::vector<V> out_values = dv.to_host();
-    ASSERT_TRUE(same_bits(out_keys, reference_segmented(keys, l, descending)));
-    // Every value is the index of a key of its own segment, equal to the key beside it.
-    std::vector<std::uint64_t> segment_of(l.n, ~std::uint64_t{0});
-    for (std::size_t s = 0; s < sizes.size(); ++s)
-      for (std::uint64_t i = l.begin[s]; i < l.end[s]; ++i) segment_of[i] = s;
-    std::vector<bool> seen(l.n, false);
-    for (std::size_t i = 0; i < l.n; ++i) {
-      std::uint64_t origin = 0;
-      std::memcpy(&origin, &out_values[i], std::min(sizeof(V), sizeof(origin)));
-      if (sizeof(V) == 4) origin &= 0xFFFFFFFFull;
-      ASSERT_LT(origin, l.n) << "value corrupted at " << i;
-      ASSERT_FALSE(seen[origin]) << "value " << origin << " twice";
-      seen[origin] = true;
-      ASSERT_EQ(segment_of[origin], segment_of[i]) << "value left its segment at " << i;
-      ASSERT_EQ(gpusort::key_traits<K>::ordered(keys[origin]),
-                gpusort::key_traits<K>::ordered(out_keys[i]))
-          << "value " << origin << " left its key";
-    }
-    ASSERT_TRUE(dv.guard_intact());
-  };
-  run(std::uint32_t{}, false);
-  run(std::uint64_t{}, true);
-  struct alignas(16) wide_value {
-    std::uint64_t a, b;
-  };
-  run(wide_value{}, false);
+  check_pairs<K, std::uint32_t>(keys, l, false);
+  check_pairs<K, std::uint32_t>(keys, l, true);
+  check_pairs<K, std::uint64_t>(keys, l, false);
 }
 
 TYPED_TEST(GpuSegmented, ConvenienceLayerOnDeviceAndHostArrays) {

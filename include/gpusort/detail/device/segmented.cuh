@@ -115,6 +115,28 @@ __global__ void __launch_bounds__(classify_threads)
   }
 }
 
+// ---- padding ---------------------------------------------------------------------------
+
+// Whether partial segments are filled with network::padding_key and sorted by the whole
+// network (integer keys in the default order; float keys are codes here), and whether a real
+// key equal to it sends a shuffle worker back to virtual padding. The shuffle classes run
+// the network of 2^C slots, whose directions move the fillers around: with values, a real
+// key equal to one could end in a padding slot and its value would be lost. The tiles keep
+// the directions of the segment's length, under which a filler never moves (the comparator
+// between a real slot and a padding slot always puts the padding last), so ties are harmless
+// there. Measured on an H100 (2^24 u32 keys): batches of 100 keys 0.194 -> 0.115 ms,
+// 1,000 keys 0.357 -> 0.163, 3,000 0.472 -> 0.287, power-law sizes 0.386 -> 0.279.
+struct padding_policy {
+  bool fill;
+  bool check_ties;
+};
+template <class K, class V, class Compare>
+constexpr padding_policy fills_padding{
+    std::is_integral_v<K> && std::is_same_v<Compare, gpusort::less<K>>,
+    std::is_integral_v<K> && std::is_same_v<Compare, gpusort::less<K>> &&
+        block::has_values<K, V>};
+using network::padding_key;
+
 // ---- shuffle classes ------------------------------------------------------------------
 
 constexpr int shuffle_threads = 256;
@@ -147,16 +169,22 @@ __device__ __forceinline__ void shuffle_class(K* keys, V* values, const segment_
     }
     K k[items];
     V v[items];
+    bool ties_padding = false;
 #pragma unroll
     for (int i = 0; i < items; ++i) {
       const unsigned pos = group_lane * items + i;
       if (pos < m) {
         k[i] = codec.in(keys[first + pos]);
         if constexpr (block::has_values<K, V>) v[i] = values[first + pos];
+        if constexpr (fills_padding<K, V, Compare>.check_ties)
+          ties_padding |= k[i] == padding_key<K>(descending);
+      } else if constexpr (fills_padding<K, V, Compare>.fill) {
+        k[i] = padding_key<K>(descending);
       }
     }
-    // Whole segments of 2^C keys (a batch of a power of two) need no padding checks.
-    if (__all_sync(0xffffffffu, m == (1u << C)))
+    // Whole segments, or partial ones filled with padding keys, need no padding checks.
+    const bool whole = fills_padding<K, V, Compare>.fill ? !ties_padding : m == (1u << C);
+    if (__all_sync(0xffffffffu, whole))
       sorter{}.template sort_groups<C, true>(k, v, m, descending, comp);
     else
       sorter{}.template sort_groups<C, false>(k, v, m, descending, comp);
@@ -223,8 +251,13 @@ __global__ void __launch_bounds__(Policy::threads)
     tile_t tile{smem, 0, segs.last(s) - first, descending, comp};
     V* segment_values = nullptr;
     if constexpr (block::has_values<K, V>) segment_values = values + first;
-    tile.load(keys + first, segment_values, codec);
-    tile.run(sort_all);
+    if constexpr (fills_padding<K, V, Compare>.fill) {
+      tile.load_filled(keys + first, segment_values, padding_key<K>(descending), codec);
+      tile.run_whole(sort_all);
+    } else {
+      tile.load(keys + first, segment_values, codec);
+      tile.run(sort_all);
+    }
     tile.store(keys + first, segment_values, codec);
     Policy::team::sync();  // the next segment's load overwrites the tile
   }

@@ -2,6 +2,9 @@
 // (keys in registers) and the CPU backend (keys in a small local array).
 #pragma once
 
+#include <type_traits>
+#include <utility>
+
 #include "gpusort/detail/config.hpp"
 #include "gpusort/detail/network/bitonic.hpp"
 #include "gpusort/detail/types.hpp"
@@ -62,6 +65,50 @@ GPUSORT_HD GPUSORT_FORCEINLINE void group_steps(K (&keys)[1 << COUNT], V (&value
     group_steps_in<COUNT, PARTIAL, true>(keys, values, real, comp);
   else
     group_steps_in<COUNT, PARTIAL, false>(keys, values, real, comp);
+}
+
+// One phase of sort_first_phases: the comparator at member r orders ascending iff bit PHASE
+// of r differs from FLIP (a constant for every comparator of the unrolled loops).
+template <int COUNT, int PHASE, bool FLIP, class K, class V, class Compare>
+GPUSORT_HD GPUSORT_FORCEINLINE void first_phase_steps(K (&keys)[1 << COUNT],
+                                                      V (&values)[1 << COUNT], Compare comp) {
+#pragma unroll
+  for (int b = PHASE - 1; b >= 0; --b) {
+#pragma unroll
+    for (int r = 0; r < (1 << COUNT); ++r) {
+      if (r & (1 << b)) continue;
+      const int u = r | (1 << b);
+      if (((r >> PHASE) & 1) != FLIP)
+        compare_exchange<true>(keys[r], keys[u], values[r], values[u], comp);
+      else
+        compare_exchange<false>(keys[r], keys[u], values[r], values[u], comp);
+    }
+  }
+}
+
+// Phases 1..COUNT of the network on the 2^COUNT consecutive slots slot0 .. slot0 + 2^COUNT - 1
+// (slot0 a multiple of 2^COUNT, none of them padding), held in registers: the first phases
+// of a sort in one pass over the keys instead of one per phase. Directions as
+// network::ascending gives them for n slots: ascending(slot0 | r, p, n) is bit p of r
+// against one bit known at run time (uniform over a team for p < COUNT, since bit p of
+// slot0 is 0 there), so each phase branches once and every comparator has a constant
+// direction.
+template <int COUNT, class K, class V, class Compare>
+GPUSORT_HD GPUSORT_FORCEINLINE void sort_first_phases(K (&keys)[1 << COUNT],
+                                                      V (&values)[1 << COUNT], index_t slot0,
+                                                      index_t n, bool descending, Compare comp) {
+  [&]<int... P>(std::integer_sequence<int, P...>) {
+    const auto phase = [&](auto p) {
+      constexpr int PHASE = decltype(p)::value;
+      // ascending = (bit p of slot0|r == bit p of n-1) != descending = bit p of r != flip.
+      const bool flip = (((slot0 ^ (n - 1)) >> PHASE) & 1u) == descending;
+      if (flip)
+        first_phase_steps<COUNT, PHASE, true>(keys, values, comp);
+      else
+        first_phase_steps<COUNT, PHASE, false>(keys, values, comp);
+    };
+    (phase(std::integral_constant<int, P + 1>{}), ...);
+  }(std::make_integer_sequence<int, COUNT>{});
 }
 
 }  // namespace gpusort::detail::network

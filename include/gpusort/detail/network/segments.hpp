@@ -1,7 +1,8 @@
 // Segments of a batched or segmented sort, and the size class that decides who sorts one.
 //
-// A segment of m keys is sorted by a bitonic network of 2^c slots, c = ceil(log2 m)
-// (virtual padding for the rest). Its class is c, and the class picks the worker:
+// A segment of m keys is sorted by a bitonic network of 2^c slots, c = ceil(log2 m). The
+// slots past its end hold padding_key (integer keys in the default order) or are virtual
+// padding, never compared. Its class is c, and the class picks the worker:
 //  * shuffle classes, c <= shuffle_max_bits: a group of 2^c / items lanes of a warp holds
 //    the keys in registers, `items` per lane; steps between lanes are shuffles;
 //  * tile classes, c <= tile_max_bits: a warp (small tiles) or a thread block holds the
@@ -14,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include "gpusort/detail/config.hpp"
 #include "gpusort/detail/network/bitonic.hpp"
@@ -75,6 +78,17 @@ struct segment_classes {
   GPUSORT_HD constexpr int list_of(int c) const { return is_long(c) ? tile_max_bits() + 1 : c; }
   static constexpr int max_lists = 16;  // > the largest tile_max_bits + 1
 };
+
+// The key that fills a partial segment's slots past its end, for integer keys in the default
+// order (float keys are codes there): the largest ascending, the smallest descending, so
+// that it sorts after every real key. With it the whole network runs without a padding
+// check on any comparator, and the real keys end where virtual padding leaves them (an
+// equal real key may trade places with it, which only matters when values travel along).
+template <class K>
+GPUSORT_HD constexpr K padding_key(bool descending) {
+  static_assert(std::is_integral_v<K>);
+  return descending ? std::numeric_limits<K>::lowest() : std::numeric_limits<K>::max();
+}
 
 // Workspace of a segmented (not batched) sort of n keys: two counters per class list, a
 // 4-byte entry per segment, and the work offsets of the long segments (at most one per
