@@ -240,7 +240,7 @@ std::string top_k_problem(const point<K>& p, const records<K>& result, std::uint
 template <class K>
 struct device_input {
   device_memory pristine_keys, pristine_values, keys, values;
-  std::unique_ptr<device_memory> offsets;  // the layout's, unless batched
+  std::unique_ptr<device_memory> offsets;  // the layout's
   device_input(std::uint64_t n, bool pairs)
       : pristine_keys(n * sizeof(K)),
         pristine_values(pairs ? n * 4 : 0),
@@ -655,8 +655,8 @@ class harness {
                  "copy to the device");
   }
 
-  // The layout's offsets on the device (none for batches), as u32 below 2^32 keys, else u64.
-  // False if they do not fit.
+  // The layout's offsets on the device, as u32 below 2^32 keys, else u64 (batches too:
+  // sort_segmented_offsets sorts them through offsets). False if they do not fit.
   template <class K>
   bool upload_offsets(const point<K>& p, device_input<K>& d) {
     const auto upload = [&](const auto& host) {
@@ -668,7 +668,6 @@ class harness {
                    "copy to the device");
     };
     d.offsets.reset();  // the previous layout's first
-    if (p.batched()) return true;
     if (p.n < narrow_offsets_below)
       upload(std::vector<std::uint32_t>(p.offsets.begin(), p.offsets.end()));
     else

@@ -132,12 +132,14 @@ def _algorithm(algorithm, stable, rows=1, on_device=True, row_len=0):
     if not stable:
         return algorithm
     if algorithm == "automatic":
-        # Rows on a device: the batched sort is stable only through CUB's segmented sort;
-        # one row: CUB's radix sort (stable) while int32 indices fit. On the host, rows are
+        # Rows on a device: the batched sort is stable only through CUB's segmented sort (on
+        # float codes). One row on a device: the library's stable plan (options.stable),
+        # which keeps gpusort's float order and NaN placement; CUB's radix sort alone would
+        # not (it ties -0.0 with +0.0 and puts negative NaNs first). On the host, rows are
         # sorted one by one.
-        if on_device and rows > 1:
-            return "cub_merge"
-        return "cub_radix" if on_device and row_len < 2**31 else "adaptive_bitonic"
+        if on_device:
+            return "cub_merge" if rows > 1 else "automatic"
+        return "adaptive_bitonic"
     if algorithm not in STABLE_ALGORITHMS:
         raise ValueError(
             f"algorithm: {algorithm!r} is not stable; with stable=True use automatic, "
@@ -191,6 +193,7 @@ def _sort_pairs(xp, keys, indices, rows, row_len, descending, algorithm, stable,
             stream,
             lambda nbytes: xp.handle(xp.empty(keys, (nbytes,), "uint8"), stream),
             nans,
+            stable,
         )
     else:
         _ext.sort_host(keys, indices, rows, row_len, descending, algorithm, stable, nans)

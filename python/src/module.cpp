@@ -165,8 +165,10 @@ void run_with_workspace(const py::function& alloc, const std::string& what, Call
 // Sorts keys (and values) in place: one array (rows <= 1) or rows of row_len.
 void sort_device(py::object keys_obj, py::object values_obj, std::uint64_t rows,
                  std::uint64_t row_len, bool descending, const std::string& algorithm,
-                 std::uintptr_t stream, py::function alloc, const std::string& nans) {
-  const gpusort::options opt = make_options(descending, algorithm, stream, nans);
+                 std::uintptr_t stream, py::function alloc, const std::string& nans,
+                 bool stable) {
+  gpusort::options opt = make_options(descending, algorithm, stream, nans);
+  opt.stable = stable;
   const array_view keys = device_view(keys_obj, "x");
   const bool has_values = !values_obj.is_none();
   array_view values;
@@ -610,7 +612,7 @@ PYBIND11_MODULE(_gpusort, m) {
         "Whether a CUDA device can be used (else host arrays go to the CPU backend).");
   m.def("sort_device", &sort_device, py::arg("keys"), py::arg("values"), py::arg("rows"),
         py::arg("row_len"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"),
-        py::arg("alloc"), py::arg("nans") = "last");
+        py::arg("alloc"), py::arg("nans") = "last", py::arg("stable") = false);
   m.def("sort_segmented_device", &sort_segmented_device, py::arg("keys"), py::arg("values"),
         py::arg("offsets"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"),
         py::arg("nans") = "last");

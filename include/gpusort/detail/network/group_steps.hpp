@@ -11,20 +11,22 @@
 
 namespace gpusort::detail::network {
 
-// Orders (a, b): ASC puts the smaller first. One comparison and selects only (a min and a
-// max for built-in keys): a warp never branches on the data.
+// Orders (a, b): ASC puts the smaller first, else the larger. One comparison and selects
+// only (a min and a max for built-in keys): a warp never branches on the data. Equal keys
+// never swap, in either direction: a padding key (segments.hpp) equal to a real one stays
+// in its slot, with the real key's value beside the real key.
 template <bool ASC, class K, class V, class Compare>
 GPUSORT_HD GPUSORT_FORCEINLINE void compare_exchange(K& a, K& b, V& va, V& vb, Compare comp) {
-  const bool b_first = comp(b, a);
-  const K first = b_first ? b : a;
-  const K second = b_first ? a : b;
-  a = ASC ? first : second;
-  b = ASC ? second : first;
+  const bool swap = ASC ? comp(b, a) : comp(a, b);
+  const K new_a = swap ? b : a;
+  const K new_b = swap ? a : b;
+  a = new_a;
+  b = new_b;
   if constexpr (!std::is_same_v<V, no_value>) {
-    const V vfirst = b_first ? vb : va;
-    const V vsecond = b_first ? va : vb;
-    va = ASC ? vfirst : vsecond;
-    vb = ASC ? vsecond : vfirst;
+    const V new_va = swap ? vb : va;
+    const V new_vb = swap ? va : vb;
+    va = new_va;
+    vb = new_vb;
   }
 }
 
