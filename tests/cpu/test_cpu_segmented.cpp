@@ -38,6 +38,54 @@ TEST(CpuSegmentClasses, EveryClassHasAWorkerAndAList) {
   }
 }
 
+TEST(CpuSegmentClasses, NthSetBitFindsTheLaneOfEachSegment) {
+  using gpusort::detail::network::nth_set_bit;
+  for (std::uint32_t mask : {0u, 1u, 0x80000000u, 0xffffffffu, 0xaaaaaaaau, 0x00f0f00fu,
+                             0x12345678u, 0x80000001u}) {
+    unsigned k = 0;
+    for (unsigned bit = 0; bit < 32; ++bit)
+      if (mask >> bit & 1u) EXPECT_EQ(nth_set_bit(mask, k++), bit) << std::hex << mask;
+    EXPECT_EQ(nth_set_bit(mask, k), 32u) << "no more set bits: " << std::hex << mask;
+    EXPECT_EQ(nth_set_bit(mask, 31), mask == 0xffffffffu ? 31u : 32u);
+  }
+}
+
+TEST(CpuSegmentClasses, WorkspaceListsHoldEveryTileAndLongSegmentOfAnyLayout) {
+  using gpusort::detail::network::segment_workspace;
+  for (int slot_bytes : {4, 8, 12, 16}) {
+    const segment_classes classes{slot_bytes};
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      // Disjoint segments of every class, from 0 keys to several long ones.
+      std::vector<std::uint64_t> sizes = power_law_sizes(1 << 18, seed);
+      for (std::uint64_t m : {129u, 1025u, 8193u, 40000u, 0u, 1u}) sizes.push_back(m);
+      std::uint64_t n = 0;
+      std::vector<std::uint64_t> per_list(segment_classes::max_lists, 0);
+      for (std::uint64_t m : sizes) {
+        n += m;
+        const int c = classes.of(m);
+        if (c > classes.shuffle_max_bits()) ++per_list[classes.list_of(c)];
+      }
+      const segment_workspace w{n, sizes.size(), classes};
+      SCOPED_TRACE(::testing::Message() << "slot bytes " << slot_bytes << ", n " << n);
+      EXPECT_EQ(w.first_list(), classes.shuffle_max_bits() + 1);
+      EXPECT_EQ(w.long_list(), classes.list_of(40));
+      for (int list = w.first_list(); list <= w.long_list(); ++list) {
+        EXPECT_LE(per_list[list], w.capacity(list)) << "list " << list;
+        EXPECT_EQ(w.list_start(list + 1), w.list_start(list) + w.capacity(list));
+      }
+      EXPECT_LE(w.list_entries(), n / 64 + 16) << "the lists take about n / 16 bytes at most";
+      EXPECT_GE(w.long_prefix_offset(), w.header_bytes + 4 * w.list_entries());
+      EXPECT_EQ(w.long_prefix_offset() % 8, 0u);
+      EXPECT_EQ(w.bytes(), w.long_prefix_offset() + 8 * (w.capacity(w.long_list()) + 1));
+      EXPECT_LE(w.cursor_offset + 8, w.header_bytes);
+    }
+  }
+  // Few segments: each list has room for all of them, no more.
+  const segment_workspace few{1 << 20, 3, segment_classes{4}};
+  EXPECT_EQ(few.capacity(few.first_list()), 3u);
+  EXPECT_EQ(few.capacity(few.long_list()), 3u);
+}
+
 TEST(CpuSegmentClasses, SegmentListsReadOffsetsOfEitherWidth) {
   const std::vector<std::uint32_t> narrow_offsets = {0, 5, 5, 9};
   const std::vector<std::uint64_t> wide_offsets = {0, 5, 5, 9};

@@ -585,7 +585,8 @@ __global__ void __launch_bounds__(THREADS)
 
 template <class K, class V>
 std::size_t segments_bytes(index_t n, index_t segments) {
-  return network::segmented_sort_bytes(n, segments, bitonic_policy<K, V, false>::slot_bytes);
+  return network::segment_workspace{n, segments,
+                                    {bitonic_policy<K, V, false>::slot_bytes}}.bytes();
 }
 
 // approx_refine: the bucket sort. Keys (and values) are copied to the buffer, scattered back

@@ -1,26 +1,30 @@
 // Batched and segmented sort: every segment sorted by its own bitonic network.
 //
 // Schedule (size classes of network/segments.hpp):
-//  * segmented only: classify_kernel counts the segments of each class (and the largest
-//    long class), then writes their indices into one list per class (the workspace: 4 bytes
-//    per segment); batched sorts know their single class on the host and need no lists;
-//  * shuffle classes (up to 128 keys): shuffle_kernel, all of them in one launch for a
-//    segmented sort; a warp loads its segments into registers (ITEMS keys per lane), sorts
-//    with shuffles, stores: one read and one write of the keys;
+//  * segmented only: classify_kernel, one pass over the offsets, appends every segment of a
+//    tile class or longer to its class's list (network::segment_workspace) and records the
+//    largest long class; batched sorts know their single class on the host and need none;
+//  * shuffle classes (up to 128 keys): a warp loads segments into registers (ITEMS keys per
+//    lane), sorts with shuffles, stores: one read and one write of the keys. A segmented
+//    sort reads the offsets here directly (shuffle_segments_kernel, every class in one
+//    launch), so the most numerous segments cost no list;
 //  * tile classes: tile_kernel, one launch per class; a warp (up to 1024 slots) or a block
 //    loads a segment into shared memory, runs the whole network there, stores;
 //  * long segments: the device sort's passes (device/bitonic.cuh), each pass applied to
-//    every long segment in turn by the whole grid.
-// Kernels of the first two kinds are persistent: a fixed grid walks its class's list, so a
-// launch never depends on counts that only the device knows. Within a launch all segments
-// are of one class (sizes within 2x), so no worker waits for a much larger one; a segmented
-// sort runs its classes side by side on streams of its own (run_all).
+//    every long segment at once by the whole grid; for a segmented sort in one cooperative
+//    launch whose passes stop at the longest segment found.
+// Kernels are persistent: a fixed grid walks its class's segments, so a launch never
+// depends on counts that only the device knows. Within a tile launch all segments are of
+// one class (sizes within 2x), so no worker waits for a much larger one; a segmented sort
+// runs its workers side by side on streams of their own (run_all).
 #pragma once
 
+#include <algorithm>
 #include <utility>
 
 #include <cuda_runtime.h>
 
+#include <cooperative_groups.h>
 #include <cub/block/block_scan.cuh>
 
 #include "gpusort/detail/block/bitonic_tile.cuh"
@@ -37,34 +41,35 @@ using network::segment_list;
 template <class K, class V>
 constexpr segment_classes classes_for{bitonic_policy<K, V, false>::slot_bytes};
 
-// The class lists in the workspace: counts[list], cursors[list], the segment indices (list
-// after list; a list's place is the sum of the counts of the lists before it), then the long
-// segments' work offsets (long_units). List 0 (nothing to do) has no entries: counts[0]
-// holds the largest class among the long segments instead (0 if none), so that the long
-// schedule's passes above it return at once.
+// The class lists in the workspace (network::segment_workspace): counts[list], the
+// segment indices of each tile class and of the long segments, the long segments' work
+// offsets (long_units). counts[0] holds the largest class among the long segments instead
+// (0 if none), so that the long schedule's passes above it have nothing to do.
 struct class_lists {
   std::uint32_t* counts = nullptr;  // null for a batched sort: one class, all segments
-  std::uint32_t* cursors = nullptr;
   std::uint32_t* ids = nullptr;
   std::uint64_t* long_prefix = nullptr;
+  unsigned long long* shuffle_cursor = nullptr;  // shuffle_segments_kernel's next window
+  network::segment_workspace layout{};
   std::uint64_t batch_count = 0;
 
-  static constexpr std::size_t header_bytes = 2 * segment_classes::max_lists * 4;
-  static class_lists in(void* temp, std::uint64_t segments) {
-    auto* words = static_cast<std::uint32_t*>(temp);
-    auto* prefix = reinterpret_cast<std::uint64_t*>(static_cast<char*>(temp) + header_bytes +
-                                                    network::segment_list_ids_bytes(segments));
-    return {words, words + segment_classes::max_lists, words + 2 * segment_classes::max_lists,
-            prefix};
+  static class_lists in(void* temp, const network::segment_workspace& layout) {
+    auto* bytes = static_cast<char*>(temp);
+    return {reinterpret_cast<std::uint32_t*>(bytes),
+            reinterpret_cast<std::uint32_t*>(bytes + layout.header_bytes),
+            reinterpret_cast<std::uint64_t*>(bytes + layout.long_prefix_offset()),
+            reinterpret_cast<unsigned long long*>(bytes + layout.cursor_offset), layout};
   }
 
-  __device__ std::uint64_t size(int list) const { return counts ? counts[list] : batch_count; }
-  __device__ int longest_long_class() const { return static_cast<int>(counts[0]); }
-  __device__ std::uint64_t start(int list) const {
-    std::uint64_t s = 0;
-    for (int l = 1; l < list; ++l) s += counts[l];
-    return s;
+  // Entries of `list`: a count past the list's room (overlapping segments, which the API
+  // rejects) leaves the extra segments unsorted rather than writing past the list.
+  __device__ std::uint64_t size(int list) const {
+    if (!counts) return batch_count;
+    const std::uint64_t c = counts[list], room = layout.capacity(list);
+    return c < room ? c : room;
   }
+  __device__ int longest_long_class() const { return static_cast<int>(counts[0]); }
+  __device__ std::uint64_t start(int list) const { return layout.list_start(list); }
   // The segment index of entry e of `list`.
   __device__ std::uint64_t segment(int list, std::uint64_t e, std::uint64_t start) const {
     return counts ? ids[start + e] : e;
@@ -75,21 +80,22 @@ struct class_lists {
 
 constexpr int classify_threads = 256;
 
+// One pass over the offsets: every segment of a tile class or longer is appended to its
+// class's list (the shuffle classes need none) and the largest long class is recorded. Lists are filled in no particular order.
 template <class K, class V>
 __global__ void __launch_bounds__(classify_threads)
-    classify_kernel(segment_list segs, std::uint64_t n, class_lists lists, bool scatter) {
+    classify_kernel(segment_list segs, std::uint64_t n, class_lists lists) {
   constexpr segment_classes classes = classes_for<K, V>;
   __shared__ std::uint32_t block_count[segment_classes::max_lists];
   __shared__ std::uint32_t block_base[segment_classes::max_lists];
   if (threadIdx.x < segment_classes::max_lists) block_count[threadIdx.x] = 0;
   __syncthreads();
   const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * classify_threads + threadIdx.x;
-  int list = 0;  // 0: nothing to do (0 or 1 key, or an invalid segment)
-  std::uint32_t rank = 0;
+  int list = 0;  // 0: not listed (a shuffle class, 0 or 1 key, or an invalid segment)
   if (i < segs.count && segs.valid(i, n)) {
     const int c = classes.of(segs.last(i) - segs.first(i));
-    list = classes.list_of(c);
-    if (!scatter && classes.is_long(c)) atomicMax(&lists.counts[0], static_cast<std::uint32_t>(c));
+    if (c > classes.shuffle_max_bits()) list = classes.list_of(c);
+    if (classes.is_long(c)) atomicMax(&lists.counts[0], static_cast<std::uint32_t>(c));
   }
   // One shared-memory atomic per list and warp: lists repeat (a batch of equal sizes is one
   // list), and same-address atomics would serialize.
@@ -100,18 +106,15 @@ __global__ void __launch_bounds__(classify_threads)
   if (static_cast<int>(lane) == leader && list != 0)
     base = atomicAdd(&block_count[list], static_cast<std::uint32_t>(__popc(peers)));
   base = __shfl_sync(0xffffffffu, base, leader);
-  rank = base + __popc(peers & ((1u << lane) - 1u));
+  const std::uint32_t rank = base + __popc(peers & ((1u << lane) - 1u));
   __syncthreads();
-  if (threadIdx.x < segment_classes::max_lists && threadIdx.x > 0 && block_count[threadIdx.x]) {
-    std::uint32_t* total = scatter ? lists.cursors : lists.counts;
-    block_base[threadIdx.x] = atomicAdd(&total[threadIdx.x], block_count[threadIdx.x]);
-  }
-  if (!scatter) return;
+  if (threadIdx.x < segment_classes::max_lists && block_count[threadIdx.x])
+    block_base[threadIdx.x] = atomicAdd(&lists.counts[threadIdx.x], block_count[threadIdx.x]);
   __syncthreads();
   if (list != 0) {
-    std::uint64_t start = 0;
-    for (int l = 1; l < list; ++l) start += lists.counts[l];
-    lists.ids[start + block_base[list] + rank] = static_cast<std::uint32_t>(i);
+    const std::uint64_t e = std::uint64_t{block_base[list]} + rank;
+    if (e < lists.layout.capacity(list))
+      lists.ids[lists.start(list) + e] = static_cast<std::uint32_t>(i);
   }
 }
 
@@ -144,69 +147,171 @@ constexpr int shuffle_threads = 256;
 // Class C: 2^C slots per segment, `items` keys per lane (network/segments.hpp), so a
 // segment takes 2^C / items lanes and a warp sorts 32 / that many segments at once.
 // Steps inside a lane's registers cost no shuffle: more keys per lane is cheaper.
+template <class K, class V, int C>
+struct shuffle_shape {
+  static constexpr int items_log2 = classes_for<K, V>.items_log2(C);
+  static constexpr int items = 1 << items_log2;
+  static constexpr int lanes_log2 = C - items_log2;
+  static constexpr unsigned per_warp = 32u >> lanes_log2;
+};
+
+// One round of a warp: each group of lanes sorts the segment of m keys at `first` (m == 0:
+// the group has none this round).
 template <int C, class K, class V, class Compare>
-__device__ __forceinline__ void shuffle_class(K* keys, V* values, const segment_list& segs,
-                                              const class_lists& lists, bool descending,
-                                              Compare comp, key_codec<K> codec) {
-  constexpr int items_log2 = classes_for<K, V>.items_log2(C);
-  constexpr int items = 1 << items_log2;
-  constexpr int lanes_log2 = C - items_log2;
-  constexpr unsigned per_warp = 32u >> lanes_log2;
+__device__ __forceinline__ void shuffle_round(K* keys, V* values, std::uint64_t first,
+                                              unsigned m, bool descending, Compare comp,
+                                              key_codec<K> codec) {
+  using shape = shuffle_shape<K, V, C>;
+  constexpr int items = shape::items;
   using sorter = block::warp_bitonic_sort<K, V, items, Compare>;
-  const std::uint64_t warp = (static_cast<std::uint64_t>(blockIdx.x) * shuffle_threads + threadIdx.x) / 32;
-  const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * shuffle_threads / 32;
-  const unsigned lane = threadIdx.x & 31u;
-  const unsigned group_lane = lane & ((1u << lanes_log2) - 1u);
-  const std::uint64_t count = lists.size(C), start = lists.counts ? lists.start(C) : 0;
-  for (std::uint64_t e0 = warp * per_warp; e0 < count; e0 += warps * per_warp) {
-    const std::uint64_t e = e0 + (lane >> lanes_log2);
-    unsigned m = 0;
-    std::uint64_t first = 0;
-    if (e < count) {
-      const std::uint64_t s = lists.segment(C, e, start);
-      first = segs.first(s);
-      m = static_cast<unsigned>(segs.last(s) - first);
-    }
-    K k[items];
-    V v[items];
-    bool ties_padding = false;
+  const unsigned group_lane = threadIdx.x & ((1u << shape::lanes_log2) - 1u);
+  K k[items];
+  V v[items];
+  bool ties_padding = false;
 #pragma unroll
-    for (int i = 0; i < items; ++i) {
-      const unsigned pos = group_lane * items + i;
-      if (pos < m) {
-        k[i] = codec.in(keys[first + pos]);
-        if constexpr (block::has_values<K, V>) v[i] = values[first + pos];
-        if constexpr (fills_padding<K, V, Compare>.check_ties)
-          ties_padding |= k[i] == padding_key<K>(descending);
-      } else if constexpr (fills_padding<K, V, Compare>.fill) {
-        k[i] = padding_key<K>(descending);
-      }
+  for (int i = 0; i < items; ++i) {
+    const unsigned pos = group_lane * items + i;
+    if (pos < m) {
+      k[i] = codec.in(keys[first + pos]);
+      if constexpr (block::has_values<K, V>) v[i] = values[first + pos];
+      if constexpr (fills_padding<K, V, Compare>.check_ties)
+        ties_padding |= k[i] == padding_key<K>(descending);
+    } else if constexpr (fills_padding<K, V, Compare>.fill) {
+      k[i] = padding_key<K>(descending);
     }
-    // Whole segments, or partial ones filled with padding keys, need no padding checks.
-    const bool whole = fills_padding<K, V, Compare>.fill ? !ties_padding : m == (1u << C);
-    if (__all_sync(0xffffffffu, whole))
-      sorter{}.template sort_groups<C, true>(k, v, m, descending, comp);
-    else
-      sorter{}.template sort_groups<C, false>(k, v, m, descending, comp);
+  }
+  // Whole segments, or partial ones filled with padding keys, need no padding checks.
+  const bool whole = fills_padding<K, V, Compare>.fill ? !ties_padding : m == (1u << C);
+  if (__all_sync(0xffffffffu, whole))
+    sorter{}.template sort_groups<C, true>(k, v, m, descending, comp);
+  else
+    sorter{}.template sort_groups<C, false>(k, v, m, descending, comp);
 #pragma unroll
-    for (int i = 0; i < items; ++i) {
-      const unsigned pos = group_lane * items + i;
-      if (pos < m) {
-        keys[first + pos] = codec.out(k[i]);
-        if constexpr (block::has_values<K, V>) values[first + pos] = v[i];
-      }
+  for (int i = 0; i < items; ++i) {
+    const unsigned pos = group_lane * items + i;
+    if (pos < m) {
+      keys[first + pos] = codec.out(k[i]);
+      if constexpr (block::has_values<K, V>) values[first + pos] = v[i];
     }
   }
 }
 
-// Classes FIRST..LAST in one launch, one after the other.
-template <int FIRST, int LAST, class K, class V, class Compare>
+// A batch of class C: warp w takes segments w * per_warp, ... as its groups.
+template <int C, class K, class V, class Compare>
 __global__ void __launch_bounds__(shuffle_threads)
-    shuffle_kernel(K* keys, V* values, segment_list segs, class_lists lists, bool descending,
-                   Compare comp, key_codec<K> codec) {
-  [&]<int... I>(std::integer_sequence<int, I...>) {
-    (shuffle_class<FIRST + I>(keys, values, segs, lists, descending, comp, codec), ...);
-  }(std::make_integer_sequence<int, LAST - FIRST + 1>{});
+    shuffle_batch_kernel(K* keys, V* values, segment_list segs, bool descending, Compare comp,
+                         key_codec<K> codec) {
+  using shape = shuffle_shape<K, V, C>;
+  const std::uint64_t warp = (static_cast<std::uint64_t>(blockIdx.x) * shuffle_threads + threadIdx.x) / 32;
+  const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * shuffle_threads / 32;
+  const unsigned group = (threadIdx.x & 31u) >> shape::lanes_log2;
+  for (std::uint64_t e0 = warp * shape::per_warp; e0 < segs.count; e0 += warps * shape::per_warp) {
+    const std::uint64_t e = e0 + group;
+    const bool here = e < segs.count;
+    shuffle_round<C>(keys, values, here ? segs.first(e) : 0,
+                     here ? static_cast<unsigned>(segs.batch_size) : 0u, descending, comp, codec);
+  }
+}
+
+// Segments a lane reads at once in shuffle_segments_kernel: a warp's window of 32 * this
+// many, among which the segments of each class fill whole rounds more often.
+constexpr int shuffle_window = 4;
+
+// The segments of class C in a warp's window (lane l read segment r * 32 + l of it into
+// first[r] and m[r]; masks[r]: the lanes whose segment r is of class C), per_warp of them a
+// round: group g takes the g-th of those not yet taken.
+template <int C, class K, class V, class Compare>
+__device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values,
+                                                        const std::uint64_t (&first)[shuffle_window],
+                                                        const unsigned (&m)[shuffle_window],
+                                                        const unsigned (&masks)[shuffle_window],
+                                                        bool descending, Compare comp,
+                                                        key_codec<K> codec) {
+  using shape = shuffle_shape<K, V, C>;
+  unsigned total = 0;
+#pragma unroll
+  for (int r = 0; r < shuffle_window; ++r) total += __popc(masks[r]);
+  const unsigned group = (threadIdx.x & 31u) >> shape::lanes_log2;
+  for (unsigned taken = 0; taken < total; taken += shape::per_warp) {
+    // The group's segment: the q-th of the class, in read r at lane `source`.
+    const unsigned q = taken + group;
+    unsigned before = 0, source = 32;
+    int read = 0;
+#pragma unroll
+    for (int r = 0; r < shuffle_window; ++r) {
+      const unsigned here = __popc(masks[r]);
+      if (source == 32 && q < before + here) {
+        source = network::nth_set_bit(masks[r], q - before);
+        read = r;
+      }
+      before += here;
+    }
+    std::uint64_t group_first = 0;
+    unsigned group_m = 0;
+#pragma unroll
+    for (int r = 0; r < shuffle_window; ++r) {  // a shuffle reads one register of every lane
+      const std::uint64_t f = __shfl_sync(0xffffffffu, first[r], source & 31u);
+      const unsigned size = __shfl_sync(0xffffffffu, m[r], source & 31u);
+      if (r == read) {
+        group_first = f;
+        group_m = size;
+      }
+    }
+    shuffle_round<C>(keys, values, group_first, source < 32 ? group_m : 0u, descending, comp,
+                     codec);
+  }
+}
+
+// Every segment of a shuffle class, read straight from the offsets (no list): a warp takes
+// a window of 32 * reads consecutive segments (reads <= shuffle_window, fewer when there
+// are too few segments to give every warp a full window), then sorts those of each class in
+// turn. Segments of other classes, invalid ones and those of 0 or 1 key are left to the
+// other workers. Warps take windows from a counter in the workspace rather than a fixed
+// share: the tile workers run beside this kernel, and a fixed share left the SMs they
+// crowded as the tail (H100, 2^24 u32 keys in 128-key segments: 0.38 ms against 0.17 alone).
+// (A minimum of blocks per SM in the bounds: with the thread count alone ptxas gave the u32
+// kernel 64 registers and spills; with it, 79 and none.)
+template <class K, class V, class Compare>
+__global__ void __launch_bounds__(shuffle_threads, classes_for<K, V>.slot_bytes <= 4 ? 3 : 2)
+    shuffle_segments_kernel(K* keys, V* values, segment_list segs, std::uint64_t n,
+                            class_lists lists, int reads, bool descending, Compare comp,
+                            key_codec<K> codec) {
+  constexpr segment_classes classes = classes_for<K, V>;
+  const unsigned lane = threadIdx.x & 31u;
+  for (;;) {
+    unsigned long long window = 0;
+    if (lane == 0) window = atomicAdd(lists.shuffle_cursor, 1ull);
+    const std::uint64_t base = __shfl_sync(0xffffffffu, window, 0) * 32 * reads;
+    if (base >= segs.count) return;
+    std::uint64_t first[shuffle_window];
+    unsigned m[shuffle_window];
+    int c[shuffle_window];
+#pragma unroll
+    for (int r = 0; r < shuffle_window; ++r) {
+      const std::uint64_t i = base + r * 32 + lane;
+      first[r] = 0;
+      m[r] = 0;
+      c[r] = 0;
+      if (r < reads && i < segs.count && segs.valid(i, n)) {
+        first[r] = segs.first(i);
+        const std::uint64_t size = segs.last(i) - first[r];
+        c[r] = classes.of(size);
+        m[r] = c[r] <= classes.shuffle_max_bits() ? static_cast<unsigned>(size) : 0u;
+      }
+    }
+    [&]<int... I>(std::integer_sequence<int, I...>) {
+      (
+          [&] {
+            unsigned masks[shuffle_window];
+#pragma unroll
+            for (int r = 0; r < shuffle_window; ++r)
+              masks[r] = __ballot_sync(0xffffffffu, c[r] == I + 1);
+            shuffle_class_of_window<I + 1>(keys, values, first, m, masks, descending, comp,
+                                           codec);
+          }(),
+          ...);
+    }(std::make_integer_sequence<int, classes.shuffle_max_bits()>{});
+  }
 }
 
 // ---- tile classes ----------------------------------------------------------------------
@@ -308,18 +413,15 @@ GPUSORT_HD constexpr std::uint64_t long_span(std::uint64_t m) {
   return std::uint64_t{1} << (bits > TILE_BITS ? bits : TILE_BITS);
 }
 
-constexpr int prefix_threads = 1024;
-
-// long_prefix[j] = span_0 + ... + span_{j-1}, by one block (long segments are few: at most
-// n / 2^13).
-template <int TILE_BITS>
-__global__ void __launch_bounds__(prefix_threads)
-    long_prefix_kernel(segment_list segs, class_lists lists, int list) {
-  using scan = cub::BlockScan<std::uint64_t, prefix_threads>;
+// long_prefix[j] = span_0 + ... + span_{j-1}, by one block of THREADS (long segments are
+// few: at most n / 2^tile_max_bits).
+template <int TILE_BITS, int THREADS>
+__device__ void long_prefix(const segment_list& segs, const class_lists& lists, int list) {
+  using scan = cub::BlockScan<std::uint64_t, THREADS>;
   __shared__ typename scan::TempStorage temp;
   const std::uint64_t count = lists.size(list), start = lists.start(list);
   std::uint64_t carry = 0;
-  for (std::uint64_t base = 0; base <= count; base += prefix_threads) {
+  for (std::uint64_t base = 0; base <= count; base += THREADS) {
     const std::uint64_t e = base + threadIdx.x;
     std::uint64_t span = 0;
     if (e < count) {
@@ -334,11 +436,12 @@ __global__ void __launch_bounds__(prefix_threads)
   }
 }
 
-// Maps the keys of every long segment to codes (to_code) or back, a tile of the line at a
-// time: the long segments' schedule runs many passes, so their keys stay codes in between.
+// Maps the keys of every long segment to codes (to_code) or back, a tile of the line per
+// block at a time: the long segments' schedule runs many passes, so their keys stay codes
+// in between.
 template <int TILE_BITS, class K>
-__global__ void long_map_kernel(K* keys, segment_list segs, long_units units,
-                                key_codec<K> codec, bool to_code) {
+__device__ void long_map(K* keys, const segment_list& segs, const long_units& units,
+                         key_codec<K> codec, bool to_code) {
   const std::uint64_t tiles = units.total_span() >> TILE_BITS;
   const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
   for (std::uint64_t f = blockIdx.x; f < tiles; f += gridDim.x) {
@@ -355,11 +458,12 @@ __global__ void long_map_kernel(K* keys, segment_list segs, long_units units,
   }
 }
 
-// One pass of the device sort's schedule, on every long segment that has its phase.
+// One tile pass of the device sort's schedule on every long segment that has its phase; a
+// block takes tiles of the line in turn.
 template <class Policy, class K, class V, class Compare>
-__global__ void __launch_bounds__(Policy::tile_threads)
-    long_tile_kernel(K* keys, V* values, segment_list segs, long_units units, network::pass ps,
-                     bool descending, Compare comp) {
+__device__ void long_tile_pass(K* keys, V* values, const segment_list& segs,
+                               const long_units& units, const network::pass& ps, bool descending,
+                               Compare comp) {
   using tile_t = block::tile_network<K, V, block::block_team<Policy::tile_threads>,
                                      Policy::tile_bits, Policy::digit_bits, Compare>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
@@ -385,16 +489,17 @@ __global__ void __launch_bounds__(Policy::tile_threads)
   }
 }
 
-template <class Policy, int COUNT, class K, class V, class Compare>
-__global__ void __launch_bounds__(Policy::register_threads)
-    long_register_kernel(K* keys, V* values, segment_list segs, long_units units,
-                         network::window win, int phase, bool descending, Compare comp) {
+// One register pass (groups of 2^COUNT slots) on every long segment that has its phase; a
+// thread takes groups of the line in turn.
+template <int COUNT, class K, class V, class Compare>
+__device__ void long_register_pass(K* keys, V* values, const segment_list& segs,
+                                   const long_units& units, const network::window& win,
+                                   int phase, bool descending, Compare comp) {
   if (phase > units.longest_class()) return;
   const std::uint64_t groups = units.total_span() >> win.group_bits;
   const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
-  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * Policy::register_threads;
-  for (std::uint64_t f = static_cast<std::uint64_t>(blockIdx.x) * Policy::register_threads +
-                         threadIdx.x;
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t f = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        f < groups; f += stride) {
     std::uint64_t j = 0, span_start = 0;
     units.locate(f << win.group_bits, j, span_start);
@@ -408,6 +513,76 @@ __global__ void __launch_bounds__(Policy::register_threads)
     register_group<COUNT>(keys + first, segment_values, m, slot0, win.group_lo, phase,
                           descending, comp);
   }
+}
+
+// Calls f(std::integral_constant<int, g>) for a register pass of g = 1..MAX_BITS bits.
+template <int MAX_BITS, class F>
+__host__ __device__ void with_group_bits(int bits, F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((bits == I + 1 ? (f(std::integral_constant<int, I + 1>{}), 0) : 0), ...);
+  }(std::make_integer_sequence<int, MAX_BITS>{});
+}
+
+// Batched sorts, whose longest segment the host knows: a launch per pass.
+template <int TILE_BITS, class K>
+__global__ void long_map_kernel(K* keys, segment_list segs, long_units units,
+                                key_codec<K> codec, bool to_code) {
+  long_map<TILE_BITS>(keys, segs, units, codec, to_code);
+}
+
+template <class Policy, class K, class V, class Compare>
+__global__ void __launch_bounds__(Policy::tile_threads)
+    long_tile_kernel(K* keys, V* values, segment_list segs, long_units units, network::pass ps,
+                     bool descending, Compare comp) {
+  long_tile_pass<Policy>(keys, values, segs, units, ps, descending, comp);
+}
+
+template <class Policy, int COUNT, class K, class V, class Compare>
+__global__ void __launch_bounds__(Policy::register_threads)
+    long_register_kernel(K* keys, V* values, segment_list segs, long_units units,
+                         network::window win, int phase, bool descending, Compare comp) {
+  long_register_pass<COUNT>(keys, values, segs, units, win, phase, descending, comp);
+}
+
+// Segmented sorts: only the device knows whether any segment is long, and how long. One
+// cooperative launch runs the whole schedule for the longest class that classify_kernel
+// found, a grid barrier between passes; with no long segment it returns at once. (A launch
+// per pass for segments up to n keys was 28 launches for 2^24 keys, mostly empty, 3-5 us
+// each on an H100: the offsets path's floor.) Register passes take at most 2^4 slots per
+// thread here, so that they share the tile pass's block and registers.
+template <class Policy>
+struct long_schedule_policy : Policy {
+  static constexpr int register_bits = Policy::register_bits < 4 ? Policy::register_bits : 4;
+  static constexpr network::schedule_shape shape{Policy::tile_bits, register_bits};
+};
+
+template <class Policy, class K, class V, class Compare>
+__global__ void __launch_bounds__(Policy::tile_threads)
+    long_schedule_kernel(K* keys, V* values, segment_list segs, class_lists lists, int list,
+                         bool descending, Compare comp, key_codec<K> codec) {
+  const int longest = lists.longest_long_class();
+  if (longest == 0) return;  // every block returns: no barrier waits
+  const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  if (blockIdx.x == 0) long_prefix<Policy::tile_bits, Policy::tile_threads>(segs, lists, list);
+  grid.sync();
+  const long_units units{lists, list, 0};
+  if (codec.float_codes) {
+    long_map<Policy::tile_bits>(keys, segs, units, codec, true);
+    grid.sync();
+  }
+  network::for_each_pass(index_t{1} << longest, Policy::shape, [&](const network::pass& ps) {
+    if (ps.win.contiguous()) {
+      long_tile_pass<Policy>(keys, values, segs, units, ps, descending, comp);
+    } else {
+      const int phase = network::step_at(ps.first_step).phase;
+      with_group_bits<Policy::register_bits>(ps.win.group_bits, [&](auto bits) {
+        long_register_pass<decltype(bits)::value>(keys, values, segs, units, ps.win, phase,
+                                                  descending, comp);
+      });
+    }
+    grid.sync();
+  });
+  if (codec.float_codes) long_map<Policy::tile_bits>(keys, segs, units, codec, false);
 }
 
 // ---- launching -------------------------------------------------------------------------
@@ -437,17 +612,34 @@ struct segment_launcher {
     return lists.counts ? unknown : lists.batch_count;
   }
 
-  template <int FIRST, int LAST>
-  cudaError_t shuffle() {
-    auto kernel = shuffle_kernel<FIRST, LAST, K, V, Compare>;
-    constexpr int lanes_log2 = LAST - classes_for<K, V>.items_log2(LAST);
-    constexpr std::uint64_t per_block = (shuffle_threads / 32) * (32u >> lanes_log2);
-    const std::uint64_t needed = (host_count(~std::uint64_t{0} >> 8) + per_block - 1) / per_block;
+  // A batch of shuffle class C.
+  template <int C>
+  cudaError_t shuffle_batch() {
+    auto kernel = shuffle_batch_kernel<C, K, V, Compare>;
+    constexpr std::uint64_t per_block = (shuffle_threads / 32) * shuffle_shape<K, V, C>::per_warp;
     unsigned blocks = 0;
-    cudaError_t e = grid_for(kernel, shuffle_threads, 0, needed, blocks);
+    cudaError_t e = grid_for(kernel, shuffle_threads, 0, (segs.count + per_block - 1) / per_block,
+                             blocks);
     if (e != cudaSuccess) return e;
-    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, lists, descending, comp,
-                                                   codec);
+    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, descending, comp, codec);
+    return cudaGetLastError();
+  }
+
+  // Every segment of a shuffle class, straight from the offsets.
+  cudaError_t shuffle_segments(std::uint64_t n) {
+    auto kernel = shuffle_segments_kernel<K, V, Compare>;
+    constexpr std::uint64_t warps_per_block = shuffle_threads / 32;
+    unsigned blocks = 0;
+    cudaError_t e = grid_for(kernel, shuffle_threads, 0,
+                             (segs.count + 32 * warps_per_block - 1) / (32 * warps_per_block),
+                             blocks);
+    if (e != cudaSuccess) return e;
+    // Windows as wide as keep every warp busy: ceil(segments / (32 * warps)), 1 to 4 reads.
+    const std::uint64_t lanes = 32 * warps_per_block * blocks;
+    const int reads = static_cast<int>(std::min<std::uint64_t>(
+        shuffle_window, std::max<std::uint64_t>(1, (segs.count + lanes - 1) / lanes)));
+    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, n, lists, reads,
+                                                   descending, comp, codec);
     return cudaGetLastError();
   }
 
@@ -465,17 +657,12 @@ struct segment_launcher {
     return cudaGetLastError();
   }
 
-  // The device sort's schedule for segments of up to `longest` keys, on the long list.
-  cudaError_t long_segments(int list, std::uint64_t longest) {
+  // A batch of long segments of `longest` keys: the device sort's schedule, a launch per
+  // pass, over all of them at once.
+  cudaError_t long_batch(std::uint64_t longest) {
     using policy = bitonic_policy<K, V, false>;
-    using storage = block::tile_storage<K, V, policy::tile_bits>;
-    constexpr int smem_bytes = sizeof(storage);
-    const long_units units{lists, list, long_span<policy::tile_bits>(segs.batch_size)};
-    if (lists.counts) {
-      long_prefix_kernel<policy::tile_bits><<<1, prefix_threads, 0, stream>>>(segs, lists, list);
-      const cudaError_t e = cudaGetLastError();
-      if (e != cudaSuccess) return e;
-    }
+    constexpr int smem_bytes = sizeof(block::tile_storage<K, V, policy::tile_bits>);
+    const long_units units{lists, 0, long_span<policy::tile_bits>(segs.batch_size)};
     auto tile_kernel = long_tile_kernel<policy, K, V, Compare>;
     unsigned tile_blocks = 0;
     cudaError_t status = resident_blocks(tile_kernel, policy::tile_threads, smem_bytes, tile_blocks);
@@ -496,36 +683,34 @@ struct segment_launcher {
             keys, values, segs, units, ps, descending, comp);
       } else {
         const int phase = network::step_at(ps.first_step).phase;
-        auto launch = [&](auto kernel) {
+        with_group_bits<policy::register_bits>(ps.win.group_bits, [&](auto bits) {
+          auto kernel = long_register_kernel<policy, decltype(bits)::value, K, V, Compare>;
           unsigned blocks = 0;
           status = resident_blocks(kernel, policy::register_threads, 0, blocks);
           if (status != cudaSuccess) return;
           kernel<<<blocks, policy::register_threads, 0, stream>>>(keys, values, segs, units,
                                                                   ps.win, phase, descending,
                                                                   comp);
-        };
-        switch (ps.win.group_bits) {
-          case 1: launch(long_register_kernel<policy, 1, K, V, Compare>); break;
-          case 2: launch(long_register_kernel<policy, 2, K, V, Compare>); break;
-          case 3: launch(long_register_kernel<policy, 3, K, V, Compare>); break;
-          case 4:
-            if constexpr (policy::register_bits >= 4)
-              launch(long_register_kernel<policy, 4, K, V, Compare>);
-            break;
-          case 5:
-            if constexpr (policy::register_bits >= 5)
-              launch(long_register_kernel<policy, 5, K, V, Compare>);
-            break;
-          default:
-            if constexpr (policy::register_bits >= 6)
-              launch(long_register_kernel<policy, 6, K, V, Compare>);
-            break;
-        }
+        });
       }
       if (status == cudaSuccess) status = cudaGetLastError();
     });
     const cudaError_t back = map_long(false);
     return status != cudaSuccess ? status : back;
+  }
+
+  // The long list of a segmented sort: one cooperative launch (long_schedule_kernel).
+  cudaError_t long_segments() {
+    using policy = long_schedule_policy<bitonic_policy<K, V, false>>;
+    constexpr int smem_bytes = sizeof(block::tile_storage<K, V, policy::tile_bits>);
+    auto kernel = long_schedule_kernel<policy, K, V, Compare>;
+    unsigned blocks = 0;
+    cudaError_t e = resident_blocks(kernel, policy::tile_threads, smem_bytes, blocks);
+    if (e != cudaSuccess) return e;
+    int list = lists.layout.long_list();
+    void* args[] = {&keys, &values, &segs, &lists, &list, &descending, &comp, &codec};
+    return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
+                                       dim3(policy::tile_threads), args, smem_bytes, stream);
   }
 
   // The worker of tile class C (a warp up to warp_tile_max_bits, then a block).
@@ -554,58 +739,56 @@ struct segment_launcher {
   // A batched sort: its single class C (long segments up to `longest` keys).
   cudaError_t run_class(int c, std::uint64_t longest) {
     constexpr segment_classes classes = classes_for<K, V>;
-    if (classes.is_long(c)) return long_segments(classes.tile_max_bits() + 1, longest);
+    if (classes.is_long(c)) return long_batch(longest);
     if (c > classes.shuffle_max_bits()) return tile_class(c);
     cudaError_t e = cudaErrorInvalidValue;
     [&]<int... I>(std::integer_sequence<int, I...>) {
-      ((c == I + 1 ? (e = shuffle<I + 1, I + 1>(), 0) : 0), ...);
+      ((c == I + 1 ? (e = shuffle_batch<I + 1>(), 0) : 0), ...);
     }(std::make_integer_sequence<int, classes.shuffle_max_bits()>{});
     return e;
   }
 
-  // A segmented sort: every class, long segments up to `longest` keys if last_class is long.
-  // The classes run side by side on streams of their own (fork_join): a large class with few
-  // segments takes as long as its largest one, tens of microseconds for one team, and one
-  // after the other those tails added up (0.24 ms of 0.67 before); the long schedule's
-  // launches, empty when no segment is long, hide behind the others. Measured on an H100
-  // (2^24 u32 keys, power-law sizes): 0.522 ms one after the other, 0.386 side by side with
-  // the shuffle kernel queued first, 0.401 with it queued last (its launch then waits for
-  // the host to queue the others: segments of 32 keys took 0.221 ms against 0.276).
-  cudaError_t run_all(int last_class, std::uint64_t longest) {
+  // A segmented sort: every class; long segments only if n > 2^tile_max_bits allows one.
+  // The long schedule goes first, alone: a cooperative launch waits until its whole grid
+  // fits, which beside the other workers stalled them (H100, 2^24 u32 keys in segments of
+  // 1,024: 0.475 ms against 0.19 for f32 keys in the same run); with no long segment it
+  // returns in about 4 us. The others run side by side on streams of their own (fork_join):
+  // a large class with few segments takes as long as its largest one, tens of microseconds
+  // for one team, and one after the other those tails added up (power-law sizes: 0.522 ms
+  // one after the other, 0.386 side by side). The shuffle classes go first on the caller's
+  // stream (queued last, their launch waited for the host to queue the others).
+  cudaError_t run_all(std::uint64_t n) {
     constexpr segment_classes classes = classes_for<K, V>;
-    const bool any_long = last_class > classes.tile_max_bits();
-    constexpr int tile_classes = classes.tile_max_bits() - classes.shuffle_max_bits();
-    // One side stream per warp-tile class, one for the block-tile classes, one for the long.
-    constexpr int block_tile_side = 3;
-    fork_join streams(stream, block_tile_side + 1 + (any_long ? 1 : 0));
-    cudaError_t e = streams.status();
+    cudaError_t e = cudaSuccess;
+    if (n > (index_t{1} << classes.tile_max_bits())) e = long_segments();
     if (e != cudaSuccess) return e;
-    const auto on = [&](int side) {
-      segment_launcher launcher = *this;
-      launcher.stream = streams.side(side);
-      return launcher;
-    };
-    e = shuffle<1, classes.shuffle_max_bits()>();
+    constexpr int tile_classes = classes.tile_max_bits() - classes.shuffle_max_bits();
+    // One side stream per warp-tile class, one for the block-tile classes.
+    constexpr int block_tile_side = 3;
+    fork_join streams(stream, block_tile_side + 1);
+    e = streams.status();
+    if (e != cudaSuccess) return e;
+    e = shuffle_segments(n);
     for (int i = 0; i < tile_classes && e == cudaSuccess; ++i) {
       const int c = classes.shuffle_max_bits() + 1 + i;
-      e = on(c <= classes.warp_tile_max_bits() ? i : block_tile_side).tile_class(c);
+      segment_launcher launcher = *this;
+      launcher.stream = streams.side(c <= classes.warp_tile_max_bits() ? i : block_tile_side);
+      e = launcher.tile_class(c);
     }
-    if (e == cudaSuccess && any_long)
-      e = on(block_tile_side + 1).long_segments(classes.tile_max_bits() + 1, longest);
     return streams.join(e);
   }
 };
 
 // Sorts every segment of `segs` in keys[0, n), in the core layer's manner: temp == nullptr
-// only writes the workspace bytes (network::segmented_sort_bytes for a segmented sort,
-// nothing for a batched one).
+// only writes the workspace bytes (network::segment_workspace for a segmented sort, nothing
+// for a batched one).
 template <class K, class V, class Compare>
 cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                            std::uint64_t n, const segment_list& segs, Compare comp,
                            bool descending, cudaStream_t stream, key_codec<K> codec = {}) {
   constexpr segment_classes classes = classes_for<K, V>;
-  const std::size_t needed =
-      segs.batched() ? 0 : network::segmented_sort_bytes(n, segs.count, classes.slot_bytes);
+  const network::segment_workspace layout{n, segs.count, classes};
+  const std::size_t needed = segs.batched() ? 0 : layout.bytes();
   if (!temp) {
     temp_bytes = needed;
     return cudaSuccess;
@@ -619,18 +802,14 @@ cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
     launcher.lists.batch_count = segs.count;
     return launcher.run_class(c, segs.batch_size);
   }
-  launcher.lists = class_lists::in(temp, segs.count);
-  cudaError_t e = cudaMemsetAsync(temp, 0, class_lists::header_bytes, stream);
-  const auto blocks = static_cast<unsigned>((segs.count + classify_threads - 1) / classify_threads);
-  for (int pass = 0; pass < 2 && e == cudaSuccess; ++pass) {
-    classify_kernel<K, V><<<blocks, classify_threads, 0, stream>>>(segs, n, launcher.lists,
-                                                                   pass == 1);
+  launcher.lists = class_lists::in(temp, layout);
+  cudaError_t e = cudaMemsetAsync(temp, 0, layout.header_bytes, stream);
+  if (e == cudaSuccess) {
+    const auto blocks = static_cast<unsigned>((segs.count + classify_threads - 1) / classify_threads);
+    classify_kernel<K, V><<<blocks, classify_threads, 0, stream>>>(segs, n, launcher.lists);
     e = cudaGetLastError();
   }
-  // Every class may occur; long segments only if n allows one.
-  const int last = n > (index_t{1} << classes.tile_max_bits()) ? classes.of(n)
-                                                                  : classes.tile_max_bits();
-  if (e == cudaSuccess) e = launcher.run_all(last, n);
+  if (e == cudaSuccess) e = launcher.run_all(n);
   return e;
 }
 

@@ -79,6 +79,35 @@ struct segment_classes {
   static constexpr int max_lists = 16;  // > the largest tile_max_bits + 1
 };
 
+// Position of the k-th (from 0) set bit of mask, or 32 if it has no more than k: which
+// lane holds the k-th segment of a class among a warp's 32 (a binary search on the counts of
+// set bits, about 20 instructions; PTX's fns is a longer emulated sequence).
+GPUSORT_HD constexpr unsigned nth_set_bit(std::uint32_t mask, unsigned k) {
+  const auto bits_set = [](std::uint32_t x) {
+#ifdef __CUDA_ARCH__
+    return static_cast<unsigned>(__popc(x));
+#else
+    unsigned c = 0;
+    for (; x != 0; x &= x - 1) ++c;
+    return c;
+#endif
+  };
+  if (bits_set(mask) <= k) return 32;
+  unsigned position = 0;
+  for (unsigned width = 16; width > 0; width /= 2) {
+    const std::uint32_t low_half = mask & ((1u << width) - 1u);
+    const unsigned low = bits_set(low_half);
+    if (k >= low) {
+      k -= low;
+      mask >>= width;
+      position += width;
+    } else {
+      mask = low_half;
+    }
+  }
+  return position;
+}
+
 // The key that fills a partial segment's slots past its end, for integer keys in the default
 // order (float keys are codes there): the largest ascending, the smallest descending, so
 // that it sorts after every real key. With it the whole network runs without a padding
@@ -90,18 +119,44 @@ GPUSORT_HD constexpr K padding_key(bool descending) {
   return descending ? std::numeric_limits<K>::lowest() : std::numeric_limits<K>::max();
 }
 
-// Workspace of a segmented (not batched) sort of n keys: two counters per class list, a
-// 4-byte entry per segment, and the work offsets of the long segments (at most one per
-// 2^tile_max_bits keys).
-GPUSORT_HD constexpr std::uint64_t segment_list_ids_bytes(std::uint64_t segments) {
-  return (4 * segments + 7) / 8 * 8;
-}
-GPUSORT_HD constexpr std::uint64_t segmented_sort_bytes(std::uint64_t n, std::uint64_t segments,
-                                                        int slot_bytes) {
-  const std::uint64_t fit = n >> segment_classes{slot_bytes}.tile_max_bits();
-  const std::uint64_t max_long = fit < segments ? fit : segments;
-  return 2 * segment_classes::max_lists * 4 + segment_list_ids_bytes(segments) +
-         8 * (max_long + 1);
-}
+// Workspace of a segmented (not batched) sort of n keys, laid out by classify_kernel:
+//  * a header: a counter per list (list 0 holds the largest long class instead) and the
+//    shuffle worker's next window;
+//  * a list of segment indices (4 bytes each) per tile class and one for the long segments.
+//    The shuffle classes have none: their worker reads the offsets itself. A list has room
+//    for as many segments of its class as n keys hold, since segments do not overlap and a
+//    segment of class c has more than 2^(c-1) keys: n >> (c - 1) at most, and no more than
+//    there are segments. All lists together take at most n / 16 bytes;
+//  * the long segments' work offsets, 8 bytes per entry of the long list and one more.
+struct segment_workspace {
+  std::uint64_t n = 0;
+  std::uint64_t segments = 0;
+  segment_classes classes{4};
+
+  static constexpr std::uint64_t header_bytes = 128;
+  static constexpr std::uint64_t cursor_offset = segment_classes::max_lists * 4;
+
+  GPUSORT_HD constexpr int first_list() const { return classes.shuffle_max_bits() + 1; }
+  GPUSORT_HD constexpr int long_list() const { return classes.tile_max_bits() + 1; }
+  // Entries list `list` has room for (first_list() <= list <= long_list(); a long segment
+  // has more than 2^tile_max_bits keys, so the long list's bound has the same form).
+  GPUSORT_HD constexpr std::uint64_t capacity(int list) const {
+    const std::uint64_t fit = n >> (list - 1);
+    return fit < segments ? fit : segments;
+  }
+  // Entries of the lists before `list`: where its own begin.
+  GPUSORT_HD constexpr std::uint64_t list_start(int list) const {
+    std::uint64_t s = 0;
+    for (int l = first_list(); l < list; ++l) s += capacity(l);
+    return s;
+  }
+  GPUSORT_HD constexpr std::uint64_t list_entries() const { return list_start(long_list() + 1); }
+  GPUSORT_HD constexpr std::uint64_t long_prefix_offset() const {
+    return header_bytes + (4 * list_entries() + 7) / 8 * 8;
+  }
+  GPUSORT_HD constexpr std::uint64_t bytes() const {
+    return long_prefix_offset() + 8 * (capacity(long_list()) + 1);
+  }
+};
 
 }  // namespace gpusort::detail::network
