@@ -11,9 +11,10 @@
 // cub_merge is CUB's DeviceSegmentedSort. CUB's sorts see float keys as codes (the whole
 // array mapped before and back after).
 //
-// Memory: sort_batched uses none. sort_segmented's workspace holds the segments' size
-// classes: 4 bytes per segment, 8 per possible long segment (at most n / 2^13 of them) and a
-// few counters; the query reports it.
+// Memory: sort_batched uses none. sort_segmented's workspace lists the segments of more than
+// 128 keys by size class: 4 bytes per entry, never more than n / 16 bytes in all (or 28
+// bytes per segment when that is less), 8 bytes per possible long segment (at most n / 2^13
+// of them for 4-byte keys) and 128 bytes of counters; the query reports it.
 // Segments must not overlap; keys outside every segment keep their bits (only CUB's float
 // sorts, which map the whole array, write them, as they were). A segment with
 // end < begin or end > n is not sorted: the convenience layer rejects such offsets before

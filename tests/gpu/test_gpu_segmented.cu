@@ -55,8 +55,16 @@ void check_segmented(const std::vector<K>& keys, const layout& l, bool descendin
   ASSERT_EQ(gpusort::sort_segmented_keys(nullptr, bytes, d.data(), keys.size(), begin.data(),
                                          end.data(), count, opt),
             cudaSuccess);
-  if (algo == gpusort::algorithm::automatic)
-    EXPECT_LE(bytes, 12 * count + 256) << "at most 12 bytes per segment and a few counters";
+  if (algo == gpusort::algorithm::automatic) {
+    // network::segment_workspace: up to 7 lists of 4-byte entries, each with room for every
+    // segment but never more in all than n / 64 entries; 8 bytes per possible long segment
+    // (over 2^10 keys at any slot size); 128 bytes of counters.
+    const std::uint64_t n = keys.size();
+    const std::uint64_t list_entries = std::min<std::uint64_t>(7 * count, n / 64 + 7);
+    const std::uint64_t long_entries = std::min<std::uint64_t>(count, n >> 10) + 1;
+    EXPECT_LE(bytes, 128 + 4 * list_entries + 8 + 8 * long_entries)
+        << "lists of tile and long segments, their work offsets and a few counters";
+  }
   void* temp = nullptr;
   CUDA_OK(cudaMalloc(&temp, bytes ? bytes : 1));
   // Poison the workspace: the sort must not rely on it starting zeroed.
