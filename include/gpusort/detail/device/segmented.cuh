@@ -587,8 +587,7 @@ __global__ void __launch_bounds__(Policy::tile_threads)
 
 // ---- launching -------------------------------------------------------------------------
 
-// Blocks of a persistent grid: as many as fit on the device at once.
-// A persistent grid, no larger than `needed` blocks (known for batched sorts).
+// A persistent grid (as many blocks as fit on the device at once), no larger than `needed`.
 template <class Kernel>
 cudaError_t grid_for(Kernel kernel, int threads, int smem_bytes, std::uint64_t needed,
                      unsigned& blocks) {
