@@ -123,28 +123,17 @@ cudaError_t thrust_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   return cudaGetLastError();
 }
 
-// Batched segments as offset iterators: i -> i * size.
-struct batch_offset {
-  std::uint64_t size;
+// A segment's first (or one past its last) key, whatever the list holds: batches, 4- or
+// 8-byte offsets. As one iterator type for all three, CUB's segmented sorts are built once
+// per key and value type instead of three times (they were the heaviest part of the build),
+// for a branch on each offset they read.
+struct segment_bound {
+  network::segment_list segs;
+  bool end;
   __host__ __device__ std::int64_t operator()(std::int64_t i) const {
-    return static_cast<std::int64_t>(i * size);
+    return static_cast<std::int64_t>(end ? segs.last(i) : segs.first(i));
   }
 };
-
-// Calls f(begin_iterator, end_iterator) with the segments' offsets in their real type.
-template <class F>
-cudaError_t with_offsets(const network::segment_list& segs, F&& f) {
-  if (segs.batched()) {
-    auto first = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
-                                                 batch_offset{segs.batch_size});
-    return f(first, first + 1);
-  }
-  if (segs.offset_bytes == 4)
-    return f(static_cast<const std::uint32_t*>(segs.begin),
-             static_cast<const std::uint32_t*>(segs.end));
-  return f(static_cast<const std::uint64_t*>(segs.begin),
-           static_cast<const std::uint64_t*>(segs.end));
-}
 
 // CUB's segmented sorts write to a second buffer. Keys outside every segment are not
 // written there, so for offsets (which may leave gaps) the buffer starts as a copy of the
@@ -165,9 +154,10 @@ cudaError_t cub_segmented(void* temp, std::size_t& temp_bytes, K* keys, V* value
                           cudaMemcpyDeviceToDevice, stream);
     if (e != cudaSuccess) return e;
   }
-  e = with_offsets(segs, [&](auto begin, auto end) {
-    return sort(b.cub_temp, b.cub_bytes, b.keys, b.values, begin, end);
-  });
+  const thrust::counting_iterator<std::int64_t> index(0);
+  e = sort(b.cub_temp, b.cub_bytes, b.keys, b.values,
+           thrust::make_transform_iterator(index, segment_bound{segs, false}),
+           thrust::make_transform_iterator(index, segment_bound{segs, true}));
   if (!temp) {
     temp_bytes = b.bytes();
     return e;

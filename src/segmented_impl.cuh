@@ -10,14 +10,14 @@
 
 namespace gpusort::detail {
 
-// `float_codes`: K is the unsigned integer of a float's width and keys holds float bits
-// (key_codec): the float sorts run the unsigned one with the map fused into its loads and
-// stores, NaNs placed by the codes (options::nans). options::stable takes CUB's segmented radix
-// sort, the stable one.
+// `stored`: what keys holds when K is unsigned (key_bits): the float and signed sorts of the
+// size classes run the unsigned one of their width with the map fused into its loads and
+// stores (key_codec), NaNs placed by the codes (options::nans), so that its kernels are built
+// once per width. options::stable takes CUB's segmented radix sort, the stable one.
 template <class K, class V>
 cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                           std::uint64_t n, const segment_list& segs, const options& opt,
-                          bool float_codes) {
+                          key_bits stored) {
   const cudaError_t e = validate_segment_arrays(keys, values, n, segs);
   if (e != cudaSuccess) return e;
   const bool descending = opt.direction == order::descending;
@@ -30,22 +30,33 @@ cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* value
     if (run.algo == algorithm::automatic || run.algo == algorithm::bitonic)
       // By the unsigned sort of src/segmented_u32.cu / _u64.cu, mapping each key as it is
       // loaded and stored: keys outside the segments are never touched.
-      return sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run, true);
+      return sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run,
+                                 key_bits::float_keys);
     // CUB's sorts on codes (CUB alone would tie -0.0 with +0.0 and put negative NaNs first):
     // the whole array mapped, sorted as unsigned keys and mapped back.
-    if (!temp) return sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run, false);
+    if (!temp)
+      return sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run,
+                                 key_bits::unsigned_keys);
     cudaError_t r = device::map_float_keys(keys, n, true, low, opt.stream);
     if (r != cudaSuccess) return r;
-    r = sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run, false);
+    r = sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run,
+                            key_bits::unsigned_keys);
     const cudaError_t back = device::map_float_keys(keys, n, false, low, opt.stream);
     return r != cudaSuccess ? r : back;
   } else {
+    const bool size_classes = run.algo == algorithm::automatic || run.algo == algorithm::bitonic;
+    if constexpr (std::is_signed_v<K>) {
+      // By the unsigned sort of the same width (src/segmented_u32.cu / _u64.cu), the sign
+      // bit flipped as keys are loaded and stored.
+      using U = std::make_unsigned_t<K>;
+      if (size_classes)
+        return sort_segments<U, V>(temp, temp_bytes, reinterpret_cast<U*>(keys), values, n, segs,
+                                   run, key_bits::signed_keys);
+    } else if (size_classes) {
+      return device::segmented_sort(temp, temp_bytes, keys, values, n, segs, less<K>{},
+                                    descending, opt.stream, key_codec<K>::of(stored, low));
+    }
     switch (run.algo) {
-      case algorithm::automatic:
-      case algorithm::bitonic:
-        return device::segmented_sort(temp, temp_bytes, keys, values, n, segs, less<K>{},
-                                      descending, opt.stream,
-                                      key_codec<K>{float_codes, float_codes && low});
       case algorithm::cub_radix:
       case algorithm::cub_merge:
         if constexpr (device::baseline_built<K, V>) {
@@ -89,17 +100,19 @@ void cpu_sort_segments(K* keys, V* values, std::uint64_t n, const segment_list& 
 
 }  // namespace gpusort::detail
 
-#define GPUSORT_INSTANTIATE_SEGMENTS(K, P)                                                   \
-  template cudaError_t gpusort::detail::sort_segments<K, P>(                                 \
-      void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&, bool); \
-  template void gpusort::detail::cpu_sort_segments<K, P>(K*, P*, std::uint64_t,              \
+#define GPUSORT_INSTANTIATE_SEGMENTS(K, P)                                                  \
+  template cudaError_t gpusort::detail::sort_segments<K, P>(                                \
+      void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&,      \
+      key_bits);                                                                            \
+  template void gpusort::detail::cpu_sort_segments<K, P>(K*, P*, std::uint64_t,             \
                                                          const segment_list&, const options&);
 
-// The unsigned segmented sorts that a float TU calls but must not build again (they are
-// built in src/segmented_u32.cu and src/segmented_u64.cu).
+// The unsigned segmented sorts that a float or signed TU calls but must not build again (they
+// are built in src/segmented_u32.cu and src/segmented_u64.cu).
 #define GPUSORT_EXTERN_SEGMENTS(K, P)                                                         \
   extern template cudaError_t gpusort::detail::sort_segments<K, P>(                           \
-      void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&, bool); \
+      void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&,        \
+      key_bits);                                                                              \
   extern template void gpusort::detail::cpu_sort_segments<K, P>(                              \
       K*, P*, std::uint64_t, const segment_list&, const options&);
 #define GPUSORT_EXTERN_SEGMENTS_FOR_KEY(K)                      \

@@ -28,6 +28,7 @@
 
 #include <optional>
 
+#include "gpusort/detail/float_order.hpp"
 #include "gpusort/detail/network/segments.hpp"
 #include "gpusort/sort.hpp"
 
@@ -42,11 +43,12 @@ concept offset_type = std::integral<O> && (sizeof(O) == 4 || sizeof(O) == 8);
 // Defined in src/ for every supported key type and value size. algorithm::automatic and
 // bitonic: the size-class sort; cub_radix: cub::DeviceSegmentedRadixSort; cub_merge:
 // cub::DeviceSegmentedSort (those two need n key (and value) slots of workspace).
-// float_codes: see src/segmented_impl.cuh (the float key types' own calls set it).
+// stored: what unsigned keys hold, see src/segmented_impl.cuh (the float and signed key
+// types' own calls set it).
 template <class K, class P>
 cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, P* values,
                           std::uint64_t n, const segment_list& segments, const options& opt,
-                          bool float_codes = false);
+                          key_bits stored = key_bits::unsigned_keys);
 template <class K, class P>
 void cpu_sort_segments(K* keys, P* values, std::uint64_t n, const segment_list& segments,
                        const options& opt);

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <iterator>
+#include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "float_keys.hpp"
@@ -118,22 +121,43 @@ TYPED_TEST(KeyOrder, HostPassesRestoreTheKeys) {
   for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(bits_of(keys[i]), bits_of(before[i]));
 }
 
-// The codec the segmented sort loads and stores through: the float map when asked for, on
-// the unsigned type of the float's width; every other key as it is.
+// The codec the segmented sort loads and stores through: on the unsigned type of the key's
+// width, the float map or the sign flip when asked for; every other key as it is.
 TYPED_TEST(KeyOrder, KeyCodecMapsOnlyWhenAsked) {
   using F = TypeParam;
   using order = float_order<F>;
   using U = typename order::U;
-  const gpusort::detail::key_codec<U> plain{}, floats{true};
+  using S = std::make_signed_t<U>;
+  using gpusort::detail::key_bits;
+  using codec = gpusort::detail::key_codec<U>;
+  const codec plain = codec::of(key_bits::unsigned_keys), floats = codec::of(key_bits::float_keys),
+              low_nans = codec::of(key_bits::float_keys, true),
+              signed_keys = codec::of(key_bits::signed_keys);
+  EXPECT_FALSE(plain.maps());
+  EXPECT_TRUE(floats.maps() && signed_keys.maps());
   for (F x : special_float_input<F>(10'000, 5)) {
     const U b = bits_of(x);
     EXPECT_EQ(plain.in(b), b);
     EXPECT_EQ(plain.out(b), b);
     EXPECT_EQ(floats.in(b), order::to_code(b));
     EXPECT_EQ(floats.out(floats.in(b)), b);
+    EXPECT_EQ(low_nans.in(b), order::to_code(b, true));
+    EXPECT_EQ(low_nans.out(low_nans.in(b)), b);
+    EXPECT_EQ(signed_keys.out(signed_keys.in(b)), b);
   }
-  const gpusort::detail::key_codec<std::int32_t> signed_keys{true};
-  EXPECT_EQ(signed_keys.in(-5), -5) << "only unsigned keys can hold float bits";
+  // Signed keys: the codes' unsigned order is the keys' signed order.
+  const S lowest = std::numeric_limits<S>::lowest(), highest = std::numeric_limits<S>::max();
+  const S ascending[] = {lowest, lowest + 1, S{-5}, S{-1}, S{0}, S{1}, S{7}, highest - 1, highest};
+  for (std::size_t i = 1; i < std::size(ascending); ++i)
+    EXPECT_LT(signed_keys.in(static_cast<U>(ascending[i - 1])),
+              signed_keys.in(static_cast<U>(ascending[i])))
+        << ascending[i - 1] << " before " << ascending[i];
+  EXPECT_EQ(signed_keys.in(static_cast<U>(lowest)), U{0});
+  EXPECT_EQ(signed_keys.in(static_cast<U>(highest)), std::numeric_limits<U>::max())
+      << "the padding key of the unsigned sort is the largest signed key";
+  const gpusort::detail::key_codec<S> not_unsigned =
+      gpusort::detail::key_codec<S>::of(key_bits::signed_keys);
+  EXPECT_EQ(not_unsigned.in(S{-5}), S{-5}) << "only unsigned keys hold other keys' bits";
 }
 
 // ---- the CPU backend ----------------------------------------------------------------------

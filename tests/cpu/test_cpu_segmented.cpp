@@ -50,6 +50,23 @@ TEST(CpuSegmentClasses, NthSetBitFindsTheLaneOfEachSegment) {
   }
 }
 
+TEST(CpuSegmentClasses, NthSetBitOfWindowFindsEachSegmentInReadOrder) {
+  using gpusort::detail::network::nth_set_bit_of_window;
+  const std::uint32_t windows[][4] = {{0u, 0u, 0u, 0u},
+                                      {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
+                                      {0u, 0x80000000u, 0u, 1u},
+                                      {0x12345678u, 0u, 0xaaaaaaaau, 0x00f0f00fu},
+                                      {0xffffffffu, 0xffffffffu, 0u, 0u}};
+  for (const auto& masks : windows) {
+    unsigned k = 0;  // the reads in order, each read's lanes in order
+    for (unsigned at = 0; at < 128; ++at)
+      if (masks[at / 32] >> (at % 32) & 1u)
+        EXPECT_EQ(nth_set_bit_of_window(masks, k++), at) << "set bit " << k - 1;
+    EXPECT_EQ(nth_set_bit_of_window(masks, k), 128u) << "no more set bits";
+    EXPECT_EQ(nth_set_bit_of_window(masks, 1000), 128u);
+  }
+}
+
 TEST(CpuSegmentClasses, WorkspaceListsHoldEveryTileAndLongSegmentOfAnyLayout) {
   using gpusort::detail::network::segment_workspace;
   for (int slot_bytes : {4, 8, 12, 16}) {

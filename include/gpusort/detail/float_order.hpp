@@ -73,26 +73,43 @@ struct nan_tying_less {
   }
 };
 
-// How a sort of unsigned keys reads and writes them in memory: as they are, or (float_codes)
-// as the bits of float keys of the same width, mapped to codes as they are loaded and back as
-// they are stored. A one-pass sort (the segmented sort's short classes) then sorts floats
-// with no pass of its own before or after. Other key types: always as they are.
+// What the keys of a sort of unsigned integers hold in memory: the keys themselves, or the
+// bits of floats or of signed integers of the same width, which the sort maps to codes as
+// it loads them and back as it stores them (key_codec).
+enum class key_bits : std::uint8_t { unsigned_keys, float_keys, signed_keys };
+
+// How a sort of unsigned keys reads and writes them: as they are, or as codes of the key
+// type their bits hold (key_bits): float_order's map for floats, the sign bit flipped for
+// signed integers (two's complement in unsigned order). A one-pass sort (the segmented
+// sort's short classes) then sorts those types with no pass of its own before or after, and
+// one instantiation serves the three key types of a width. Other key types: as they are.
 template <class K>
 struct key_codec {
   bool float_codes = false;
   bool nans_lowest = false;  // the codes' NaN placement (float_order::to_code)
+  std::uint64_t flip = 0;    // signed keys: the sign bit, flipped on the way in and out
   static constexpr bool can_map =
       std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::uint64_t>;
   using order = float_order<std::conditional_t<sizeof(K) == 4, float, double>>;
 
+  static constexpr key_codec of(key_bits bits, bool nans_lowest = false) {
+    if constexpr (can_map) {
+      if (bits == key_bits::float_keys) return {true, nans_lowest, 0};
+      if (bits == key_bits::signed_keys) return {false, false, order::sign};
+    }
+    return {};
+  }
+  // Whether stored keys and codes differ (a sort over several passes maps them once).
+  GPUSORT_HD constexpr bool maps() const { return float_codes || flip != 0; }
+
   GPUSORT_HD GPUSORT_FORCEINLINE constexpr K in(K stored) const {
     if constexpr (can_map)
-      if (float_codes) return order::to_code(stored, nans_lowest);
+      return float_codes ? order::to_code(stored, nans_lowest) : stored ^ static_cast<K>(flip);
     return stored;
   }
   GPUSORT_HD GPUSORT_FORCEINLINE constexpr K out(K code) const {
     if constexpr (can_map)
-      if (float_codes) return order::from_code(code, nans_lowest);
+      return float_codes ? order::from_code(code, nans_lowest) : code ^ static_cast<K>(flip);
     return code;
   }
 };

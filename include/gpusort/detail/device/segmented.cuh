@@ -216,49 +216,37 @@ __global__ void __launch_bounds__(shuffle_threads)
 // Segments a lane reads at once in shuffle_segments_kernel: a warp's window of 32 * this
 // many, among which the segments of each class fill whole rounds more often.
 constexpr int shuffle_window = 4;
+// Bits per read of a lane's packed classes in shuffle_segments_kernel (classes 0..7).
+constexpr int packed_class_bits = 4;
+static_assert(shuffle_window * packed_class_bits <= 32);
 
-// The segments of class C in a warp's window (lane l read segment r * 32 + l of it into
-// first[r] and m[r]; masks[r]: the lanes whose segment r is of class C), per_warp of them a
-// round: group g takes the g-th of those not yet taken.
+// The segments of class C in a warp's window of `reads` * 32 segments from `base` (masks[r]:
+// the lanes whose segment base + r * 32 + lane is of class C), per_warp of them a round:
+// group g takes the g-th of those not yet taken and reads its offsets itself (the warp has
+// just read them: cached). A window all of class C (a batch cut by offsets, a run of equal
+// sizes) needs no search: its q-th segment is base + q.
 template <int C, class K, class V, class Compare>
-__device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values,
-                                                        const std::uint64_t (&first)[shuffle_window],
-                                                        const unsigned (&m)[shuffle_window],
-                                                        const unsigned (&masks)[shuffle_window],
+__device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values, const segment_list& segs,
+                                                        std::uint64_t base, int reads,
+                                                        const std::uint32_t (&masks)[shuffle_window],
                                                         bool descending, Compare comp,
                                                         key_codec<K> codec) {
   using shape = shuffle_shape<K, V, C>;
   unsigned total = 0;
 #pragma unroll
   for (int r = 0; r < shuffle_window; ++r) total += __popc(masks[r]);
+  const bool whole_window = total == 32u * static_cast<unsigned>(reads);
   const unsigned group = (threadIdx.x & 31u) >> shape::lanes_log2;
   for (unsigned taken = 0; taken < total; taken += shape::per_warp) {
-    // The group's segment: the q-th of the class, in read r at lane `source`.
     const unsigned q = taken + group;
-    unsigned before = 0, source = 32;
-    int read = 0;
-#pragma unroll
-    for (int r = 0; r < shuffle_window; ++r) {
-      const unsigned here = __popc(masks[r]);
-      if (source == 32 && q < before + here) {
-        source = network::nth_set_bit(masks[r], q - before);
-        read = r;
-      }
-      before += here;
+    const unsigned at = whole_window ? q : network::nth_set_bit_of_window(masks, q);
+    std::uint64_t first = 0;
+    unsigned m = 0;
+    if (at < 32u * shuffle_window) {
+      first = segs.first(base + at);
+      m = static_cast<unsigned>(segs.last(base + at) - first);
     }
-    std::uint64_t group_first = 0;
-    unsigned group_m = 0;
-#pragma unroll
-    for (int r = 0; r < shuffle_window; ++r) {  // a shuffle reads one register of every lane
-      const std::uint64_t f = __shfl_sync(0xffffffffu, first[r], source & 31u);
-      const unsigned size = __shfl_sync(0xffffffffu, m[r], source & 31u);
-      if (r == read) {
-        group_first = f;
-        group_m = size;
-      }
-    }
-    shuffle_round<C>(keys, values, group_first, source < 32 ? group_m : 0u, descending, comp,
-                     codec);
+    shuffle_round<C>(keys, values, first, m, descending, comp, codec);
   }
 }
 
@@ -269,45 +257,45 @@ __device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values,
 // other workers. Warps take windows from a counter in the workspace rather than a fixed
 // share: the tile workers run beside this kernel, and a fixed share left the SMs they
 // crowded as the tail (H100, 2^24 u32 keys in 128-key segments: 0.38 ms against 0.17 alone).
-// (A minimum of blocks per SM in the bounds: with the thread count alone ptxas gave the u32
-// kernel 64 registers and spills; with it, 79 and none.)
+// A lane keeps only the classes of its segments, packed in one register; the group that
+// sorts a segment reads its offsets again (keeping them took 12 values a lane, and passing
+// them to the group 12 shuffles a round). No minimum of blocks in the bounds: asking for
+// one more block per SM (64 registers for u32 keys, 80 otherwise) won 8% at 32 u32 keys and
+// 13% on u64 power-law sizes but lost up to 43% on u32 pairs (H100, 2^24 keys).
 template <class K, class V, class Compare>
-__global__ void __launch_bounds__(shuffle_threads, classes_for<K, V>.slot_bytes <= 4 ? 3 : 2)
+__global__ void __launch_bounds__(shuffle_threads)
     shuffle_segments_kernel(K* keys, V* values, segment_list segs, std::uint64_t n,
                             class_lists lists, int reads, bool descending, Compare comp,
                             key_codec<K> codec) {
   constexpr segment_classes classes = classes_for<K, V>;
+  constexpr unsigned class_mask = (1u << packed_class_bits) - 1u;
+  static_assert(classes.shuffle_max_bits() <= class_mask);
   const unsigned lane = threadIdx.x & 31u;
   for (;;) {
     unsigned long long window = 0;
     if (lane == 0) window = atomicAdd(lists.shuffle_cursor, 1ull);
     const std::uint64_t base = __shfl_sync(0xffffffffu, window, 0) * 32 * reads;
     if (base >= segs.count) return;
-    std::uint64_t first[shuffle_window];
-    unsigned m[shuffle_window];
-    int c[shuffle_window];
+    std::uint32_t packed = 0;  // the class of segment base + r * 32 + lane at bits 4r (0: none)
 #pragma unroll
     for (int r = 0; r < shuffle_window; ++r) {
       const std::uint64_t i = base + r * 32 + lane;
-      first[r] = 0;
-      m[r] = 0;
-      c[r] = 0;
       if (r < reads && i < segs.count && segs.valid(i, n)) {
-        first[r] = segs.first(i);
-        const std::uint64_t size = segs.last(i) - first[r];
-        c[r] = classes.of(size);
-        m[r] = c[r] <= classes.shuffle_max_bits() ? static_cast<unsigned>(size) : 0u;
+        const int c = classes.of(segs.last(i) - segs.first(i));
+        if (c <= classes.shuffle_max_bits())
+          packed |= static_cast<std::uint32_t>(c) << (packed_class_bits * r);
       }
     }
     [&]<int... I>(std::integer_sequence<int, I...>) {
       (
           [&] {
-            unsigned masks[shuffle_window];
+            std::uint32_t masks[shuffle_window];
 #pragma unroll
             for (int r = 0; r < shuffle_window; ++r)
-              masks[r] = __ballot_sync(0xffffffffu, c[r] == I + 1);
-            shuffle_class_of_window<I + 1>(keys, values, first, m, masks, descending, comp,
-                                           codec);
+              masks[r] = __ballot_sync(
+                  0xffffffffu, (packed >> (packed_class_bits * r) & class_mask) == I + 1);
+            shuffle_class_of_window<I + 1>(keys, values, segs, base, reads, masks, descending,
+                                           comp, codec);
           }(),
           ...);
     }(std::make_integer_sequence<int, classes.shuffle_max_bits()>{});
@@ -566,7 +554,7 @@ __global__ void __launch_bounds__(Policy::tile_threads)
   if (blockIdx.x == 0) long_prefix<Policy::tile_bits, Policy::tile_threads>(segs, lists, list);
   grid.sync();
   const long_units units{lists, list, 0};
-  if (codec.float_codes) {
+  if (codec.maps()) {
     long_map<Policy::tile_bits>(keys, segs, units, codec, true);
     grid.sync();
   }
@@ -582,7 +570,7 @@ __global__ void __launch_bounds__(Policy::tile_threads)
     }
     grid.sync();
   });
-  if (codec.float_codes) long_map<Policy::tile_bits>(keys, segs, units, codec, false);
+  if (codec.maps()) long_map<Policy::tile_bits>(keys, segs, units, codec, false);
 }
 
 // ---- launching -------------------------------------------------------------------------
@@ -668,7 +656,7 @@ struct segment_launcher {
     if (status != cudaSuccess) return status;
     // Float keys: codes for the whole schedule, mapped back even if a pass failed to launch.
     const auto map_long = [&](bool to_code) {
-      if (!codec.float_codes) return cudaSuccess;
+      if (!codec.maps()) return cudaSuccess;
       long_map_kernel<policy::tile_bits, K><<<tile_blocks, policy::tile_threads, 0, stream>>>(
           keys, segs, units, codec, to_code);
       return cudaGetLastError();

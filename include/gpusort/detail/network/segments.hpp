@@ -14,6 +14,7 @@
 // memory hold a segment at any key and value size.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -79,24 +80,24 @@ struct segment_classes {
   static constexpr int max_lists = 16;  // > the largest tile_max_bits + 1
 };
 
+// Set bits of x.
+GPUSORT_HD constexpr unsigned set_bits(std::uint32_t x) {
+#ifdef __CUDA_ARCH__
+  return static_cast<unsigned>(__popc(x));
+#else
+  return static_cast<unsigned>(std::popcount(x));
+#endif
+}
+
 // Position of the k-th (from 0) set bit of mask, or 32 if it has no more than k: which
 // lane holds the k-th segment of a class among a warp's 32 (a binary search on the counts of
 // set bits, about 20 instructions; PTX's fns is a longer emulated sequence).
 GPUSORT_HD constexpr unsigned nth_set_bit(std::uint32_t mask, unsigned k) {
-  const auto bits_set = [](std::uint32_t x) {
-#ifdef __CUDA_ARCH__
-    return static_cast<unsigned>(__popc(x));
-#else
-    unsigned c = 0;
-    for (; x != 0; x &= x - 1) ++c;
-    return c;
-#endif
-  };
-  if (bits_set(mask) <= k) return 32;
+  if (set_bits(mask) <= k) return 32;
   unsigned position = 0;
   for (unsigned width = 16; width > 0; width /= 2) {
     const std::uint32_t low_half = mask & ((1u << width) - 1u);
-    const unsigned low = bits_set(low_half);
+    const unsigned low = set_bits(low_half);
     if (k >= low) {
       k -= low;
       mask >>= width;
@@ -106,6 +107,18 @@ GPUSORT_HD constexpr unsigned nth_set_bit(std::uint32_t mask, unsigned k) {
     }
   }
   return position;
+}
+
+// Position (read * 32 + lane) of the k-th (from 0) set bit of a window's masks taken in
+// order, masks[r] holding read r's lanes; 32 * W if they have no more than k set bits.
+template <int W>
+GPUSORT_HD constexpr unsigned nth_set_bit_of_window(const std::uint32_t (&masks)[W], unsigned k) {
+  for (int r = 0; r < W; ++r) {
+    const unsigned here = set_bits(masks[r]);
+    if (k < here) return 32u * r + nth_set_bit(masks[r], k);
+    k -= here;
+  }
+  return 32u * W;
 }
 
 // The key that fills a partial segment's slots past its end, for integer keys in the default
