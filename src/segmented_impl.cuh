@@ -14,10 +14,14 @@ namespace gpusort::detail {
 // size classes run the unsigned one of their width with the map fused into its loads and
 // stores (key_codec), NaNs placed by the codes (options::nans), so that its kernels are built
 // once per width. options::stable takes CUB's segmented radix sort, the stable one.
+// value_source::positions: the size-class sort makes them in its loads; CUB's sorts read
+// them, so they are written first (device::write_positions).
 template <class K, class V>
 cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                           std::uint64_t n, const segment_list& segs, const options& opt,
-                          key_bits stored) {
+                          key_bits stored, value_source source) {
+  const bool positions = source == value_source::positions;
+  if (positions && !index_payload<V>) return cudaErrorInvalidValue;
   const cudaError_t e = validate_segment_arrays(keys, values, n, segs);
   if (e != cudaSuccess) return e;
   const bool descending = opt.direction == order::descending;
@@ -31,16 +35,16 @@ cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* value
       // By the unsigned sort of src/segmented_u32.cu / _u64.cu, mapping each key as it is
       // loaded and stored: keys outside the segments are never touched.
       return sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run,
-                                 key_bits::float_keys);
+                                 key_bits::float_keys, source);
     // CUB's sorts on codes (CUB alone would tie -0.0 with +0.0 and put negative NaNs first):
     // the whole array mapped, sorted as unsigned keys and mapped back.
     if (!temp)
       return sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run,
-                                 key_bits::unsigned_keys);
+                                 key_bits::unsigned_keys, source);
     cudaError_t r = device::map_float_keys(keys, n, true, low, opt.stream);
     if (r != cudaSuccess) return r;
     r = sort_segments<U, V>(temp, temp_bytes, codes, values, n, segs, run,
-                            key_bits::unsigned_keys);
+                            key_bits::unsigned_keys, source);
     const cudaError_t back = device::map_float_keys(keys, n, false, low, opt.stream);
     return r != cudaSuccess ? r : back;
   } else {
@@ -51,11 +55,20 @@ cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* value
       using U = std::make_unsigned_t<K>;
       if (size_classes)
         return sort_segments<U, V>(temp, temp_bytes, reinterpret_cast<U*>(keys), values, n, segs,
-                                   run, key_bits::signed_keys);
+                                   run, key_bits::signed_keys, source);
     } else if (size_classes) {
       return device::segmented_sort(temp, temp_bytes, keys, values, n, segs, less<K>{},
-                                    descending, opt.stream, key_codec<K>::of(stored, low));
+                                    descending, opt.stream, key_codec<K>::of(stored, low),
+                                    positions);
     }
+    if constexpr (index_payload<V>)
+      if (positions && temp && n > 0) {
+        std::size_t bytes = 0;  // the sort's own checks come before any value is written
+        const cudaError_t q = sort_segments<K, V>(nullptr, bytes, keys, values, n, segs, run, stored);
+        if (q == cudaSuccess && temp_bytes < bytes) return cudaErrorInvalidValue;
+        const cudaError_t w = q != cudaSuccess ? q : device::write_positions(values, segs, n, opt.stream);
+        if (w != cudaSuccess) return w;
+      }
     switch (run.algo) {
       case algorithm::cub_radix:
       case algorithm::cub_merge:
@@ -103,7 +116,7 @@ void cpu_sort_segments(K* keys, V* values, std::uint64_t n, const segment_list& 
 #define GPUSORT_INSTANTIATE_SEGMENTS(K, P)                                                  \
   template cudaError_t gpusort::detail::sort_segments<K, P>(                                \
       void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&,      \
-      key_bits);                                                                            \
+      key_bits, value_source);                                                              \
   template void gpusort::detail::cpu_sort_segments<K, P>(K*, P*, std::uint64_t,             \
                                                          const segment_list&, const options&);
 
@@ -112,7 +125,7 @@ void cpu_sort_segments(K* keys, V* values, std::uint64_t n, const segment_list& 
 #define GPUSORT_EXTERN_SEGMENTS(K, P)                                                         \
   extern template cudaError_t gpusort::detail::sort_segments<K, P>(                           \
       void*, std::size_t&, K*, P*, std::uint64_t, const segment_list&, const options&,        \
-      key_bits);                                                                              \
+      key_bits, value_source);                                                                \
   extern template void gpusort::detail::cpu_sort_segments<K, P>(                              \
       K*, P*, std::uint64_t, const segment_list&, const options&);
 #define GPUSORT_EXTERN_SEGMENTS_FOR_KEY(K)                      \

@@ -708,8 +708,11 @@ class harness {
     if (is_host_sort(name)) return time_host_sort(name, p);
     if (!gpu_) return time_cpu_backend(p);
     if (!device) return measurement(name, no_device);
-    if (p.segments)
-      return name == "top_k_rows" ? time_top_k_rows(p, *device) : time_segmented(name, p, *device);
+    if (p.segments) {
+      if (name == "top_k_rows") return time_top_k_rows(p, *device);
+      if (name == "sort_segmented_indices") return time_segmented_indices(p, *device);
+      return time_segmented(name, p, *device);
+    }
     if (name == "classic_bitonic") return time_classic_bitonic(p, *device);
     options opt{.stream = stream_,
                 .buckets = config_.buckets,
@@ -766,6 +769,42 @@ class harness {
         return by_offsets(temp, bytes, d.offsets->template as<const std::uint32_t>());
       return by_offsets(temp, bytes, d.offsets->template as<const std::uint64_t>());
     });
+  }
+
+  // Our segmented argsort: each key's position in its segment, made by the sort (--pairs u32
+  // lends the value buffer for the indices; its input is never read). Checked as pairs: the
+  // input's values are the keys' original indices, which are the positions plus the
+  // segment's start.
+  template <class K>
+  measurement time_segmented_indices(const point<K>& p, device_input<K>& d) {
+    const std::string name = "sort_segmented_indices";
+    if (!p.input.pairs) return measurement(name, "needs --pairs u32 (the indices' buffer)");
+    const options opt{.algo = algorithm::bitonic, .stream = stream_};
+    K* keys = d.keys.template as<K>();
+    std::uint32_t* indices = d.values.template as<std::uint32_t>();
+    const std::uint64_t count = p.segment_count();
+    const auto by_offsets = [&](void* temp, std::size_t& bytes, const auto* offsets) {
+      return sort_segmented_with_indices(temp, bytes, keys, indices, p.n, offsets, offsets + 1,
+                                         count, opt);
+    };
+    return time_with_workspace(
+        name, p, d,
+        [&](void* temp, std::size_t& bytes) {
+          if (p.batched())
+            return sort_batched_with_indices(temp, bytes, keys, indices, count, p.segments->size,
+                                             opt);
+          if (p.n < narrow_offsets_below)
+            return by_offsets(temp, bytes, d.offsets->template as<const std::uint32_t>());
+          return by_offsets(temp, bytes, d.offsets->template as<const std::uint64_t>());
+        },
+        [&] {
+          records<K> r = result_of(p, d);
+          for (std::size_t s = 0; s + 1 < p.offsets.size(); ++s)
+            for (std::uint64_t i = p.offsets[s]; i < p.offsets[s + 1]; ++i)
+              r.values[i] += static_cast<std::uint32_t>(p.offsets[s]);
+          return sort_problem(p, r);
+        },
+        0);
   }
 
   // approx and approx_sampled: from the work buffer into buffers of their own, with the
@@ -1160,8 +1199,8 @@ bool cuda_device_present() {
 std::vector<std::string> bench_algorithms(bool gpu, bool segmented) {
   if (segmented) {
     if (!gpu) return {"sort_segmented", "std_sort"};
-    return {"sort_segmented", "sort_segmented_offsets", "cub_segmented_radix",
-            "cub_segmented_sort", "top_k_rows"};
+    return {"sort_segmented", "sort_segmented_offsets", "sort_segmented_indices",
+            "cub_segmented_radix", "cub_segmented_sort", "top_k_rows"};
   }
   if (!gpu) return {"bitonic", "std_sort", "cpu_parallel"};
   std::vector<std::string> names;

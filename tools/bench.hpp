@@ -43,7 +43,8 @@ bool cuda_device_present();
 // approx_sampled, top_k, then classic_bitonic, std_sort and cpu_parallel; without: the CPU
 // backend (named bitonic), std_sort and cpu_parallel. Segments, with a GPU: sort_segmented,
 // sort_segmented_offsets (the same through begin/end offsets even where the segments are
-// batches), cub_segmented_radix, cub_segmented_sort and top_k_rows (the --k first keys of
+// batches), sort_segmented_indices (the argsort form: indices made by the sort, with --pairs
+// u32 only), cub_segmented_radix, cub_segmented_sort and top_k_rows (the --k first keys of
 // every segment, for layouts of equal segments); without: the CPU backend (named sort_segmented)
 // and std_sort. --algos may name the host sorts std_sort and cpu_parallel in every case.
 std::vector<std::string> bench_algorithms(bool gpu, bool segmented);

@@ -1,5 +1,7 @@
 // Many arrays sorted at once: sort_batched (equal sizes, back to back) and sort_segmented
-// (any boundaries: CUB's convention of begin and end offsets).
+// (any boundaries: CUB's convention of begin and end offsets); their _with_indices forms also
+// give each key's position in its segment (torch.sort(x, dim=-1)'s indices), made by the
+// kernels as they load the keys rather than read from memory.
 //
 // Every segment is sorted on its own by a bitonic network sized to it: a few lanes of a warp
 // for tiny segments (registers and shuffles), a warp or a thread block in shared memory for
@@ -40,6 +42,11 @@ using network::segment_list;
 template <class O>
 concept offset_type = std::integral<O> && (sizeof(O) == 4 || sizeof(O) == 8);
 
+// What a segmented sort's values start as: the value array, or each key's position in its
+// segment (the indices of an argsort, 4- or 8-byte values only). The size-class sort makes
+// positions as it loads the keys; the others write them first.
+enum class value_source { array, positions };
+
 // Defined in src/ for every supported key type and value size. algorithm::automatic and
 // bitonic: the size-class sort; cub_radix: cub::DeviceSegmentedRadixSort; cub_merge:
 // cub::DeviceSegmentedSort (those two need n key (and value) slots of workspace).
@@ -48,7 +55,8 @@ concept offset_type = std::integral<O> && (sizeof(O) == 4 || sizeof(O) == 8);
 template <class K, class P>
 cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, P* values,
                           std::uint64_t n, const segment_list& segments, const options& opt,
-                          key_bits stored = key_bits::unsigned_keys);
+                          key_bits stored = key_bits::unsigned_keys,
+                          value_source source = value_source::array);
 template <class K, class P>
 void cpu_sort_segments(K* keys, P* values, std::uint64_t n, const segment_list& segments,
                        const options& opt);
@@ -100,13 +108,14 @@ inline segment_list make_batches(std::uint64_t batch_count, std::uint64_t batch_
 template <class K, class V>
 cudaError_t sort_segments_checked(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                                   std::uint64_t n, const segment_list& segments,
-                                  const options& opt) {
+                                  const options& opt,
+                                  value_source source = value_source::array) {
   if constexpr (std::is_same_v<V, no_value>) {
     return sort_segments<K, no_value>(temp, temp_bytes, keys, nullptr, n, segments, opt);
   } else {
     return sort_segments<K, payload_of<V>>(temp, temp_bytes, keys,
                                            reinterpret_cast<payload_of<V>*>(values), n,
-                                           segments, opt);
+                                           segments, opt, key_bits::unsigned_keys, source);
   }
 }
 
@@ -158,6 +167,34 @@ cudaError_t sort_batched_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* 
                                        detail::make_batches(batch_count, batch_size), opt);
 }
 
+// Segmented argsort: sorts every segment and writes into indices[j] the position in its
+// segment that the key now at j had (for rows: torch.sort(x, dim=-1)'s indices). The sort
+// makes them as it loads the keys: indices are only written, never read, and those of keys
+// outside every segment keep their bits. I: std::uint32_t (n up to 2^32; batched: rows up to
+// 2^32) or std::uint64_t. Workspace as for the keys-and-values sort.
+template <supported_key K, detail::index_type I, detail::offset_type O>
+cudaError_t sort_segmented_with_indices(void* temp, std::size_t& temp_bytes, K* keys,
+                                        I* indices, std::uint64_t n, const O* begin_offsets,
+                                        const O* end_offsets, std::uint64_t segment_count,
+                                        const options& opt = {}) {
+  if (!detail::indices_fit<I>(n)) return cudaErrorInvalidValue;
+  return detail::sort_segments_checked(
+      temp, temp_bytes, keys, indices, n,
+      detail::make_segments(begin_offsets, end_offsets, segment_count), opt,
+      detail::value_source::positions);
+}
+
+template <supported_key K, detail::index_type I>
+cudaError_t sort_batched_with_indices(void* temp, std::size_t& temp_bytes, K* keys, I* indices,
+                                      std::uint64_t batch_count, std::uint64_t batch_size,
+                                      const options& opt = {}) {
+  if (!detail::indices_fit<I>(batch_size)) return cudaErrorInvalidValue;
+  return detail::sort_segments_checked(temp, temp_bytes, keys, indices,
+                                       batch_count * batch_size,
+                                       detail::make_batches(batch_count, batch_size), opt,
+                                       detail::value_source::positions);
+}
+
 // ---- convenience layer ------------------------------------------------------------------
 
 namespace detail {
@@ -165,7 +202,8 @@ namespace detail {
 // name keys past the end are rejected before any key is touched.
 template <class K, class V>
 void sort_segments_device(K* keys, V* values, std::uint64_t n, const segment_list& segments,
-                          const options& opt, const std::string& call) {
+                          const options& opt, const std::string& call,
+                          value_source source = value_source::array) {
   check_device_array(keys, n, sizeof(K), alignof(K), "keys");
   if constexpr (!std::is_same_v<V, no_value>)
     check_device_array(values, n, sizeof(V), sizeof(V), "values");
@@ -180,10 +218,10 @@ void sort_segments_device(K* keys, V* values, std::uint64_t n, const segment_lis
     if (bad.index < segments.count) throw_invalid_segment(call, bad, n);
   }
   std::size_t bytes = 0;
-  cudaError_t e = sort_segments_checked(nullptr, bytes, keys, values, n, segments, opt);
+  cudaError_t e = sort_segments_checked(nullptr, bytes, keys, values, n, segments, opt, source);
   if (e != cudaSuccess) throw_error(e, call);
   workspace temp(bytes, opt, call);
-  e = sort_segments_checked(temp.get(), bytes, keys, values, n, segments, opt);
+  e = sort_segments_checked(temp.get(), bytes, keys, values, n, segments, opt, source);
   if (e == cudaSuccess) e = cudaStreamSynchronize(opt.stream);
   if (e != cudaSuccess) throw_error(e, call);
 }
@@ -193,6 +231,14 @@ inline void check_value_count(const std::string& call, std::uint64_t keys,
   if (values != keys)
     throw_error(cudaErrorInvalidValue, call + ": " + std::to_string(values) + " values for " +
                                            std::to_string(keys) + " keys");
+}
+
+// Indices of type I for segments of up to `longest` keys.
+template <class I>
+void check_index_width(const std::string& call, std::uint64_t longest) {
+  if (!indices_fit<I>(longest))
+    throw_error(cudaErrorInvalidValue, call + ": segments of up to " + std::to_string(longest) +
+                                           " keys need 64-bit indices (std::uint64_t)");
 }
 
 template <class K, class V>
@@ -273,6 +319,41 @@ void sort_segmented(std::span<K> keys, std::span<V> values, std::span<O> offsets
   detail::sort_segments_device(keys.data(), values.data(), keys.size(),
                                detail::offsets_to_segments(call, offsets.data(), offsets.size()),
                                opt, call);
+}
+
+// Sorts each of batch_count device rows of batch_size keys and writes into device indices the
+// position in its row that each key had (torch.sort(x, dim=-1)'s indices, made by the sort
+// as it loads the keys). Waits for the stream. Throws gpusort::error.
+template <supported_key K, detail::index_type I>
+void sort_batched_with_indices(std::span<K> keys, std::span<I> indices,
+                               std::uint64_t batch_count, std::uint64_t batch_size,
+                               const options& opt = {}) {
+  const std::string call = detail::describe_segments("gpusort::sort_batched_with_indices", opt,
+                                                     key_traits<K>::name, keys.size(),
+                                                     batch_count);
+  detail::check_batches<K, I>(call, keys.size(), indices.size(), batch_count, batch_size);
+  detail::check_index_width<I>(call, batch_size);
+  detail::sort_segments_device(keys.data(), indices.data(), keys.size(),
+                               detail::make_batches(batch_count, batch_size), opt, call,
+                               detail::value_source::positions);
+}
+
+// Sorts device keys in segments [offsets[i], offsets[i + 1]) and writes into device indices
+// the position in its segment that each key had; indices of keys outside every segment keep
+// their bits. Checks the offsets first, as sort_segmented does. Throws gpusort::error.
+template <supported_key K, detail::index_type I, class O>
+  requires detail::offset_type<std::remove_const_t<O>>
+void sort_segmented_with_indices(std::span<K> keys, std::span<I> indices, std::span<O> offsets,
+                                 const options& opt = {}) {
+  const std::string call =
+      detail::describe_segments("gpusort::sort_segmented_with_indices", opt,
+                                key_traits<K>::name, keys.size(),
+                                offsets.empty() ? 0 : offsets.size() - 1);
+  detail::check_value_count(call, keys.size(), indices.size());
+  detail::check_index_width<I>(call, keys.size());
+  detail::sort_segments_device(keys.data(), indices.data(), keys.size(),
+                               detail::offsets_to_segments(call, offsets.data(), offsets.size()),
+                               opt, call, detail::value_source::positions);
 }
 
 // Host arrays: sorted on the GPU if there is one, else by the CPU backend.

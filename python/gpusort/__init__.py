@@ -177,8 +177,10 @@ def _nans(nans):
     return nans
 
 
-def _sort_pairs(xp, keys, indices, rows, row_len, descending, algorithm, stable, nans):
-    """Sorts keys (and indices) in place, each of `rows` rows of row_len."""
+def _sort_pairs(xp, keys, indices, rows, row_len, descending, algorithm, stable, nans,
+                make_indices=False):
+    """Sorts keys (and indices) in place, each of `rows` rows of row_len. make_indices (device
+    arrays only): the sort writes each key's position in its row into indices, unread."""
     if rows * row_len == 0:
         return
     if xp.on_device(keys):
@@ -194,6 +196,7 @@ def _sort_pairs(xp, keys, indices, rows, row_len, descending, algorithm, stable,
             lambda nbytes: xp.handle(xp.empty(keys, (nbytes,), "uint8"), stream),
             nans,
             stable,
+            make_indices,
         )
     else:
         _ext.sort_host(keys, indices, rows, row_len, descending, algorithm, stable, nans)
@@ -244,8 +247,10 @@ def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", na
     index_dtype = _index_dtype(algorithm, row_len)
     if xp.on_device(x):
         values = xp.copy(x)
-        indices = _row_indices(xp, values, rows, row_len, index_dtype)
-        _sort_pairs(xp, values, indices, rows, row_len, descending, algorithm, stable, nans)
+        # Made by the sort as it loads the keys: no arange to write and read back.
+        indices = xp.empty(values, (rows * row_len,), index_dtype)
+        _sort_pairs(xp, values, indices, rows, row_len, descending, algorithm, stable, nans,
+                    make_indices=True)
         if index_dtype != indices_dtype:
             indices = xp.astype(indices, indices_dtype)
         return SortResult(values, indices.reshape(xp.shape(x)))

@@ -46,9 +46,11 @@ def _cases(torch, quick):
         "gpusort": lambda x: gpusort.argsort(x, stable=True),
         "torch.argsort(stable=True)": lambda x: torch.argsort(x, stable=True),
     }))
-    for row_len in (32, 256, 1024, 4096):
+    for row_len in (32, 128, 256, 1024, 4096):
         cases.append((f"rows of {row_len} float32", 2**24, "float32", {
             "gpusort": lambda x, r=row_len: gpusort.sort(x.view(-1, r)),
+            "gpusort int32 indices": lambda x, r=row_len: gpusort.sort(x.view(-1, r),
+                                                                         indices_dtype="int32"),
             "torch.sort(dim=-1)": lambda x, r=row_len: torch.sort(x.view(-1, r), dim=-1),
         }))
     for dtype in ("float32", "int32"):

@@ -162,11 +162,13 @@ void run_with_workspace(const py::function& alloc, const std::string& what, Call
   check(call(temp, bytes), what);
 }
 
-// Sorts keys (and values) in place: one array (rows <= 1) or rows of row_len.
+// Sorts keys (and values) in place: one array (rows <= 1) or rows of row_len. make_indices:
+// the values are int32 or int64 indices that the sort writes (each key's position in its
+// row, made by the sort as it loads the keys), never read.
 void sort_device(py::object keys_obj, py::object values_obj, std::uint64_t rows,
                  std::uint64_t row_len, bool descending, const std::string& algorithm,
                  std::uintptr_t stream, py::function alloc, const std::string& nans,
-                 bool stable) {
+                 bool stable, bool make_indices) {
   gpusort::options opt = make_options(descending, algorithm, stream, nans);
   opt.stable = stable;
   const array_view keys = device_view(keys_obj, "x");
@@ -190,6 +192,10 @@ void sort_device(py::object keys_obj, py::object values_obj, std::uint64_t rows,
           return gpusort::sort_batched_keys(temp, bytes, k, rows, row_len, opt);
         } else {
           V* v = static_cast<V*>(values.data);
+          if (make_indices) {
+            if (rows <= 1) return gpusort::sort_with_indices(temp, bytes, k, v, n, opt);
+            return gpusort::sort_batched_with_indices(temp, bytes, k, v, rows, row_len, opt);
+          }
           if (rows <= 1) return gpusort::sort_pairs(temp, bytes, k, v, n, opt);
           return gpusort::sort_batched_pairs(temp, bytes, k, v, rows, row_len, opt);
         }
@@ -612,7 +618,8 @@ PYBIND11_MODULE(_gpusort, m) {
         "Whether a CUDA device can be used (else host arrays go to the CPU backend).");
   m.def("sort_device", &sort_device, py::arg("keys"), py::arg("values"), py::arg("rows"),
         py::arg("row_len"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"),
-        py::arg("alloc"), py::arg("nans") = "last", py::arg("stable") = false);
+        py::arg("alloc"), py::arg("nans") = "last", py::arg("stable") = false,
+        py::arg("make_indices") = false);
   m.def("sort_segmented_device", &sort_segmented_device, py::arg("keys"), py::arg("values"),
         py::arg("offsets"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"),
         py::arg("nans") = "last");

@@ -1,6 +1,8 @@
 // The size-class math and the CPU backend of the batched and segmented sorts, against
 // std::stable_sort per segment; on a machine without a GPU the convenience layer's host
 // overloads run here too.
+#include <cstring>
+
 #include <gtest/gtest.h>
 
 #include "gpusort/sort.hpp"
@@ -122,6 +124,28 @@ TEST(CpuSegmentClasses, SegmentListsReadOffsetsOfEitherWidth) {
   EXPECT_TRUE(batches.batched());
   EXPECT_EQ(batches.first(2), 6u);
   EXPECT_EQ(batches.last(3), 12u);
+}
+
+// An argsort's indices made in the kernels' loads: the payload bits of a std::uint32_t or
+// std::uint64_t index.
+TEST(CpuSegmentClasses, IndexPayloadsHoldTheIndexAsItsTypeStoresIt) {
+  using gpusort::detail::payload;
+  using gpusort::detail::payload_of_index;
+  static_assert(gpusort::detail::index_payload<payload<4>> &&
+                gpusort::detail::index_payload<payload<8>> &&
+                !gpusort::detail::index_payload<payload<16>>);
+  for (std::uint64_t i : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{0xfffffffe},
+                          std::uint64_t{0x123456789abcdef0}}) {
+    const payload<8> wide = payload_of_index<payload<8>>(i);
+    std::uint64_t as_u64 = 0;
+    std::memcpy(&as_u64, &wide, 8);
+    EXPECT_EQ(as_u64, i);
+    const payload<4> narrow = payload_of_index<payload<4>>(i);
+    std::uint32_t as_u32 = 0;
+    std::memcpy(&as_u32, &narrow, 4);
+    EXPECT_EQ(as_u32, static_cast<std::uint32_t>(i));
+  }
+  static_assert(payload_of_index<payload<8>>(0x100000002ull).words[1] == 1);
 }
 
 template <class K>

@@ -604,9 +604,10 @@ TEST_F(Tool, BenchTimesSegments) {
   std::string line;
   std::getline(csv, line);
   const std::set<std::string> layouts{"32", "256", "powerlaw"};
-  const std::set<std::string> algorithms{"sort_segmented", "sort_segmented_offsets",
-                                         "cub_segmented_radix", "cub_segmented_sort",
-                                         "top_k_rows", "std_sort"};
+  const std::set<std::string> algorithms{"sort_segmented",      "sort_segmented_offsets",
+                                         "sort_segmented_indices", "cub_segmented_radix",
+                                         "cub_segmented_sort",  "top_k_rows",
+                                         "std_sort"};
   std::set<std::string> seen_layouts;
   int rows = 0;
   for (; std::getline(csv, line); ++rows) {

@@ -1,7 +1,8 @@
 // Batched and segmented sorts on the device against std::stable_sort per segment: every key
 // type, every size class (0, 1, 2, 31, 32, 33, ..., 1023, 4097, long segments), mixed
 // power-law sizes, gaps between segments (never written), shuffled segment lists, pairs,
-// both orders, a user comparator, the CUB baselines, bad offsets, graph capture, n >= 2^31.
+// both orders, indices made by the sort, a user comparator, the CUB baselines, bad offsets,
+// graph capture, n >= 2^31.
 #include <gtest/gtest.h>
 
 #include <thrust/count.h>
@@ -156,6 +157,62 @@ struct alignas(16) wide_value {
   std::uint64_t a, b;
 };
 
+// The argsort forms: sorts `keys` with indices made by the sort (sort_batched_with_indices
+// for a layout of equal sizes without gaps when `batched`, else sort_segmented_with_indices)
+// into a poisoned index array, and checks the keys against the reference, that every index
+// names a key of its own segment once, the key beside it, and that indices outside every
+// segment keep the poison.
+template <class K, class I>
+void check_with_indices(const std::vector<K>& keys, const layout& l, bool descending,
+                        gpusort::algorithm algo, bool batched) {
+  SCOPED_TRACE(::testing::Message() << "index bytes " << sizeof(I) << " desc=" << descending
+                                    << " " << gpusort::to_string(algo)
+                                    << (batched ? " batched" : " segmented"));
+  const std::uint64_t count = l.begin.size();
+  const I poison = static_cast<I>(0xA5A5A5A5A5A5A5A5ull);
+  guarded_buffer<K> dk(keys);
+  guarded_buffer<I> di(std::vector<I>(l.n, poison));
+  guarded_buffer<std::uint64_t> begin(l.begin), end(l.end);
+  const auto opt = make_options(descending, algo);
+  const std::uint64_t row = batched && count ? l.end[0] - l.begin[0] : 0;
+  const auto sort = [&](void* temp, std::size_t& bytes) {
+    return batched ? gpusort::sort_batched_with_indices(temp, bytes, dk.data(), di.data(), count,
+                                                        row, opt)
+                   : gpusort::sort_segmented_with_indices(temp, bytes, dk.data(), di.data(), l.n,
+                                                          begin.data(), end.data(), count, opt);
+  };
+  std::size_t bytes = 0;
+  ASSERT_EQ(sort(nullptr, bytes), cudaSuccess);
+  void* temp = nullptr;
+  CUDA_OK(cudaMalloc(&temp, bytes ? bytes : 1));
+  CUDA_OK(cudaMemset(temp, 0xA5, bytes ? bytes : 1));
+  const cudaError_t e = sort(temp, bytes);
+  CUDA_OK(cudaDeviceSynchronize());
+  cudaFree(temp);
+  ASSERT_EQ(e, cudaSuccess);
+  const std::vector<K> out_keys = dk.to_host();
+  const std::vector<I> out_indices = di.to_host();
+  ASSERT_TRUE(same_bits(out_keys, reference_segmented(keys, l, descending)));
+  std::vector<bool> in_segment(l.n, false);
+  for (std::size_t s = 0; s < count; ++s) {
+    const std::uint64_t b = l.begin[s], m = l.end[s] - b;
+    std::vector<bool> seen(m, false);
+    for (std::uint64_t j = b; j < b + m; ++j) {
+      in_segment[j] = true;
+      const std::uint64_t at = out_indices[j];
+      ASSERT_LT(at, m) << "index out of its segment at " << j << " (segment " << s << ")";
+      ASSERT_FALSE(seen[at]) << "index " << at << " twice in segment " << s;
+      seen[at] = true;
+      ASSERT_EQ(gpusort::key_traits<K>::ordered(keys[b + at]),
+                gpusort::key_traits<K>::ordered(out_keys[j]))
+          << "index " << at << " does not name the key at " << j;
+    }
+  }
+  for (std::size_t j = 0; j < l.n; ++j)
+    if (!in_segment[j]) ASSERT_EQ(out_indices[j], poison) << "index written outside at " << j;
+  ASSERT_TRUE(di.guard_intact()) << "wrote past n";
+}
+
 }  // namespace
 
 TYPED_TEST(GpuSegmented, BatchesOfEverySize) {
@@ -219,6 +276,37 @@ TYPED_TEST(GpuSegmented, PairsKeepTheirValues) {
   check_pairs<K, std::uint32_t>(keys, l, false);
   check_pairs<K, std::uint64_t>(keys, l, true);
   check_pairs<K, wide_value>(keys, l, false);
+}
+
+// Indices made by the sort, not read: every size class (long segments too), both index
+// widths, both orders, batches and segments with gaps in any order; CUB's sorts (which read
+// their values, written first) for 4-byte indices.
+TYPED_TEST(GpuSegmented, IndicesAreMadeByTheSort) {
+  using K = TypeParam;
+  std::vector<std::uint64_t> sizes = power_law_sizes(1 << 17, 12);
+  for (std::uint64_t m : {2, 31, 33, 129, 257, 1023, 2049, 4097, 9000, 20011})
+    sizes.insert(sizes.begin() + (m * 257) % sizes.size(), m);
+  const layout l = make_layout(sizes, 3, true, 5);
+  std::vector<K> keys = tools::generate<K>(tools::distribution::few_unique, l.n, 14);
+  scatter_special_values(keys, 97);
+  for (bool descending : {false, true}) {
+    check_with_indices<K, std::uint32_t>(keys, l, descending, gpusort::algorithm::automatic, false);
+    check_with_indices<K, std::uint64_t>(keys, l, !descending, gpusort::algorithm::automatic, false);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  for (auto algo : {gpusort::algorithm::cub_radix, gpusort::algorithm::cub_merge})
+    check_with_indices<K, std::uint32_t>(keys, l, true, algo, false);
+  for (std::uint64_t size : {1, 2, 32, 100, 128, 1000, 3000, 9000}) {
+    const std::uint64_t count = std::max<std::uint64_t>(3, (std::uint64_t{1} << 16) / size);
+    const layout rows = make_layout(std::vector<std::uint64_t>(count, size));
+    std::vector<K> row_keys = tools::generate<K>(tools::distribution::uniform, rows.n, size);
+    scatter_special_values(row_keys, size + 3);
+    check_with_indices<K, std::uint32_t>(row_keys, rows, size % 2 == 1,
+                                         gpusort::algorithm::automatic, true);
+    check_with_indices<K, std::uint64_t>(row_keys, rows, false, gpusort::algorithm::automatic,
+                                         true);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
 }
 
 // Partial segments are padded with the largest key (the smallest descending) where keys are
@@ -382,6 +470,53 @@ TEST_F(GpuSegmentedApi, BadOffsetsAreRejectedBeforeAnyKeyMoves) {
                                          host_offsets.data(), host_offsets.data() + 1, 1),
             cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(GpuSegmentedApi, IndicesThroughTheConvenienceLayer) {
+  const std::vector<std::uint32_t> offsets = {0, 3, 3, 10, 1000};
+  const std::vector<float> keys = tools::generate<float>(tools::distribution::uniform, 1000, 5);
+  guarded_buffer<float> d(keys);
+  guarded_buffer<std::uint32_t> d_offsets(offsets);
+  guarded_buffer<std::uint64_t> d_indices(std::vector<std::uint64_t>(1000, 7));
+  gpusort::sort_segmented_with_indices(std::span<float>(d.data(), 1000),
+                                       std::span<std::uint64_t>(d_indices.data(), 1000),
+                                       std::span<const std::uint32_t>(d_offsets.data(), 5));
+  const std::vector<float> sorted = d.to_host();
+  const std::vector<std::uint64_t> indices = d_indices.to_host();
+  for (std::size_t s = 0; s + 1 < offsets.size(); ++s)
+    for (std::uint32_t j = offsets[s]; j < offsets[s + 1]; ++j)
+      ASSERT_EQ(sorted[j], keys[offsets[s] + indices[j]]) << "at " << j;
+  // Rows: torch.sort(x, dim=-1)'s indices.
+  guarded_buffer<float> rows(keys);
+  guarded_buffer<std::uint32_t> row_indices(std::vector<std::uint32_t>(1000, 7));
+  gpusort::sort_batched_with_indices(std::span<float>(rows.data(), 1000),
+                                     std::span<std::uint32_t>(row_indices.data(), 1000), 10, 100,
+                                     make_options(true));
+  const std::vector<float> sorted_rows = rows.to_host();
+  const std::vector<std::uint32_t> row_index = row_indices.to_host();
+  for (std::size_t j = 0; j < 1000; ++j) {
+    ASSERT_LT(row_index[j], 100u);
+    ASSERT_EQ(sorted_rows[j], keys[j / 100 * 100 + row_index[j]]) << "at " << j;
+  }
+  // Wrong sizes, rows too long for 4-byte indices, bad offsets: rejected, nothing moved.
+  const auto unchanged = [&] { EXPECT_TRUE(same_bits(rows.to_host(), sorted_rows)); };
+  EXPECT_THROW(gpusort::sort_batched_with_indices(std::span<float>(rows.data(), 1000),
+                                                  std::span<std::uint32_t>(row_indices.data(), 999),
+                                                  10, 100),
+               gpusort::error);
+  EXPECT_THROW(gpusort::sort_batched_with_indices(std::span<float>(rows.data(), 0),
+                                                  std::span<std::uint32_t>(row_indices.data(), 0),
+                                                  0, (std::uint64_t{1} << 32) + 1),
+               gpusort::error);
+  const std::vector<std::int64_t> bad = {0, 600, 400, 1000};
+  guarded_buffer<std::int64_t> d_bad(bad);
+  EXPECT_THROW(gpusort::sort_segmented_with_indices(
+                   std::span<float>(rows.data(), 1000),
+                   std::span<std::uint32_t>(row_indices.data(), 1000),
+                   std::span<const std::int64_t>(d_bad.data(), bad.size())),
+               gpusort::error);
+  unchanged();
+  EXPECT_EQ(row_indices.to_host(), row_index);
 }
 
 TEST_F(GpuSegmentedApi, EmptyInputs) {

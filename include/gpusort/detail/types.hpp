@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gpusort/detail/config.hpp"
+
 namespace gpusort::detail {
 
 // Stand-in for the value array of a keys-only sort: every operation on it is a no-op.
@@ -14,5 +16,20 @@ template <std::size_t Bytes>
 struct alignas(Bytes) payload {
   std::uint32_t words[Bytes / 4];
 };
+
+// Payloads that can hold an index: std::uint32_t or std::uint64_t indices travel as these.
+template <class V>
+constexpr bool index_payload = sizeof(V) == 4 || sizeof(V) == 8;
+
+// The payload of index i as a std::uint32_t or std::uint64_t index stores it (low word
+// first): the values of an argsort, made where the keys are loaded instead of read.
+template <class P>
+GPUSORT_HD constexpr P payload_of_index(std::uint64_t i) {
+  static_assert(index_payload<P>);
+  if constexpr (sizeof(P) == 4)
+    return P{{static_cast<std::uint32_t>(i)}};
+  else
+    return P{{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i >> 32)}};
+}
 
 }  // namespace gpusort::detail

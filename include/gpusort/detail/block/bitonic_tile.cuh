@@ -16,6 +16,7 @@
 #include "gpusort/detail/float_order.hpp"
 #include "gpusort/detail/network/bitonic.hpp"
 #include "gpusort/detail/network/group_steps.hpp"
+#include "gpusort/detail/types.hpp"
 
 namespace gpusort::detail::block {
 
@@ -44,6 +45,15 @@ struct warp_team {
 template <class K, class V>
 constexpr bool has_values = !std::is_same_v<V, no_value>;
 
+// The value of slot i: values[i], or with `positions` the index i itself (an argsort's
+// indices, made as the keys are loaded; 4- and 8-byte values only).
+template <class V>
+__device__ __forceinline__ V value_or_position(const V* values, std::uint64_t i, bool positions) {
+  if constexpr (index_payload<V>)
+    if (positions) return payload_of_index<V>(i);
+  return values[i];
+}
+
 // Shared memory of a tile of 2^TILE_BITS slots: keys, then values.
 template <class K, class V, int TILE_BITS>
 struct tile_storage {
@@ -69,10 +79,12 @@ struct tile_network {
   __device__ bool partial() const { return first_slot + slots > n; }
 
   // A whole tile is read with all its loads in flight at once (ITEMS per thread); only the
-  // last, partial tile loops. `codec` maps keys as they are read and written (float codes).
+  // last, partial tile loops. `codec` maps keys as they are read and written (float codes);
+  // with `positions` each value is its slot's place in the array (value_or_position).
   static constexpr unsigned items = slots / THREADS;
 
-  __device__ void load(const K* keys, const V* values, key_codec<K> codec = {}) {
+  __device__ void load(const K* keys, const V* values, key_codec<K> codec = {},
+                       bool positions = false) {
     if (!partial()) {
       K k[items];
 #pragma unroll
@@ -83,7 +95,8 @@ struct tile_network {
       if constexpr (has_values<K, V>) {
         V v[items];
 #pragma unroll
-        for (unsigned i = 0; i < items; ++i) v[i] = values[first_slot + i * THREADS + Team::rank()];
+        for (unsigned i = 0; i < items; ++i)
+          v[i] = value_or_position(values, first_slot + i * THREADS + Team::rank(), positions);
 #pragma unroll
         for (unsigned i = 0; i < items; ++i)
           smem.values[padded_index(i * THREADS + Team::rank())] = v[i];
@@ -93,14 +106,16 @@ struct tile_network {
     const unsigned count = static_cast<unsigned>(n - first_slot);
     for (unsigned l = Team::rank(); l < count; l += THREADS) {
       smem.keys[padded_index(l)] = codec.in(keys[first_slot + l]);
-      if constexpr (has_values<K, V>) smem.values[padded_index(l)] = values[first_slot + l];
+      if constexpr (has_values<K, V>)
+        smem.values[padded_index(l)] = value_or_position(values, first_slot + l, positions);
     }
   }
 
   // Loads a tile whose slots from n on are padding, `filler` in each (a key that sorts after
   // every real one: network::padding_key), all loads in flight at once. Padding values are
   // never read: run_whole leaves every filler in its slot.
-  __device__ void load_filled(const K* keys, const V* values, K filler, key_codec<K> codec = {}) {
+  __device__ void load_filled(const K* keys, const V* values, K filler, key_codec<K> codec = {},
+                              bool positions = false) {
     const unsigned count = partial() ? static_cast<unsigned>(n - first_slot) : slots;
     K k[items];
 #pragma unroll
@@ -112,7 +127,7 @@ struct tile_network {
     for (unsigned i = 0; i < items; ++i) smem.keys[padded_index(i * THREADS + Team::rank())] = k[i];
     if constexpr (has_values<K, V>) {
       for (unsigned l = Team::rank(); l < count; l += THREADS)
-        smem.values[padded_index(l)] = values[first_slot + l];
+        smem.values[padded_index(l)] = value_or_position(values, first_slot + l, positions);
     }
   }
 

@@ -156,11 +156,12 @@ struct shuffle_shape {
 };
 
 // One round of a warp: each group of lanes sorts the segment of m keys at `first` (m == 0:
-// the group has none this round).
+// the group has none this round). With `positions` the values are made, not read: each key's
+// position in its segment (block::value_or_position).
 template <int C, class K, class V, class Compare>
 __device__ __forceinline__ void shuffle_round(K* keys, V* values, std::uint64_t first,
                                               unsigned m, bool descending, Compare comp,
-                                              key_codec<K> codec) {
+                                              key_codec<K> codec, bool positions) {
   using shape = shuffle_shape<K, V, C>;
   constexpr int items = shape::items;
   using sorter = block::warp_bitonic_sort<K, V, items, Compare>;
@@ -173,7 +174,7 @@ __device__ __forceinline__ void shuffle_round(K* keys, V* values, std::uint64_t 
     const unsigned pos = group_lane * items + i;
     if (pos < m) {
       k[i] = codec.in(keys[first + pos]);
-      if constexpr (block::has_values<K, V>) v[i] = values[first + pos];
+      if constexpr (block::has_values<K, V>) v[i] = block::value_or_position(values + first, pos, positions);
       if constexpr (fills_padding<K, V, Compare>.check_ties)
         ties_padding |= k[i] == padding_key<K>(descending);
     } else if constexpr (fills_padding<K, V, Compare>.fill) {
@@ -200,7 +201,7 @@ __device__ __forceinline__ void shuffle_round(K* keys, V* values, std::uint64_t 
 template <int C, class K, class V, class Compare>
 __global__ void __launch_bounds__(shuffle_threads)
     shuffle_batch_kernel(K* keys, V* values, segment_list segs, bool descending, Compare comp,
-                         key_codec<K> codec) {
+                         key_codec<K> codec, bool positions) {
   using shape = shuffle_shape<K, V, C>;
   const std::uint64_t warp = (static_cast<std::uint64_t>(blockIdx.x) * shuffle_threads + threadIdx.x) / 32;
   const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * shuffle_threads / 32;
@@ -209,7 +210,8 @@ __global__ void __launch_bounds__(shuffle_threads)
     const std::uint64_t e = e0 + group;
     const bool here = e < segs.count;
     shuffle_round<C>(keys, values, here ? segs.first(e) : 0,
-                     here ? static_cast<unsigned>(segs.batch_size) : 0u, descending, comp, codec);
+                     here ? static_cast<unsigned>(segs.batch_size) : 0u, descending, comp, codec,
+                     positions);
   }
 }
 
@@ -230,7 +232,7 @@ __device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values, cons
                                                         std::uint64_t base, int reads,
                                                         const std::uint32_t (&masks)[shuffle_window],
                                                         bool descending, Compare comp,
-                                                        key_codec<K> codec) {
+                                                        key_codec<K> codec, bool positions) {
   using shape = shuffle_shape<K, V, C>;
   unsigned total = 0;
 #pragma unroll
@@ -246,7 +248,7 @@ __device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values, cons
       first = segs.first(base + at);
       m = static_cast<unsigned>(segs.last(base + at) - first);
     }
-    shuffle_round<C>(keys, values, first, m, descending, comp, codec);
+    shuffle_round<C>(keys, values, first, m, descending, comp, codec, positions);
   }
 }
 
@@ -266,7 +268,7 @@ template <class K, class V, class Compare>
 __global__ void __launch_bounds__(shuffle_threads)
     shuffle_segments_kernel(K* keys, V* values, segment_list segs, std::uint64_t n,
                             class_lists lists, int reads, bool descending, Compare comp,
-                            key_codec<K> codec) {
+                            key_codec<K> codec, bool positions) {
   constexpr segment_classes classes = classes_for<K, V>;
   constexpr unsigned class_mask = (1u << packed_class_bits) - 1u;
   static_assert(classes.shuffle_max_bits() <= class_mask);
@@ -295,7 +297,7 @@ __global__ void __launch_bounds__(shuffle_threads)
               masks[r] = __ballot_sync(
                   0xffffffffu, (packed >> (packed_class_bits * r) & class_mask) == I + 1);
             shuffle_class_of_window<I + 1>(keys, values, segs, base, reads, masks, descending,
-                                           comp, codec);
+                                           comp, codec, positions);
           }(),
           ...);
     }(std::make_integer_sequence<int, classes.shuffle_max_bits()>{});
@@ -326,7 +328,7 @@ struct tile_class_policy {
 template <class Policy, int TILE_BITS, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::threads)
     tile_kernel(K* keys, V* values, segment_list segs, class_lists lists, bool descending,
-                Compare comp, key_codec<K> codec) {
+                Compare comp, key_codec<K> codec, bool positions) {
   using tile_t = block::tile_network<K, V, typename Policy::team, TILE_BITS, Policy::digit,
                                      Compare>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
@@ -345,10 +347,11 @@ __global__ void __launch_bounds__(Policy::threads)
     V* segment_values = nullptr;
     if constexpr (block::has_values<K, V>) segment_values = values + first;
     if constexpr (fills_padding<K, V, Compare>.fill) {
-      tile.load_filled(keys + first, segment_values, padding_key<K>(descending), codec);
+      tile.load_filled(keys + first, segment_values, padding_key<K>(descending), codec,
+                       positions);
       tile.run_whole(sort_all);
     } else {
-      tile.load(keys + first, segment_values, codec);
+      tile.load(keys + first, segment_values, codec, positions);
       tile.run(sort_all);
     }
     tile.store(keys + first, segment_values, codec);
@@ -426,10 +429,11 @@ __device__ void long_prefix(const segment_list& segs, const class_lists& lists, 
 
 // Maps the keys of every long segment to codes (to_code) or back, a tile of the line per
 // block at a time: the long segments' schedule runs many passes, so their keys stay codes
-// in between.
-template <int TILE_BITS, class K>
-__device__ void long_map(K* keys, const segment_list& segs, const long_units& units,
-                         key_codec<K> codec, bool to_code) {
+// in between. With `positions` (to_code only) it writes each key's position in its segment
+// as its value, which the passes then move with it.
+template <int TILE_BITS, class K, class V>
+__device__ void long_map(K* keys, V* values, const segment_list& segs, const long_units& units,
+                         key_codec<K> codec, bool to_code, bool positions) {
   const std::uint64_t tiles = units.total_span() >> TILE_BITS;
   const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
   for (std::uint64_t f = blockIdx.x; f < tiles; f += gridDim.x) {
@@ -441,8 +445,12 @@ __device__ void long_map(K* keys, const segment_list& segs, const long_units& un
     const std::uint64_t end = first_slot + (std::uint64_t{1} << TILE_BITS) < m
                                   ? first_slot + (std::uint64_t{1} << TILE_BITS)
                                   : m;
-    for (std::uint64_t i = first_slot + threadIdx.x; i < end; i += blockDim.x)
-      keys[first + i] = to_code ? codec.in(keys[first + i]) : codec.out(keys[first + i]);
+    for (std::uint64_t i = first_slot + threadIdx.x; i < end; i += blockDim.x) {
+      if (codec.maps())
+        keys[first + i] = to_code ? codec.in(keys[first + i]) : codec.out(keys[first + i]);
+      if constexpr (index_payload<V>)
+        if (positions && to_code) values[first + i] = payload_of_index<V>(i);
+    }
   }
 }
 
@@ -512,10 +520,10 @@ __host__ __device__ void with_group_bits(int bits, F&& f) {
 }
 
 // Batched sorts, whose longest segment the host knows: a launch per pass.
-template <int TILE_BITS, class K>
-__global__ void long_map_kernel(K* keys, segment_list segs, long_units units,
-                                key_codec<K> codec, bool to_code) {
-  long_map<TILE_BITS>(keys, segs, units, codec, to_code);
+template <int TILE_BITS, class K, class V>
+__global__ void long_map_kernel(K* keys, V* values, segment_list segs, long_units units,
+                                key_codec<K> codec, bool to_code, bool positions) {
+  long_map<TILE_BITS>(keys, values, segs, units, codec, to_code, positions);
 }
 
 template <class Policy, class K, class V, class Compare>
@@ -547,15 +555,15 @@ struct long_schedule_policy : Policy {
 template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::tile_threads)
     long_schedule_kernel(K* keys, V* values, segment_list segs, class_lists lists, int list,
-                         bool descending, Compare comp, key_codec<K> codec) {
+                         bool descending, Compare comp, key_codec<K> codec, bool positions) {
   const int longest = lists.longest_long_class();
   if (longest == 0) return;  // every block returns: no barrier waits
   const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   if (blockIdx.x == 0) long_prefix<Policy::tile_bits, Policy::tile_threads>(segs, lists, list);
   grid.sync();
   const long_units units{lists, list, 0};
-  if (codec.maps()) {
-    long_map<Policy::tile_bits>(keys, segs, units, codec, true);
+  if (codec.maps() || positions) {
+    long_map<Policy::tile_bits>(keys, values, segs, units, codec, true, positions);
     grid.sync();
   }
   network::for_each_pass(index_t{1} << longest, Policy::shape, [&](const network::pass& ps) {
@@ -570,7 +578,33 @@ __global__ void __launch_bounds__(Policy::tile_threads)
     }
     grid.sync();
   });
-  if (codec.maps()) long_map<Policy::tile_bits>(keys, segs, units, codec, false);
+  if (codec.maps()) long_map<Policy::tile_bits>(keys, values, segs, units, codec, false, false);
+}
+
+// ---- positions for the sorts that read their values -------------------------------------
+
+// values[i] = the position of key i in its segment, for every key of every valid segment: an
+// argsort's indices, written before a sort that reads its values (CUB's). A warp a segment.
+template <class V>
+__global__ void write_positions_kernel(V* values, segment_list segs, std::uint64_t n) {
+  const std::uint64_t warps = std::uint64_t{gridDim.x} * blockDim.x / 32;
+  for (std::uint64_t s = (std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+       s < segs.count; s += warps) {
+    if (!segs.valid(s, n)) continue;
+    const std::uint64_t first = segs.first(s), m = segs.last(s) - first;
+    for (std::uint64_t i = threadIdx.x & 31u; i < m; i += 32) values[first + i] = payload_of_index<V>(i);
+  }
+}
+
+template <class V>
+cudaError_t write_positions(V* values, const segment_list& segs, std::uint64_t n,
+                            cudaStream_t stream) {
+  if (segs.count == 0) return cudaSuccess;
+  constexpr unsigned threads = 256, warps = threads / 32;
+  const auto blocks = static_cast<unsigned>(
+      std::min<std::uint64_t>((segs.count + warps - 1) / warps, std::uint64_t{1} << 16));
+  write_positions_kernel<<<blocks, threads, 0, stream>>>(values, segs, n);
+  return cudaGetLastError();
 }
 
 // ---- launching -------------------------------------------------------------------------
@@ -593,6 +627,7 @@ struct segment_launcher {
   bool descending;
   Compare comp;
   key_codec<K> codec;
+  bool positions;  // values made by the loads: each key's position in its segment
   cudaStream_t stream;
   // Segments in a list; for segmented sorts only the device knows, so grids are persistent.
   std::uint64_t host_count(std::uint64_t unknown) const {
@@ -608,7 +643,8 @@ struct segment_launcher {
     cudaError_t e = grid_for(kernel, shuffle_threads, 0, (segs.count + per_block - 1) / per_block,
                              blocks);
     if (e != cudaSuccess) return e;
-    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, descending, comp, codec);
+    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, descending, comp, codec,
+                                                   positions);
     return cudaGetLastError();
   }
 
@@ -626,7 +662,7 @@ struct segment_launcher {
     const int reads = static_cast<int>(std::min<std::uint64_t>(
         shuffle_window, std::max<std::uint64_t>(1, (segs.count + lanes - 1) / lanes)));
     kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, n, lists, reads,
-                                                   descending, comp, codec);
+                                                   descending, comp, codec, positions);
     return cudaGetLastError();
   }
 
@@ -639,8 +675,8 @@ struct segment_launcher {
     unsigned blocks = 0;
     cudaError_t e = grid_for(kernel, policy::threads, policy::smem_bytes, needed, blocks);
     if (e != cudaSuccess) return e;
-    kernel<<<blocks, policy::threads, policy::smem_bytes, stream>>>(keys, values, segs, lists,
-                                                                    descending, comp, codec);
+    kernel<<<blocks, policy::threads, policy::smem_bytes, stream>>>(
+        keys, values, segs, lists, descending, comp, codec, positions);
     return cudaGetLastError();
   }
 
@@ -654,11 +690,12 @@ struct segment_launcher {
     unsigned tile_blocks = 0;
     cudaError_t status = resident_blocks(tile_kernel, policy::tile_threads, smem_bytes, tile_blocks);
     if (status != cudaSuccess) return status;
-    // Float keys: codes for the whole schedule, mapped back even if a pass failed to launch.
+    // Float keys: codes for the whole schedule, mapped back even if a pass failed to launch;
+    // positions written before the first pass.
     const auto map_long = [&](bool to_code) {
-      if (!codec.maps()) return cudaSuccess;
-      long_map_kernel<policy::tile_bits, K><<<tile_blocks, policy::tile_threads, 0, stream>>>(
-          keys, segs, units, codec, to_code);
+      if (!codec.maps() && !(positions && to_code)) return cudaSuccess;
+      long_map_kernel<policy::tile_bits, K, V><<<tile_blocks, policy::tile_threads, 0, stream>>>(
+          keys, values, segs, units, codec, to_code, positions);
       return cudaGetLastError();
     };
     status = map_long(true);
@@ -695,7 +732,7 @@ struct segment_launcher {
     cudaError_t e = resident_blocks(kernel, policy::tile_threads, smem_bytes, blocks);
     if (e != cudaSuccess) return e;
     int list = lists.layout.long_list();
-    void* args[] = {&keys, &values, &segs, &lists, &list, &descending, &comp, &codec};
+    void* args[] = {&keys, &values, &segs, &lists, &list, &descending, &comp, &codec, &positions};
     return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
                                        dim3(policy::tile_threads), args, smem_bytes, stream);
   }
@@ -772,7 +809,8 @@ struct segment_launcher {
 template <class K, class V, class Compare>
 cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                            std::uint64_t n, const segment_list& segs, Compare comp,
-                           bool descending, cudaStream_t stream, key_codec<K> codec = {}) {
+                           bool descending, cudaStream_t stream, key_codec<K> codec = {},
+                           bool positions = false) {
   constexpr segment_classes classes = classes_for<K, V>;
   const network::segment_workspace layout{n, segs.count, classes};
   const std::size_t needed = segs.batched() ? 0 : layout.bytes();
@@ -782,7 +820,8 @@ cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   }
   if (temp_bytes < needed) return cudaErrorInvalidValue;
   if (segs.count == 0 || n < 2) return cudaSuccess;
-  segment_launcher<K, V, Compare> launcher{keys, values, segs, {}, descending, comp, codec, stream};
+  segment_launcher<K, V, Compare> launcher{keys,  values, segs,      {},
+                                           descending, comp, codec, positions, stream};
   if (segs.batched()) {
     const int c = classes.of(segs.batch_size);
     if (c == 0) return cudaSuccess;
