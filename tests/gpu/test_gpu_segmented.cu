@@ -57,11 +57,11 @@ void check_segmented(const std::vector<K>& keys, const layout& l, bool descendin
                                          end.data(), count, opt),
             cudaSuccess);
   if (algo == gpusort::algorithm::automatic) {
-    // network::segment_workspace: up to 7 lists of 4-byte entries, each with room for every
-    // segment but never more in all than n / 64 entries; 8 bytes per possible long segment
+    // network::segment_workspace: up to 8 lists of 4-byte entries, each with room for every
+    // segment but never more in all than n / 32 entries; 8 bytes per possible long segment
     // (over 2^10 keys at any slot size); 128 bytes of counters.
     const std::uint64_t n = keys.size();
-    const std::uint64_t list_entries = std::min<std::uint64_t>(7 * count, n / 64 + 7);
+    const std::uint64_t list_entries = std::min<std::uint64_t>(8 * count, n / 32 + 8);
     const std::uint64_t long_entries = std::min<std::uint64_t>(count, n >> 10) + 1;
     EXPECT_LE(bytes, 128 + 4 * list_entries + 8 + 8 * long_entries)
         << "lists of tile and long segments, their work offsets and a few counters";
@@ -296,6 +296,12 @@ TYPED_TEST(GpuSegmented, IndicesAreMadeByTheSort) {
   }
   for (auto algo : {gpusort::algorithm::cub_radix, gpusort::algorithm::cub_merge})
     check_with_indices<K, std::uint32_t>(keys, l, true, algo, false);
+  // A single key, alone or in a row: sorted already, but owed its index.
+  const std::vector<K> one = {keys[0]};
+  check_with_indices<K, std::uint32_t>(one, make_layout({1}), false,
+                                       gpusort::algorithm::automatic, false);
+  check_with_indices<K, std::uint64_t>(one, make_layout({1}), false,
+                                       gpusort::algorithm::automatic, true);
   for (std::uint64_t size : {1, 2, 32, 100, 128, 1000, 3000, 9000}) {
     const std::uint64_t count = std::max<std::uint64_t>(3, (std::uint64_t{1} << 16) / size);
     const layout rows = make_layout(std::vector<std::uint64_t>(count, size));

@@ -1,13 +1,14 @@
 // Batched and segmented sort: every segment sorted by its own bitonic network.
 //
 // Schedule (size classes of network/segments.hpp):
-//  * segmented only: classify_kernel, one pass over the offsets, appends every segment of a
-//    tile class or longer to its class's list (network::segment_workspace) and records the
+//  * segmented only: classify_kernel, one pass over the offsets, appends every segment of
+//    65 keys or more to its class's list (network::segment_workspace) and records the
 //    largest long class; batched sorts know their single class on the host and need none;
 //  * shuffle classes (up to 128 keys): a warp loads segments into registers (ITEMS keys per
-//    lane), sorts with shuffles, stores: one read and one write of the keys. A segmented
-//    sort reads the offsets here directly (shuffle_segments_kernel, every class in one
-//    launch), so the most numerous segments cost no list;
+//    lane), sorts with shuffles, stores: one read and one write of the keys. A batch, or the
+//    list of 65-128-key segments, goes to shuffle_list_kernel; a segmented sort's smaller
+//    segments are found by shuffle_segments_kernel in the offsets directly (every class in
+//    one launch), so that the most numerous segments cost no list;
 //  * tile classes: tile_kernel, one launch per class; a warp (up to 1024 slots) or a block
 //    loads a segment into shared memory, runs the whole network there, stores;
 //  * long segments: the device sort's passes (device/bitonic.cuh), each pass applied to
@@ -80,8 +81,9 @@ struct class_lists {
 
 constexpr int classify_threads = 256;
 
-// One pass over the offsets: every segment of a tile class or longer is appended to its
-// class's list (the shuffle classes need none) and the largest long class is recorded. Lists are filled in no particular order.
+// One pass over the offsets: every segment of class listed_min_bits or larger is appended
+// to its class's list (the smaller shuffle classes need none) and the largest long class is
+// recorded. Lists are filled in no particular order.
 template <class K, class V>
 __global__ void __launch_bounds__(classify_threads)
     classify_kernel(segment_list segs, std::uint64_t n, class_lists lists) {
@@ -91,10 +93,10 @@ __global__ void __launch_bounds__(classify_threads)
   if (threadIdx.x < segment_classes::max_lists) block_count[threadIdx.x] = 0;
   __syncthreads();
   const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * classify_threads + threadIdx.x;
-  int list = 0;  // 0: not listed (a shuffle class, 0 or 1 key, or an invalid segment)
+  int list = 0;  // 0: not listed (a small class, 0 or 1 key, or an invalid segment)
   if (i < segs.count && segs.valid(i, n)) {
     const int c = classes.of(segs.last(i) - segs.first(i));
-    if (c > classes.shuffle_max_bits()) list = classes.list_of(c);
+    if (c >= classes.listed_min_bits()) list = classes.list_of(c);
     if (classes.is_long(c)) atomicMax(&lists.counts[0], static_cast<std::uint32_t>(c));
   }
   // One shared-memory atomic per list and warp: lists repeat (a batch of equal sizes is one
@@ -197,21 +199,29 @@ __device__ __forceinline__ void shuffle_round(K* keys, V* values, std::uint64_t 
   }
 }
 
-// A batch of class C: warp w takes segments w * per_warp, ... as its groups.
+// The segments of class C in a list: a batch (every segment, in order) or a segmented
+// sort's list of class C (listed_min_bits and up). Warp w takes entries w * per_warp, ... as
+// its groups, then the grid's next ones.
 template <int C, class K, class V, class Compare>
 __global__ void __launch_bounds__(shuffle_threads)
-    shuffle_batch_kernel(K* keys, V* values, segment_list segs, bool descending, Compare comp,
-                         key_codec<K> codec, bool positions) {
+    shuffle_list_kernel(K* keys, V* values, segment_list segs, class_lists lists,
+                        bool descending, Compare comp, key_codec<K> codec, bool positions) {
   using shape = shuffle_shape<K, V, C>;
   const std::uint64_t warp = (static_cast<std::uint64_t>(blockIdx.x) * shuffle_threads + threadIdx.x) / 32;
   const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * shuffle_threads / 32;
   const unsigned group = (threadIdx.x & 31u) >> shape::lanes_log2;
-  for (std::uint64_t e0 = warp * shape::per_warp; e0 < segs.count; e0 += warps * shape::per_warp) {
+  const std::uint64_t count = lists.size(C);
+  const std::uint64_t start = lists.counts ? lists.start(C) : 0;
+  for (std::uint64_t e0 = warp * shape::per_warp; e0 < count; e0 += warps * shape::per_warp) {
     const std::uint64_t e = e0 + group;
-    const bool here = e < segs.count;
-    shuffle_round<C>(keys, values, here ? segs.first(e) : 0,
-                     here ? static_cast<unsigned>(segs.batch_size) : 0u, descending, comp, codec,
-                     positions);
+    std::uint64_t first = 0;
+    unsigned m = 0;
+    if (e < count) {
+      const std::uint64_t s = lists.segment(C, e, start);
+      first = segs.first(s);
+      m = static_cast<unsigned>(segs.last(s) - first);
+    }
+    shuffle_round<C>(keys, values, first, m, descending, comp, codec, positions);
   }
 }
 
@@ -255,8 +265,8 @@ __device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values, cons
 // Every segment of a shuffle class, read straight from the offsets (no list): a warp takes
 // a window of 32 * reads consecutive segments (reads <= shuffle_window, fewer when there
 // are too few segments to give every warp a full window), then sorts those of each class in
-// turn. Segments of other classes, invalid ones and those of 0 or 1 key are left to the
-// other workers. Warps take windows from a counter in the workspace rather than a fixed
+// turn. Segments of listed classes are left to the other workers; invalid ones and those of
+// 0 or 1 key need nothing (but a key alone is owed its index, 0, when positions are made). Warps take windows from a counter in the workspace rather than a fixed
 // share: the tile workers run beside this kernel, and a fixed share left the SMs they
 // crowded as the tail (H100, 2^24 u32 keys in 128-key segments: 0.38 ms against 0.17 alone).
 // A lane keeps only the classes of its segments, packed in one register; the group that
@@ -271,7 +281,7 @@ __global__ void __launch_bounds__(shuffle_threads)
                             key_codec<K> codec, bool positions) {
   constexpr segment_classes classes = classes_for<K, V>;
   constexpr unsigned class_mask = (1u << packed_class_bits) - 1u;
-  static_assert(classes.shuffle_max_bits() <= class_mask);
+  static_assert(classes.listed_min_bits() - 1 <= class_mask);
   const unsigned lane = threadIdx.x & 31u;
   for (;;) {
     unsigned long long window = 0;
@@ -283,9 +293,12 @@ __global__ void __launch_bounds__(shuffle_threads)
     for (int r = 0; r < shuffle_window; ++r) {
       const std::uint64_t i = base + r * 32 + lane;
       if (r < reads && i < segs.count && segs.valid(i, n)) {
-        const int c = classes.of(segs.last(i) - segs.first(i));
-        if (c <= classes.shuffle_max_bits())
+        const std::uint64_t first = segs.first(i), m = segs.last(i) - first;
+        const int c = classes.of(m);
+        if (c < classes.listed_min_bits())
           packed |= static_cast<std::uint32_t>(c) << (packed_class_bits * r);
+        if constexpr (index_payload<V>)  // a key alone: sorted, but its index is still owed
+          if (positions && m == 1) values[first] = payload_of_index<V>(0);
       }
     }
     [&]<int... I>(std::integer_sequence<int, I...>) {
@@ -300,7 +313,7 @@ __global__ void __launch_bounds__(shuffle_threads)
                                            comp, codec, positions);
           }(),
           ...);
-    }(std::make_integer_sequence<int, classes.shuffle_max_bits()>{});
+    }(std::make_integer_sequence<int, classes.listed_min_bits() - 1>{});
   }
 }
 
@@ -634,17 +647,18 @@ struct segment_launcher {
     return lists.counts ? unknown : lists.batch_count;
   }
 
-  // A batch of shuffle class C.
+  // The segments of shuffle class C in a list (a batch, or a listed class).
   template <int C>
-  cudaError_t shuffle_batch() {
-    auto kernel = shuffle_batch_kernel<C, K, V, Compare>;
+  cudaError_t shuffle_list() {
+    auto kernel = shuffle_list_kernel<C, K, V, Compare>;
     constexpr std::uint64_t per_block = (shuffle_threads / 32) * shuffle_shape<K, V, C>::per_warp;
     unsigned blocks = 0;
-    cudaError_t e = grid_for(kernel, shuffle_threads, 0, (segs.count + per_block - 1) / per_block,
+    cudaError_t e = grid_for(kernel, shuffle_threads, 0,
+                             (host_count(~std::uint64_t{0} >> 8) + per_block - 1) / per_block,
                              blocks);
     if (e != cudaSuccess) return e;
-    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, descending, comp, codec,
-                                                   positions);
+    kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, lists, descending, comp,
+                                                   codec, positions);
     return cudaGetLastError();
   }
 
@@ -767,7 +781,7 @@ struct segment_launcher {
     if (c > classes.shuffle_max_bits()) return tile_class(c);
     cudaError_t e = cudaErrorInvalidValue;
     [&]<int... I>(std::integer_sequence<int, I...>) {
-      ((c == I + 1 ? (e = shuffle_batch<I + 1>(), 0) : 0), ...);
+      ((c == I + 1 ? (e = shuffle_list<I + 1>(), 0) : 0), ...);
     }(std::make_integer_sequence<int, classes.shuffle_max_bits()>{});
     return e;
   }
@@ -787,12 +801,19 @@ struct segment_launcher {
     if (n > (index_t{1} << classes.tile_max_bits())) e = long_segments();
     if (e != cudaSuccess) return e;
     constexpr int tile_classes = classes.tile_max_bits() - classes.shuffle_max_bits();
-    // One side stream per warp-tile class, one for the block-tile classes.
-    constexpr int block_tile_side = 3;
-    fork_join streams(stream, block_tile_side + 1);
+    // One side stream per warp-tile class, one for the block-tile classes, one for the
+    // listed shuffle class.
+    constexpr int block_tile_side = 3, listed_shuffle_side = 4;
+    static_assert(classes.listed_min_bits() == classes.shuffle_max_bits());
+    fork_join streams(stream, listed_shuffle_side + 1);
     e = streams.status();
     if (e != cudaSuccess) return e;
     e = shuffle_segments(n);
+    if (e == cudaSuccess) {
+      segment_launcher launcher = *this;
+      launcher.stream = streams.side(listed_shuffle_side);
+      e = launcher.template shuffle_list<classes.shuffle_max_bits()>();
+    }
     for (int i = 0; i < tile_classes && e == cudaSuccess; ++i) {
       const int c = classes.shuffle_max_bits() + 1 + i;
       segment_launcher launcher = *this;
@@ -819,12 +840,16 @@ cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
     return cudaSuccess;
   }
   if (temp_bytes < needed) return cudaErrorInvalidValue;
-  if (segs.count == 0 || n < 2) return cudaSuccess;
+  // One key is sorted already, but with positions it is owed its index.
+  if (segs.count == 0 || (n < 2 && !positions)) return cudaSuccess;
   segment_launcher<K, V, Compare> launcher{keys,  values, segs,      {},
                                            descending, comp, codec, positions, stream};
   if (segs.batched()) {
     const int c = classes.of(segs.batch_size);
-    if (c == 0) return cudaSuccess;
+    if (c == 0)  // rows of one key: sorted, but with positions each is owed its index, 0
+      return positions && segs.batch_size == 1
+                 ? cudaMemsetAsync(values, 0, sizeof(V) * segs.count, stream)
+                 : cudaSuccess;
     launcher.lists.batch_count = segs.count;
     return launcher.run_class(c, segs.batch_size);
   }

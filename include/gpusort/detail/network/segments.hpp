@@ -4,7 +4,9 @@
 // slots past its end hold padding_key (integer keys in the default order) or are virtual
 // padding, never compared. Its class is c, and the class picks the worker:
 //  * shuffle classes, c <= shuffle_max_bits: a group of 2^c / items lanes of a warp holds
-//    the keys in registers, `items` per lane; steps between lanes are shuffles;
+//    the keys in registers, `items` per lane; steps between lanes are shuffles (for a
+//    segmented sort, classes from listed_min_bits on are listed first, the others found by
+//    the worker itself);
 //  * tile classes, c <= tile_max_bits: a warp (small tiles) or a thread block holds the
 //    segment in shared memory and runs the steps a digit at a time (block/bitonic_tile.cuh);
 //  * the long class, c > tile_max_bits: the device sort's passes over global memory, shared
@@ -65,6 +67,12 @@ struct segment_classes {
   // (H100, u32 keys 0.256 -> 0.180 ms at 2^24 keys, u32 pairs 0.460 -> 0.291, u64 0.486 ->
   // 0.357): fifteen shuffle steps of every key cost more than a few shared-memory rounds.
   GPUSORT_HD constexpr int shuffle_max_bits() const { return 7; }
+  // A segmented sort lists the segments of this class and up (classify_kernel); the
+  // shuffle worker finds those below itself, in windows of consecutive segments. Listed,
+  // the largest shuffle class spreads evenly over the warps: in windows, a warp's 64
+  // segments of 65-128 keys took it 32 rounds and left a third of the warps idle (H100, 2^24
+  // u32 keys in 128-key segments: 2.8x the batched time).
+  GPUSORT_HD constexpr int listed_min_bits() const { return shuffle_max_bits(); }
   GPUSORT_HD constexpr int items_log2(int c) const { return c < max_items_log2() ? c : max_items_log2(); }
   // A warp in shared memory up to 1024 slots, then thread blocks up to 32 KiB of slots.
   GPUSORT_HD constexpr int warp_tile_max_bits() const { return 10; }
@@ -135,11 +143,12 @@ GPUSORT_HD constexpr K padding_key(bool descending) {
 // Workspace of a segmented (not batched) sort of n keys, laid out by classify_kernel:
 //  * a header: a counter per list (list 0 holds the largest long class instead) and the
 //    shuffle worker's next window;
-//  * a list of segment indices (4 bytes each) per tile class and one for the long segments.
-//    The shuffle classes have none: their worker reads the offsets itself. A list has room
-//    for as many segments of its class as n keys hold, since segments do not overlap and a
-//    segment of class c has more than 2^(c-1) keys: n >> (c - 1) at most, and no more than
-//    there are segments. All lists together take at most n / 16 bytes;
+//  * a list of segment indices (4 bytes each) per class from listed_min_bits to
+//    tile_max_bits and one for the long segments. The smaller classes have none: their
+//    worker reads the offsets itself. A list has room for as many segments of its class as
+//    n keys hold, since segments do not overlap and a segment of class c has more than
+//    2^(c-1) keys: n >> (c - 1) at most, and no more than there are segments. All lists
+//    together take at most n / 8 bytes;
 //  * the long segments' work offsets, 8 bytes per entry of the long list and one more.
 struct segment_workspace {
   std::uint64_t n = 0;
@@ -149,7 +158,7 @@ struct segment_workspace {
   static constexpr std::uint64_t header_bytes = 128;
   static constexpr std::uint64_t cursor_offset = segment_classes::max_lists * 4;
 
-  GPUSORT_HD constexpr int first_list() const { return classes.shuffle_max_bits() + 1; }
+  GPUSORT_HD constexpr int first_list() const { return classes.listed_min_bits(); }
   GPUSORT_HD constexpr int long_list() const { return classes.tile_max_bits() + 1; }
   // Entries list `list` has room for (first_list() <= list <= long_list(); a long segment
   // has more than 2^tile_max_bits keys, so the long list's bound has the same form).
