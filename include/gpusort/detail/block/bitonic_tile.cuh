@@ -86,10 +86,14 @@ struct tile_network {
   __device__ void load(const K* keys, const V* values, key_codec<K> codec = {},
                        bool positions = false) {
     if (!partial()) {
+      // The map apart from the loads, as in the segmented shuffle classes (device/segmented.cuh).
       K k[items];
 #pragma unroll
-      for (unsigned i = 0; i < items; ++i)
-        k[i] = codec.in(keys[first_slot + i * THREADS + Team::rank()]);
+      for (unsigned i = 0; i < items; ++i) k[i] = keys[first_slot + i * THREADS + Team::rank()];
+      if (codec.maps()) {
+#pragma unroll
+        for (unsigned i = 0; i < items; ++i) k[i] = codec.in(k[i]);
+      }
 #pragma unroll
       for (unsigned i = 0; i < items; ++i) smem.keys[padded_index(i * THREADS + Team::rank())] = k[i];
       if constexpr (has_values<K, V>) {
@@ -121,7 +125,12 @@ struct tile_network {
 #pragma unroll
     for (unsigned i = 0; i < items; ++i) {
       const unsigned l = i * THREADS + Team::rank();
-      k[i] = l < count ? codec.in(keys[first_slot + l]) : filler;
+      k[i] = l < count ? keys[first_slot + l] : filler;
+    }
+    if (codec.maps()) {
+#pragma unroll
+      for (unsigned i = 0; i < items; ++i)
+        if (i * THREADS + Team::rank() < count) k[i] = codec.in(k[i]);
     }
 #pragma unroll
     for (unsigned i = 0; i < items; ++i) smem.keys[padded_index(i * THREADS + Team::rank())] = k[i];
