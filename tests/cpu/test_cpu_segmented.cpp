@@ -1,7 +1,6 @@
 // The size-class math and the CPU backend of the batched and segmented sorts, against
 // std::stable_sort per segment; on a machine without a GPU the convenience layer's host
 // overloads run here too.
-#include <algorithm>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -67,32 +66,6 @@ TEST(CpuSegmentClasses, NthSetBitOfWindowFindsEachSegmentInReadOrder) {
         EXPECT_EQ(nth_set_bit_of_window(masks, k++), at) << "set bit " << k - 1;
     EXPECT_EQ(nth_set_bit_of_window(masks, k), 128u) << "no more set bits";
     EXPECT_EQ(nth_set_bit_of_window(masks, 1000), 128u);
-  }
-}
-
-// The shuffle worker's window width: the widest whose busiest warp reads at most 1/8 more
-// than with the best width.
-TEST(CpuSegmentClasses, WindowReadsBalanceTheWarps) {
-  using gpusort::detail::network::busiest_warp_reads;
-  using gpusort::detail::network::window_reads;
-  const std::uint64_t lanes = 3168 * 32;  // an H100's resident warps of that kernel
-  EXPECT_EQ(busiest_warp_reads(std::uint64_t{1} << 19, lanes, 4), 8u) << "4,096 windows of 4";
-  EXPECT_EQ(busiest_warp_reads(std::uint64_t{1} << 19, lanes, 2), 6u) << "8,192 windows of 2";
-  EXPECT_EQ(window_reads(1000, lanes), 1) << "few segments: one read, every window short";
-  EXPECT_EQ(window_reads(std::uint64_t{1} << 19, lanes), 3) << "6 reads, not 4 windows' 8";
-  EXPECT_EQ(window_reads(std::uint64_t{1} << 25, lanes), 4) << "332 reads against 331";
-  EXPECT_EQ(window_reads(0, lanes), 4);
-  for (std::uint64_t segments = 1; segments < (std::uint64_t{1} << 26); segments = segments * 3 + 7) {
-    const int r = window_reads(segments, lanes);
-    ASSERT_GE(r, 1);
-    ASSERT_LE(r, 4);
-    std::uint64_t fewest = ~std::uint64_t{0};
-    for (int other = 1; other <= 4; ++other)
-      fewest = std::min(fewest, busiest_warp_reads(segments, lanes, other));
-    ASSERT_LE(busiest_warp_reads(segments, lanes, r) * 8, fewest * 9) << segments << " segments";
-    for (int wider = r + 1; wider <= 4; ++wider)
-      ASSERT_GT(busiest_warp_reads(segments, lanes, wider) * 8, fewest * 9)
-          << "a wider window was as good: " << segments << " segments";
   }
 }
 

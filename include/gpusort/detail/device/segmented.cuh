@@ -279,8 +279,8 @@ __device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values, cons
 }
 
 // Every segment of a shuffle class, read straight from the offsets (no list): a warp takes
-// a window of 32 * reads consecutive segments (reads <= shuffle_window, as
-// network::window_reads balances them over the warps), then sorts those of each class in
+// a window of 32 * reads consecutive segments (reads <= shuffle_window, fewer when there
+// are too few segments to give every warp a full window), then sorts those of each class in
 // turn. Segments of listed classes are left to the other workers; invalid ones and those of
 // 0 or 1 key need nothing (but a key alone is owed its index, 0, when positions are made). Warps take windows from a counter in the workspace rather than a fixed
 // share: the tile workers run beside this kernel, and a fixed share left the SMs they
@@ -687,8 +687,14 @@ struct segment_launcher {
                              (segs.count + 32 * warps_per_block - 1) / (32 * warps_per_block),
                              blocks);
     if (e != cudaSuccess) return e;
-    const int reads = network::window_reads(segs.count, 32 * warps_per_block * blocks,
-                                            shuffle_window);
+    // Windows as wide as keep every warp busy: ceil(segments / (32 * warps)), 1 to 4 reads.
+    // Balancing the busiest warp's reads instead (4,096 windows of 4 reads for 3,168 warps
+    // are 8 reads for some, 5,462 of 3 are 6) won 13% on 32-key segments but lost 11% on
+    // power-law sizes (H100, 2^24 u32 keys), whose windows then held fewer segments of
+    // each class and so more part-empty rounds.
+    const std::uint64_t lanes = 32 * warps_per_block * blocks;
+    const int reads = static_cast<int>(std::min<std::uint64_t>(
+        shuffle_window, std::max<std::uint64_t>(1, (segs.count + lanes - 1) / lanes)));
     kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, n, lists, reads,
                                                    descending, comp, codec, positions);
     return cudaGetLastError();

@@ -140,32 +140,6 @@ GPUSORT_HD constexpr K padding_key(bool descending) {
   return descending ? std::numeric_limits<K>::lowest() : std::numeric_limits<K>::max();
 }
 
-// The reads of 32 segments in a window of the shuffle worker, when `segments` go to `lanes`
-// (windows are taken whole, so the busiest warp reads ceil(windows / warps) * reads): the
-// widest window (whose rounds of each class are fuller) that gives the busiest warp at most
-// 1/8 more reads than the best width. Before, a lane read ceil(segments / lanes) segments
-// (at most 4), which could leave the last windows to a fraction of the warps: 2^19 segments
-// over 3,168 warps made 4,096 windows of 4 reads, 8 reads for the busiest warp, where 3
-// windows of 2 reads take 6.
-GPUSORT_HD constexpr std::uint64_t busiest_warp_reads(std::uint64_t segments,
-                                                      std::uint64_t lanes, int reads) {
-  const std::uint64_t warps = lanes / 32 > 0 ? lanes / 32 : 1;
-  const std::uint64_t windows = (segments + 32u * reads - 1) / (32u * reads);
-  return (windows + warps - 1) / warps * static_cast<std::uint64_t>(reads);
-}
-GPUSORT_HD constexpr int window_reads(std::uint64_t segments, std::uint64_t lanes,
-                                      int max_reads = 4) {
-  std::uint64_t fewest = ~std::uint64_t{0};
-  for (int r = 1; r <= max_reads; ++r) {
-    const std::uint64_t busiest = busiest_warp_reads(segments, lanes, r);
-    if (busiest < fewest) fewest = busiest;
-  }
-  int widest = 1;
-  for (int r = 1; r <= max_reads; ++r)
-    if (busiest_warp_reads(segments, lanes, r) * 8 <= fewest * 9) widest = r;
-  return widest;
-}
-
 // Workspace of a segmented (not batched) sort of n keys, laid out by classify_kernel:
 //  * a header: a counter per list (list 0 holds the largest long class instead) and the
 //    shuffle worker's next window;
