@@ -287,11 +287,16 @@ __device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values, cons
 // crowded as the tail (H100, 2^24 u32 keys in 128-key segments: 0.38 ms against 0.17 alone).
 // A lane keeps only the classes of its segments, packed in one register; the group that
 // sorts a segment reads its offsets again (keeping them took 12 values a lane, and passing
-// them to the group 12 shuffles a round). No minimum of blocks in the bounds: asking for
-// one more block per SM (64 registers for u32 keys, 80 otherwise) won 8% at 32 u32 keys and
-// 13% on u64 power-law sizes but lost up to 43% on u32 pairs (H100, 2^24 keys).
+// them to the group 12 shuffles a round).
+// Four blocks per SM (64 registers) for 4-byte slots, keys alone: the kernel is latency
+// bound (H100, 2^24 u32 keys through offsets:
+// 32-key segments 0.094 -> 0.089 ms, 64: 0.106 -> 0.098, power law +3%). Wider slots keep
+// the compiler's choice: asking them for one more block lost up to 43% (u32 pairs of 128).
+template <class K, class V>
+constexpr int shuffle_segments_min_blocks = classes_for<K, V>.slot_bytes <= 4 ? 4 : 1;
+
 template <class K, class V, class Compare>
-__global__ void __launch_bounds__(shuffle_threads)
+__global__ void __launch_bounds__(shuffle_threads, (shuffle_segments_min_blocks<K, V>))
     shuffle_segments_kernel(K* keys, V* values, segment_list segs, std::uint64_t n,
                             class_lists lists, int reads, bool descending, Compare comp,
                             key_codec<K> codec, bool positions) {
