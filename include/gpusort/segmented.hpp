@@ -14,7 +14,7 @@
 // array mapped before and back after).
 //
 // Memory: sort_batched uses none. sort_segmented's workspace lists the segments of more than
-// 128 keys by size class: 4 bytes per entry, never more than n / 16 bytes in all (or 28
+// 64 keys by size class: 4 bytes per entry, never more than n / 8 bytes in all (or 32
 // bytes per segment when that is less), 8 bytes per possible long segment (at most n / 2^13
 // of them for 4-byte keys) and 128 bytes of counters; the query reports it.
 // Segments must not overlap; keys outside every segment keep their bits (only CUB's float
