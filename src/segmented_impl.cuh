@@ -64,9 +64,11 @@ cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, V* value
     if constexpr (index_payload<V>)
       if (positions && temp && n > 0) {
         std::size_t bytes = 0;  // the sort's own checks come before any value is written
-        const cudaError_t q = sort_segments<K, V>(nullptr, bytes, keys, values, n, segs, run, stored);
-        if (q == cudaSuccess && temp_bytes < bytes) return cudaErrorInvalidValue;
-        const cudaError_t w = q != cudaSuccess ? q : device::write_positions(values, segs, n, opt.stream);
+        const cudaError_t q =
+            sort_segments<K, V>(nullptr, bytes, keys, values, n, segs, run, stored);
+        if (q != cudaSuccess) return q;
+        if (temp_bytes < bytes) return cudaErrorInvalidValue;
+        const cudaError_t w = device::write_positions(values, segs, n, opt.stream);
         if (w != cudaSuccess) return w;
       }
     switch (run.algo) {

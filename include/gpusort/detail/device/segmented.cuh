@@ -179,7 +179,8 @@ __device__ __forceinline__ void shuffle_round(K* keys, V* values, std::uint64_t 
     const unsigned pos = group_lane * items + i;
     if (pos < m) {
       k[i] = keys[first + pos];
-      if constexpr (block::has_values<K, V>) v[i] = block::value_or_position(values + first, pos, positions);
+      if constexpr (block::has_values<K, V>)
+        v[i] = block::value_or_position(values + first, pos, positions);
     } else if constexpr (fills_padding<K, V, Compare>.fill) {
       k[i] = padding_key<K>(descending);
     }
@@ -282,16 +283,17 @@ __device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values, cons
 // a window of 32 * reads consecutive segments (reads <= shuffle_window, fewer when there
 // are too few segments to give every warp a full window), then sorts those of each class in
 // turn. Segments of listed classes are left to the other workers; invalid ones and those of
-// 0 or 1 key need nothing (but a key alone is owed its index, 0, when positions are made). Warps take windows from a counter in the workspace rather than a fixed
-// share: the tile workers run beside this kernel, and a fixed share left the SMs they
-// crowded as the tail (H100, 2^24 u32 keys in 128-key segments: 0.38 ms against 0.17 alone).
+// 0 or 1 key need nothing (but a key alone is owed its index, 0, when positions are made).
+// Warps take windows from a counter in the workspace rather than a fixed share: the tile
+// workers run beside this kernel, and a fixed share left the SMs they crowded as the tail
+// (H100, 2^24 u32 keys in 128-key segments: 0.38 ms against 0.17 alone).
 // A lane keeps only the classes of its segments, packed in one register; the group that
 // sorts a segment reads its offsets again (keeping them took 12 values a lane, and passing
 // them to the group 12 shuffles a round).
 // Four blocks per SM (64 registers) for 4-byte slots, keys alone: the kernel is latency
-// bound (H100, 2^24 u32 keys through offsets:
-// 32-key segments 0.094 -> 0.089 ms, 64: 0.106 -> 0.098, power law +3%). Wider slots keep
-// the compiler's choice: asking them for one more block lost up to 43% (u32 pairs of 128).
+// bound (H100, 2^24 u32 keys through offsets: 32-key segments 0.094 -> 0.089 ms, 64: 0.106
+// -> 0.098, power law +3%). Wider slots keep the compiler's choice: asking them for one
+// more block lost up to 43% (u32 pairs of 128).
 template <class K, class V>
 constexpr int shuffle_segments_min_blocks = classes_for<K, V>.slot_bytes <= 4 ? 4 : 1;
 
@@ -626,7 +628,8 @@ __global__ void write_positions_kernel(V* values, segment_list segs, std::uint64
        s < segs.count; s += warps) {
     if (!segs.valid(s, n)) continue;
     const std::uint64_t first = segs.first(s), m = segs.last(s) - first;
-    for (std::uint64_t i = threadIdx.x & 31u; i < m; i += 32) values[first + i] = payload_of_index<V>(i);
+    for (std::uint64_t i = threadIdx.x & 31u; i < m; i += 32)
+      values[first + i] = payload_of_index<V>(i);
   }
 }
 
