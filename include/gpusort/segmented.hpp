@@ -233,11 +233,11 @@ inline void check_value_count(const std::string& call, std::uint64_t keys,
                                            std::to_string(keys) + " keys");
 }
 
-// Indices of type I for segments of up to `longest` keys.
+// Indices of type I for rows of `row` keys (sort.hpp's check_index_count does a whole array).
 template <class I>
-void check_index_width(const std::string& call, std::uint64_t longest) {
-  if (!indices_fit<I>(longest))
-    throw_error(cudaErrorInvalidValue, call + ": segments of up to " + std::to_string(longest) +
+void check_row_index_width(const std::string& call, std::uint64_t row) {
+  if (!indices_fit<I>(row))
+    throw_error(cudaErrorInvalidValue, call + ": rows of " + std::to_string(row) +
                                            " keys need 64-bit indices (std::uint64_t)");
 }
 
@@ -332,7 +332,7 @@ void sort_batched_with_indices(std::span<K> keys, std::span<I> indices,
                                                      key_traits<K>::name, keys.size(),
                                                      batch_count);
   detail::check_batches<K, I>(call, keys.size(), indices.size(), batch_count, batch_size);
-  detail::check_index_width<I>(call, batch_size);
+  detail::check_row_index_width<I>(call, batch_size);
   detail::sort_segments_device(keys.data(), indices.data(), keys.size(),
                                detail::make_batches(batch_count, batch_size), opt, call,
                                detail::value_source::positions);
@@ -349,8 +349,7 @@ void sort_segmented_with_indices(std::span<K> keys, std::span<I> indices, std::s
       detail::describe_segments("gpusort::sort_segmented_with_indices", opt,
                                 key_traits<K>::name, keys.size(),
                                 offsets.empty() ? 0 : offsets.size() - 1);
-  detail::check_value_count(call, keys.size(), indices.size());
-  detail::check_index_width<I>(call, keys.size());
+  detail::check_index_count<I>(call, keys.size(), indices.size());
   detail::sort_segments_device(keys.data(), indices.data(), keys.size(),
                                detail::offsets_to_segments(call, offsets.data(), offsets.size()),
                                opt, call, detail::value_source::positions);
