@@ -1,7 +1,9 @@
 // The size-class math and the CPU backend of the batched and segmented sorts, against
 // std::stable_sort per segment; on a machine without a GPU the convenience layer's host
 // overloads run here too.
+#include <algorithm>
 #include <cstring>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -98,13 +100,104 @@ TEST(CpuSegmentClasses, WorkspaceListsHoldEveryTileAndLongSegmentOfAnyLayout) {
       EXPECT_GE(w.long_prefix_offset(), w.header_bytes + 4 * w.list_entries());
       EXPECT_EQ(w.long_prefix_offset() % 8, 0u);
       EXPECT_EQ(w.bytes(), w.long_prefix_offset() + 8 * (w.capacity(w.long_list()) + 1));
-      EXPECT_LE(w.cursor_offset + 8, w.header_bytes);
+      EXPECT_LE(w.cursor_offset + 8, w.long_ticket_offset);
+      EXPECT_LE(w.long_ticket_offset + 8, w.long_done_offset);
+      EXPECT_LE(w.long_done_offset + 8, w.header_bytes);
     }
   }
   // Few segments: each list has room for all of them, no more.
   const segment_workspace few{1 << 20, 3, segment_classes{4}};
   EXPECT_EQ(few.capacity(few.first_list()), 3u);
   EXPECT_EQ(few.capacity(few.long_list()), 3u);
+}
+
+TEST(CpuSegmentClasses, LongQueueHasAStagePerPassAndATicketPerUnit) {
+  using gpusort::detail::network::long_queue;
+  using gpusort::detail::network::pass;
+  using kind = long_queue::stage_kind;
+  for (const int longest : {14, 17, 24})
+    for (const bool mapped : {false, true}) {
+      const long_queue q{longest, (std::uint64_t{3} << longest) + (std::uint64_t{1} << 13),
+                         {13, 4}, 512, mapped, mapped};
+      SCOPED_TRACE(::testing::Message() << "longest " << longest << ", mapped " << mapped);
+      std::vector<pass> passes;
+      gpusort::detail::network::for_each_pass(std::uint64_t{1} << longest, q.shape,
+                                              [&](const pass& ps) { passes.push_back(ps); });
+      std::vector<long_queue::stage> stages;
+      const std::uint64_t tickets = q.for_each_stage([&](const auto& s) { stages.push_back(s); });
+      ASSERT_EQ(stages.size(), passes.size() + (mapped ? 2 : 0));
+      std::uint64_t next = 0;
+      for (std::size_t i = 0; i < stages.size(); ++i) {
+        const long_queue::stage& s = stages[i];
+        EXPECT_EQ(s.first_ticket, next) << "stage " << i;
+        next += s.units;
+        const bool map = mapped && (i == 0 || i + 1 == stages.size());
+        if (map) {
+          EXPECT_EQ(s.kind, i == 0 ? kind::map_in : kind::map_out);
+          EXPECT_EQ(s.units, q.line >> 13);
+          continue;
+        }
+        const pass& ps = passes[i - (mapped ? 1 : 0)];
+        EXPECT_EQ(s.ps.first_step, ps.first_step);
+        EXPECT_EQ(s.ps.end_step, ps.end_step);
+        if (ps.win.contiguous()) {
+          EXPECT_EQ(s.kind, kind::tiles);
+          EXPECT_EQ(s.units, q.line >> 13) << "a unit per tile";
+        } else {
+          EXPECT_EQ(s.kind, kind::registers);
+          EXPECT_EQ(s.units, ((q.line >> ps.win.group_bits) + 511) / 512)
+              << "a unit per 512 register groups, the last one partial";
+        }
+      }
+      EXPECT_EQ(tickets, next);
+      long_queue::stage found;
+      for (std::size_t i = 0; i < stages.size(); ++i)
+        for (const std::uint64_t t : {stages[i].first_ticket, stages[i].first_ticket + stages[i].units - 1}) {
+          ASSERT_TRUE(q.find(t, found)) << "ticket " << t;
+          EXPECT_EQ(found.first_ticket, stages[i].first_ticket) << "ticket " << t;
+        }
+      EXPECT_FALSE(q.find(tickets, found)) << "past the last ticket";
+    }
+}
+
+// Blocks take tickets in order and finish their units in any order; a unit starts once the
+// units done reach its stage's first ticket. That must mean every earlier stage is done, and
+// the queue must drain whatever the order (no block waits for one that has not started).
+TEST(CpuSegmentClasses, LongQueueRunsStagesInOrderWhateverBlocksFinishFirst) {
+  using gpusort::detail::network::long_queue;
+  const long_queue q{15, std::uint64_t{5} << 14, {13, 4}, 512, true, true};
+  std::vector<long_queue::stage> stages;
+  const std::uint64_t tickets = q.for_each_stage([&](const auto& s) { stages.push_back(s); });
+  for (const int blocks : {1, 3, 16})
+    for (std::uint32_t seed = 1; seed <= 5; ++seed) {
+      std::mt19937 rng(seed);
+      struct block_state { long_queue::stage stage{}; bool holding = false, running = false; };
+      std::vector<block_state> state(blocks);
+      std::vector<std::uint64_t> finished(stages.size(), 0);
+      std::uint64_t next_ticket = 0, done = 0;
+      for (std::uint64_t step = 0; done < tickets; ++step) {
+        ASSERT_LT(step, 100 * tickets) << "the queue did not drain";
+        block_state& b = state[rng() % blocks];
+        if (!b.holding) {
+          if (next_ticket == tickets) continue;
+          ASSERT_TRUE(q.find(next_ticket++, b.stage));
+          b.holding = true;
+        } else if (!b.running) {
+          if (done < b.stage.first_ticket) continue;  // waits
+          for (const auto& earlier : stages)
+            if (earlier.first_ticket < b.stage.first_ticket)
+              ASSERT_EQ(finished[&earlier - stages.data()], earlier.units)
+                  << "a unit started before an earlier stage was done";
+          b.running = true;
+        } else {
+          ++finished[std::find_if(stages.begin(), stages.end(), [&](const auto& s) {
+                       return s.first_ticket == b.stage.first_ticket;
+                     }) - stages.begin()];
+          ++done;
+          b = {};
+        }
+      }
+    }
 }
 
 TEST(CpuSegmentClasses, SegmentListsReadOffsetsOfEitherWidth) {

@@ -266,6 +266,24 @@ TYPED_TEST(GpuSegmented, MixedSizesOnEveryDistribution) {
   }
 }
 
+// Segments of 64 keys or fewer on average, with larger ones of every class and long ones
+// among them: the window worker lists those as it goes rather than a classification pass
+// before it (device::segment_launcher::run_all).
+TYPED_TEST(GpuSegmented, MostlySmallSegmentsListTheLargerOnesAsTheyGo) {
+  using K = TypeParam;
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t i = 0; i < 30000; ++i) sizes.push_back(i * 7 % 41);
+  for (std::uint64_t m : {65, 100, 128, 129, 300, 1000, 1025, 3000, 5000, 9000, 20011, 70001})
+    sizes.insert(sizes.begin() + (m * 7919) % sizes.size(), m);
+  const layout l = make_layout(sizes, 0, true, 21);
+  ASSERT_LE(l.n, 64 * sizes.size()) << "the test needs segments of 64 keys or fewer on average";
+  std::vector<K> keys = tools::generate<K>(tools::distribution::uniform, l.n, 21);
+  scatter_special_values(keys, 61);
+  check_segmented<K, std::uint64_t>(keys, l, false);
+  check_pairs<K, std::uint32_t>(keys, l, true);
+  check_with_indices<K, std::uint32_t>(keys, l, false, gpusort::algorithm::automatic, false);
+}
+
 TYPED_TEST(GpuSegmented, PairsKeepTheirValues) {
   using K = TypeParam;
   std::vector<std::uint64_t> sizes = power_law_sizes(1 << 16, 11);

@@ -1,23 +1,24 @@
 // Batched and segmented sort: every segment sorted by its own bitonic network.
 //
 // Schedule (size classes of network/segments.hpp):
-//  * segmented only: classify_kernel, one pass over the offsets, appends every segment of
-//    65 keys or more to its class's list (network::segment_workspace) and records the
-//    largest long class; batched sorts know their single class on the host and need none;
 //  * shuffle classes (up to 128 keys): a warp loads segments into registers (ITEMS keys per
 //    lane), sorts with shuffles, stores: one read and one write of the keys. A batch, or the
-//    list of 65-128-key segments, goes to shuffle_list_kernel; a segmented sort's smaller
-//    segments are found by shuffle_segments_kernel in the offsets directly (every class in
-//    one launch), so that the most numerous segments cost no list;
+//    list of 65-128-key segments, goes to shuffle_list_kernel. A segmented sort's segments
+//    of up to 64 keys are sorted where shuffle_segments_kernel finds them in the offsets
+//    (the most numerous cost no list); every larger one is appended to its class's list
+//    (network::segment_workspace) by that kernel as it goes, or by classify_kernel first
+//    (run_all says which), and the largest long class is recorded. Batched sorts know their
+//    single class on the host and need no lists;
 //  * tile classes: tile_kernel, one launch per class; a warp (up to 1024 slots) or a block
 //    loads a segment into shared memory, runs the whole network there, stores;
 //  * long segments: the device sort's passes (device/bitonic.cuh), each pass applied to
-//    every long segment at once by the whole grid; for a segmented sort in one cooperative
-//    launch whose passes stop at the longest segment found.
+//    every long segment at once by the whole grid; for a segmented sort as one launch that
+//    takes the passes' units from a queue (network::long_queue) up to the longest segment
+//    found.
 // Kernels are persistent: a fixed grid walks its class's segments, so a launch never
 // depends on counts that only the device knows. Within a tile launch all segments are of
 // one class (sizes within 2x), so no worker waits for a much larger one; a segmented sort
-// runs its workers side by side on streams of their own (run_all).
+// runs its listed classes side by side on streams of their own (run_all).
 #pragma once
 
 #include <algorithm>
@@ -25,7 +26,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cooperative_groups.h>
 #include <cub/block/block_scan.cuh>
 
 #include "gpusort/detail/block/bitonic_tile.cuh"
@@ -51,15 +51,23 @@ struct class_lists {
   std::uint32_t* ids = nullptr;
   std::uint64_t* long_prefix = nullptr;
   unsigned long long* shuffle_cursor = nullptr;  // shuffle_segments_kernel's next window
+  unsigned long long* long_ticket = nullptr;     // long_queue_kernel's next unit
+  unsigned long long* long_done = nullptr;       // and its units finished
   network::segment_workspace layout{};
   std::uint64_t batch_count = 0;
 
   static class_lists in(void* temp, const network::segment_workspace& layout) {
     auto* bytes = static_cast<char*>(temp);
+    const auto counter = [&](std::uint64_t offset) {
+      return reinterpret_cast<unsigned long long*>(bytes + offset);
+    };
     return {reinterpret_cast<std::uint32_t*>(bytes),
             reinterpret_cast<std::uint32_t*>(bytes + layout.header_bytes),
             reinterpret_cast<std::uint64_t*>(bytes + layout.long_prefix_offset()),
-            reinterpret_cast<unsigned long long*>(bytes + layout.cursor_offset), layout};
+            counter(layout.cursor_offset),
+            counter(layout.long_ticket_offset),
+            counter(layout.long_done_offset),
+            layout};
   }
 
   // Entries of `list`: a count past the list's room (overlapping segments, which the API
@@ -79,45 +87,40 @@ struct class_lists {
 
 // ---- classification (segmented only) ----------------------------------------------------
 
-constexpr int classify_threads = 256;
-
-// One pass over the offsets: every segment of class listed_min_bits or larger is appended
-// to its class's list (the smaller shuffle classes need none) and the largest long class is
-// recorded. Lists are filled in no particular order.
+// Appends segment i of class c to its list if c is a listed class (list_of), called by a
+// whole warp, one segment a lane (valid: false for a lane without one), and records the
+// largest long class. One atomic per list and warp: lists repeat (a run of equal sizes is
+// one list), and same-address atomics would serialize. Lists fill in no particular order.
 template <class K, class V>
-__global__ void __launch_bounds__(classify_threads)
-    classify_kernel(segment_list segs, std::uint64_t n, class_lists lists) {
+__device__ __forceinline__ void list_segment(const class_lists& lists, std::uint64_t i, int c,
+                                             bool valid) {
   constexpr segment_classes classes = classes_for<K, V>;
-  __shared__ std::uint32_t block_count[segment_classes::max_lists];
-  __shared__ std::uint32_t block_base[segment_classes::max_lists];
-  if (threadIdx.x < segment_classes::max_lists) block_count[threadIdx.x] = 0;
-  __syncthreads();
-  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * classify_threads + threadIdx.x;
-  int list = 0;  // 0: not listed (a small class, 0 or 1 key, or an invalid segment)
-  if (i < segs.count && segs.valid(i, n)) {
-    const int c = classes.of(segs.last(i) - segs.first(i));
-    if (c >= classes.listed_min_bits()) list = classes.list_of(c);
-    if (classes.is_long(c)) atomicMax(&lists.counts[0], static_cast<std::uint32_t>(c));
-  }
-  // One shared-memory atomic per list and warp: lists repeat (a batch of equal sizes is one
-  // list), and same-address atomics would serialize.
+  const int list = valid && c >= classes.listed_min_bits() ? classes.list_of(c) : 0;
+  if (!__any_sync(0xffffffffu, list != 0)) return;
+  if (list != 0 && classes.is_long(c)) atomicMax(&lists.counts[0], static_cast<std::uint32_t>(c));
   const unsigned peers = __match_any_sync(0xffffffffu, list);
   const int leader = __ffs(peers) - 1;
   const unsigned lane = threadIdx.x & 31u;
   std::uint32_t base = 0;
   if (static_cast<int>(lane) == leader && list != 0)
-    base = atomicAdd(&block_count[list], static_cast<std::uint32_t>(__popc(peers)));
+    base = atomicAdd(&lists.counts[list], static_cast<std::uint32_t>(__popc(peers)));
   base = __shfl_sync(0xffffffffu, base, leader);
-  const std::uint32_t rank = base + __popc(peers & ((1u << lane) - 1u));
-  __syncthreads();
-  if (threadIdx.x < segment_classes::max_lists && block_count[threadIdx.x])
-    block_base[threadIdx.x] = atomicAdd(&lists.counts[threadIdx.x], block_count[threadIdx.x]);
-  __syncthreads();
-  if (list != 0) {
-    const std::uint64_t e = std::uint64_t{block_base[list]} + rank;
-    if (e < lists.layout.capacity(list))
-      lists.ids[lists.start(list) + e] = static_cast<std::uint32_t>(i);
-  }
+  if (list == 0) return;
+  const std::uint64_t e = std::uint64_t{base} + __popc(peers & ((1u << lane) - 1u));
+  if (e < lists.layout.capacity(list)) lists.ids[lists.start(list) + e] = static_cast<std::uint32_t>(i);
+}
+
+constexpr int classify_threads = 256;
+
+// The lists alone, in a pass of their own over the offsets (a segment a thread).
+template <class K, class V>
+__global__ void __launch_bounds__(classify_threads)
+    classify_kernel(segment_list segs, std::uint64_t n, class_lists lists) {
+  constexpr segment_classes classes = classes_for<K, V>;
+  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * classify_threads + threadIdx.x;
+  const bool valid = i < segs.count && segs.valid(i, n);
+  const int c = valid ? classes.of(segs.last(i) - segs.first(i)) : 0;
+  list_segment<K, V>(lists, i, c, valid);
 }
 
 // ---- padding ---------------------------------------------------------------------------
@@ -279,11 +282,12 @@ __device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values, cons
   }
 }
 
-// Every segment of a shuffle class, read straight from the offsets (no list): a warp takes
-// a window of 32 * reads consecutive segments (reads <= shuffle_window, fewer when there
-// are too few segments to give every warp a full window), then sorts those of each class in
-// turn. Segments of listed classes are left to the other workers; invalid ones and those of
-// 0 or 1 key need nothing (but a key alone is owed its index, 0, when positions are made).
+// Every segment of a shuffle class below the listed ones, straight from the offsets (no
+// list), and with `list_others` the lists of all larger ones too (run_all says when). A warp
+// takes a window of 32 * reads consecutive segments (reads <= shuffle_window, fewer when
+// there are too few segments to give every warp a full window), lists the others if asked,
+// then sorts those of each class in turn. Invalid segments and those of 0 or 1 key need
+// nothing (but a key alone is owed its index, 0, when positions are made).
 // Warps take windows from a counter in the workspace rather than a fixed share: the tile
 // workers run beside this kernel, and a fixed share left the SMs they crowded as the tail
 // (H100, 2^24 u32 keys in 128-key segments: 0.38 ms against 0.17 alone).
@@ -301,7 +305,7 @@ template <class K, class V, class Compare>
 __global__ void __launch_bounds__(shuffle_threads, (shuffle_segments_min_blocks<K, V>))
     shuffle_segments_kernel(K* keys, V* values, segment_list segs, std::uint64_t n,
                             class_lists lists, int reads, bool descending, Compare comp,
-                            key_codec<K> codec, bool positions) {
+                            key_codec<K> codec, bool positions, bool list_others) {
   constexpr segment_classes classes = classes_for<K, V>;
   constexpr unsigned class_mask = (1u << packed_class_bits) - 1u;
   static_assert(classes.listed_min_bits() - 1 <= class_mask);
@@ -314,15 +318,19 @@ __global__ void __launch_bounds__(shuffle_threads, (shuffle_segments_min_blocks<
     std::uint32_t packed = 0;  // the class of segment base + r * 32 + lane at bits 4r (0: none)
 #pragma unroll
     for (int r = 0; r < shuffle_window; ++r) {
+      if (r >= reads) break;  // the same for the whole grid
       const std::uint64_t i = base + r * 32 + lane;
-      if (r < reads && i < segs.count && segs.valid(i, n)) {
+      int c = 0;
+      const bool valid = i < segs.count && segs.valid(i, n);
+      if (valid) {
         const std::uint64_t first = segs.first(i), m = segs.last(i) - first;
-        const int c = classes.of(m);
+        c = classes.of(m);
         if (c < classes.listed_min_bits())
           packed |= static_cast<std::uint32_t>(c) << (packed_class_bits * r);
         if constexpr (index_payload<V>)  // a key alone: sorted, but its index is still owed
           if (positions && m == 1) values[first] = payload_of_index<V>(0);
       }
+      if (list_others) list_segment<K, V>(lists, i, c, valid);
     }
     [&]<int... I>(std::integer_sequence<int, I...>) {
       (
@@ -463,16 +471,35 @@ __device__ void long_prefix(const segment_list& segs, const class_lists& lists, 
   }
 }
 
+// The units of a long pass a block (or thread) takes: first, first + stride, ... A grid
+// of blocks walks them all (first = the block, stride = the grid); the long queue hands out
+// one at a time.
+struct unit_walk {
+  std::uint64_t first;
+  std::uint64_t stride;
+  static constexpr std::uint64_t only_one = std::uint64_t{1} << 63;  // past any pass's units
+
+  __device__ static unit_walk blocks() { return {blockIdx.x, gridDim.x}; }
+  __device__ static unit_walk threads() {
+    return {std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x,
+            std::uint64_t{gridDim.x} * blockDim.x};
+  }
+  __device__ static unit_walk block_unit(std::uint64_t unit) { return {unit, only_one}; }
+  __device__ static unit_walk thread_of_unit(std::uint64_t unit) {
+    return {unit * blockDim.x + threadIdx.x, only_one};
+  }
+};
+
 // Maps the keys of every long segment to codes (to_code) or back, a tile of the line per
-// block at a time: the long segments' schedule runs many passes, so their keys stay codes
-// in between. With `positions` (to_code only) it writes each key's position in its segment
-// as its value, which the passes then move with it.
+// unit: the long segments' schedule runs many passes, so their keys stay codes in between.
+// With `positions` (to_code only) it writes each key's position in its segment as its
+// value, which the passes then move with it.
 template <int TILE_BITS, class K, class V>
 __device__ void long_map(K* keys, V* values, const segment_list& segs, const long_units& units,
-                         key_codec<K> codec, bool to_code, bool positions) {
+                         key_codec<K> codec, bool to_code, bool positions, unit_walk walk) {
   const std::uint64_t tiles = units.total_span() >> TILE_BITS;
   const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
-  for (std::uint64_t f = blockIdx.x; f < tiles; f += gridDim.x) {
+  for (std::uint64_t f = walk.first; f < tiles; f += walk.stride) {
     std::uint64_t j = 0, span_start = 0;
     units.locate(f << TILE_BITS, j, span_start);
     const std::uint64_t s = units.lists.segment(units.list, j, start);
@@ -495,7 +522,7 @@ __device__ void long_map(K* keys, V* values, const segment_list& segs, const lon
 template <class Policy, class K, class V, class Compare>
 __device__ void long_tile_pass(K* keys, V* values, const segment_list& segs,
                                const long_units& units, const network::pass& ps, bool descending,
-                               Compare comp) {
+                               Compare comp, unit_walk walk) {
   using tile_t = block::tile_network<K, V, block::block_team<Policy::tile_threads>,
                                      Policy::tile_bits, Policy::digit_bits, Compare>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
@@ -504,7 +531,7 @@ __device__ void long_tile_pass(K* keys, V* values, const segment_list& segs,
   if (phase > units.longest_class()) return;
   const std::uint64_t tiles = units.total_span() >> Policy::tile_bits;
   const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
-  for (std::uint64_t f = blockIdx.x; f < tiles; f += gridDim.x) {
+  for (std::uint64_t f = walk.first; f < tiles; f += walk.stride) {
     std::uint64_t j = 0, span_start = 0;
     units.locate(f << Policy::tile_bits, j, span_start);
     const std::uint64_t s = units.lists.segment(units.list, j, start);
@@ -526,13 +553,11 @@ __device__ void long_tile_pass(K* keys, V* values, const segment_list& segs,
 template <int COUNT, class K, class V, class Compare>
 __device__ void long_register_pass(K* keys, V* values, const segment_list& segs,
                                    const long_units& units, const network::window& win,
-                                   int phase, bool descending, Compare comp) {
+                                   int phase, bool descending, Compare comp, unit_walk walk) {
   if (phase > units.longest_class()) return;
   const std::uint64_t groups = units.total_span() >> win.group_bits;
   const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
-  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-  for (std::uint64_t f = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       f < groups; f += stride) {
+  for (std::uint64_t f = walk.first; f < groups; f += walk.stride) {
     std::uint64_t j = 0, span_start = 0;
     units.locate(f << win.group_bits, j, span_start);
     const std::uint64_t s = units.lists.segment(units.list, j, start);
@@ -559,62 +584,106 @@ __host__ __device__ void with_group_bits(int bits, F&& f) {
 template <int TILE_BITS, class K, class V>
 __global__ void long_map_kernel(K* keys, V* values, segment_list segs, long_units units,
                                 key_codec<K> codec, bool to_code, bool positions) {
-  long_map<TILE_BITS>(keys, values, segs, units, codec, to_code, positions);
+  long_map<TILE_BITS>(keys, values, segs, units, codec, to_code, positions, unit_walk::blocks());
 }
 
 template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::tile_threads)
     long_tile_kernel(K* keys, V* values, segment_list segs, long_units units, network::pass ps,
                      bool descending, Compare comp) {
-  long_tile_pass<Policy>(keys, values, segs, units, ps, descending, comp);
+  long_tile_pass<Policy>(keys, values, segs, units, ps, descending, comp, unit_walk::blocks());
 }
 
 template <class Policy, int COUNT, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::register_threads)
     long_register_kernel(K* keys, V* values, segment_list segs, long_units units,
                          network::window win, int phase, bool descending, Compare comp) {
-  long_register_pass<COUNT>(keys, values, segs, units, win, phase, descending, comp);
+  long_register_pass<COUNT>(keys, values, segs, units, win, phase, descending, comp,
+                           unit_walk::threads());
 }
 
 // Segmented sorts: only the device knows whether any segment is long, and how long. One
-// cooperative launch runs the whole schedule for the longest class that classify_kernel
-// found, a grid barrier between passes; with no long segment it returns at once. (A launch
-// per pass for segments up to n keys was 28 launches for 2^24 keys, mostly empty, 3-5 us
-// each on an H100: the offsets path's floor.) Register passes take at most 2^4 slots per
-// thread here, so that they share the tile pass's block and registers.
+// launch takes the units of the whole schedule, up to the longest class that the shuffle
+// worker found, from a queue (network::long_queue); with no long segment every block returns
+// at once. (A launch per pass for segments up to n keys was 28 launches for 2^24 keys, mostly
+// empty, 3-5 us each on an H100. A cooperative launch with grid barriers had to run first
+// and alone, 3.7 us even with nothing to do: beside the tile workers its grid waited for room
+// and stalled them.) Register passes take at most 2^4 slots per thread here, so that they
+// share the tile pass's block and registers.
 template <class Policy>
-struct long_schedule_policy : Policy {
+struct long_queue_policy : Policy {
   static constexpr int register_bits = Policy::register_bits < 4 ? Policy::register_bits : 4;
   static constexpr network::schedule_shape shape{Policy::tile_bits, register_bits};
 };
 
+// Thread 0 waits until `done` reaches `target`, then the block sees what those units wrote
+// (the fences of a cooperative grid barrier, with units for arrivals).
+__device__ __forceinline__ void wait_for_units(const unsigned long long* done,
+                                               unsigned long long target) {
+  if (threadIdx.x == 0) {
+    while (*static_cast<const volatile unsigned long long*>(done) < target) __nanosleep(128);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+__device__ __forceinline__ void finish_unit(unsigned long long* done) {
+  __syncthreads();  // every thread's writes of the unit, before thread 0 counts it
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(done, 1ull);
+  }
+}
+
 template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::tile_threads)
-    long_schedule_kernel(K* keys, V* values, segment_list segs, class_lists lists, int list,
-                         bool descending, Compare comp, key_codec<K> codec, bool positions) {
+    long_queue_kernel(K* keys, V* values, segment_list segs, class_lists lists, int list,
+                      bool descending, Compare comp, key_codec<K> codec, bool positions) {
+  using network::long_queue;
   const int longest = lists.longest_long_class();
-  if (longest == 0) return;  // every block returns: no barrier waits
-  const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
-  if (blockIdx.x == 0) long_prefix<Policy::tile_bits, Policy::tile_threads>(segs, lists, list);
-  grid.sync();
+  if (longest == 0) return;
   const long_units units{lists, list, 0};
-  if (codec.maps() || positions) {
-    long_map<Policy::tile_bits>(keys, values, segs, units, codec, true, positions);
-    grid.sync();
-  }
-  network::for_each_pass(index_t{1} << longest, Policy::shape, [&](const network::pass& ps) {
-    if (ps.win.contiguous()) {
-      long_tile_pass<Policy>(keys, values, segs, units, ps, descending, comp);
-    } else {
-      const int phase = network::step_at(ps.first_step).phase;
-      with_group_bits<Policy::register_bits>(ps.win.group_bits, [&](auto bits) {
-        long_register_pass<decltype(bits)::value>(keys, values, segs, units, ps.win, phase,
-                                                  descending, comp);
-      });
+  __shared__ unsigned long long ticket;
+  for (;;) {
+    if (threadIdx.x == 0) ticket = atomicAdd(lists.long_ticket, 1ull);
+    __syncthreads();
+    const unsigned long long t = ticket;
+    if (t == 0) {  // the spans' prefix, which every later unit reads
+      long_prefix<Policy::tile_bits, Policy::tile_threads>(segs, lists, list);
+      finish_unit(lists.long_done);
+      continue;
     }
-    grid.sync();
-  });
-  if (codec.maps()) long_map<Policy::tile_bits>(keys, values, segs, units, codec, false, false);
+    wait_for_units(lists.long_done, 1);
+    const long_queue queue{longest,        units.total_span(), Policy::shape, Policy::tile_threads,
+                           codec.maps() || positions, codec.maps()};
+    long_queue::stage st;
+    if (!queue.find(t - 1, st)) return;  // the same ticket for the whole block
+    wait_for_units(lists.long_done, 1 + st.first_ticket);
+    const std::uint64_t unit = t - 1 - st.first_ticket;
+    switch (st.kind) {
+      case long_queue::stage_kind::map_in:
+      case long_queue::stage_kind::map_out: {
+        const bool to_code = st.kind == long_queue::stage_kind::map_in;
+        long_map<Policy::tile_bits>(keys, values, segs, units, codec, to_code,
+                                    positions && to_code, unit_walk::block_unit(unit));
+        break;
+      }
+      case long_queue::stage_kind::tiles:
+        long_tile_pass<Policy>(keys, values, segs, units, st.ps, descending, comp,
+                               unit_walk::block_unit(unit));
+        break;
+      case long_queue::stage_kind::registers: {
+        const int phase = network::step_at(st.ps.first_step).phase;
+        with_group_bits<Policy::register_bits>(st.ps.win.group_bits, [&](auto bits) {
+          long_register_pass<decltype(bits)::value>(keys, values, segs, units, st.ps.win, phase,
+                                                    descending, comp,
+                                                    unit_walk::thread_of_unit(unit));
+        });
+        break;
+      }
+    }
+    finish_unit(lists.long_done);  // its __syncthreads also frees `ticket` for the next
+  }
 }
 
 // ---- positions for the sorts that read their values -------------------------------------
@@ -686,8 +755,16 @@ struct segment_launcher {
     return cudaGetLastError();
   }
 
-  // Every segment of a shuffle class, straight from the offsets.
-  cudaError_t shuffle_segments(std::uint64_t n) {
+  // The lists of every class from listed_min_bits up, in a pass of their own.
+  cudaError_t classify(std::uint64_t n) {
+    const auto blocks = static_cast<unsigned>((segs.count + classify_threads - 1) / classify_threads);
+    classify_kernel<K, V><<<blocks, classify_threads, 0, stream>>>(segs, n, lists);
+    return cudaGetLastError();
+  }
+
+  // Every segment of a shuffle class below the listed ones, straight from the offsets; the
+  // others listed too if `list_others`.
+  cudaError_t shuffle_segments(std::uint64_t n, bool list_others) {
     auto kernel = shuffle_segments_kernel<K, V, Compare>;
     constexpr std::uint64_t warps_per_block = shuffle_threads / 32;
     unsigned blocks = 0;
@@ -704,7 +781,7 @@ struct segment_launcher {
     const int reads = static_cast<int>(std::min<std::uint64_t>(
         shuffle_window, std::max<std::uint64_t>(1, (segs.count + lanes - 1) / lanes)));
     kernel<<<blocks, shuffle_threads, 0, stream>>>(keys, values, segs, n, lists, reads,
-                                                   descending, comp, codec, positions);
+                                                   descending, comp, codec, positions, list_others);
     return cudaGetLastError();
   }
 
@@ -765,18 +842,18 @@ struct segment_launcher {
     return status != cudaSuccess ? status : back;
   }
 
-  // The long list of a segmented sort: one cooperative launch (long_schedule_kernel).
+  // The long list of a segmented sort: one launch taking units from a queue
+  // (long_queue_kernel).
   cudaError_t long_segments() {
-    using policy = long_schedule_policy<bitonic_policy<K, V, false>>;
+    using policy = long_queue_policy<bitonic_policy<K, V, false>>;
     constexpr int smem_bytes = sizeof(block::tile_storage<K, V, policy::tile_bits>);
-    auto kernel = long_schedule_kernel<policy, K, V, Compare>;
+    auto kernel = long_queue_kernel<policy, K, V, Compare>;
     unsigned blocks = 0;
-    cudaError_t e = resident_blocks(kernel, policy::tile_threads, smem_bytes, blocks);
+    const cudaError_t e = resident_blocks(kernel, policy::tile_threads, smem_bytes, blocks);
     if (e != cudaSuccess) return e;
-    int list = lists.layout.long_list();
-    void* args[] = {&keys, &values, &segs, &lists, &list, &descending, &comp, &codec, &positions};
-    return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
-                                       dim3(policy::tile_threads), args, smem_bytes, stream);
+    kernel<<<blocks, policy::tile_threads, smem_bytes, stream>>>(
+        keys, values, segs, lists, lists.layout.long_list(), descending, comp, codec, positions);
+    return cudaGetLastError();
   }
 
   // The worker of tile class C (a warp up to warp_tile_max_bits, then a block).
@@ -814,40 +891,44 @@ struct segment_launcher {
     return e;
   }
 
-  // A segmented sort: every class; long segments only if n > 2^tile_max_bits allows one.
-  // The long schedule goes first, alone: a cooperative launch waits until its whole grid
-  // fits, which beside the other workers stalled them (H100, 2^24 u32 keys in segments of
-  // 1,024: 0.475 ms against 0.19 for f32 keys in the same run); with no long segment it
-  // returns in about 4 us. The others run side by side on streams of their own (fork_join):
-  // a large class with few segments takes as long as its largest one, tens of microseconds
-  // for one team, and one after the other those tails added up (power-law sizes: 0.522 ms
-  // one after the other, 0.386 side by side). The shuffle classes go first on the caller's
-  // stream (queued last, their launch waited for the host to queue the others).
+  // A segmented sort. Every listed class and the long queue (only if n > 2^tile_max_bits
+  // allows a long segment) run side by side on streams of their own (fork_join): a large
+  // class with few segments takes as long as its largest one, tens of microseconds for one
+  // team, and one after the other those tails added up (power-law sizes: 0.522 ms one after
+  // the other, 0.386 side by side; the three block-tile classes on one stream cost 3.5 us
+  // each even when empty). They need the lists: when segments average more than the window
+  // worker's classes hold, classify_kernel makes them first, and the window worker runs
+  // beside the listed classes; else the window worker lists the others as it goes, and they
+  // start after it. Measured on an H100, 2^24 u32 keys through offsets: listing in the window
+  // worker 200 / 175 Gkeys/s at 32 / 64 keys against 184 / 167, a separate pass 2-6% faster
+  // from 128 to 2,048 keys and 10% on power-law sizes (82 against 74).
   cudaError_t run_all(std::uint64_t n) {
     constexpr segment_classes classes = classes_for<K, V>;
-    cudaError_t e = cudaSuccess;
-    if (n > (index_t{1} << classes.tile_max_bits())) e = long_segments();
+    constexpr std::uint64_t largest_unlisted = std::uint64_t{1} << (classes.listed_min_bits() - 1);
+    const bool classify_first = n > segs.count * largest_unlisted;
+    cudaError_t e = classify_first ? classify(n) : shuffle_segments(n, true);
     if (e != cudaSuccess) return e;
+    // A side stream per tile class (8 .. tile_max_bits), the listed shuffle class, the long
+    // queue.
     constexpr int tile_classes = classes.tile_max_bits() - classes.shuffle_max_bits();
-    // One side stream per warp-tile class, one for the block-tile classes, one for the
-    // listed shuffle class.
-    constexpr int block_tile_side = 3, listed_shuffle_side = 4;
+    constexpr int listed_shuffle_side = tile_classes, long_side = tile_classes + 1;
     static_assert(classes.listed_min_bits() == classes.shuffle_max_bits());
-    fork_join streams(stream, listed_shuffle_side + 1);
+    static_assert(long_side < fork_join::max_sides);
+    fork_join streams(stream, long_side + 1);
     e = streams.status();
     if (e != cudaSuccess) return e;
-    e = shuffle_segments(n);
-    if (e == cudaSuccess) {
+    if (classify_first) e = shuffle_segments(n, false);
+    const auto on_side = [&](int side) {
       segment_launcher launcher = *this;
-      launcher.stream = streams.side(listed_shuffle_side);
-      e = launcher.template shuffle_list<classes.shuffle_max_bits()>();
-    }
-    for (int i = 0; i < tile_classes && e == cudaSuccess; ++i) {
-      const int c = classes.shuffle_max_bits() + 1 + i;
-      segment_launcher launcher = *this;
-      launcher.stream = streams.side(c <= classes.warp_tile_max_bits() ? i : block_tile_side);
-      e = launcher.tile_class(c);
-    }
+      launcher.stream = streams.side(side);
+      return launcher;
+    };
+    if (e == cudaSuccess && n > (index_t{1} << classes.tile_max_bits()))
+      e = on_side(long_side).long_segments();
+    if (e == cudaSuccess)
+      e = on_side(listed_shuffle_side).template shuffle_list<classes.shuffle_max_bits()>();
+    for (int i = 0; i < tile_classes && e == cudaSuccess; ++i)
+      e = on_side(i).tile_class(classes.shuffle_max_bits() + 1 + i);
     return streams.join(e);
   }
 };
@@ -882,14 +963,8 @@ cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
     return launcher.run_class(c, segs.batch_size);
   }
   launcher.lists = class_lists::in(temp, layout);
-  cudaError_t e = cudaMemsetAsync(temp, 0, layout.header_bytes, stream);
-  if (e == cudaSuccess) {
-    const auto blocks = static_cast<unsigned>((segs.count + classify_threads - 1) / classify_threads);
-    classify_kernel<K, V><<<blocks, classify_threads, 0, stream>>>(segs, n, launcher.lists);
-    e = cudaGetLastError();
-  }
-  if (e == cudaSuccess) e = launcher.run_all(n);
-  return e;
+  const cudaError_t e = cudaMemsetAsync(temp, 0, layout.header_bytes, stream);
+  return e != cudaSuccess ? e : launcher.run_all(n);
 }
 
 }  // namespace gpusort::detail::device

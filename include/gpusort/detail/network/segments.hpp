@@ -67,7 +67,7 @@ struct segment_classes {
   // (H100, u32 keys 0.256 -> 0.180 ms at 2^24 keys, u32 pairs 0.460 -> 0.291, u64 0.486 ->
   // 0.357): fifteen shuffle steps of every key cost more than a few shared-memory rounds.
   GPUSORT_HD constexpr int shuffle_max_bits() const { return 7; }
-  // A segmented sort lists the segments of this class and up (classify_kernel); the
+  // A segmented sort lists the segments of this class and up (classification); the
   // shuffle worker finds those below itself, in windows of consecutive segments. Listed,
   // the largest shuffle class spreads evenly over the warps: in windows, a warp's 64
   // segments of 65-128 keys took it 32 rounds and left a third of the warps idle (H100, 2^24
@@ -140,9 +140,10 @@ GPUSORT_HD constexpr K padding_key(bool descending) {
   return descending ? std::numeric_limits<K>::lowest() : std::numeric_limits<K>::max();
 }
 
-// Workspace of a segmented (not batched) sort of n keys, laid out by classify_kernel:
-//  * a header: a counter per list (list 0 holds the largest long class instead) and the
-//    shuffle worker's next window;
+// Workspace of a segmented (not batched) sort of n keys, filled by the classification
+// (device/segmented.cuh: classify_kernel, or the window worker as it goes):
+//  * a header: a counter per list (list 0 holds the largest long class instead), the
+//    shuffle worker's next window, and the long queue's next ticket and units done;
 //  * a list of segment indices (4 bytes each) per class from listed_min_bits to
 //    tile_max_bits and one for the long segments. The smaller classes have none: their
 //    worker reads the offsets itself. A list has room for as many segments of its class as
@@ -157,6 +158,9 @@ struct segment_workspace {
 
   static constexpr std::uint64_t header_bytes = 128;
   static constexpr std::uint64_t cursor_offset = segment_classes::max_lists * 4;
+  static constexpr std::uint64_t long_ticket_offset = cursor_offset + 8;
+  static constexpr std::uint64_t long_done_offset = long_ticket_offset + 8;
+  static_assert(long_done_offset + 8 <= header_bytes);
 
   GPUSORT_HD constexpr int first_list() const { return classes.listed_min_bits(); }
   GPUSORT_HD constexpr int long_list() const { return classes.tile_max_bits() + 1; }
@@ -178,6 +182,70 @@ struct segment_workspace {
   }
   GPUSORT_HD constexpr std::uint64_t bytes() const {
     return long_prefix_offset() + 8 * (capacity(long_list()) + 1);
+  }
+};
+
+// The long segments' schedule of a segmented sort as a queue of work units, since only the
+// device knows the longest segment: a block takes the next ticket and runs its unit once
+// every unit of the stages before has finished. Tickets are taken in order, so each unit of
+// an earlier stage belongs to a block that is running already: any grid finishes, resident
+// or not, beside other kernels or alone (a grid barrier needs a cooperative launch, which
+// waits until the whole grid fits on the device). Ticket 0 writes the spans' prefix (the
+// line); the queue's own tickets follow it, numbered from 0 here:
+//  * the keys mapped to codes, or positions written, when `map_in`: a unit per tile;
+//  * every pass of the device sort's schedule for 2^longest slots on a line of `line`
+//    slots: a tile pass takes a unit per tile of 2^shape.tile_bits slots, a register pass a
+//    unit per `threads` register groups;
+//  * the codes mapped back when `map_out`: a unit per tile.
+// A stage's units finish only after every earlier stage's, so "the stages before stage s are
+// done" is "units done >= s.first_ticket": one counter serves every stage.
+struct long_queue {
+  int longest = 0;
+  std::uint64_t line = 0;
+  schedule_shape shape{};
+  int threads = 1;
+  bool map_in = false;
+  bool map_out = false;
+
+  enum class stage_kind { map_in, tiles, registers, map_out };
+  struct stage {
+    stage_kind kind = stage_kind::map_in;
+    pass ps{};
+    std::uint64_t first_ticket = 0;
+    std::uint64_t units = 0;
+  };
+
+  GPUSORT_HD constexpr std::uint64_t tiles() const { return line >> shape.tile_bits; }
+  GPUSORT_HD constexpr std::uint64_t units_of(const pass& ps) const {
+    if (ps.win.contiguous()) return tiles();
+    const std::uint64_t groups = line >> ps.win.group_bits;
+    return (groups + threads - 1) / static_cast<std::uint64_t>(threads);
+  }
+  // Calls f(stage) for every stage in order; returns the tickets of all of them.
+  template <class F>
+  GPUSORT_HD constexpr std::uint64_t for_each_stage(F&& f) const {
+    std::uint64_t next = 0;
+    const auto visit = [&](stage_kind kind, const pass& ps, std::uint64_t units) {
+      f(stage{kind, ps, next, units});
+      next += units;
+    };
+    if (map_in) visit(stage_kind::map_in, pass{}, tiles());
+    for_each_pass(index_t{1} << longest, shape, [&](const pass& ps) {
+      visit(ps.win.contiguous() ? stage_kind::tiles : stage_kind::registers, ps, units_of(ps));
+    });
+    if (map_out) visit(stage_kind::map_out, pass{}, tiles());
+    return next;
+  }
+  // The stage that ticket t belongs to; false past the last ticket.
+  GPUSORT_HD constexpr bool find(std::uint64_t t, stage& out) const {
+    bool found = false;
+    for_each_stage([&](const stage& s) {
+      if (!found && t >= s.first_ticket && t < s.first_ticket + s.units) {
+        out = s;
+        found = true;
+      }
+    });
+    return found;
   }
 };
 
