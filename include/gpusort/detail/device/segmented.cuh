@@ -892,16 +892,16 @@ struct segment_launcher {
   }
 
   // A segmented sort. Every listed class and the long queue (only if n > 2^tile_max_bits
-  // allows a long segment) run side by side on streams of their own (fork_join): a large
-  // class with few segments takes as long as its largest one, tens of microseconds for one
-  // team, and one after the other those tails added up (power-law sizes: 0.522 ms one after
-  // the other, 0.386 side by side; the three block-tile classes on one stream cost 3.5 us
-  // each even when empty). They need the lists: when segments average more than the window
+  // allows a long segment) run side by side on streams of their own (fork_join), none
+  // queued behind another's launch (3-4 us even when empty): a large class with few
+  // segments takes as long as its largest one, tens of microseconds for one team, and one
+  // after the other those tails added up (power-law sizes: 0.522 ms one after the other,
+  // 0.386 side by side). They need the lists: when segments average more than the window
   // worker's classes hold, classify_kernel makes them first, and the window worker runs
   // beside the listed classes; else the window worker lists the others as it goes, and they
-  // start after it. Measured on an H100, 2^24 u32 keys through offsets: listing in the window
-  // worker 200 / 175 Gkeys/s at 32 / 64 keys against 184 / 167, a separate pass 2-6% faster
-  // from 128 to 2,048 keys and 10% on power-law sizes (82 against 74).
+  // start after it. Measured on an H100, 2^24 u32 keys through offsets: listing in the
+  // window worker 200 / 175 Gkeys/s at 32 / 64 keys against 184 / 167, a separate pass 2-6%
+  // faster from 128 to 2,048 keys and 10% on power-law sizes (82 against 74).
   cudaError_t run_all(std::uint64_t n) {
     constexpr segment_classes classes = classes_for<K, V>;
     constexpr std::uint64_t largest_unlisted = std::uint64_t{1} << (classes.listed_min_bits() - 1);
