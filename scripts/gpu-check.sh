@@ -81,7 +81,8 @@ bench_rc=$?
 # The Python package's tests (PyTorch and CuPy on the GPU) when the module was built.
 pytest_rc=0
 if ls "$build"/python/_gpusort*.so >/dev/null 2>&1; then
-  py=$(sed -n 's/^Python_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt")
+  # FindPython caches the interpreter as Python_EXECUTABLE or, in newer CMake, _Python_EXECUTABLE.
+  py=$(sed -n 's/^_\{0,1\}Python_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" | head -1)
   GPUSORT_MODULE_DIR="$build/python" "$py" -m pytest -q -p no:cacheprovider python/tests \
     >"$logs/pytest.log" 2>&1 || pytest_rc=$?
 else

@@ -1047,7 +1047,10 @@ TYPED_TEST(CpuApprox, SelectKIsTheFirstKAsASetAndTheKthKey) {
           ASSERT_EQ(got.keys.size(), k);
           std::vector<K> as_set = reference_sort(got.keys, desc, nans_largest(desc));
           ASSERT_TRUE(same_bits(as_set, want));
-          if (k) ASSERT_TRUE(identical(got.kth, want[k - 1])) << "the k-th key";
+          // The k-th key up to ties: NaNs of different payloads are one key to the sort, and
+          // the device's unstable sort of the selection may put any of them last (the CPU's
+          // stable one puts the last in position order last).
+          if (k) ASSERT_EQ(+ord(got.kth), +ord(want[k - 1])) << "the k-th key";
         }
       }
     }
