@@ -603,9 +603,9 @@ __global__ void __launch_bounds__(Policy::register_threads)
 }
 
 // Segmented sorts: only the device knows whether any segment is long, and how long. One
-// launch takes the units of the whole schedule, up to the longest class that the shuffle
-// worker found, from a queue (network::long_queue); with no long segment every block returns
-// at once. (A launch per pass for segments up to n keys was 28 launches for 2^24 keys, mostly
+// launch takes the units of the whole schedule, up to the longest class that
+// classification found, from a queue (network::long_queue); with no long segment every
+// block returns at once. (A launch per pass for segments up to n keys was 28 launches for 2^24 keys, mostly
 // empty, 3-5 us each on an H100. A cooperative launch with grid barriers had to run first
 // and alone, 3.7 us even with nothing to do: beside the tile workers its grid waited for room
 // and stalled them.) Register passes take at most 2^4 slots per thread here, so that they
