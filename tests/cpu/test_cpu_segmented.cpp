@@ -111,6 +111,22 @@ TEST(CpuSegmentClasses, WorkspaceListsHoldEveryTileAndLongSegmentOfAnyLayout) {
   EXPECT_EQ(few.capacity(few.long_list()), 3u);
 }
 
+TEST(CpuSegmentClasses, WindowWorkerListsWhenSegmentsAverage64KeysOrFewer) {
+  for (int slot_bytes : {4, 8, 16}) {
+    const segment_classes classes{slot_bytes};
+    EXPECT_EQ(std::uint64_t{1} << (classes.listed_min_bits() - 1), 64u)
+        << "the window worker's largest class";
+    EXPECT_TRUE(classes.window_worker_lists(32u << 19, 1u << 19)) << "batches of 32 by offsets";
+    EXPECT_TRUE(classes.window_worker_lists(64u * 1000, 1000));
+    EXPECT_FALSE(classes.window_worker_lists(64u * 1000 + 1, 1000)) << "a key over the mean";
+    EXPECT_FALSE(classes.window_worker_lists(1u << 24, (1u << 24) / 128)) << "128-key segments";
+    EXPECT_TRUE(classes.window_worker_lists(1u << 24, (1u << 24) / 41))
+        << "the bench's power-law sizes: lognormal, mu 3, sigma 1.2, a mean of 41 keys";
+    EXPECT_TRUE(classes.window_worker_lists(std::uint64_t{1} << 38, std::uint64_t{1} << 32))
+        << "no overflow at the largest segment count";
+  }
+}
+
 TEST(CpuSegmentClasses, LongQueueHasAStagePerPassAndATicketPerUnit) {
   using gpusort::detail::network::long_queue;
   using gpusort::detail::network::pass;

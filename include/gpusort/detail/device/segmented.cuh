@@ -899,13 +899,14 @@ struct segment_launcher {
   // 0.386 side by side). They need the lists: when segments average more than the window
   // worker's classes hold, classify_kernel makes them first, and the window worker runs
   // beside the listed classes; else the window worker lists the others as it goes, and they
-  // start after it. Measured on an H100, 2^24 u32 keys through offsets: listing in the
-  // window worker 200 / 175 Gkeys/s at 32 / 64 keys against 184 / 167, a separate pass 2-6%
-  // faster from 128 to 2,048 keys and 10% on power-law sizes (82 against 74).
+  // start after it (segment_classes::window_worker_lists). Measured on an H100 with the
+  // block-tile classes still sharing one stream, 2^24 u32 keys through offsets: listing in
+  // the window worker 200 / 175 Gkeys/s at 32 / 64 keys against 184 / 167, a separate pass
+  // 2-6% faster from 128 to 2,048 keys and on power-law sizes (a mean of 41 keys) 82 against
+  // 74; with a stream per class those power-law sizes, listed by the window worker, ran at 82.
   cudaError_t run_all(std::uint64_t n) {
     constexpr segment_classes classes = classes_for<K, V>;
-    constexpr std::uint64_t largest_unlisted = std::uint64_t{1} << (classes.listed_min_bits() - 1);
-    const bool classify_first = n > segs.count * largest_unlisted;
+    const bool classify_first = !classes.window_worker_lists(n, segs.count);
     cudaError_t e = classify_first ? classify(n) : shuffle_segments(n, true);
     if (e != cudaSuccess) return e;
     // A side stream per tile class (8 .. tile_max_bits), the listed shuffle class, the long

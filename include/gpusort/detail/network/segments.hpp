@@ -74,6 +74,13 @@ struct segment_classes {
   // u32 keys in 128-key segments: 2.8x the batched time).
   GPUSORT_HD constexpr int listed_min_bits() const { return shuffle_max_bits(); }
   GPUSORT_HD constexpr int items_log2(int c) const { return c < max_items_log2() ? c : max_items_log2(); }
+  // Whether the window worker, which reads every segment's offsets anyway, makes the lists
+  // as it goes (the listed classes then start after it) rather than a classification pass
+  // before it: when n keys in `segments` segments average no more than the window worker's
+  // classes hold (device/segmented.cuh, run_all, measured there).
+  GPUSORT_HD constexpr bool window_worker_lists(std::uint64_t n, std::uint64_t segments) const {
+    return n <= segments * (std::uint64_t{1} << (listed_min_bits() - 1));
+  }
   // A warp in shared memory up to 1024 slots, then thread blocks up to 32 KiB of slots.
   GPUSORT_HD constexpr int warp_tile_max_bits() const { return 10; }
   GPUSORT_HD constexpr int tile_max_bits() const {
