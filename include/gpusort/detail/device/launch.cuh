@@ -10,35 +10,16 @@ namespace gpusort::detail::device {
 
 // How many blocks of `kernel` fit on the device at once (a persistent grid); raises the
 // kernel's dynamic shared-memory limit first when it needs more than the default 48 KiB.
-// Answers are kept per thread, kernel, device and shape: the occupancy query and the
-// attribute cost microseconds of host time each, and a segmented sort asks for eight
-// kernels per call.
 template <class Kernel>
 cudaError_t resident_blocks(Kernel kernel, int threads, int smem_bytes, unsigned& blocks) {
-  struct answer {
-    const void* kernel;
-    int device, threads, smem_bytes;
-    unsigned blocks;
-  };
-  static thread_local std::vector<answer> answers;
-  int device = 0;
+  int device = 0, sms = 0, per_sm = 0;
   cudaError_t e = cudaGetDevice(&device);
-  if (e != cudaSuccess) return e;
-  const void* key = reinterpret_cast<const void*>(kernel);
-  for (const answer& a : answers)
-    if (a.kernel == key && a.device == device && a.threads == threads &&
-        a.smem_bytes == smem_bytes) {
-      blocks = a.blocks;
-      return cudaSuccess;
-    }
-  int sms = 0, per_sm = 0;
-  e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e == cudaSuccess && smem_bytes > 48 * 1024)
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
   if (e == cudaSuccess)
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes);
   blocks = static_cast<unsigned>(sms * (per_sm > 0 ? per_sm : 1));
-  if (e == cudaSuccess) answers.push_back({key, device, threads, smem_bytes, blocks});
   return e;
 }
 
