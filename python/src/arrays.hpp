@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <dlpack/dlpack.h>
+#include "dlpack_abi.hpp"
 #include <pybind11/pybind11.h>
 
 namespace gpusort_python {
