@@ -23,6 +23,15 @@ if os.environ.get("GPUSORT_TEST_INSTALLED") != "1":
 sys.path.insert(0, str(_here))  # reference.py
 
 
+def pytest_report_header(config):
+    """Names the gpusort the tests import (the installed one with GPUSORT_TEST_INSTALLED=1)."""
+    try:
+        import gpusort
+    except ImportError as error:
+        return f"gpusort: not importable ({error})"
+    return f"gpusort: {gpusort.__file__}"
+
+
 @pytest.fixture
 def rng(request):
     """A NumPy generator seeded from the test's name (the seed is printed: pytest shows it
