@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU host: builds everything, runs the GPU test suite (every algorithm and key type)
-# and a short benchmark, and prints a one-screen summary. Fails if any test fails or if the
-# GPU tests did not run (no GPU).
+# and a short benchmark, installs the Python package from that build into a venv and runs
+# pytest against it, and prints a one-screen summary. Fails if any test fails, if the GPU
+# tests did not run (no GPU), or if the Python module was not built or pytest ran no test.
 #   scripts/gpu-check.sh            build in build-gpu/, logs in build-gpu/logs/
 #   LOG_DIR=/tmp/x scripts/gpu-check.sh
 #   GPUSORT_GTEST_SOURCE_DIR=/path/to/googletest scripts/gpu-check.sh   (no libgtest-dev)
@@ -9,12 +10,16 @@
 #                                       build on 16 cores takes about 6 of a 10-minute slot)
 #   scripts/gpu-check.sh --multi        the multi-GPU tests (label multigpu, gpusort::dist over
 #                                       NCCL) and a short scaling run instead; needs 2+ GPUs
+#   GPUSORT_CUDA_ARCHITECTURES=90 scripts/gpu-check.sh   (default: native, this host's GPU)
+# The venv ($build/venv) is made from python3 with the system's packages visible (PyTorch,
+# CuPy), and the build is configured with its interpreter.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
 # NVLink multicast can take shared GPUs out of service: never on.
 export NCCL_NVLS_ENABLE=0
 build=${BUILD_DIR:-build-gpu}
+case "$build" in /*) ;; *) build=$PWD/$build ;; esac
 logs=${LOG_DIR:-$build/logs}
 mkdir -p "$logs"
 
@@ -27,7 +32,24 @@ if [ ! -f /usr/local/cuda/include/nccl.h ] && [ -z "${GPUSORT_NCCL_ROOT:-}" ]; t
   GPUSORT_NCCL_ROOT=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
 fi
 [ -n "${GPUSORT_NCCL_ROOT:-}" ] && gtest_arg+=(-DGPUSORT_NCCL_ROOT="$GPUSORT_NCCL_ROOT")
+# This host's GPU alone (a build for the default list of architectures takes about five
+# times as long); 90 where no GPU answers.
+archs=${GPUSORT_CUDA_ARCHITECTURES:-native}
+if [ "$archs" = native ] && ! nvidia-smi -L >/dev/null 2>&1; then archs=90; fi
+# The venv the package is installed in; the module is built for its interpreter.
+venv=$build/venv
+if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+  rm -rf "$venv"
+  python3 -m venv --system-site-packages "$venv" >"$logs/venv.log" 2>&1 ||
+    { rm -rf "$venv" && python3 -m venv --system-site-packages --without-pip "$venv" >>"$logs/venv.log" 2>&1; }
+fi
+if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+  cat "$logs/venv.log"
+  echo "gpu-check: BUILD FAILED (no venv with pip from python3 in $venv)"
+  exit 1
+fi
 if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUILD_RECORD_BENCH=ON \
+         -DCMAKE_CUDA_ARCHITECTURES="$archs" -DPython_EXECUTABLE="$venv/bin/python" \
          "${gtest_arg[@]}" &&
        cmake --build "$build" -j "$(nproc)"; } >"$logs/build.log" 2>&1; then
   tail -30 "$logs/build.log"
@@ -78,15 +100,30 @@ bench_rc=$?
 # Records with a user comparator against thrust::sort and CUB's merge sort with it.
 "$build/tools/gpusort" bench --types rec16,rec32,u64pair --sizes 2^20,2^24 --reps 5 \
   --csv "$logs/records.csv" >"$logs/records.log" 2>&1 || bench_rc=1
-# The Python package's tests (PyTorch and CuPy on the GPU) when the module was built.
+# The Python package's tests (PyTorch and CuPy on the GPU): the wheel from this build (nothing
+# recompiles) installed in the venv, tested from an empty folder so that python/gpusort
+# cannot be imported instead.
 pytest_rc=0
+root=$PWD
 if ls "$build"/python/_gpusort*.so >/dev/null 2>&1; then
-  # FindPython caches the interpreter as Python_EXECUTABLE or, in newer CMake, _Python_EXECUTABLE.
-  py=$(sed -n 's/^_\{0,1\}Python_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" | head -1)
-  GPUSORT_MODULE_DIR="$build/python" "$py" -m pytest -q -p no:cacheprovider python/tests \
-    >"$logs/pytest.log" 2>&1 || pytest_rc=$?
+  rm -rf "$build/wheel"
+  mkdir -p "$build/pytest-cwd"
+  if "$venv/bin/python" -m pip wheel --no-build-isolation --no-deps --no-cache-dir \
+       --config-settings "build-dir=$build" -w "$build/wheel" ./python >"$logs/pip.log" 2>&1 &&
+     "$venv/bin/python" -m pip install --no-deps --force-reinstall --no-cache-dir \
+       "$build"/wheel/gpusort-*.whl >>"$logs/pip.log" 2>&1; then
+    (cd "$build/pytest-cwd" &&
+     GPUSORT_TEST_INSTALLED=1 "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider \
+       "$root/python/tests") >"$logs/pytest.log" 2>&1 || pytest_rc=$?
+    # 5: no tests collected; a run that passed no test did not test the package either.
+    grep -qE "^[=]* ?[0-9]+ passed" "$logs/pytest.log" || [ "$pytest_rc" -ne 0 ] || pytest_rc=5
+  else
+    pytest_rc=1
+    { tail -20 "$logs/pip.log"; echo "pip could not build or install the package (log: $logs/pip.log)"; } >"$logs/pytest.log"
+  fi
 else
-  echo "python module not built (GPUSORT_BUILD_PYTHON off)" >"$logs/pytest.log"
+  pytest_rc=1
+  echo "python module not built (GPUSORT_BUILD_PYTHON off: Python's headers or pybind11 missing?)" >"$logs/pytest.log"
 fi
 
 echo "== gpu-check on ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
