@@ -239,9 +239,7 @@ cudaError_t sort_dispatch(void* temp, std::size_t& temp_bytes, K* keys, V* value
 
 // Whether an algorithm keeps equal keys in input order by itself (cub_radix: but for NaNs of
 // different signs, which its fix-up regroups).
-constexpr bool sorts_stably(algorithm a) {
-  return a == algorithm::cub_radix || a == algorithm::cub_merge || a == algorithm::adaptive_bitonic;
-}
+constexpr bool sorts_stably(algorithm a) { return traits_of(a).stable; }
 
 // Float keys with their NaNs as the smallest keys, by an algorithm that puts them last: the
 // sort with NaNs largest, then the NaN block moved to the other end (device/nan_block.cuh),

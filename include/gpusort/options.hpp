@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 
 #include <cuda_runtime_api.h>
@@ -62,6 +63,43 @@ constexpr bool parse_algorithm(std::string_view name, algorithm& out) {
   }
   return false;
 }
+
+// What each algorithm guarantees, in one place: the library's dispatch, the Python package
+// (gpusort.ALGORITHMS), the tool and the tests read it.
+struct algorithm_traits {
+  algorithm algo;
+  bool stable;      // equal keys keep their input order without options::stable
+  bool in_place;    // sorts with no workspace at all (the query may still ask for some)
+  bool sorts_rows;  // the batched and segmented sorts (segmented.hpp) take it
+  bool capturable;  // only stream-ordered work: runs inside a CUDA graph capture
+};
+
+// automatic is in place because given 0 bytes it runs bitonic; it is not stable, because
+// without options::stable it may pick bitonic.
+inline constexpr algorithm_traits algorithm_table[] = {
+    {algorithm::automatic, false, true, true, true},
+    {algorithm::bitonic, false, true, true, true},
+    {algorithm::cub_radix, true, false, true, true},
+    {algorithm::cub_merge, true, false, true, true},
+    {algorithm::thrust, false, false, false, true},
+    {algorithm::sample_sort, false, false, false, true},
+    {algorithm::approx_refine, false, false, false, true},
+    {algorithm::adaptive_bitonic, true, false, false, true},
+    {algorithm::quicksort, false, false, false, true},
+};
+
+constexpr const algorithm_traits& traits_of(algorithm a) {
+  for (const algorithm_traits& t : algorithm_table)
+    if (t.algo == a) return t;
+  return algorithm_table[0];  // unreachable: every algorithm has a row (static_assert below)
+}
+
+static_assert(std::size(algorithm_table) == std::size(all_algorithms));
+static_assert([] {
+  for (std::size_t i = 0; i < std::size(all_algorithms); ++i)
+    if (algorithm_table[i].algo != all_algorithms[i]) return false;
+  return true;
+}(), "algorithm_table lists every algorithm once, in all_algorithms' order");
 
 enum class order { ascending, descending };
 

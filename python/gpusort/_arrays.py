@@ -63,6 +63,16 @@ class _Torch:
     def tile_rows(self, row, rows):
         return row.expand(rows, row.shape[0]).contiguous()
 
+    def moveaxis(self, x, source, destination):
+        return x.movedim(source, destination)
+
+    def contiguous(self, x):
+        return x.contiguous()
+
+    def assign(self, destination, source):
+        with self.torch.no_grad():  # gpusort.sort_ is not differentiable
+            destination.copy_(source)
+
     def astype(self, x, dtype):
         return x.to(getattr(self.torch, dtype))
 
@@ -130,6 +140,15 @@ class _CuPy:
     def tile_rows(self, row, rows):
         return self.cupy.broadcast_to(row, (rows, row.shape[0])).copy()
 
+    def moveaxis(self, x, source, destination):
+        return self.cupy.moveaxis(x, source, destination)
+
+    def contiguous(self, x):
+        return self.cupy.ascontiguousarray(x)
+
+    def assign(self, destination, source):
+        destination[...] = source
+
     def astype(self, x, dtype):
         return x.astype(dtype, copy=False)
 
@@ -170,6 +189,15 @@ class _NumPy:
     def tile_rows(self, row, rows):
         return self.numpy.broadcast_to(row, (rows, row.shape[0])).copy()
 
+    def moveaxis(self, x, source, destination):
+        return self.numpy.moveaxis(x, source, destination)
+
+    def contiguous(self, x):
+        return self.numpy.ascontiguousarray(x)
+
+    def assign(self, destination, source):
+        destination[...] = source
+
     def astype(self, x, dtype):
         return x.astype(dtype, copy=False)
 
@@ -188,7 +216,7 @@ class _Foreign:
         return getattr(x, "__cuda_array_interface__", None)
 
     def _describe(self, x):
-        from gpusort import _ext  # what the module itself reads from the array
+        from ._extension import ext as _ext  # what the module itself reads from the array
 
         return _ext.describe(self.handle(x, 0))
 
@@ -217,7 +245,7 @@ class _Foreign:
             "arrays of other libraries can be sorted in place with gpusort.sort_"
         )
 
-    empty = copy = arange = tile_rows = astype = _unsupported
+    empty = copy = arange = tile_rows = astype = moveaxis = contiguous = assign = _unsupported
 
     def handle(self, x, stream):
         iface = self._interface(x)
@@ -226,8 +254,39 @@ class _Foreign:
         return x.__dlpack__(stream=_dlpack_stream(stream))
 
 
+def is_jax(x):
+    return type(x).__module__.partition(".")[0] in ("jax", "jaxlib")
+
+
+def lend_jax(x, argument):
+    """A zero-copy PyTorch (else CuPy) view of the JAX array x, through DLPack: JAX arrays
+    are immutable and JAX lends no allocator, so gpusort sorts into the other library's
+    arrays and hands them back with jax_results."""
+    for name in ("torch", "cupy"):
+        try:
+            library = __import__(name)
+        except ImportError:
+            continue
+        return library.from_dlpack(x)
+    raise TypeError(f"{argument}: sorting JAX arrays needs PyTorch or CuPy installed (gpusort "
+                    "allocates the results with one of them and hands them to JAX through DLPack)")
+
+
+def jax_results(arrays):
+    """Results of a sort of lent JAX arrays as new JAX arrays, without copies."""
+    import jax.dlpack
+
+    return tuple(jax.dlpack.from_dlpack(a) for a in arrays)
+
+
+_ADAPTERS = {}  # type(x) -> its adapter: one lookup per call instead of probing libraries
+
+
 def namespace_of(x, argument):
     """The adapter for x's library, or TypeError naming the argument."""
+    xp = _ADAPTERS.get(type(x))
+    if xp is not None:
+        return xp
     candidates = []
     if "torch" in sys.modules:
         candidates.append(_Torch(sys.modules["torch"]))
@@ -237,10 +296,11 @@ def namespace_of(x, argument):
         candidates.append(_NumPy(sys.modules["numpy"]))
     for xp in candidates:
         if xp.owns(x):
+            _ADAPTERS[type(x)] = xp
             return xp
     foreign = _Foreign()
     if foreign.owns(x):
-        return foreign
+        return foreign  # not cached: such objects are checked one by one
     raise TypeError(
         f"{argument}: expected an array (PyTorch tensor, CuPy or NumPy array, or any object "
         f"with __dlpack__ or __cuda_array_interface__), got {type(x).__name__}"

@@ -78,6 +78,7 @@ array_view from_cuda_array_interface(const py::dict& d, const char* what) {
   array_view v;
   const auto data = d["data"].cast<py::tuple>();
   v.data = reinterpret_cast<void*>(data[0].cast<std::uintptr_t>());
+  v.read_only = data.size() > 1 && data[1].cast<bool>();
   const auto typestr = d["typestr"].cast<std::string>();
   v.type = element_of_typestr(typestr);
   v.item_bytes = typestr.size() >= 3 ? std::stoi(typestr.substr(2)) : 0;

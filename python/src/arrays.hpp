@@ -25,6 +25,9 @@ struct array_view {
   bool contiguous = true;  // C order, with no gaps
   bool on_device = false;  // CUDA (or CUDA managed) memory
   int device = 0;          // CUDA device ordinal when on_device
+  // The producer forbids writes: __cuda_array_interface__'s data[1] (JAX sets it) or
+  // DLPack 1.0's read-only flag.
+  bool read_only = false;
   // __cuda_array_interface__ v3: the stream the producer last wrote on, -1 if none given.
   std::int64_t producer_stream = -1;
 

@@ -22,6 +22,10 @@
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 
+#ifndef GPUSORT_VERSION  // set by python/CMakeLists.txt from the project's version
+#define GPUSORT_VERSION "unknown"
+#endif
+
 namespace py = pybind11;
 using namespace gpusort_python;
 using gpusort::detail::no_value;
@@ -141,25 +145,70 @@ array_view device_view(const py::handle& obj, const char* what) {
   return v;
 }
 
+// A device array the call writes into: refused if its producer marked it read-only.
+array_view writable_device_view(const py::handle& obj, const char* what) {
+  array_view v = device_view(obj, what);
+  if (v.read_only)
+    throw py::value_error(std::string(what) + ": is read-only (its producer forbids writes)");
+  return v;
+}
+
 void expect_size(const array_view& v, std::uint64_t n, const char* what) {
   if (v.size() != n)
     throw py::value_error(std::string(what) + ": has " + std::to_string(v.size()) +
                           " elements, expected " + std::to_string(n));
 }
 
-// Queries the workspace, allocates it through the caller's library, runs `call` twice.
+// Whether work enqueued on `stream` is being recorded into a CUDA graph.
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Refuses, before anything is enqueued, an algorithm that would break a graph capture.
+void check_capturable(const gpusort::options& opt, const std::string& what) {
+  if (gpusort::traits_of(opt.algo).capturable || !capturing(opt.stream)) return;
+  std::string ok;
+  for (const auto& t : gpusort::algorithm_table)
+    if (t.capturable) ok += (ok.empty() ? "" : ", ") + std::string(gpusort::to_string(t.algo));
+  throw gpusort::error(cudaErrorStreamCaptureUnsupported,
+                       what + " cannot run inside a CUDA graph capture; these can: " + ok);
+}
+
+// Workspace from CUDA's stream-ordered allocator, for arrays whose library gpusort cannot ask
+// (alloc is None); given back on the same stream once the work is enqueued.
+class stream_workspace {
+ public:
+  stream_workspace(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
+    check(cudaMallocAsync(&data_, bytes, stream), "cudaMallocAsync (workspace)");
+  }
+  ~stream_workspace() { cudaFreeAsync(data_, stream_); }
+  stream_workspace(const stream_workspace&) = delete;
+  stream_workspace& operator=(const stream_workspace&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  cudaStream_t stream_;
+};
+
+// Queries the workspace, allocates it through the caller's library (alloc; None: CUDA's
+// stream-ordered allocator), runs `call` twice.
 template <class Call>
-void run_with_workspace(const py::function& alloc, const std::string& what, Call call) {
+void run_with_workspace(const py::object& alloc, const gpusort::options& opt,
+                        const std::string& what, Call call) {
+  check_capturable(opt, what);
   static char no_workspace = 0;  // in-place algorithms need a non-null pointer that is never read
   std::size_t bytes = 0;
   check(call(nullptr, bytes), what);
-  py::object holder;  // keeps the workspace referenced until the work is enqueued
-  void* temp = &no_workspace;
-  if (bytes > 0) {
-    holder = alloc(bytes);
-    temp = device_view(holder, "workspace").data;
+  if (bytes == 0) return check(call(&no_workspace, bytes), what);
+  if (alloc.is_none()) {
+    const stream_workspace temp(bytes, opt.stream);
+    return check(call(temp.data(), bytes), what);
   }
-  check(call(temp, bytes), what);
+  const py::object holder = alloc(bytes);  // referenced until the work is enqueued
+  check(call(device_view(holder, "workspace").data, bytes), what);
 }
 
 // Sorts keys (and values) in place: one array (rows <= 1) or rows of row_len. make_indices:
@@ -167,14 +216,14 @@ void run_with_workspace(const py::function& alloc, const std::string& what, Call
 // row, made by the sort as it loads the keys), never read.
 void sort_device(py::object keys_obj, py::object values_obj, std::uint64_t rows,
                  std::uint64_t row_len, bool descending, const std::string& algorithm,
-                 std::uintptr_t stream, py::function alloc, const std::string& nans,
+                 std::uintptr_t stream, py::object alloc, const std::string& nans,
                  bool stable, bool make_indices) {
   gpusort::options opt = make_options(descending, algorithm, stream, nans);
   opt.stable = stable;
-  const array_view keys = device_view(keys_obj, "x");
+  const array_view keys = writable_device_view(keys_obj, "x");
   const bool has_values = !values_obj.is_none();
   array_view values;
-  if (has_values) values = device_view(values_obj, "values");
+  if (has_values) values = writable_device_view(values_obj, "values");
   const std::uint64_t n = rows * row_len;
   expect_size(keys, n, "x");
   if (has_values) expect_size(values, n, "values");
@@ -186,7 +235,7 @@ void sort_device(py::object keys_obj, py::object values_obj, std::uint64_t rows,
     K* k = static_cast<K*>(keys.data);
     with_value_size(value_bytes, "values", [&](auto value) {
       using V = decltype(value);
-      run_with_workspace(alloc, what, [&](void* temp, std::size_t& bytes) {
+      run_with_workspace(alloc, opt, what, [&](void* temp, std::size_t& bytes) {
         if constexpr (std::is_same_v<V, no_value>) {
           if (rows <= 1) return gpusort::sort_keys(temp, bytes, k, n, opt);
           return gpusort::sort_batched_keys(temp, bytes, k, rows, row_len, opt);
@@ -210,16 +259,20 @@ void sort_segmented_device(py::object keys_obj, py::object values_obj, py::objec
                            bool descending, const std::string& algorithm,
                            std::uintptr_t stream, const std::string& nans) {
   const gpusort::options opt = make_options(descending, algorithm, stream, nans);
-  const array_view keys = device_view(keys_obj, "x");
+  const array_view keys = writable_device_view(keys_obj, "x");
   const array_view offsets = device_view(offsets_obj, "offsets");
   const bool has_values = !values_obj.is_none();
   array_view values;
-  if (has_values) values = device_view(values_obj, "values");
+  if (has_values) values = writable_device_view(values_obj, "values");
   const std::uint64_t n = keys.size();
   if (has_values) expect_size(values, n, "values");
   if (offsets.type != element::i32 && offsets.type != element::i64)
     throw py::type_error("offsets: must be int32 or int64");
   device_scope scope({&keys, &offsets, has_values ? &values : nullptr}, opt.stream);
+  if (capturing(opt.stream))
+    throw gpusort::error(cudaErrorStreamCaptureUnsupported,
+                         "gpusort.sort_segmented waits for the device to check the offsets and "
+                         "cannot run inside a CUDA graph capture");
   const int value_bytes = has_values ? values.item_bytes : 0;
   with_key_type(keys.type, "x", [&](auto key) {
     using K = decltype(key);
@@ -252,7 +305,7 @@ void sort_segmented_device(py::object keys_obj, py::object values_obj, py::objec
 // values, into out_* (rows x k).
 void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys_obj,
                  py::object out_values_obj, std::uint64_t k, bool descending,
-                 std::uintptr_t stream, py::function alloc, std::uint64_t rows) {
+                 std::uintptr_t stream, py::object alloc, std::uint64_t rows) {
   const gpusort::options opt = make_options(descending, "automatic", stream);
   const array_view keys = device_view(keys_obj, "x");
   const array_view out_keys = device_view(out_keys_obj, "out_keys");
@@ -287,7 +340,7 @@ void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys
     using K = decltype(key);
     with_value_size(value_bytes, "values", [&](auto value) {
       using V = decltype(value);
-      run_with_workspace(alloc, what, [&](void* temp, std::size_t& bytes) {
+      run_with_workspace(alloc, opt, what, [&](void* temp, std::size_t& bytes) {
         const K* in = static_cast<const K*>(keys.data);
         K* out = static_cast<K*>(out_keys.data);
         if constexpr (std::is_same_v<V, no_value>)
@@ -309,7 +362,7 @@ void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys
 // integers (torch.topk's indices), generated by the library: no index array to fill first.
 void topk_indices_device(py::object keys_obj, py::object out_keys_obj, py::object out_indices_obj,
                          std::uint64_t k, bool descending, std::uintptr_t stream,
-                         py::function alloc) {
+                         py::object alloc) {
   const gpusort::options opt = make_options(descending, "automatic", stream);
   const array_view keys = device_view(keys_obj, "x");
   const array_view out_keys = device_view(out_keys_obj, "out_keys");
@@ -326,7 +379,7 @@ void topk_indices_device(py::object keys_obj, py::object out_keys_obj, py::objec
   const std::string what = "gpusort.topk: " + describe(opt, keys.type, 8);
   with_key_type(keys.type, "x", [&](auto key) {
     using K = decltype(key);
-    run_with_workspace(alloc, what, [&](void* temp, std::size_t& bytes) {
+    run_with_workspace(alloc, opt, what, [&](void* temp, std::size_t& bytes) {
       return gpusort::top_k_indices(temp, bytes, static_cast<const K*>(keys.data), n,
                                     static_cast<K*>(out_keys.data),
                                     static_cast<std::int64_t*>(out_indices.data), k, opt);
@@ -337,7 +390,7 @@ void topk_indices_device(py::object keys_obj, py::object out_keys_obj, py::objec
 // Keys into `intervals` ordered intervals: out_keys, and offsets (intervals + 1 uint64).
 void approx_sort_device(py::object keys_obj, py::object out_keys_obj, py::object offsets_obj,
                         std::uint32_t intervals, bool descending, std::uintptr_t stream,
-                        py::function alloc) {
+                        py::object alloc) {
   gpusort::options opt = make_options(descending, "automatic", stream);
   opt.intervals = intervals;
   const array_view keys = device_view(keys_obj, "x");
@@ -351,7 +404,7 @@ void approx_sort_device(py::object keys_obj, py::object out_keys_obj, py::object
   const std::string what = "gpusort.approx_sort: " + describe(opt, keys.type, 0);
   with_key_type(keys.type, "x", [&](auto key) {
     using K = decltype(key);
-    run_with_workspace(alloc, what, [&](void* temp, std::size_t& bytes) {
+    run_with_workspace(alloc, opt, what, [&](void* temp, std::size_t& bytes) {
       return gpusort::approx_sort_keys(temp, bytes, static_cast<const K*>(keys.data),
                                        static_cast<K*>(out_keys.data), n,
                                        static_cast<std::uint64_t*>(offsets.data), opt);
@@ -599,6 +652,31 @@ PYBIND11_MODULE(_gpusort, m) {
     }
   });
   gpusort::set_signal_cleanup(false);  // Python handles SIGINT: see file_options
+  m.attr("__version__") = GPUSORT_VERSION;
+
+  m.def(
+      "algorithms",
+      [] {
+        // The library's table, one row per name the package accepts (method_name's spelling:
+        // sample_sort_random is sample_sort with random sampling).
+        py::list rows;
+        auto add = [&](std::string_view name, const gpusort::algorithm_traits& t) {
+          rows.append(py::make_tuple(std::string(name), t.stable, t.in_place, t.sorts_rows,
+                                     t.capturable));
+        };
+        for (const auto& t : gpusort::algorithm_table) {
+          gpusort::options opt;
+          opt.algo = t.algo;
+          add(gpusort::method_name(opt), t);
+          if (t.algo == gpusort::algorithm::sample_sort) {
+            opt.sampler = gpusort::sampling::random;
+            add(gpusort::method_name(opt), t);
+          }
+        }
+        return rows;
+      },
+      "(name, stable, in_place, sorts_rows, capturable) of every algorithm, from the library's "
+      "table (gpusort::algorithm_table).");
 
   m.def(
       "describe",
@@ -609,7 +687,7 @@ PYBIND11_MODULE(_gpusort, m) {
         return py::dict(py::arg("type") = element_name(v.type),
                         py::arg("item_bytes") = v.item_bytes, py::arg("shape") = shape,
                         py::arg("contiguous") = v.contiguous, py::arg("on_device") = v.on_device,
-                        py::arg("device") = v.device,
+                        py::arg("device") = v.device, py::arg("read_only") = v.read_only,
                         py::arg("producer_stream") = v.producer_stream);
       },
       py::arg("array"),
@@ -618,20 +696,20 @@ PYBIND11_MODULE(_gpusort, m) {
         "Whether a CUDA device can be used (else host arrays go to the CPU backend).");
   m.def("sort_device", &sort_device, py::arg("keys"), py::arg("values"), py::arg("rows"),
         py::arg("row_len"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"),
-        py::arg("alloc"), py::arg("nans") = "last", py::arg("stable") = false,
+        py::arg("alloc").none(true), py::arg("nans") = "last", py::arg("stable") = false,
         py::arg("make_indices") = false);
   m.def("sort_segmented_device", &sort_segmented_device, py::arg("keys"), py::arg("values"),
         py::arg("offsets"), py::arg("descending"), py::arg("algorithm"), py::arg("stream"),
         py::arg("nans") = "last");
   m.def("topk_device", &topk_device, py::arg("keys"), py::arg("values"), py::arg("out_keys"),
         py::arg("out_values"), py::arg("k"), py::arg("descending"), py::arg("stream"),
-        py::arg("alloc"), py::arg("rows") = 1);
+        py::arg("alloc").none(true), py::arg("rows") = 1);
   m.def("topk_indices_device", &topk_indices_device, py::arg("keys"), py::arg("out_keys"),
         py::arg("out_indices"), py::arg("k"), py::arg("descending"), py::arg("stream"),
-        py::arg("alloc"));
+        py::arg("alloc").none(true));
   m.def("approx_sort_device", &approx_sort_device, py::arg("keys"), py::arg("out_keys"),
         py::arg("offsets"), py::arg("intervals"), py::arg("descending"), py::arg("stream"),
-        py::arg("alloc"));
+        py::arg("alloc").none(true));
   m.def("sort_host", &sort_host, py::arg("keys"), py::arg("values"), py::arg("rows"),
         py::arg("row_len"), py::arg("descending"), py::arg("algorithm"), py::arg("stable"),
         py::arg("nans") = "last");

@@ -189,26 +189,87 @@ def test_not_an_array():
         gpusort.sort([3, 1, 2])
 
 
-def test_non_contiguous_is_refused_and_untouched(rng):
+def test_strided_input_is_sorted_and_written_back(rng):
     base = random_keys("int32", 200, rng).reshape(10, 20)
     x = base[:, ::2]
     before = base.copy()
-    with pytest.raises(ValueError, match="x: must be contiguous"):
-        gpusort.sort(x)
-    with pytest.raises(ValueError, match="x: must be contiguous"):
-        gpusort.sort_(x)
-    assert np.array_equal(base, before)
+    values, indices = gpusort.sort(x)
+    assert np.array_equal(values, np.sort(x, axis=-1)) and values.flags.c_contiguous
+    assert np.array_equal(np.take_along_axis(x, indices, -1), values)
+    assert np.array_equal(base, before), "sort changed its input"
+    assert gpusort.sort_(x) is x
+    assert np.array_equal(x, values)
+    assert np.array_equal(base[:, 1::2], before[:, 1::2]), "sort_ wrote outside the view"
+    y = random_keys("float32", 64, rng)
+    check_sorted(y[::3], *gpusort.sort(y[::3]))
+    values, offsets = gpusort.approx_sort(y[::2], 4)
+    assert np.array_equal(np.sort(values), np.sort(y[::2])) and offsets[-1] == 32
 
 
-def test_dim_must_be_last():
+@pytest.mark.parametrize("stable", [False, True])
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -2, -3])
+@pytest.mark.parametrize("dtype", ["int32", "float64", "uint64"])
+def test_any_dim(dtype, dim, stable, rng):
+    x = random_keys(dtype, 5 * 6 * 7, rng, distinct=9).reshape(5, 6, 7)
+    values, indices = gpusort.sort(x, dim=dim, stable=stable)
+    assert values.shape == x.shape and indices.shape == x.shape
+    assert values.flags.c_contiguous and indices.flags.c_contiguous
+    assert np.array_equal(values, np.sort(x, axis=dim))
+    assert np.array_equal(np.take_along_axis(x, indices, dim), values)
+    if stable:
+        assert np.array_equal(indices, np.argsort(x, axis=dim, kind="stable"))
+    descending = gpusort.argsort(x, dim=dim, descending=True, stable=True)
+    assert np.array_equal(np.take_along_axis(x, descending, dim), np.flip(np.sort(x, axis=dim), dim))
+    top = gpusort.topk(x, 3, dim=dim)
+    assert np.array_equal(top.values, np.take(np.flip(np.sort(x, axis=dim), dim), range(3), axis=dim))
+    assert np.array_equal(np.take_along_axis(x, top.indices, dim), top.values)
+    y = x.copy()
+    assert gpusort.sort_(y, dim=dim) is y
+    assert np.array_equal(y, np.sort(x, axis=dim))
+
+
+def test_dim_errors():
     x = np.zeros((3, 4), dtype=np.int32)
-    with pytest.raises(ValueError, match="dim: only the last"):
-        gpusort.sort(x, dim=0)
     with pytest.raises(ValueError, match="dim: 2 is out of range"):
         gpusort.sort(x, dim=2)
-    assert gpusort.sort(x, dim=1).values.shape == (3, 4)
+    with pytest.raises(ValueError, match="dim: -3 is out of range"):
+        gpusort.sort_(x, dim=-3)
+    with pytest.raises(ValueError, match="dim: "):
+        gpusort.topk(x, 1, dim=True)
     with pytest.raises(ValueError, match="x: a 0-d array"):
         gpusort.sort(np.zeros((), dtype=np.int32))
+
+
+def test_version_error_and_algorithm_table():
+    """__version__ is the project's (the top-level CMakeLists.txt); Error is exported; the
+    algorithm table is the library's: every name sorts, and the ones it calls stable are."""
+    import pathlib
+    import re
+
+    cmake = pathlib.Path(__file__).resolve().parents[2] / "CMakeLists.txt"
+    if cmake.exists():
+        version = re.search(r"project\(gpusort VERSION ([0-9.]+)", cmake.read_text()).group(1)
+        assert gpusort.__version__ == version
+    assert issubclass(gpusort.Error, RuntimeError)
+    assert set(gpusort.ALGORITHMS) == set(gpusort.ALGORITHM_TRAITS)
+    assert "sample_sort_random" in gpusort.ALGORITHMS and "automatic" in gpusort.ALGORITHMS
+    traits = gpusort.ALGORITHM_TRAITS
+    assert traits["bitonic"].in_place and not traits["cub_radix"].in_place
+    assert all(traits[a].sorts_rows for a in ("automatic", "bitonic", "cub_radix", "cub_merge"))
+
+
+@pytest.mark.parametrize("algorithm", [a for a, t in gpusort.ALGORITHM_TRAITS.items() if t.stable])
+def test_algorithms_the_table_calls_stable_are(algorithm, rng):
+    x = random_keys("float32", 3000, rng, distinct=6)
+    values, indices = gpusort.sort(x, algorithm=algorithm)
+    check_sorted(x, values, indices, stable=True)
+
+
+@pytest.mark.parametrize("algorithm", [a for a, t in gpusort.ALGORITHM_TRAITS.items() if t.sorts_rows])
+def test_algorithms_the_table_says_sort_rows_do(algorithm, rng):
+    x = random_keys("int64", 7 * 129, rng).reshape(7, 129)
+    values, indices = gpusort.sort(x, algorithm=algorithm)
+    assert np.array_equal(values, np.sort(x, axis=-1))
 
 
 def test_algorithm_errors():
@@ -288,6 +349,8 @@ def test_cuda_array_interface_dict_is_read():
     d = _ext.describe(iface)
     assert d["type"] == "uint64" and d["shape"] == (4, 3) and d["contiguous"] and d["on_device"]
     assert d["producer_stream"] == -1
+    assert not d["read_only"]
+    assert _ext.describe(dict(iface, data=(1 << 40, True)))["read_only"]
     d = _ext.describe(dict(iface, strides=(24, 8), stream=7))
     assert d["contiguous"] and d["producer_stream"] == 7
     assert not _ext.describe(dict(iface, strides=(8, 32)))["contiguous"]
@@ -329,16 +392,16 @@ def test_stable_automatic_choice_and_index_width():
     float order; CUB's radix sort alone is not), rows through CUB's segmented merge sort, the
     host through adaptive_bitonic; indices are int32 below 2^31 keys, and a 4-byte-value
     algorithm refuses a longer row by name rather than overflow."""
-    choose = gpusort._algorithm
+    choose = gpusort._core._algorithm
     assert choose("automatic", True, 1, True, 1000) == "automatic"
     assert choose("automatic", True, 1, True, 2**31) == "automatic"
     assert choose("automatic", True, 8, True, 1000) == "cub_merge"
     assert choose("automatic", True, 1, False, 1000) == "adaptive_bitonic"
     assert choose("automatic", False, 1, True, 2**31) == "automatic"
-    assert gpusort._index_dtype("automatic", 2**31 - 1) == "int32"
-    assert gpusort._index_dtype("adaptive_bitonic", 2**31) == "int64"
+    assert gpusort._core._index_dtype("automatic", 2**31 - 1) == "int32"
+    assert gpusort._core._index_dtype("adaptive_bitonic", 2**31) == "int64"
     with pytest.raises(ValueError, match="algorithm"):
-        gpusort._index_dtype("cub_radix", 2**31)
+        gpusort._core._index_dtype("cub_radix", 2**31)
 
 
 @pytest.mark.parametrize("nans", ["last", "first"])

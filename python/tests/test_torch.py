@@ -24,7 +24,7 @@ def on_gpu(a):
 
 
 def host(t):
-    return t.cpu().numpy()
+    return t.detach().cpu().numpy()
 
 
 @pytest.mark.parametrize("descending", [False, True])
@@ -160,12 +160,10 @@ def test_errors_before_any_work(rng):
     x = on_gpu(random_keys("float32", 1000, rng))
     with pytest.raises(TypeError, match="x: dtype float16"):
         gpusort.sort(x.half())
-    with pytest.raises(ValueError, match="x: must be contiguous"):
-        gpusort.sort_(x.view(10, 100).t())
     with pytest.raises(ValueError, match="k:"):
         gpusort.topk(x, 1001)
     with pytest.raises(ValueError, match="dim:"):
-        gpusort.sort(x.view(10, 100), dim=0)
+        gpusort.sort(x.view(10, 100), dim=2)
 
 
 def test_requires_grad_and_cpu_tensors(rng):

@@ -1,0 +1,442 @@
+"""The sorts themselves, for every array library (the adapters of _arrays.py): argument
+checks, the dimension moved last and strided input copied where a kernel needs contiguous
+rows, then one call into the extension module. The public functions in __init__.py call
+these directly, or through PyTorch's operator registry (_torch.py) where torch must see an
+operator: under torch.compile, for autograd, for fake tensors."""
+
+import os
+
+from . import _arrays
+from ._arrays import KEY_DTYPES
+from ._extension import ext as _ext
+
+
+class AlgorithmTraits:
+    """What one algorithm guarantees, as the library's table (gpusort::algorithm_table) says:
+    stable (equal keys keep their order), in_place (runs with no workspace), sorts_rows (the
+    batched and segmented sorts take it), capturable (fits inside a CUDA graph capture)."""
+
+    __slots__ = ("name", "stable", "in_place", "sorts_rows", "capturable")
+
+    def __init__(self, name, stable, in_place, sorts_rows, capturable):
+        self.name, self.stable, self.in_place = name, stable, in_place
+        self.sorts_rows, self.capturable = sorts_rows, capturable
+
+    def __repr__(self):
+        flags = ", ".join(f"{f}={getattr(self, f)}" for f in self.__slots__[1:])
+        return f"AlgorithmTraits({self.name!r}, {flags})"
+
+
+def _read_algorithm_table():
+    try:
+        rows = _ext.algorithms()
+    except ImportError:  # no compiled module: gpusort.plot still imports
+        return {}
+    return {row[0]: AlgorithmTraits(*row) for row in rows}
+
+
+ALGORITHM_TRAITS = _read_algorithm_table()
+ALGORITHMS = tuple(ALGORITHM_TRAITS)
+# CUB's baselines are built for values of at most 4 bytes: their indices are int32, widened.
+_NARROW_VALUE_ALGORITHMS = ("cub_radix", "cub_merge", "thrust")
+
+
+# ---- argument checks: all of them run before any data moves --------------------------------
+
+
+def _check_dtype(xp, x, argument="x"):
+    """TypeError for a key dtype the library lacks."""
+    dtype = xp.dtype_name(x)
+    if dtype not in KEY_DTYPES:
+        raise TypeError(
+            f"{argument}: dtype {dtype} is not supported; keys must be one of "
+            + ", ".join(KEY_DTYPES)
+        )
+
+
+def _dim_of(xp, x, dim):
+    """dim as a non-negative axis of x, or ValueError naming it."""
+    shape = xp.shape(x)
+    if len(shape) == 0:
+        raise ValueError("x: a 0-d array has nothing to sort; give at least one dimension")
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
+        raise ValueError(f"dim: {dim!r} is out of range for an array of {len(shape)} dimensions")
+    return dim % len(shape)
+
+
+def _rows(shape):
+    """(rows, row_len) of an array sorted along its last dimension."""
+    rows = 1
+    for extent in shape[:-1]:
+        rows *= extent
+    return rows, shape[-1]
+
+
+def _last(xp, x, axis):
+    """x with `axis` moved last (a view), and how to put a result's last axis back as a
+    contiguous array of x's layout."""
+    if axis == len(xp.shape(x)) - 1:
+        return x, lambda a: a
+    return xp.moveaxis(x, axis, -1), lambda a: xp.contiguous(xp.moveaxis(a, -1, axis))
+
+
+def _algorithm(algorithm, stable, rows=1, on_device=True, row_len=0):
+    """The library's algorithm for this call, or ValueError naming `algorithm`."""
+    traits = ALGORITHM_TRAITS.get(algorithm)
+    if traits is None:
+        raise ValueError(f"algorithm: unknown algorithm {algorithm!r}; one of " + ", ".join(ALGORITHMS))
+    if rows > 1 and not traits.sorts_rows:
+        rows_ok = [a for a, t in ALGORITHM_TRAITS.items() if t.sorts_rows]
+        raise ValueError(f"algorithm: {algorithm!r} does not sort rows; use one of " + ", ".join(rows_ok))
+    if not stable:
+        return algorithm
+    if algorithm == "automatic":
+        # Rows on a device: the batched sort is stable only through CUB's segmented sort (on
+        # float codes). One row on a device: the library's stable plan (options.stable),
+        # which keeps gpusort's float order and NaN placement; CUB's radix sort alone would
+        # not (it ties -0.0 with +0.0 and puts negative NaNs first). On the host, rows are
+        # sorted one by one.
+        if on_device:
+            return "cub_merge" if rows > 1 else "automatic"
+        return "adaptive_bitonic"
+    if not traits.stable:
+        stable_ones = [a for a, t in ALGORITHM_TRAITS.items() if t.stable]
+        raise ValueError(
+            f"algorithm: {algorithm!r} is not stable; with stable=True use automatic, "
+            + ", ".join(stable_ones)
+        )
+    return algorithm
+
+
+def _nans(nans):
+    """The NaN placement, or ValueError naming `nans`."""
+    if nans not in ("last", "first"):
+        raise ValueError(f"nans: must be 'last' or 'first', got {nans!r}")
+    return nans
+
+
+def _index_dtype(algorithm, row_len):
+    """The indices' type while sorting: int32 where they fit (4-byte values move half the
+    bytes of 8-byte ones, and only there are CUB's sorts built), widened to int64 (as torch
+    and NumPy give them) in one pass afterwards."""
+    if row_len < 2**31:
+        return "int32"
+    if algorithm in _NARROW_VALUE_ALGORITHMS:
+        raise ValueError(
+            f"algorithm: {algorithm!r} takes 4-byte values, too small for indices of "
+            f"{row_len} keys; use adaptive_bitonic"
+        )
+    return "int64"
+
+
+def _indices_dtype(indices_dtype, row_len):
+    """The indices' type the caller asked for, or ValueError naming `indices_dtype`."""
+    if indices_dtype not in ("int64", "int32"):
+        raise ValueError(f"indices_dtype: must be 'int64' or 'int32', got {indices_dtype!r}")
+    if indices_dtype == "int32" and row_len >= 2**31:
+        raise ValueError(f"indices_dtype: 'int32' cannot index rows of {row_len} keys")
+    return indices_dtype
+
+
+def _k_of(k, row_len):
+    if isinstance(k, bool) or not isinstance(k, int):
+        try:
+            k = int(k.__index__())
+        except (AttributeError, TypeError):
+            raise TypeError(f"k: must be an integer, got {type(k).__name__}") from None
+    if not 0 <= k <= row_len:
+        raise ValueError(f"k: must lie in [0, {row_len}] (the row length), got {k}")
+    return k
+
+
+def _host_arrays(xp, x, argument):
+    """A NumPy view of a host array (no copy), and how to turn results back."""
+    if xp.name == "numpy":
+        return x, lambda a: a
+    if xp.name == "torch":
+        return xp.to_numpy(x), xp.from_numpy
+    raise TypeError(f"{argument}: a host array must be a NumPy array or a CPU tensor")
+
+
+def _same_place(xp, x, other_xp, other, argument):
+    if other_xp.name != xp.name or other_xp.on_device(other) != xp.on_device(x):
+        where = "device" if xp.on_device(x) else "host"
+        raise TypeError(
+            f"{argument}: must be a {xp.name} array on the same {where} as x, got "
+            f"{type(other).__module__}.{type(other).__name__}"
+            + (" in host memory" if not other_xp.on_device(other) else " in device memory")
+        )
+
+
+def _alloc(xp, like, stream):
+    """Workspace through the caller's library; None where gpusort cannot allocate arrays of
+    that library (the module then takes it from CUDA's stream-ordered allocator)."""
+    if xp.name == "foreign":
+        return None
+    return lambda nbytes: xp.handle(xp.empty(like, (nbytes,), "uint8"), stream)
+
+
+# ---- sorting ----------------------------------------------------------------------------
+
+
+def _sort_rows(xp, keys, indices, rows, row_len, descending, algorithm, stable, nans,
+               make_indices=False):
+    """Sorts contiguous keys (and indices) in place, each of `rows` rows of row_len.
+    make_indices (device arrays only): the sort writes each key's position in its row into
+    indices, unread."""
+    if rows * row_len == 0:
+        return
+    if xp.on_device(keys):
+        stream = xp.stream(keys)
+        _ext.sort_device(
+            xp.handle(keys, stream),
+            None if indices is None else xp.handle(indices, stream),
+            rows,
+            row_len,
+            descending,
+            algorithm,
+            stream,
+            _alloc(xp, keys, stream),
+            nans,
+            stable,
+            make_indices,
+        )
+    else:
+        _ext.sort_host(keys, indices, rows, row_len, descending, algorithm, stable, nans)
+
+
+def _row_indices(xp, like, rows, row_len, dtype):
+    row = xp.arange(like, row_len, dtype)
+    return row if rows == 1 else xp.tile_rows(row, rows)
+
+
+def sort(x, dim, descending, stable, algorithm, nans, indices_dtype):
+    """(values, indices) of x sorted along dim, as new arrays of x's library."""
+    if _arrays.is_jax(x):
+        lent = _arrays.lend_jax(x, "x")
+        return _arrays.jax_results(sort(lent, dim, descending, stable, algorithm, nans, indices_dtype))
+    nans = _nans(nans)
+    xp = _arrays.namespace_of(x, "x")
+    axis = _dim_of(xp, x, dim)
+    _check_dtype(xp, x)
+    moved, back = _last(xp, x, axis)
+    shape = xp.shape(moved)
+    rows, row_len = _rows(shape)
+    indices_dtype = _indices_dtype(indices_dtype, row_len)
+    algorithm = _algorithm(algorithm, stable, rows, xp.on_device(x), row_len)
+    index_dtype = _index_dtype(algorithm, row_len)
+    if xp.on_device(x):
+        values = xp.copy(moved)  # contiguous whatever x's strides
+        # Made by the sort as it loads the keys: no arange to write and read back.
+        indices = xp.empty(values, (rows * row_len,), index_dtype)
+        _sort_rows(xp, values, indices, rows, row_len, descending, algorithm, stable, nans,
+                   make_indices=True)
+        if index_dtype != indices_dtype:
+            indices = xp.astype(indices, indices_dtype)
+        return back(values), back(indices.reshape(shape))
+    host, to_caller = _host_arrays(xp, moved, "x")
+    values = host.copy(order="C")
+    host_xp = _host_xp()
+    indices = _row_indices(host_xp, values, rows, row_len, index_dtype)
+    _sort_rows(host_xp, values, indices, rows, row_len, descending, algorithm, stable, nans)
+    indices = indices.astype(indices_dtype, copy=False).reshape(shape)
+    return back(to_caller(values)), back(to_caller(indices))
+
+
+def sort_(x, dim, descending, stable, algorithm, nans):
+    """Sorts x in place along dim. A strided x, or another dim than the last, is sorted as a
+    contiguous copy that is then written back."""
+    if _arrays.is_jax(x):
+        raise ValueError("x: JAX arrays are immutable and cannot be sorted in place; "
+                         "gpusort.sort returns sorted new arrays")
+    nans = _nans(nans)
+    xp = _arrays.namespace_of(x, "x")
+    axis = _dim_of(xp, x, dim)
+    _check_dtype(xp, x)
+    moved, _ = _last(xp, x, axis)
+    rows, row_len = _rows(xp.shape(moved))
+    algorithm = _algorithm(algorithm, stable, rows, xp.on_device(x))
+    if not xp.on_device(x):
+        host, _ = _host_arrays(xp, moved, "x")
+        if not host.flags.writeable:
+            raise ValueError("x: is read-only")
+        work = host if host.flags.c_contiguous else host.copy(order="C")
+        _sort_rows(_host_xp(), work, None, rows, row_len, descending, algorithm, stable, nans)
+        if work is not host:
+            host[...] = work
+        return
+    if xp.is_contiguous(moved):
+        _sort_rows(xp, moved, None, rows, row_len, descending, algorithm, stable, nans)
+        return
+    work = xp.copy(moved)  # raises for arrays of libraries gpusort cannot allocate
+    _sort_rows(xp, work, None, rows, row_len, descending, algorithm, stable, nans)
+    xp.assign(moved, work)
+
+
+def sort_segmented(x, offsets, descending, algorithm, nans):
+    """(values, indices) of the 1-D x with each segment [offsets[i], offsets[i + 1]) sorted."""
+    if _arrays.is_jax(x):
+        lent = _arrays.lend_jax(x, "x")
+        if _arrays.is_jax(offsets):
+            offsets = _arrays.lend_jax(offsets, "offsets")
+        return _arrays.jax_results(sort_segmented(lent, offsets, descending, algorithm, nans))
+    nans = _nans(nans)
+    xp = _arrays.namespace_of(x, "x")
+    shape = xp.shape(x)
+    if len(shape) != 1:
+        raise ValueError(f"x: must be 1-D, got shape {shape}")
+    _check_dtype(xp, x)
+    oxp = _arrays.namespace_of(offsets, "offsets")
+    _same_place(xp, x, oxp, offsets, "offsets")
+    if oxp.dtype_name(offsets) not in ("int32", "int64"):
+        raise TypeError(f"offsets: dtype must be int32 or int64, got {oxp.dtype_name(offsets)}")
+    if len(oxp.shape(offsets)) != 1 or oxp.shape(offsets)[0] < 1:
+        raise ValueError("offsets: must be 1-D with segment_count + 1 entries (at least one)")
+    if not oxp.is_contiguous(offsets):
+        offsets = oxp.copy(offsets)
+    algorithm = _algorithm(algorithm, False, rows=2)  # the segmented sort's algorithms
+    n = shape[0]
+    if xp.on_device(x):
+        values = xp.copy(x)
+        indices = xp.arange(values, n, _index_dtype(algorithm, n))
+        if n:
+            stream = xp.stream(x)
+            _ext.sort_segmented_device(
+                xp.handle(values, stream),
+                xp.handle(indices, stream),
+                xp.handle(offsets, stream),
+                descending,
+                algorithm,
+                stream,
+                nans,
+            )
+        return values, xp.astype(indices, "int64")
+    host, back = _host_arrays(xp, x, "x")
+    host_offsets, _ = _host_arrays(oxp, offsets, "offsets")
+    _check_host_offsets(host_offsets, n)
+    values = host.copy(order="C")
+    indices = _np().arange(n, dtype="int64")
+    _ext.sort_segmented_host(values, indices, host_offsets, descending, algorithm, nans)
+    return back(values), back(indices)
+
+
+def _check_host_offsets(offsets, n):
+    np = _np()
+    if offsets.size and (offsets[0] < 0 or offsets[-1] > n):
+        raise ValueError(f"offsets: must lie in [0, {n}], got {offsets[0]} .. {offsets[-1]}")
+    if offsets.size > 1 and bool(np.any(offsets[1:] < offsets[:-1])):
+        bad = int(np.argmax(offsets[1:] < offsets[:-1]))
+        raise ValueError(
+            f"offsets: must not decrease, but offsets[{bad + 1}] = {offsets[bad + 1]} < "
+            f"offsets[{bad}] = {offsets[bad]}"
+        )
+
+
+def topk_shape(shape, axis, k):
+    return tuple(k if i == axis else extent for i, extent in enumerate(shape))
+
+
+def topk(x, k, dim, largest):
+    """(values, indices) of the k largest (largest=False: smallest) keys along dim, sorted."""
+    if _arrays.is_jax(x):
+        return _arrays.jax_results(topk(_arrays.lend_jax(x, "x"), k, dim, largest))
+    xp = _arrays.namespace_of(x, "x")
+    axis = _dim_of(xp, x, dim)
+    _check_dtype(xp, x)
+    moved, back = _last(xp, x, axis)
+    rows, row_len = _rows(xp.shape(moved))
+    k = _k_of(k, row_len)
+    if not xp.is_contiguous(moved):  # topk leaves x alone: a contiguous copy is read instead
+        moved = xp.copy(moved)
+    shape = xp.shape(moved)
+    out_shape = shape[:-1] + (k,)
+    if not xp.on_device(x):
+        host, to_caller = _host_arrays(xp, moved, "x")
+        # NaNs count as the largest keys, as in torch.topk and the device path.
+        values, indices = sort(host, -1, largest, False, "automatic",
+                               "first" if largest else "last", "int64")
+        return (back(to_caller(values[..., :k].copy())), back(to_caller(indices[..., :k].copy())))
+    if k == 0 or rows * row_len == 0:
+        return (back(xp.empty(moved, out_shape, xp.dtype_name(x))),
+                back(xp.empty(moved, out_shape, "int64")))
+    stream = xp.stream(moved)
+    values = xp.empty(moved, out_shape, xp.dtype_name(x))
+    alloc = _alloc(xp, moved, stream)
+    if rows == 1:  # the library writes the positions itself: no index array of n
+        indices = xp.empty(moved, out_shape, "int64")
+        _ext.topk_indices_device(xp.handle(moved, stream), xp.handle(values, stream),
+                                 xp.handle(indices, stream), k, largest, stream, alloc)
+        return back(values), back(indices)
+    index_dtype = _index_dtype("automatic", row_len)
+    indices = xp.empty(moved, out_shape, index_dtype)
+    _ext.topk_device(
+        xp.handle(moved, stream),
+        xp.handle(_row_indices(xp, moved, rows, row_len, index_dtype), stream),
+        xp.handle(values, stream),
+        xp.handle(indices, stream),
+        k,
+        largest,
+        stream,
+        alloc,
+        rows,
+    )
+    return back(values), back(xp.astype(indices, "int64"))
+
+
+def approx_sort(x, intervals, descending):
+    """(values, offsets) of the 1-D x moved into `intervals` ordered intervals."""
+    if _arrays.is_jax(x):
+        return _arrays.jax_results(approx_sort(_arrays.lend_jax(x, "x"), intervals, descending))
+    xp = _arrays.namespace_of(x, "x")
+    shape = xp.shape(x)
+    if len(shape) != 1:
+        raise ValueError(f"x: must be 1-D, got shape {shape}")
+    _check_dtype(xp, x)
+    if isinstance(intervals, bool) or not isinstance(intervals, int) or not 1 <= intervals <= 2**24:
+        raise ValueError(f"intervals: must be an integer from 1 to 2**24, got {intervals!r}")
+    if xp.on_device(x):
+        if not xp.is_contiguous(x):
+            x = xp.copy(x)
+        stream = xp.stream(x)
+        values = xp.empty(x, shape, xp.dtype_name(x))
+        offsets = xp.empty(x, (intervals + 1,), "int64")
+        _ext.approx_sort_device(xp.handle(x, stream), xp.handle(values, stream),
+                                xp.handle(offsets, stream), intervals, descending, stream,
+                                _alloc(xp, x, stream))
+        return values, offsets
+    host, back = _host_arrays(xp, x, "x")
+    values = host.copy(order="C")
+    offsets = _ext.approx_sort_host(values, intervals, descending)
+    return back(values), back(offsets.astype("int64"))
+
+
+# ---- files -------------------------------------------------------------------------------
+
+
+def _budget(value, argument):
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{argument}: must be a positive number of bytes or None, got {value!r}")
+    return value
+
+
+def file_options(device_memory, memory, scratch_dir, progress):
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress: must be callable or None, got {type(progress).__name__}")
+    return (
+        _budget(device_memory, "device_memory"),
+        _budget(memory, "memory"),
+        "" if scratch_dir is None else os.fspath(scratch_dir),
+        progress,
+    )
+
+
+def _np():
+    import numpy
+
+    return numpy
+
+
+def _host_xp():
+    return _arrays._NumPy(_np())
