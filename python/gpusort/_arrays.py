@@ -77,21 +77,24 @@ class _Torch:
         return x.to(getattr(self.torch, dtype))
 
     def handle(self, x, stream):
-        """A __cuda_array_interface__ dict from the tensor's own pointer and strides, and
-        the tensor itself, so that a temporary outlives the call. No stream: the work runs on
-        `stream`, torch's current stream, so there is nothing to wait for. torch's
-        __dlpack__(stream=...) did the same at about 23 us a call on the H100 host (it looks
-        the current stream up again); three per sort were most of a small sort's cost."""
+        """(pointer, typestr, count, device) of a contiguous CUDA tensor, else a
+        __cuda_array_interface__ dict with its strides (which the module refuses). No stream:
+        the work runs on `stream`, torch's current stream, so there is nothing to wait for.
+        torch's __dlpack__(stream=...) did the same at about 23 us a call on the H100 host (it
+        looks the current stream up again), and a dict costs several microseconds to read;
+        the module holds the handle, and so the tensor, until the work is enqueued."""
         if not x.is_cuda:
             return x.detach().__dlpack__()
+        typestr = _TYPESTR.get(str(x.dtype)) or "|V%d" % x.element_size()
+        if x.is_contiguous():
+            return (x.data_ptr(), typestr, x.numel(), x.get_device(), x)  # x: kept alive
         item = x.element_size()
         return {
             "data": (x.data_ptr(), False),
             "shape": tuple(x.shape),
-            "strides": None if x.is_contiguous() else tuple(step * item for step in x.stride()),
-            "typestr": _TYPESTR.get(str(x.dtype), "|V%d" % item),
+            "strides": tuple(step * item for step in x.stride()),
+            "typestr": typestr,
             "version": 3,
-            "owner": x,  # keeps the memory alive while the module holds the dict
         }
 
     def to_numpy(self, x):

@@ -115,10 +115,17 @@ def _nans(nans):
     return nans
 
 
-def _index_dtype(algorithm, row_len):
+# Up to this many keys in all, an unstable automatic sort makes int64 indices directly: the
+# in-place sort of so few keys costs less than CUB's sort plus the pass that widens int32.
+_SMALL_SORT = 2**12
+
+
+def _index_dtype(algorithm, row_len, n=None, stable=True):
     """The indices' type while sorting: int32 where they fit (4-byte values move half the
     bytes of 8-byte ones, and only there are CUB's sorts built), widened to int64 (as torch
-    and NumPy give them) in one pass afterwards."""
+    and NumPy give them) in one pass afterwards; small unstable sorts make int64 at once."""
+    if n is not None and n <= _SMALL_SORT and algorithm == "automatic" and not stable:
+        return "int64"
     if row_len < 2**31:
         return "int32"
     if algorithm in _NARROW_VALUE_ALGORITHMS:
@@ -224,8 +231,9 @@ def sort(x, dim, descending, stable, algorithm, nans, indices_dtype):
     rows, row_len = _rows(shape)
     indices_dtype = _indices_dtype(indices_dtype, row_len)
     algorithm = _algorithm(algorithm, stable, rows, xp.on_device(x), row_len)
-    index_dtype = _index_dtype(algorithm, row_len)
-    if xp.on_device(x):
+    on_device = xp.on_device(x)
+    index_dtype = _index_dtype(algorithm, row_len, rows * row_len if on_device else None, stable)
+    if on_device:
         values = xp.copy(moved)  # contiguous whatever x's strides
         # Made by the sort as it loads the keys: no arange to write and read back.
         indices = xp.empty(values, (rows * row_len,), index_dtype)

@@ -38,8 +38,9 @@ struct array_view {
   }
 };
 
-// Reads a DLPack capsule (still named "dltensor": the producer's destructor keeps ownership)
-// or a __cuda_array_interface__ dict. `what` names the argument in error messages.
+// Reads a DLPack capsule (still named "dltensor": the producer's destructor keeps ownership),
+// a __cuda_array_interface__ dict, or the package's (pointer, typestr, count, device) tuple
+// for a contiguous device array. `what` names the argument in error messages.
 array_view view_of(const py::handle& obj, const char* what);
 
 std::string element_name(element e);
