@@ -27,6 +27,7 @@ write, ImportError when the compiled module is missing. Every check runs before 
 moves: on error, the arrays are as they were.
 """
 
+import os
 from collections import namedtuple
 
 try:  # torch first, where it is installed: gpusort registers its operators with it
