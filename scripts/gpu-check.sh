@@ -32,8 +32,8 @@ if [ ! -f /usr/local/cuda/include/nccl.h ] && [ -z "${GPUSORT_NCCL_ROOT:-}" ]; t
   GPUSORT_NCCL_ROOT=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
 fi
 [ -n "${GPUSORT_NCCL_ROOT:-}" ] && gtest_arg+=(-DGPUSORT_NCCL_ROOT="$GPUSORT_NCCL_ROOT")
-# This host's GPU alone (a build for the default list of architectures takes about five
-# times as long); 90 where no GPU answers.
+# This host's GPU alone (the default list compiles the device code for five architectures
+# with CUDA 13.0); 90 where no GPU answers.
 archs=${GPUSORT_CUDA_ARCHITECTURES:-native}
 if [ "$archs" = native ] && ! nvidia-smi -L >/dev/null 2>&1; then archs=90; fi
 # The venv the package is installed in; the module is built for its interpreter.
