@@ -149,11 +149,13 @@ TEST_F(Plot, MissingPackageIsOneLine) {
   need("sys");
   if (IsSkipped()) return;
   fs::create_directories(file("empty"));
-  // -I keeps a gpusort installed for this interpreter out of the search (PYTHONPATH too, so
-  // the folder is named by a wrapper script).
+  // -I -S keep a gpusort installed for this interpreter out of the search: -I ignores
+  // PYTHONPATH and the user's site-packages, -S the environment's (scripts/test.sh installs
+  // the package in the venv whose interpreter the tests use). With PYTHONPATH ignored, a
+  // wrapper script names the folder.
   const std::string wrapper = file("python-isolated");
   std::ofstream(wrapper) << "#!/bin/sh\nexec '" << test_python()
-                         << "' -I -c 'import sys; sys.path.insert(0, \"" << file("empty")
+                         << "' -I -S -c 'import sys; sys.path.insert(0, \"" << file("empty")
                          << "\"); import runpy; runpy.run_module(\"gpusort.plot\", "
                             "run_name=\"__main__\")' \"$@\"\n";
   fs::permissions(wrapper, fs::perms::owner_all);
