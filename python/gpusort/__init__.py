@@ -27,23 +27,63 @@ write, ImportError when the compiled module is missing. Every check runs before 
 moves: on error, the arrays are as they were.
 """
 
+import importlib.abc
+import importlib.util
 import os
+import sys
 from collections import namedtuple
-
-try:  # torch first, where it is installed: gpusort registers its operators with it
-    import torch as _torch_library  # noqa: F401
-except ImportError:
-    _torch_library = None
 
 from . import _core
 from ._arrays import KEY_DTYPES
 from ._core import ALGORITHM_TRAITS, ALGORITHMS, AlgorithmTraits
 from ._extension import ext as _ext
 
-if _torch_library is None:
-    _torch = None
+# gpusort's torch operators (_torch.py), registered as soon as torch is imported: now if it
+# already is, else right after its import. Never during a call, which torch.compile may be
+# tracing, and without importing torch for users of other libraries (or for gpusort.plot).
+_operators = None  # the module gpusort._torch once registered
+
+
+def _register_with_torch():
+    """Never lets a failure here break torch's own import: without the operators, tensors
+    still sort, only not under torch.compile or autograd."""
+    global _operators
+    try:
+        from . import _torch as operators
+    except Exception as error:  # e.g. a torch before 2.4, without torch.library.custom_op
+        import warnings
+
+        warnings.warn(f"gpusort: no torch operators ({error}); torch.compile and autograd "
+                      "will not see gpusort's calls", RuntimeWarning, stacklevel=2)
+        return
+    _operators = operators
+
+
+class _AfterTorchImport(importlib.abc.MetaPathFinder):
+    """Finds torch as the other finders do, and registers gpusort's operators once torch's
+    own module has run."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run_torch = spec.loader.exec_module
+
+        def exec_module(module):
+            run_torch(module)
+            _register_with_torch()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if "torch" in sys.modules:
+    _register_with_torch()
 else:
-    from . import _torch
+    sys.meta_path.insert(0, _AfterTorchImport())
 
 
 def _version():
@@ -100,7 +140,7 @@ def _operator(x):
     """True where a call on x must go through torch's operators (_torch.wants_operator).
     Decided without importing anything and without sys.modules, which torch.compile cannot
     trace."""
-    return _torch is not None and isinstance(x, _torch.torch.Tensor) and _torch.wants_operator(x)
+    return _operators is not None and isinstance(x, _operators.torch.Tensor) and _operators.wants_operator(x)
 
 
 def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last",
@@ -112,7 +152,7 @@ def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", na
     both orders (nans="last", NumPy's order) or before them (nans="first"); torch.sort
     treats NaN as the largest key, which is nans="first" with descending=True."""
     if _operator(x):
-        return SortResult(*_torch.sort(x, dim, descending, stable, algorithm, nans, indices_dtype))
+        return SortResult(*_operators.sort(x, dim, descending, stable, algorithm, nans, indices_dtype))
     return SortResult(*_core.sort(x, dim, descending, stable, algorithm, nans, indices_dtype))
 
 
@@ -131,11 +171,11 @@ def sort_(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", n
     workspace); otherwise a sorted contiguous copy is written back into x. Arrays of any
     library with __dlpack__ or __cuda_array_interface__ are accepted; read-only ones
     raise ValueError."""
-    if _torch is not None and isinstance(x, _torch.torch.Tensor):
-        if _torch.wants_operator(x):
-            _torch.sort_(x, dim, descending, stable, algorithm, nans)
+    if _operators is not None and isinstance(x, _operators.torch.Tensor):
+        if _operators.wants_operator(x):
+            _operators.sort_(x, dim, descending, stable, algorithm, nans)
         else:
-            _torch.sort_in_place_eager(x, dim, descending, stable, algorithm, nans)
+            _operators.sort_in_place_eager(x, dim, descending, stable, algorithm, nans)
         return x
     _core.sort_(x, dim, descending, stable, algorithm, nans)
     return x
@@ -148,7 +188,7 @@ def sort_segmented(x, offsets, *, descending=False, algorithm="automatic", nans=
     On a device this waits for the stream: the offsets are checked before any key moves (so
     it cannot run inside a CUDA graph capture). nans as for sort."""
     if _operator(x):
-        return SortResult(*_torch.sort_segmented(x, offsets, descending, algorithm, nans))
+        return SortResult(*_operators.sort_segmented(x, offsets, descending, algorithm, nans))
     return SortResult(*_core.sort_segmented(x, offsets, descending, algorithm, nans))
 
 
@@ -158,7 +198,7 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
     largest keys. One row: only about k keys are sorted, and their indices come from the
     library's top_k_indices (no index array); several rows: the library's top_k_rows."""
     if _operator(x):
-        return TopkResult(*_torch.topk(x, k, dim, largest))
+        return TopkResult(*_operators.topk(x, k, dim, largest))
     return TopkResult(*_core.topk(x, k, dim, largest))
 
 
@@ -168,7 +208,7 @@ def approx_sort(x, intervals=10000, *, descending=False):
     (values, offsets), offsets int64 with intervals + 1 entries. Floats: -inf in the first
     interval, +inf and NaN in the last."""
     if _operator(x):
-        return ApproxResult(*_torch.approx_sort(x, intervals, descending))
+        return ApproxResult(*_operators.approx_sort(x, intervals, descending))
     return ApproxResult(*_core.approx_sort(x, intervals, descending))
 
 
