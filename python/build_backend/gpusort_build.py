@@ -7,8 +7,9 @@ and zips the wheel from python/gpusort/*.py and that module. The version is the 
 top-level CMakeLists.txt's project(); the rest of the metadata is pyproject.toml's [project].
 
 Config settings (pip --config-settings KEY=VALUE, or -C KEY=VALUE with pip >= 23.1):
-  build-dir=PATH            build in PATH; a CMake tree already configured there (the one
-                            scripts/test.sh builds) is reused as it is, so nothing recompiles
+  build-dir=PATH            build in PATH (absolute: pip runs this in python/); a CMake tree
+                            already configured there (the one scripts/test.sh builds) is
+                            reused, so nothing recompiles
   cuda-architectures=LIST   CMAKE_CUDA_ARCHITECTURES, e.g. 90 or "80;90" or native (also the
                             environment's GPUSORT_CUDA_ARCHITECTURES); by default the project's
                             list: sm_80, sm_90 and newer major architectures, with PTX
