@@ -42,7 +42,17 @@ if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
   rm -rf "$venv"
   python3 -m venv --system-site-packages "$venv" >"$logs/venv.log" 2>&1 ||
     { rm -rf "$venv" && python3 -m venv --system-site-packages --without-pip "$venv" >>"$logs/venv.log" 2>&1; }
+  # Where python3 is itself a venv (the GPU hosts' /opt/torch/.venv), --system-site-packages
+  # shows the base interpreter's packages, not that venv's PyTorch and CuPy: name them too.
+  python3 -c 'import site; print("\n".join(site.getsitepackages()))' \
+    >"$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/gpusort-base.pth"
 fi
+for library in torch cupy; do
+  if python3 -c "import $library" 2>/dev/null && ! "$venv/bin/python" -c "import $library" 2>/dev/null; then
+    echo "gpu-check: BUILD FAILED ($library imports in python3 but not in $venv)"
+    exit 1
+  fi
+done
 if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
   cat "$logs/venv.log"
   echo "gpu-check: BUILD FAILED (no venv with pip from python3 in $venv)"
