@@ -159,10 +159,20 @@ def _k_of(k, row_len):
 def _host_arrays(xp, x, argument):
     """A NumPy view of a host array (no copy), and how to turn results back."""
     if xp.name == "numpy":
+        masked = getattr(xp.numpy, "ma", None)
+        if masked is not None and isinstance(x, masked.MaskedArray):
+            raise TypeError(f"{argument}: masked arrays are not supported; sort "
+                            f"{argument}.compressed() or {argument}.filled(value) instead")
         return x, lambda a: a
     if xp.name == "torch":
         return xp.to_numpy(x), xp.from_numpy
     raise TypeError(f"{argument}: a host array must be a NumPy array or a CPU tensor")
+
+
+def _native_copy(a):
+    """A C-ordered copy of the NumPy array a in this machine's byte order (NumPy arrays may
+    be big-endian: the library reads native keys)."""
+    return a.astype(a.dtype.newbyteorder("="), order="C")
 
 
 def _same_place(xp, x, other_xp, other, argument):
@@ -243,11 +253,12 @@ def sort(x, dim, descending, stable, algorithm, nans, indices_dtype):
             indices = xp.astype(indices, indices_dtype)
         return back(values), back(indices.reshape(shape))
     host, to_caller = _host_arrays(xp, moved, "x")
-    values = host.copy(order="C")
+    values = _native_copy(host)
     host_xp = _host_xp()
     indices = _row_indices(host_xp, values, rows, row_len, index_dtype)
     _sort_rows(host_xp, values, indices, rows, row_len, descending, algorithm, stable, nans)
     indices = indices.astype(indices_dtype, copy=False).reshape(shape)
+    values = values.astype(host.dtype, copy=False)  # the caller's byte order
     return back(to_caller(values)), back(to_caller(indices))
 
 
@@ -268,7 +279,8 @@ def sort_(x, dim, descending, stable, algorithm, nans):
         host, _ = _host_arrays(xp, moved, "x")
         if not host.flags.writeable:
             raise ValueError("x: is read-only")
-        work = host if host.flags.c_contiguous else host.copy(order="C")
+        direct = host.flags.c_contiguous and host.dtype.isnative
+        work = host if direct else _native_copy(host)
         _sort_rows(_host_xp(), work, None, rows, row_len, descending, algorithm, stable, nans)
         if work is not host:
             host[...] = work
@@ -321,11 +333,12 @@ def sort_segmented(x, offsets, descending, algorithm, nans):
         return values, xp.astype(indices, "int64")
     host, back = _host_arrays(xp, x, "x")
     host_offsets, _ = _host_arrays(oxp, offsets, "offsets")
+    host_offsets = _native_copy(host_offsets)
     _check_host_offsets(host_offsets, n)
-    values = host.copy(order="C")
+    values = _native_copy(host)
     indices = _np().arange(n, dtype="int64")
     _ext.sort_segmented_host(values, indices, host_offsets, descending, algorithm, nans)
-    return back(values), back(indices)
+    return back(values.astype(host.dtype, copy=False)), back(indices)
 
 
 def _check_host_offsets(offsets, n):
@@ -413,9 +426,9 @@ def approx_sort(x, intervals, descending):
                                 _alloc(xp, x, stream))
         return values, offsets
     host, back = _host_arrays(xp, x, "x")
-    values = host.copy(order="C")
+    values = _native_copy(host)
     offsets = _ext.approx_sort_host(values, intervals, descending)
-    return back(values), back(offsets.astype("int64"))
+    return back(values.astype(host.dtype, copy=False)), back(offsets.astype("int64"))
 
 
 # ---- files -------------------------------------------------------------------------------

@@ -28,17 +28,40 @@ bool is_c_contiguous(const std::vector<std::int64_t>& shape,
   return true;
 }
 
+// The tensor of a DLPack capsule: "dltensor" (DLManagedTensor) or DLPack 1.0's
+// "dltensor_versioned" (DLManagedTensorVersioned, whose flags can say read-only). A "used_"
+// name means another consumer took it.
 array_view from_capsule(const py::capsule& cap, const char* what) {
-  if (std::string_view(cap.name() ? cap.name() : "") != "dltensor")
-    throw py::value_error(std::string(what) +
-                          ": the DLPack capsule was already consumed (name is not 'dltensor')");
-  auto* managed = static_cast<DLManagedTensor*>(cap.get_pointer());
-  const DLTensor& t = managed->dl_tensor;
+  const std::string_view name = cap.name() ? cap.name() : "";
+  const DLTensor* tensor = nullptr;
+  bool read_only = false;
+  if (name == "dltensor") {
+    tensor = &static_cast<DLManagedTensor*>(cap.get_pointer())->dl_tensor;
+  } else if (name == "dltensor_versioned") {
+    const auto* managed = static_cast<DLManagedTensorVersioned*>(cap.get_pointer());
+    if (managed->version.major != 1)
+      throw py::type_error(std::string(what) + ": DLPack " + std::to_string(managed->version.major) +
+                           ".x tensors are not supported (1.x are)");
+    tensor = &managed->dl_tensor;
+    read_only = (managed->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+  } else {
+    throw py::value_error(std::string(what) + ": the DLPack capsule was already consumed (its " +
+                          "name is '" + std::string(name) + "')");
+  }
+  const DLTensor& t = *tensor;
+  if (t.ndim < 0)
+    throw py::value_error(std::string(what) + ": a DLPack tensor of " + std::to_string(t.ndim) +
+                          " dimensions");
   array_view v;
+  v.read_only = read_only;
   v.data = static_cast<char*>(t.data) + t.byte_offset;
   v.type = element_of(t.dtype.code, t.dtype.bits, t.dtype.lanes);
   v.item_bytes = t.dtype.bits / 8 * t.dtype.lanes;
   v.shape.assign(t.shape, t.shape + t.ndim);
+  for (const std::int64_t extent : v.shape)
+    if (extent < 0)
+      throw py::value_error(std::string(what) + ": a DLPack tensor with extent " +
+                            std::to_string(extent));
   if (t.strides) {
     std::vector<std::int64_t> strides(t.strides, t.strides + t.ndim);
     v.contiguous = is_c_contiguous(v.shape, strides);
@@ -82,7 +105,11 @@ array_view from_cuda_array_interface(const py::dict& d, const char* what) {
   const auto typestr = d["typestr"].cast<std::string>();
   v.type = element_of_typestr(typestr);
   v.item_bytes = typestr.size() >= 3 ? std::stoi(typestr.substr(2)) : 0;
-  for (auto e : d["shape"].cast<py::tuple>()) v.shape.push_back(e.cast<std::int64_t>());
+  for (auto e : d["shape"].cast<py::tuple>()) {
+    v.shape.push_back(e.cast<std::int64_t>());
+    if (v.shape.back() < 0)
+      throw py::value_error(std::string(what) + ": an extent of " + std::to_string(v.shape.back()));
+  }
   if (d.contains("strides") && !d["strides"].is_none()) {
     std::vector<std::int64_t> strides;
     for (auto e : d["strides"].cast<py::tuple>()) {
@@ -97,8 +124,13 @@ array_view from_cuda_array_interface(const py::dict& d, const char* what) {
   }
   if (d.contains("mask") && !d["mask"].is_none())
     throw py::type_error(std::string(what) + ": masked arrays are not supported");
-  if (d.contains("stream") && !d["stream"].is_none())
+  if (d.contains("stream") && !d["stream"].is_none()) {
     v.producer_stream = d["stream"].cast<std::int64_t>();
+    // 0 is forbidden by the interface (it could mean either default stream).
+    if (v.producer_stream <= 0)
+      throw py::value_error(std::string(what) + ": __cuda_array_interface__ stream " +
+                            std::to_string(v.producer_stream) + " is not a stream");
+  }
   v.on_device = true;
   v.device = -1;  // not in the interface: the pointer's device is found by the caller
   return v;

@@ -93,47 +93,77 @@ void check(cudaError_t e, const std::string& call) {
 
 // ---- device arrays ----------------------------------------------------------------------
 
-// Runs on the arrays' device, ordered after the producers' streams of CUDA array interface
-// inputs (DLPack producers already did that in __dlpack__(stream=...)); restores the device.
+// The device a CUDA array interface's pointer lives on (the interface does not say).
+int device_of_pointer(const void* data) {
+  cudaPointerAttributes attr{};
+  check(cudaPointerGetAttributes(&attr, data), "cudaPointerGetAttributes");
+  return attr.device;
+}
+
+// Runs on the arrays' device (refusing arrays of different devices), ordered after the
+// producers' streams of CUDA array interface inputs (DLPack producers already did that in
+// __dlpack__(stream=...)); finish() orders those streams after the work in turn. The device
+// in use before is restored, also when the constructor throws.
 class device_scope {
  public:
-  device_scope(const std::vector<const array_view*>& arrays, cudaStream_t stream) {
+  device_scope(const std::vector<const array_view*>& arrays, cudaStream_t stream)
+      : stream_(stream) {
     check(cudaGetDevice(&previous_), "cudaGetDevice");
     int device = -1;
     for (const array_view* a : arrays) {
-      if (!a) continue;
-      if (a->device >= 0) {
-        if (device >= 0 && device != a->device)
-          throw py::value_error("arrays on different devices (cuda:" + std::to_string(device) +
-                                " and cuda:" + std::to_string(a->device) + ")");
-        device = a->device;
-      }
+      if (!a || !a->on_device) continue;
+      const int here = a->device >= 0 ? a->device : device_of_pointer(a->data);
+      if (device >= 0 && device != here)
+        throw py::value_error("arrays on different devices (cuda:" + std::to_string(device) +
+                              " and cuda:" + std::to_string(here) + ")");
+      device = here;
     }
     if (device >= 0 && device != previous_) check(cudaSetDevice(device), "cudaSetDevice");
-    for (const array_view* a : arrays) {
-      if (!a || a->producer_stream < 0) continue;
-      const auto producer = a->producer_stream == 1 ? cudaStream_t{nullptr}
-                            : a->producer_stream == 2
-                                ? cudaStreamPerThread
-                                : reinterpret_cast<cudaStream_t>(a->producer_stream);
-      if (producer == stream) continue;
-      cudaEvent_t ready;
-      check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
-      cudaError_t e = cudaEventRecord(ready, producer);
-      if (e == cudaSuccess) e = cudaStreamWaitEvent(stream, ready, 0);
-      cudaEventDestroy(ready);
-      check(e, "waiting for the producer's stream");
+    try {
+      for (const array_view* a : arrays) {
+        if (!a || a->producer_stream < 0) continue;
+        const cudaStream_t producer = producer_of(*a);
+        if (producer == stream) continue;
+        producers_.push_back(producer);
+        order(producer, stream, "waiting for the producer's stream");
+      }
+    } catch (...) {
+      restore();
+      throw;
     }
   }
-  ~device_scope() {
-    int now = -1;
-    if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+  // Work the producers enqueue next comes after the sort (their arrays' new contents).
+  void finish() {
+    for (const cudaStream_t producer : producers_)
+      order(stream_, producer, "ordering the producer's stream after the sort");
   }
+  ~device_scope() { restore(); }
   device_scope(const device_scope&) = delete;
   device_scope& operator=(const device_scope&) = delete;
 
  private:
+  static cudaStream_t producer_of(const array_view& a) {
+    if (a.producer_stream == 1) return cudaStreamLegacy;
+    if (a.producer_stream == 2) return cudaStreamPerThread;
+    return reinterpret_cast<cudaStream_t>(a.producer_stream);
+  }
+  // `later` waits for what `earlier` has enqueued so far.
+  static void order(cudaStream_t earlier, cudaStream_t later, const char* what) {
+    cudaEvent_t ready;
+    check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
+    cudaError_t e = cudaEventRecord(ready, earlier);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(later, ready, 0);
+    cudaEventDestroy(ready);
+    check(e, what);
+  }
+  void restore() {
+    int now = -1;
+    if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+  }
+
   int previous_ = 0;
+  cudaStream_t stream_;
+  std::vector<cudaStream_t> producers_;
 };
 
 array_view device_view(const py::handle& obj, const char* what) {
@@ -251,6 +281,7 @@ void sort_device(py::object keys_obj, py::object values_obj, std::uint64_t rows,
       });
     });
   });
+  scope.finish();
 }
 
 // Segment i is [offsets[i], offsets[i + 1]). The library's checked path: offsets out of
@@ -299,6 +330,7 @@ void sort_segmented_device(py::object keys_obj, py::object values_obj, py::objec
       }
     });
   });
+  scope.finish();
 }
 
 // The k smallest (descending: largest) keys of each of `rows` rows, sorted, with their
@@ -356,6 +388,7 @@ void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys
       });
     });
   });
+  scope.finish();
 }
 
 // The k smallest (descending: largest) keys of one row, sorted, and their positions as 8-byte
@@ -385,6 +418,7 @@ void topk_indices_device(py::object keys_obj, py::object out_keys_obj, py::objec
                                     static_cast<std::int64_t*>(out_indices.data), k, opt);
     });
   });
+  scope.finish();
 }
 
 // Keys into `intervals` ordered intervals: out_keys, and offsets (intervals + 1 uint64).
@@ -410,11 +444,14 @@ void approx_sort_device(py::object keys_obj, py::object out_keys_obj, py::object
                                        static_cast<std::uint64_t*>(offsets.data), opt);
     });
   });
+  scope.finish();
 }
 
 // ---- host arrays (NumPy) ----------------------------------------------------------------
 
 element host_element(const py::array& a) {
+  // The library reads keys in this machine's byte order (the package converts the others).
+  if (!a.dtype().attr("isnative").cast<bool>()) return element::other;
   const char kind = a.dtype().kind();
   const auto bytes = a.itemsize();
   if (kind == 'i' && bytes == 4) return element::i32;

@@ -215,6 +215,29 @@ def test_cuda_array_interface_in_place(rng):
         gpusort.sort(wrapped)
 
 
+def test_producer_stream_waits_for_an_in_place_sort(rng):
+    """An object whose __cuda_array_interface__ names its stream (a non-blocking torch
+    stream): the sort runs on the legacy stream after that stream's work, and the stream's
+    next work comes after the sort. The legacy stream is held up by a sleep first, so that a
+    missing order would let the clone read unsorted keys."""
+    x_host = random_keys("float32", 2**22, rng)
+    x = on_gpu(x_host)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    torch.cuda.synchronize()
+
+    class Interface:
+        __cuda_array_interface__ = dict(x.__cuda_array_interface__, stream=side.cuda_stream)
+
+    with torch.cuda.stream(torch.cuda.default_stream()):
+        torch.cuda._sleep(100_000_000)  # the legacy stream, where foreign arrays are sorted
+    gpusort.sort_(Interface(), algorithm="bitonic")
+    with torch.cuda.stream(side):
+        seen = x.clone()
+    torch.cuda.synchronize()
+    assert np.array_equal(host(seen), np.sort(x_host))
+
+
 @pytest.mark.skipif(
     "GPUSORT_TEST_LARGE" not in __import__("os").environ, reason="set GPUSORT_TEST_LARGE=1"
 )
