@@ -127,11 +127,17 @@ cudaError_t thrust_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
 // 8-byte offsets. As one iterator type for all three, CUB's segmented sorts are built once
 // per key and value type instead of three times (they were the heaviest part of the build),
 // for a branch on each offset they read.
+// A segment that is not valid (segment_list::valid: it ends past n or before it begins, an
+// int64 offset >= 2^63 included) reads as the empty segment [0, 0), so that CUB skips it as
+// the library's own sorts do, instead of reading and writing out of bounds.
 struct segment_bound {
   network::segment_list segs;
   bool end;
+  std::uint64_t n;
   __host__ __device__ std::int64_t operator()(std::int64_t i) const {
-    return static_cast<std::int64_t>(end ? segs.last(i) : segs.first(i));
+    const auto at = static_cast<std::uint64_t>(i);
+    if (!segs.valid(at, n)) return 0;
+    return static_cast<std::int64_t>(end ? segs.last(at) : segs.first(at));
   }
 };
 
@@ -156,8 +162,8 @@ cudaError_t cub_segmented(void* temp, std::size_t& temp_bytes, K* keys, V* value
   }
   const thrust::counting_iterator<std::int64_t> index(0);
   e = sort(b.cub_temp, b.cub_bytes, b.keys, b.values,
-           thrust::make_transform_iterator(index, segment_bound{segs, false}),
-           thrust::make_transform_iterator(index, segment_bound{segs, true}));
+           thrust::make_transform_iterator(index, segment_bound{segs, false, n}),
+           thrust::make_transform_iterator(index, segment_bound{segs, true, n}));
   if (!temp) {
     temp_bytes = b.bytes();
     return e;

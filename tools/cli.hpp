@@ -122,7 +122,11 @@ inline std::uint64_t parse_count(std::string_view text, std::string_view what) {
   if (exponent > 62)
     throw usage_error(std::string(what) + ": '" + std::string(text) + "' is too large");
   const std::uint64_t power = std::uint64_t{1} << exponent;
-  if (sign == std::string_view::npos || text[sign] == '+') return power + offset;
+  if (sign == std::string_view::npos || text[sign] == '+') {
+    if (offset > std::numeric_limits<std::uint64_t>::max() - power)
+      throw usage_error(std::string(what) + ": '" + std::string(text) + "' is too large");
+    return power + offset;
+  }
   if (offset > power)
     throw usage_error(std::string(what) + ": '" + std::string(text) + "' is negative");
   return power - offset;
@@ -141,13 +145,23 @@ inline void append_counts(const std::string& item, std::string_view what,
   const std::uint64_t high = parse_count(item.substr(dots + 2), what);
   if (!std::has_single_bit(low) || !std::has_single_bit(high) || low > high)
     throw usage_error(std::string(what) + ": range '" + item + "' must be 2^a..2^b with a <= b");
-  for (std::uint64_t n = low; n <= high; n *= 2) out.push_back(n);
+  for (std::uint64_t n = low;; n *= 2) {  // stops at high, which doubling reaches exactly
+    out.push_back(n);
+    if (n == high) break;
+  }
 }
+
+// The most keys bench times in one run: 2^40 (4 TB of u32 keys) is more than any GPU holds.
+inline constexpr std::uint64_t max_bench_keys = std::uint64_t{1} << 40;
 
 // Sizes for bench: a comma list of counts and ranges.
 inline std::vector<std::uint64_t> parse_sizes(std::string_view text) {
   std::vector<std::uint64_t> sizes;
   for (const std::string& item : split(text, ',')) append_counts(item, "--sizes", sizes);
+  for (const std::uint64_t n : sizes)
+    if (n > max_bench_keys)
+      throw usage_error("--sizes: " + std::to_string(n) + " keys are more than a GPU holds "
+                        "(at most 2^40)");
   return sizes;
 }
 

@@ -311,6 +311,9 @@ int gen(const arguments& args) {
     throw usage_error("--pairs u32: the original index of " + std::to_string(n) +
                       " records does not fit a u32");
   return with_key_type(args.required("type"), [&]<class K>() {
+    if (n > std::vector<K>().max_size())  // gen makes the keys in memory
+      throw usage_error("--n: " + args.get("n") + " keys of " + args.get("type") +
+                        " are more than a process can hold");
     pending_file file(out, !args.has("text"), args.get("tmp"));
     progress meter;
     meter.phase("generating", false);
@@ -690,5 +693,11 @@ int main(int argc, char** argv) {
     return fail(e.what(), 3);
   } catch (const std::bad_alloc&) {
     return fail("out of host memory", 3);
+  } catch (const std::length_error&) {
+    return fail("more than host memory can hold", 3);
+  } catch (const std::exception& e) {  // std::filesystem::filesystem_error and the like
+    return fail(e.what(), 3);
+  } catch (...) {
+    return fail("unexpected error", 3);
   }
 }

@@ -3,6 +3,7 @@
 // which sorts on the CPU where there is no GPU. Also the progress line (progress.hpp) and
 // bench's segment layouts (--segments), tested directly.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -510,6 +511,10 @@ TEST_F(Tool, UsageErrorsNameTheProblem) {
       {"sort --type u32 --desc=yes " + file("in") + " " + file("out"), "--desc"},
       {"gen --type u32 --n lots " + file("out"), "lots"},
       {"gen --type u32 --n 2^64 " + file("out"), "2^64"},
+      {"gen --type u64 --n 2^61 " + file("out"), "2^61"},
+      {"gen --type u64 --n 2^62+18446744073709551615 " + file("out"), "too large"},
+      {"bench --sizes 1..9223372036854775808", "--sizes"},
+      {"bench --sizes 2^41", "--sizes"},
       {"gen --type u32 --n 8 --dist bumpy " + file("out"), "bumpy"},
       {"gen --type u32 --n 8 --zipf 2 " + file("out"), "--zipf needs --dist zipf"},
       {"gen --type u32 --n 8 --dist reduced_entropy --zipf 2 " + file("out"), "--zipf"},
@@ -705,6 +710,89 @@ TEST_F(Tool, ProgressLineOnlyWhenAsked) {
   EXPECT_EQ(run("check --type f32 --text " + file("out.txt")).code, 0);
   EXPECT_EQ(listing(), (std::vector<std::string>{"again", "drawn", "in", "in.txt", "out.txt",
                                                  "plain", "quiet"}));
+}
+
+// Issue 44: a replaced output keeps the mode and owner of the file it replaces (root can give
+// it back to its owner), a new one gets the umask's mode, and while it is written it is
+// readable by its writer alone.
+TEST_F(Tool, AReplacedOutputKeepsItsModeAndOwner) {
+  ASSERT_EQ(run("gen --type u32 --n 1000 " + file("s.bin")).code, 0);
+  ::chmod(file("s.bin").c_str(), 0600);
+  ASSERT_EQ(run("sort --type u32 " + file("s.bin") + " " + file("s.bin")).code, 0);
+  struct stat info {};
+  ASSERT_EQ(::stat(file("s.bin").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  EXPECT_EQ(run("check --type u32 " + file("s.bin")).code, 0);
+  ASSERT_EQ(shell("umask 027 && \"$GPUSORT\" gen --type u32 --n 10 " + file("new")).code, 0);
+  ASSERT_EQ(::stat(file("new").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0640u);
+  if (::geteuid() == 0) {
+    ::chmod(file("s.bin").c_str(), 0640);
+    ASSERT_EQ(::chown(file("s.bin").c_str(), 65534, 65534), 0);
+    ASSERT_EQ(run("sort --type u32 --desc " + file("s.bin") + " " + file("s.bin")).code, 0);
+    ASSERT_EQ(::stat(file("s.bin").c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0640u);
+    EXPECT_EQ(info.st_uid, 65534u);
+    EXPECT_EQ(info.st_gid, 65534u);
+  }
+  // The temporary file is 0600 while it is written, whatever the umask.
+  const mode_t mask = ::umask(0);
+  {
+    gpusort::detail::external::pending_file pending(file("big"));
+    ASSERT_EQ(::stat(file(".big.tmp" + std::to_string(::getpid()) + "-0").c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0600u);
+  }
+  ::umask(mask);
+  EXPECT_FALSE(fs::exists(file("big")));
+}
+
+// Issue 44: what a sort killed by SIGKILL left (its temporary output, its runs directory) is
+// removed by the next run for that output; scratch of a live process, or another output's,
+// stays.
+TEST_F(Tool, AKilledRunsLeftoversGoWithTheNextRun) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // a pid no process has now
+  const std::string dead = std::to_string(child), live = std::to_string(::getpid());
+  std::ofstream(file(".out.tmp" + dead + "-0")) << "half an output";
+  fs::create_directories(file(".out.runs" + dead + "-1"));
+  std::ofstream(file(".out.runs" + dead + "-1/run0")) << "a run";
+  std::ofstream(file(".out.tmp" + live + "-0")) << "a live sort's";
+  std::ofstream(file(".other.tmp" + dead + "-0")) << "another output's";
+  ASSERT_EQ(run("gen --type u32 --n 100 " + file("in")).code, 0);
+  ASSERT_EQ(run("sort --type u32 " + file("in") + " " + file("out")).code, 0);
+  EXPECT_EQ(listing(), (std::vector<std::string>{".other.tmp" + dead + "-0",
+                                                 ".out.tmp" + live + "-0", "in", "out"}));
+}
+
+TEST(ScratchNames, OwnerPid) {
+  using gpusort::detail::external::scratch_owner_pid;
+  static_assert(scratch_owner_pid(".out.tmp123-0", "out") == 123);
+  static_assert(scratch_owner_pid(".out.runs77-12", "out") == 77);
+  static_assert(scratch_owner_pid(".out.tmp123-", "out") == 0);
+  static_assert(scratch_owner_pid(".out.tmp-1", "out") == 0);
+  static_assert(scratch_owner_pid(".out.tmp12x-1", "out") == 0);
+  static_assert(scratch_owner_pid(".out.tmp12-1x", "out") == 0);
+  static_assert(scratch_owner_pid(".outx.tmp12-1", "out") == 0);
+  static_assert(scratch_owner_pid("out.tmp12-1", "out") == 0);
+  static_assert(scratch_owner_pid(".out.bak12-1", "out") == 0);
+  EXPECT_EQ(scratch_owner_pid(".a b.tmp9-0", "a b"), 9);
+}
+
+// Issue 44: a working directory the tool cannot read ends in one line and an exit code, not
+// an abort.
+TEST_F(Tool, AnUnreadableWorkingDirectoryIsOneLine) {
+  ASSERT_EQ(run("gen --type u32 --n 100 " + file("in")).code, 0);
+  fs::create_directories(file("dark"));
+  const std::string launcher = without_permission_override();
+  if (std::system((launcher + "true").c_str()) != 0) GTEST_SKIP() << "no setpriv";
+  for (const char* out : {"out", "sub/out"}) {
+    ::chmod(file("dark").c_str(), 0);  // neither read nor search
+    const outcome o = shell("cd '" + file("dark") + "' && " + launcher +
+                            "\"$GPUSORT\" sort --type u32 " + file("in") + " " + out);
+    ::chmod(file("dark").c_str(), 0700);
+    EXPECT_TRUE(usage_failure(o, "sort", "Permission denied")) << out;
+  }
 }
 
 // ---- files and the progress line, without the tool -------------------------------------

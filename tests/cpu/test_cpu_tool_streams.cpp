@@ -72,6 +72,45 @@ TEST_F(ToolStreams, FinalTargetFollowsRelativeAndAbsoluteLinks) {
   EXPECT_THROW(gpusort::detail::external::final_target(file("loop")), gpusort::invalid_request);
 }
 
+TEST(ProtectedLinks, TheKernelsRule) {
+  using gpusort::detail::external::may_follow_link;
+  constexpr unsigned sticky_tmp = S_ISVTX | 0777, plain = 0755, root = 0, alice = 1000, bob = 1001;
+  static_assert(may_follow_link(plain, root, bob, alice));        // not sticky: any link
+  static_assert(may_follow_link(S_ISVTX | 0755, root, bob, alice));  // sticky, not world-writable
+  static_assert(may_follow_link(0777, root, bob, alice));         // world-writable, not sticky
+  static_assert(may_follow_link(sticky_tmp, root, alice, alice));  // the follower's own link
+  static_assert(may_follow_link(sticky_tmp, bob, bob, alice));     // the directory owner's link
+  static_assert(!may_follow_link(sticky_tmp, root, bob, alice));   // planted by someone else
+  static_assert(!may_follow_link(sticky_tmp, root, bob, root));    // root too, as the kernel
+}
+
+// Issue 44: in a sticky world-writable directory, a link that user nobody planted pointing at
+// root's file is not followed by root's sort (the file keeps its bytes and mode); root's own
+// link there is followed.
+TEST_F(ToolStreams, APlantedLinkInAStickyDirectoryIsNotFollowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to plant a link owned by another user";
+  fs::create_directories(file("tmp"));
+  ::chmod(file("tmp").c_str(), S_ISVTX | 0777);
+  std::ofstream(file("victim")) << "root's secret";
+  ::chmod(file("victim").c_str(), 0600);
+  fs::create_symlink(file("victim"), file("tmp/out"));
+  ASSERT_EQ(::lchown(file("tmp/out").c_str(), 65534, 65534), 0);  // nobody
+  generate("--type u32 --n 1000", "in");
+  for (const std::string command : {"sort --type u32 " + file("in") + " ", std::string("gen --type u32 --n 5 ")}) {
+    const std::string verb = command.substr(0, command.find(' '));
+    EXPECT_TRUE(usage_failure(run(command + file("tmp/out")), verb,
+                              "not following the symbolic link " + file("tmp/out")));
+  }
+  EXPECT_EQ(slurp(file("victim")), "root's secret");
+  struct stat info {};
+  ASSERT_EQ(::stat(file("victim").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  EXPECT_TRUE(is_kind(file("tmp/out"), S_IFLNK));
+  fs::create_symlink(file("mine"), file("tmp/own"));  // root's own link
+  EXPECT_EQ(run("sort --type u32 " + file("in") + " " + file("tmp/own")).code, 0);
+  EXPECT_EQ(fs::file_size(file("mine")), 4000u);
+}
+
 // ---- outputs that are not regular files -----------------------------------------------
 
 // A copy of the full device (char 1, 7) as OUT: ENOSPC is reported (exit 3, one line), and

@@ -5,6 +5,9 @@
 // graph capture, n >= 2^31.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include <thrust/count.h>
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -494,6 +497,42 @@ TEST_F(GpuSegmentedApi, BadOffsetsAreRejectedBeforeAnyKeyMoves) {
                                          host_offsets.data(), host_offsets.data() + 1, 1),
             cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// Issue 44: the core skips invalid segments on every path, CUB's too (it read and wrote out
+// of bounds): an end past n, an end before its begin, and int64 offsets of 2^63 and more are
+// left as they are, the valid segments sorted, and nothing past the keys is written.
+TEST_F(GpuSegmentedApi, CoreSkipsInvalidSegmentsOnEveryAlgorithm) {
+  const std::vector<std::uint32_t> keys =
+      tools::generate<std::uint32_t>(tools::distribution::uniform, 1000, 4);
+  constexpr std::int64_t huge = std::numeric_limits<std::int64_t>::min();  // 2^63 as unsigned
+  const std::vector<std::int64_t> begins = {0, 100, 600, 700, huge, 900};
+  const std::vector<std::int64_t> ends = {100, 1001, 500, 1000, 10, huge};
+  guarded_buffer<std::int64_t> d_begins(begins), d_ends(ends);
+  for (auto algo : {gpusort::algorithm::automatic, gpusort::algorithm::bitonic,
+                    gpusort::algorithm::cub_radix, gpusort::algorithm::cub_merge}) {
+    for (bool stable : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << gpusort::to_string(algo) << " stable=" << stable);
+      guarded_buffer<std::uint32_t> d(keys);
+      gpusort::options opt = make_options(false, algo);
+      opt.stable = stable;
+      std::size_t bytes = 0;
+      ASSERT_EQ(gpusort::sort_segmented_keys(nullptr, bytes, d.data(), keys.size(), d_begins.data(),
+                                             d_ends.data(), begins.size(), opt),
+                cudaSuccess);
+      guarded_buffer<unsigned char> temp(std::vector<unsigned char>(std::max<std::size_t>(bytes, 1)));
+      ASSERT_EQ(gpusort::sort_segmented_keys(temp.data(), bytes, d.data(), keys.size(),
+                                             d_begins.data(), d_ends.data(), begins.size(), opt),
+                cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<std::uint32_t> expected = keys;
+      std::sort(expected.begin(), expected.begin() + 100);
+      std::sort(expected.begin() + 700, expected.end());
+      EXPECT_EQ(d.to_host(), expected);
+      EXPECT_TRUE(d.guard_intact());
+      EXPECT_TRUE(temp.guard_intact());
+    }
+  }
 }
 
 TEST_F(GpuSegmentedApi, IndicesThroughTheConvenienceLayer) {

@@ -227,14 +227,21 @@ class pending_file {
       return;
     }
     target_ = final_target(path_);
-    if (fs::is_directory(target_)) throw invalid_request(path_ + ": is a directory");
+    std::error_code unreachable;  // e.g. a directory on the way that may not be searched
+    const fs::file_status target_status = fs::status(target_, unreachable);
+    if (unreachable && unreachable != std::errc::no_such_file_or_directory)
+      throw invalid_request(path_ + ": " + unreachable.message());
+    if (fs::is_directory(target_status)) throw invalid_request(path_ + ": is a directory");
     const fs::path dir = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
+    remove_stale_scratch(target_);
+    if (!tmp_dir_.empty()) remove_stale_scratch(scratch_anchor());
     remove_pending_temp_on_signals();
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
       temp_ = dir / ("." + target_.filename().string() + ".tmp" + std::to_string(::getpid()) +
                      "-" + std::to_string(attempt));
-      fd = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      // Private while it is written; commit() gives it the replaced file's mode.
+      fd = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
       if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0)
@@ -289,9 +296,12 @@ class pending_file {
       committed_ = true;
       return;
     }
-    // The data is on disk before the name points at it.
-    if (std::fflush(file_.get()) != 0 || ::fsync(::fileno(file_.get())) != 0 ||
-        std::fclose(file_.release()) != 0)
+    // The data is on disk, with the replaced file's mode and owner, before the name points
+    // at it.
+    if (std::fflush(file_.get()) != 0)
+      throw io_failure(path_ + ": write failed: " + system_error_text());
+    take_over_mode(::fileno(file_.get()));
+    if (::fsync(::fileno(file_.get())) != 0 || std::fclose(file_.release()) != 0)
       throw io_failure(path_ + ": write failed: " + system_error_text());
     std::error_code ec;
     std::filesystem::rename(temp_, target_, ec);
@@ -308,6 +318,20 @@ class pending_file {
       discard();
       throw io_failure(path_ + ": " + system_error_text());
     }
+  }
+  // The mode (permission bits) and owner of the file about to be replaced, or a new file's
+  // mode. Only root can give a file to another owner; others keep their own.
+  void take_over_mode(int fd) const {
+    struct stat old {};
+    mode_t mode = new_file_mode();
+    if (::stat(target_.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
+      if ((old.st_uid != ::geteuid() || old.st_gid != ::getegid()) &&
+          ::fchown(fd, old.st_uid, old.st_gid) != 0 && errno != EPERM)
+        throw io_failure(path_ + ": cannot give it its owner: " + system_error_text());
+      mode = old.st_mode & 0777;
+    }
+    if (::fchmod(fd, mode) != 0)
+      throw io_failure(path_ + ": cannot give it its mode: " + system_error_text());
   }
   void discard() {
     if (temp_.empty()) return;

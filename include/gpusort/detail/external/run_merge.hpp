@@ -188,7 +188,7 @@ inline slot slots[slot_count];
 // a plain system call).
 inline void remove_flat_directory(const char* path) {
   for (int attempt = 0; attempt < 4; ++attempt) {  // again if entries came while removing
-    const int dir = ::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int dir = ::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dir < 0) return;
     alignas(struct dirent64) char entries[4096];
     ssize_t length;
@@ -264,10 +264,13 @@ class scratch_directory {
     for (int attempt = 0; attempt < 100; ++attempt) {
       path_ = parent / ("." + output.filename().string() + ".runs" + std::to_string(::getpid()) +
                         "-" + std::to_string(attempt));
-      slot_ = scratch_registry::add(path_.string());  // before mkdir: no window without cleanup
-      if (::mkdir(path_.c_str(), 0700) == 0) return;
+      // Registered once it is ours: a signal between mkdir and registration leaves an empty
+      // directory (which the next run removes, remove_stale_scratch), never another's.
+      if (::mkdir(path_.c_str(), 0700) == 0) {
+        slot_ = scratch_registry::add(path_.string());
+        return;
+      }
       const int error_number = errno;
-      scratch_registry::release(slot_);
       if (error_number != EEXIST)
         throw invalid_request(output.string() + ": cannot create a directory in " + parent.string() +
                           ": " + std::strerror(error_number));

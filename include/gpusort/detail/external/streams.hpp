@@ -14,12 +14,14 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -55,19 +57,101 @@ constexpr int named_descriptor(std::string_view path, int dash_fd) {
   return -1;
 }
 
+// Whether a symbolic link with owner `link_owner` in a directory described by `dir` may be
+// followed: the kernel's rule for open() under fs.protected_symlinks, which following a link
+// by hand would bypass. In a sticky world-writable directory (/tmp) only links owned by the
+// follower or by the directory's owner are followed.
+constexpr bool may_follow_link(unsigned dir_mode, unsigned dir_owner, unsigned link_owner,
+                               unsigned follower) {
+  const bool sticky_world_writable = (dir_mode & S_ISVTX) != 0 && (dir_mode & S_IWOTH) != 0;
+  return !sticky_world_writable || link_owner == follower || link_owner == dir_owner;
+}
+
 // The file that `path` finally names, following symbolic links (a relative one from its own
 // directory); `path` itself when it is no link. The target need not exist (a dangling link).
+// A link that may_follow_link refuses is an invalid_request naming it.
 inline std::filesystem::path final_target(const std::filesystem::path& path) {
   std::filesystem::path at = path;
   for (int hops = 0; hops < 40; ++hops) {  // Linux's own limit
     struct stat info {};
     if (::lstat(at.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return at;
+    const std::filesystem::path dir = at.has_parent_path() ? at.parent_path() : ".";
+    struct stat dir_info {};
+    if (::stat(dir.c_str(), &dir_info) != 0 ||
+        !may_follow_link(dir_info.st_mode, dir_info.st_uid, info.st_uid, ::geteuid()))
+      throw invalid_request(path.string() + ": not following the symbolic link " + at.string() +
+                            " (owned by uid " + std::to_string(info.st_uid) +
+                            " in a sticky world-writable directory, as the kernel would not)");
     std::error_code ec;
     const std::filesystem::path link = std::filesystem::read_symlink(at, ec);
     if (ec) throw invalid_request(path.string() + ": " + ec.message());
     at = link.is_absolute() ? link : at.parent_path() / link;
   }
   throw invalid_request(path.string() + ": too many levels of symbolic links");
+}
+
+// Which scratch name `entry` is, if any, of an output called `name`: ".NAME.tmp<pid>-<k>" (a
+// pending output) or ".NAME.runs<pid>-<k>" (out-of-core runs); the pid, or 0 for none.
+constexpr long scratch_owner_pid(std::string_view entry, std::string_view name) {
+  const std::string_view kinds[] = {".tmp", ".runs"};
+  if (!entry.starts_with('.') || entry.substr(1, name.size()) != name) return 0;
+  std::string_view rest = entry.substr(1 + name.size());
+  for (const std::string_view kind : kinds) {
+    if (!rest.starts_with(kind)) continue;
+    rest.remove_prefix(kind.size());
+    const std::size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string_view::npos || dash + 1 == rest.size()) return 0;
+    long pid = 0;
+    for (const char c : rest.substr(0, dash)) {
+      if (c < '0' || c > '9' || pid > 100'000'000) return 0;
+      pid = pid * 10 + (c - '0');
+    }
+    for (const char c : rest.substr(dash + 1))
+      if (c < '0' || c > '9') return 0;
+    return pid;
+  }
+  return 0;
+}
+
+// Removes what a killed run (SIGKILL, the OOM killer) left for an output `anchor`: the
+// scratch names of scratch_owner_pid beside it whose process is gone, owned by this user.
+// Best effort: what cannot be removed stays.
+inline void remove_stale_scratch(const std::filesystem::path& anchor) {
+  namespace fs = std::filesystem;
+  const fs::path dir = anchor.has_parent_path() ? anchor.parent_path() : fs::path(".");
+  const std::string name = anchor.filename().string();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const long pid = scratch_owner_pid(it->path().filename().string(), name);
+    if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
+      continue;
+    struct stat info {};
+    if (::lstat(it->path().c_str(), &info) != 0 || info.st_uid != ::geteuid() ||
+        !(S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)))
+      continue;
+    std::error_code ignored;
+    fs::remove_all(it->path(), ignored);  // never follows a link inside
+  }
+}
+
+// The mode open(path, O_CREAT, 0666) gives a new file: what the umask leaves. Read from
+// /proc/self/status where it can be, since umask() can only be read by setting it, which
+// would race other threads creating files.
+inline mode_t new_file_mode() {
+  mode_t mask = 022;
+  bool found = false;
+  if (std::FILE* status = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (!found && std::fgets(line, sizeof line, status))
+      if (std::strncmp(line, "Umask:", 6) == 0)
+        found = std::sscanf(line + 6, "%o", &mask) == 1;
+    std::fclose(status);
+  }
+  if (!found) {
+    mask = ::umask(022);
+    ::umask(mask);
+  }
+  return 0666 & ~mask;
 }
 
 // Where scratch goes when OUT is a stream, or for a command with no OUT: --tmp DIR, else
