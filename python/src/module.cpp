@@ -433,6 +433,7 @@ void approx_sort_device(py::object keys_obj, py::object out_keys_obj, py::object
   const std::uint64_t n = keys.size();
   expect_size(out_keys, n, "out_keys");
   expect_size(offsets, intervals + std::uint64_t{1}, "offsets");
+  if (out_keys.type != keys.type) throw py::type_error("out_keys: must have the keys' type");
   if (offsets.item_bytes != 8) throw py::type_error("offsets: must have 8-byte elements");
   device_scope scope({&keys, &out_keys, &offsets}, opt.stream);
   const std::string what = "gpusort.approx_sort: " + describe(opt, keys.type, 0);

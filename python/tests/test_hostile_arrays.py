@@ -111,3 +111,13 @@ def test_masked_arrays_are_refused():
         with pytest.raises(TypeError, match="masked arrays"):
             call(x)
     assert np.array_equal(x.data, [3, 1, 2])
+
+
+def test_device_functions_check_output_types():
+    """The module's last line of checks: an approx_sort output of another type is refused
+    before anything runs (host memory is refused first where there is no GPU)."""
+    keys = {"data": (1 << 40, False), "shape": (8,), "typestr": "<f4", "version": 3}
+    out = dict(keys, typestr="<i4")
+    offsets = {"data": (1 << 41, False), "shape": (3,), "typestr": "<i8", "version": 3}
+    with pytest.raises(TypeError, match="out_keys: must have the keys' type"):
+        _ext.approx_sort_device(keys, out, offsets, 2, False, 0, None)

@@ -229,7 +229,8 @@ class pending_file {
     target_ = final_target(path_);
     std::error_code unreachable;  // e.g. a directory on the way that may not be searched
     const fs::file_status target_status = fs::status(target_, unreachable);
-    if (unreachable && unreachable != std::errc::no_such_file_or_directory)
+    if (unreachable && unreachable != std::errc::no_such_file_or_directory &&
+        unreachable != std::errc::not_a_directory)  // both: creating it below says where
       throw invalid_request(path_ + ": " + unreachable.message());
     if (fs::is_directory(target_status)) throw invalid_request(path_ + ": is a directory");
     const fs::path dir = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
