@@ -61,19 +61,27 @@ def _register_with_torch():
 
 class _AfterTorchImport(importlib.abc.MetaPathFinder):
     """Finds torch as the other finders do, and registers gpusort's operators once torch's
-    own module has run."""
+    own module has run; then leaves sys.meta_path. A look-up that imports nothing
+    (importlib.util.find_spec("torch"), as libraries probe for torch) leaves it in place."""
+
+    _finding = False
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch":
+        if name != "torch" or self._finding:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        self._finding = True  # the look-up below asks every finder again, this one too
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self._finding = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run_torch = spec.loader.exec_module
 
         def exec_module(module):
             run_torch(module)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
             _register_with_torch()
 
         spec.loader.exec_module = exec_module
