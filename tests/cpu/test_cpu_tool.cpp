@@ -765,6 +765,25 @@ TEST_F(Tool, AKilledRunsLeftoversGoWithTheNextRun) {
                                                  ".out.tmp" + live + "-0", "in", "out"}));
 }
 
+// The same with a real SIGKILL mid-sort (out of core, so that there is scratch to leave): the
+// old output survives it, and the next run leaves nothing but its output.
+TEST_F(Tool, ASigkilledSortKeepsTheOldOutputAndTheNextRunCleansUp) {
+  ASSERT_EQ(run("gen --type u64 --n 2^21 " + file("in")).code, 0);
+  std::ofstream(file("out")) << "old";
+  const outcome o = shell(
+      "\"$GPUSORT\" sort --type u64 --device-memory 64K --memory 256K " + file("in") + " " +
+      file("out") + " & pid=$!\n"
+      "for i in $(seq 1 200); do ls -a '" + file("") + "' | grep -q '^\\.out\\.' && break; "
+      "sleep 0.05; done\n"
+      "kill -9 $pid; wait $pid; echo \"killed $?\"");
+  ASSERT_NE(o.out.find("killed 137"), std::string::npos) << o.out << o.err;
+  EXPECT_EQ(slurp(file("out")), "old");
+  ASSERT_GT(listing().size(), 2u) << "the sort left nothing to clean up";
+  ASSERT_EQ(run("sort --type u64 " + file("in") + " " + file("out")).code, 0);
+  EXPECT_EQ(listing(), (std::vector<std::string>{"in", "out"}));
+  EXPECT_EQ(run("check --type u64 " + file("out")).code, 0);
+}
+
 TEST(ScratchNames, OwnerPid) {
   using gpusort::detail::external::scratch_owner_pid;
   static_assert(scratch_owner_pid(".out.tmp123-0", "out") == 123);
