@@ -144,7 +144,7 @@ struct options {
   // Equal keys (and their values) keep their input order. The stable algorithms (cub_radix,
   // cub_merge, adaptive_bitonic) are so anyway; automatic then picks a stable one; the others
   // (bitonic, sample_sort, quicksort, approx_refine, thrust) sort (key, position) and then
-  // each run of equal keys by position, which costs workspace (sort.hpp, README).
+  // each run of equal keys by position, which costs workspace (sort.hpp, docs/cpp.md).
   bool stable = false;
   cudaStream_t stream = nullptr;  // every device call is ordered on this stream
   // sample_sort only: the sampling, and s, the buckets per level (= samples per tile of M

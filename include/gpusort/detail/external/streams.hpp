@@ -1,6 +1,6 @@
 // What the tool's file arguments really are. OUT and IN may be regular files, symbolic links,
 // or streams: `-` (standard output or input), /dev/stdout and /dev/fd/N, a FIFO, a device, a
-// process substitution. The rules (README, "The tool"):
+// process substitution. The rules (docs/tool.md):
 //  - a regular OUT is replaced atomically (a temporary file renamed over it); a symbolic link
 //    is followed to its final target, which is replaced in its own directory, so the link
 //    stays a link; a dangling link gets its target created;
