@@ -3,26 +3,64 @@
 #include <mutex>
 #include <string>
 
+#include "gpusort/detail/address_range.hpp"
 #include "gpusort/sort.hpp"
 
 namespace gpusort::detail {
+
+namespace {
+
+// The driver's cuMemGetAddressRange, found through the runtime so that the library needs no
+// link to libcuda; null where the driver does not offer it.
+using address_range_fn = int (*)(unsigned long long* base, std::size_t* size,
+                                 unsigned long long address);
+address_range_fn driver_address_range() {
+  static const address_range_fn fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    cudaGetLastError();
+    return reinterpret_cast<address_range_fn>(f);
+  }();
+  return fn;
+}
+
+}  // namespace
 
 cudaError_t validate_device_array(const void* ptr, std::uint64_t count, std::size_t elem_bytes,
                                   std::size_t alignment) {
   if (count == 0) return cudaSuccess;
   if (ptr == nullptr) return cudaErrorInvalidValue;
   if (reinterpret_cast<std::uintptr_t>(ptr) % alignment != 0) return cudaErrorMisalignedAddress;
-  // Both ends must lie in device (or managed) memory: this catches host pointers and, often,
-  // a count larger than the allocation.
-  const char* ends[2] = {static_cast<const char*>(ptr),
-                         static_cast<const char*>(ptr) + (count - 1) * elem_bytes};
-  for (const char* p : ends) {
-    cudaPointerAttributes attr{};
-    const cudaError_t e = cudaPointerGetAttributes(&attr, p);
-    if (e != cudaSuccess) return e;
-    if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
-      return cudaErrorInvalidValue;
+  cudaPointerAttributes attr{};
+  cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
+  if (e != cudaSuccess) return e;
+  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
+    return cudaErrorInvalidValue;
+  // Every byte must be mapped device memory: walk the allocations from the first element's
+  // on. Usually one; PyTorch's expandable segments (CUDA's virtual memory API) map one array
+  // as several contiguous allocations, and the driver answers for one at a time.
+  const auto first = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr));
+  const std::uint64_t end = array_end(first, count, elem_bytes);
+  if (end == 0) return cudaErrorInvalidValue;
+  if (const address_range_fn range = driver_address_range()) {
+    unsigned long long base = 0;
+    std::size_t size = 0;
+    if (range(&base, &size, first) == 0) {
+      while (base + size < end) {
+        if (range(&base, &size, base + size) != 0) return cudaErrorInvalidValue;
+      }
+      return cudaSuccess;
+    }
   }
+  // No range from the driver: both ends.
+  e = cudaPointerGetAttributes(&attr, reinterpret_cast<const void*>(end - elem_bytes));
+  if (e != cudaSuccess) return e;
+  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
+    return cudaErrorInvalidValue;
   return cudaSuccess;
 }
 

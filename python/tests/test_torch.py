@@ -275,3 +275,15 @@ def test_nans_first_descending_is_torch_order(dtype, descending, rng):
     # The default (NumPy's): NaNs last in both orders.
     values, indices = gpusort.sort(x, descending=descending)
     check_sorted(x_host, host(values), host(indices), descending)
+
+
+def test_tensors_of_expandable_segments_are_accepted():
+    """With expandable segments PyTorch maps a large tensor as several driver allocations side
+    by side; the pointer check walks them instead of refusing the array (issue 44)."""
+    code = ("import torch, gpusort; x = torch.randint(0, 2**31 - 1, (3 << 24,), dtype=torch.int32,"
+            " device='cuda'); y = torch.sort(x).values; gpusort.sort_(x);"
+            " assert torch.equal(x, y)")
+    env = {**os.environ, "PYTHONPATH": ":".join(sys.path),
+           "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]

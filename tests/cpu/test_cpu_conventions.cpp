@@ -12,6 +12,7 @@
 #include "float_keys.hpp"
 #include "gpusort/detail/network/nan_block.hpp"
 #include "gpusort/detail/network/tie_break.hpp"
+#include "gpusort/detail/address_range.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
@@ -226,6 +227,24 @@ TEST(ConventionsErrors, NarrowIndicesAndNegativeSizesAreRefused) {
   float* mutable_keys = nullptr;
   EXPECT_EQ(gpusort::sort_with_indices(nullptr, bytes, mutable_keys, idx, -5),
             cudaErrorInvalidValue);
+}
+
+// The pointer check's end of an array: exact where it fits, 0 where the byte size or the end
+// would wrap 64 bits (which a "last element is device memory" test would let through).
+TEST(ConventionsErrors, ArrayEndsThatWrapAreRefused) {
+  using gpusort::detail::array_end;
+  constexpr std::uint64_t base = 0x7f0000000000;
+  EXPECT_EQ(array_end(base, 1024, 4), base + 4096);
+  EXPECT_EQ(array_end(base, 1, 16), base + 16);
+  EXPECT_EQ(array_end(0, ~std::uint64_t{0}, 1), ~std::uint64_t{0});
+  EXPECT_EQ(array_end(1, ~std::uint64_t{0}, 1), 0u);
+  // (count - 1) * 8 wraps to 0xfff...f8: the last element would look like base - 8.
+  EXPECT_EQ(array_end(base, std::uint64_t{1} << 61, 8), 0u);
+  EXPECT_EQ(array_end(base, (std::uint64_t{1} << 62) + 1, 4), 0u);
+  EXPECT_EQ(array_end(base, ~std::uint64_t{0}, 8), 0u);
+  EXPECT_EQ(array_end(~std::uint64_t{0} - 7, 1, 8), 0u);
+  EXPECT_EQ(array_end(~std::uint64_t{0} - 8, 1, 8), ~std::uint64_t{0});
+  static_assert(array_end(16, 2, 8) == 32);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include "gpusort/sort.hpp"
@@ -87,5 +88,76 @@ cudaError_t sort_on_device(guarded_buffer<K>& keys, guarded_buffer<V>* values,
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
   return e;
 }
+
+// `chunks` physical allocations of the driver's granularity mapped side by side into one
+// reserved address range, followed by one reserved but unmapped granule: an array the way
+// PyTorch's expandable segments make them. The driver is reached through the runtime, as the
+// library reaches it. ok() is false where the driver or device lacks the API.
+class vmm_array {
+ public:
+  vmm_array(int device, int chunks) {
+    if (!find(create_, "cuMemCreate") || !find(release_, "cuMemRelease") ||
+        !find(reserve_, "cuMemAddressReserve") || !find(free_, "cuMemAddressFree") ||
+        !find(map_, "cuMemMap") || !find(unmap_, "cuMemUnmap") ||
+        !find(set_access_, "cuMemSetAccess") ||
+        !find(granularity_, "cuMemGetAllocationGranularity"))
+      return;
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    if (granularity_(&granule_, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) return;
+    if (reserve_(&base_, granule_ * (chunks + 1), 0, 0, 0) != CUDA_SUCCESS) return;
+    for (int c = 0; c < chunks; ++c) {
+      CUmemGenericAllocationHandle h{};
+      if (create_(&h, granule_, &prop, 0) != CUDA_SUCCESS) return;
+      handles_.push_back(h);
+      if (map_(base_ + c * granule_, granule_, 0, h, 0) != CUDA_SUCCESS) return;
+      ++mapped_;
+    }
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    ok_ = set_access_(base_, granule_ * chunks, &access, 1) == CUDA_SUCCESS;
+  }
+  ~vmm_array() {
+    if (mapped_ > 0) unmap_(base_, granule_ * mapped_);
+    for (auto h : handles_) release_(h);
+    if (base_ != 0) free_(base_, granule_ * (handles_.size() + 1));
+  }
+  vmm_array(const vmm_array&) = delete;
+  vmm_array& operator=(const vmm_array&) = delete;
+
+  bool ok() const { return ok_; }
+  void* data() const { return reinterpret_cast<void*>(base_); }
+  std::size_t bytes() const { return granule_ * mapped_; }
+
+ private:
+  template <class F>
+  static bool find(F*& f, const char* name) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    f = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) ==
+                    cudaSuccess &&
+                found == cudaDriverEntryPointSuccess
+            ? reinterpret_cast<F*>(p)
+            : nullptr;
+    cudaGetLastError();
+    return f != nullptr;
+  }
+  decltype(&::cuMemCreate) create_ = nullptr;
+  decltype(&::cuMemRelease) release_ = nullptr;
+  decltype(&::cuMemAddressReserve) reserve_ = nullptr;
+  decltype(&::cuMemAddressFree) free_ = nullptr;
+  decltype(&::cuMemMap) map_ = nullptr;
+  decltype(&::cuMemUnmap) unmap_ = nullptr;
+  decltype(&::cuMemSetAccess) set_access_ = nullptr;
+  decltype(&::cuMemGetAllocationGranularity) granularity_ = nullptr;
+  CUdeviceptr base_ = 0;
+  std::size_t granule_ = 0;
+  std::size_t mapped_ = 0;
+  std::vector<CUmemGenericAllocationHandle> handles_;
+  bool ok_ = false;
+};
 
 }  // namespace gpusort::testing

@@ -57,6 +57,49 @@ TEST_F(GpuApi, CountBeyondTheAllocationIsRejected) {
   EXPECT_EQ(d.to_host(), host);
 }
 
+// One element past an allocation is refused even where the next page is mapped too, and a
+// count whose byte size wraps 64 bits does not pass as a small array.
+TEST_F(GpuApi, ArraysMustFitTheirAllocation) {
+  std::uint32_t* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4096), cudaSuccess);
+  std::uint32_t* neighbour = nullptr;  // likely right after d in the same 2 MiB page
+  ASSERT_EQ(cudaMalloc(&neighbour, 4096), cudaSuccess);
+  using gpusort::detail::validate_device_array;
+  EXPECT_EQ(validate_device_array(d, 1024, 4, 4), cudaSuccess);
+  EXPECT_EQ(validate_device_array(d + 1, 1023, 4, 4), cudaSuccess);
+  EXPECT_EQ(validate_device_array(d, 1025, 4, 4), cudaErrorInvalidValue);
+  EXPECT_EQ(validate_device_array(d + 1023, 2, 4, 4), cudaErrorInvalidValue);
+  EXPECT_EQ(validate_device_array(d, std::uint64_t{1} << 61, 8, 8), cudaErrorInvalidValue);
+  EXPECT_EQ(validate_device_array(d, ~std::uint64_t{0}, 4, 4), cudaErrorInvalidValue);
+  std::size_t bytes = 0;
+  EXPECT_EQ(gpusort::sort_keys(nullptr, bytes, d, 1025), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  cudaFree(neighbour);
+  cudaFree(d);
+}
+
+// An array mapped as several physical allocations side by side (CUDA's virtual memory API,
+// as PyTorch's expandable segments do) is accepted whole, and sorted; one byte past the
+// mapping is not.
+TEST_F(GpuApi, ArraysSpanningSeveralMappedAllocationsAreAccepted) {
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  vmm_array mapping(device, 3);
+  if (!mapping.ok()) GTEST_SKIP() << "the driver's virtual memory API is not available";
+  const std::uint64_t n = mapping.bytes() / 4;
+  const auto input = tools::generate<std::uint32_t>(tools::distribution::uniform, n, 5);
+  auto* keys = static_cast<std::uint32_t*>(mapping.data());
+  ASSERT_EQ(cudaMemcpy(keys, input.data(), mapping.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  using gpusort::detail::validate_device_array;
+  EXPECT_EQ(validate_device_array(keys, n, 4, 4), cudaSuccess);
+  EXPECT_EQ(validate_device_array(keys + 1, n - 1, 4, 4), cudaSuccess);
+  EXPECT_EQ(validate_device_array(keys, n + 1, 4, 4), cudaErrorInvalidValue);
+  gpusort::sort(std::span<std::uint32_t>(keys, n));
+  std::vector<std::uint32_t> out(n);
+  ASSERT_EQ(cudaMemcpy(out.data(), keys, mapping.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(same_bits(out, reference_sort(input)));
+}
+
 TEST_F(GpuApi, MisalignedValuesAreRejected) {
   std::vector<std::uint32_t> keys(9, 1);
   guarded_buffer<std::uint32_t> dk(keys);
