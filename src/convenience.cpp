@@ -10,22 +10,42 @@ namespace gpusort::detail {
 
 namespace {
 
-// The driver's cuMemGetAddressRange, found through the runtime so that the library needs no
-// link to libcuda; null where the driver does not offer it.
-using address_range_fn = int (*)(unsigned long long* base, std::size_t* size,
-                                 unsigned long long address);
-address_range_fn driver_address_range() {
-  static const address_range_fn fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    cudaGetLastError();
-    return reinterpret_cast<address_range_fn>(f);
-  }();
-  return fn;
+// Driver calls found through the runtime, so that the library needs no link to libcuda;
+// null where the driver does not offer them.
+template <class F>
+F* driver_function(const char* name) {
+  void* f = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    f = nullptr;
+  cudaGetLastError();
+  return reinterpret_cast<F*>(f);
+}
+using address_range_fn = int(unsigned long long* base, std::size_t* size,
+                             unsigned long long address);
+using pointer_attribute_fn = int(void* data, int attribute, unsigned long long address);
+constexpr int legacy_ipc_attribute = 10;  // CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE
+constexpr int mempool_attribute = 17;     // CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE
+
+struct driver_calls {
+  address_range_fn* range = driver_function<address_range_fn>("cuMemGetAddressRange");
+  pointer_attribute_fn* attribute = driver_function<pointer_attribute_fn>("cuPointerGetAttribute");
+};
+const driver_calls& driver() {
+  static const driver_calls calls;
+  return calls;
+}
+
+// Whether the allocation at `address` was mapped with the virtual memory API (cuMemMap):
+// neither a cudaMalloc allocation nor one from a memory pool. Only such mappings may join
+// into one array; two cudaMalloc allocations side by side are two arrays.
+bool mapped_by_hand(unsigned long long address) {
+  int legacy = 1;
+  void* pool = nullptr;
+  return driver().attribute(&legacy, legacy_ipc_attribute, address) == 0 && legacy == 0 &&
+         driver().attribute(&pool, mempool_attribute, address) == 0 && pool == nullptr;
 }
 
 }  // namespace
@@ -40,19 +60,24 @@ cudaError_t validate_device_array(const void* ptr, std::uint64_t count, std::siz
   if (e != cudaSuccess) return e;
   if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
     return cudaErrorInvalidValue;
-  // Every byte must be mapped device memory: walk the allocations from the first element's
-  // on. Usually one; PyTorch's expandable segments (CUDA's virtual memory API) map one array
-  // as several contiguous allocations, and the driver answers for one at a time.
+  // Every byte must lie in the allocation of the first element, or, for memory mapped with
+  // the virtual memory API (PyTorch's expandable segments map one tensor as several
+  // allocations side by side, and the driver answers for one at a time), in a run of such
+  // mappings.
   const auto first = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr));
   const std::uint64_t end = array_end(first, count, elem_bytes);
   if (end == 0) return cudaErrorInvalidValue;
-  if (const address_range_fn range = driver_address_range()) {
+  if (driver().range && driver().attribute) {
     unsigned long long base = 0;
     std::size_t size = 0;
-    if (range(&base, &size, first) == 0) {
-      while (base + size < end) {
-        if (range(&base, &size, base + size) != 0) return cudaErrorInvalidValue;
-      }
+    if (driver().range(&base, &size, first) == 0) {
+      if (base + size >= end) return cudaSuccess;
+      if (!mapped_by_hand(first)) return cudaErrorInvalidValue;
+      do {
+        const unsigned long long next = base + size;
+        if (driver().range(&base, &size, next) != 0 || !mapped_by_hand(next))
+          return cudaErrorInvalidValue;
+      } while (base + size < end);
       return cudaSuccess;
     }
   }

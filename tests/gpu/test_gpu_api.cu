@@ -76,6 +76,13 @@ TEST_F(GpuApi, ArraysMustFitTheirAllocation) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   cudaFree(neighbour);
   cudaFree(d);
+  // The same for stream-ordered allocations, which a memory pool packs side by side.
+  std::uint32_t* pooled[2] = {};
+  for (auto*& p : pooled) ASSERT_EQ(cudaMallocAsync(&p, 4096, nullptr), cudaSuccess);
+  EXPECT_EQ(validate_device_array(pooled[0], 1024, 4, 4), cudaSuccess);
+  EXPECT_EQ(validate_device_array(pooled[0], 1025, 4, 4), cudaErrorInvalidValue);
+  for (auto* p : pooled) cudaFreeAsync(p, nullptr);
+  EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
 }
 
 // An array mapped as several physical allocations side by side (CUDA's virtual memory API,
