@@ -4,14 +4,17 @@
 //                      [--types u32] [--seed 1] [--csv FILE]
 //
 // For each key type, three kinds of rows:
-//   single  baselines on GPU 0 alone: gpusort's sample_sort and CUB's radix sort (cub_radix)
+//   single  baselines on GPU 0 alone: gpusort's automatic sort and CUB's radix sort (cub_radix)
 //           of --per-gpu keys and of --total keys ("skipped: does not fit" if they do not);
 //   weak    for each GPU count g of --gpus: every rank holds --per-gpu keys (g * per-gpu);
 //   strong  for each g: --total keys split evenly over the g ranks.
+// Each weak and strong row of dist::sort (dist_sample_sort) on g > 1 GPUs is followed by one of
+// NCCL's all-to-all (nccl_alltoall) of the same bytes on the same GPUs: the exchange's target.
 // Keys are uniform random, made on each GPU from --seed and their global index: the keys of
 // `gpusort bench`'s uniform distribution, so that rank 0's weak shard is the baseline's input.
 //
-// Timing. dist: one process, one thread per GPU (rank r on device r). Every rep each rank
+// Timing. dist: one process, one thread per GPU (rank r on device r), each GPU's memory pool
+// keeping its memory between reps (pool_kept_warm; the warm-up maps it). Every rep each rank
 // restores its shard from a pristine device copy and waits for its device (not timed); the
 // clock starts when the last rank reaches a barrier and stops when the last rank's dist::sort
 // has returned (it waits for its stream): the wall time of the slowest rank. One warm-up rep,
@@ -295,6 +298,34 @@ outcome run_single(const config& cfg, gpusort::algorithm algo, std::uint64_t n) 
   return o;
 }
 
+// dist::sort allocates its buffers with cudaMallocAsync on the caller's stream. The device's
+// default pool gives memory back to the driver at every synchronization (release threshold
+// 0), so each call would map its gigabytes afresh: as a caller that sorts repeatedly would, the
+// benchmark lets each GPU's pool keep its memory while it measures, and trims it after.
+class pool_kept_warm {
+ public:
+  explicit pool_kept_warm(int gpus) : pools_(gpus) {
+    for (int d = 0; d < gpus; ++d) {
+      cuda_check(cudaDeviceGetDefaultMemPool(&pools_[d], d), "cudaDeviceGetDefaultMemPool");
+      std::uint64_t keep = ~std::uint64_t{0};
+      cuda_check(cudaMemPoolSetAttribute(pools_[d], cudaMemPoolAttrReleaseThreshold, &keep),
+                 "cudaMemPoolSetAttribute");
+    }
+  }
+  ~pool_kept_warm() {
+    for (cudaMemPool_t pool : pools_) {
+      std::uint64_t keep = 0;
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+      cudaMemPoolTrimTo(pool, 0);
+    }
+  }
+  pool_kept_warm(const pool_kept_warm&) = delete;
+  pool_kept_warm& operator=(const pool_kept_warm&) = delete;
+
+ private:
+  std::vector<cudaMemPool_t> pools_;
+};
+
 // The barrier's completion step: the time at which the last thread arrived.
 struct stamp_time {
   clock_type::time_point* at;
@@ -321,6 +352,7 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
   std::vector<int> devices(g);
   std::iota(devices.begin(), devices.end(), 0);
   const std::vector<dist::communicator> comms = dist::communicators_for_devices(devices);
+  const pool_kept_warm pools(g);
   std::vector<std::uint64_t> first(g, 0);  // the global index of each rank's first key
   for (int r = 1; r < g; ++r) first[r] = first[r - 1] + counts[r - 1];
   const std::uint64_t total = first.back() + counts.back();
@@ -441,6 +473,96 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
   return o;
 }
 
+// NCCL's own all-to-all on the same communicators, for the bytes dist::sort exchanges: rank r
+// sends counts[r] / g keys to each other rank (grouped ncclSend / ncclRecv, as
+// torch.distributed's all_to_all does) and copies its own part locally. Timed as run_dist
+// (barrier to barrier, the slowest rank); exchange_ms holds the max over ranks of CUDA events
+// around the group, and bytes_sent what a rank sends to the others.
+template <class K>
+outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts) {
+  outcome o;
+  const int g = static_cast<int>(counts.size());
+  std::vector<int> devices(g);
+  std::iota(devices.begin(), devices.end(), 0);
+  const std::vector<dist::communicator> comms = dist::communicators_for_devices(devices);
+  std::vector<std::vector<double>> event_ms(g);
+  std::vector<std::exception_ptr> errors(g);
+  std::atomic<bool> failed{false};
+  clock_type::time_point stamp;
+  std::barrier meet(g, stamp_time{&stamp});
+  const auto together = [&] {
+    meet.arrive_and_wait();
+    return !failed.load();
+  };
+  const auto chunk = [&](int r) { return counts[r] / g; };  // keys rank r sends to each rank
+  const auto rank_work = [&](int r) {
+    try {
+      cuda_check(cudaSetDevice(comms[r].device()), "cudaSetDevice");
+      const owned_stream s;
+      std::uint64_t received = 0;
+      for (int q = 0; q < g; ++q) received += chunk(q);
+      const device_buffer send(g * chunk(r) * sizeof(K)), recv(received * sizeof(K));
+      require(send, "the all-to-all's send buffer on GPU " + std::to_string(r));
+      require(recv, "the all-to-all's receive buffer on GPU " + std::to_string(r));
+      const owned_event start, stop;
+      clock_type::time_point wall_start;
+      for (int rep = 0; rep <= cfg.reps; ++rep) {
+        cuda_check(cudaDeviceSynchronize(), "all-to-all");
+        if (!together()) return;
+        if (r == 0) wall_start = stamp;
+        cuda_check(cudaEventRecord(start.get(), s.get()), "cudaEventRecord");
+        std::uint64_t at = 0;
+        if (ncclGroupStart() != ncclSuccess) throw std::runtime_error("ncclGroupStart");
+        for (int q = 0; q < g; ++q) {
+          const char* out = send.as<char>() + q * chunk(r) * sizeof(K);
+          char* in = recv.as<char>() + at * sizeof(K);
+          if (q == r) {
+            cuda_check(cudaMemcpyAsync(in, out, chunk(r) * sizeof(K), cudaMemcpyDeviceToDevice,
+                                       s.get()),
+                       "all-to-all: the local part");
+          } else {
+            if (ncclSend(out, chunk(r) * sizeof(K), ncclUint8, q, comms[r].get(), s.get()) !=
+                    ncclSuccess ||
+                ncclRecv(in, chunk(q) * sizeof(K), ncclUint8, q, comms[r].get(), s.get()) !=
+                    ncclSuccess)
+              throw std::runtime_error("ncclSend/ncclRecv");
+          }
+          at += chunk(q);
+        }
+        if (ncclGroupEnd() != ncclSuccess) throw std::runtime_error("ncclGroupEnd");
+        cuda_check(cudaEventRecord(stop.get(), s.get()), "cudaEventRecord");
+        cuda_check(cudaStreamSynchronize(s.get()), "all-to-all");
+        if (!together()) return;
+        if (rep == 0) continue;
+        float ms = 0;
+        cuda_check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
+        event_ms[r].push_back(ms);
+        if (r == 0)
+          o.ms.push_back(std::chrono::duration<double, std::milli>(stamp - wall_start).count());
+      }
+    } catch (...) {
+      errors[r] = std::current_exception();
+      failed = true;
+      meet.arrive_and_drop();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < g; ++r) threads.emplace_back(rank_work, r);
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  for (int rep = 0; rep < cfg.reps; ++rep) {
+    double slowest = 0;
+    for (int r = 0; r < g; ++r) slowest = std::max(slowest, event_ms[r][rep]);
+    o.phases.exchange_ms += slowest / cfg.reps;
+  }
+  for (int r = 0; r < g; ++r)
+    o.phases.bytes_sent = std::max(o.phases.bytes_sent, (g - 1) * chunk(r) * sizeof(K));
+  o.max_shard = counts[0];
+  o.phases.bound = counts[0];
+  return o;
+}
+
 // ---- output ------------------------------------------------------------------------------
 
 std::string csv_text(const std::string& s) {
@@ -480,9 +602,10 @@ class reporter {
   int wrong() const { return wrong_; }
 
   static void print_header() {
-    std::printf("%-6s %-16s %-4s %4s %13s %10s %8s %9s %9s %9s %9s %11s %11s %11s\n", "mode",
-                "algorithm", "keys", "gpus", "n", "median ms", "Gkeys/s", "local ms",
-                "sample ms", "exch ms", "merge ms", "MB sent/GPU", "shard/ideal", "bound/ideal");
+    std::printf("%-6s %-16s %-4s %4s %13s %10s %8s %9s %9s %9s %9s %11s %9s %11s %11s\n",
+                "mode", "algorithm", "keys", "gpus", "n", "median ms", "Gkeys/s", "local ms",
+                "sample ms", "exch ms", "merge ms", "MB sent/GPU", "exch GB/s", "shard/ideal",
+                "bound/ideal");
     std::fflush(stdout);
   }
 
@@ -515,14 +638,20 @@ class reporter {
     std::printf("%-6s %-16s %-4s %4d %13llu %10.3f %8.3f", mode, algorithm.c_str(),
                 std::string(keys).c_str(), gpus, static_cast<unsigned long long>(n), median,
                 keys_per_s * 1e-9);
+    // GB/s a rank sends to the others during the exchange (1 GB = 1e9 bytes, as NCCL says).
+    const double exchange_gbps = o.phases.exchange_ms > 0
+                                     ? static_cast<double>(o.phases.bytes_sent) /
+                                           (o.phases.exchange_ms * 1e6)
+                                     : 0;
     if (is_dist)
-      std::printf(" %9.3f %9.3f %9.3f %9.3f %11.1f %11.4f %11.4f\n", o.phases.local_sort_ms,
-                  o.phases.sampling_ms, o.phases.exchange_ms, o.phases.merge_ms,
-                  static_cast<double>(o.phases.bytes_sent) * 1e-6,
-                  static_cast<double>(o.max_shard) / ideal,
+      std::printf(" %9.3f %9.3f %9.3f %9.3f %11.1f %9.1f %11.4f %11.4f\n",
+                  o.phases.local_sort_ms, o.phases.sampling_ms, o.phases.exchange_ms,
+                  o.phases.merge_ms, static_cast<double>(o.phases.bytes_sent) * 1e-6,
+                  exchange_gbps, static_cast<double>(o.max_shard) / ideal,
                   static_cast<double>(o.phases.bound) / ideal);
     else
-      std::printf(" %9s %9s %9s %9s %11s %11s %11s\n", "-", "-", "-", "-", "-", "-", "-");
+      std::printf(" %9s %9s %9s %9s %11s %9s %11s %11s\n", "-", "-", "-", "-", "-", "-", "-",
+                  "-");
     std::fflush(stdout);
     if (!csv_) return;
     char numbers[512];
@@ -650,7 +779,7 @@ int run(const config& cfg) {
       if (cfg.total != cfg.per_gpu) sizes.push_back(cfg.total);
       for (std::uint64_t n : sizes)
         for (gpusort::algorithm algo :
-             {gpusort::algorithm::sample_sort, gpusort::algorithm::cub_radix})
+             {gpusort::algorithm::automatic, gpusort::algorithm::cub_radix})
           out.report("single", std::string(gpusort::to_string(algo)), keys, 1, n,
                      run_single<K>(cfg, algo, n));
       for (const char* mode : {"weak", "strong"}) {
@@ -667,6 +796,7 @@ int run(const config& cfg) {
             for (int r = 0; r < g; ++r)
               counts[r] = cfg.total / g + (static_cast<std::uint64_t>(r) < cfg.total % g ? 1 : 0);
           out.report(mode, dist_name, keys, g, n, run_dist<K>(cfg, counts));
+          if (g > 1) out.report(mode, "nccl_alltoall", keys, g, n, run_alltoall<K>(cfg, counts));
         }
       }
     });

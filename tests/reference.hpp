@@ -37,7 +37,7 @@ struct sort_order {
 };
 
 // The placement that makes NaNs the largest keys: the order of the parts that document it
-// (the sorts' internals, top_k and select_k, the file sorts, the multi-GPU sort).
+// (the sorts' internals, top_k and select_k, the file sorts).
 constexpr nan_order nans_largest(bool descending) {
   return descending ? nan_order::first : nan_order::last;
 }

@@ -4,7 +4,8 @@
 // Every rank (one GPU) holds a shard of device keys. dist::sort is a collective: all ranks of
 // the communicator call it, and afterwards rank r holds the r-th range of the globally sorted
 // keys, in a new device buffer. The steps (docs/distributed.md):
-//   1. local sort of the shard, in place (options::local_algo, sample sort by default);
+//   1. local sort of the shard, in place (options::local_algo: automatic, i.e. CUB's radix
+//      sort where its workspace fits, by default), in the order the options ask for;
 //   2. a regular sample with one global stride, all samples gathered on every rank, and p - 1
 //      splitters chosen from them (the deterministic sample sort's bound: no rank receives
 //      more than N / p + (p + 1) w keys, w = ceil(N / (p * oversampling)), i.e. 0.5% above
@@ -12,9 +13,10 @@
 //   3. bucket boundaries by binary search, counts exchanged (all-gather);
 //   4. the keys exchanged with grouped ncclSend / ncclRecv (an all-to-all);
 //   5. the p received sorted runs merged on the GPU (a tree of stable two-way merges).
-// Equal keys come out ordered by (source rank, position after the local sort): with a stable
-// local algorithm (adaptive_bitonic; cub_radix and cub_merge for keys alone or 4-byte values)
-// the whole sort is stable.
+// The order is the single-GPU sort's (options.hpp): -0.0 before +0.0, NaNs after every number
+// or before (options::nans), ascending or descending. Equal keys come out ordered by (source
+// rank, position after the local sort): with options::stable (or a stable local_algo) the whole
+// sort is stable, equal keys in (rank, input position) order.
 //
 // Errors throw gpusort::error on every rank: a bad argument on one rank (a host pointer, say)
 // is shared in the first collective, so no rank is left waiting in NCCL, and no data is lost
@@ -103,13 +105,19 @@ std::string make_unique_id();
 
 struct options {
   order direction = order::ascending;
-  algorithm local_algo = algorithm::sample_sort;  // the local sort (any gpusort algorithm)
+  nan_order nans = nan_order::last;  // float keys: NaNs after (or before) every number
+  bool stable = false;               // equal keys keep their (rank, position) order
+  // The local sort: any gpusort algorithm that sorts in the library's order (cub_radix sorts
+  // floats in CUB's own order: use automatic, which fixes it up).
+  algorithm local_algo = algorithm::automatic;
   // Samples per rank on average; more samples, tighter balance (see the bound above).
   std::uint64_t oversampling = 1024;
   cudaStream_t stream = nullptr;  // this rank's stream; dist::sort waits for it
 };
 
 // What one call did on this rank; times in milliseconds, from CUDA events and host clocks.
+// sampling_ms runs from the end of the local sort to the start of the exchange: the samples,
+// the splitters, the counts, the receive buffers, and the wait for the slowest rank.
 struct phase_times {
   double local_sort_ms = 0, sampling_ms = 0, exchange_ms = 0, merge_ms = 0, total_ms = 0;
   std::uint64_t bytes_sent = 0, bytes_received = 0;  // to and from other ranks

@@ -81,10 +81,8 @@ void cpu_sort_keys(K* keys, std::uint64_t n, const options& opt);
 template <class K, class P>
 void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt);
 
-// Can the device read and write `count` elements at ptr? cudaSuccess, or the reason not:
-// null or host pointer, misaligned, or running past the allocation that holds ptr (or past
-// a run of virtual-memory mappings side by side, as PyTorch's expandable segments make).
-// (src/convenience.cpp)
+// Can the device read and write `count` elements at ptr? cudaSuccess, or the reason not: null
+// or host pointer, misaligned, or past the end of ptr's allocation. (src/convenience.cpp)
 cudaError_t validate_device_array(const void* ptr, std::uint64_t count, std::size_t elem_bytes,
                                   std::size_t alignment);
 

@@ -22,32 +22,52 @@ namespace math = gpusort::detail::network::dist;
 using gpusort::detail::no_value;
 using math::splitter;
 
+// A key's place in the order a call asks for, as one unsigned integer: the library's total
+// order (key_traits::ordered, every NaN the largest), NaNs moved to the bottom where they go
+// first ascending or last descending, and complemented for descending. Splitters, bucket
+// bounds and the merge all compare these, so they agree with the local sort.
 template <class K>
-__device__ __forceinline__ std::uint64_t splitter_key(K k, std::uint64_t flip) {
-  return static_cast<std::uint64_t>(key_traits<K>::ordered(k)) ^ flip;
-}
-
-// The image of a key as splitters see it: ordered bits, complemented for descending.
-template <class K>
-constexpr std::uint64_t direction_flip(order direction) {
+struct order_code {
   using U = typename key_traits<K>::ordered_type;
-  return direction == order::descending ? static_cast<std::uint64_t>(static_cast<U>(~U{0})) : 0;
-}
+  std::uint64_t flip = 0;  // all ones of U for descending
+  bool nans_low = false;   // gpusort::nans_lowest(direction, nans)
+
+  order_code(order direction, nan_order nans)
+      : flip(direction == order::descending ? static_cast<std::uint64_t>(static_cast<U>(~U{0})) : 0),
+        nans_low(nans_lowest(direction, nans)) {}
+
+  __host__ __device__ __forceinline__ std::uint64_t operator()(K k) const {
+    U u = key_traits<K>::ordered(k);
+    // ordered() gives ~0 to NaNs alone; 0 is no number's (-inf's code is above it).
+    if constexpr (std::is_floating_point_v<K>)
+      if (nans_low && u == static_cast<U>(~U{0})) u = 0;
+    return static_cast<std::uint64_t>(u) ^ flip;
+  }
+};
+
+// The merge's comparator: the order of the codes (equal codes tie, so the merge is stable).
+template <class K>
+struct by_order_code {
+  order_code<K> code;
+  __host__ __device__ __forceinline__ bool operator()(const K& a, const K& b) const {
+    return code(a) < code(b);
+  }
+};
 
 template <class K>
 __global__ void take_samples_kernel(const K* keys, std::uint64_t count, std::uint64_t stride,
-                                    std::uint32_t rank, std::uint64_t flip, splitter* out) {
+                                    std::uint32_t rank, order_code<K> code, splitter* out) {
   const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (i >= count) return;
   const std::uint64_t pos = math::sample_position(i, stride);
-  out[i] = splitter{splitter_key(keys[pos], flip), rank, pos};
+  out[i] = splitter{code(keys[pos]), rank, pos};
 }
 
 // bounds[j] = keys of this rank before splitter j (bounds[0] = 0, bounds[p] = n): one thread
 // per splitter, two binary searches for the range of keys equal to it.
 template <class K>
 __global__ void bucket_bounds_kernel(const K* keys, std::uint64_t n, const splitter* splitters,
-                                     int ranks, std::uint32_t rank, std::uint64_t flip,
+                                     int ranks, std::uint32_t rank, order_code<K> code,
                                      std::uint64_t* bounds) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j > ranks) return;
@@ -59,12 +79,12 @@ __global__ void bucket_bounds_kernel(const K* keys, std::uint64_t n, const split
   std::uint64_t lo = 0, hi = n;  // first key not below s.key
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (splitter_key(keys[mid], flip) < s.key) lo = mid + 1; else hi = mid;
+    if (code(keys[mid]) < s.key) lo = mid + 1; else hi = mid;
   }
   std::uint64_t end = lo, top = n;  // first key above s.key
   while (end < top) {
     const std::uint64_t mid = end + (top - end) / 2;
-    if (splitter_key(keys[mid], flip) <= s.key) end = mid + 1; else top = mid;
+    if (code(keys[mid]) <= s.key) end = mid + 1; else top = mid;
   }
   bounds[j] = math::keys_before(s, rank, lo, end);
 }
@@ -146,8 +166,10 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   gpusort::options local;
   local.algo = opt.local_algo;
   local.direction = opt.direction;
+  local.nans = opt.nans;
+  local.stable = opt.stable;
   local.stream = stream;
-  local = with_nans_largest(local);  // as the merge below compares
+  const order_code<K> code(opt.direction, opt.nans);
   rank_status status;
   status.check_array(keys, n, sizeof(K), alignof(K), comm.device(), failure::keys);
   if constexpr (pairs) status.check_array(values, n, sizeof(V), sizeof(V), comm.device(), failure::values);
@@ -195,13 +217,12 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     samples += math::sample_count(s, stride);
   }
   times.bound = math::max_bucket(samples, stride, p);
-  const std::uint64_t flip = direction_flip<K>(opt.direction);
   device_memory my_samples(sizeof(splitter) * std::max<std::uint64_t>(slots, 1), stream, call);
   device_memory all_samples(sizeof(splitter) * std::max<std::uint64_t>(slots, 1) * p, stream, call);
   const std::uint64_t mine = math::sample_count(n, stride);
   if (mine > 0)
     take_samples_kernel<<<static_cast<unsigned>((mine + 255) / 256), 256, 0, stream>>>(
-        keys, mine, stride, rank, flip, static_cast<splitter*>(my_samples.get()));
+        keys, mine, stride, rank, code, static_cast<splitter*>(my_samples.get()));
   check_cuda(cudaGetLastError(), call + ": sampling");
   all_gather(comm, my_samples.get(), all_samples.get(), sizeof(splitter) * slots, stream,
              call + ": gathering the samples");
@@ -225,7 +246,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   device_memory bounds(sizeof(std::uint64_t) * (p + 1), stream, call);
   device_memory all_bounds(sizeof(std::uint64_t) * (p + 1) * p, stream, call);
   bucket_bounds_kernel<<<1, ((p + 1 + 31) / 32) * 32, 0, stream>>>(
-      keys, n, static_cast<const splitter*>(d_chosen.get()), p, rank, flip,
+      keys, n, static_cast<const splitter*>(d_chosen.get()), p, rank, code,
       static_cast<std::uint64_t*>(bounds.get()));
   check_cuda(cudaGetLastError(), call + ": bucket boundaries");
   all_gather(comm, bounds.get(), all_bounds.get(), sizeof(std::uint64_t) * (p + 1), stream,
@@ -240,7 +261,6 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
       throw_internal(call + ": rank " + std::to_string(q) + " would receive " +
                      std::to_string(plan.received_by(q)) + " keys, above the bound " +
                      std::to_string(times.bound));
-  clock.mark(2);
 
   // 4. The exchange. Receive and merge buffers are allocated first, and every rank learns
   //    whether all could, before any data moves.
@@ -254,15 +274,17 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                         failure::receive_buffers);
   }
   agree(comm, room, 0, stream, call, "every shard is sorted locally and no key is lost");
+  clock.mark(2);  // every rank is here (agree waits for all): the exchange alone from now
   std::vector<transfer> transfers;
   auto* received_keys = static_cast<K*>(recv_keys[0].get());
   auto* received_values = static_cast<V*>(recv_values[0].get());
+  forked_stream own_part(stream);  // the rank's own keys, copied while NCCL moves the rest
   for (int q = 0; q < p; ++q) {
     const std::uint64_t out = plan.send_count(q), in = plan.recv_count(q);
     const std::uint64_t out_at = plan.send_offset(q), in_at = plan.recv_offset(q);
     if (q == static_cast<int>(rank)) {
-      copy_async(received_keys + in_at, keys + out_at, out, stream);
-      if constexpr (pairs) copy_async(received_values + in_at, values + out_at, out, stream);
+      copy_async(received_keys + in_at, keys + out_at, out, own_part.get());
+      if constexpr (pairs) copy_async(received_values + in_at, values + out_at, out, own_part.get());
       continue;
     }
     transfers.push_back({q, keys + out_at, sizeof(K) * out, received_keys + in_at, sizeof(K) * in});
@@ -273,17 +295,14 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in;
   }
   exchange(comm, transfers, stream, call + ": exchanging the keys");
+  own_part.join();
   clock.mark(3);
 
   // 5. Merge the p received runs (rank order, so ties stay in (rank, position) order).
   int result = 0;
   std::vector<std::uint64_t> runs = plan.nonempty_run_bounds();
-  if (runs.size() > 2) {
-    if (opt.direction == order::descending)
-      result = merge_runs<K, V>(recv_keys, recv_values, runs, reversed<less<K>>{}, stream, call);
-    else
-      result = merge_runs<K, V>(recv_keys, recv_values, runs, less<K>{}, stream, call);
-  }
+  if (runs.size() > 2)
+    result = merge_runs<K, V>(recv_keys, recv_values, runs, by_order_code<K>{code}, stream, call);
   recv_keys[1 - result].reset(stream);
   recv_values[1 - result].reset(stream);
   clock.mark(4);

@@ -171,15 +171,18 @@ void UnevenShardsEveryDistributionBothOrders(const std::vector<comm_set*>& sets)
     for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal,
                                   tools::distribution::few_unique, tools::distribution::sorted,
                                   tools::distribution::zipf}) {
-      for (bool descending : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " dist=" << tools::to_string(d)
-                                          << " desc=" << descending);
-        const auto shards = make_shards<K>(uneven_sizes(ranks, 300007), d, 17 + ranks);
-        dist::options opt;
-        opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
-        const auto out = dist_sort(*set, shards, opt);
-        EXPECT_TRUE(same_bits(concat(out), reference_sort(concat(shards), descending, nans_largest(descending))));
-      }
+      for (bool descending : {false, true})
+        for (gpusort::nan_order nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
+          SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " dist=" << tools::to_string(d)
+                                            << " desc=" << descending
+                                            << " nans=" << gpusort::to_string(nans));
+          const auto shards = make_shards<K>(uneven_sizes(ranks, 300007), d, 17 + ranks);
+          dist::options opt;
+          opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+          opt.nans = nans;
+          const auto out = dist_sort(*set, shards, opt);
+          EXPECT_TRUE(same_bits(concat(out), reference_sort(concat(shards), descending, nans)));
+        }
     }
   }
 }
@@ -215,7 +218,8 @@ void AllEqualKeysAreBalanced(const std::vector<comm_set*>& sets) {
 
 // value = global index of the key in the concatenated input (V: 4 or 8 bytes).
 template <class K, class V>
-void stable_pairs(const std::vector<comm_set*>& sets, gpusort::algorithm local_algo) {
+void stable_pairs(const std::vector<comm_set*>& sets, gpusort::algorithm local_algo,
+                  bool ask_stable = false) {
   for (comm_set* set : sets) {
     const int ranks = static_cast<int>(set->size());
     SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " local=" << gpusort::to_string(local_algo));
@@ -229,6 +233,7 @@ void stable_pairs(const std::vector<comm_set*>& sets, gpusort::algorithm local_a
     auto& comms = *set;
     dist::options opt;
     opt.local_algo = local_algo;
+    opt.stable = ask_stable;
     on_every_rank(ranks, [&](int r) {
       device_array<K> k(comms[r].device(), shards[r]);
       device_array<V> v(comms[r].device(), values[r]);
@@ -254,6 +259,13 @@ template <class K>
 void PairsAreStableWithAStableLocalSort(const std::vector<comm_set*>& sets) {
   stable_pairs<K, std::uint32_t>(sets, gpusort::algorithm::cub_merge);
   stable_pairs<K, std::uint64_t>(sets, gpusort::algorithm::adaptive_bitonic);
+}
+
+// options::stable with the default local sort (automatic): stable for 4- and 8-byte values.
+template <class K>
+void PairsAreStableWhenAsked(const std::vector<comm_set*>& sets) {
+  stable_pairs<K, std::uint32_t>(sets, gpusort::algorithm::automatic, true);
+  stable_pairs<K, std::uint64_t>(sets, gpusort::algorithm::automatic, true);
 }
 
 template <class K>
@@ -282,7 +294,7 @@ void SixteenByteValuesFollowTheirKeys(const std::vector<comm_set*>& sets) {
       out_values[r] = to_host(result.values());
     });
     const std::vector<K> all = concat(shards);
-    EXPECT_TRUE(same_bits(concat(out_keys), reference_sort(all, true, nans_largest(true))));
+    EXPECT_TRUE(same_bits(concat(out_keys), reference_sort(all, true)));
     EXPECT_TRUE(values_follow_keys(all, concat(out_keys), concat(out_values), value_of));
   }
 }
@@ -313,6 +325,8 @@ TYPED_TEST(DistMultiGpu, AllEqualKeysAreBalanced) { AllEqualKeysAreBalanced<Type
 TYPED_TEST(DistOneGpuThreads, AllEqualKeysAreBalanced) { AllEqualKeysAreBalanced<TypeParam>(thread_sets()); }
 TYPED_TEST(DistMultiGpu, PairsAreStableWithAStableLocalSort) { PairsAreStableWithAStableLocalSort<TypeParam>(nccl_sets()); }
 TYPED_TEST(DistOneGpuThreads, PairsAreStableWithAStableLocalSort) { PairsAreStableWithAStableLocalSort<TypeParam>(thread_sets()); }
+TYPED_TEST(DistMultiGpu, PairsAreStableWhenAsked) { PairsAreStableWhenAsked<TypeParam>(nccl_sets()); }
+TYPED_TEST(DistOneGpuThreads, PairsAreStableWhenAsked) { PairsAreStableWhenAsked<TypeParam>(thread_sets()); }
 TYPED_TEST(DistMultiGpu, SixteenByteValuesFollowTheirKeys) { SixteenByteValuesFollowTheirKeys<TypeParam>(nccl_sets()); }
 TYPED_TEST(DistOneGpuThreads, SixteenByteValuesFollowTheirKeys) { SixteenByteValuesFollowTheirKeys<TypeParam>(thread_sets()); }
 
@@ -367,7 +381,7 @@ TEST(DistMultiGpuSpread, HostAndDeviceArrays) {
   std::iota(values.begin(), values.end(), 0u);
   const std::vector<std::uint64_t> input = keys;
   dist::sort_spread(std::span(keys), std::span(values), {.direction = gpusort::order::descending});
-  EXPECT_TRUE(same_bits(keys, reference_sort(input, true, nans_largest(true))));
+  EXPECT_TRUE(same_bits(keys, reference_sort(input, true)));
   EXPECT_TRUE(values_follow_keys(input, keys, values, [](std::uint64_t i) { return std::uint32_t(i); }));
 }
 
