@@ -186,7 +186,11 @@ forked_stream::forked_stream(cudaStream_t main) : main_(main) {
 }
 
 forked_stream::~forked_stream() {
-  cudaStreamDestroy(side_);  // work still queued on it runs to the end
+  // Joined again, so that what `main` does next (freeing the buffers after an error, say) is
+  // ordered after the copies queued here; the stream's queued work runs to the end.
+  if (cudaEventRecord(event_, side_) == cudaSuccess) cudaStreamWaitEvent(main_, event_);
+  cudaGetLastError();
+  cudaStreamDestroy(side_);
   cudaEventDestroy(event_);
 }
 

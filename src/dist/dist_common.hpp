@@ -119,9 +119,9 @@ struct transfer {
 void exchange(const communicator& comm, const std::vector<transfer>& transfers,
               cudaStream_t stream, const std::string& what);
 
-// A second stream that starts after the work queued on `main` so far; join() makes `main`
-// wait for the work queued on it. The exchange copies a rank's own part there, beside NCCL's
-// transfers, instead of before them.
+// A second stream that starts after the work queued on `main` so far; join() (and the
+// destructor) makes `main` wait for the work queued on it. The exchange copies a rank's own
+// part there, beside NCCL's transfers, instead of before them.
 class forked_stream {
  public:
   explicit forked_stream(cudaStream_t main);
