@@ -1,7 +1,7 @@
 // gpusort-dist-bench: how gpusort::dist::sort scales over the GPUs of one host.
 //
 //   gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
-//                      [--types u32] [--seed 1] [--csv FILE]
+//                      [--types u32] [--values 0,4,8] [--seed 1] [--csv FILE]
 //
 // For each key type, three kinds of rows:
 //   single  baselines on GPU 0 alone: gpusort's automatic sort and CUB's radix sort (cub_radix)
@@ -71,12 +71,14 @@ constexpr const char* csv_header =
 
 constexpr const char* usage_text =
     R"(usage: gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
-                          [--types u32] [--seed 1] [--csv FILE]
+                          [--types u32] [--values 0] [--seed 1] [--csv FILE]
   --gpus L      GPU counts to run dist::sort on (counts above the visible devices are skipped)
   --per-gpu N   keys per GPU for weak scaling, and a single-GPU baseline size
   --total N     keys in all for strong scaling (split over the GPUs), and a baseline size
   --reps R      timed reps after one warm-up; the median is reported
   --types L     key types (u32 i32 f32 u64 i64 f64), uniform random keys
+  --values L    0 (keys alone), 4 or 8: pairs with values of that many bytes, each value
+                made from its key so that the verification can tell it followed its key
   --seed S      the keys' seed (the same keys as `gpusort bench --seed S`)
   --csv FILE    append the rows to FILE (the header is written if the file is new)
 Sizes: plain numbers or 2^k (2^k+c, 2^k-c).
@@ -87,6 +89,7 @@ struct config {
   std::uint64_t per_gpu = std::uint64_t{1} << 30, total = std::uint64_t{1} << 32;
   int reps = 5;
   std::vector<std::string> types{"u32"};
+  std::vector<int> value_bytes{0};  // 0: keys alone; 4, 8: pairs with values of that size
   std::uint64_t seed = 1;
   std::string csv;
 };
@@ -193,6 +196,61 @@ void generate(K* keys, std::uint64_t n, std::uint64_t first, std::uint64_t seed,
   cuda_check(cudaGetLastError(), "generating the keys");
 }
 
+// The value type of a keys-only run.
+struct keys_only {};
+template <class V>
+constexpr bool has_values = !std::is_same_v<V, keys_only>;
+template <class V>
+constexpr std::uint64_t value_size() {
+  if constexpr (has_values<V>) return sizeof(V); else return 0;
+}
+template <class V>
+constexpr const char* value_name() {
+  if constexpr (!has_values<V>) return "none"; else return sizeof(V) == 4 ? "u32" : "u64";
+}
+
+// values[i] = the low bits of key i's order code: whatever order the sort leaves equal keys
+// in, every value must still sit beside the key it was made from.
+template <class K, class V>
+__global__ void values_of_keys_kernel(const K* keys, V* values, std::uint64_t n) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x)
+    values[i] = static_cast<V>(gpusort::key_traits<K>::ordered(keys[i]));
+}
+
+template <class K, class V>
+__global__ void values_astray_kernel(const K* keys, const V* values, std::uint64_t n,
+                                     unsigned long long* astray) {
+  unsigned long long count = 0;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x)
+    if (values[i] != static_cast<V>(gpusort::key_traits<K>::ordered(keys[i]))) ++count;
+  if (count > 0) atomicAdd(astray, count);
+}
+
+template <class K, class V>
+void make_values(const K* keys, V* values, std::uint64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  values_of_keys_kernel<<<grid_for(n), 256, 0, s>>>(keys, values, n);
+  cuda_check(cudaGetLastError(), "making the values");
+}
+
+// Values that do not sit beside their keys.
+template <class K, class V>
+std::uint64_t values_astray(const K* keys, const V* values, std::uint64_t n, cudaStream_t s) {
+  unsigned long long* d_count = nullptr;
+  cuda_check(cudaMallocAsync(&d_count, sizeof *d_count, s), "verification");
+  cuda_check(cudaMemsetAsync(d_count, 0, sizeof *d_count, s), "verification");
+  if (n > 0) values_astray_kernel<<<grid_for(n), 256, 0, s>>>(keys, values, n, d_count);
+  cuda_check(cudaGetLastError(), "verification");
+  unsigned long long count = 0;
+  cuda_check(cudaMemcpyAsync(&count, d_count, sizeof count, cudaMemcpyDeviceToHost, s),
+             "verification");
+  cuda_check(cudaFreeAsync(d_count, s), "verification");
+  cuda_check(cudaStreamSynchronize(s), "verification");
+  return count;
+}
+
 struct check_sums {
   std::uint64_t descents = 0, checksum = 0;
 };
@@ -239,17 +297,18 @@ std::string no_room(std::uint64_t need, std::uint64_t free_bytes, int device) {
   return text;
 }
 
-// A single-GPU sort of n keys on GPU 0.
-template <class K>
+// A single-GPU sort of n keys (and values) on GPU 0.
+template <class K, class V>
 outcome run_single(const config& cfg, gpusort::algorithm algo, std::uint64_t n) {
   outcome o;
   cuda_check(cudaSetDevice(0), "cudaSetDevice");
   const owned_stream s;
   const gpusort::options opt{.algo = algo, .stream = s.get()};
-  const std::uint64_t array_bytes = n * sizeof(K);
+  const std::uint64_t array_bytes = n * (sizeof(K) + value_size<V>());
   std::size_t free_bytes = 0, total_bytes = 0;
   cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   // The keys and their pristine copy first: the workspace query needs the keys' address.
+  // Values, if any, follow the keys in the same buffers.
   if (2 * array_bytes + margin_bytes > free_bytes) {
     o.skipped = no_room(2 * array_bytes, free_bytes, 0);
     return o;
@@ -259,10 +318,21 @@ outcome run_single(const config& cfg, gpusort::algorithm algo, std::uint64_t n) 
     o.skipped = no_room(2 * array_bytes, free_bytes, 0);
     return o;
   }
+  V* values = nullptr;
+  V* pristine_values = nullptr;
+  if constexpr (has_values<V>) {
+    values = reinterpret_cast<V*>(keys.as<K>() + n);
+    pristine_values = reinterpret_cast<V*>(pristine.as<K>() + n);
+  }
+  const auto sort = [&](void* temp, std::size_t& bytes) {
+    if constexpr (has_values<V>)
+      return gpusort::sort_pairs(temp, bytes, keys.as<K>(), values, n, opt);
+    else
+      return gpusort::sort_keys(temp, bytes, keys.as<K>(), n, opt);
+  };
   std::size_t temp_bytes = 0;
   const std::string name(gpusort::to_string(algo));
-  cuda_check(gpusort::sort_keys(nullptr, temp_bytes, keys.as<K>(), n, opt),
-             name + ": workspace query");
+  cuda_check(sort(nullptr, temp_bytes), name + ": workspace query");
   cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   if (temp_bytes + margin_bytes > free_bytes) {
     o.skipped = no_room(2 * array_bytes + temp_bytes, free_bytes + 2 * array_bytes, 0);
@@ -275,6 +345,7 @@ outcome run_single(const config& cfg, gpusort::algorithm algo, std::uint64_t n) 
   }
   o.extra_bytes = static_cast<std::int64_t>(temp_bytes);
   generate(pristine.as<K>(), n, 0, cfg.seed, s.get());
+  if constexpr (has_values<V>) make_values(pristine.as<K>(), pristine_values, n, s.get());
   const std::uint64_t input_sum = check(pristine.as<K>(), n, s.get()).checksum;
 
   const owned_event start, stop;
@@ -283,7 +354,7 @@ outcome run_single(const config& cfg, gpusort::algorithm algo, std::uint64_t n) 
                                cudaMemcpyDeviceToDevice, s.get()),
                "restoring the keys");
     cuda_check(cudaEventRecord(start.get(), s.get()), "cudaEventRecord");
-    cuda_check(gpusort::sort_keys(temp.as<void>(), temp_bytes, keys.as<K>(), n, opt), name);
+    cuda_check(sort(temp.as<void>(), temp_bytes), name);
     cuda_check(cudaEventRecord(stop.get(), s.get()), "cudaEventRecord");
     cuda_check(cudaEventSynchronize(stop.get()), name);
     float ms = 0;
@@ -295,6 +366,9 @@ outcome run_single(const config& cfg, gpusort::algorithm algo, std::uint64_t n) 
     o.problem = "not sorted (" + std::to_string(out.descents) + " adjacent pairs out of order)";
   else if (out.checksum != input_sum)
     o.problem = "the keys differ from the input (checksum)";
+  else if constexpr (has_values<V>)
+    if (const std::uint64_t astray = values_astray(keys.as<K>(), values, n, s.get()))
+      o.problem = std::to_string(astray) + " values are not beside their keys";
   return o;
 }
 
@@ -333,7 +407,7 @@ struct stamp_time {
 };
 
 // dist::sort over counts.size() GPUs (rank r on device r, counts[r] keys).
-template <class K>
+template <class K, class V>
 outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
   outcome o;
   const int g = static_cast<int>(counts.size());
@@ -343,7 +417,7 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
     cuda_check(cudaSetDevice(r), "cudaSetDevice");
     std::size_t free_bytes = 0, total_bytes = 0;
     cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-    const std::uint64_t need = 5 * counts[r] * sizeof(K);
+    const std::uint64_t need = 5 * counts[r] * (sizeof(K) + value_size<V>());
     if (need + margin_bytes > free_bytes) {
       o.skipped = no_room(need, free_bytes, r);
       return o;
@@ -359,7 +433,7 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
 
   // Each rank's thread writes its own entries only.
   std::vector<std::vector<dist::phase_times>> times(cfg.reps, std::vector<dist::phase_times>(g));
-  std::vector<std::uint64_t> sizes(g), descents(g), in_sums(g), out_sums(g);
+  std::vector<std::uint64_t> sizes(g), descents(g), in_sums(g), out_sums(g), astray(g);
   std::vector<K> first_key(g), last_key(g);
   std::vector<std::exception_ptr> errors(g);
   std::atomic<bool> failed{false};
@@ -376,23 +450,31 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
       cuda_check(cudaSetDevice(comms[r].device()), "cudaSetDevice");
       const owned_stream s;
       const std::uint64_t n = counts[r];
-      const device_buffer keys(n * sizeof(K)), pristine(n * sizeof(K));
+      // Values, if any, follow the keys in the same buffers.
+      const std::uint64_t bytes = n * (sizeof(K) + value_size<V>());
+      const device_buffer keys(bytes), pristine(bytes);
       require(keys, "the shard on GPU " + std::to_string(r));
       require(pristine, "the shard's pristine copy on GPU " + std::to_string(r));
       generate(pristine.as<K>(), n, first[r], cfg.seed, s.get());
+      if constexpr (has_values<V>)
+        make_values(pristine.as<K>(), reinterpret_cast<V*>(pristine.as<K>() + n), n, s.get());
       in_sums[r] = check(pristine.as<K>(), n, s.get()).checksum;
       const dist::options opt{.stream = s.get()};
-      dist::shard<K> result;
+      std::conditional_t<has_values<V>, dist::shard<K, V>, dist::shard<K>> result;
       clock_type::time_point start;
       for (int rep = 0; rep <= cfg.reps; ++rep) {  // rep 0: the warm-up
         result = {};  // only the last rep's shard is kept (for the verification)
-        cuda_check(cudaMemcpyAsync(keys.as<K>(), pristine.as<K>(), n * sizeof(K),
+        cuda_check(cudaMemcpyAsync(keys.as<K>(), pristine.as<K>(), bytes,
                                    cudaMemcpyDeviceToDevice, s.get()),
                    "restoring the shard");
         cuda_check(cudaDeviceSynchronize(), "restoring the shard");
         if (!together()) return;  // every GPU idle: the clock starts
         if (r == 0) start = stamp;
-        result = dist::sort(comms[r], std::span<K>(keys.as<K>(), n), opt);
+        if constexpr (has_values<V>)
+          result = dist::sort(comms[r], std::span<K>(keys.as<K>(), n),
+                              std::span<V>(reinterpret_cast<V*>(keys.as<K>() + n), n), opt);
+        else
+          result = dist::sort(comms[r], std::span<K>(keys.as<K>(), n), opt);
         if (!together()) return;  // every rank's sort has returned: the clock stops
         if (rep == 0) continue;
         times[rep - 1][r] = result.times();
@@ -403,6 +485,9 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
       const check_sums out = check(result.keys().data(), result.size(), s.get());
       descents[r] = out.descents;
       out_sums[r] = out.checksum;
+      if constexpr (has_values<V>)
+        astray[r] = values_astray(result.keys().data(), result.values().data(), result.size(),
+                                  s.get());
       if (result.size() > 0) {
         const K* d = result.keys().data();
         cuda_check(cudaMemcpy(&first_key[r], d, sizeof(K), cudaMemcpyDeviceToHost), "verification");
@@ -470,16 +555,20 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
                 std::to_string(total);
   if (o.problem.empty() && in_sum != out_sum)
     o.problem = "the shards' keys differ from the input (checksum)";
+  for (int r = 0; r < g && o.problem.empty(); ++r)
+    if (astray[r] > 0)
+      o.problem = "rank " + std::to_string(r) + ": " + std::to_string(astray[r]) +
+                  " values are not beside their keys";
   return o;
 }
 
 // NCCL's own all-to-all on the same communicators, for the bytes dist::sort exchanges: rank r
-// sends counts[r] / g keys to each other rank (grouped ncclSend / ncclRecv, as
+// sends counts[r] / g items (a key and its value: item_bytes) to each other rank (grouped ncclSend / ncclRecv, as
 // torch.distributed's all_to_all does) and copies its own part locally. Timed as run_dist
 // (barrier to barrier, the slowest rank); exchange_ms holds the max over ranks of CUDA events
 // around the group, and bytes_sent what a rank sends to the others.
-template <class K>
-outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts) {
+outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts,
+                     std::uint64_t item_bytes) {
   outcome o;
   const int g = static_cast<int>(counts.size());
   std::vector<int> devices(g);
@@ -501,7 +590,7 @@ outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts
       const owned_stream s;
       std::uint64_t received = 0;
       for (int q = 0; q < g; ++q) received += chunk(q);
-      const device_buffer send(g * chunk(r) * sizeof(K)), recv(received * sizeof(K));
+      const device_buffer send(g * chunk(r) * item_bytes), recv(received * item_bytes);
       require(send, "the all-to-all's send buffer on GPU " + std::to_string(r));
       require(recv, "the all-to-all's receive buffer on GPU " + std::to_string(r));
       const owned_event start, stop;
@@ -514,16 +603,16 @@ outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts
         std::uint64_t at = 0;
         if (ncclGroupStart() != ncclSuccess) throw std::runtime_error("ncclGroupStart");
         for (int q = 0; q < g; ++q) {
-          const char* out = send.as<char>() + q * chunk(r) * sizeof(K);
-          char* in = recv.as<char>() + at * sizeof(K);
+          const char* out = send.as<char>() + q * chunk(r) * item_bytes;
+          char* in = recv.as<char>() + at * item_bytes;
           if (q == r) {
-            cuda_check(cudaMemcpyAsync(in, out, chunk(r) * sizeof(K), cudaMemcpyDeviceToDevice,
+            cuda_check(cudaMemcpyAsync(in, out, chunk(r) * item_bytes, cudaMemcpyDeviceToDevice,
                                        s.get()),
                        "all-to-all: the local part");
           } else {
-            if (ncclSend(out, chunk(r) * sizeof(K), ncclUint8, q, comms[r].get(), s.get()) !=
+            if (ncclSend(out, chunk(r) * item_bytes, ncclUint8, q, comms[r].get(), s.get()) !=
                     ncclSuccess ||
-                ncclRecv(in, chunk(q) * sizeof(K), ncclUint8, q, comms[r].get(), s.get()) !=
+                ncclRecv(in, chunk(q) * item_bytes, ncclUint8, q, comms[r].get(), s.get()) !=
                     ncclSuccess)
               throw std::runtime_error("ncclSend/ncclRecv");
           }
@@ -557,7 +646,7 @@ outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts
     o.phases.exchange_ms += slowest / cfg.reps;
   }
   for (int r = 0; r < g; ++r)
-    o.phases.bytes_sent = std::max(o.phases.bytes_sent, (g - 1) * chunk(r) * sizeof(K));
+    o.phases.bytes_sent = std::max(o.phases.bytes_sent, (g - 1) * chunk(r) * item_bytes);
   o.max_shard = counts[0];
   o.phases.bound = counts[0];
   return o;
@@ -600,9 +689,11 @@ class reporter {
   reporter& operator=(const reporter&) = delete;
 
   int wrong() const { return wrong_; }
+  // The value type of the rows that follow ("none": keys alone).
+  void set_values(std::string name) { values_ = std::move(name); }
 
   static void print_header() {
-    std::printf("%-6s %-16s %-4s %4s %13s %10s %8s %9s %9s %9s %9s %11s %9s %11s %11s\n",
+    std::printf("%-6s %-16s %-7s %4s %13s %10s %8s %9s %9s %9s %9s %11s %9s %11s %11s\n",
                 "mode", "algorithm", "keys", "gpus", "n", "median ms", "Gkeys/s", "local ms",
                 "sample ms", "exch ms", "merge ms", "MB sent/GPU", "exch GB/s", "shard/ideal",
                 "bound/ideal");
@@ -611,8 +702,8 @@ class reporter {
 
   void skip(const char* mode, const std::string& algorithm, std::string_view keys, int gpus,
             std::uint64_t n, const std::string& why) {
-    std::printf("%-6s %-16s %-4s %4d %13llu  skipped: %s\n", mode, algorithm.c_str(),
-                std::string(keys).c_str(), gpus, static_cast<unsigned long long>(n), why.c_str());
+    std::printf("%-6s %-16s %-7s %4d %13llu  skipped: %s\n", mode, algorithm.c_str(),
+                label(keys).c_str(), gpus, static_cast<unsigned long long>(n), why.c_str());
     std::fflush(stdout);
   }
 
@@ -623,10 +714,10 @@ class reporter {
       std::fprintf(stderr,
                    "gpusort-dist-bench: WRONG RESULT from %s (%s, %s keys, %d GPU(s), "
                    "n %llu): %s\n",
-                   algorithm.c_str(), mode, std::string(keys).c_str(), gpus,
+                   algorithm.c_str(), mode, label(keys).c_str(), gpus,
                    static_cast<unsigned long long>(n), o.problem.c_str());
-      std::printf("%-6s %-16s %-4s %4d %13llu  WRONG RESULT (see stderr)\n", mode,
-                  algorithm.c_str(), std::string(keys).c_str(), gpus,
+      std::printf("%-6s %-16s %-7s %4d %13llu  WRONG RESULT (see stderr)\n", mode,
+                  algorithm.c_str(), label(keys).c_str(), gpus,
                   static_cast<unsigned long long>(n));
       std::fflush(stdout);
       ++wrong_;
@@ -635,8 +726,8 @@ class reporter {
     const bool is_dist = std::string_view(mode) != "single";
     const double median = o.median(), keys_per_s = static_cast<double>(n) / (median * 1e-3);
     const double ideal = static_cast<double>(n) / gpus;
-    std::printf("%-6s %-16s %-4s %4d %13llu %10.3f %8.3f", mode, algorithm.c_str(),
-                std::string(keys).c_str(), gpus, static_cast<unsigned long long>(n), median,
+    std::printf("%-6s %-16s %-7s %4d %13llu %10.3f %8.3f", mode, algorithm.c_str(),
+                label(keys).c_str(), gpus, static_cast<unsigned long long>(n), median,
                 keys_per_s * 1e-9);
     // GB/s a rank sends to the others during the exchange (1 GB = 1e9 bytes, as NCCL says).
     const double exchange_gbps = o.phases.exchange_ms > 0
@@ -658,7 +749,8 @@ class reporter {
     std::snprintf(numbers, sizeof numbers, "%llu,0,%.6f,%.0f,%lld",
                   static_cast<unsigned long long>(n), median, keys_per_s,
                   static_cast<long long>(o.extra_bytes));
-    std::string line = algorithm + "," + std::string(keys) + ",none,uniform," + numbers + "," +
+    std::string line = algorithm + "," + std::string(keys) + "," + values_ + ",uniform," +
+                       numbers + "," +
                        csv_text(is_dist ? gpu_name_ + " x" + std::to_string(gpus) : gpu_name_) +
                        "," + csv_text(GPUSORT_COMMIT) + "," + std::to_string(gpus) + "," + mode;
     if (is_dist)
@@ -678,7 +770,12 @@ class reporter {
       throw std::runtime_error(csv_path_ + ": write failed");
   }
 
-  std::string csv_path_, gpu_name_;
+  // "u32" for keys alone, "u32+u64" for pairs: the text's keys column.
+  std::string label(std::string_view keys) const {
+    return values_ == "none" ? std::string(keys) : std::string(keys) + "+" + values_;
+  }
+
+  std::string csv_path_, gpu_name_, values_ = "none";
   std::FILE* csv_ = nullptr;
   int wrong_ = 0;
 };
@@ -697,7 +794,7 @@ std::uint64_t parse_size(const gpusort::tools::arguments& args, const std::strin
 // The configuration, or none for --help.
 std::optional<config> parse(int argc, char** argv) {
   const gpusort::tools::arguments args(argc - 1, argv + 1,
-                                       {"gpus", "per-gpu", "total", "reps", "types", "seed", "csv"},
+                                       {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv"},
                                        {"help"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
@@ -721,6 +818,14 @@ std::optional<config> parse(int argc, char** argv) {
   for (const std::string& type : cfg.types) {  // with_key_type throws for an unknown name
     std::size_t key_bytes = 0;
     gpusort::tools::with_key_type(type, [&key_bytes]<class K>() { key_bytes = sizeof(K); });
+  }
+  if (args.has("values")) {
+    cfg.value_bytes.clear();
+    for (const std::string& item : gpusort::tools::split(args.get("values"), ',')) {
+      const std::uint64_t v = gpusort::tools::parse_unsigned(item, "--values");
+      if (v != 0 && v != 4 && v != 8) throw usage_error("--values: 0, 4 or 8, not '" + item + "'");
+      cfg.value_bytes.push_back(static_cast<int>(v));
+    }
   }
   if (args.has("seed")) cfg.seed = gpusort::tools::parse_unsigned(args.get("seed"), "--seed");
   cfg.csv = args.get("csv");
@@ -764,6 +869,40 @@ std::string print_environment(const config& cfg, int device_count) {
   return name0;
 }
 
+// Every row of one key type and value type: the one-GPU baselines, then weak and strong
+// scaling with NCCL's all-to-all of the same bytes beside each.
+template <class K, class V>
+void run_key_type(const config& cfg, reporter& out, int device_count) {
+  const std::string dist_name = "dist_sample_sort";
+  const std::string_view keys = gpusort::key_traits<K>::name;
+  out.set_values(value_name<V>());
+  std::vector<std::uint64_t> sizes{cfg.per_gpu};
+  if (cfg.total != cfg.per_gpu) sizes.push_back(cfg.total);
+  for (std::uint64_t n : sizes)
+    for (gpusort::algorithm algo : {gpusort::algorithm::automatic, gpusort::algorithm::cub_radix})
+      out.report("single", std::string(gpusort::to_string(algo)), keys, 1, n,
+                 run_single<K, V>(cfg, algo, n));
+  for (const char* mode : {"weak", "strong"}) {
+    const bool weak = std::string_view(mode) == "weak";
+    for (int g : cfg.gpus) {
+      const std::uint64_t n = weak ? cfg.per_gpu * g : cfg.total;
+      if (g > device_count) {
+        out.skip(mode, dist_name, keys, g, n,
+                 "only " + std::to_string(device_count) + " visible GPU(s)");
+        continue;
+      }
+      std::vector<std::uint64_t> counts(g, cfg.per_gpu);
+      if (!weak)  // as even as can be: the first total % g ranks hold one key more
+        for (int r = 0; r < g; ++r)
+          counts[r] = cfg.total / g + (static_cast<std::uint64_t>(r) < cfg.total % g ? 1 : 0);
+      out.report(mode, dist_name, keys, g, n, run_dist<K, V>(cfg, counts));
+      if (g > 1)
+        out.report(mode, "nccl_alltoall", keys, g, n,
+                   run_alltoall(cfg, counts, sizeof(K) + value_size<V>()));
+    }
+  }
+}
+
 int run(const config& cfg) {
   int device_count = 0;
   cuda_check(cudaGetDeviceCount(&device_count), "cudaGetDeviceCount");
@@ -771,33 +910,15 @@ int run(const config& cfg) {
   const std::string gpu_name = print_environment(cfg, device_count);
   reporter out(cfg.csv, gpu_name);
   reporter::print_header();
-  const std::string dist_name = "dist_sample_sort";
   for (const std::string& type : cfg.types) {
     gpusort::tools::with_key_type(type, [&]<class K>() {
-      const std::string_view keys = gpusort::key_traits<K>::name;
-      std::vector<std::uint64_t> sizes{cfg.per_gpu};
-      if (cfg.total != cfg.per_gpu) sizes.push_back(cfg.total);
-      for (std::uint64_t n : sizes)
-        for (gpusort::algorithm algo :
-             {gpusort::algorithm::automatic, gpusort::algorithm::cub_radix})
-          out.report("single", std::string(gpusort::to_string(algo)), keys, 1, n,
-                     run_single<K>(cfg, algo, n));
-      for (const char* mode : {"weak", "strong"}) {
-        const bool weak = std::string_view(mode) == "weak";
-        for (int g : cfg.gpus) {
-          const std::uint64_t n = weak ? cfg.per_gpu * g : cfg.total;
-          if (g > device_count) {
-            out.skip(mode, dist_name, keys, g, n,
-                     "only " + std::to_string(device_count) + " visible GPU(s)");
-            continue;
-          }
-          std::vector<std::uint64_t> counts(g, cfg.per_gpu);
-          if (!weak)  // as even as can be: the first total % g ranks hold one key more
-            for (int r = 0; r < g; ++r)
-              counts[r] = cfg.total / g + (static_cast<std::uint64_t>(r) < cfg.total % g ? 1 : 0);
-          out.report(mode, dist_name, keys, g, n, run_dist<K>(cfg, counts));
-          if (g > 1) out.report(mode, "nccl_alltoall", keys, g, n, run_alltoall<K>(cfg, counts));
-        }
+      for (int value_bytes : cfg.value_bytes) {
+        if (value_bytes == 0)
+          run_key_type<K, keys_only>(cfg, out, device_count);
+        else if (value_bytes == 4)
+          run_key_type<K, std::uint32_t>(cfg, out, device_count);
+        else
+          run_key_type<K, std::uint64_t>(cfg, out, device_count);
       }
     });
   }
@@ -805,7 +926,8 @@ int run(const config& cfg) {
     std::printf("%d result(s) WRONG (see stderr)\n", out.wrong());
     return 1;
   }
-  std::printf("every result verified: sorted, in order across GPUs, the same keys as the input\n");
+  std::printf("every result verified: sorted, in order across GPUs, the same keys as the input, "
+              "every value beside its key\n");
   return 0;
 }
 

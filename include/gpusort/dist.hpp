@@ -111,7 +111,7 @@ struct options {
   // floats in CUB's own order: use automatic, which fixes it up).
   algorithm local_algo = algorithm::automatic;
   // Samples per rank on average; more samples, tighter balance (see the bound above).
-  std::uint64_t oversampling = 1024;
+  std::uint64_t oversampling = 1024;  // from 1 to 2^24
   cudaStream_t stream = nullptr;  // this rank's stream; dist::sort waits for it
 };
 

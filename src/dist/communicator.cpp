@@ -155,6 +155,14 @@ std::vector<communicator> communicators_for_devices(std::span<const int> devices
     detail::check_cuda(cudaGetDeviceCount(&count), "gpusort::dist: cudaGetDeviceCount");
     for (int d = 0; d < count; ++d) list.push_back(d);
   }
+  for (std::size_t i = 0; i < list.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (list[i] == list[j])
+        throw gpusort::error(cudaErrorInvalidDevice,
+                             "gpusort::dist::communicators_for_devices: device " +
+                                 std::to_string(list[i]) +
+                                 " is listed twice (one rank per GPU; for several ranks on one "
+                                 "GPU, communicators_on_one_device)");
   std::vector<ncclComm_t> comms(list.size());
   detail::check_nccl(ncclCommInitAll(comms.data(), static_cast<int>(list.size()), list.data()),
                      "gpusort::dist::communicators_for_devices: ncclCommInitAll");

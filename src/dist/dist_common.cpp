@@ -63,7 +63,7 @@ const char* describe(failure f) {
     case failure::none: return "no failure";
     case failure::keys: return "its keys are not an aligned array in the device memory of its GPU";
     case failure::values: return "its values are not an aligned array in the device memory of its GPU";
-    case failure::oversampling: return "options::oversampling is 0";
+    case failure::oversampling: return "options::oversampling is 0 or above 2^24";
     case failure::local_sort: return "the local sort refused the shard";
     case failure::local_workspace: return "no device memory for the local sort's workspace";
     case failure::receive_buffers: return "no device memory for the keys it would receive";
@@ -100,27 +100,35 @@ void rank_status::try_allocate(device_memory& memory, std::size_t bytes, cudaStr
 }
 
 std::vector<std::uint64_t> agree(const communicator& comm, const rank_status& status,
-                                 std::uint64_t n, cudaStream_t stream, const std::string& call,
-                                 const char* data_state) {
+                                 std::uint64_t n, std::uint64_t signature, cudaStream_t stream,
+                                 const std::string& call, const char* data_state) {
+  namespace math = gpusort::detail::network::dist;
+  constexpr int words = 3;  // n, status, signature
   const int p = comm.size();
-  device_memory words(sizeof(std::uint64_t) * 2 * (p + 1), stream, call);
-  auto* mine = static_cast<std::uint64_t*>(words.get());
-  const std::uint64_t local[2] = {n, status.encode()};
-  copy_async(mine, local, 2, stream);
-  all_gather(comm, mine, mine + 2, 2 * sizeof(std::uint64_t), stream,
+  device_memory buffer(sizeof(std::uint64_t) * words * (p + 1), stream, call);
+  auto* mine = static_cast<std::uint64_t*>(buffer.get());
+  const std::uint64_t local[words] = {n, status.encode(), signature};
+  copy_async(mine, local, words, stream);
+  all_gather(comm, mine, mine + words, words * sizeof(std::uint64_t), stream,
              call + ": agreeing on the sizes");
-  std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(p));
-  copy_to_host(all.data(), mine + 2, all.size(), stream, call);
-  std::vector<std::uint64_t> sizes(p);
+  std::vector<std::uint64_t> all(words * static_cast<std::size_t>(p));
+  copy_to_host(all.data(), mine + words, all.size(), stream, call);
+  std::vector<std::uint64_t> sizes(p), signatures(p);
   for (int q = 0; q < p; ++q) {
-    sizes[q] = all[2 * q];
-    const std::uint64_t word = all[2 * q + 1];
+    sizes[q] = all[words * q];
+    signatures[q] = all[words * q + 2];
+    const std::uint64_t word = all[words * q + 1];
     if (rank_status::reason_of(word) != failure::none)
       throw gpusort::error(rank_status::code_of(word),
                            call + ": rank " + std::to_string(q) + " cannot go on: " +
                                describe(rank_status::reason_of(word)) + "; " +
                                data_state);
   }
+  if (const int q = math::first_disagreeing(signatures); q >= 0)
+    throw gpusort::error(cudaErrorInvalidValue,
+                         call + ": rank " + std::to_string(q) + " differs from rank 0 in " +
+                             math::signature_difference(signatures[0], signatures[q]) + "; " +
+                             data_state);
   return sizes;
 }
 

@@ -71,7 +71,7 @@ enum class failure : std::uint32_t {
   none,
   keys,              // not device memory of the rank's GPU, null, misaligned
   values,
-  oversampling,      // options::oversampling == 0
+  oversampling,      // options::oversampling is 0 or above max_oversampling
   local_sort,        // the local sort's query failed
   local_workspace,   // no room for the local sort's workspace
   receive_buffers,   // no room for the received keys (and the merge's second buffer)
@@ -96,11 +96,12 @@ class rank_status {
   std::uint32_t code_ = 0;
 };
 
-// Collective: every rank's (n, status). Throws on every rank, naming the first rank that
-// failed and what became of the data (data_state), if any did; else returns every rank's n.
+// Collective: every rank's (n, status, signature). Throws on every rank, naming the first
+// rank that failed, or that called with another signature (network/dist.hpp call_signature)
+// than rank 0, and what became of the data (data_state); else returns every rank's n.
 std::vector<std::uint64_t> agree(const communicator& comm, const rank_status& status,
-                                 std::uint64_t n, cudaStream_t stream, const std::string& call,
-                                 const char* data_state);
+                                 std::uint64_t n, std::uint64_t signature, cudaStream_t stream,
+                                 const std::string& call, const char* data_state);
 
 // The two collectives dist::sort needs, over NCCL or between threads on one device.
 // all_gather: recv holds every rank's `bytes` bytes of send, in rank order.

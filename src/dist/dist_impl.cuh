@@ -173,7 +173,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   rank_status status;
   status.check_array(keys, n, sizeof(K), alignof(K), comm.device(), failure::keys);
   if constexpr (pairs) status.check_array(values, n, sizeof(V), sizeof(V), comm.device(), failure::values);
-  if (opt.oversampling == 0) status.fail(failure::oversampling, cudaErrorInvalidValue);
+  if (opt.oversampling == 0 || opt.oversampling > math::max_oversampling)
+    status.fail(failure::oversampling, cudaErrorInvalidValue);
   std::size_t sort_bytes = 0;
   cudaError_t e = cudaSuccess;
   if (status.ok()) {
@@ -185,8 +186,15 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   if (status.ok())
     status.try_allocate(sort_temp, std::max<std::size_t>(sort_bytes, 1), stream,
                         failure::local_workspace);
-  const std::vector<std::uint64_t> sizes =
-      agree(comm, status, n, stream, call, "no rank has changed its keys");
+  const math::call_signature signature{
+      std::is_floating_point_v<K> ? math::key_kind::floating
+      : std::is_signed_v<K>       ? math::key_kind::signed_integer
+                                  : math::key_kind::unsigned_integer,
+      static_cast<std::uint8_t>(sizeof(K)), static_cast<std::uint8_t>(pairs ? sizeof(V) : 0),
+      opt.direction == order::descending, opt.nans == nan_order::first, opt.stable,
+      static_cast<std::uint8_t>(opt.local_algo), opt.oversampling};
+  const std::vector<std::uint64_t> sizes = agree(comm, status, n, math::pack(signature), stream,
+                                                 call, "no rank has changed its keys");
 
   phase_times times;
   for (std::uint64_t s : sizes) times.total_keys += s;
@@ -273,7 +281,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
       room.try_allocate(recv_values[b], sizeof(V) * std::max<std::uint64_t>(received, 1), stream,
                         failure::receive_buffers);
   }
-  agree(comm, room, 0, stream, call, "every shard is sorted locally and no key is lost");
+  agree(comm, room, 0, 0, stream, call, "every shard is sorted locally and no key is lost");
   clock.mark(2);  // every rank is here (agree waits for all): the exchange alone from now
   std::vector<transfer> transfers;
   auto* received_keys = static_cast<K*>(recv_keys[0].get());

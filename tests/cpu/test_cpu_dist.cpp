@@ -72,6 +72,49 @@ TEST(DistMath, ExchangePlanFromBounds) {
   EXPECT_EQ(r0.nonempty_run_bounds(), (std::vector<std::uint64_t>{0, 3, 4}));
 }
 
+// Every field of a call's signature changes its packed word, and the message names the
+// fields that differ; the first rank that differs from rank 0 is found.
+TEST(DistMath, CallSignaturesTellDisagreeingRanksApart) {
+  const math::call_signature base{math::key_kind::floating, 4, 0, false, false, false, 0, 1024};
+  const std::uint64_t word = math::pack(base);
+  const auto differs = [&](math::call_signature other, const char* name) {
+    const std::uint64_t w = math::pack(other);
+    EXPECT_NE(w, word) << name;
+    EXPECT_EQ(math::signature_difference(word, w), name);
+  };
+  auto c = base;
+  c.kind = math::key_kind::unsigned_integer;
+  differs(c, "the key type");
+  c = base;
+  c.key_bytes = 8;
+  differs(c, "the key type");
+  c = base;
+  c.value_bytes = 4;
+  differs(c, "the value size");
+  c = base;
+  c.descending = true;
+  differs(c, "the order");
+  c = base;
+  c.nans_first = true;
+  differs(c, "the NaN placement");
+  c = base;
+  c.stable = true;
+  differs(c, "stable");
+  c = base;
+  c.local_algo = 5;
+  differs(c, "the local algorithm");
+  c = base;
+  c.oversampling = math::max_oversampling;
+  differs(c, "the oversampling");
+  c = base;
+  c.descending = true;
+  c.value_bytes = 16;
+  EXPECT_EQ(math::signature_difference(word, math::pack(c)), "the value size, the order");
+  EXPECT_EQ(math::first_disagreeing({word, word, word}), -1);
+  EXPECT_EQ(math::first_disagreeing({word, word, math::pack(c), word}), 2);
+  EXPECT_EQ(math::first_disagreeing({word}), -1);
+}
+
 TEST(DistMath, EmptyRunsAreLeftOutOfTheMerge) {
   const std::vector<std::uint64_t> bounds{0, 0, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0};  // rank 1's 2 keys go to rank 1
   const math::exchange_plan r1(bounds, 3, 1), r0(bounds, 3, 0);

@@ -353,6 +353,68 @@ void host_pointer_on_rank_1(comm_set& comms) {
   EXPECT_EQ(host_copy, input);
 }
 
+// Rank 1 asks for another order (or NaN placement, or values) than rank 0: every rank throws,
+// naming rank 1 and what differs, before any key moves; no rank hangs in a collective.
+void options_differ_on_rank_1(comm_set& comms) {
+  const std::vector<float> input = tools::generate<float>(tools::distribution::uniform, 10000, 2);
+  const auto try_all = [&](const std::function<dist::options(int)>& options_of,
+                           const char* difference) {
+    std::vector<std::string> messages(2);
+    std::vector<std::vector<float>> after(2);
+    on_every_rank(2, [&](int r) {
+      device_array<float> keys(comms[r].device(), input);
+      try {
+        dist::sort(comms[r], keys.span(), options_of(r));
+      } catch (const gpusort::error& e) {
+        messages[r] = e.what();
+      }
+      after[r] = to_host(keys.span());
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_NE(messages[r].find("rank 1 differs from rank 0 in " + std::string(difference)),
+                std::string::npos)
+          << messages[r];
+      EXPECT_EQ(after[r], input) << "rank " << r;
+    }
+  };
+  try_all([](int r) {
+    dist::options o;
+    if (r == 1) o.direction = gpusort::order::descending;
+    return o;
+  }, "the order");
+  try_all([](int r) {
+    dist::options o;
+    if (r == 1) o.nans = gpusort::nan_order::first;
+    return o;
+  }, "the NaN placement");
+  try_all([](int r) {
+    dist::options o;
+    if (r == 1) o.oversampling = 7;
+    return o;
+  }, "the oversampling");
+}
+
+TEST(DistMultiGpuErrors, OptionsThatDifferBetweenRanksFailEveryRankAndLoseNothing) {
+  if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  options_differ_on_rank_1(comms_for(2));
+}
+
+TEST(DistOneGpuThreadsErrors, OptionsThatDifferBetweenRanksFailEveryRankAndLoseNothing) {
+  GPUSORT_REQUIRE_GPU();
+  options_differ_on_rank_1(threads_on_gpu0(2));
+}
+
+TEST(DistOneGpuErrors, ADeviceListedTwiceIsRefused) {
+  GPUSORT_REQUIRE_GPU();
+  const int twice[] = {0, 0};
+  try {
+    dist::communicators_for_devices(twice);
+    FAIL() << "no exception";
+  } catch (const gpusort::error& e) {
+    EXPECT_NE(std::string(e.what()).find("device 0 is listed twice"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DistMultiGpuErrors, AHostPointerOnOneRankFailsEveryRankAndLosesNothing) {
   if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
   host_pointer_on_rank_1(comms_for(2));

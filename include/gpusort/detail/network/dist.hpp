@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gpusort/detail/config.hpp"
@@ -56,9 +57,9 @@ GPUSORT_HD constexpr std::uint64_t max_bucket(std::uint64_t samples, std::uint64
   return (samples + p - 1) / p * stride + p * (stride - 1);
 }
 
-// A splitter in the total order (key, rank, position). `key` is the key's order-preserving
-// unsigned image (key_traits::ordered), complemented for a descending sort, so that splitters
-// compare as plain integers in either direction.
+// A splitter in the total order (key, rank, position). `key` is the key's order code (the
+// library's order as an unsigned integer, NaNs placed as options::nans asks, complemented for
+// a descending sort; src/dist order_code), so splitters compare as plain integers.
 struct splitter {
   std::uint64_t key;
   std::uint32_t rank;
@@ -122,5 +123,53 @@ class exchange_plan {
   int p_;
   int self_;
 };
+
+// What every rank must agree on before any key moves, packed in one word that the first
+// collective gathers: the key type (kind and width), the value width, the order, the NaN
+// placement, stability, the local algorithm and the oversampling. Ranks that disagree would
+// exchange keys of different widths or merge in different orders; with the word they all
+// throw instead.
+enum class key_kind : std::uint8_t { unsigned_integer, signed_integer, floating };
+struct call_signature {
+  key_kind kind;
+  std::uint8_t key_bytes;
+  std::uint8_t value_bytes;  // 0: keys alone
+  bool descending;
+  bool nans_first;
+  bool stable;
+  std::uint8_t local_algo;
+  std::uint64_t oversampling;
+};
+// The most samples per rank a call may ask for: its signature holds it whole.
+inline constexpr std::uint64_t max_oversampling = std::uint64_t{1} << 24;
+constexpr std::uint64_t pack(const call_signature& c) {
+  const std::uint64_t over = c.oversampling & ((max_oversampling << 1) - 1);
+  return std::uint64_t{static_cast<std::uint8_t>(c.kind)} | std::uint64_t{c.key_bytes} << 4 |
+         std::uint64_t{c.value_bytes} << 12 | std::uint64_t{c.descending} << 20 |
+         std::uint64_t{c.nans_first} << 21 | std::uint64_t{c.stable} << 22 |
+         std::uint64_t{c.local_algo} << 24 | over << 32;
+}
+// The first rank whose word differs from rank 0's, or -1.
+inline int first_disagreeing(const std::vector<std::uint64_t>& words) {
+  for (std::size_t q = 1; q < words.size(); ++q)
+    if (words[q] != words[0]) return static_cast<int>(q);
+  return -1;
+}
+// What differs between two packed signatures, for the message ("the key type, the order").
+inline std::string signature_difference(std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t d = a ^ b;
+  std::string what;
+  const auto add = [&](std::uint64_t mask, const char* name) {
+    if (d & mask) what += (what.empty() ? "" : ", ") + std::string(name);
+  };
+  add(0xfffu, "the key type");
+  add(0xffu << 12, "the value size");
+  add(1u << 20, "the order");
+  add(1u << 21, "the NaN placement");
+  add(1u << 22, "stable");
+  add(0xffu << 24, "the local algorithm");
+  add(0xffffffffull << 32, "the oversampling");
+  return what;
+}
 
 }  // namespace gpusort::detail::network::dist
