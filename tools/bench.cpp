@@ -358,7 +358,7 @@ column decimal_column(std::string_view name, double value, int digits) {
   return {name, text, std::isfinite(value) ? text : "null"};  // JSON has no inf or nan
 }
 
-// The row's columns in the CSV's order: DESIGN.md's, then the later ones, always appended so
+// The row's columns in the CSV's order: docs/design.md's, then the later ones, always appended so
 // that readers of older files (docs/results/, scripts/perf_tables.py) keep working.
 std::vector<column> columns_of(const result_row& r) {
   return {text_column("algorithm", r.algorithm),

@@ -1,6 +1,6 @@
 // `gpusort bench` and `gpusort demo`: algorithms timed side by side in one process, each
 // result verified, printed as a table and optionally written as CSV, JSON and figures
-// (DESIGN.md, Benchmarks); and `gpusort largest --all`, the largest n each algorithm fits.
+// (docs/design.md, Benchmarks and results); and `gpusort largest --all`, the largest n each algorithm fits.
 #pragma once
 
 #include <cstdint>

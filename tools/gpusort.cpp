@@ -1,5 +1,5 @@
-// gpusort: generate, sort, check and benchmark files of keys (DESIGN.md, "The command-line
-// tool"). Exit codes: 0 success, 1 `check` found disorder, 2 bad input or usage, 3 a CUDA or
+// gpusort: generate, sort, check and benchmark files of keys (docs/tool.md; the tool's place
+// in docs/design.md, Layers). Exit codes: 0 success, 1 `check` found disorder, 2 bad input or usage, 3 a CUDA or
 // I/O failure.
 #include <cmath>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Figures of benchmark CSVs: `gpusort plot` and `gpusort bench --plot` run the Python
 // package's plotter, `python3 -m gpusort.plot CSV DIR` (python/gpusort/plot.py, matplotlib),
-// as a child process (DESIGN.md, "Second wave": plots come from matplotlib).
+// as a child process (plots come from matplotlib, not from code of ours).
 #pragma once
 
 #include <string>

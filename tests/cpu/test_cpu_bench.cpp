@@ -66,7 +66,7 @@ csv_table read_csv(const std::string& path) {
   return table;
 }
 
-// DESIGN.md's columns, then those added since (always at the end).
+// docs/design.md's columns (Benchmarks and results), then those added since (always at the end).
 const std::vector<std::string> expected_columns = {
     "algorithm", "key_type", "value_type", "distribution", "n", "segment_size", "median_ms",
     "keys_per_s", "extra_device_bytes", "gpu", "commit", "min_ms", "max_ms", "reps", "std_ms",

@@ -39,7 +39,7 @@ TEST(Network, StepIndexRoundTrips) {
       ASSERT_EQ(st.phase, p);
       ASSERT_EQ(st.bit, b);
     }
-  static_assert(net::steps_through_phase(28) == 406);  // DESIGN.md's count for 2^28
+  static_assert(net::steps_through_phase(28) == 406);  // docs/bitonic.md's count for 2^28
 }
 
 TEST(Network, WindowSlotsAreABijection) {
@@ -95,7 +95,7 @@ TEST(Network, ScheduleCoversEveryStepInOrder) {
       }
 }
 
-// DESIGN.md's pass count: 2^28 keys, tiles of 2^15, 10 long-distance steps per pass.
+// docs/bitonic.md's pass count: 2^28 keys, tiles of 2^15, 10 long-distance steps per pass.
 TEST(Network, PassCountForTheDesignExample) {
   EXPECT_EQ(net::for_each_pass(1ull << 28, {15, 10}, [](const net::pass&) {}), 30);
 }

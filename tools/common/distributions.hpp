@@ -1,4 +1,4 @@
-// Input data sets for tests, benchmarks and `gpusort gen`: every distribution of DESIGN.md,
+// Input data sets for tests, benchmarks and `gpusort gen`: every distribution of docs/design.md (Testing),
 // reproducible from a seed, generated in parallel (counter-based: the result does not depend
 // on the number of threads).
 #pragma once

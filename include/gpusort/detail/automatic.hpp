@@ -1,4 +1,4 @@
-// algorithm::automatic: the one selector (DESIGN.md, "Second wave"). It picks the fastest
+// algorithm::automatic: the one selector (docs/design.md, Layers). It picks the fastest
 // exact sort that fits the memory the call may use, by the table measured on an H100
 // (docs/performance.md, "automatic"):
 //  - built-in keys alone or with 4-byte values, where CUB's sorts are built: CUB's merge sort
