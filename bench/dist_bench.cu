@@ -406,6 +406,48 @@ struct stamp_time {
   void operator()() noexcept { *at = clock_type::now(); }
 };
 
+// One thread per rank. The ranks meet at a barrier that stamps the time the last one arrived;
+// a rank that throws makes the others stop at their next meeting instead of waiting for it in
+// NCCL.
+class rank_team {
+ public:
+  explicit rank_team(int ranks) : ranks_(ranks), meet_(ranks, stamp_time{&stamp_}) {}
+
+  // Waits for every rank; false when a rank has failed (the caller returns).
+  bool together() {
+    meet_.arrive_and_wait();
+    return !failed_.load();
+  }
+  // When the last rank arrived at the latest meeting.
+  clock_type::time_point stamp() const { return stamp_; }
+
+  // work(r) on one thread per rank; rethrows the first failure.
+  template <class Work>
+  void run(const Work& work) {
+    std::vector<std::exception_ptr> errors(ranks_);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ranks_; ++r)
+      threads.emplace_back([&, r] {
+        try {
+          work(r);
+        } catch (...) {
+          errors[r] = std::current_exception();
+          failed_ = true;
+          meet_.arrive_and_drop();
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+
+ private:
+  int ranks_;
+  std::atomic<bool> failed_{false};
+  clock_type::time_point stamp_;
+  std::barrier<stamp_time> meet_;
+};
+
 // dist::sort over counts.size() GPUs (rank r on device r, counts[r] keys).
 template <class K, class V>
 outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
@@ -435,77 +477,57 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
   std::vector<std::vector<dist::phase_times>> times(cfg.reps, std::vector<dist::phase_times>(g));
   std::vector<std::uint64_t> sizes(g), descents(g), in_sums(g), out_sums(g), astray(g);
   std::vector<K> first_key(g), last_key(g);
-  std::vector<std::exception_ptr> errors(g);
-  std::atomic<bool> failed{false};
-  clock_type::time_point stamp;
-  std::barrier meet(g, stamp_time{&stamp});
-  // False when a rank has failed: the others stop instead of waiting for it in NCCL.
-  const auto together = [&] {
-    meet.arrive_and_wait();
-    return !failed.load();
-  };
-
-  const auto rank_work = [&](int r) {
-    try {
-      cuda_check(cudaSetDevice(comms[r].device()), "cudaSetDevice");
-      const owned_stream s;
-      const std::uint64_t n = counts[r];
-      // Values, if any, follow the keys in the same buffers.
-      const std::uint64_t bytes = n * (sizeof(K) + value_size<V>());
-      const device_buffer keys(bytes), pristine(bytes);
-      require(keys, "the shard on GPU " + std::to_string(r));
-      require(pristine, "the shard's pristine copy on GPU " + std::to_string(r));
-      generate(pristine.as<K>(), n, first[r], cfg.seed, s.get());
+  rank_team team(g);
+  team.run([&](int r) {
+    cuda_check(cudaSetDevice(comms[r].device()), "cudaSetDevice");
+    const owned_stream s;
+    const std::uint64_t n = counts[r];
+    // Values, if any, follow the keys in the same buffers.
+    const std::uint64_t bytes = n * (sizeof(K) + value_size<V>());
+    const device_buffer keys(bytes), pristine(bytes);
+    require(keys, "the shard on GPU " + std::to_string(r));
+    require(pristine, "the shard's pristine copy on GPU " + std::to_string(r));
+    generate(pristine.as<K>(), n, first[r], cfg.seed, s.get());
+    if constexpr (has_values<V>)
+      make_values(pristine.as<K>(), reinterpret_cast<V*>(pristine.as<K>() + n), n, s.get());
+    in_sums[r] = check(pristine.as<K>(), n, s.get()).checksum;
+    const dist::options opt{.stream = s.get()};
+    std::conditional_t<has_values<V>, dist::shard<K, V>, dist::shard<K>> result;
+    clock_type::time_point start;
+    for (int rep = 0; rep <= cfg.reps; ++rep) {  // rep 0: the warm-up
+      result = {};  // only the last rep's shard is kept (for the verification)
+      cuda_check(cudaMemcpyAsync(keys.as<K>(), pristine.as<K>(), bytes,
+                                 cudaMemcpyDeviceToDevice, s.get()),
+                 "restoring the shard");
+      cuda_check(cudaDeviceSynchronize(), "restoring the shard");
+      if (!team.together()) return;  // every GPU idle: the clock starts
+      if (r == 0) start = team.stamp();
       if constexpr (has_values<V>)
-        make_values(pristine.as<K>(), reinterpret_cast<V*>(pristine.as<K>() + n), n, s.get());
-      in_sums[r] = check(pristine.as<K>(), n, s.get()).checksum;
-      const dist::options opt{.stream = s.get()};
-      std::conditional_t<has_values<V>, dist::shard<K, V>, dist::shard<K>> result;
-      clock_type::time_point start;
-      for (int rep = 0; rep <= cfg.reps; ++rep) {  // rep 0: the warm-up
-        result = {};  // only the last rep's shard is kept (for the verification)
-        cuda_check(cudaMemcpyAsync(keys.as<K>(), pristine.as<K>(), bytes,
-                                   cudaMemcpyDeviceToDevice, s.get()),
-                   "restoring the shard");
-        cuda_check(cudaDeviceSynchronize(), "restoring the shard");
-        if (!together()) return;  // every GPU idle: the clock starts
-        if (r == 0) start = stamp;
-        if constexpr (has_values<V>)
-          result = dist::sort(comms[r], std::span<K>(keys.as<K>(), n),
-                              std::span<V>(reinterpret_cast<V*>(keys.as<K>() + n), n), opt);
-        else
-          result = dist::sort(comms[r], std::span<K>(keys.as<K>(), n), opt);
-        if (!together()) return;  // every rank's sort has returned: the clock stops
-        if (rep == 0) continue;
-        times[rep - 1][r] = result.times();
-        if (r == 0)
-          o.ms.push_back(std::chrono::duration<double, std::milli>(stamp - start).count());
-      }
-      sizes[r] = result.size();
-      const check_sums out = check(result.keys().data(), result.size(), s.get());
-      descents[r] = out.descents;
-      out_sums[r] = out.checksum;
-      if constexpr (has_values<V>)
-        astray[r] = values_astray(result.keys().data(), result.values().data(), result.size(),
-                                  s.get());
-      if (result.size() > 0) {
-        const K* d = result.keys().data();
-        cuda_check(cudaMemcpy(&first_key[r], d, sizeof(K), cudaMemcpyDeviceToHost), "verification");
-        cuda_check(cudaMemcpy(&last_key[r], d + result.size() - 1, sizeof(K),
-                              cudaMemcpyDeviceToHost),
-                   "verification");
-      }
-    } catch (...) {
-      errors[r] = std::current_exception();
-      failed = true;
-      meet.arrive_and_drop();
+        result = dist::sort(comms[r], std::span<K>(keys.as<K>(), n),
+                            std::span<V>(reinterpret_cast<V*>(keys.as<K>() + n), n), opt);
+      else
+        result = dist::sort(comms[r], std::span<K>(keys.as<K>(), n), opt);
+      if (!team.together()) return;  // every rank's sort has returned: the clock stops
+      if (rep == 0) continue;
+      times[rep - 1][r] = result.times();
+      if (r == 0)
+        o.ms.push_back(std::chrono::duration<double, std::milli>(team.stamp() - start).count());
     }
-  };
-  std::vector<std::thread> threads;
-  for (int r = 0; r < g; ++r) threads.emplace_back(rank_work, r);
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+    sizes[r] = result.size();
+    const check_sums out = check(result.keys().data(), result.size(), s.get());
+    descents[r] = out.descents;
+    out_sums[r] = out.checksum;
+    if constexpr (has_values<V>)
+      astray[r] = values_astray(result.keys().data(), result.values().data(), result.size(),
+                                s.get());
+    if (result.size() > 0) {
+      const K* d = result.keys().data();
+      cuda_check(cudaMemcpy(&first_key[r], d, sizeof(K), cudaMemcpyDeviceToHost), "verification");
+      cuda_check(cudaMemcpy(&last_key[r], d + result.size() - 1, sizeof(K),
+                            cudaMemcpyDeviceToHost),
+                 "verification");
+    }
+  });
 
   // The phases: max over ranks in each rep, then the mean over reps.
   for (const std::vector<dist::phase_times>& rep : times) {
@@ -575,71 +597,54 @@ outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts
   std::iota(devices.begin(), devices.end(), 0);
   const std::vector<dist::communicator> comms = dist::communicators_for_devices(devices);
   std::vector<std::vector<double>> event_ms(g);
-  std::vector<std::exception_ptr> errors(g);
-  std::atomic<bool> failed{false};
-  clock_type::time_point stamp;
-  std::barrier meet(g, stamp_time{&stamp});
-  const auto together = [&] {
-    meet.arrive_and_wait();
-    return !failed.load();
-  };
   const auto chunk = [&](int r) { return counts[r] / g; };  // keys rank r sends to each rank
-  const auto rank_work = [&](int r) {
-    try {
-      cuda_check(cudaSetDevice(comms[r].device()), "cudaSetDevice");
-      const owned_stream s;
-      std::uint64_t received = 0;
-      for (int q = 0; q < g; ++q) received += chunk(q);
-      const device_buffer send(g * chunk(r) * item_bytes), recv(received * item_bytes);
-      require(send, "the all-to-all's send buffer on GPU " + std::to_string(r));
-      require(recv, "the all-to-all's receive buffer on GPU " + std::to_string(r));
-      const owned_event start, stop;
-      clock_type::time_point wall_start;
-      for (int rep = 0; rep <= cfg.reps; ++rep) {
-        cuda_check(cudaDeviceSynchronize(), "all-to-all");
-        if (!together()) return;
-        if (r == 0) wall_start = stamp;
-        cuda_check(cudaEventRecord(start.get(), s.get()), "cudaEventRecord");
-        std::uint64_t at = 0;
-        if (ncclGroupStart() != ncclSuccess) throw std::runtime_error("ncclGroupStart");
-        for (int q = 0; q < g; ++q) {
-          const char* out = send.as<char>() + q * chunk(r) * item_bytes;
-          char* in = recv.as<char>() + at * item_bytes;
-          if (q == r) {
-            cuda_check(cudaMemcpyAsync(in, out, chunk(r) * item_bytes, cudaMemcpyDeviceToDevice,
-                                       s.get()),
-                       "all-to-all: the local part");
-          } else {
-            if (ncclSend(out, chunk(r) * item_bytes, ncclUint8, q, comms[r].get(), s.get()) !=
-                    ncclSuccess ||
-                ncclRecv(in, chunk(q) * item_bytes, ncclUint8, q, comms[r].get(), s.get()) !=
-                    ncclSuccess)
-              throw std::runtime_error("ncclSend/ncclRecv");
-          }
-          at += chunk(q);
+  rank_team team(g);
+  team.run([&](int r) {
+    cuda_check(cudaSetDevice(comms[r].device()), "cudaSetDevice");
+    const owned_stream s;
+    std::uint64_t received = 0;
+    for (int q = 0; q < g; ++q) received += chunk(q);
+    const device_buffer send(g * chunk(r) * item_bytes), recv(received * item_bytes);
+    require(send, "the all-to-all's send buffer on GPU " + std::to_string(r));
+    require(recv, "the all-to-all's receive buffer on GPU " + std::to_string(r));
+    const owned_event start, stop;
+    clock_type::time_point wall_start;
+    for (int rep = 0; rep <= cfg.reps; ++rep) {
+      cuda_check(cudaDeviceSynchronize(), "all-to-all");
+      if (!team.together()) return;
+      if (r == 0) wall_start = team.stamp();
+      cuda_check(cudaEventRecord(start.get(), s.get()), "cudaEventRecord");
+      std::uint64_t at = 0;
+      if (ncclGroupStart() != ncclSuccess) throw std::runtime_error("ncclGroupStart");
+      for (int q = 0; q < g; ++q) {
+        const char* out = send.as<char>() + q * chunk(r) * item_bytes;
+        char* in = recv.as<char>() + at * item_bytes;
+        if (q == r) {
+          cuda_check(cudaMemcpyAsync(in, out, chunk(r) * item_bytes, cudaMemcpyDeviceToDevice,
+                                     s.get()),
+                     "all-to-all: the local part");
+        } else {
+          if (ncclSend(out, chunk(r) * item_bytes, ncclUint8, q, comms[r].get(), s.get()) !=
+                  ncclSuccess ||
+              ncclRecv(in, chunk(q) * item_bytes, ncclUint8, q, comms[r].get(), s.get()) !=
+                  ncclSuccess)
+            throw std::runtime_error("ncclSend/ncclRecv");
         }
-        if (ncclGroupEnd() != ncclSuccess) throw std::runtime_error("ncclGroupEnd");
-        cuda_check(cudaEventRecord(stop.get(), s.get()), "cudaEventRecord");
-        cuda_check(cudaStreamSynchronize(s.get()), "all-to-all");
-        if (!together()) return;
-        if (rep == 0) continue;
-        float ms = 0;
-        cuda_check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
-        event_ms[r].push_back(ms);
-        if (r == 0)
-          o.ms.push_back(std::chrono::duration<double, std::milli>(stamp - wall_start).count());
+        at += chunk(q);
       }
-    } catch (...) {
-      errors[r] = std::current_exception();
-      failed = true;
-      meet.arrive_and_drop();
+      if (ncclGroupEnd() != ncclSuccess) throw std::runtime_error("ncclGroupEnd");
+      cuda_check(cudaEventRecord(stop.get(), s.get()), "cudaEventRecord");
+      cuda_check(cudaStreamSynchronize(s.get()), "all-to-all");
+      if (!team.together()) return;
+      if (rep == 0) continue;
+      float ms = 0;
+      cuda_check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
+      event_ms[r].push_back(ms);
+      if (r == 0)
+        o.ms.push_back(
+            std::chrono::duration<double, std::milli>(team.stamp() - wall_start).count());
     }
-  };
-  std::vector<std::thread> threads;
-  for (int r = 0; r < g; ++r) threads.emplace_back(rank_work, r);
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  });
   for (int rep = 0; rep < cfg.reps; ++rep) {
     double slowest = 0;
     for (int r = 0; r < g; ++r) slowest = std::max(slowest, event_ms[r][rep]);

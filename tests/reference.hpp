@@ -14,6 +14,7 @@
 
 #include "common/distributions.hpp"
 #include "gpusort/key_traits.hpp"
+#include "gpusort/detail/types.hpp"
 #include "gpusort/options.hpp"
 
 namespace gpusort::testing {
@@ -111,6 +112,41 @@ inline std::vector<std::size_t> awkward_sizes(std::size_t largest) {
   std::erase_if(sizes, [&](std::size_t n) { return n > largest; });
   std::sort(sizes.begin(), sizes.end());
   return sizes;
+}
+
+// The values argument of a keys-only call to the CPU algorithms.
+inline constexpr gpusort::detail::no_value* keys_only = nullptr;
+
+// Value of input i as a B-byte payload: its first word holds i (what values_follow_keys
+// reads), the rest a pattern, so that torn or mixed-up values show.
+template <std::size_t B>
+gpusort::detail::payload<B> payload_of_input(std::uint64_t i) {
+  gpusort::detail::payload<B> v{};
+  v.words[0] = static_cast<std::uint32_t>(i);
+  if constexpr (B == 16) {
+    v.words[2] = static_cast<std::uint32_t>(i * 2654435761u);
+    v.words[3] = ~static_cast<std::uint32_t>(i);
+  }
+  return v;
+}
+
+// The hostile inputs every sort is checked on: each awkward size up to `largest`, each
+// distribution, special values scattered in (floats), both orders. check(keys, descending)
+// sees each once, named in any failure; the loop stops at the first fatal failure. seed_step
+// varies the seeds between suites.
+template <class K, class Check>
+void for_each_hostile_input(std::size_t largest, std::uint64_t seed_step, const Check& check) {
+  for (std::size_t n : awkward_sizes(largest))
+    for (gpusort::tools::distribution d : gpusort::tools::all_distributions)
+      for (bool descending : {false, true}) {
+        const std::uint64_t seed = n * seed_step + static_cast<int>(d);
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << gpusort::tools::to_string(d)
+                                          << " desc=" << descending << " seed=" << seed);
+        std::vector<K> keys = gpusort::tools::generate<K>(d, n, seed);
+        scatter_special_values(keys, seed);
+        check(keys, descending);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
 }
 
 // The exact sorts a test loops over, as it loops over key types, and whether each promises

@@ -10,25 +10,9 @@
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
 namespace cpu = gpusort::detail::cpu;
-using gpusort::detail::no_value;
 using gpusort::detail::payload;
 
 namespace {
-
-constexpr no_value* keys_only = nullptr;
-
-// Value of input i: its first 8 bytes hold i (what values_follow_keys reads), the rest a
-// pattern, so torn or mixed-up values show.
-template <std::size_t B>
-payload<B> value_of(std::uint64_t i) {
-  payload<B> v{};
-  v.words[0] = static_cast<std::uint32_t>(i);
-  if constexpr (B == 16) {
-    v.words[2] = static_cast<std::uint32_t>(i * 2654435761u);
-    v.words[3] = ~static_cast<std::uint32_t>(i);
-  }
-  return v;
-}
 
 // The input positions in stable order: where every value must end up.
 template <class K>
@@ -57,10 +41,10 @@ void check_pairs(std::size_t n, tools::distribution d, bool descending) {
   const std::vector<K> input = tools::generate<K>(d, n, seed);
   std::vector<K> keys = input;
   std::vector<payload<B>> values(n);
-  for (std::size_t i = 0; i < n; ++i) values[i] = value_of<B>(i);
+  for (std::size_t i = 0; i < n; ++i) values[i] = payload_of_input<B>(i);
   cpu::adaptive_bitonic_sort(keys.data(), values.data(), n, gpusort::less<K>{}, descending);
   ASSERT_TRUE(same_bits(keys, reference_sort(input, descending, nans_largest(descending))));
-  ASSERT_TRUE(values_follow_keys(input, keys, values, value_of<B>));
+  ASSERT_TRUE(values_follow_keys(input, keys, values, payload_of_input<B>));
   const std::vector<std::uint64_t> order = stable_positions(input, descending);
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(values[i].words[0], order[i]) << "at " << i;
 }
@@ -73,20 +57,12 @@ TYPED_TEST_SUITE(CpuAdaptiveBitonic, key_types);
 
 TYPED_TEST(CpuAdaptiveBitonic, KeysMatchStableSortOnEveryDistribution) {
   using K = TypeParam;
-  for (std::size_t n : awkward_sizes(1 << 16)) {
-    for (tools::distribution d : tools::all_distributions) {
-      for (bool descending : {false, true}) {
-        const std::uint64_t seed = n * 31 + static_cast<int>(d);
-        SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(d)
-                                          << " desc=" << descending << " seed=" << seed);
-        std::vector<K> keys = tools::generate<K>(d, n, seed);
-        scatter_special_values(keys, seed);
-        const std::vector<K> expect = reference_sort(keys, descending, nans_largest(descending));
-        cpu::adaptive_bitonic_sort(keys.data(), keys_only, n, gpusort::less<K>{}, descending);
-        ASSERT_TRUE(same_bits(keys, expect));
-      }
-    }
-  }
+  for_each_hostile_input<K>(1 << 16, 31, [](std::vector<K>& keys, bool descending) {
+    const std::vector<K> expect = reference_sort(keys, descending, nans_largest(descending));
+    cpu::adaptive_bitonic_sort(keys.data(), keys_only, keys.size(), gpusort::less<K>{},
+                               descending);
+    ASSERT_TRUE(same_bits(keys, expect));
+  });
 }
 
 // Many ties (few_unique, all_equal) and distinct keys (uniform); 70001 runs multithreaded.
@@ -154,7 +130,7 @@ TEST(CpuAdaptiveBitonicThreads, OneAndFourThreadsGiveTheSameResult) {
     std::vector<payload<8>> values[2];
     std::uint64_t count[2] = {0, 0};
     for (int r = 0; r < 2; ++r) {  // descending, then ascending from there
-      for (std::size_t i = 0; i < n; ++i) values[r].push_back(value_of<8>(i));
+      for (std::size_t i = 0; i < n; ++i) values[r].push_back(payload_of_input<8>(i));
       for (bool descending : {true, false})
         cpu::adaptive_bitonic_sort(keys[r].data(), values[r].data(), n, gpusort::less<double>{},
                                    descending, &count[r], r == 0 ? 1u : 4u);
@@ -169,14 +145,14 @@ TEST(CpuAdaptiveBitonicThreads, OneAndFourThreadsGiveTheSameResult) {
 TEST(CpuAdaptiveBitonicBounds, NothingBeyondNIsTouched) {
   constexpr std::size_t guards = 17;
   constexpr std::uint64_t poison = 0xDEADBEEFCAFEF00Dull;
-  const payload<16> guard = value_of<16>(poison);
+  const payload<16> guard = payload_of_input<16>(poison);
   for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{17},
                         std::size_t{1000}, std::size_t{70001}}) {
     SCOPED_TRACE(::testing::Message() << "n=" << n);
     std::vector<std::uint64_t> keys = tools::generate<std::uint64_t>(tools::distribution::uniform, n, n);
     const std::vector<std::uint64_t> input = keys;
     std::vector<payload<16>> values(n);
-    for (std::size_t i = 0; i < n; ++i) values[i] = value_of<16>(i);
+    for (std::size_t i = 0; i < n; ++i) values[i] = payload_of_input<16>(i);
     keys.resize(n + guards, poison);
     values.resize(n + guards, guard);
     cpu::adaptive_bitonic_sort(keys.data(), values.data(), n, gpusort::less<std::uint64_t>{}, true);
@@ -187,7 +163,7 @@ TEST(CpuAdaptiveBitonicBounds, NothingBeyondNIsTouched) {
     keys.resize(n);
     values.resize(n);
     ASSERT_TRUE(same_bits(keys, reference_sort(input, true, nans_largest(true))));
-    ASSERT_TRUE(values_follow_keys(input, keys, values, value_of<16>));
+    ASSERT_TRUE(values_follow_keys(input, keys, values, payload_of_input<16>));
   }
 }
 
