@@ -22,33 +22,10 @@ namespace math = gpusort::detail::network::dist;
 using gpusort::detail::no_value;
 using math::splitter;
 
-// A key's place in the order a call asks for, as one unsigned integer: the library's total
-// order (key_traits::ordered, every NaN the largest), NaNs moved to the bottom where they go
-// first ascending or last descending, and complemented for descending. Splitters, bucket
-// bounds and the merge all compare these, so they agree with the local sort.
-template <class K>
-struct order_code {
-  using U = typename key_traits<K>::ordered_type;
-  std::uint64_t flip = 0;  // all ones of U for descending
-  bool nans_low = false;   // gpusort::nans_lowest(direction, nans)
-
-  order_code(order direction, nan_order nans)
-      : flip(direction == order::descending ? static_cast<std::uint64_t>(static_cast<U>(~U{0})) : 0),
-        nans_low(nans_lowest(direction, nans)) {}
-
-  __host__ __device__ __forceinline__ std::uint64_t operator()(K k) const {
-    U u = key_traits<K>::ordered(k);
-    // ordered() gives ~0 to NaNs alone; 0 is no number's (-inf's code is above it).
-    if constexpr (std::is_floating_point_v<K>)
-      if (nans_low && u == static_cast<U>(~U{0})) u = 0;
-    return static_cast<std::uint64_t>(u) ^ flip;
-  }
-};
-
 // The merge's comparator: the order of the codes (equal codes tie, so the merge is stable).
 template <class K>
 struct by_order_code {
-  order_code<K> code;
+  math::order_code<K> code;
   __host__ __device__ __forceinline__ bool operator()(const K& a, const K& b) const {
     return code(a) < code(b);
   }
@@ -56,7 +33,7 @@ struct by_order_code {
 
 template <class K>
 __global__ void take_samples_kernel(const K* keys, std::uint64_t count, std::uint64_t stride,
-                                    std::uint32_t rank, order_code<K> code, splitter* out) {
+                                    std::uint32_t rank, math::order_code<K> code, splitter* out) {
   const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (i >= count) return;
   const std::uint64_t pos = math::sample_position(i, stride);
@@ -67,7 +44,7 @@ __global__ void take_samples_kernel(const K* keys, std::uint64_t count, std::uin
 // per splitter, two binary searches for the range of keys equal to it.
 template <class K>
 __global__ void bucket_bounds_kernel(const K* keys, std::uint64_t n, const splitter* splitters,
-                                     int ranks, std::uint32_t rank, order_code<K> code,
+                                     int ranks, std::uint32_t rank, math::order_code<K> code,
                                      std::uint64_t* bounds) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j > ranks) return;
@@ -169,7 +146,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   local.nans = opt.nans;
   local.stable = opt.stable;
   local.stream = stream;
-  const order_code<K> code(opt.direction, opt.nans);
+  const math::order_code<K> code(opt.direction, opt.nans);
   rank_status status;
   status.check_array(keys, n, sizeof(K), alignof(K), comm.device(), failure::keys);
   if constexpr (pairs) status.check_array(values, n, sizeof(V), sizeof(V), comm.device(), failure::values);

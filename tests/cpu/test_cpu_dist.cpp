@@ -13,6 +13,7 @@
 
 #include "gpusort/detail/network/dist.hpp"
 #include "gpusort/key_traits.hpp"
+#include "reference.hpp"
 
 namespace {
 
@@ -113,6 +114,45 @@ TEST(DistMath, CallSignaturesTellDisagreeingRanksApart) {
   EXPECT_EQ(math::first_disagreeing({word, word, word}), -1);
   EXPECT_EQ(math::first_disagreeing({word, word, math::pack(c), word}), 2);
   EXPECT_EQ(math::first_disagreeing({word}), -1);
+}
+
+// Sorting by the order code alone gives the library's order for every key type, NaN
+// placement and direction: the splitters and the merge agree with the local sort.
+template <class K>
+class DistOrderCode : public ::testing::Test {};
+TYPED_TEST_SUITE(DistOrderCode, gpusort::testing::key_types);
+
+TYPED_TEST(DistOrderCode, SortingByTheCodeIsTheLibrarysOrder) {
+  using K = TypeParam;
+  gpusort::testing::for_each_hostile_input<K>(1 << 12, 7, [](std::vector<K>& keys,
+                                                             bool descending) {
+    for (gpusort::nan_order nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
+      SCOPED_TRACE(::testing::Message() << "nans=" << gpusort::to_string(nans));
+      const math::order_code<K> code(
+          descending ? gpusort::order::descending : gpusort::order::ascending, nans);
+      std::vector<K> by_code = keys;
+      std::stable_sort(by_code.begin(), by_code.end(),
+                       [&](K a, K b) { return code(a) < code(b); });
+      ASSERT_TRUE(gpusort::testing::same_bits(
+          by_code, gpusort::testing::reference_sort(keys, descending, nans)));
+    }
+  });
+}
+
+TEST(DistOrderCode, NansTieAndZerosKeepTheirOrder) {
+  for (gpusort::order direction : {gpusort::order::ascending, gpusort::order::descending})
+    for (gpusort::nan_order nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
+      const math::order_code<float> code(direction, nans);
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      EXPECT_EQ(code(nan), code(-nan));
+      const bool ascending = direction == gpusort::order::ascending;
+      EXPECT_EQ(code(-0.0f) < code(0.0f), ascending);
+      const float inf = std::numeric_limits<float>::infinity();
+      // NaNs after every number in the sort's own direction for `last`, before for `first`.
+      const bool nans_after = nans == gpusort::nan_order::last;
+      EXPECT_EQ(code(nan) > code(inf) && code(nan) > code(-inf), nans_after);
+      EXPECT_EQ(code(nan) < code(inf) && code(nan) < code(-inf), !nans_after);
+    }
 }
 
 TEST(DistMath, EmptyRunsAreLeftOutOfTheMerge) {

@@ -23,9 +23,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpusort/detail/config.hpp"
+#include "gpusort/key_traits.hpp"
+#include "gpusort/options.hpp"
 
 namespace gpusort::detail::network::dist {
 
@@ -57,9 +60,33 @@ GPUSORT_HD constexpr std::uint64_t max_bucket(std::uint64_t samples, std::uint64
   return (samples + p - 1) / p * stride + p * (stride - 1);
 }
 
+// A key's place in the order a call asks for, as one unsigned integer: the library's total
+// order (key_traits::ordered, every NaN the largest), NaNs moved to the bottom where they go
+// first ascending or last descending, and complemented for descending. Splitters, bucket
+// bounds and the merge all compare these, so they agree with the local sort.
+template <class K>
+struct order_code {
+  using U = typename key_traits<K>::ordered_type;
+  std::uint64_t flip = 0;  // all ones of U for descending
+  bool nans_low = false;   // gpusort::nans_lowest(direction, nans)
+
+  GPUSORT_HD constexpr order_code(order direction, nan_order nans)
+      : flip(direction == order::descending ? static_cast<std::uint64_t>(static_cast<U>(~U{0}))
+                                            : 0),
+        nans_low(nans_lowest(direction, nans)) {}
+
+  GPUSORT_HD GPUSORT_FORCEINLINE std::uint64_t operator()(K k) const {
+    U u = key_traits<K>::ordered(k);
+    // ordered() gives ~0 to NaNs alone; 0 is no number's (-inf's code is above it).
+    if constexpr (std::is_floating_point_v<K>)
+      if (nans_low && u == static_cast<U>(~U{0})) u = 0;
+    return static_cast<std::uint64_t>(u) ^ flip;
+  }
+};
+
 // A splitter in the total order (key, rank, position). `key` is the key's order code (the
 // library's order as an unsigned integer, NaNs placed as options::nans asks, complemented for
-// a descending sort; src/dist order_code), so splitters compare as plain integers.
+// a descending sort: order_code above), so splitters compare as plain integers.
 struct splitter {
   std::uint64_t key;
   std::uint32_t rank;
