@@ -9,7 +9,8 @@
 #   scripts/gpu-check.sh --build-only   only the build; a second call then skips it (a cold
 #                                       build on 16 cores takes about 6 of a 10-minute slot)
 #   scripts/gpu-check.sh --multi        the multi-GPU tests (label multigpu, gpusort::dist over
-#                                       NCCL) and a short scaling run instead; needs 2+ GPUs
+#                                       NCCL; again on 3 GPUs where there are 4 or more) and a
+#                                       short scaling run instead; needs 2+ GPUs
 #   GPUSORT_CUDA_ARCHITECTURES=90 scripts/gpu-check.sh   (default: native, this host's GPU)
 # The venv ($build/venv) is made from python3 with the system's packages visible (PyTorch,
 # CuPy), and the build is configured with its interpreter.
@@ -76,9 +77,14 @@ if [ "${1:-}" = "--multi" ]; then
   gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
   ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 >"$logs/tests-multi.log" 2>&1
   tests_rc=$?
+  # With 4 or more GPUs, again on three of them: a rank count that is not a power of two.
+  if [ "$gpus" -ge 4 ]; then
+    CUDA_VISIBLE_DEVICES=0,1,2 ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 \
+      >>"$logs/tests-multi.log" 2>&1 || tests_rc=1
+  fi
   list=1; [ "$gpus" -ge 2 ] && list=1,2; [ "$gpus" -ge 4 ] && list=1,2,4
   "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 \
-    --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1
+    --values 0,4 --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1
   bench_rc=$?
   echo "== gpu-check --multi on $gpus x ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
   grep -E "tests passed|tests failed" "$logs/tests-multi.log"
