@@ -11,6 +11,7 @@
 // With --segments, every segment layout of a point reuses its input; a single array is the
 // layout of one segment, so that one verification serves both.
 #include "bench.hpp"
+#include "bench_results.hpp"
 
 #include <cuda_runtime_api.h>
 #include <omp.h>
@@ -297,89 +298,6 @@ struct measurement {
   }
 };
 
-// One row of the results, as the CSV and the JSON file hold it.
-struct result_row {
-  std::string algorithm, key_type, value_type, distribution;
-  std::uint64_t n = 0;
-  std::string segment_size;  // 0 for a single array, else as --segments spells the layout
-  double median_ms = 0, keys_per_s = 0;
-  std::int64_t extra_device_bytes = 0;  // -1: unknown (thrust allocates its own)
-  std::string gpu, commit;
-  double min_ms = 0, max_ms = 0;
-  std::uint64_t reps = 0;  // timed runs per array
-  double std_ms = 0;
-  int arrays = 1;
-  std::string l2;  // "flushed" before each device run, or "warm"
-};
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
-// A JSON string: quotes, backslashes and control characters escaped, other bytes (UTF-8) kept.
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-// One value of a row as each format spells it.
-struct column {
-  std::string_view name;
-  std::string csv, json;
-};
-
-column text_column(std::string_view name, const std::string& value) {
-  return {name, csv_field(value), json_string(value)};
-}
-
-column integer_column(std::string_view name, std::integral auto value) {
-  const std::string text = std::to_string(value);
-  return {name, text, text};
-}
-
-column decimal_column(std::string_view name, double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return {name, text, std::isfinite(value) ? text : "null"};  // JSON has no inf or nan
-}
-
-// The row's columns in the CSV's order: docs/design.md's, then the later ones, always appended so
-// that readers of older files (docs/results/, scripts/perf_tables.py) keep working.
-std::vector<column> columns_of(const result_row& r) {
-  return {text_column("algorithm", r.algorithm),
-          text_column("key_type", r.key_type),
-          text_column("value_type", r.value_type),
-          text_column("distribution", r.distribution),
-          integer_column("n", r.n),
-          text_column("segment_size", r.segment_size),
-          decimal_column("median_ms", r.median_ms, 6),
-          decimal_column("keys_per_s", r.keys_per_s, 0),
-          integer_column("extra_device_bytes", r.extra_device_bytes),
-          text_column("gpu", r.gpu),
-          text_column("commit", r.commit),
-          decimal_column("min_ms", r.min_ms, 6),
-          decimal_column("max_ms", r.max_ms, 6),
-          integer_column("reps", r.reps),
-          decimal_column("std_ms", r.std_ms, 6),
-          integer_column("arrays", r.arrays),
-          text_column("l2", r.l2)};
-}
-
 class harness {
  public:
   explicit harness(const bench_config& config)
@@ -458,24 +376,16 @@ class harness {
       algorithm_width_ = std::max(algorithm_width_, static_cast<int>(name.size()));
     // Every output is opened before the first timing, so that a bad path fails at once, as
     // a usage error (as pending_file's).
-    csv_path_ = config.csv_path;
+    std::string csv_path = config.csv_path;
     if (!config.plot_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(config.plot_dir, ec);
       if (ec)
         throw usage_error(config.plot_dir + ": cannot create the directory: " + ec.message());
-      if (csv_path_.empty())
-        csv_path_ = (std::filesystem::path(config.plot_dir) / "bench.csv").string();
+      if (csv_path.empty())
+        csv_path = (std::filesystem::path(config.plot_dir) / "bench.csv").string();
     }
-    if (!csv_path_.empty()) {
-      csv_.reset(std::fopen(csv_path_.c_str(), "w"));
-      if (!csv_) throw usage_error(csv_path_ + ": cannot create: " + system_error_text());
-      std::string header;
-      for (const column& c : columns_of({}))
-        header += (header.empty() ? "" : ",") + std::string(c.name);
-      std::fprintf(csv_.get(), "%s\n", header.c_str());
-    }
-    if (!config.json_path.empty()) json_ = std::make_unique<pending_file>(config.json_path);
+    results_ = std::make_unique<result_files>(csv_path, config.json_path);
   }
 
   ~harness() {
@@ -493,9 +403,7 @@ class harness {
         for (distribution dist : config_.distributions)
         for (std::uint64_t n : config_.sizes)
           with_key_type(type, [&]<class K>() { run_point<K>(dist, n); });
-    if (csv_ && std::fclose(csv_.release()) != 0)
-      throw io_error(csv_path_ + ": write failed: " + system_error_text());
-    if (json_) write_json();
+    results_->finish(gpu_name_, GPUSORT_COMMIT);
     if (!config_.plot_dir.empty()) plot();
     if (wrong_ > 0) {
       std::printf("%d result(s) WRONG (see above)\n", wrong_);
@@ -1106,7 +1014,7 @@ class harness {
           std::printf(" %*.2f", ratio_width(ref), it->median() / m.median());
       }
       std::printf(" %12lld\n", static_cast<long long>(m.extra_bytes));
-      rows_.push_back({.algorithm = m.algorithm,
+      results_->add({.algorithm = m.algorithm,
                        .key_type = key_type,
                        .value_type = value_type,
                        .distribution = dist,
@@ -1123,25 +1031,18 @@ class harness {
                        .std_ms = m.std_dev(),
                        .arrays = config_.arrays,
                        .l2 = gpu_ && config_.flush_l2 ? "flushed" : "warm"});
-      if (csv_) {
-        std::string line;
-        for (const column& c : columns_of(rows_.back())) line += (line.empty() ? "" : ",") + c.csv;
-        std::fprintf(csv_.get(), "%s\n", line.c_str());
-      }
     }
     std::fflush(stdout);
-    if (csv_ && std::fflush(csv_.get()) != 0)
-      throw io_error(csv_path_ + ": write failed: " + system_error_text());
   }
 
   // The figures of the CSV (the plotter refuses a CSV without rows). A plotter that cannot
   // run or fails is reported, but the measurements stand: the CSV is written already.
   void plot() const {
-    if (rows_.empty()) {
+    if (results_->rows().empty()) {
       std::printf("no figures: each needs 2 sizes, or 2 distributions of one size, measured\n");
       return;
     }
-    const plot_outcome drawn = run_plotter(csv_path_, config_.plot_dir);
+    const plot_outcome drawn = run_plotter(results_->csv_path(), config_.plot_dir);
     for (const std::string& figure : drawn.figures) std::printf("figure: %s\n", figure.c_str());
     if (drawn.status != 0) {
       std::string why = drawn.error;
@@ -1149,26 +1050,10 @@ class harness {
       why.erase(std::min(why.find('\n'), why.size()));
       std::fflush(stdout);
       std::fprintf(stderr, "gpusort bench: no figures drawn (the CSV is %s): %s\n",
-                   csv_path_.c_str(), why.c_str());
+                   results_->csv_path().c_str(), why.c_str());
     } else if (drawn.figures.empty()) {
       std::printf("no figures: each needs 2 sizes, or 2 distributions of one size, measured\n");
     }
-  }
-
-  // Every row, then the file appears complete under its name (pending_file).
-  void write_json() {
-    std::FILE* f = json_->get();
-    std::fprintf(f, "{\n  \"gpu\": %s,\n  \"commit\": %s,\n  \"rows\": [",
-                 json_string(gpu_name_).c_str(), json_string(GPUSORT_COMMIT).c_str());
-    for (std::size_t i = 0; i < rows_.size(); ++i) {
-      std::string object;
-      for (const column& c : columns_of(rows_[i]))
-        object += (object.empty() ? "{" : ", ") + json_string(c.name) + ": " + c.json;
-      std::fprintf(f, "%s\n    %s}", i > 0 ? "," : "", object.c_str());
-    }
-    std::fputs(rows_.empty() ? "]\n}\n" : "\n  ]\n}\n", f);
-    if (std::ferror(f)) throw io_error(json_->path() + ": write failed: " + system_error_text());
-    json_->commit();
   }
 
   const bench_config& config_;
@@ -1178,10 +1063,9 @@ class harness {
   std::size_t flush_bytes_ = 0;
   int algorithm_width_ = 16;  // the table's first column: its longest name
   std::string gpu_name_;
-  std::string csv_path_;  // --csv, or bench.csv in the --plot directory
-  file_handle csv_;
-  std::unique_ptr<pending_file> json_;
-  std::vector<result_row> rows_;  // every row reported: the JSON file's, and what to plot
+  // The CSV (--csv, or bench.csv in the --plot directory) and the JSON file; every row
+  // reported, which the plot draws.
+  std::unique_ptr<result_files> results_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   int verified_ = 0, wrong_ = 0, cuda_failures_ = 0;
