@@ -11,8 +11,11 @@
 //      more than N / p + (p + 1) w keys, w = ceil(N / (p * oversampling)), i.e. 0.5% above
 //      N / p for 4 GPUs; duplicates included, since ties are broken by (rank, position));
 //   3. bucket boundaries by binary search, counts exchanged (all-gather);
-//   4. the keys exchanged with grouped ncclSend / ncclRecv (an all-to-all);
-//   5. the p received sorted runs merged on the GPU (a tree of stable two-way merges).
+//   4. the keys exchanged with grouped ncclSend / ncclRecv (an all-to-all) straight from the
+//      sorted shard, each transfer starting at a 16-byte aligned address at both ends (NCCL's
+//      full speed); the rank's own part stays where it is;
+//   5. the p sorted runs (p - 1 received, one in the shard) merged on the GPU (a tree of
+//      stable two-way merges).
 // The order is the single-GPU sort's (options.hpp): -0.0 before +0.0, NaNs after every number
 // or before (options::nans), ascending or descending. Equal keys come out ordered by (source
 // rank, position after the local sort): with options::stable (or a stable local_algo) the whole

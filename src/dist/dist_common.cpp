@@ -186,27 +186,6 @@ void exchange(const communicator& comm, const std::vector<transfer>& transfers,
   g.meet.arrive_and_wait();
 }
 
-forked_stream::forked_stream(cudaStream_t main) : main_(main) {
-  check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "gpusort::dist: event");
-  check_cuda(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking), "gpusort::dist: stream");
-  check_cuda(cudaEventRecord(event_, main_), "gpusort::dist: cudaEventRecord");
-  check_cuda(cudaStreamWaitEvent(side_, event_), "gpusort::dist: cudaStreamWaitEvent");
-}
-
-forked_stream::~forked_stream() {
-  // Joined again, so that what `main` does next (freeing the buffers after an error, say) is
-  // ordered after the copies queued here; the stream's queued work runs to the end.
-  if (cudaEventRecord(event_, side_) == cudaSuccess) cudaStreamWaitEvent(main_, event_);
-  cudaGetLastError();
-  cudaStreamDestroy(side_);
-  cudaEventDestroy(event_);
-}
-
-void forked_stream::join() {
-  check_cuda(cudaEventRecord(event_, side_), "gpusort::dist: cudaEventRecord");
-  check_cuda(cudaStreamWaitEvent(main_, event_), "gpusort::dist: cudaStreamWaitEvent");
-}
-
 event_timeline::event_timeline(cudaStream_t stream, int marks) : stream_(stream), events_(marks) {
   for (auto& e : events_) check_cuda(cudaEventCreate(&e), "gpusort::dist: cudaEventCreate");
 }

@@ -120,23 +120,6 @@ struct transfer {
 void exchange(const communicator& comm, const std::vector<transfer>& transfers,
               cudaStream_t stream, const std::string& what);
 
-// A second stream that starts after the work queued on `main` so far; join() (and the
-// destructor) makes `main` wait for the work queued on it. The exchange copies a rank's own
-// part there, beside NCCL's transfers, instead of before them.
-class forked_stream {
- public:
-  explicit forked_stream(cudaStream_t main);
-  ~forked_stream();
-  forked_stream(const forked_stream&) = delete;
-  forked_stream& operator=(const forked_stream&) = delete;
-  cudaStream_t get() const { return side_; }
-  void join();
-
- private:
-  cudaStream_t main_, side_ = nullptr;
-  cudaEvent_t event_ = nullptr;
-};
-
 // CUDA events at the phase boundaries of one call.
 class event_timeline {
  public:

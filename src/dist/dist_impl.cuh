@@ -77,53 +77,69 @@ struct shard_access {
   }
 };
 
-// Merges the sorted runs in `from` (at offsets runs[i]) pairwise, adjacent runs only (stable),
-// ping-ponging with `to`, until one is left; returns the buffer holding it (0: from, 1: to).
+// A sorted run in device memory, where the merge reads it.
+template <class K, class V>
+struct run_view {
+  const K* keys;
+  const V* values;
+  std::uint64_t length;
+};
+
+// Merges the runs (in rank order: the received ones in buffer 0, the own one in the shard)
+// into one sorted run at the start of buffer 0 or 1, whichever it returns: pairwise, adjacent
+// runs only, so the merge is stable; the first round packs them into buffer 1, later rounds
+// ping-pong. A single run already at the start of buffer 0 stays there.
 template <class K, class V, class Compare>
-int merge_runs(device_memory* keys_buf, device_memory* values_buf, std::vector<std::uint64_t> runs,
-               Compare comp, cudaStream_t stream, const std::string& call) {
+int merge_runs(device_memory* keys_buf, device_memory* values_buf,
+               std::vector<run_view<K, V>> runs, std::uint64_t total, Compare comp,
+               cudaStream_t stream, const std::string& call) {
   constexpr bool pairs = !std::is_same_v<V, no_value>;
   auto key_ptr = [&](int b) { return static_cast<K*>(keys_buf[b].get()); };
   auto value_ptr = [&](int b) { return static_cast<V*>(values_buf[b].get()); };
-  auto merge = [&](void* temp, std::size_t& bytes, int src, std::uint64_t a, std::uint64_t b,
-                   std::uint64_t c) {
+  if (runs.empty() || (runs.size() == 1 && runs[0].keys == key_ptr(0) &&
+                       (!pairs || runs[0].values == value_ptr(0))))
+    return 0;
+  auto merge = [&](void* temp, std::size_t& bytes, const run_view<K, V>& a,
+                   const run_view<K, V>& b, K* out_keys, V* out_values) {
     if constexpr (pairs) {
-      return cub::DeviceMerge::MergePairs(temp, bytes, key_ptr(src) + a, value_ptr(src) + a,
-                                          b - a, key_ptr(src) + b, value_ptr(src) + b, c - b,
-                                          key_ptr(1 - src) + a, value_ptr(1 - src) + a, comp,
-                                          stream);
+      return cub::DeviceMerge::MergePairs(temp, bytes, a.keys, a.values, a.length, b.keys,
+                                          b.values, b.length, out_keys, out_values, comp, stream);
     } else {
-      return cub::DeviceMerge::MergeKeys(temp, bytes, key_ptr(src) + a, b - a, key_ptr(src) + b,
-                                         c - b, key_ptr(1 - src) + a, comp, stream);
+      return cub::DeviceMerge::MergeKeys(temp, bytes, a.keys, a.length, b.keys, b.length,
+                                         out_keys, comp, stream);
     }
   };
   // One workspace, as large as the largest merge asks.
   std::size_t temp_bytes = 0;
-  {
-    std::size_t bytes = 0;
-    check_cuda(merge(nullptr, bytes, 0, 0, runs.back() / 2, runs.back()), call + ": merge");
-    temp_bytes = bytes;
-  }
-  device_memory temp(temp_bytes, stream, call + ": merge workspace");
-  int src = 0;
-  while (runs.size() > 2) {
-    std::vector<std::uint64_t> next{0};
-    for (std::size_t i = 0; i + 1 < runs.size(); i += 2) {
-      const std::uint64_t a = runs[i], b = runs[i + 1];
-      const std::uint64_t c = i + 2 < runs.size() ? runs[i + 2] : b;
-      if (i + 2 < runs.size()) {
+  check_cuda(merge(nullptr, temp_bytes, {nullptr, nullptr, total / 2},
+                   {nullptr, nullptr, total - total / 2}, nullptr, nullptr),
+             call + ": merge");
+  device_memory temp(std::max<std::size_t>(temp_bytes, 1), stream, call + ": merge workspace");
+  int to = 1;
+  do {  // one round: runs 2i and 2i+1 merged (an odd one copied) into buffer `to`, packed
+    std::vector<run_view<K, V>> next;
+    std::uint64_t out = 0;
+    for (std::size_t i = 0; i < runs.size(); i += 2) {
+      const run_view<K, V>& a = runs[i];
+      K* out_keys = key_ptr(to) + out;
+      V* out_values = pairs ? value_ptr(to) + out : nullptr;
+      std::uint64_t length = a.length;
+      if (i + 1 < runs.size()) {
         std::size_t bytes = temp_bytes;
-        check_cuda(merge(temp.get(), bytes, src, a, b, c), call + ": merge");
-      } else {  // an odd run out: copied through
-        copy_async(key_ptr(1 - src) + a, key_ptr(src) + a, b - a, stream);
-        if constexpr (pairs) copy_async(value_ptr(1 - src) + a, value_ptr(src) + a, b - a, stream);
+        check_cuda(merge(temp.get(), bytes, a, runs[i + 1], out_keys, out_values),
+                   call + ": merge");
+        length += runs[i + 1].length;
+      } else {
+        copy_async(out_keys, a.keys, a.length, stream);
+        if constexpr (pairs) copy_async(out_values, a.values, a.length, stream);
       }
-      next.push_back(c);
+      next.push_back({out_keys, out_values, length});
+      out += length;
     }
     runs = std::move(next);
-    src = 1 - src;
-  }
-  return src;
+    to = 1 - to;
+  } while (runs.size() > 1);
+  return 1 - to;
 }
 
 template <class K, class V>
@@ -228,66 +244,99 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   // 3. Bucket boundaries, and every rank's boundaries on every rank.
   device_memory d_chosen(sizeof(splitter) * chosen.size(), stream, call);
   copy_async(static_cast<splitter*>(d_chosen.get()), chosen.data(), chosen.size(), stream);
-  device_memory bounds(sizeof(std::uint64_t) * (p + 1), stream, call);
-  device_memory all_bounds(sizeof(std::uint64_t) * (p + 1) * p, stream, call);
+  //    Each rank's row: its p + 1 boundaries, then its keys' and values' addresses (the
+  //    receivers lay their buffers out for aligned transfers from them).
+  const std::size_t row = static_cast<std::size_t>(p) + 3;
+  device_memory bounds(sizeof(std::uint64_t) * row, stream, call);
+  device_memory all_bounds(sizeof(std::uint64_t) * row * p, stream, call);
   bucket_bounds_kernel<<<1, ((p + 1 + 31) / 32) * 32, 0, stream>>>(
       keys, n, static_cast<const splitter*>(d_chosen.get()), p, rank, code,
       static_cast<std::uint64_t*>(bounds.get()));
   check_cuda(cudaGetLastError(), call + ": bucket boundaries");
-  all_gather(comm, bounds.get(), all_bounds.get(), sizeof(std::uint64_t) * (p + 1), stream,
+  const std::uint64_t addresses[2] = {reinterpret_cast<std::uintptr_t>(keys),
+                                      reinterpret_cast<std::uintptr_t>(values)};
+  copy_async(static_cast<std::uint64_t*>(bounds.get()) + p + 1, addresses, 2, stream);
+  all_gather(comm, bounds.get(), all_bounds.get(), sizeof(std::uint64_t) * row, stream,
              call + ": exchanging the counts");
-  std::vector<std::uint64_t> matrix(static_cast<std::size_t>(p) * (p + 1));
-  copy_to_host(matrix.data(), static_cast<const std::uint64_t*>(all_bounds.get()), matrix.size(),
+  std::vector<std::uint64_t> rows(row * p), matrix, key_bases, value_bases;
+  copy_to_host(rows.data(), static_cast<const std::uint64_t*>(all_bounds.get()), rows.size(),
                stream, call);
+  for (int q = 0; q < p; ++q) {
+    const auto first = rows.begin() + static_cast<std::ptrdiff_t>(q * row);
+    matrix.insert(matrix.end(), first, first + p + 1);
+    key_bases.push_back(first[p + 1]);
+    value_bases.push_back(first[p + 2]);
+  }
   const exchange_plan plan(matrix, p, rank);
   const std::uint64_t received = plan.received();
-  for (int q = 0; q < p; ++q)
-    if (plan.received_by(q) > times.bound)
-      throw_internal(call + ": rank " + std::to_string(q) + " would receive " +
-                     std::to_string(plan.received_by(q)) + " keys, above the bound " +
-                     std::to_string(times.bound));
+  const std::vector<math::received_run> runs =
+      plan.received_runs(key_bases, sizeof(K), value_bases, pairs ? sizeof(V) : 0);
+  // Buffer 0 holds the received runs with their leads and padding, and later the merge's
+  // rounds; buffer 1 the merge's first round.
+  std::uint64_t key_room = received, value_room = received;
+  for (const math::received_run& r : runs) {
+    key_room = std::max(key_room, r.key_at + r.length);
+    value_room = std::max(value_room, r.value_at + r.length);
+  }
 
   // 4. The exchange. Receive and merge buffers are allocated first, and every rank learns
   //    whether all could, before any data moves.
   rank_status room;
   device_memory recv_keys[2], recv_values[2];
   for (int b = 0; b < 2 && room.ok(); ++b) {
-    room.try_allocate(recv_keys[b], sizeof(K) * std::max<std::uint64_t>(received, 1), stream,
-                      failure::receive_buffers);
+    room.try_allocate(recv_keys[b], sizeof(K) * std::max<std::uint64_t>(b ? received : key_room, 1),
+                      stream, failure::receive_buffers);
     if (pairs && room.ok())
-      room.try_allocate(recv_values[b], sizeof(V) * std::max<std::uint64_t>(received, 1), stream,
+      room.try_allocate(recv_values[b],
+                        sizeof(V) * std::max<std::uint64_t>(b ? received : value_room, 1), stream,
                         failure::receive_buffers);
   }
   agree(comm, room, 0, 0, stream, call, "every shard is sorted locally and no key is lost");
   clock.mark(2);  // every rank is here (agree waits for all): the exchange alone from now
+  // One transfer per peer for the keys and one for the values, each from the aligned address
+  // at or below its start (the lead), into a receive buffer laid out for it
+  // (math::received_run); the rank's own run stays in the shard, where the merge reads it.
   std::vector<transfer> transfers;
   auto* received_keys = static_cast<K*>(recv_keys[0].get());
   auto* received_values = static_cast<V*>(recv_values[0].get());
-  forked_stream own_part(stream);  // the rank's own keys, copied while NCCL moves the rest
+  const auto run_from = [&](int q) -> math::received_run {
+    for (const math::received_run& r : runs)
+      if (r.from == q) return r;
+    return {q, false, 0, 0, 0, 0, 0};
+  };
+  const auto add = [&](int q, const auto* shard, std::uint64_t out_at, std::uint64_t out,
+                       auto* recv, std::uint64_t in_at, std::uint64_t in, std::uint64_t in_lead) {
+    const std::uint64_t size = sizeof(*shard);
+    const auto base = reinterpret_cast<std::uintptr_t>(shard);
+    const std::uint64_t out_lead = out == 0 ? 0 : math::lead_elements(base + size * out_at, base, size);
+    if (in == 0) in_lead = 0;
+    transfers.push_back({q, shard + out_at - out_lead, size * (out + out_lead),
+                         recv + in_at - in_lead, size * (in + in_lead)});
+  };
   for (int q = 0; q < p; ++q) {
-    const std::uint64_t out = plan.send_count(q), in = plan.recv_count(q);
-    const std::uint64_t out_at = plan.send_offset(q), in_at = plan.recv_offset(q);
-    if (q == static_cast<int>(rank)) {
-      copy_async(received_keys + in_at, keys + out_at, out, own_part.get());
-      if constexpr (pairs) copy_async(received_values + in_at, values + out_at, out, own_part.get());
-      continue;
-    }
-    transfers.push_back({q, keys + out_at, sizeof(K) * out, received_keys + in_at, sizeof(K) * in});
+    if (q == static_cast<int>(rank)) continue;
+    const math::received_run in = run_from(q);
+    const std::uint64_t out = plan.send_count(q), out_at = plan.send_offset(q);
+    add(q, keys, out_at, out, received_keys, in.key_at, in.length, in.key_lead);
     if constexpr (pairs)
-      transfers.push_back(
-          {q, values + out_at, sizeof(V) * out, received_values + in_at, sizeof(V) * in});
+      add(q, values, out_at, out, received_values, in.value_at, in.length, in.value_lead);
     times.bytes_sent += (sizeof(K) + (pairs ? sizeof(V) : 0)) * out;
-    times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in;
+    times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in.length;
   }
   exchange(comm, transfers, stream, call + ": exchanging the keys");
-  own_part.join();
   clock.mark(3);
 
   // 5. Merge the p received runs (rank order, so ties stay in (rank, position) order).
-  int result = 0;
-  std::vector<std::uint64_t> runs = plan.nonempty_run_bounds();
-  if (runs.size() > 2)
-    result = merge_runs<K, V>(recv_keys, recv_values, runs, by_order_code<K>{code}, stream, call);
+  std::vector<run_view<K, V>> views;
+  for (const math::received_run& r : runs)
+    views.push_back(r.in_place ? run_view<K, V>{keys + plan.send_offset(r.from),
+                                                pairs ? values + plan.send_offset(r.from) : nullptr,
+                                                r.length}
+                               : run_view<K, V>{received_keys + r.key_at,
+                                                pairs ? received_values + r.value_at : nullptr,
+                                                r.length});
+  const int result = merge_runs<K, V>(recv_keys, recv_values, std::move(views), received,
+                                      by_order_code<K>{code}, stream, call);
   recv_keys[1 - result].reset(stream);
   recv_values[1 - result].reset(stream);
   clock.mark(4);

@@ -66,11 +66,100 @@ TEST(DistMath, ExchangePlanFromBounds) {
   EXPECT_EQ(r0.send_count(1), 2u);
   EXPECT_EQ(r0.send_offset(1), 3u);
   EXPECT_EQ(r0.recv_count(1), 1u);
-  EXPECT_EQ(r0.recv_offset(1), 3u);
   EXPECT_EQ(r0.received(), 4u);
   EXPECT_EQ(r1.received(), 5u);
-  EXPECT_EQ(r1.recv_offset(1), 2u);
-  EXPECT_EQ(r0.nonempty_run_bounds(), (std::vector<std::uint64_t>{0, 3, 4}));
+  EXPECT_EQ(r1.source_offset(0), 3u);
+  EXPECT_EQ(r1.source_offset(1), 1u);
+  // 4-byte keys: rank 0's own 3 keys stay in its shard; rank 1's one key for rank 0 is the
+  // first of a shard that starts 4 bytes past an aligned address: no lead (that would reach
+  // below the shard), placed at the buffer's start.
+  const auto runs = r0.received_runs({0, 256 + 4}, 4, {}, 0);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].from, 0);
+  EXPECT_TRUE(runs[0].in_place);
+  EXPECT_EQ(runs[0].length, 3u);
+  EXPECT_EQ(runs[1].from, 1);
+  EXPECT_FALSE(runs[1].in_place);
+  EXPECT_EQ(runs[1].length, 1u);
+  EXPECT_EQ(runs[1].key_lead, 0u);
+  EXPECT_EQ(runs[1].key_at, 0u);
+  // Rank 1 takes rank 0's keys from position 3 of an aligned shard: a lead of 3 from 0.
+  const auto of_r1 = r1.received_runs({256, 0}, 4, {}, 0);
+  ASSERT_EQ(of_r1.size(), 2u);
+  EXPECT_EQ(of_r1[0].key_lead, 3u);
+  EXPECT_EQ(of_r1[0].key_at, 3u);
+  EXPECT_TRUE(of_r1[1].in_place);
+}
+
+TEST(DistMath, LeadsReachBackToTheAlignedAddress) {
+  EXPECT_EQ(math::lead_elements(4096, 0, 4), 0u);
+  EXPECT_EQ(math::lead_elements(4096 + 4, 0, 4), 1u);
+  EXPECT_EQ(math::lead_elements(4096 + 12, 0, 4), 3u);
+  EXPECT_EQ(math::lead_elements(4096 + 8, 0, 8), 1u);
+  EXPECT_EQ(math::lead_elements(4096 + 8, 4096 + 4, 4), 0u);  // the shard starts after 4096
+  EXPECT_EQ(math::lead_elements(4096 + 8, 4096, 16), 0u);     // 16-byte values 8 bytes off
+  for (std::uint64_t bytes : {4u, 8u})
+    for (std::uint64_t address = 64; address < 128; address += bytes)
+      EXPECT_EQ((address - bytes * math::lead_elements(address, 0, bytes)) % 16, 0u);
+}
+
+TEST(DistMath, TransfersStartAlignedAfterTheLastRun) {
+  for (std::uint64_t bytes : {4u, 8u, 16u})
+    for (std::uint64_t free = 0; free < 12; ++free)
+      for (std::uint64_t lead = 0; lead * bytes < 16; ++lead) {
+        const std::uint64_t at = math::aligned_start(free, lead, bytes);
+        EXPECT_GE(at - lead, free);                       // after the last run
+        EXPECT_LT((at - lead - free) * bytes, 16u);      // at most 16 bytes of padding
+        EXPECT_EQ((at - lead) * bytes % 16, 0u) << bytes << " " << free << " " << lead;
+      }
+}
+
+// Every sender's transfer, from its own addresses, is the one its receiver lays out for: the
+// same lead, starting aligned at both ends where the shard allows, runs in rank order that do
+// not overlap.
+TEST(DistMath, ReceivedRunsMatchWhatEachSenderSends) {
+  std::mt19937_64 gen(7);
+  for (int p : {1, 2, 3, 5})
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<std::uint64_t> bounds, key_bases, value_bases;
+      for (int q = 0; q < p; ++q) {
+        std::vector<std::uint64_t> row{0};
+        for (int j = 1; j < p; ++j) row.push_back(row.back() + gen() % 9);
+        row.push_back(row.back() + gen() % 9);
+        bounds.insert(bounds.end(), row.begin(), row.end());
+        key_bases.push_back(4096 * (q + 1) + 4 * (gen() % 4));
+        value_bases.push_back(65536 * (q + 1) + 8 * (gen() % 2));
+      }
+      for (int self = 0; self < p; ++self) {
+        const math::exchange_plan plan(bounds, p, self);
+        const auto runs = plan.received_runs(key_bases, 4, value_bases, 8);
+        std::uint64_t key_end = 0, value_end = 0, total = 0;
+        int last = -1;
+        for (const auto& run : runs) {
+          EXPECT_GT(run.from, last);
+          last = run.from;
+          EXPECT_GT(run.length, 0u);
+          EXPECT_EQ(run.in_place, run.from == self);
+          total += run.length;
+          if (run.in_place) continue;
+          EXPECT_GE(run.key_at - run.key_lead, key_end);
+          EXPECT_GE(run.value_at - run.value_lead, value_end);
+          key_end = run.key_at + run.length;
+          value_end = run.value_at + run.length;
+          EXPECT_EQ((run.key_at - run.key_lead) * 4 % 16, 0u);
+          EXPECT_EQ((run.value_at - run.value_lead) * 8 % 16, 0u);
+          const math::exchange_plan sender(bounds, p, run.from);
+          EXPECT_EQ(sender.send_count(self), run.length);
+          const std::uint64_t key_from = key_bases[run.from] + 4 * sender.send_offset(self);
+          const std::uint64_t value_from = value_bases[run.from] + 8 * sender.send_offset(self);
+          EXPECT_EQ(run.key_lead, math::lead_elements(key_from, key_bases[run.from], 4));
+          EXPECT_EQ(run.value_lead, math::lead_elements(value_from, value_bases[run.from], 8));
+          if (run.key_lead > 0) EXPECT_EQ((key_from - 4 * run.key_lead) % 16, 0u);
+          if (run.value_lead > 0) EXPECT_EQ((value_from - 8 * run.value_lead) % 16, 0u);
+        }
+        EXPECT_EQ(total, plan.received());
+      }
+    }
 }
 
 // Every field of a call's signature changes its packed word, and the message names the
@@ -158,8 +247,12 @@ TEST(DistOrderCode, NansTieAndZerosKeepTheirOrder) {
 TEST(DistMath, EmptyRunsAreLeftOutOfTheMerge) {
   const std::vector<std::uint64_t> bounds{0, 0, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0};  // rank 1's 2 keys go to rank 1
   const math::exchange_plan r1(bounds, 3, 1), r0(bounds, 3, 0);
-  EXPECT_EQ(r1.nonempty_run_bounds(), (std::vector<std::uint64_t>{0, 2}));
-  EXPECT_EQ(r0.nonempty_run_bounds(), (std::vector<std::uint64_t>{0}));
+  const auto one = r1.received_runs({0, 0, 0}, 4, {}, 0);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].from, 1);
+  EXPECT_TRUE(one[0].in_place);
+  EXPECT_EQ(one[0].length, 2u);
+  EXPECT_TRUE(r0.received_runs({0, 0, 0}, 4, {}, 0).empty());
 }
 
 // ---- the algorithm on the CPU ---------------------------------------------------------------
