@@ -95,7 +95,8 @@ key of K bytes at offset O (default 0). OUT may be - (standard output, not a ter
 
 const std::string sort_help =
     R"(usage: gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--nans last|first] [--text]
-                    [--device-memory BYTES] [--memory BYTES] [--tmp DIR] [--stats] IN OUT
+                    [--device-memory BYTES] [--memory BYTES] [--gpus LIST] [--tmp DIR] [--stats]
+                    IN OUT
        gpusort sort --record-bytes B --key-bytes K [--key-offset O] [--algo A] [--desc]
                     [--device-memory BYTES] [--memory BYTES] [--tmp DIR] [--stats] IN OUT
 Sorts the records of IN by key into OUT, on the GPU if there is one, else on the CPU.
@@ -118,6 +119,7 @@ while the output is written. When the keys and the sort's workspace fit the devi
 and kept in host memory (or, beyond the host budget or half the machine's memory, in a
 scratch file), and the runs are merged on the GPU in windows as long as a run: each window's
 slices of the runs are gathered, sorted on the device, and written to their place in OUT.
+With several GPUs (--gpus), each takes runs, then windows, as it is free, over its own link.
 Pairs and records with --record-bytes on a GPU go through a second pipeline: each record's
 key (for records, the first 8 key bytes, all K if fewer, read as a big-endian number) goes to
 the device with the record's position; the positions come back sorted and the records are
@@ -157,6 +159,9 @@ fails or is interrupted. Out of core takes raw binary files only (no --text).
                per record of a run, 3 for pairs; with --record-bytes 2 plus 16 bytes rounded
                up to records) and the merge buffers (up to 1 MiB each, a ninth of BYTES below
                9 MiB) must fit
+  --gpus LIST  the GPUs that sort keys alone out of core, a comma list of device numbers
+               (default: every visible GPU, the current one first; keys that fit one GPU's
+               budget are sorted on the first)
   --tmp DIR    the scratch directory (a stream IN's copy, OUT's spool, out-of-core runs)
                instead of beside OUT's final target, or of $TMPDIR (else /tmp) when OUT is
                a stream
@@ -357,6 +362,10 @@ int sort(const arguments& args) {
     request.device_budget_bytes = parse_bytes(args.get("device-memory"), "--device-memory");
   if (args.has("memory"))
     request.host_budget_bytes = parse_bytes(args.get("memory"), "--memory");
+  if (args.has("gpus"))
+    for (const std::string& item : split(args.get("gpus"), ','))
+      request.devices.push_back(static_cast<int>(
+          std::min<std::uint64_t>(parse_unsigned(item, "--gpus"), std::uint64_t{1} << 20)));
   if (args.has("text") && (request.device_budget_given || args.has("memory")))
     throw usage_error("--device-memory and --memory sort out of core, which reads raw binary "
                       "files, not --text");
@@ -636,7 +645,7 @@ const command commands[] = {
     {"sort",
      sort_help,
      sort,
-     {"type", "pairs", "algo", "device-memory", "memory", "record-bytes", "key-bytes",
+     {"type", "pairs", "algo", "device-memory", "memory", "gpus", "record-bytes", "key-bytes",
       "key-offset", "tmp", "nans"},
      {"desc", "text", "stats"}},
     {"check", check_help, check,

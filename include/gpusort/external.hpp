@@ -37,6 +37,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpusort/detail/external/external_sort.hpp"
 #include "gpusort/detail/external/nan_move.hpp"
@@ -62,6 +63,11 @@ struct external_options {
   // Where the runs are written; empty: beside `out` (the pending output always goes there,
   // to be renamed over it).
   std::string scratch_directory;
+  // The GPUs that sort keys alone (host arrays and keys files; pairs and records use the
+  // current GPU): more than one GPU's worth of keys is cut into runs that every GPU sorts
+  // and merges at once, each over its own link. Empty: every visible GPU, the current one
+  // first (keys that fit one GPU are sorted there).
+  std::vector<int> devices;
   // Called as the work goes, on the calling thread, between pieces of work: the phase
   // ("reading", "sorting", "runs", "merge", "checking", "writing"...) and `done` of `total`
   // units as a counted phase advances; a phase that is not counted is reported once as it
@@ -117,6 +123,7 @@ inline sort_request request_of(const std::string& in, const std::string& out, bo
                       .device_budget_given = opt.device_budget_bytes > 0,
                       .device_budget_bytes = opt.device_budget_bytes,
                       .host_budget_bytes = opt.host_budget_bytes,
+                      .devices = opt.devices,
                       .stats = &stats,
                       .meter = &meter};
 }
@@ -156,7 +163,8 @@ gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::extern
   const sort_request request{.opt = with_nans_largest(opt.sort),
                              .device_budget_given = opt.device_budget_bytes > 0,
                              .device_budget_bytes = opt.device_budget_bytes,
-                             .host_budget_bytes = opt.host_budget_bytes};
+                             .host_budget_bytes = opt.host_budget_bytes,
+                             .devices = opt.devices};
   const std::uint64_t run_keys = keys_run_records<K>(request, count);
   const std::filesystem::path scratch =
       (opt.scratch_directory.empty() ? std::filesystem::temp_directory_path()
@@ -165,6 +173,7 @@ gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::extern
   stage_clock clock;
   const keys_pipeline_report report = sort_keys_through_gpu<K>(
       count, run_keys, request.opt, opt.host_budget_bytes, scratch,
+      impl::request_devices(request),
       [&](K* slot, std::uint64_t first, std::uint64_t n) {
         copy_in_parallel(slot, keys.data() + first, n * sizeof(K));
       },
@@ -187,7 +196,8 @@ gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::extern
 // GPU through the same pipeline as sort_file: pinned slots copied while the next is filled;
 // beyond the device budget in runs, kept in host memory within host_budget_bytes (by default
 // half the machine's memory, else in a scratch file under scratch_directory or the system's
-// temporary directory) and merged on the GPU in windows. Without a GPU the CPU backend sorts
+// temporary directory) and merged on the GPU in windows, on every GPU of
+// external_options::devices at once. Without a GPU the CPU backend sorts
 // them in place. progress and cancel work as for files; a cancelled or failed sort leaves the
 // keys in an unspecified order (the same keys while runs form; partly merged after). Returns
 // the plan and the seconds of each stage.

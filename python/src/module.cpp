@@ -529,10 +529,18 @@ void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::u
           else
             gpusort::sort_batched(k, v, rows, row_len, opt);
         } else {
-          if constexpr (std::is_same_v<V, no_value>)
-            gpusort::sort(k, opt);
-          else
+          // Large arrays of keys alone go through the host-array sort: pinned copies, and
+          // beyond one GPU's memory runs sorted and merged on every GPU (external.hpp; the
+          // CPU without one). Small ones do not pay for its pinned buffers.
+          constexpr std::uint64_t pipeline_bytes = std::uint64_t{1} << 30;
+          if constexpr (std::is_same_v<V, no_value>) {
+            if (k.size() * sizeof(K) >= pipeline_bytes)
+              gpusort::sort(std::span<K>(k), gpusort::external_options{.sort = opt});
+            else
+              gpusort::sort(k, opt);
+          } else {
             gpusort::sort(k, v, opt);
+          }
         }
       }
       copy_back(k, keys);

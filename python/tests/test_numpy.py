@@ -92,6 +92,17 @@ def test_sort_in_place(dtype, algorithm, rng):
     assert same_bits(x, expected)
 
 
+@pytest.mark.skipif(not gpusort.gpu_available(), reason="the CPU backend sorts 2^28 keys slowly")
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_in_place_of_a_gibibyte_goes_through_the_host_pipeline(descending, rng):
+    """1 GiB of keys alone: the host-array sort's pinned pipeline (every GPU past one's memory)."""
+    x = rng.integers(-500, 500, 2**28, dtype=np.int32)
+    counts = np.bincount(x + 500, minlength=1000)
+    assert gpusort.sort_(x, descending=descending) is x
+    assert bool((x[1:] <= x[:-1]).all() if descending else (x[1:] >= x[:-1]).all())
+    assert np.array_equal(np.bincount(x + 500, minlength=1000), counts)
+
+
 def test_sort_in_place_rows_descending(rng):
     x = random_keys("float32", 40 * 50, rng).reshape(40, 50)
     expected = np.take_along_axis(x, np.argsort(~order_key(x), axis=-1, kind="stable"), -1)

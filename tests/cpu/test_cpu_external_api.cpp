@@ -286,4 +286,105 @@ TEST_F(ExternalApi, CancelStopsAtTheNextReportAndLeavesNothingBehind) {
   EXPECT_EQ(leftovers({"in", "out"}), std::vector<std::string>{});
 }
 
+// ---- the keys pipeline on several GPUs (label multigpu) ---------------------------------------
+
+int visible_gpus() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  cudaGetLastError();
+  return count;
+}
+
+class ExternalApiOnSeveralGpus : public ExternalApi {
+ protected:
+  void SetUp() override {
+    if (visible_gpus() < 2) GTEST_SKIP() << "needs 2 GPUs";
+    ExternalApi::SetUp();
+  }
+};
+
+template <class K>
+class ExternalApiOnSeveralGpusKeys : public ExternalApiOnSeveralGpus {};
+TYPED_TEST_SUITE(ExternalApiOnSeveralGpusKeys, gpusort::testing::key_types);
+
+// Every GPU takes runs and windows; the result is the one-GPU sort's, bit for bit, in both
+// orders and both NaN placements, with runs in host memory and in a scratch file.
+TYPED_TEST(ExternalApiOnSeveralGpusKeys, HostArraysMatchStableSort) {
+  using K = TypeParam;
+  for (const std::size_t n : {std::size_t{40961}, std::size_t{100003}})
+    for (const bool descending : {false, true})
+      for (const gpusort::nan_order nans : {gpusort::nan_order::last, gpusort::nan_order::first})
+        for (const bool runs_in_a_file : {false, true}) {
+          if (!std::is_floating_point_v<K> && nans == gpusort::nan_order::first) continue;
+          SCOPED_TRACE(::testing::Message() << "n=" << n << " descending=" << descending << " nans "
+                                            << gpusort::to_string(nans) << " file " << runs_in_a_file);
+          const std::vector<K> input = hostile_keys<K>(n, n + descending);
+          std::vector<K> keys = input;
+          gpusort::external_options opt = this->small_budgets(sizeof(K), descending);
+          opt.sort.nans = nans;
+          opt.host_budget_bytes = runs_in_a_file ? 16 * 4096 : 0;  // 0: runs in memory
+          opt.scratch_directory = this->dir_.string();
+          std::uint64_t last_done = 0;
+          opt.progress = [&](std::string_view, std::uint64_t done, std::uint64_t total) {
+            if (total == 0) return;
+            EXPECT_LE(done, total);
+            last_done = done;
+          };
+          const gpusort::file_sort_stats stats = gpusort::sort(std::span<K>(keys), opt);
+          EXPECT_TRUE(gpusort::testing::same_bits(
+              keys, gpusort::testing::reference_sort(input, descending, nans)));
+          EXPECT_NE(stats["plan"].find("on " + std::to_string(visible_gpus()) + " GPUs"),
+                    std::string::npos)
+              << stats.text();
+          EXPECT_EQ(last_done, n);
+          EXPECT_EQ(this->leftovers({}), std::vector<std::string>{});
+        }
+}
+
+// A keys file on the GPUs named, in the order named; the output checked as it is written.
+TEST_F(ExternalApiOnSeveralGpus, FilesSortOnTheNamedGpus) {
+  const std::vector<std::uint64_t> input = hostile_keys<std::uint64_t>(70001, 5);
+  write_file(file("in"), input);
+  gpusort::external_options opt = small_budgets(8, false);
+  opt.devices = {1, 0};
+  const gpusort::file_sort_stats stats =
+      gpusort::sort_file<std::uint64_t>(file("in"), file("out"), opt);
+  EXPECT_EQ(read_file<std::uint64_t>(file("out")), gpusort::testing::reference_sort(input));
+  EXPECT_NE(stats["plan"].find("on 2 GPUs"), std::string::npos) << stats.text();
+  EXPECT_EQ(leftovers({"in", "out"}), std::vector<std::string>{});
+}
+
+// A GPU that does not exist, or one named twice: refused before any work, keys untouched.
+TEST_F(ExternalApiOnSeveralGpus, BadGpuListsAreRefusedBeforeTheWork) {
+  const std::vector<std::uint32_t> input = random_keys<std::uint32_t>(30000, 6);
+  std::vector<std::uint32_t> keys = input;
+  gpusort::external_options opt = small_budgets(4, false);
+  for (const std::vector<int>& devices :
+       {std::vector<int>{0, 0}, std::vector<int>{0, visible_gpus()}, std::vector<int>{-1}}) {
+    opt.devices = devices;
+    EXPECT_THROW(gpusort::sort(std::span<std::uint32_t>(keys), opt), gpusort::invalid_request);
+    EXPECT_EQ(keys, input);
+    write_file(file("in"), input);
+    EXPECT_THROW(gpusort::sort_file<std::uint32_t>(file("in"), file("out"), opt),
+                 gpusort::invalid_request);
+    EXPECT_EQ(leftovers({"in"}), std::vector<std::string>{});
+  }
+}
+
+// Cancelled while the GPUs work: every thread stops, the call throws, nothing is left behind.
+TEST_F(ExternalApiOnSeveralGpus, CancelStopsEveryGpu) {
+  const std::vector<std::uint64_t> input = random_keys<std::uint64_t>(200000, 4);
+  write_file(file("in"), input);
+  gpusort::external_options opt = small_budgets(8, false);
+  std::atomic<bool> cancel{false};
+  opt.cancel = &cancel;
+  int reports = 0;
+  opt.progress = [&](std::string_view, std::uint64_t, std::uint64_t) {
+    if (++reports == 2) cancel = true;
+  };
+  EXPECT_THROW(gpusort::sort_file<std::uint64_t>(file("in"), file("out"), opt), gpusort::cancelled);
+  EXPECT_EQ(reports, 2);
+  EXPECT_EQ(leftovers({"in"}), std::vector<std::string>{});
+}
+
 }  // namespace

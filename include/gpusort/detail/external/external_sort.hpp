@@ -167,14 +167,20 @@ inline bool sorts_keys_on_gpu(const sort_request& request) {
 }
 
 // Keys a run of the keys pipeline holds: what fits the device budget (by default 90% of the
-// free device memory) with the sort's workspace; all `count` when they fit. invalid_request
-// when the budget holds not one key.
+// free device memory of the GPU with the least) with the sort's workspace; all `count` when
+// they fit. invalid_request when the budget holds not one key.
 template <class K>
 std::uint64_t keys_run_records(const sort_request& request, std::uint64_t count) {
   if (count <= 1) return std::max<std::uint64_t>(count, 1);
-  plan_request plan{.records = count, .record_bytes = sizeof(K), .host_run_buffers = 0};
-  impl::fit_device_budget<K>(plan, impl::device_budget(request), false, request.opt);
-  return plan_runs_or_throw(plan).run_records;
+  std::uint64_t fewest = count;
+  for (const int device : impl::request_devices(request)) {
+    const device_scope on(device);
+    plan_request plan{.records = count, .record_bytes = sizeof(K), .host_run_buffers = 0};
+    impl::fit_device_budget<K>(plan, impl::device_budget(request), false, request.opt);
+    fewest = std::min(fewest, plan_runs_or_throw(plan).run_records);
+    if (request.device_budget_given) break;  // the same on every GPU
+  }
+  return fewest;
 }
 
 // Sorts the keys file request.input into `out` in the GPU pipeline, with runs as long as the
@@ -188,7 +194,8 @@ int sort_keys_file_on_gpu(const sort_request& request, pending_file& out) {
                       " bytes is not a whole number of " + describe_records<K>(false));
   const std::uint64_t count = size / sizeof(K);
   return sort_keys_on_gpu<K>(request.input, count, keys_run_records<K>(request, count),
-                             request.opt, request.host_budget_bytes, request.stats, out,
+                             request.opt, request.host_budget_bytes,
+                             impl::request_devices(request), request.stats, out,
                              request.meter ? *request.meter : silent_progress());
 }
 

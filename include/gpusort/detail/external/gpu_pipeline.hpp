@@ -11,17 +11,31 @@
 // the output. Every key thus crosses the bus four times, but the merge costs one GPU sort per
 // window instead of a CPU heap merge.
 //
+// With several GPUs, each has its own buffer, slots and host thread: the threads take runs,
+// then windows, from a shared counter (every window's cuts are found before the merge
+// starts), so the copies go over every GPU's own link at once. The calling thread reports
+// progress meanwhile.
+//
 // The output is checked before it replaces OUT: in order, and the same keys as the input
 // (order-independent checksums taken while the slots are filled and drained).
 #pragma once
 
 #include <cuda_runtime.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <span>
+#include <thread>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -49,6 +63,103 @@ inline void cuda_check(cudaError_t e, const char* what) {
 
 }  // namespace impl
 
+// Makes `device` the calling thread's device for the scope; the one in use before comes back.
+class device_scope {
+ public:
+  explicit device_scope(int device) {
+    impl::cuda_check(cudaGetDevice(&previous_), "cannot ask for the current GPU");
+    if (device != previous_)
+      impl::cuda_check(cudaSetDevice(device), ("cannot use GPU " + std::to_string(device)).c_str());
+  }
+  ~device_scope() { cudaSetDevice(previous_); }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+// Units of work done, for the progress sink: reported at once when counted on the calling
+// thread, else by the calling thread as it waits (share_out).
+class shared_progress {
+ public:
+  shared_progress(progress_sink& meter, std::uint64_t total) : meter_(meter), total_(total) {}
+  void add(std::uint64_t units) {
+    const std::uint64_t done = done_ += units;
+    if (std::this_thread::get_id() == caller_) meter_.advance(done, total_);
+  }
+  void report() { meter_.advance(done_.load(), total_); }
+
+ private:
+  progress_sink& meter_;
+  const std::uint64_t total_;
+  std::atomic<std::uint64_t> done_{0};
+  const std::thread::id caller_ = std::this_thread::get_id();
+};
+
+// Pieces [0, pieces) of work shared out over `workers` threads, each taking the next piece as
+// it finishes one: work(worker, piece). One worker works on the calling thread. Otherwise the
+// calling thread reports progress (and so notices a cancel) every 50 ms; the first exception
+// of any thread stops the others before their next piece and is rethrown once all stopped.
+template <class Work>
+void share_out(std::size_t workers, std::uint64_t pieces, shared_progress& progress,
+               Work&& work) {
+  if (workers <= 1) {
+    for (std::uint64_t piece = 0; piece < pieces; ++piece) work(std::size_t{0}, piece);
+    return;
+  }
+  std::atomic<std::uint64_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex m;
+  std::condition_variable finished;
+  std::size_t running = 0;
+  std::exception_ptr failure;
+  const auto fail = [&](std::exception_ptr e) {
+    std::lock_guard lock(m);
+    if (!failure) failure = e;
+    stop = true;
+  };
+  std::vector<std::thread> threads;
+  try {
+    for (std::size_t w = 0; w < workers; ++w) {
+      {
+        std::lock_guard lock(m);
+        ++running;
+      }
+      threads.emplace_back([&, w] {
+        try {
+          for (std::uint64_t piece = next++; piece < pieces && !stop; piece = next++) work(w, piece);
+        } catch (...) {
+          fail(std::current_exception());
+        }
+        std::lock_guard lock(m);
+        --running;
+        finished.notify_all();
+      });
+    }
+  } catch (...) {  // no thread for this worker: the others stop
+    std::lock_guard lock(m);
+    --running;
+    if (!failure) failure = std::current_exception();
+    stop = true;
+  }
+  std::unique_lock lock(m);
+  while (running > 0) {
+    finished.wait_for(lock, std::chrono::milliseconds(50));
+    lock.unlock();
+    try {
+      if (!stop) progress.report();
+    } catch (...) {
+      fail(std::current_exception());
+    }
+    lock.lock();
+  }
+  lock.unlock();
+  for (std::thread& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  progress.report();
+}
+
 // Busy seconds of each stage (they overlap, so they add up to more than the wall time).
 struct pipeline_times {
   double read = 0, upload = 0, sort = 0, download = 0, store = 0, gather = 0, write = 0;
@@ -59,9 +170,12 @@ struct pipeline_times {
 template <class K>
 class device_keys {
  public:
-  device_keys(std::uint64_t capacity, const gpusort::options& opt, std::uint64_t slot_bytes)
-      : opt_(opt), slot_keys_(std::max<std::uint64_t>(1, slot_bytes / sizeof(K))) {
+  // On GPU `device`; its calls must run where that GPU is the current one (device_scope).
+  device_keys(int device, std::uint64_t capacity, const gpusort::options& opt,
+              std::uint64_t slot_bytes)
+      : device_(device), opt_(opt), slot_keys_(std::max<std::uint64_t>(1, slot_bytes / sizeof(K))) {
     using impl::cuda_check;
+    const device_scope on(device);
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cannot create a stream");
     opt_.stream = stream_;
     cuda_check(cudaMalloc(&keys_, std::max<std::uint64_t>(1, capacity) * sizeof(K)),
@@ -78,6 +192,9 @@ class device_keys {
     cuda_check(cudaEventCreate(&sort_end_), "cannot create an event");
   }
   ~device_keys() {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice(device_);
     if (stream_) cudaStreamSynchronize(stream_);
     for (slot& s : slots_) {
       if (s.keys) cudaFreeHost(s.keys);
@@ -88,6 +205,7 @@ class device_keys {
     if (temp_) cudaFree(temp_);
     if (keys_) cudaFree(keys_);
     if (stream_) cudaStreamDestroy(stream_);
+    cudaSetDevice(previous);
   }
   device_keys(const device_keys&) = delete;
   device_keys& operator=(const device_keys&) = delete;
@@ -152,6 +270,7 @@ class device_keys {
     K* keys = nullptr;
     cudaEvent_t copied = nullptr;
   };
+  int device_;
   gpusort::options opt_;
   std::uint64_t slot_keys_;
   cudaStream_t stream_ = nullptr;
@@ -162,13 +281,36 @@ class device_keys {
   cudaEvent_t sort_start_ = nullptr, sort_end_ = nullptr;
 };
 
+// Anonymous host memory in transparent huge pages where the kernel has them: the run store's
+// first touch costs a page fault per 2 MiB instead of per 4 KiB (with 4 KiB pages, storing the
+// runs of 2^33 keys took 11.9 s on an H200 host, page faults all but alone).
+class huge_page_memory {
+ public:
+  explicit huge_page_memory(std::uint64_t bytes) : bytes_(std::max<std::uint64_t>(bytes, 1)) {
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      throw io_failure("cannot map " + std::to_string(bytes_) + " bytes of host memory for the runs: " +
+                       system_error_text());
+    ::madvise(p, bytes_, MADV_HUGEPAGE);  // a hint: without huge pages, 4 KiB ones
+    data_ = static_cast<unsigned char*>(p);
+  }
+  ~huge_page_memory() { ::munmap(data_, bytes_); }
+  huge_page_memory(const huge_page_memory&) = delete;
+  huge_page_memory& operator=(const huge_page_memory&) = delete;
+  unsigned char* get() const { return data_; }
+
+ private:
+  std::uint64_t bytes_;
+  unsigned char* data_ = nullptr;
+};
+
 // The sorted runs, one after another: in host memory, or in a scratch file when the host
 // budget (or half the machine's memory, without one) cannot hold them.
 class run_store {
  public:
   run_store(std::uint64_t bytes, bool in_memory, const scratch_directory& scratch) {
     if (in_memory) {
-      memory_.reset(new unsigned char[bytes]);  // uninitialized: the runs overwrite it
+      memory_ = std::make_unique<huge_page_memory>(bytes);  // the runs overwrite it
       return;
     }
     path_ = (scratch.path() / "runs").string();
@@ -185,13 +327,13 @@ class run_store {
   bool in_memory() const { return memory_ != nullptr; }
   void put(std::uint64_t offset, const void* data, std::uint64_t size) {
     if (memory_)
-      copy_in_parallel(memory_.get() + offset, data, size);
+      copy_in_parallel(memory_->get() + offset, data, size);
     else
       write_at(fd_, offset, data, size, path_);
   }
   void get(std::uint64_t offset, void* data, std::uint64_t size) const {
     if (memory_)
-      copy_in_parallel(data, memory_.get() + offset, size);
+      copy_in_parallel(data, memory_->get() + offset, size);
     else
       read_at(fd_, offset, data, size, path_);
   }
@@ -199,7 +341,7 @@ class run_store {
   K key_at(std::uint64_t index) const {
     K key;
     if (memory_) {
-      std::memcpy(&key, memory_.get() + index * sizeof(K), sizeof(K));
+      std::memcpy(&key, memory_->get() + index * sizeof(K), sizeof(K));
     } else if (::pread(fd_, &key, sizeof(K), static_cast<off_t>(index * sizeof(K))) !=
                static_cast<ssize_t>(sizeof(K))) {
       throw io_failure(path_ + ": read failed: " + system_error_text());
@@ -208,7 +350,7 @@ class run_store {
   }
 
  private:
-  std::unique_ptr<unsigned char[]> memory_;
+  std::unique_ptr<huge_page_memory> memory_;
   std::string path_;
   int fd_ = -1;
 };
@@ -216,13 +358,13 @@ class run_store {
 namespace impl {
 
 // The checks of keys that pass through the slots: an order-independent checksum, and (for
-// the output) how many keys are out of order, across slot boundaries too.
+// the output) how many keys are out of order, across chunk boundaries too. Chunks may come
+// from several threads in any order: each chunk's end keys are kept, and the boundaries
+// between neighbouring chunks are checked at the end.
 template <class K>
-struct key_tally {
-  checksum sum;
-  std::uint64_t out_of_order = 0;
-  bool has_last = false;
-  K last{};
+class key_tally {
+ public:
+  explicit key_tally(bool descending = false) : descending_(descending) {}
 
   void add(const K* keys, std::uint64_t count) {
     std::uint64_t total = 0, x = 0;
@@ -235,24 +377,51 @@ struct key_tally {
       total += h;
       x ^= h;
     }
-    sum.sum += total;
-    sum.xor_all ^= x;
+    std::lock_guard lock(m_);
+    sum_.sum += total;
+    sum_.xor_all ^= x;
   }
-  void add_in_order(const K* keys, std::uint64_t count, bool descending) {
+  // Keys [first, first + count) of the output.
+  void add_in_order(std::uint64_t first, const K* keys, std::uint64_t count) {
     add(keys, count);
     if (count == 0) return;
-    const less<K> before;
-    const auto wrong = [&](const K& previous, const K& next) {
-      return descending ? before(previous, next) : before(next, previous);
-    };
-    std::uint64_t bad = has_last && wrong(last, keys[0]) ? 1 : 0;
+    std::uint64_t bad = 0;
     const std::int64_t n = static_cast<std::int64_t>(count);
 #pragma omp parallel for reduction(+ : bad)
     for (std::int64_t i = 1; i < n; ++i) bad += wrong(keys[i - 1], keys[i]) ? 1 : 0;
-    out_of_order += bad;
-    last = keys[count - 1];
-    has_last = true;
+    std::lock_guard lock(m_);
+    inside_ += bad;
+    chunks_[first] = {count, keys[0], keys[count - 1]};
   }
+  checksum sum() const {
+    std::lock_guard lock(m_);
+    return sum_;
+  }
+  std::uint64_t out_of_order() const {
+    std::lock_guard lock(m_);
+    std::uint64_t bad = inside_;
+    for (auto it = chunks_.begin(); it != chunks_.end() && std::next(it) != chunks_.end(); ++it) {
+      const auto next = std::next(it);
+      if (it->first + it->second.count == next->first && wrong(it->second.back, next->second.front))
+        ++bad;
+    }
+    return bad;
+  }
+
+ private:
+  struct ends {
+    std::uint64_t count;
+    K front, back;
+  };
+  bool wrong(const K& previous, const K& next) const {
+    const less<K> before;
+    return descending_ ? before(previous, next) : before(next, previous);
+  }
+  bool descending_;
+  mutable std::mutex m_;
+  checksum sum_;
+  std::uint64_t inside_ = 0;
+  std::map<std::uint64_t, ends> chunks_;
 };
 
 }  // namespace impl
@@ -280,87 +449,117 @@ inline std::uint64_t pinned_slot_bytes(std::uint64_t run_bytes, std::uint64_t ho
 
 // What the keys pipeline did, for the statistics.
 struct keys_pipeline_report {
-  pipeline_times busy;
+  pipeline_times busy;  // summed over the GPUs
   std::uint64_t runs = 0;
+  std::size_t gpus = 1;
   bool runs_in_memory = true;
 };
 
-// Sorts count keys on the GPU, runs of at most run_keys keys (the device budget's):
-// read(slot, first, n) puts keys [first, first + n) of the input into a pinned slot, and
-// write(first, slot, n) takes keys [first, first + n) of the output from one. The runs of a
-// multi-run sort are kept in host memory within the host budget (else in a scratch directory
-// beside scratch_anchor). Every input key is read before the first output key is written, so
-// the input and output may be the same memory.
+// The GPUs a keys pipeline of `runs` runs uses: `devices` (the current one if empty), no
+// more than there are runs.
+inline std::vector<int> pipeline_devices(std::span<const int> devices, std::uint64_t runs) {
+  std::vector<int> gpus(devices.begin(), devices.end());
+  if (gpus.empty()) {
+    int current = 0;
+    impl::cuda_check(cudaGetDevice(&current), "cannot ask for the current GPU");
+    gpus.push_back(current);
+  }
+  gpus.resize(static_cast<std::size_t>(std::clamp<std::uint64_t>(runs, 1, gpus.size())));
+  return gpus;
+}
+
+// Sorts count keys on the GPUs `devices` (the current one if empty), runs of at most run_keys
+// keys (the device budget's): read(slot, first, n) puts keys [first, first + n) of the input
+// into a pinned slot, and write(first, slot, n) takes keys [first, first + n) of the output
+// from one; with several GPUs both are called from several threads at once, for disjoint
+// ranges. The runs of a multi-run sort are kept in host memory within the host budget (else
+// in a scratch directory beside scratch_anchor). Every input key is read before the first
+// output key is written, so the input and output may be the same memory.
 template <class K, class Read, class Write>
 keys_pipeline_report sort_keys_through_gpu(std::uint64_t count, std::uint64_t run_keys,
                                            const gpusort::options& opt,
                                            std::uint64_t host_budget_bytes,
                                            const std::filesystem::path& scratch_anchor,
-                                           Read&& read, Write&& write, progress_sink& meter) {
+                                           std::span<const int> devices, Read&& read,
+                                           Write&& write, progress_sink& meter) {
   const bool descending = opt.direction == gpusort::order::descending;
   keys_pipeline_report report;
   report.runs = count == 0 ? 0 : (count + run_keys - 1) / run_keys;
   const std::uint64_t runs = report.runs;
   const std::uint64_t slot_bytes = pinned_slot_bytes(std::min(count, run_keys) * sizeof(K), host_budget_bytes);
-  pipeline_times& busy = report.busy;
+  const std::vector<int> gpus = pipeline_devices(devices, runs);
+  report.gpus = gpus.size();
+  std::vector<pipeline_times> busy(gpus.size());
   const auto timed = [](double& seconds, auto&& work) {
     stage_clock clock;
     work();
     seconds += clock.lap();
   };
 
-  std::unique_ptr<device_keys<K>> device;
-  if (count > 0) device = std::make_unique<device_keys<K>>(std::min(count, run_keys), opt, slot_bytes);
-  const auto read_input = [&](std::uint64_t first_key) {
-    return [&, first_key](K* slot, std::uint64_t first, std::uint64_t n) {
-      timed(busy.read, [&] { read(slot, first_key + first, n); });
-    };
+  std::vector<std::unique_ptr<device_keys<K>>> device(gpus.size());
+  if (count > 0)
+    for (std::size_t g = 0; g < gpus.size(); ++g)
+      device[g] = std::make_unique<device_keys<K>>(gpus[g], std::min(count, run_keys), opt, slot_bytes);
+  // Through GPU g: fill the device buffer with n keys, sort them, drain them.
+  const auto on_device = [&](std::size_t g, std::uint64_t n, auto&& fill, auto&& drain) {
+    const device_scope on(gpus[g]);
+    timed(busy[g].upload, [&] { device[g]->upload(n, fill); });
+    busy[g].sort += device[g]->sort(n);
+    timed(busy[g].download, [&] { device[g]->download(n, drain); });
   };
-  const auto write_output = [&](std::uint64_t first_key) {
-    return [&, first_key](const K* slot, std::uint64_t first, std::uint64_t n) {
-      timed(busy.write, [&] { write(first_key + first, slot, n); });
-      meter.advance(first_key + first + n, count);
+  const auto read_input = [&](std::size_t g, std::uint64_t first_key) {
+    return [&, g, first_key](K* slot, std::uint64_t first, std::uint64_t n) {
+      timed(busy[g].read, [&] { read(slot, first_key + first, n); });
     };
-  };
-  const auto on_device = [&](std::uint64_t n, auto&& fill, auto&& drain) {
-    timed(busy.upload, [&] { device->upload(n, fill); });
-    busy.sort += device->sort(n);
-    timed(busy.download, [&] { device->download(n, drain); });
   };
 
   if (runs == 1) {
     meter.phase("sorting", true);
-    on_device(count, read_input(0), write_output(0));
+    shared_progress progress(meter, count);
+    on_device(0, count, read_input(0, 0), [&](const K* slot, std::uint64_t first, std::uint64_t n) {
+      timed(busy[0].write, [&] { write(first, slot, n); });
+      progress.add(n);
+    });
   } else if (runs > 1) {
     const scratch_directory scratch(scratch_anchor);
     report.runs_in_memory = runs_fit_in_memory(count * sizeof(K), host_budget_bytes, slot_bytes);
     run_store store(count * sizeof(K), report.runs_in_memory, scratch);
     std::vector<std::uint64_t> lengths(runs);
+    for (std::uint64_t r = 0; r < runs; ++r) lengths[r] = std::min(run_keys, count - r * run_keys);
     meter.phase("runs", true);
-    for (std::uint64_t r = 0; r < runs; ++r) {
-      const std::uint64_t first_key = r * run_keys;
-      lengths[r] = std::min(run_keys, count - first_key);
-      on_device(lengths[r], read_input(first_key),
-                [&](const K* slot, std::uint64_t first, std::uint64_t n) {
-                  timed(busy.store, [&] { store.put((first_key + first) * sizeof(K), slot, n * sizeof(K)); });
-                  meter.advance(first_key + first + n, count);
-                });
-      if (interrupt_after_runs() == r + 1) std::raise(SIGINT);  // test hook
+    {
+      shared_progress progress(meter, count);
+      std::atomic<std::uint64_t> runs_done{0};
+      share_out(gpus.size(), runs, progress, [&](std::size_t g, std::uint64_t r) {
+        const std::uint64_t first_key = r * run_keys;
+        on_device(g, lengths[r], read_input(g, first_key),
+                  [&](const K* slot, std::uint64_t first, std::uint64_t n) {
+                    timed(busy[g].store, [&] { store.put((first_key + first) * sizeof(K), slot, n * sizeof(K)); });
+                    progress.add(n);
+                  });
+        if (interrupt_after_runs() == ++runs_done) std::raise(SIGINT);  // test hook
+      });
     }
     meter.phase("merge", true);
     const auto key_at = [&](std::uint64_t run, std::uint64_t index) {
       return rank_key(store.key_at<K>(run * run_keys + index), descending);
     };
-    std::vector<std::uint64_t> cuts(runs, 0);
-    for (std::uint64_t w = 0; w * run_keys < count; ++w) {
-      std::vector<run_slice> slices;
-      timed(busy.gather, [&] { slices = window_slices(lengths, count, run_keys, w, cuts, key_at); });
+    // The cuts at every window boundary first, so that the windows are independent.
+    const std::uint64_t windows = runs;
+    std::vector<std::vector<std::uint64_t>> cuts(windows + 1);
+    timed(busy[0].gather, [&] {
+      for (std::uint64_t w = 0; w <= windows; ++w)
+        cuts[w] = cut_runs_at(lengths, std::min(count, w * run_keys), key_at);
+    });
+    shared_progress progress(meter, count);
+    share_out(gpus.size(), windows, progress, [&](std::size_t g, std::uint64_t w) {
+      const std::vector<run_slice> slices = slices_between(cuts[w], cuts[w + 1]);
       std::uint64_t window = 0;
       for (const run_slice& s : slices) window += s.end - s.begin;
-      on_device(window,
+      on_device(g, window,
                 [&](K* slot, std::uint64_t first, std::uint64_t n) {
                   // The slices that cover window positions [first, first + n).
-                  timed(busy.gather, [&] {
+                  timed(busy[g].gather, [&] {
                     std::uint64_t at = 0;
                     for (const run_slice& s : slices) {
                       const std::uint64_t length = s.end - s.begin;
@@ -372,8 +571,20 @@ keys_pipeline_report sort_keys_through_gpu(std::uint64_t count, std::uint64_t ru
                     }
                   });
                 },
-                write_output(w * run_keys));
-    }
+                [&](const K* slot, std::uint64_t first, std::uint64_t n) {
+                  timed(busy[g].write, [&] { write(w * run_keys + first, slot, n); });
+                  progress.add(n);
+                });
+    });
+  }
+  for (const pipeline_times& t : busy) {
+    report.busy.read += t.read;
+    report.busy.upload += t.upload;
+    report.busy.sort += t.sort;
+    report.busy.download += t.download;
+    report.busy.store += t.store;
+    report.busy.gather += t.gather;
+    report.busy.write += t.write;
   }
   meter.finish();
   return report;
@@ -391,7 +602,8 @@ inline void add_pipeline_stats(file_sort_stats& stats, const keys_pipeline_repor
                           std::to_string(count - (report.runs - 1) * run_keys) +
                           "), sorted and merged on the GPU in windows of " +
                           std::to_string(run_keys) + " records; runs kept " +
-                          (report.runs_in_memory ? "in host memory" : "in a scratch file"));
+                          (report.runs_in_memory ? "in host memory" : "in a scratch file") +
+                          (report.gpus > 1 ? "; on " + std::to_string(report.gpus) + " GPUs" : ""));
   // Stages overlap: read and gather run while copies go to the device (the upload phases'
   // wall time), store and write while copies come back (the download phases').
   stats.add_seconds("read", busy.read);
@@ -403,39 +615,41 @@ inline void add_pipeline_stats(file_sort_stats& stats, const keys_pipeline_repor
   stats.add_seconds("write", busy.write);
 }
 
-// Sorts the keys of `input` (count keys) into `out` on the GPU, runs of at most run_keys keys
-// (the device budget's), checking the output on its way (in order, and the same keys as the
-// input by order-independent checksums). 0, or 3 when the output failed its checks (nothing
-// written).
+// Sorts the keys of `input` (count keys) into `out` on the GPUs `devices`, runs of at most
+// run_keys keys (the device budget's), checking the output on its way (in order, and the same
+// keys as the input by order-independent checksums). 0, or 3 when the output failed its checks
+// (nothing written).
 template <class K>
 int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_t run_keys,
                      const gpusort::options& opt, std::uint64_t host_budget_bytes,
-                     file_sort_stats* stats, pending_file& out, progress_sink& meter) {
+                     std::span<const int> devices, file_sort_stats* stats, pending_file& out,
+                     progress_sink& meter) {
   const bool descending = opt.direction == gpusort::order::descending;
   stage_clock wall;
   const std::string algorithm_used = describe_algorithm<K>(opt, std::min(count, run_keys), false);
   const file_handle in = open_input(input);
   const int in_fd = ::fileno(in.get());
   const output_file output(::fileno(out.get()), count * sizeof(K), out.path());
-  impl::key_tally<K> input_tally, output_tally;
+  impl::key_tally<K> input_tally, output_tally(descending);
   const keys_pipeline_report report = sort_keys_through_gpu<K>(
-      count, run_keys, opt, host_budget_bytes, out.scratch_anchor(),
+      count, run_keys, opt, host_budget_bytes, out.scratch_anchor(), devices,
       [&](K* slot, std::uint64_t first, std::uint64_t n) {
         read_at(in_fd, first * sizeof(K), slot, n * sizeof(K), input);
         input_tally.add(slot, n);
       },
       [&](std::uint64_t first, const K* slot, std::uint64_t n) {
-        output_tally.add_in_order(slot, n, descending);
+        output_tally.add_in_order(first, slot, n);
         output.write(first * sizeof(K), slot, n * sizeof(K));
       },
       meter);
-  if (output_tally.out_of_order > 0 || !(output_tally.sum == input_tally.sum)) {
+  const std::uint64_t out_of_order = output_tally.out_of_order();
+  if (out_of_order > 0 || !(output_tally.sum() == input_tally.sum())) {
     std::fprintf(stderr,
                  "gpusort sort: the %s sort returned a wrong result (%llu keys out of order, keys "
                  "%s); %s not written\n",
                  std::string(gpusort::method_name(opt)).c_str(),
-                 static_cast<unsigned long long>(output_tally.out_of_order),
-                 output_tally.sum == input_tally.sum ? "kept" : "changed", out.path().c_str());
+                 static_cast<unsigned long long>(out_of_order),
+                 output_tally.sum() == input_tally.sum() ? "kept" : "changed", out.path().c_str());
     return 3;
   }
   const double sorted_s = wall.lap();

@@ -104,6 +104,15 @@ struct run_slice {
   std::uint64_t run, begin, end;
 };
 
+// The non-empty slices between two cuts of the runs, in run order.
+inline std::vector<run_slice> slices_between(std::span<const std::uint64_t> from,
+                                             std::span<const std::uint64_t> to) {
+  std::vector<run_slice> slices;
+  for (std::uint64_t r = 0; r < from.size(); ++r)
+    if (to[r] > from[r]) slices.push_back({r, from[r], to[r]});
+  return slices;
+}
+
 // The slices of window `window` (records [window * width, min(total, (window + 1) * width))
 // of the output), given the cuts at its start (updated to the cuts at its end), in run order.
 template <class KeyAt>
@@ -111,11 +120,9 @@ std::vector<run_slice> window_slices(std::span<const std::uint64_t> lengths, std
                                      std::uint64_t width, std::uint64_t window,
                                      std::vector<std::uint64_t>& cuts, KeyAt&& key_at) {
   const std::uint64_t end_rank = std::min(total, (window + 1) * width);
-  const std::vector<std::uint64_t> end = cut_runs_at(lengths, end_rank, key_at);
-  std::vector<run_slice> slices;
-  for (std::uint64_t r = 0; r < lengths.size(); ++r)
-    if (end[r] > cuts[r]) slices.push_back({r, cuts[r], end[r]});
-  cuts = end;
+  std::vector<std::uint64_t> end = cut_runs_at(lengths, end_rank, key_at);
+  std::vector<run_slice> slices = slices_between(cuts, end);
+  cuts = std::move(end);
   return slices;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gpusort/error.hpp"
 #include "gpusort/detail/external/progress.hpp"
@@ -23,6 +24,7 @@ struct sort_request {
   bool device_budget_given = false;
   std::uint64_t device_budget_bytes = 0;
   std::uint64_t host_budget_bytes = 0;  // 0: unlimited
+  std::vector<int> devices;  // the keys pipeline's GPUs; empty: every visible one
   file_sort_stats* stats = nullptr;  // filled when not null
   progress_sink* meter = nullptr;  // where progress goes (none: nowhere)
 };
@@ -109,6 +111,31 @@ inline std::uint64_t device_budget(const sort_request& request) {
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
     throw io_failure("cannot read the device's free memory");
   return free_bytes / 10 * 9;
+}
+
+// The GPUs of a request's keys pipeline: the ones it names, else every visible GPU, the
+// current one first (a sort that fits one GPU runs there). invalid_request for a GPU that does
+// not exist or is named twice.
+inline std::vector<int> request_devices(const sort_request& request) {
+  int visible = 0, current = 0;
+  if (cudaGetDeviceCount(&visible) != cudaSuccess || cudaGetDevice(&current) != cudaSuccess)
+    visible = 0;
+  cudaGetLastError();
+  std::vector<int> devices = request.devices;
+  if (devices.empty() && visible > 0) {
+    devices.push_back(current);
+    for (int d = 0; d < visible; ++d)
+      if (d != current) devices.push_back(d);
+  }
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i] < 0 || devices[i] >= visible)
+      throw invalid_request("GPU " + std::to_string(devices[i]) + " does not exist (" +
+                            std::to_string(visible) + " visible)");
+    for (std::size_t j = 0; j < i; ++j)
+      if (devices[j] == devices[i])
+        throw invalid_request("GPU " + std::to_string(devices[i]) + " is named twice");
+  }
+  return devices;
 }
 
 }  // namespace impl
