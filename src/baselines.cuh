@@ -227,6 +227,7 @@ cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* 
                                                 cudaStream_t);
 #define GPUSORT_BASELINES_FOR_KEY(K) \
   GPUSORT_BASELINES(K, no_value)     \
-  GPUSORT_BASELINES(K, payload<4>)
+  GPUSORT_BASELINES(K, payload<4>)   \
+  GPUSORT_BASELINES(K, payload<8>)
 
 }  // namespace gpusort::detail::device

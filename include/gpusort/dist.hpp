@@ -197,6 +197,9 @@ shard<K, V> sort(const communicator& comm, std::span<K> keys, std::span<V> value
 // For "too many keys for one GPU": spreads keys[0, n) (host or device memory) evenly over
 // the GPUs of this host (`devices`, all if empty), sorts them with dist::sort (one thread per
 // GPU) and writes the sorted keys back in place. Not a collective; needs no communicator.
+// Each GPU needs room for about three times its slice; host arrays larger than that go
+// through gpusort::sort(std::span<K>, external_options) (external.hpp), which sorts runs and
+// merges windows on every GPU of external_options::devices.
 template <supported_key K>
 void sort_spread(std::span<K> keys, const options& opt = {}, std::span<const int> devices = {}) {
   detail::sort_spread<K, gpusort::detail::no_value>(keys.data(), nullptr, keys.size(), devices,

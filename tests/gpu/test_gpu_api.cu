@@ -184,9 +184,13 @@ TEST_F(GpuApi, BaselinesSortThroughTheInterface) {
       EXPECT_TRUE(d.guard_intact());
     }
   }
+  // 16-byte values: CUB's sorts are built for keys alone and 4- and 8-byte values.
+  struct value16 {
+    std::uint64_t a, b;
+  };
   std::vector<std::uint32_t> keys(10, 1);
   guarded_buffer<std::uint32_t> dk(keys);
-  guarded_buffer<std::uint64_t> dv(std::vector<std::uint64_t>(10, 2));
+  guarded_buffer<value16> dv(std::vector<value16>(10, value16{2, 3}));
   std::size_t bytes = 0;
   EXPECT_EQ(gpusort::sort_pairs(nullptr, bytes, dk.data(), dv.data(), 10,
                                 {.algo = gpusort::algorithm::cub_radix}),
@@ -230,7 +234,12 @@ TEST_F(GpuApi, AutomaticUsesTheWorkspaceItIsGiven) {
   EXPECT_EQ((gpusort::automatic_algorithm<std::uint32_t, std::uint32_t>(1 << 16)),
             algorithm::cub_merge);
   EXPECT_EQ((gpusort::automatic_algorithm<std::uint32_t, std::uint64_t>(1 << 24)),
-            algorithm::bitonic) << "CUB's sorts are built for 4-byte values only";
+            algorithm::cub_radix) << "64-bit indices take CUB's radix sort";
+  struct value16 {
+    std::uint64_t a, b;
+  };
+  EXPECT_EQ((gpusort::automatic_algorithm<std::uint32_t, value16>(1 << 24)), algorithm::bitonic)
+      << "CUB's sorts are built for values of up to 8 bytes";
   EXPECT_EQ(gpusort::automatic_algorithm<std::uint32_t>(std::uint64_t{1} << 40),
             algorithm::bitonic) << "a workspace larger than the device";
   std::vector<float> floats(1000, 1.0f);

@@ -27,12 +27,12 @@ std::vector<sort_method> methods_for() {
   return sort_methods(false, std::is_floating_point_v<K>);
 }
 
-// CUB's sorts and thrust are built for keys alone and 4-byte values.
+// CUB's sorts and thrust are built for keys alone and 4- and 8-byte values.
 bool takes_values_of(const sort_method& m, std::size_t value_bytes) {
   const algorithm a = m.opt.algo;
   const bool baseline = a == algorithm::cub_radix || a == algorithm::cub_merge ||
                         a == algorithm::thrust;
-  return value_bytes == 4 || !baseline;
+  return value_bytes <= 8 || !baseline;
 }
 
 gpusort::options directed(gpusort::options opt, bool descending, cudaStream_t stream = nullptr) {

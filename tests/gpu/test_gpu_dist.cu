@@ -168,9 +168,7 @@ template <class K>
 void UnevenShardsEveryDistributionBothOrders(const std::vector<comm_set*>& sets) {
   for (comm_set* set : sets) {
     const int ranks = static_cast<int>(set->size());
-    for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal,
-                                  tools::distribution::few_unique, tools::distribution::sorted,
-                                  tools::distribution::zipf}) {
+    for (tools::distribution d : tools::all_distributions) {  // gpusort gen's, every one
       for (bool descending : {false, true})
         for (gpusort::nan_order nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
           SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " dist=" << tools::to_string(d)

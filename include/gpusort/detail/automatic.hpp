@@ -1,7 +1,7 @@
 // algorithm::automatic: the one selector (docs/design.md, Layers). It picks the fastest
 // exact sort that fits the memory the call may use, by the table measured on an H100
 // (docs/performance.md, "automatic"):
-//  - built-in keys alone or with 4-byte values, where CUB's sorts are built: CUB's merge sort
+//  - built-in keys alone or with 4- or 8-byte values, where CUB's sorts are built: CUB's merge sort
 //    for small arrays (up to merge_limit_bits below: it wins on launch count), else CUB's radix
 //    sort; float keys after the radix sort get the NaN fix-up (network/radix_floats.hpp), two
 //    launches that move nothing when no negative NaN is there;

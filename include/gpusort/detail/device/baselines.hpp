@@ -36,8 +36,9 @@ cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* 
                                std::uint64_t n, const network::segment_list& segs,
                                bool descending, cudaStream_t stream);
 
-// Whether the baselines were built for this key/value combination.
+// Whether the baselines were built for this key/value combination: keys alone, 4-byte values
+// and 8-byte values (64-bit indices: torch's and NumPy's argsort).
 template <class K, class V>
-constexpr bool baseline_built = sizeof(V) <= 4;
+constexpr bool baseline_built = sizeof(V) <= 8;
 
 }  // namespace gpusort::detail::device
