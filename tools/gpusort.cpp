@@ -363,9 +363,12 @@ int sort(const arguments& args) {
   if (args.has("memory"))
     request.host_budget_bytes = parse_bytes(args.get("memory"), "--memory");
   if (args.has("gpus"))
-    for (const std::string& item : split(args.get("gpus"), ','))
-      request.devices.push_back(static_cast<int>(
-          std::min<std::uint64_t>(parse_unsigned(item, "--gpus"), std::uint64_t{1} << 20)));
+    for (const std::string& item : split(args.get("gpus"), ',')) {
+      std::uint64_t device = 0;
+      if (!parse_number(item, device) || device >= (std::uint64_t{1} << 20))
+        throw usage_error("--gpus: '" + item + "' is not a GPU number (a comma list: --gpus 0,1)");
+      request.devices.push_back(static_cast<int>(device));
+    }
   if (args.has("text") && (request.device_budget_given || args.has("memory")))
     throw usage_error("--device-memory and --memory sort out of core, which reads raw binary "
                       "files, not --text");

@@ -399,6 +399,8 @@ TEST_F(ExternalTool, BudgetsTooSmallAreUsageErrors) {
   expect_usage_error("--device-memory 12X", "--device-memory: '12X' is not a byte count");
   expect_usage_error("--memory K", "--memory: 'K' is not a byte count");
   expect_usage_error("--memory 99999999999999999T", "too large");
+  expect_usage_error("--gpus 0,x", "--gpus: 'x' is not a GPU number");
+  expect_usage_error("--gpus -1", "--gpus: '-1' is not a GPU number");
 }
 
 TEST_F(ExternalTool, TextIsRejectedWithABudget) {
