@@ -113,9 +113,10 @@ template <supported_key K, std::integral N>
 cudaError_t approx_sort_keys(void* temp, std::size_t& temp_bytes, const K* keys, K* out_keys,
                              N n, std::uint64_t* offsets, const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  return detail::approx_sort<K, detail::no_value>(temp, temp_bytes, keys, out_keys, nullptr,
-                                                  nullptr, static_cast<std::uint64_t>(n), offsets,
-                                                  opt);
+  return detail::never_zero(
+      temp, temp_bytes,
+      detail::approx_sort<K, detail::no_value>(temp, temp_bytes, keys, out_keys, nullptr, nullptr,
+                                               static_cast<std::uint64_t>(n), offsets, opt));
 }
 
 template <supported_key K, detail::supported_value V, std::integral N>
@@ -124,10 +125,11 @@ cudaError_t approx_sort_pairs(void* temp, std::size_t& temp_bytes, const K* keys
                               const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
   using P = detail::payload_of<V>;
-  return detail::approx_sort<K, P>(temp, temp_bytes, keys, out_keys,
-                                   reinterpret_cast<const P*>(values),
-                                   reinterpret_cast<P*>(out_values),
-                                   static_cast<std::uint64_t>(n), offsets, opt);
+  return detail::never_zero(temp, temp_bytes,
+                            detail::approx_sort<K, P>(temp, temp_bytes, keys, out_keys,
+                                                      reinterpret_cast<const P*>(values),
+                                                      reinterpret_cast<P*>(out_values),
+                                                      static_cast<std::uint64_t>(n), offsets, opt));
 }
 
 // The k smallest keys in ascending order (descending: the k largest, largest first) into
@@ -137,9 +139,10 @@ template <supported_key K, std::integral N>
 cudaError_t top_k_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
                        std::uint64_t k, const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  return detail::top_k<K, detail::no_value>(temp, temp_bytes, keys, nullptr,
-                                            static_cast<std::uint64_t>(n), out_keys, nullptr, k,
-                                            opt);
+  return detail::never_zero(
+      temp, temp_bytes,
+      detail::top_k<K, detail::no_value>(temp, temp_bytes, keys, nullptr,
+                                         static_cast<std::uint64_t>(n), out_keys, nullptr, k, opt));
 }
 
 template <supported_key K, detail::supported_value V, std::integral N>
@@ -148,9 +151,11 @@ cudaError_t top_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, cons
                         const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
   using P = detail::payload_of<V>;
-  return detail::top_k<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
-                             static_cast<std::uint64_t>(n), out_keys,
-                             reinterpret_cast<P*>(out_values), k, opt);
+  return detail::never_zero(
+      temp, temp_bytes,
+      detail::top_k<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
+                          static_cast<std::uint64_t>(n), out_keys, reinterpret_cast<P*>(out_values),
+                          k, opt));
 }
 
 // top_k_pairs with every key's position in `keys` as its value, out_indices[j] the position
@@ -164,8 +169,10 @@ cudaError_t top_k_indices(void* temp, std::size_t& temp_bytes, const K* keys, N 
   if (sizeof(I) == 4 && static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 31))
     return cudaErrorInvalidValue;  // a position would not fit
   using P = detail::payload<sizeof(I)>;
-  return detail::top_k_positions<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n),
-                                       out_keys, reinterpret_cast<P*>(out_indices), k, opt);
+  return detail::never_zero(
+      temp, temp_bytes,
+      detail::top_k_positions<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n), out_keys,
+                                    reinterpret_cast<P*>(out_indices), k, opt));
 }
 
 namespace detail {
@@ -210,10 +217,10 @@ template <supported_key K, std::integral N, std::integral L>
 cudaError_t top_k_rows_keys(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
                             L row_length, K* out_keys, std::uint64_t k, const options& opt = {}) {
   if (detail::negative(rows) || detail::negative(row_length)) return cudaErrorInvalidValue;
-  return detail::top_k_rows<K, detail::no_value>(temp, temp_bytes, keys, nullptr,
-                                                 static_cast<std::uint64_t>(rows),
-                                                 static_cast<std::uint64_t>(row_length), out_keys,
-                                                 nullptr, k, opt);
+  return detail::never_zero(temp, temp_bytes,
+                            detail::top_k_rows<K, detail::no_value>(
+                                temp, temp_bytes, keys, nullptr, static_cast<std::uint64_t>(rows),
+                                static_cast<std::uint64_t>(row_length), out_keys, nullptr, k, opt));
 }
 
 template <supported_key K, detail::supported_value V, std::integral N, std::integral L>
@@ -222,10 +229,12 @@ cudaError_t top_k_rows_pairs(void* temp, std::size_t& temp_bytes, const K* keys,
                              const options& opt = {}) {
   if (detail::negative(rows) || detail::negative(row_length)) return cudaErrorInvalidValue;
   using P = detail::payload_of<V>;
-  return detail::top_k_rows<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
-                                  static_cast<std::uint64_t>(rows),
-                                  static_cast<std::uint64_t>(row_length), out_keys,
-                                  reinterpret_cast<P*>(out_values), k, opt);
+  return detail::never_zero(
+      temp, temp_bytes,
+      detail::top_k_rows<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
+                               static_cast<std::uint64_t>(rows),
+                               static_cast<std::uint64_t>(row_length), out_keys,
+                               reinterpret_cast<P*>(out_values), k, opt));
 }
 
 // quality[0..3] (device) = {largest interval, keys out of place, sum of distances, largest
@@ -235,8 +244,10 @@ cudaError_t approx_measure_keys(void* temp, std::size_t& temp_bytes, const K* ke
                                 const std::uint64_t* offsets, unsigned long long* quality,
                                 const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  return detail::approx_measure<K>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n),
-                                   offsets, quality, opt);
+  return detail::never_zero(
+      temp, temp_bytes,
+      detail::approx_measure<K>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n), offsets,
+                                quality, opt));
 }
 
 // ---- convenience layer ----------------------------------------------------------------

@@ -111,11 +111,14 @@ cudaError_t sort_segments_checked(void* temp, std::size_t& temp_bytes, K* keys, 
                                   const options& opt,
                                   value_source source = value_source::array) {
   if constexpr (std::is_same_v<V, no_value>) {
-    return sort_segments<K, no_value>(temp, temp_bytes, keys, nullptr, n, segments, opt);
+    return never_zero(temp, temp_bytes,
+                      sort_segments<K, no_value>(temp, temp_bytes, keys, nullptr, n, segments, opt));
   } else {
-    return sort_segments<K, payload_of<V>>(temp, temp_bytes, keys,
-                                           reinterpret_cast<payload_of<V>*>(values), n,
-                                           segments, opt, key_bits::unsigned_keys, source);
+    return never_zero(temp, temp_bytes,
+                      sort_segments<K, payload_of<V>>(temp, temp_bytes, keys,
+                                                      reinterpret_cast<payload_of<V>*>(values), n,
+                                                      segments, opt, key_bits::unsigned_keys,
+                                                      source));
   }
 }
 
@@ -147,8 +150,8 @@ cudaError_t sort_segmented_pairs(void* temp, std::size_t& temp_bytes, K* keys, V
       detail::make_segments(begin_offsets, end_offsets, segment_count), opt);
 }
 
-// Sorts batch_count arrays of batch_size keys each, stored back to back. Needs 0 bytes of
-// workspace.
+// Sorts batch_count arrays of batch_size keys each, stored back to back. Its query asks for
+// 1 byte, which it never touches.
 template <supported_key K>
 cudaError_t sort_batched_keys(void* temp, std::size_t& temp_bytes, K* keys,
                               std::uint64_t batch_count, std::uint64_t batch_size,

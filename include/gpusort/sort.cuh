@@ -5,8 +5,9 @@
 //   struct by_x { __host__ __device__ bool operator()(const point& a, const point& b) const
 //                 { return a.x < b.x; } };
 //   size_t bytes = 0;
-//   gpusort::sort_keys(nullptr, bytes, d_points, n, by_x{});     // bytes == 0 (in place)
-//   gpusort::sort_keys(nullptr, bytes, d_points, n, by_x{}, opt);
+//   gpusort::sort_keys(nullptr, bytes, d_points, n, by_x{});     // bytes: 1 (in place)
+//   cudaMalloc(&temp, bytes);
+//   gpusort::sort_keys(temp, bytes, d_points, n, by_x{});
 //
 // The batched and segmented sorts take a comparator the same way:
 //   gpusort::sort_segmented_keys(temp, bytes, d_points, n, d_offsets, d_offsets + 1, rows, by_x{});
@@ -36,11 +37,13 @@ cudaError_t sort_with(void* temp, std::size_t& temp_bytes, K* keys, V* values, s
                                const segment_list& segs, bool desc, cudaStream_t stream) {
       return device::segmented_sort(t, bytes, k, v, count, segs, comp, desc, stream);
     };
-    return device::sample_sort(temp, temp_bytes, keys, values, n, comp, descending,
-                               {bits, opt.sampler == sampling::random}, sort_buckets, opt.stream);
+    return never_zero(temp, temp_bytes,
+                      device::sample_sort(temp, temp_bytes, keys, values, n, comp, descending,
+                                          {bits, opt.sampler == sampling::random}, sort_buckets,
+                                          opt.stream));
   }
   if (!temp) {
-    temp_bytes = 0;
+    temp_bytes = 1;  // never 0 (sort.hpp, never_zero); bitonic touches none of it
     return cudaSuccess;
   }
   return device::bitonic_sort(keys, values, n, comp, descending, opt.stream);
@@ -87,8 +90,9 @@ cudaError_t sort_segments_with(void* temp, std::size_t& temp_bytes, K* keys, V* 
     return cudaErrorNotSupported;
   const cudaError_t e = validate_segment_arrays(keys, values, n, segs);
   if (e != cudaSuccess) return e;
-  return device::segmented_sort(temp, temp_bytes, keys, values, n, segs, comp,
-                                opt.direction == order::descending, opt.stream);
+  return never_zero(temp, temp_bytes,
+                    device::segmented_sort(temp, temp_bytes, keys, values, n, segs, comp,
+                                           opt.direction == order::descending, opt.stream));
 }
 }  // namespace detail
 

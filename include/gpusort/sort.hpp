@@ -2,9 +2,9 @@
 //
 // Two layers:
 //  * the core, CUB-style: sort_keys / sort_pairs take a workspace pointer and its size. With
-//    temp == nullptr they only write the bytes needed into temp_bytes (0 for in-place
-//    algorithms such as bitonic) and touch nothing else; when 0 bytes are needed, pass any
-//    non-null pointer (the keys, say) to sort. They are ordered on opt.stream,
+//    temp == nullptr they only write the bytes needed into temp_bytes and touch nothing
+//    else; the answer is never 0 (in-place algorithms such as bitonic ask for 1 byte they
+//    never touch), so "query, allocate, call" always sorts. They are ordered on opt.stream,
 //    never synchronize, never allocate and never throw; they return cudaSuccess or the error.
 //    Bad input (a null or host pointer with n > 0, a negative n, a misaligned value array)
 //    is reported before any data is touched.
@@ -32,7 +32,7 @@
 // (docs/adaptive_bitonic.md); quicksort a second buffer of n keys (and values) plus under
 // 1 byte per key (docs/quicksort.md); the CUB baselines report theirs
 // through temp_bytes; automatic asks for CUB's workspace only if it fits in free device
-// memory (detail/automatic.hpp), and sorts in place when given 0 bytes.
+// memory (detail/automatic.hpp), and sorts in place when given fewer bytes than that.
 //
 // Example:
 //   std::vector<float> v = ...;
@@ -101,8 +101,8 @@ std::string describe_call(const char* function, const options& opt, std::string_
                           std::uint64_t n);
 
 // Device memory of the convenience layer, from options::allocator or else cudaMallocAsync,
-// given back on the stream. An in-place algorithm needs 0 bytes but still gets a non-null
-// pointer, since a null one only asks.
+// given back on the stream. The core layer's queries ask for at least 1 byte, so an in-place
+// algorithm still gets the non-null pointer it needs (a null one only asks).
 class workspace {
  public:
   workspace(std::size_t bytes, const options& opt, const std::string& call)
@@ -159,6 +159,15 @@ constexpr bool negative(N n) {
   if constexpr (std::is_signed_v<N>) return n < 0;
   return false;
 }
+
+// The core layer's workspace queries never answer 0 bytes. With CUB's "query, allocate,
+// call", the caller then always passes a non-null workspace, which is what sorts: a query
+// that said 0 sent it back with nullptr, which only asked again and sorted nothing. In-place
+// sorts ask for 1 byte and never touch it.
+inline cudaError_t never_zero(const void* temp, std::size_t& temp_bytes, cudaError_t e) {
+  if (!temp && e == cudaSuccess && temp_bytes == 0) temp_bytes = 1;
+  return e;
+}
 }  // namespace detail
 
 // ---- core layer -----------------------------------------------------------------------
@@ -167,7 +176,9 @@ constexpr bool negative(N n) {
 template <supported_key K, std::integral N>
 cudaError_t sort_keys(void* temp, std::size_t& temp_bytes, K* keys, N n, const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  return detail::sort_keys<K>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n), opt);
+  return detail::never_zero(
+      temp, temp_bytes,
+      detail::sort_keys<K>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n), opt));
 }
 
 // Sorts keys[0, n) and moves values[i] along with keys[i]. V: any trivially copyable type
@@ -176,9 +187,11 @@ template <supported_key K, detail::supported_value V, std::integral N>
 cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values, N n,
                        const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  return detail::sort_pairs<K, detail::payload_of<V>>(
-      temp, temp_bytes, keys, reinterpret_cast<detail::payload_of<V>*>(values),
-      static_cast<std::uint64_t>(n), opt);
+  return detail::never_zero(temp, temp_bytes,
+                            detail::sort_pairs<K, detail::payload_of<V>>(
+                                temp, temp_bytes, keys,
+                                reinterpret_cast<detail::payload_of<V>*>(values),
+                                static_cast<std::uint64_t>(n), opt));
 }
 
 // What algorithm::automatic runs for n keys of type K, alone (V = void) or with values of
@@ -227,7 +240,8 @@ cudaError_t sort_with_indices(void* temp, std::size_t& temp_bytes, K* keys, I* i
     const cudaError_t f = detail::fill_indices(indices, count, opt.stream);
     if (f != cudaSuccess) return f;
   }
-  return detail::sort_pairs<K, P>(temp, temp_bytes, keys, values, count, opt);
+  return detail::never_zero(temp, temp_bytes,
+                            detail::sort_pairs<K, P>(temp, temp_bytes, keys, values, count, opt));
 }
 
 // argsort: indices[i] = the input position of the i-th key in sorted order (numpy.argsort,
@@ -249,7 +263,7 @@ cudaError_t argsort(void* temp, std::size_t& temp_bytes, const K* keys, I* indic
     std::size_t sort_bytes = 0;
     e = detail::sort_pairs<K, P>(nullptr, sort_bytes, const_cast<K*>(keys), values, count, opt);
     temp_bytes = copy_bytes + sort_bytes;
-    return e;
+    return detail::never_zero(temp, temp_bytes, e);
   }
   if (temp_bytes < copy_bytes) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;

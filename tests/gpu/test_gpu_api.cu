@@ -158,7 +158,7 @@ TEST_F(GpuApi, UserComparatorOnAStruct) {
     guarded_buffer<point> d(pts);
     std::size_t bytes = 7;
     ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), n, by_y_then_x{}), cudaSuccess);
-    ASSERT_EQ(bytes, 0u);
+    ASSERT_EQ(bytes, 1u) << "in place, but never 0";
     ASSERT_EQ(gpusort::sort_keys(d.data(), bytes, d.data(), n, by_y_then_x{}), cudaSuccess);
     const auto got = d.to_host();
     for (std::size_t i = 0; i < n; ++i) {
@@ -246,5 +246,5 @@ TEST_F(GpuApi, AutomaticUsesTheWorkspaceItIsGiven) {
   guarded_buffer<float> df(floats);
   std::size_t bytes = 0;
   ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, df.data(), floats.size()), cudaSuccess);
-  EXPECT_GT(bytes, 0u) << "float keys take CUB's merge sort too";
+  EXPECT_GT(bytes, 1u) << "float keys take CUB's merge sort too";
 }

@@ -24,19 +24,22 @@ void check_in_place(std::size_t n) {
   guarded_buffer<K> keys(input);
   guarded_buffer<V> values{std::vector<V>(n)};
   const gpusort::options opt{.algo = gpusort::algorithm::bitonic};
-  std::size_t bytes = 1;
+  std::size_t bytes = 0;
   ASSERT_EQ(gpusort::sort_pairs(nullptr, bytes, keys.data(), values.data(), n, opt), cudaSuccess);
-  EXPECT_EQ(bytes, 0u) << "pairs";
-  bytes = 1;
+  EXPECT_EQ(bytes, 1u) << "pairs: in place, but never 0 (query, allocate, call must sort)";
+  bytes = 0;
   ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, keys.data(), n, opt), cudaSuccess);
-  ASSERT_EQ(bytes, 0u) << "keys";
-  ASSERT_EQ(gpusort::sort_keys(keys.data(), bytes, keys.data(), n, opt), cudaSuccess);
+  ASSERT_EQ(bytes, 1u) << "keys";
+  guarded_buffer<unsigned char> temp(std::vector<unsigned char>{0x5a});
+  ASSERT_EQ(gpusort::sort_keys(temp.data(), bytes, keys.data(), n, opt), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_TRUE(same_bits(keys.to_host(), reference_sort(input)));
   EXPECT_TRUE(keys.guard_intact()) << "wrote past n";
+  EXPECT_EQ(temp.to_host(), std::vector<unsigned char>{0x5a}) << "the byte it asked for, touched";
+  EXPECT_TRUE(temp.guard_intact());
 }
 
-TYPED_TEST(GpuBitonic, AsksForNoWorkspace) {
+TYPED_TEST(GpuBitonic, AsksForOneByteItNeverTouches) {
   using K = TypeParam;
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{1000003}}) {
     check_in_place<K, std::uint32_t>(n);
