@@ -1,5 +1,6 @@
-// Float keys as unsigned integers: an invertible map from the bits of a float (f32, f64) to
-// the unsigned integer of the same width whose natural order is the library's total order
+// Float keys as unsigned integers: an invertible map from the bits of a float (f32, f64, and
+// the 16-bit binary16 and bfloat16) to the unsigned integer of the same width whose natural
+// order is the library's total order
 //   -inf < ... < -0.0 < +0.0 < ... < +inf < every NaN (both signs).
 // The comparison sorts run on these codes, so floats cost what unsigned keys cost; the
 // inverse gives back every bit, NaN payloads and signs included.
@@ -27,18 +28,22 @@
 
 namespace gpusort::detail {
 
-template <class F>
-struct float_order {
-  static_assert(std::is_same_v<F, float> || std::is_same_v<F, double>);
-  using bits_type = std::conditional_t<sizeof(F) == 4, std::uint32_t, std::uint64_t>;
-  using U = bits_type;
+// The map for any binary floating-point format of unsigned width U with `MantissaBits`
+// stored mantissa bits: f32 and f64 (float_order below), and the 16-bit formats whose keys
+// are their bits (binary16: 10, bfloat16: 7). Integer promotion is undone at every step, so
+// 16-bit codes wrap as 32- and 64-bit ones do.
+template <class U_, int MantissaBits>
+struct float_bits_order {
+  static_assert(std::is_unsigned_v<U_> && MantissaBits > 0 && MantissaBits < int(sizeof(U_)) * 8 - 2);
+  using U = U_;
 
   static constexpr int width = sizeof(U) * 8;
-  static constexpr int mantissa_bits = std::numeric_limits<F>::digits - 1;  // 23, 52
-  static constexpr U sign = U{1} << (width - 1);
+  static constexpr int mantissa_bits = MantissaBits;
+  static constexpr U sign = static_cast<U>(U{1} << (width - 1));
   // Negative NaNs: sign set, exponent all ones, mantissa nonzero.
-  static constexpr U negative_nans = (U{1} << mantissa_bits) - 1;
-  static constexpr U infinity_bits = (~U{0} >> 1) & ~negative_nans;  // +inf: 0x7f800000
+  static constexpr U negative_nans = static_cast<U>((U{1} << mantissa_bits) - 1);
+  static constexpr U infinity_bits =  // +inf: 0x7f800000 for f32
+      static_cast<U>(static_cast<U>(static_cast<U>(~U{0}) >> 1) & static_cast<U>(~negative_nans));
 
   GPUSORT_HD static constexpr U to_code(U bits, bool nans_lowest = false) {
     const U flipped = (bits & sign) ? static_cast<U>(~bits) : static_cast<U>(bits | sign);
@@ -48,14 +53,15 @@ struct float_order {
   GPUSORT_HD static constexpr U from_code(U code, bool nans_lowest = false) {
     const U flipped = nans_lowest ? static_cast<U>(code - negative_nans)
                                   : static_cast<U>(code + negative_nans);
-    return (flipped & sign) ? static_cast<U>(flipped & ~sign) : static_cast<U>(~flipped);
+    return (flipped & sign) ? static_cast<U>(flipped & static_cast<U>(~sign))
+                            : static_cast<U>(~flipped);
   }
 
   // Codes of +inf and of the lowest NaN: every code >= first_nan is a NaN (NaNs highest);
   // with NaNs lowest, every code below nan_codes is one.
   static constexpr U infinity_code = to_code(infinity_bits);
-  static constexpr U first_nan = infinity_code + 1;
-  static constexpr U nan_codes = 2 * negative_nans;
+  static constexpr U first_nan = static_cast<U>(infinity_code + 1);
+  static constexpr U nan_codes = static_cast<U>(2 * negative_nans);
 
   // All NaN codes made one, for comparisons that must see NaNs as equal.
   GPUSORT_HD static constexpr U tie_nans(U code, bool nans_lowest = false) {
@@ -63,6 +69,19 @@ struct float_order {
     return code < first_nan ? code : first_nan;
   }
 };
+
+template <class F>
+struct float_order
+    : float_bits_order<std::conditional_t<sizeof(F) == 4, std::uint32_t, std::uint64_t>,
+                       std::numeric_limits<F>::digits - 1> {  // 23, 52
+  static_assert(std::is_same_v<F, float> || std::is_same_v<F, double>);
+  using bits_type = std::conditional_t<sizeof(F) == 4, std::uint32_t, std::uint64_t>;
+};
+
+// The 16-bit formats, as their bits: IEEE binary16 (CUDA's __half) and bfloat16
+// (__nv_bfloat16), in the same total order as f32.
+using half_order = float_bits_order<std::uint16_t, 10>;
+using bfloat16_order = float_bits_order<std::uint16_t, 7>;
 
 // Strict weak order on codes with every NaN equal: for stable sorts of codes.
 template <class F>
