@@ -1,7 +1,8 @@
 // gpusort_host_keys: gpusort::sort of keys in host memory (gpusort/external.hpp) on one GPU
 // and on several, against GCC's parallel mode sort on all cores, on the same random array, in
 // one process:
-//   gpusort_host_keys LOG2N [DEVICE_BUDGET_BYTES] [u32|u64|f32] [GPU_COUNTS] [nocpu]
+//   gpusort_host_keys LOG2N|COUNT [DEVICE_BUDGET_BYTES] [u32|u64|f32] [GPU_COUNTS] [nocpu]
+// COUNT: 2^k or 2^k+c (the tool's counts), for sizes between powers of two.
 // GPU_COUNTS: a comma list (default 1): each count c sorts on GPUs 0 .. c-1
 // (external_options::devices). Prints one CSV row per side (keys, device budget, GPUs,
 // seconds, keys/s) and the ratios. Every output is checked (in order, and the same keys by an
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"  // parse_count
 #include "gpusort/external.hpp"
 
 namespace {
@@ -114,11 +116,19 @@ int run(std::uint64_t n, std::uint64_t budget, const char* type, const std::vect
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: gpusort_host_keys LOG2N [DEVICE_BUDGET_BYTES] [u32|u64|f32] "
+                 "usage: gpusort_host_keys LOG2N|COUNT [DEVICE_BUDGET_BYTES] [u32|u64|f32] "
                  "[GPU_COUNTS] [nocpu]\n");
     return 2;
   }
-  const std::uint64_t n = std::uint64_t{1} << std::strtoull(argv[1], nullptr, 10);
+  const std::string size = argv[1];
+  std::uint64_t n = 0;
+  try {
+    n = size.starts_with("2^") ? gpusort::tools::parse_count(size, "COUNT")
+                               : std::uint64_t{1} << std::strtoull(argv[1], nullptr, 10);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpusort_host_keys: %s\n", e.what());
+    return 2;
+  }
   const std::uint64_t budget = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 0;
   const std::string type = argc > 3 ? argv[3] : "u32";
   std::vector<int> counts;

@@ -13,7 +13,7 @@
 
 #include "gpusort/detail/device/baselines.hpp"
 #include "gpusort/detail/network/segments.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::device {

@@ -3,7 +3,7 @@
 #include <mutex>
 #include <string>
 
-#include "gpusort/detail/address_range.hpp"
+#include "gpusort/detail/core/address_range.hpp"
 #include "gpusort/sort.hpp"
 
 namespace gpusort::detail {

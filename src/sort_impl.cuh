@@ -1,9 +1,11 @@
-// The core layer's dispatch: validation, then the chosen algorithm. src/sort_<key>.cu
-// instantiates it for one key type and every value size.
+// The core layer's flat sort: the arguments checked, one plan made (sort_plan: the algorithm,
+// how float keys reach it, NaN placement, the stable tie-break, the workspace layout), then
+// run straight through. src/sort_<key>.cu instantiates it for one key type and every value
+// size; the CPU backend's twin is at the end.
 #pragma once
 
 #include "gpusort/approx.hpp"
-#include "gpusort/detail/automatic.hpp"
+#include "gpusort/detail/core/automatic.hpp"
 #include "gpusort/detail/cpu/adaptive_bitonic.hpp"
 #include "gpusort/detail/cpu/approx.hpp"
 #include "gpusort/detail/cpu/bitonic.hpp"
@@ -41,182 +43,44 @@ cudaError_t sample_sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* val
                              opt.direction == order::descending, knobs, sort_buckets, opt.stream);
 }
 
-// The comparison sorts that float keys run as codes (detail/float_order.hpp): not stable, so
-// that NaNs coming out in code order is one of the orders allowed.
-constexpr bool sorts_float_codes(algorithm a) {
-  return a == algorithm::bitonic || a == algorithm::sample_sort || a == algorithm::quicksort;
-}
+// Float keys reach the comparison sorts as their unsigned codes.
+template <class K>
+struct code_type {
+  using type = K;
+};
+template <std::floating_point F>
+struct code_type<F> {
+  using type = typename float_order<F>::U;
+};
+template <class K>
+using code_of = typename code_type<K>::type;
 
-// The unsigned sorts, instantiated in src/sort_u32.cu and src/sort_u64.cu.
-template <class U, class V>
-cudaError_t sort_unsigned(void* temp, std::size_t& temp_bytes, U* keys, V* values,
-                          std::uint64_t n, const options& opt) {
-  if constexpr (std::is_same_v<V, no_value>)
-    return sort_keys<U>(temp, temp_bytes, keys, n, opt);
-  else
-    return sort_pairs<U, V>(temp, temp_bytes, keys, values, n, opt);
-}
-
-// Float keys: codes, the unsigned sort, floats again. The keys are mapped back whatever the
-// sort returns, so that an error leaves them as they were (the sort checks its arguments
-// before it moves a key).
-template <class F, class V>
-cudaError_t sort_float_codes(void* temp, std::size_t& temp_bytes, F* keys, V* values,
-                             std::uint64_t n, const options& opt) {
-  using U = typename float_order<F>::U;
-  U* codes = reinterpret_cast<U*>(keys);
-  if (!temp) return sort_unsigned<U, V>(temp, temp_bytes, codes, values, n, opt);
-  const bool low = nans_lowest(opt.direction, opt.nans);
-  cudaError_t e = device::map_float_keys(keys, n, true, low, opt.stream);
-  if (e != cudaSuccess) return e;
-  e = sort_unsigned<U, V>(temp, temp_bytes, codes, values, n, opt);
-  const cudaError_t back = device::map_float_keys(keys, n, false, low, opt.stream);
-  return e != cudaSuccess ? e : back;
-}
-
-// bitonic, sample_sort and quicksort on keys that are not floats.
+// One algorithm on keys it orders natively (float keys: NaNs largest), in CUB's convention:
+// temp == nullptr asks for the bytes. Float keys never reach the comparison sorts here: they
+// run on codes, through the unsigned instantiations (src/sort_u32.cu, src/sort_u64.cu).
 template <class K, class V>
-cudaError_t sort_native(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                        std::uint64_t n, const options& opt) {
+cudaError_t run_core(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
+                     const options& opt) {
   const bool descending = opt.direction == order::descending;
   switch (opt.algo) {
     case algorithm::bitonic:
-      if (!temp) {
-        temp_bytes = 0;
-        return cudaSuccess;
-      }
-      return device::bitonic_sort(keys, values, n, less<K>{}, descending, opt.stream);
     case algorithm::sample_sort:
-      return sample_sort_any(temp, temp_bytes, keys, values, n, opt);
     case algorithm::quicksort:
-      return device::quicksort(temp, temp_bytes, keys, values, n, descending, opt.stream);
-    default:
+      if constexpr (!std::is_floating_point_v<K>) {
+        if (opt.algo == algorithm::sample_sort)
+          return sample_sort_any(temp, temp_bytes, keys, values, n, opt);
+        if (opt.algo == algorithm::quicksort)
+          return device::quicksort(temp, temp_bytes, keys, values, n, descending, opt.stream);
+        if (!temp) {
+          temp_bytes = 0;
+          return cudaSuccess;
+        }
+        return device::bitonic_sort(keys, values, n, less<K>{}, descending, opt.stream);
+      }
       return cudaErrorInvalidValue;
-  }
-}
-
-// What automatic runs for these arguments when its workspace fits (detail/automatic.hpp),
-// and that workspace's bytes (0 for bitonic).
-template <class K, class V>
-cudaError_t automatic_plan(const K* keys, const V* values, std::uint64_t n, const options& opt,
-                           algorithm& pick, std::size_t& bytes) {
-  pick = automatic_choice({.n = n,
-                           .key_bytes = sizeof(K),
-                           .floating = std::is_floating_point_v<K>,
-                           .values = !std::is_same_v<V, no_value>,
-                           .cub_built = device::baseline_built<K, V>,
-                           .stable = opt.stable});
-  bytes = 0;
-  if (pick == algorithm::adaptive_bitonic)
-    return device::adaptive_bitonic_sort(nullptr, bytes, const_cast<K*>(keys),
-                                         const_cast<V*>(values), n, false, 0, nullptr,
-                                         opt.stream);
-  if constexpr (device::baseline_built<K, V>) {
-    const bool descending = opt.direction == order::descending;
-    K* k = const_cast<K*>(keys);
-    V* v = const_cast<V*>(values);
-    if (pick == algorithm::cub_merge)
-      return device::cub_merge_sort(nullptr, bytes, k, v, n, descending, opt.stream);
-    if (pick == algorithm::cub_radix) {
-      const cudaError_t e = device::cub_radix_sort(nullptr, bytes, k, v, n, descending, opt.stream);
-      if constexpr (std::is_floating_point_v<K>)
-        bytes = std::max(bytes, device::radix_float_fixup_bytes<K, V>(n));
-      return e;
-    }
-  }
-  return cudaSuccess;
-}
-
-// Whether a workspace of `bytes` (> 0) fits in the device's free memory now.
-inline bool fits_free_memory(std::size_t bytes) {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  const bool fits = bytes > 0 && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
-                    workspace_fits(bytes, free_bytes);
-  cudaGetLastError();
-  return fits;
-}
-
-template <class K, class V>
-algorithm automatic_algorithm(std::uint64_t n, const options& opt) {
-  const algorithm in_place = opt.stable && n >= 2 ? algorithm::adaptive_bitonic : algorithm::bitonic;
-  if (!gpu_available()) return in_place;
-  algorithm pick = in_place;
-  std::size_t bytes = 0;
-  if (automatic_plan<K, V>(nullptr, nullptr, n, opt, pick, bytes) != cudaSuccess) {
-    cudaGetLastError();
-    return in_place;
-  }
-  return fits_free_memory(bytes) || opt.stable ? pick : algorithm::bitonic;
-}
-
-// algorithm::automatic. The query asks for the workspace of the plan's sort if it fits in free
-// device memory, else for 0 bytes; the sort then follows the bytes it is given, so a caller
-// passing 0 bytes always gets the in-place bitonic sort. Stable: the plan's sort (a stable
-// one) whatever the memory, or cudaErrorInvalidValue with fewer bytes than it needs.
-template <class K, class V>
-cudaError_t sort_automatic(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                           std::uint64_t n, const options& opt) {
-  algorithm pick = algorithm::bitonic;
-  std::size_t bytes = 0;
-  cudaError_t e = automatic_plan(keys, values, n, opt, pick, bytes);
-  if (e != cudaSuccess) return e;
-  if (!temp) {
-    temp_bytes = fits_free_memory(bytes) || opt.stable ? bytes : 0;
-    return cudaSuccess;
-  }
-  if (opt.stable && n >= 2) {
-    if (temp_bytes < bytes) return cudaErrorInvalidValue;
-    if (pick == algorithm::adaptive_bitonic)
-      return device::adaptive_bitonic_sort(temp, temp_bytes, keys, values, n,
-                                           opt.direction == order::descending, 0, nullptr,
-                                           opt.stream);
-  }
-  if constexpr (device::baseline_built<K, V>) {
-    const bool descending = opt.direction == order::descending;
-    if (pick == algorithm::cub_merge && temp_bytes >= bytes)
-      return device::cub_merge_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
-    if (pick == algorithm::cub_radix && temp_bytes >= bytes) {
-      e = device::cub_radix_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
-      if constexpr (std::is_floating_point_v<K>)
-        if (e == cudaSuccess)
-          e = device::fix_radix_float_order(keys, values, n, descending, temp, temp_bytes,
-                                            opt.stream);
-      return e;
-    }
-  }
-  options in_place = opt;
-  in_place.algo = algorithm::bitonic;
-  std::size_t none = 0;
-  if constexpr (std::is_floating_point_v<K>)
-    return sort_float_codes(temp, none, keys, values, n, in_place);
-  else
-    return sort_native(temp, none, keys, values, n, in_place);
-}
-
-// The algorithm itself, with float NaNs where it puts them (codes: as asked; the others: as
-// the largest keys) and equal keys in the order it leaves them.
-template <class K, class V>
-cudaError_t sort_dispatch(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                          std::uint64_t n, const options& opt) {
-  cudaError_t e = cudaSuccess;
-  const bool descending = opt.direction == order::descending;
-  if (opt.algo == algorithm::automatic)
-    return sort_automatic(temp, temp_bytes, keys, values, n, opt);
-  if (sorts_float_codes(opt.algo)) {
-    if constexpr (std::is_floating_point_v<K>)
-      return sort_float_codes(temp, temp_bytes, keys, values, n, opt);
-    else
-      return sort_native(temp, temp_bytes, keys, values, n, opt);
-  }
-  switch (opt.algo) {
-    case algorithm::approx_refine:  // src/approx_<key>.cu; its interval sort maps floats
+    case algorithm::approx_refine:  // src/approx_<key>.cu
       return approx_refine<K, V>(temp, temp_bytes, keys, values, n, opt);
     case algorithm::adaptive_bitonic:  // stable; sorts (code, position) items of its own
-      if (opt.comparison_count) {
-        e = validate_device_array(opt.comparison_count, 1, sizeof(std::uint64_t),
-                                  alignof(std::uint64_t));
-        if (e != cudaSuccess) return e;
-      }
       return device::adaptive_bitonic_sort(
           temp, temp_bytes, keys, values, n, descending, static_cast<int>(opt.block_bits),
           reinterpret_cast<unsigned long long*>(opt.comparison_count), opt.stream);
@@ -232,146 +96,234 @@ cudaError_t sort_dispatch(void* temp, std::size_t& temp_bytes, K* keys, V* value
       }
       return cudaErrorNotSupported;
     default:
-      break;
+      return cudaErrorInvalidValue;
   }
-  return cudaErrorInvalidValue;
 }
 
-// Whether an algorithm keeps equal keys in input order by itself (cub_radix: but for NaNs of
-// different signs, which its fix-up regroups).
-constexpr bool sorts_stably(algorithm a) { return traits_of(a).stable; }
+// One call of the flat sort, decided once from the options, n and the workspace given,
+// before a key moves; sort_flat then runs its steps straight through.
+struct sort_plan {
+  options core;    // what the sort runs: a concrete algorithm, not stable, float NaNs largest
+  options second;  // the stable tie-break's sort of (run start, position) composites
+  bool codes = false;             // float keys mapped in place to codes around the sort
+  bool low_nans = false;          // float NaNs go before every number in the output
+  bool move_nans = false;         // sorted NaNs-largest, then the NaN block moved to the front
+  bool fix_radix_floats = false;  // automatic's radix sort: zeros and NaNs regrouped after
+  bool tie_break = false;         // options::stable by an algorithm that is not stable
+  // The workspace: [positions | composites | gathered values] (tie-break), [NaN move], then
+  // the sorts' own bytes.
+  std::size_t composites_at = 0, gathered_at = 0, nan_move_at = 0, core_at = 0;
+  std::size_t core_bytes = 0, total = 0;
+};
 
-// Float keys with their NaNs as the smallest keys, by an algorithm that puts them last: the
-// sort with NaNs largest, then the NaN block moved to the other end (device/nan_block.cuh),
-// through nan_move_bytes at the start of the workspace. automatic given fewer bytes than that
-// sorts in place, where the codes put NaNs as asked.
-template <class K, class V>
-cudaError_t sort_moving_nans(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                             std::uint64_t n, const options& opt) {
-  const bool descending = opt.direction == order::descending;
-  const options largest = with_nans_largest(opt);
-  if (!temp) {
-    const cudaError_t e = sort_dispatch(temp, temp_bytes, keys, values, n, largest);
-    temp_bytes += device::nan_move_bytes;
-    return e;
-  }
-  if (temp_bytes < device::nan_move_bytes) {
-    if (opt.algo == algorithm::automatic) return sort_dispatch(temp, temp_bytes, keys, values, n, opt);
-    return cudaErrorInvalidValue;
-  }
-  std::size_t inner = temp_bytes - device::nan_move_bytes;
-  const cudaError_t e = sort_dispatch(static_cast<char*>(temp) + device::nan_move_bytes, inner,
-                                      keys, values, n, largest);
-  if (e != cudaSuccess) return e;
-  return device::move_nans_to_other_end(keys, values, n, descending, temp, opt.stream);
+// The comparison sorts that float keys run as codes (detail/core/float_order.hpp): not stable, so
+// that NaNs coming out in code order is one of the orders allowed.
+constexpr bool sorts_float_codes(algorithm a) {
+  return a == algorithm::bitonic || a == algorithm::sample_sort || a == algorithm::quicksort;
 }
 
-// The algorithm with NaNs where options::nans asks.
+// The plan for `opt.algo`, a concrete algorithm.
 template <class K, class V>
-cudaError_t sort_placing_nans(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                              std::uint64_t n, const options& opt) {
-  if constexpr (std::is_floating_point_v<K>)
-    if (nans_lowest(opt.direction, opt.nans) && !sorts_float_codes(opt.algo))
-      return sort_moving_nans(temp, temp_bytes, keys, values, n, opt);
-  return sort_dispatch(temp, temp_bytes, keys, values, n, opt);
-}
-
-template <class K, class V>
-cudaError_t sort_checked(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                         std::uint64_t n, const options& opt);
-
-// options::stable with an algorithm that is not stable (network/tie_break.hpp): positions
-// sorted with the keys, composites of (run start, position), those sorted with the keys
-// moving along, values gathered by position. Workspace: 4 + 8 (+ a value) bytes per key and
-// the larger of the two sorts' own.
-template <class K, class V>
-cudaError_t sort_tie_break(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                           std::uint64_t n, const options& opt) {
-  if (!network::tie_break_fits(n)) return cudaErrorNotSupported;
+cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const options& opt,
+                    bool fix_radix_floats) {
+  constexpr bool floating = std::is_floating_point_v<K>;
+  using C = code_of<K>;
   using P4 = payload<4>;
   using PK = payload<sizeof(K)>;
-  constexpr bool has_values = !std::is_same_v<V, no_value>;
-  const std::size_t positions_bytes = align_workspace(4 * n),
-                    composites_bytes = align_workspace(8 * n),
-                    gather_bytes = has_values ? align_workspace(sizeof(V) * n) : 0;
-  const std::size_t fixed = positions_bytes + composites_bytes + gather_bytes;
-  options first = opt;
-  first.stable = false;
-  // The composites are all different, so any sort will do: the same algorithm, or where
-  // thrust is not built for the keys as values, the sample sort.
-  options second{.algo = opt.algo == algorithm::thrust ? algorithm::sample_sort : opt.algo,
-                 .stream = opt.stream};
-  second.sampler = opt.sampler;
-  second.buckets = opt.buckets;
-  second.intervals = opt.intervals;
-  second.interval_splitters = opt.interval_splitters;
-  char* base = static_cast<char*>(temp);
-  auto* positions = reinterpret_cast<std::uint32_t*>(base);
-  auto* composites = reinterpret_cast<std::uint64_t*>(base + positions_bytes);
-  V* gathered = reinterpret_cast<V*>(base + positions_bytes + composites_bytes);
-  std::size_t first_bytes = 0, second_bytes = 0;
-  // The queries see pairs: non-null arrays of device memory (the keys, n * sizeof(K) >= 4n
-  // bytes, where the float path checks them), never touched.
-  cudaError_t e = sort_checked<K, P4>(nullptr, first_bytes, keys, reinterpret_cast<P4*>(keys), n,
-                                      first);
-  if (e == cudaSuccess)
-    e = sort_checked<std::uint64_t, PK>(nullptr, second_bytes, reinterpret_cast<std::uint64_t*>(keys),
-                                        reinterpret_cast<PK*>(keys), n, second);
-  if (e != cudaSuccess) return e;
-  const std::size_t own = std::max(first_bytes, second_bytes);
-  if (!temp) {
-    temp_bytes = fixed + own;
-    return cudaSuccess;
-  }
-  if (temp_bytes < fixed + own) return cudaErrorInvalidValue;
-  void* rest = own ? base + fixed : static_cast<void*>(base);  // non-null even when 0 bytes
-  e = fill_indices(positions, n, opt.stream);
-  if (e == cudaSuccess)
-    e = sort_checked<K, P4>(rest, first_bytes, keys, reinterpret_cast<P4*>(positions), n, first);
-  if (e == cudaSuccess)
-    e = device::tie_composites(keys, positions, composites, n, opt.direction == order::descending,
-                               nans_lowest(opt.direction, opt.nans), opt.stream);
-  if (e == cudaSuccess)
-    e = sort_checked<std::uint64_t, PK>(rest, second_bytes, composites,
-                                        reinterpret_cast<PK*>(keys), n, second);
-  if constexpr (has_values) {
-    if (e == cudaSuccess) e = device::gather_by_composite(composites, values, gathered, n, opt.stream);
+  p.core = floating ? with_nans_largest(opt) : opt;
+  p.core.stable = false;
+  p.codes = floating && sorts_float_codes(opt.algo);
+  p.low_nans = floating && nans_lowest(opt.direction, opt.nans);
+  p.move_nans = p.low_nans && !p.codes;
+  p.fix_radix_floats = fix_radix_floats;
+  p.tie_break = opt.stable && !traits_of(opt.algo).stable && n >= 2;
+  // The queries see the caller's arrays (or, for the tie-break's, the keys), never touched.
+  C* sorted = reinterpret_cast<C*>(keys);
+  std::size_t at = 0, bytes = 0;
+  cudaError_t e = cudaSuccess;
+  if (p.tie_break) {
+    if (!network::tie_break_fits(n)) return cudaErrorNotSupported;
+    p.composites_at = align_workspace(4 * n);
+    p.gathered_at = p.composites_at + align_workspace(8 * n);
+    at = p.gathered_at + (std::is_same_v<V, no_value> ? 0 : align_workspace(sizeof(V) * n));
+    // The composites are all different, so any sort will do: the same algorithm, or where
+    // thrust is not built for the keys as values, the sample sort.
+    p.second = {.algo = opt.algo == algorithm::thrust ? algorithm::sample_sort : opt.algo,
+                .stream = opt.stream};
+    p.second.sampler = opt.sampler;
+    p.second.buckets = opt.buckets;
+    p.second.intervals = opt.intervals;
+    p.second.interval_splitters = opt.interval_splitters;
+    std::size_t second_bytes = 0;
+    e = run_core<C, P4>(nullptr, bytes, sorted, reinterpret_cast<P4*>(keys), n, p.core);
     if (e == cudaSuccess)
-      e = cudaMemcpyAsync(values, gathered, sizeof(V) * n, cudaMemcpyDeviceToDevice, opt.stream);
+      e = run_core<std::uint64_t, PK>(nullptr, second_bytes,
+                                      reinterpret_cast<std::uint64_t*>(keys),
+                                      reinterpret_cast<PK*>(keys), n, p.second);
+    bytes = std::max(bytes, second_bytes);
+  } else {
+    e = run_core<C, V>(nullptr, bytes, sorted, values, n, p.core);
+  }
+  if constexpr (floating)
+    if (fix_radix_floats) bytes = std::max(bytes, device::radix_float_fixup_bytes<K, V>(n));
+  if (p.move_nans) {
+    p.nan_move_at = at;
+    at += device::nan_move_bytes;
+  }
+  p.core_at = at;
+  p.core_bytes = bytes;
+  p.total = at + bytes;
+  return e;
+}
+
+// Whether a workspace of `bytes` (> 0) fits in the device's free memory now.
+inline bool fits_free_memory(std::size_t bytes) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  const bool fits = bytes > 0 && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
+                    workspace_fits(bytes, free_bytes);
+  cudaGetLastError();
+  return fits;
+}
+
+// The plan of a call. automatic (detail/core/automatic.hpp) takes its pick where the workspace
+// fits: at the query, in the device's free memory; at the sort, in the bytes given. Else the
+// in-place bitonic sort, so that a caller passing fewer bytes still gets a sorted array;
+// stable asks for the pick's workspace whatever the memory, and is refused fewer bytes.
+template <class K, class V>
+cudaError_t make_plan(sort_plan& p, const void* temp, std::size_t temp_bytes, K* keys, V* values,
+                      std::uint64_t n, const options& opt) {
+  if (opt.algo != algorithm::automatic) {
+    if (opt.algo == algorithm::adaptive_bitonic && opt.comparison_count) {
+      const cudaError_t e = validate_device_array(opt.comparison_count, 1, sizeof(std::uint64_t),
+                                                  alignof(std::uint64_t));
+      if (e != cudaSuccess) return e;
+    }
+    return lay_out(p, keys, values, n, opt, false);
+  }
+  const algorithm pick = automatic_choice({.n = n,
+                                           .key_bytes = sizeof(K),
+                                           .floating = std::is_floating_point_v<K>,
+                                           .values = !std::is_same_v<V, no_value>,
+                                           .cub_built = device::baseline_built<K, V>,
+                                           .stable = opt.stable});
+  options chosen = opt;
+  chosen.algo = pick;
+  chosen.block_bits = 0;
+  chosen.comparison_count = nullptr;
+  const bool radix_floats = std::is_floating_point_v<K> && pick == algorithm::cub_radix;
+  const cudaError_t e = lay_out(p, keys, values, n, chosen, radix_floats);
+  if (e != cudaSuccess || pick == algorithm::bitonic) return e;
+  const bool fits = temp ? temp_bytes >= p.total : fits_free_memory(p.total);
+  if (fits || (opt.stable && !temp)) return cudaSuccess;
+  if (opt.stable && n >= 2) return cudaErrorInvalidValue;
+  chosen.algo = algorithm::bitonic;
+  return lay_out(p, keys, values, n, chosen, false);
+}
+
+// The sort itself, on the plan's keys and values, with the NaN placement and float fix-ups.
+template <class K, class V>
+cudaError_t run_sort_step(const sort_plan& p, char* base, K* keys, V* values, std::uint64_t n) {
+  const options& opt = p.core;
+  std::size_t bytes = p.core_bytes;
+  void* temp = base + p.core_at;  // non-null even when the sort asks for nothing
+  const bool descending = opt.direction == order::descending;
+  if constexpr (std::is_floating_point_v<K>) {
+    if (p.codes) {
+      // The keys are mapped back whatever the sort returns, so that an error leaves them as
+      // they were (the sort checks its arguments before it moves a key).
+      cudaError_t e = device::map_float_keys(keys, n, true, p.low_nans, opt.stream);
+      if (e != cudaSuccess) return e;
+      e = run_core(temp, bytes, reinterpret_cast<code_of<K>*>(keys), values, n, opt);
+      const cudaError_t back = device::map_float_keys(keys, n, false, p.low_nans, opt.stream);
+      return e != cudaSuccess ? e : back;
+    }
+  }
+  cudaError_t e = run_core(temp, bytes, keys, values, n, opt);
+  if constexpr (std::is_floating_point_v<K>) {
+    if (e == cudaSuccess && p.fix_radix_floats)
+      e = device::fix_radix_float_order(keys, values, n, descending, temp, bytes, opt.stream);
+    if (e == cudaSuccess && p.move_nans)
+      e = device::move_nans_to_other_end(keys, values, n, descending, base + p.nan_move_at,
+                                         opt.stream);
   }
   return e;
 }
 
-// Everything but the argument checks: the core calls' body, and what the tie-break calls.
+// The stable tie-break (network/tie_break.hpp): positions sorted with the keys, composites of
+// (run start, position), those sorted with the keys moving along, values gathered by position.
 template <class K, class V>
-cudaError_t sort_checked(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                         std::uint64_t n, const options& opt) {
-  if (opt.stable && !sorts_stably(opt.algo) && opt.algo != algorithm::automatic && n >= 2)
-    return sort_tie_break(temp, temp_bytes, keys, values, n, opt);
-  return sort_placing_nans(temp, temp_bytes, keys, values, n, opt);
+cudaError_t run_tie_break(const sort_plan& p, char* base, K* keys, V* values, std::uint64_t n) {
+  using PK = payload<sizeof(K)>;
+  const cudaStream_t stream = p.core.stream;
+  auto* positions = reinterpret_cast<std::uint32_t*>(base);
+  auto* composites = reinterpret_cast<std::uint64_t*>(base + p.composites_at);
+  std::size_t bytes = p.core_bytes;
+  cudaError_t e = fill_indices(positions, n, stream);
+  if (e == cudaSuccess)
+    e = run_sort_step(p, base, keys, reinterpret_cast<payload<4>*>(positions), n);
+  if (e == cudaSuccess)
+    e = device::tie_composites(keys, positions, composites, n,
+                               p.core.direction == order::descending, p.low_nans, stream);
+  if (e == cudaSuccess)
+    e = run_core(base + p.core_at, bytes, composites, reinterpret_cast<PK*>(keys), n, p.second);
+  if constexpr (!std::is_same_v<V, no_value>) {
+    V* gathered = reinterpret_cast<V*>(base + p.gathered_at);
+    if (e == cudaSuccess) e = device::gather_by_composite(composites, values, gathered, n, stream);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(values, gathered, sizeof(V) * n, cudaMemcpyDeviceToDevice, stream);
+  }
+  return e;
 }
 
+// The flat sort: the arguments checked, the plan made, then the query answered or the plan run.
 template <class K, class V>
-cudaError_t sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
-                     const options& opt) {
+cudaError_t sort_flat(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
+                      const options& opt) {
   cudaError_t e = validate_device_array(keys, n, sizeof(K), alignof(K));
   if (e == cudaSuccess && !std::is_same_v<V, no_value>)
     e = validate_device_array(values, n, sizeof(V), sizeof(V));
+  sort_plan p;
+  if (e == cudaSuccess) e = make_plan(p, temp, temp_bytes, keys, values, n, opt);
   if (e != cudaSuccess) return e;
-  return sort_checked(temp, temp_bytes, keys, values, n, opt);
+  if (!temp) {
+    temp_bytes = p.total;
+    return cudaSuccess;
+  }
+  if (temp_bytes < p.total) return cudaErrorInvalidValue;
+  char* base = static_cast<char*>(temp);
+  return p.tie_break ? run_tie_break(p, base, keys, values, n)
+                     : run_sort_step(p, base, keys, values, n);
+}
+
+template <class K, class V>
+algorithm automatic_algorithm(std::uint64_t n, const options& opt) {
+  const algorithm in_place = opt.stable && n >= 2 ? algorithm::adaptive_bitonic : algorithm::bitonic;
+  if (!gpu_available()) return in_place;
+  options automatic = opt;
+  automatic.algo = algorithm::automatic;
+  sort_plan p;
+  if (make_plan<K, V>(p, nullptr, 0, nullptr, nullptr, n, automatic) != cudaSuccess) {
+    cudaGetLastError();
+    return in_place;
+  }
+  return p.core.algo;
 }
 
 template <class K>
 cudaError_t sort_keys(void* temp, std::size_t& temp_bytes, K* keys, std::uint64_t n,
                       const options& opt) {
-  return sort_any<K, no_value>(temp, temp_bytes, keys, nullptr, n, opt);
+  return sort_flat<K, no_value>(temp, temp_bytes, keys, nullptr, n, opt);
 }
 
 template <class K, class P>
 cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, P* values,
                        std::uint64_t n, const options& opt) {
-  return sort_any<K, P>(temp, temp_bytes, keys, values, n, opt);
+  return sort_flat(temp, temp_bytes, keys, values, n, opt);
 }
+
+// Whether an algorithm keeps equal keys in input order by itself (cub_radix: but for NaNs of
+// different signs, which its fix-up regroups).
+constexpr bool sorts_stably(algorithm a) { return traits_of(a).stable; }
 
 // The CPU backend's stable sort: positions sorted by std::stable_sort, then gathered.
 template <class K, class V>
@@ -498,38 +450,38 @@ void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt) {
 
 }  // namespace gpusort::detail
 
-#define GPUSORT_INSTANTIATE_PAIRS(K, P)                                                     \
-  template cudaError_t gpusort::detail::sort_pairs<K, P>(void*, std::size_t&, K*, P*,       \
-                                                         std::uint64_t, const options&);    \
-  template cudaError_t gpusort::detail::sort_checked<K, P>(void*, std::size_t&, K*, P*,     \
-                                                           std::uint64_t, const options&);  \
-  template gpusort::algorithm gpusort::detail::automatic_algorithm<K, P>(std::uint64_t,      \
-                                                                      const options&);      \
+#define GPUSORT_INSTANTIATE_PAIRS(K, P)                                                      \
+  template cudaError_t gpusort::detail::sort_pairs<K, P>(void*, std::size_t&, K*, P*,        \
+                                                         std::uint64_t, const options&);     \
+  template cudaError_t gpusort::detail::run_core<K, P>(void*, std::size_t&, K*, P*,          \
+                                                       std::uint64_t, const options&);       \
+  template gpusort::algorithm gpusort::detail::automatic_algorithm<K, P>(std::uint64_t,       \
+                                                                      const options&);       \
   template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t, const options&);
 
-// The unsigned sorts that a float TU calls (sort_float_codes) but must not build again: they
-// are built once, in src/sort_u32.cu and src/sort_u64.cu.
-#define GPUSORT_EXTERN_PAIRS(K, P)                                                             \
-  extern template cudaError_t gpusort::detail::sort_pairs<K, P>(void*, std::size_t&, K*, P*,   \
-                                                                std::uint64_t, const options&); \
-  extern template cudaError_t gpusort::detail::sort_checked<K, P>(                             \
-      void*, std::size_t&, K*, P*, std::uint64_t, const options&);                             \
-  extern template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t,            \
-                                                             const options&);
-#define GPUSORT_EXTERN_KEY(K)                                                                  \
-  extern template cudaError_t gpusort::detail::sort_keys<K>(void*, std::size_t&, K*,           \
-                                                            std::uint64_t, const options&);    \
-  extern template void gpusort::detail::cpu_sort_keys<K>(K*, std::uint64_t, const options&);   \
-  GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<4>)                                         \
-  GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<8>)                                         \
-  GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<16>)
-
-#define GPUSORT_INSTANTIATE_KEY(K)                                                         \
-  template cudaError_t gpusort::detail::sort_keys<K>(void*, std::size_t&, K*, std::uint64_t, \
-                                                     const options&);                      \
+#define GPUSORT_INSTANTIATE_KEY(K)                                                           \
+  template cudaError_t gpusort::detail::sort_keys<K>(void*, std::size_t&, K*, std::uint64_t,   \
+                                                     const options&);                        \
+  template cudaError_t gpusort::detail::run_core<K, gpusort::detail::no_value>(                \
+      void*, std::size_t&, K*, gpusort::detail::no_value*, std::uint64_t, const options&);     \
   template gpusort::algorithm gpusort::detail::automatic_algorithm<K, gpusort::detail::no_value>( \
-      std::uint64_t, const options&);                                                      \
-  template void gpusort::detail::cpu_sort_keys<K>(K*, std::uint64_t, const options&);      \
-  GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<4>)                                \
-  GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<8>)                                \
+      std::uint64_t, const options&);                                                        \
+  template void gpusort::detail::cpu_sort_keys<K>(K*, std::uint64_t, const options&);        \
+  GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<4>)                                  \
+  GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<8>)                                  \
   GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<16>)
+
+// The unsigned sorts that another key type's TU runs (float codes, the tie-break's
+// composites) but must not build again: they are built once, in src/sort_u32.cu and
+// src/sort_u64.cu.
+#define GPUSORT_EXTERN_PAIRS(K, P)                                                           \
+  extern template cudaError_t gpusort::detail::run_core<K, P>(void*, std::size_t&, K*, P*,   \
+                                                              std::uint64_t, const options&); \
+  extern template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t,          \
+                                                             const options&);
+#define GPUSORT_EXTERN_KEY(K)                                                                \
+  extern template void gpusort::detail::cpu_sort_keys<K>(K*, std::uint64_t, const options&); \
+  GPUSORT_EXTERN_PAIRS(K, gpusort::detail::no_value)                                         \
+  GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<4>)                                       \
+  GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<8>)                                       \
+  GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<16>)

@@ -38,6 +38,7 @@
 
 #include <nccl.h>
 
+#include "gpusort/detail/core/cuda_resources.hpp"
 #include "gpusort/sort.hpp"
 
 namespace gpusort::dist {
@@ -131,9 +132,6 @@ struct phase_times {
 namespace detail {
 template <class K, class V>
 struct shard_access;  // fills shards (src/dist/)
-struct device_free {
-  void operator()(void* p) const { cudaFree(p); }
-};
 }  // namespace detail
 
 // This rank's part of the sorted keys (and values): device memory owned by the shard.
@@ -154,7 +152,7 @@ class shard {
   const phase_times& times() const { return times_; }
 
  private:
-  std::unique_ptr<void, detail::device_free> keys_, values_;
+  std::unique_ptr<void, gpusort::detail::device_free> keys_, values_;
   std::uint64_t size_ = 0;
   phase_times times_;
   template <class, class>

@@ -39,9 +39,9 @@
 #include <string_view>
 #include <vector>
 
-#include "gpusort/detail/external/external_sort.hpp"
-#include "gpusort/detail/external/nan_move.hpp"
-#include "gpusort/detail/external/record_sort.hpp"
+#include "gpusort/external/external_sort.hpp"
+#include "gpusort/external/nan_move.hpp"
+#include "gpusort/external/record_sort.hpp"
 #include "gpusort/error.hpp"
 #include "gpusort/key_traits.hpp"
 #include "gpusort/options.hpp"
@@ -52,7 +52,7 @@ struct external_options {
   // The sort of each run: algorithm, direction and NaN placement (the stream is not used).
   // Runs are sorted and merged with NaNs as the largest keys; where sort.nans asks for them
   // as the smallest, the finished output's NaN block is moved to the other end before it is
-  // committed (detail/external/nan_move.hpp: two more passes, only when there are NaNs).
+  // committed (external/nan_move.hpp: two more passes, only when there are NaNs).
   options sort{};
   // Device memory for one run and the sort's workspace; 0: 90% of the free device memory.
   // Without a GPU, the CPU backend's budget (a run and one record of workspace per record).

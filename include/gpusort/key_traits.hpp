@@ -4,7 +4,7 @@
 // -inf < ... < -0.0 < +0.0 < ... < +inf < NaN (every NaN, whatever its sign or payload,
 // sorts last and NaNs compare equal to each other). NaN payloads and signs come out exactly
 // as they went in: less<K> computes the order from the bits, and the comparison sorts run
-// float keys as unsigned codes of an invertible map (detail/float_order.hpp).
+// float keys as unsigned codes of an invertible map (detail/core/float_order.hpp).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/core/config.hpp"
 
 namespace gpusort {
 

@@ -13,7 +13,7 @@ namespace gpusort {
 // Sorting algorithms. Loops in tests and benchmarks run over all_algorithms.
 enum class algorithm {
   automatic,  // built-in keys: cub_merge (small n) or cub_radix if the workspace fits in free
-              // memory, else bitonic (detail/automatic.hpp, automatic_algorithm)
+              // memory, else bitonic (detail/core/automatic.hpp, automatic_algorithm)
   bitonic,    // in-place bitonic network (Peters; Capannini): 0 extra bytes, not stable
   cub_radix,  // baseline: cub::DeviceRadixSort (needs a second buffer), stable; float keys
               // in CUB's own order (-0.0 == +0.0, negative NaNs first): automatic adds the fix-up
@@ -68,24 +68,28 @@ constexpr bool parse_algorithm(std::string_view name, algorithm& out) {
 // (gpusort.ALGORITHMS), the tool and the tests read it.
 struct algorithm_traits {
   algorithm algo;
-  bool stable;      // equal keys keep their input order without options::stable
-  bool in_place;    // sorts with no workspace at all (the query may still ask for some)
-  bool sorts_rows;  // the batched and segmented sorts (segmented.hpp) take it
-  bool capturable;  // only stream-ordered work: runs inside a CUDA graph capture
+  bool stable;            // equal keys keep their input order without options::stable
+  bool in_place;          // sorts with no workspace at all (the query may still ask for some)
+  bool sorts_rows;        // the batched and segmented sorts (segmented.hpp) take it
+  bool capturable;        // only stream-ordered work: runs inside a CUDA graph capture
+  bool takes_comparator;  // sorts keys of any type by a user comparator (sort.cuh)
+  int max_value_bytes;    // the largest values it carries (4, 8 or 16 bytes)
 };
 
 // automatic is in place because given 0 bytes it runs bitonic; it is not stable, because
-// without options::stable it may pick bitonic.
+// without options::stable it may pick bitonic. CUB's and Thrust's sorts are built for values
+// of up to 8 bytes (detail/device/baselines.hpp, baseline_built).
 inline constexpr algorithm_traits algorithm_table[] = {
-    {algorithm::automatic, false, true, true, true},
-    {algorithm::bitonic, false, true, true, true},
-    {algorithm::cub_radix, true, false, true, true},
-    {algorithm::cub_merge, true, false, true, true},
-    {algorithm::thrust, false, false, false, true},
-    {algorithm::sample_sort, false, false, false, true},
-    {algorithm::approx_refine, false, false, false, true},
-    {algorithm::adaptive_bitonic, true, false, false, true},
-    {algorithm::quicksort, false, false, false, true},
+    // algorithm               stable in_place rows  capture comparator values
+    {algorithm::automatic,        false, true,  true,  true,  true,  16},
+    {algorithm::bitonic,          false, true,  true,  true,  true,  16},
+    {algorithm::cub_radix,        true,  false, true,  true,  false, 8},
+    {algorithm::cub_merge,        true,  false, true,  true,  false, 8},
+    {algorithm::thrust,           false, false, false, true,  false, 8},
+    {algorithm::sample_sort,      false, false, false, true,  true,  16},
+    {algorithm::approx_refine,    false, false, false, true,  false, 16},
+    {algorithm::adaptive_bitonic, true,  false, false, true,  false, 16},
+    {algorithm::quicksort,        false, false, false, true,  false, 16},
 };
 
 constexpr const algorithm_traits& traits_of(algorithm a) {

@@ -29,10 +29,14 @@
 #pragma once
 
 #include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
-#include "gpusort/detail/float_order.hpp"
+#include "gpusort/detail/core/entry.hpp"
+#include "gpusort/detail/core/float_order.hpp"
 #include "gpusort/detail/network/segments.hpp"
-#include "gpusort/sort.hpp"
+#include "gpusort/key_traits.hpp"
 
 namespace gpusort {
 

@@ -13,7 +13,8 @@
 //   gpusort::sort_segmented_keys(temp, bytes, d_points, n, d_offsets, d_offsets + 1, rows, by_x{});
 //
 // Keys may be any trivially copyable type. algorithm::bitonic (and automatic, which picks
-// it) and algorithm::sample_sort take a user comparator; others answer cudaErrorNotSupported.
+// it) and algorithm::sample_sort take a user comparator (algorithm_traits::takes_comparator);
+// others answer cudaErrorNotSupported.
 // sample_sort asks for workspace (temp == nullptr writes the bytes) like the core layer.
 #pragma once
 
@@ -55,9 +56,7 @@ template <class K, class Compare, std::integral N>
 cudaError_t sort_keys(void* temp, std::size_t& temp_bytes, K* keys, N n, Compare comp,
                       const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  if (opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic &&
-      opt.algo != algorithm::sample_sort)
-    return cudaErrorNotSupported;
+  if (!traits_of(opt.algo).takes_comparator) return cudaErrorNotSupported;
   const cudaError_t e = detail::validate_device_array(keys, static_cast<std::uint64_t>(n),
                                                       sizeof(K), alignof(K));
   if (e != cudaSuccess) return e;
@@ -70,9 +69,7 @@ template <class K, detail::supported_value V, class Compare, std::integral N>
 cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values, N n,
                        Compare comp, const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  if (opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic &&
-      opt.algo != algorithm::sample_sort)
-    return cudaErrorNotSupported;
+  if (!traits_of(opt.algo).takes_comparator) return cudaErrorNotSupported;
   const auto count = static_cast<std::uint64_t>(n);
   cudaError_t e = detail::validate_device_array(keys, count, sizeof(K), alignof(K));
   if (e == cudaSuccess) e = detail::validate_device_array(values, count, sizeof(V), sizeof(V));

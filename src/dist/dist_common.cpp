@@ -187,20 +187,17 @@ void exchange(const communicator& comm, const std::vector<transfer>& transfers,
 }
 
 event_timeline::event_timeline(cudaStream_t stream, int marks) : stream_(stream), events_(marks) {
-  for (auto& e : events_) check_cuda(cudaEventCreate(&e), "gpusort::dist: cudaEventCreate");
-}
-
-event_timeline::~event_timeline() {
-  for (auto e : events_) cudaEventDestroy(e);
+  for (auto& e : events_) check_cuda(gpusort::detail::create(e), "gpusort::dist: cudaEventCreate");
 }
 
 void event_timeline::mark(int i) {
-  check_cuda(cudaEventRecord(events_[i], stream_), "gpusort::dist: cudaEventRecord");
+  check_cuda(cudaEventRecord(events_[i].get(), stream_), "gpusort::dist: cudaEventRecord");
 }
 
 double event_timeline::ms(int from, int to) const {
   float ms = 0;
-  check_cuda(cudaEventElapsedTime(&ms, events_[from], events_[to]), "gpusort::dist: timing");
+  check_cuda(cudaEventElapsedTime(&ms, events_[from].get(), events_[to].get()),
+             "gpusort::dist: timing");
   return ms;
 }
 

@@ -124,7 +124,6 @@ void exchange(const communicator& comm, const std::vector<transfer>& transfers,
 class event_timeline {
  public:
   event_timeline(cudaStream_t stream, int marks);
-  ~event_timeline();
   event_timeline(const event_timeline&) = delete;
   event_timeline& operator=(const event_timeline&) = delete;
   void mark(int i);
@@ -132,7 +131,7 @@ class event_timeline {
 
  private:
   cudaStream_t stream_;
-  std::vector<cudaEvent_t> events_;
+  std::vector<gpusort::detail::owned_event> events_;
 };
 
 }  // namespace gpusort::dist::detail

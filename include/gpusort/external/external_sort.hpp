@@ -27,17 +27,17 @@
 #include <vector>
 
 #include "gpusort/error.hpp"
-#include "gpusort/detail/external/gpu_pipeline.hpp"
-#include "gpusort/detail/external/host_sort.hpp"
-#include "gpusort/detail/external/record_host.hpp"
-#include "gpusort/detail/external/run_merge.hpp"
-#include "gpusort/detail/external/run_plan.hpp"
+#include "gpusort/external/gpu_pipeline.hpp"
+#include "gpusort/external/host_sort.hpp"
+#include "gpusort/external/record_host.hpp"
+#include "gpusort/external/run_merge.hpp"
+#include "gpusort/external/run_plan.hpp"
 #include "gpusort/sort.hpp"
-#include "gpusort/detail/external/progress.hpp"
-#include "gpusort/detail/external/record_pipeline.hpp"
-#include "gpusort/detail/external/records.hpp"
-#include "gpusort/detail/external/sort_request.hpp"
-#include "gpusort/detail/external/stats.hpp"
+#include "gpusort/external/progress.hpp"
+#include "gpusort/external/record_pipeline.hpp"
+#include "gpusort/external/records.hpp"
+#include "gpusort/external/sort_request.hpp"
+#include "gpusort/external/stats.hpp"
 
 namespace gpusort::detail::external {
 

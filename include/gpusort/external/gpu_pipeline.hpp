@@ -6,7 +6,7 @@
 // When the keys and the sort's workspace fit the device budget, that is the whole sort: read and
 // upload, sort, download and write. Otherwise the input is cut into runs that fit; each is
 // uploaded, sorted and stored (in host memory when it fits there, else in a scratch file), and the
-// runs are merged in windows (gpusort/detail/external/merge_windows.hpp): each window's slices are
+// runs are merged in windows (gpusort/external/merge_windows.hpp): each window's slices are
 // gathered from the stored runs into the device buffer, sorted there, and written to their place in
 // the output. Every key thus crosses the bus four times, but the merge costs one GPU sort per
 // window instead of a CPU heap merge.
@@ -44,14 +44,15 @@
 #include <string>
 #include <vector>
 
-#include "gpusort/detail/external/run_merge.hpp"
-#include "gpusort/detail/external/run_plan.hpp"
-#include "gpusort/detail/external/file_io.hpp"
-#include "gpusort/detail/external/merge_windows.hpp"
-#include "gpusort/detail/external/stats.hpp"
+#include "gpusort/detail/core/cuda_resources.hpp"
+#include "gpusort/external/run_merge.hpp"
+#include "gpusort/external/run_plan.hpp"
+#include "gpusort/external/file_io.hpp"
+#include "gpusort/external/merge_windows.hpp"
+#include "gpusort/external/stats.hpp"
 #include "gpusort/sort.hpp"
-#include "gpusort/detail/external/progress.hpp"
-#include "gpusort/detail/external/records.hpp"
+#include "gpusort/external/progress.hpp"
+#include "gpusort/external/records.hpp"
 
 namespace gpusort::detail::external {
 
@@ -77,6 +78,26 @@ class device_scope {
 
  private:
   int previous_ = 0;
+};
+
+// An owner's GPU for the release of its members: the owner's destructor enter()s it, the
+// members are released, then this member (declared first, so destroyed last) puts back the
+// thread's GPU.
+class release_on_device {
+ public:
+  explicit release_on_device(int device) : device_(device) {}
+  ~release_on_device() {
+    if (entered_) cudaSetDevice(previous_);
+  }
+  release_on_device(const release_on_device&) = delete;
+  release_on_device& operator=(const release_on_device&) = delete;
+  void enter() {
+    entered_ = cudaGetDevice(&previous_) == cudaSuccess && cudaSetDevice(device_) == cudaSuccess;
+  }
+
+ private:
+  int device_, previous_ = 0;
+  bool entered_ = false;
 };
 
 // Units of work done, for the progress sink: reported at once when counted on the calling
@@ -173,39 +194,25 @@ class device_keys {
   // On GPU `device`; its calls must run where that GPU is the current one (device_scope).
   device_keys(int device, std::uint64_t capacity, const gpusort::options& opt,
               std::uint64_t slot_bytes)
-      : device_(device), opt_(opt), slot_keys_(std::max<std::uint64_t>(1, slot_bytes / sizeof(K))) {
+      : release_(device), slot_keys_(std::max<std::uint64_t>(1, slot_bytes / sizeof(K))), opt_(opt) {
     using impl::cuda_check;
     const device_scope on(device);
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cannot create a stream");
-    opt_.stream = stream_;
-    cuda_check(cudaMalloc(&keys_, std::max<std::uint64_t>(1, capacity) * sizeof(K)),
-               "cannot allocate the device run buffer");
-    cuda_check(gpusort::sort_keys(nullptr, temp_bytes_, keys_, capacity, opt_),
+    cuda_check(create(stream_), "cannot create a stream");
+    opt_.stream = stream_.get();
+    cuda_check(allocate(keys_, capacity), "cannot allocate the device run buffer");
+    cuda_check(gpusort::sort_keys(nullptr, temp_bytes_, keys_.get(), capacity, opt_),
                "the sort's workspace query failed");
-    if (temp_bytes_ > 0)
-      cuda_check(cudaMalloc(&temp_, temp_bytes_), "cannot allocate the sort's workspace");
+    cuda_check(allocate(temp_, temp_bytes_), "cannot allocate the sort's workspace");
     for (slot& s : slots_) {
-      cuda_check(cudaMallocHost(&s.keys, slot_keys_ * sizeof(K)), "cannot allocate pinned memory");
-      cuda_check(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming), "cannot create an event");
+      cuda_check(allocate(s.keys, slot_keys_), "cannot allocate pinned memory");
+      cuda_check(create(s.copied, cudaEventDisableTiming), "cannot create an event");
     }
-    cuda_check(cudaEventCreate(&sort_start_), "cannot create an event");
-    cuda_check(cudaEventCreate(&sort_end_), "cannot create an event");
+    cuda_check(timer_.init(), "cannot create an event");
   }
+  // The queued work finishes, then the members are released on this object's GPU.
   ~device_keys() {
-    int previous = 0;
-    cudaGetDevice(&previous);
-    cudaSetDevice(device_);
-    if (stream_) cudaStreamSynchronize(stream_);
-    for (slot& s : slots_) {
-      if (s.keys) cudaFreeHost(s.keys);
-      if (s.copied) cudaEventDestroy(s.copied);
-    }
-    if (sort_start_) cudaEventDestroy(sort_start_);
-    if (sort_end_) cudaEventDestroy(sort_end_);
-    if (temp_) cudaFree(temp_);
-    if (keys_) cudaFree(keys_);
-    if (stream_) cudaStreamDestroy(stream_);
-    cudaSetDevice(previous);
+    release_.enter();
+    if (stream_) cudaStreamSynchronize(stream_.get());
   }
   device_keys(const device_keys&) = delete;
   device_keys& operator=(const device_keys&) = delete;
@@ -216,28 +223,25 @@ class device_keys {
   void upload(std::uint64_t n, Fill&& fill) {
     for (std::uint64_t first = 0, chunk = 0; first < n; first += slot_keys_, ++chunk) {
       slot& s = slots_[chunk % slots_.size()];
-      impl::cuda_check(cudaEventSynchronize(s.copied), "a copy to the device failed");
+      impl::cuda_check(cudaEventSynchronize(s.copied.get()), "a copy to the device failed");
       const std::uint64_t count = std::min(slot_keys_, n - first);
-      fill(s.keys, first, count);
-      impl::cuda_check(cudaMemcpyAsync(keys_ + first, s.keys, count * sizeof(K),
-                                         cudaMemcpyHostToDevice, stream_),
+      fill(s.keys.get(), first, count);
+      impl::cuda_check(cudaMemcpyAsync(keys_.get() + first, s.keys.get(), count * sizeof(K),
+                                         cudaMemcpyHostToDevice, stream_.get()),
                          "a copy to the device failed");
-      impl::cuda_check(cudaEventRecord(s.copied, stream_), "cannot record an event");
+      impl::cuda_check(cudaEventRecord(s.copied.get(), stream_.get()), "cannot record an event");
     }
   }
 
   // Sorts the first n keys of the device buffer; the seconds it took on the device.
   double sort(std::uint64_t n) {
     using impl::cuda_check;
-    cuda_check(cudaEventRecord(sort_start_, stream_), "cannot record an event");
+    cuda_check(timer_.start(stream_.get()), "cannot record an event");
     std::size_t bytes = temp_bytes_;
-    cuda_check(gpusort::sort_keys(temp_ ? temp_ : static_cast<void*>(keys_), bytes, keys_, n, opt_),
-               "the sort failed");
-    cuda_check(cudaEventRecord(sort_end_, stream_), "cannot record an event");
-    cuda_check(cudaEventSynchronize(sort_end_), "the sort failed");
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, sort_start_, sort_end_), "cannot time the sort");
-    return ms / 1e3;
+    cuda_check(gpusort::sort_keys(temp_.get(), bytes, keys_.get(), n, opt_), "the sort failed");
+    double seconds = 0;
+    cuda_check(timer_.seconds(stream_.get(), seconds), "the sort failed");
+    return seconds;
   }
 
   // Copies the first n keys back: drain(slot, first, count) takes keys [first, first + count)
@@ -248,37 +252,37 @@ class device_keys {
     const auto issue = [&](std::uint64_t chunk) {
       const slot& s = slots_[chunk % slots_.size()];
       const std::uint64_t first = chunk * slot_keys_;
-      impl::cuda_check(cudaMemcpyAsync(s.keys, keys_ + first,
+      impl::cuda_check(cudaMemcpyAsync(s.keys.get(), keys_.get() + first,
                                          std::min(slot_keys_, n - first) * sizeof(K),
-                                         cudaMemcpyDeviceToHost, stream_),
+                                         cudaMemcpyDeviceToHost, stream_.get()),
                          "a copy from the device failed");
-      impl::cuda_check(cudaEventRecord(s.copied, stream_), "cannot record an event");
+      impl::cuda_check(cudaEventRecord(s.copied.get(), stream_.get()), "cannot record an event");
     };
     for (std::uint64_t chunk = 0; chunk < std::min<std::uint64_t>(chunks, slots_.size()); ++chunk)
       issue(chunk);
     for (std::uint64_t chunk = 0; chunk < chunks; ++chunk) {
       const slot& s = slots_[chunk % slots_.size()];
-      impl::cuda_check(cudaEventSynchronize(s.copied), "a copy from the device failed");
+      impl::cuda_check(cudaEventSynchronize(s.copied.get()), "a copy from the device failed");
       const std::uint64_t first = chunk * slot_keys_;
-      drain(static_cast<const K*>(s.keys), first, std::min(slot_keys_, n - first));
+      drain(static_cast<const K*>(s.keys.get()), first, std::min(slot_keys_, n - first));
       if (chunk + slots_.size() < chunks) issue(chunk + slots_.size());
     }
   }
 
  private:
   struct slot {
-    K* keys = nullptr;
-    cudaEvent_t copied = nullptr;
+    pinned_array<K> keys;
+    owned_event copied;
   };
-  int device_;
-  gpusort::options opt_;
+  release_on_device release_;  // first: its destructor runs after every other member's
   std::uint64_t slot_keys_;
-  cudaStream_t stream_ = nullptr;
-  K* keys_ = nullptr;
-  void* temp_ = nullptr;
+  gpusort::options opt_;
+  owned_stream stream_;
+  device_array<K> keys_;
   std::size_t temp_bytes_ = 0;
-  std::array<slot, 4> slots_{};
-  cudaEvent_t sort_start_ = nullptr, sort_end_ = nullptr;
+  device_array<char> temp_;
+  std::array<slot, 4> slots_;
+  stream_timer timer_;
 };
 
 // Anonymous host memory in transparent huge pages where the kernel has them: the run store's

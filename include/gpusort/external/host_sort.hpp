@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gpusort/key_traits.hpp"
-#include "gpusort/detail/external/records.hpp"
+#include "gpusort/external/records.hpp"
 
 namespace gpusort::detail::external {
 

@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "gpusort/detail/external/file_io.hpp"
-#include "gpusort/detail/external/records.hpp"
+#include "gpusort/external/file_io.hpp"
+#include "gpusort/external/records.hpp"
 #include "gpusort/detail/network/nan_block.hpp"
 #include "gpusort/options.hpp"
 

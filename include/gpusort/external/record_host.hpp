@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpusort/detail/external/records.hpp"
-#include "gpusort/detail/external/run_merge.hpp"
+#include "gpusort/external/records.hpp"
+#include "gpusort/external/run_merge.hpp"
 
 namespace gpusort::detail::external {
 

@@ -27,11 +27,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "gpusort/detail/external/gpu_pipeline.hpp"
-#include "gpusort/detail/external/merge_windows.hpp"
+#include "gpusort/external/gpu_pipeline.hpp"
+#include "gpusort/external/merge_windows.hpp"
 #include "gpusort/sort.hpp"
-#include "gpusort/detail/external/record_host.hpp"
-#include "gpusort/detail/external/sort_request.hpp"
+#include "gpusort/external/record_host.hpp"
+#include "gpusort/external/sort_request.hpp"
 #include "gpusort/sort.hpp"
 
 namespace gpusort::detail::external {
@@ -47,37 +47,24 @@ class device_records {
   device_records(std::uint64_t capacity, const gpusort::options& opt) : opt_(opt) {
     using impl::cuda_check;
     capacity = std::max<std::uint64_t>(capacity, 1);
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cannot create a stream");
-    opt_.stream = stream_;
+    cuda_check(create(stream_), "cannot create a stream");
+    opt_.stream = stream_.get();
     // Chosen once: the choice must not change as this buffer's allocations fill the device.
     if (opt_.algo == gpusort::algorithm::automatic)
       opt_.algo = gpusort::automatic_algorithm<K, std::uint32_t>(capacity, opt_);
-    stable_ = opt_.algo == gpusort::algorithm::cub_radix ||
-              opt_.algo == gpusort::algorithm::cub_merge ||
-              opt_.algo == gpusort::algorithm::adaptive_bitonic;
-    cuda_check(cudaMalloc(&keys_, capacity * sizeof(K)), "cannot allocate the device run buffer");
-    cuda_check(cudaMalloc(&positions_, capacity * sizeof(std::uint32_t)),
-               "cannot allocate the device run buffer");
-    cuda_check(gpusort::sort_pairs(nullptr, temp_bytes_, keys_, positions_, capacity, opt_),
+    stable_ = gpusort::traits_of(opt_.algo).stable;
+    cuda_check(allocate(keys_, capacity), "cannot allocate the device run buffer");
+    cuda_check(allocate(positions_, capacity), "cannot allocate the device run buffer");
+    cuda_check(gpusort::sort_pairs(nullptr, temp_bytes_, keys_.get(), positions_.get(), capacity,
+                                   opt_),
                "the sort's workspace query failed");
-    if (temp_bytes_ > 0)
-      cuda_check(cudaMalloc(&temp_, temp_bytes_), "cannot allocate the sort's workspace");
-    cuda_check(cudaMallocHost(&host_keys_, capacity * sizeof(K)), "cannot allocate pinned memory");
-    cuda_check(cudaMallocHost(&host_positions_, capacity * sizeof(std::uint32_t)),
-               "cannot allocate pinned memory");
-    cuda_check(cudaEventCreate(&sort_start_), "cannot create an event");
-    cuda_check(cudaEventCreate(&sort_end_), "cannot create an event");
+    cuda_check(allocate(temp_, temp_bytes_), "cannot allocate the sort's workspace");
+    cuda_check(allocate(host_keys_, capacity), "cannot allocate pinned memory");
+    cuda_check(allocate(host_positions_, capacity), "cannot allocate pinned memory");
+    cuda_check(timer_.init(), "cannot create an event");
   }
   ~device_records() {
-    if (stream_) cudaStreamSynchronize(stream_);
-    if (sort_start_) cudaEventDestroy(sort_start_);
-    if (sort_end_) cudaEventDestroy(sort_end_);
-    if (host_keys_) cudaFreeHost(host_keys_);
-    if (host_positions_) cudaFreeHost(host_positions_);
-    if (temp_) cudaFree(temp_);
-    if (positions_) cudaFree(positions_);
-    if (keys_) cudaFree(keys_);
-    if (stream_) cudaStreamDestroy(stream_);
+    if (stream_) cudaStreamSynchronize(stream_.get());
   }
   device_records(const device_records&) = delete;
   device_records& operator=(const device_records&) = delete;
@@ -91,9 +78,9 @@ class device_records {
   void upload(std::uint64_t n, Extract&& extract) {
     for (std::uint64_t first = 0; first < n; first += chunk_records) {
       const std::uint64_t count = std::min(chunk_records, n - first);
-      extract(host_keys_ + first, first, count);
-      impl::cuda_check(cudaMemcpyAsync(keys_ + first, host_keys_ + first, count * sizeof(K),
-                                       cudaMemcpyHostToDevice, stream_),
+      extract(host_keys_.get() + first, first, count);
+      impl::cuda_check(cudaMemcpyAsync(keys_.get() + first, host_keys_.get() + first,
+                                       count * sizeof(K), cudaMemcpyHostToDevice, stream_.get()),
                        "a copy to the device failed");
     }
   }
@@ -101,44 +88,43 @@ class device_records {
   // Sorts the first n keys with their positions 0..n-1; the seconds it took on the device.
   double sort(std::uint64_t n) {
     using impl::cuda_check;
-    cuda_check(cudaEventRecord(sort_start_, stream_), "cannot record an event");
-    cuda_check(detail::fill_indices(positions_, n, stream_), "cannot write the positions");
+    cuda_check(timer_.start(stream_.get()), "cannot record an event");
+    cuda_check(detail::fill_indices(positions_.get(), n, stream_.get()),
+               "cannot write the positions");
     std::size_t bytes = temp_bytes_;
-    cuda_check(gpusort::sort_pairs(temp_ ? temp_ : static_cast<void*>(keys_), bytes, keys_,
-                                   positions_, n, opt_),
+    cuda_check(gpusort::sort_pairs(temp_.get(), bytes, keys_.get(), positions_.get(), n, opt_),
                "the sort failed");
-    cuda_check(cudaEventRecord(sort_end_, stream_), "cannot record an event");
-    cuda_check(cudaEventSynchronize(sort_end_), "the sort failed");
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, sort_start_, sort_end_), "cannot time the sort");
-    return ms / 1e3;
+    double seconds = 0;
+    cuda_check(timer_.seconds(stream_.get(), seconds), "the sort failed");
+    return seconds;
   }
 
   // Brings the sorted positions (and, with `keys`, the sorted keys) back to the host arrays.
   void download(std::uint64_t n, bool keys) {
     using impl::cuda_check;
-    cuda_check(cudaMemcpyAsync(host_positions_, positions_, n * sizeof(std::uint32_t),
-                               cudaMemcpyDeviceToHost, stream_),
+    cuda_check(cudaMemcpyAsync(host_positions_.get(), positions_.get(), n * sizeof(std::uint32_t),
+                               cudaMemcpyDeviceToHost, stream_.get()),
                "a copy from the device failed");
     if (keys)
-      cuda_check(cudaMemcpyAsync(host_keys_, keys_, n * sizeof(K), cudaMemcpyDeviceToHost, stream_),
+      cuda_check(cudaMemcpyAsync(host_keys_.get(), keys_.get(), n * sizeof(K),
+                                 cudaMemcpyDeviceToHost, stream_.get()),
                  "a copy from the device failed");
-    cuda_check(cudaStreamSynchronize(stream_), "a copy from the device failed");
+    cuda_check(cudaStreamSynchronize(stream_.get()), "a copy from the device failed");
   }
-  std::uint32_t* positions() const { return host_positions_; }
-  const K* keys() const { return host_keys_; }
+  std::uint32_t* positions() const { return host_positions_.get(); }
+  const K* keys() const { return host_keys_.get(); }
 
  private:
   gpusort::options opt_;
   bool stable_ = false;
-  cudaStream_t stream_ = nullptr;
-  K* keys_ = nullptr;
-  std::uint32_t* positions_ = nullptr;
-  void* temp_ = nullptr;
+  owned_stream stream_;
+  device_array<K> keys_;
+  device_array<std::uint32_t> positions_;
   std::size_t temp_bytes_ = 0;
-  K* host_keys_ = nullptr;
-  std::uint32_t* host_positions_ = nullptr;
-  cudaEvent_t sort_start_ = nullptr, sort_end_ = nullptr;
+  device_array<char> temp_;
+  pinned_array<K> host_keys_;
+  pinned_array<std::uint32_t> host_positions_;
+  stream_timer timer_;
 };
 
 // Runs beyond this many go through the run path instead: the window cuts cost a binary

@@ -26,13 +26,13 @@
 #include <vector>
 
 #include "gpusort/error.hpp"
-#include "gpusort/detail/external/external_sort.hpp"
-#include "gpusort/detail/external/run_merge.hpp"
-#include "gpusort/detail/external/run_plan.hpp"
-#include "gpusort/detail/external/file_io.hpp"
-#include "gpusort/detail/external/progress.hpp"
-#include "gpusort/detail/external/records.hpp"
-#include "gpusort/detail/external/stats.hpp"
+#include "gpusort/external/external_sort.hpp"
+#include "gpusort/external/run_merge.hpp"
+#include "gpusort/external/run_plan.hpp"
+#include "gpusort/external/file_io.hpp"
+#include "gpusort/external/progress.hpp"
+#include "gpusort/external/records.hpp"
+#include "gpusort/external/stats.hpp"
 
 namespace gpusort::detail::external {
 

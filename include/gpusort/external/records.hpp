@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "gpusort/error.hpp"
-#include "gpusort/detail/external/file_io.hpp"
+#include "gpusort/external/file_io.hpp"
 #include "gpusort/key_traits.hpp"
-#include "gpusort/detail/external/progress.hpp"
-#include "gpusort/detail/external/streams.hpp"
+#include "gpusort/external/progress.hpp"
+#include "gpusort/external/streams.hpp"
 
 namespace gpusort::detail::external {
 

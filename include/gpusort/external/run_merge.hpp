@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "gpusort/error.hpp"
-#include "gpusort/detail/external/run_plan.hpp"
+#include "gpusort/external/run_plan.hpp"
 #include "gpusort/key_traits.hpp"
-#include "gpusort/detail/external/records.hpp"
+#include "gpusort/external/records.hpp"
 
 namespace gpusort::detail::external {
 

@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "gpusort/error.hpp"
-#include "gpusort/detail/external/progress.hpp"
-#include "gpusort/detail/external/run_plan.hpp"
-#include "gpusort/detail/external/stats.hpp"
+#include "gpusort/detail/core/cuda_resources.hpp"
+#include "gpusort/external/progress.hpp"
+#include "gpusort/external/run_plan.hpp"
+#include "gpusort/external/stats.hpp"
 #include "gpusort/sort.hpp"
 
 namespace gpusort::detail::external {
@@ -49,25 +50,17 @@ inline bool gpu_present() {
 template <class K, class V = std::uint32_t>
 std::uint64_t device_workspace_bytes(std::uint64_t n, bool pairs, const gpusort::options& opt) {
   if (n == 0) return 0;
-  void* keys = nullptr;
-  void* values = nullptr;
-  const auto release = [&] {
-    if (keys) cudaFree(keys);
-    if (values) cudaFree(values);
+  device_array<K> keys;
+  device_array<V> values;
+  if (allocate(keys, n, memory_kind::managed) != cudaSuccess ||
+      (pairs && allocate(values, n, memory_kind::managed) != cudaSuccess)) {
     cudaGetLastError();
-  };
-  if (cudaMallocManaged(&keys, n * sizeof(K)) != cudaSuccess ||
-      (pairs && cudaMallocManaged(&values, n * sizeof(V)) != cudaSuccess)) {
-    release();
     throw io_failure("cannot query the sort's device workspace for " + std::to_string(n) +
-                   " records");
+                     " records");
   }
   std::size_t bytes = 0;
-  const cudaError_t e =
-      pairs ? gpusort::sort_pairs(nullptr, bytes, static_cast<K*>(keys), static_cast<V*>(values),
-                                  n, opt)
-            : gpusort::sort_keys(nullptr, bytes, static_cast<K*>(keys), n, opt);
-  release();
+  const cudaError_t e = pairs ? gpusort::sort_pairs(nullptr, bytes, keys.get(), values.get(), n, opt)
+                              : gpusort::sort_keys(nullptr, bytes, keys.get(), n, opt);
   if (e != cudaSuccess)
     throw io_failure(std::string("the sort's workspace query failed: ") + cudaGetErrorString(e));
   return bytes;

@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "gpusort/error.hpp"
-#include "gpusort/detail/external/file_io.hpp"
-#include "gpusort/detail/external/progress.hpp"
+#include "gpusort/external/file_io.hpp"
+#include "gpusort/external/progress.hpp"
 
 namespace gpusort::detail::external {
 

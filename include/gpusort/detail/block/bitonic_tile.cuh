@@ -12,11 +12,11 @@
 
 #include <type_traits>
 
-#include "gpusort/detail/config.hpp"
-#include "gpusort/detail/float_order.hpp"
+#include "gpusort/detail/core/config.hpp"
+#include "gpusort/detail/core/float_order.hpp"
 #include "gpusort/detail/network/bitonic.hpp"
 #include "gpusort/detail/network/group_steps.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 
 namespace gpusort::detail::block {
 

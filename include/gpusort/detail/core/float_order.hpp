@@ -24,7 +24,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/core/config.hpp"
 
 namespace gpusort::detail {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/core/config.hpp"
 
 namespace gpusort::detail {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "gpusort/detail/cpu/bitonic.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 
 namespace gpusort::detail::cpu {
 

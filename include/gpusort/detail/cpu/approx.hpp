@@ -10,7 +10,7 @@
 
 #include "gpusort/detail/network/approx.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::cpu {

@@ -9,7 +9,7 @@
 
 #include "gpusort/detail/cpu/bitonic.hpp"
 #include "gpusort/detail/network/quicksort.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::cpu {

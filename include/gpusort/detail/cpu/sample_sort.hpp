@@ -9,7 +9,7 @@
 
 #include "gpusort/detail/cpu/bitonic.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 
 namespace gpusort::detail::cpu {
 

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpusort/detail/network/segments.hpp"
+#include "gpusort/options.hpp"
 
 namespace gpusort::detail::device {
 
@@ -39,6 +40,6 @@ cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* 
 // Whether the baselines were built for this key/value combination: keys alone, 4-byte values
 // and 8-byte values (64-bit indices: torch's and NumPy's argsort).
 template <class K, class V>
-constexpr bool baseline_built = sizeof(V) <= 8;
+constexpr bool baseline_built = sizeof(V) <= traits_of(algorithm::cub_radix).max_value_bytes;
 
 }  // namespace gpusort::detail::device

@@ -1,4 +1,4 @@
-// The device pass of detail/float_order.hpp: float keys to codes and back, in place. The
+// The device pass of detail/core/float_order.hpp: float keys to codes and back, in place. The
 // comparison sorts of float keys run between the two passes on the codes, as the unsigned
 // sorts they already are (no float instantiation of any sort); the segmented sort maps as it
 // loads and stores instead (key_codec).
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 
-#include "gpusort/detail/float_order.hpp"
+#include "gpusort/detail/core/float_order.hpp"
 
 namespace gpusort::detail::device {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 
 namespace gpusort::detail::device {
 

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime.h>
 
+#include "gpusort/detail/core/cuda_resources.hpp"
+
 namespace gpusort::detail::device {
 
 // How many blocks of `kernel` fit on the device at once (a persistent grid); raises the
@@ -38,30 +40,30 @@ class fork_join {
     int device = 0;
     status_ = cudaGetDevice(&device);
     if (status_ == cudaSuccess) set_ = &thread_sets().of(device, status_);
-    if (status_ == cudaSuccess) status_ = cudaEventRecord(set_->forked, caller_);
+    if (status_ == cudaSuccess) status_ = cudaEventRecord(set_->forked.get(), caller_);
     for (int i = 0; i < sides_ && status_ == cudaSuccess; ++i)
-      status_ = cudaStreamWaitEvent(set_->streams[i], set_->forked, 0);
+      status_ = cudaStreamWaitEvent(set_->streams[i].get(), set_->forked.get(), 0);
   }
   fork_join(const fork_join&) = delete;
   fork_join& operator=(const fork_join&) = delete;
 
   cudaError_t status() const { return status_; }
-  cudaStream_t side(int i) const { return set_->streams[i]; }
+  cudaStream_t side(int i) const { return set_->streams[i].get(); }
 
   // The caller's stream waits for the side streams; the first error of the whole call.
   cudaError_t join(cudaError_t launches) {
     for (int i = 0; i < sides_ && set_ && status_ == cudaSuccess; ++i) {
-      status_ = cudaEventRecord(set_->joined[i], set_->streams[i]);
-      if (status_ == cudaSuccess) status_ = cudaStreamWaitEvent(caller_, set_->joined[i], 0);
+      status_ = cudaEventRecord(set_->joined[i].get(), set_->streams[i].get());
+      if (status_ == cudaSuccess) status_ = cudaStreamWaitEvent(caller_, set_->joined[i].get(), 0);
     }
     return launches != cudaSuccess ? launches : status_;
   }
 
  private:
   struct stream_set {
-    std::array<cudaStream_t, max_sides> streams{};
-    std::array<cudaEvent_t, max_sides> joined{};
-    cudaEvent_t forked = nullptr;
+    std::array<owned_stream, max_sides> streams;
+    std::array<owned_event, max_sides> joined;
+    owned_event forked;
   };
   struct thread_stream_sets {
     std::vector<stream_set> devices;
@@ -74,24 +76,13 @@ class fork_join {
       cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
       cudaThreadExchangeStreamCaptureMode(&mode);
       for (int i = 0; i < max_sides && status == cudaSuccess; ++i) {
-        if (!set.streams[i])
-          status = cudaStreamCreateWithFlags(&set.streams[i], cudaStreamNonBlocking);
+        if (!set.streams[i]) status = create(set.streams[i]);
         if (status == cudaSuccess && !set.joined[i])
-          status = cudaEventCreateWithFlags(&set.joined[i], cudaEventDisableTiming);
+          status = create(set.joined[i], cudaEventDisableTiming);
       }
-      if (status == cudaSuccess)
-        status = cudaEventCreateWithFlags(&set.forked, cudaEventDisableTiming);
+      if (status == cudaSuccess) status = create(set.forked, cudaEventDisableTiming);
       cudaThreadExchangeStreamCaptureMode(&mode);
       return set;
-    }
-    ~thread_stream_sets() {  // errors ignored: at exit the runtime may be gone already
-      for (stream_set& set : devices) {
-        for (int i = 0; i < max_sides; ++i) {
-          if (set.streams[i]) cudaStreamDestroy(set.streams[i]);
-          if (set.joined[i]) cudaEventDestroy(set.joined[i]);
-        }
-        if (set.forked) cudaEventDestroy(set.forked);
-      }
     }
   };
   static thread_stream_sets& thread_sets() {

@@ -14,7 +14,7 @@
 
 #include "gpusort/detail/device/radix_floats.cuh"
 #include "gpusort/detail/network/nan_block.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::device {

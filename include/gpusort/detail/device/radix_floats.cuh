@@ -16,7 +16,7 @@
 #include <cuda_runtime.h>
 
 #include "gpusort/detail/network/radix_floats.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::device {

@@ -9,7 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "gpusort/detail/network/tie_break.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 
 namespace gpusort::detail::device {
 

@@ -22,7 +22,7 @@
 
 #include <cstdint>
 
-#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/core/config.hpp"
 
 namespace gpusort::detail::network::abisort {
 

@@ -26,7 +26,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/core/config.hpp"
 #include "gpusort/key_traits.hpp"
 #include "gpusort/options.hpp"
 

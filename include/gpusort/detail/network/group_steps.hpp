@@ -5,9 +5,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/core/config.hpp"
 #include "gpusort/detail/network/bitonic.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 
 namespace gpusort::detail::network {
 

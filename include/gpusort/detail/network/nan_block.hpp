@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/core/config.hpp"
 
 namespace gpusort::detail::network {
 

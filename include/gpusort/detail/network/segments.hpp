@@ -21,7 +21,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/core/config.hpp"
 #include "gpusort/detail/network/bitonic.hpp"
 
 namespace gpusort::detail::network {

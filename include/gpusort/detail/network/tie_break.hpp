@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "gpusort/detail/config.hpp"
-#include "gpusort/detail/float_order.hpp"
+#include "gpusort/detail/core/config.hpp"
+#include "gpusort/detail/core/float_order.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::network {
