@@ -41,11 +41,12 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli.hpp"                   // arguments, parse_count, usage_error, with_key_type
+#include "common/csv.hpp"
 #include "common/distributions.hpp"  // random_bits: the keys of `gpusort bench`
+#include "common/rank_threads.hpp"
 #include "gpusort/dist.hpp"
 #include "gpusort/sort.hpp"
 
@@ -56,6 +57,7 @@
 namespace {
 
 namespace dist = gpusort::dist;
+using gpusort::tools::csv_field;
 using gpusort::tools::usage_error;
 using clock_type = std::chrono::steady_clock;
 
@@ -127,30 +129,32 @@ void require(const device_buffer& buffer, const std::string& what) {
   if (!buffer.ok()) throw gpusort::error(cudaErrorMemoryAllocation, "cannot allocate " + what);
 }
 
-class owned_stream {
+// A CUDA stream or event, destroyed with its owner; the derived class creates it.
+template <class Handle, auto destroy>
+class owned_handle {
  public:
-  owned_stream() {
-    cuda_check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreate");
+  ~owned_handle() {
+    if (handle_) destroy(handle_);
   }
-  ~owned_stream() { cudaStreamDestroy(s_); }
-  owned_stream(const owned_stream&) = delete;
-  owned_stream& operator=(const owned_stream&) = delete;
-  cudaStream_t get() const { return s_; }
+  owned_handle(const owned_handle&) = delete;
+  owned_handle& operator=(const owned_handle&) = delete;
+  Handle get() const { return handle_; }
 
- private:
-  cudaStream_t s_ = nullptr;
+ protected:
+  owned_handle() = default;
+  Handle handle_ = nullptr;
 };
 
-class owned_event {
+class owned_stream : public owned_handle<cudaStream_t, cudaStreamDestroy> {
  public:
-  owned_event() { cuda_check(cudaEventCreate(&e_), "cudaEventCreate"); }
-  ~owned_event() { cudaEventDestroy(e_); }
-  owned_event(const owned_event&) = delete;
-  owned_event& operator=(const owned_event&) = delete;
-  cudaEvent_t get() const { return e_; }
+  owned_stream() {
+    cuda_check(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+};
 
- private:
-  cudaEvent_t e_ = nullptr;
+class owned_event : public owned_handle<cudaEvent_t, cudaEventDestroy> {
+ public:
+  owned_event() { cuda_check(cudaEventCreate(&handle_), "cudaEventCreate"); }
 };
 
 // ---- keys and their verification ---------------------------------------------------------
@@ -424,21 +428,10 @@ class rank_team {
   // work(r) on one thread per rank; rethrows the first failure.
   template <class Work>
   void run(const Work& work) {
-    std::vector<std::exception_ptr> errors(ranks_);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ranks_; ++r)
-      threads.emplace_back([&, r] {
-        try {
-          work(r);
-        } catch (...) {
-          errors[r] = std::current_exception();
-          failed_ = true;
-          meet_.arrive_and_drop();
-        }
-      });
-    for (std::thread& t : threads) t.join();
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
+    gpusort::tools::on_every_rank(ranks_, work, [this](int) {
+      failed_ = true;
+      meet_.arrive_and_drop();
+    });
   }
 
  private:
@@ -659,13 +652,6 @@ outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts
 
 // ---- output ------------------------------------------------------------------------------
 
-std::string csv_text(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string quoted = "\"";
-  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
 class reporter {
  public:
   reporter(const std::string& csv_path, std::string gpu_name)
@@ -756,8 +742,8 @@ class reporter {
                   static_cast<long long>(o.extra_bytes));
     std::string line = algorithm + "," + std::string(keys) + "," + values_ + ",uniform," +
                        numbers + "," +
-                       csv_text(is_dist ? gpu_name_ + " x" + std::to_string(gpus) : gpu_name_) +
-                       "," + csv_text(GPUSORT_COMMIT) + "," + std::to_string(gpus) + "," + mode;
+                       csv_field(is_dist ? gpu_name_ + " x" + std::to_string(gpus) : gpu_name_) +
+                       "," + csv_field(GPUSORT_COMMIT) + "," + std::to_string(gpus) + "," + mode;
     if (is_dist)
       std::snprintf(numbers, sizeof numbers, ",%.6f,%.6f,%.6f,%.6f,%llu,%llu,%llu\n",
                     o.phases.local_sort_ms, o.phases.sampling_ms, o.phases.exchange_ms,

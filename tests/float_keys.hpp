@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "gpusort/detail/float_order.hpp"
+#include "gpusort/detail/core/float_order.hpp"
 #include "gpusort/key_traits.hpp"
 #include "reference.hpp"
 

@@ -14,13 +14,21 @@
 
 #include "common/distributions.hpp"
 #include "gpusort/key_traits.hpp"
-#include "gpusort/detail/types.hpp"
+#include "gpusort/detail/core/types.hpp"
 #include "gpusort/options.hpp"
+
+// The typed suite `suite` over `types`, its fixture `base` the same for every type (the tests
+// take the type from TypeParam), so that a test file names only what its suite adds.
+#define GPUSORT_TYPED_SUITE(suite, base, types) \
+  template <class>                              \
+  class suite : public base {};                 \
+  TYPED_TEST_SUITE(suite, types)
 
 namespace gpusort::testing {
 
 using key_types = ::testing::Types<std::uint32_t, std::int32_t, float, std::uint64_t,
                                    std::int64_t, double>;
+using float_types = ::testing::Types<float, double>;
 
 // gpusort's order for a direction and a NaN placement: the total order of key_traits.hpp
 // (or its reverse), with float NaNs after (or before) every number in both directions.
@@ -64,14 +72,18 @@ template <class K>
 }
 
 // Pairs tests: the value of input key i is value_of(i), whose first bytes hold i. Every value
-// must come out once, bytes intact, next to its own key.
+// in the output (all n of a sort, the first k of a top k) must come out at most once, bytes
+// intact, next to its own key.
 template <class K, class V, class ValueOf>
 ::testing::AssertionResult values_follow_keys(const std::vector<K>& input,
                                               const std::vector<K>& keys,
                                               const std::vector<V>& values, ValueOf value_of) {
   const std::size_t n = input.size();
+  if (keys.size() > n || values.size() != keys.size())
+    return ::testing::AssertionFailure() << keys.size() << " keys, " << values.size()
+                                         << " values out of " << n;
   std::vector<bool> seen(n, false);
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < keys.size(); ++i) {
     std::uint64_t origin = 0;
     std::memcpy(&origin, &values[i], std::min(sizeof(V), sizeof(origin)));
     if (origin >= n) return ::testing::AssertionFailure() << "value corrupted at " << i;
@@ -149,6 +161,25 @@ void for_each_hostile_input(std::size_t largest, std::uint64_t seed_step, const 
       }
 }
 
+// Inputs chosen against regular sampling, whose tiles of `tile` keys are sampled every
+// `stride`: all keys `equal_key`, two values, runs of equal keys as long as a stride, and tiles
+// whose sampled positions hold a small key and all others a large one.
+inline std::vector<std::vector<std::uint32_t>> against_regular_sampling(std::size_t n,
+                                                                        unsigned stride,
+                                                                        unsigned tile,
+                                                                        std::uint32_t equal_key) {
+  std::vector<std::vector<std::uint32_t>> sets;
+  sets.emplace_back(n, equal_key);
+  std::vector<std::uint32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = i % 2;
+  sets.push_back(v);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint32_t>(i / stride);
+  sets.push_back(v);
+  for (std::size_t i = 0; i < n; ++i) v[i] = (i % tile) % stride == stride - 1 ? 1 : 1000;
+  sets.push_back(v);
+  return sets;
+}
+
 // The exact sorts a test loops over, as it loops over key types, and whether each promises
 // stability. On the CPU backend the baselines are std::stable_sort; on the device cub_radix
 // is left out for float keys (CUB's order of zeros and NaNs, which automatic's fix-up
@@ -163,14 +194,37 @@ inline std::vector<sort_method> sort_methods(bool cpu_backend, bool float_keys =
   std::vector<sort_method> out;
   for (algorithm a : gpusort::all_algorithms) {
     if (!cpu_backend && float_keys && a == algorithm::cub_radix) continue;
-    const bool stable = a == algorithm::adaptive_bitonic || a == algorithm::cub_merge ||
-                        (a == algorithm::cub_radix) ||
-                        (cpu_backend && a == algorithm::thrust);
+    // The library's table says which are stable (the tests hold each to it); the CPU backend
+    // runs std::stable_sort for thrust.
+    const bool stable = gpusort::traits_of(a).stable || (cpu_backend && a == algorithm::thrust);
     out.push_back({{.algo = a}, stable});
   }
   out.push_back({{.algo = algorithm::sample_sort, .sampler = gpusort::sampling::random}, false});
   return out;
 }
+
+// Runs check(method, descending) on inputs of n keys for each of `methods` in both orders, each
+// named in any failure; stops at the first fatal failure.
+template <class Check>
+void for_each_method_both_orders(const std::vector<sort_method>& methods, std::size_t n,
+                                 const Check& check) {
+  for (sort_method m : methods)
+    for (const bool descending : {false, true}) {
+      m.opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+      SCOPED_TRACE(::testing::Message() << gpusort::method_name(m.opt) << " n=" << n
+                                        << (descending ? " descending" : " ascending"));
+      check(m, descending);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
+// Arguments around the first powers of two and their ceil(log2): the network's depth of n
+// keys and the approximate sort's tree depth for n intervals.
+struct log2_case {
+  std::uint32_t n;
+  int ceil_log2;
+};
+inline constexpr log2_case small_ceil_log2_cases[] = {{1, 0}, {2, 1}, {3, 2}, {4, 2}, {5, 3}};
 
 // The shape of a row-major matrix for top_k_rows, and every key's column (the values its
 // tests carry, so that a result can be traced back to its key).

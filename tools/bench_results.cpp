@@ -4,16 +4,11 @@
 #include <concepts>
 #include <cstdio>
 
+#include "common/csv.hpp"
+
 namespace gpusort::tools {
 
 namespace {
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
 
 // One value of a row as each format spells it.
 struct column {

@@ -1,6 +1,6 @@
 // The benchmark's results as files: one row per measurement, a CSV line written as each row
 // comes (so that an interrupted run keeps what it measured) and one JSON file at the end.
-// bench.cpp measures; this part only records. The columns are docs/design.md's (Benchmarks
+// The harness (bench.cpp and bench_*.cpp) measures; this part only records. The columns are docs/design.md's (Benchmarks
 // and results), later ones appended so that readers of older files keep working.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli.hpp"  // usage_error, io_error, and the file machinery's names
-#include "gpusort/detail/external/records.hpp"  // file_handle, pending_file
+#include "gpusort/external/records.hpp"  // file_handle, pending_file
 
 namespace gpusort::tools {
 

@@ -104,14 +104,15 @@ class _Torch:
         return self.torch.from_numpy(a)
 
 
-class _CuPy:
-    name = "cupy"
+class _NdArrays:
+    """What CuPy and NumPy arrays share: the ndarray interface, and functions of the same
+    name in their modules."""
 
-    def __init__(self, cupy):
-        self.cupy = cupy
+    def __init__(self, module):
+        self.module = module
 
     def owns(self, x):
-        return isinstance(x, self.cupy.ndarray)
+        return isinstance(x, self.module.ndarray)
 
     def dtype_name(self, x):
         return x.dtype.name
@@ -119,90 +120,64 @@ class _CuPy:
     def shape(self, x):
         return tuple(x.shape)
 
-    def on_device(self, x):
-        return True
-
     def is_contiguous(self, x):
         return x.flags.c_contiguous
 
+    def tile_rows(self, row, rows):
+        return self.module.broadcast_to(row, (rows, row.shape[0])).copy()
+
+    def moveaxis(self, x, source, destination):
+        return self.module.moveaxis(x, source, destination)
+
+    def contiguous(self, x):
+        return self.module.ascontiguousarray(x)
+
+    def assign(self, destination, source):
+        destination[...] = source
+
+    def astype(self, x, dtype):
+        return x.astype(dtype, copy=False)
+
+
+class _CuPy(_NdArrays):
+    name = "cupy"
+
+    def on_device(self, x):
+        return True
+
     def stream(self, x):
         with x.device:
-            return self.cupy.cuda.get_current_stream().ptr
+            return self.module.cuda.get_current_stream().ptr
 
     def empty(self, like, shape, dtype):
         with like.device:
-            return self.cupy.empty(shape, dtype=dtype)
+            return self.module.empty(shape, dtype=dtype)
 
     def copy(self, x):
         return x.copy(order="C")
 
     def arange(self, like, n, dtype):
         with like.device:
-            return self.cupy.arange(n, dtype=dtype)
-
-    def tile_rows(self, row, rows):
-        return self.cupy.broadcast_to(row, (rows, row.shape[0])).copy()
-
-    def moveaxis(self, x, source, destination):
-        return self.cupy.moveaxis(x, source, destination)
-
-    def contiguous(self, x):
-        return self.cupy.ascontiguousarray(x)
-
-    def assign(self, destination, source):
-        destination[...] = source
-
-    def astype(self, x, dtype):
-        return x.astype(dtype, copy=False)
+            return self.module.arange(n, dtype=dtype)
 
     def handle(self, x, stream):
         return x.__dlpack__(stream=_dlpack_stream(stream))
 
 
-class _NumPy:
+class _NumPy(_NdArrays):
     name = "numpy"
-
-    def __init__(self, numpy):
-        self.numpy = numpy
-
-    def owns(self, x):
-        return isinstance(x, self.numpy.ndarray)
-
-    def dtype_name(self, x):
-        return x.dtype.name
-
-    def shape(self, x):
-        return tuple(x.shape)
 
     def on_device(self, x):
         return False
 
-    def is_contiguous(self, x):
-        return x.flags.c_contiguous
-
     def empty(self, like, shape, dtype):
-        return self.numpy.empty(shape, dtype=dtype)
+        return self.module.empty(shape, dtype=dtype)
 
     def copy(self, x):
-        return self.numpy.array(x, order="C", copy=True)
+        return self.module.array(x, order="C", copy=True)
 
     def arange(self, like, n, dtype):
-        return self.numpy.arange(n, dtype=dtype)
-
-    def tile_rows(self, row, rows):
-        return self.numpy.broadcast_to(row, (rows, row.shape[0])).copy()
-
-    def moveaxis(self, x, source, destination):
-        return self.numpy.moveaxis(x, source, destination)
-
-    def contiguous(self, x):
-        return self.numpy.ascontiguousarray(x)
-
-    def assign(self, destination, source):
-        destination[...] = source
-
-    def astype(self, x, dtype):
-        return x.astype(dtype, copy=False)
+        return self.module.arange(n, dtype=dtype)
 
 
 class _Foreign:

@@ -14,13 +14,17 @@ from ._extension import ext as _ext
 class AlgorithmTraits:
     """What one algorithm guarantees, as the library's table (gpusort::algorithm_table) says:
     stable (equal keys keep their order), in_place (runs with no workspace), sorts_rows (the
-    batched and segmented sorts take it), capturable (fits inside a CUDA graph capture)."""
+    batched and segmented sorts take it), capturable (fits inside a CUDA graph capture),
+    takes_comparator (sorts by a user comparator in C++), max_value_bytes (the widest values
+    it carries: 8 for CUB's and Thrust's sorts, 16 for the others)."""
 
-    __slots__ = ("name", "stable", "in_place", "sorts_rows", "capturable")
+    __slots__ = ("name", "stable", "in_place", "sorts_rows", "capturable", "takes_comparator",
+                 "max_value_bytes")
 
-    def __init__(self, name, stable, in_place, sorts_rows, capturable):
-        self.name, self.stable, self.in_place = name, stable, in_place
-        self.sorts_rows, self.capturable = sorts_rows, capturable
+    def __init__(self, name, *traits):
+        self.name = name
+        for field, value in zip(self.__slots__[1:], traits, strict=True):
+            setattr(self, field, value)
 
     def __repr__(self):
         flags = ", ".join(f"{f}={getattr(self, f)}" for f in self.__slots__[1:])
@@ -37,8 +41,6 @@ def _read_algorithm_table():
 
 ALGORITHM_TRAITS = _read_algorithm_table()
 ALGORITHMS = tuple(ALGORITHM_TRAITS)
-# CUB's baselines are built for values of at most 4 bytes: their indices are int32, widened.
-_NARROW_VALUE_ALGORITHMS = ("cub_radix", "cub_merge", "thrust")
 
 
 # ---- argument checks: all of them run before any data moves --------------------------------
@@ -115,24 +117,19 @@ def _nans(nans):
     return nans
 
 
-# Up to this many keys in all, an unstable automatic sort makes int64 indices directly: the
-# in-place sort of so few keys costs less than CUB's sort plus the pass that widens int32.
+# Up to this many keys in all, an unstable automatic sort makes int64 indices directly: for
+# so few keys the pass that widens int32 costs more than moving 8-byte values.
 _SMALL_SORT = 2**12
 
 
 def _index_dtype(algorithm, row_len, n=None, stable=True):
     """The indices' type while sorting: int32 where they fit (4-byte values move half the
-    bytes of 8-byte ones, and only there are CUB's sorts built), widened to int64 (as torch
-    and NumPy give them) in one pass afterwards; small unstable sorts make int64 at once."""
+    bytes of 8-byte ones), widened to int64 (as torch and NumPy give them) in one pass
+    afterwards; small unstable sorts and rows of 2^31 keys or more make int64 at once."""
     if n is not None and n <= _SMALL_SORT and algorithm == "automatic" and not stable:
         return "int64"
     if row_len < 2**31:
         return "int32"
-    if algorithm in _NARROW_VALUE_ALGORITHMS:
-        raise ValueError(
-            f"algorithm: {algorithm!r} takes 4-byte values, too small for indices of "
-            f"{row_len} keys; use adaptive_bitonic"
-        )
     return "int64"
 
 
@@ -159,7 +156,7 @@ def _k_of(k, row_len):
 def _host_arrays(xp, x, argument):
     """A NumPy view of a host array (no copy), and how to turn results back."""
     if xp.name == "numpy":
-        masked = getattr(xp.numpy, "ma", None)
+        masked = getattr(xp.module, "ma", None)
         if masked is not None and isinstance(x, masked.MaskedArray):
             raise TypeError(f"{argument}: masked arrays are not supported; sort "
                             f"{argument}.compressed() or {argument}.filled(value) instead")
@@ -183,6 +180,11 @@ def _same_place(xp, x, other_xp, other, argument):
             f"{type(other).__module__}.{type(other).__name__}"
             + (" in host memory" if not other_xp.on_device(other) else " in device memory")
         )
+
+
+def _handles(xp, stream, *arrays):
+    """The module's handles of device arrays, for work enqueued on `stream`."""
+    return [xp.handle(a, stream) for a in arrays]
 
 
 def _alloc(xp, like, stream):
@@ -322,13 +324,7 @@ def sort_segmented(x, offsets, descending, algorithm, nans):
         if n:
             stream = xp.stream(x)
             _ext.sort_segmented_device(
-                xp.handle(values, stream),
-                xp.handle(indices, stream),
-                xp.handle(offsets, stream),
-                descending,
-                algorithm,
-                stream,
-                nans,
+                *_handles(xp, stream, values, indices, offsets), descending, algorithm, stream, nans
             )
         return values, xp.astype(indices, "int64")
     host, back = _host_arrays(xp, x, "x")
@@ -385,21 +381,14 @@ def topk(x, k, dim, largest):
     alloc = _alloc(xp, moved, stream)
     if rows == 1:  # the library writes the positions itself: no index array of n
         indices = xp.empty(moved, out_shape, "int64")
-        _ext.topk_indices_device(xp.handle(moved, stream), xp.handle(values, stream),
-                                 xp.handle(indices, stream), k, largest, stream, alloc)
+        _ext.topk_indices_device(*_handles(xp, stream, moved, values, indices), k, largest,
+                                 stream, alloc)
         return back(values), back(indices)
     index_dtype = _index_dtype("automatic", row_len)
     indices = xp.empty(moved, out_shape, index_dtype)
+    row_indices = _row_indices(xp, moved, rows, row_len, index_dtype)
     _ext.topk_device(
-        xp.handle(moved, stream),
-        xp.handle(_row_indices(xp, moved, rows, row_len, index_dtype), stream),
-        xp.handle(values, stream),
-        xp.handle(indices, stream),
-        k,
-        largest,
-        stream,
-        alloc,
-        rows,
+        *_handles(xp, stream, moved, row_indices, values, indices), k, largest, stream, alloc, rows
     )
     return back(values), back(xp.astype(indices, "int64"))
 
@@ -421,9 +410,8 @@ def approx_sort(x, intervals, descending):
         stream = xp.stream(x)
         values = xp.empty(x, shape, xp.dtype_name(x))
         offsets = xp.empty(x, (intervals + 1,), "int64")
-        _ext.approx_sort_device(xp.handle(x, stream), xp.handle(values, stream),
-                                xp.handle(offsets, stream), intervals, descending, stream,
-                                _alloc(xp, x, stream))
+        _ext.approx_sort_device(*_handles(xp, stream, x, values, offsets), intervals, descending,
+                                stream, _alloc(xp, x, stream))
         return values, offsets
     host, back = _host_arrays(xp, x, "x")
     values = _native_copy(host)

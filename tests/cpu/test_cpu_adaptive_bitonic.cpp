@@ -51,9 +51,7 @@ void check_pairs(std::size_t n, tools::distribution d, bool descending) {
 
 }  // namespace
 
-template <class K>
-class CpuAdaptiveBitonic : public ::testing::Test {};
-TYPED_TEST_SUITE(CpuAdaptiveBitonic, key_types);
+GPUSORT_TYPED_SUITE(CpuAdaptiveBitonic, ::testing::Test, key_types);
 
 TYPED_TEST(CpuAdaptiveBitonic, KeysMatchStableSortOnEveryDistribution) {
   using K = TypeParam;

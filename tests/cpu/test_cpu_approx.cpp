@@ -125,9 +125,7 @@ std::vector<std::uint64_t> reference_order(const std::vector<K>& keys, bool desc
 
 }  // namespace
 
-template <class K>
-class ApproxMath : public ::testing::Test {};
-TYPED_TEST_SUITE(ApproxMath, key_types);
+GPUSORT_TYPED_SUITE(ApproxMath, ::testing::Test, key_types);
 
 // ---- 1. network math --------------------------------------------------------------------
 
@@ -373,11 +371,8 @@ TEST(ApproxMath, InOrderRankIsAPermutation) {
 }
 
 TEST(ApproxMath, TreeLevels) {
-  EXPECT_EQ(net::tree_levels(1), 0);
-  EXPECT_EQ(net::tree_levels(2), 1);
-  EXPECT_EQ(net::tree_levels(3), 2);
-  EXPECT_EQ(net::tree_levels(4), 2);
-  EXPECT_EQ(net::tree_levels(5), 3);
+  for (const auto [n, expected] : small_ceil_log2_cases)
+    EXPECT_EQ(net::tree_levels(n), expected) << n;
   EXPECT_EQ(net::tree_levels(256), 8);
   EXPECT_EQ(net::tree_levels(257), 9);
   EXPECT_EQ(net::tree_levels(10000), 14);
@@ -769,9 +764,7 @@ std::vector<std::uint64_t> check_approx_sort(const std::vector<K>& input,
   return offsets;
 }
 
-template <class K>
-class CpuApprox : public ::testing::Test {};
-TYPED_TEST_SUITE(CpuApprox, key_types);
+GPUSORT_TYPED_SUITE(CpuApprox, ::testing::Test, key_types);
 
 TYPED_TEST(CpuApprox, MatchesStableSortOnEveryDistribution) {
   using K = TypeParam;

@@ -1,4 +1,4 @@
-// algorithm::automatic on the CPU: its decision table (detail/automatic.hpp), and the float
+// algorithm::automatic on the CPU: its decision table (detail/core/automatic.hpp), and the float
 // fix-up's index math after CUB's radix sort (network/radix_floats.hpp), checked by sorting
 // in CUB's order of float bits, applying the rotation, and comparing with std::stable_sort in
 // gpusort's total order.
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpusort/detail/automatic.hpp"
+#include "gpusort/detail/core/automatic.hpp"
 #include "gpusort/detail/network/radix_floats.hpp"
 #include "gpusort/key_traits.hpp"
 #include "gpusort/sort.hpp"
@@ -102,10 +102,7 @@ bits<K> cub_order(K k) {
   return gpusort::detail::float_bits_to_ordered(gpusort::testing::bits_of(k == 0 ? K{0} : k));
 }
 
-template <class K>
-class RadixFloats : public ::testing::Test {};
-using float_types = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(RadixFloats, float_types);
+GPUSORT_TYPED_SUITE(RadixFloats, ::testing::Test, gpusort::testing::float_types);
 
 TYPED_TEST(RadixFloats, NegativeNanBitsAreExactlyTheNegativeNans) {
   using K = TypeParam;

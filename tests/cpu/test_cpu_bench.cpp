@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
-#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
@@ -247,20 +246,7 @@ TEST(JsonReader, AcceptsJsonAndRejectsTheRest) {
 
 // ---- bench -------------------------------------------------------------------------------
 
-class BenchTool : public Tool {
- protected:
-  // Each command exits with 2 (bad usage) and one line on stderr that names the problem.
-  void expect_usage_errors(
-      std::initializer_list<std::pair<std::string, std::string>> commands_and_named) const {
-    for (const auto& [args, named] : commands_and_named) {
-      SCOPED_TRACE(args);
-      const outcome o = run(args);
-      EXPECT_EQ(o.code, 2);
-      EXPECT_EQ(std::ranges::count(o.err, '\n'), 1) << o.err;
-      EXPECT_NE(o.err.find(named), std::string::npos) << o.err;
-    }
-  }
-};
+using BenchTool = Tool;
 
 TEST_F(BenchTool, ArraysAddStatisticsColumns) {
   const outcome o =

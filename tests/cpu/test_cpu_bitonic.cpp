@@ -26,9 +26,7 @@ TEST(KeyTraits, FloatsFollowTheTotalOrder) {
   EXPECT_LT(gpusort::key_traits<std::int64_t>::ordered(-1), gpusort::key_traits<std::int64_t>::ordered(0));
 }
 
-template <class K>
-class CpuBitonic : public ::testing::Test {};
-TYPED_TEST_SUITE(CpuBitonic, key_types);
+GPUSORT_TYPED_SUITE(CpuBitonic, ::testing::Test, key_types);
 
 TYPED_TEST(CpuBitonic, KeysMatchStableSortOnEveryDistribution) {
   using K = TypeParam;

@@ -71,9 +71,7 @@ void check_pairs(const std::vector<K>& input, gpusort::options opt, bool descend
 
 }  // namespace
 
-template <class K>
-class CpuConformance : public ::testing::Test {};
-TYPED_TEST_SUITE(CpuConformance, key_types);
+GPUSORT_TYPED_SUITE(CpuConformance, ::testing::Test, key_types);
 
 TYPED_TEST(CpuConformance, KeysOnEveryDistributionAndSize) {
   using K = TypeParam;

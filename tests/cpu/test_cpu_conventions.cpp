@@ -12,7 +12,7 @@
 #include "float_keys.hpp"
 #include "gpusort/detail/network/nan_block.hpp"
 #include "gpusort/detail/network/tie_break.hpp"
-#include "gpusort/detail/address_range.hpp"
+#include "gpusort/detail/core/address_range.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
@@ -68,10 +68,7 @@ TEST(NanPlacement, TwoReversalsRotateTheBlock) {
   }
 }
 
-template <class F>
-class NanCodes : public ::testing::Test {};
-using float_types = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(NanCodes, float_types);
+GPUSORT_TYPED_SUITE(NanCodes, ::testing::Test, float_types);
 
 // With NaNs lowest, the codes keep the numbers' order above every NaN and invert exactly.
 TYPED_TEST(NanCodes, LowestCodesPutEveryNanBelowMinusInfinity) {
@@ -91,9 +88,7 @@ TYPED_TEST(NanCodes, LowestCodesPutEveryNanBelowMinusInfinity) {
   }
 }
 
-template <class K>
-class Conventions : public ::testing::Test {};
-TYPED_TEST_SUITE(Conventions, key_types);
+GPUSORT_TYPED_SUITE(Conventions, ::testing::Test, key_types);
 
 // Every algorithm, both orders, both NaN placements: keys and pairs in the reference's order
 // (floats bit for bit, NaN blocks where asked); with options::stable, exactly the reference's

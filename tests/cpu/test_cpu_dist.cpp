@@ -207,9 +207,7 @@ TEST(DistMath, CallSignaturesTellDisagreeingRanksApart) {
 
 // Sorting by the order code alone gives the library's order for every key type, NaN
 // placement and direction: the splitters and the merge agree with the local sort.
-template <class K>
-class DistOrderCode : public ::testing::Test {};
-TYPED_TEST_SUITE(DistOrderCode, gpusort::testing::key_types);
+GPUSORT_TYPED_SUITE(DistOrderCode, ::testing::Test, gpusort::testing::key_types);
 
 TYPED_TEST(DistOrderCode, SortingByTheCodeIsTheLibrarysOrder) {
   using K = TypeParam;

@@ -1,10 +1,9 @@
-// Out-of-core sorting on the CPU (gpusort/detail/external/run_plan.hpp, external/run_merge.hpp):
+// Out-of-core sorting on the CPU (gpusort/external/run_plan.hpp, external/run_merge.hpp):
 // the plan's arithmetic, the cuts of sorted runs into merge windows
-// (gpusort/detail/external/merge_windows.hpp), runs cut, sorted, written and merged in one or more
+// (gpusort/external/merge_windows.hpp), runs cut, sorted, written and merged in one or more
 // passes against a stable sort of the whole input (identical bytes: stable and nothing lost), and
 // cleanup of the scratch files on an exception, a full disk and a signal.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,9 +22,10 @@
 #include <utility>
 #include <vector>
 
-#include "gpusort/detail/external/merge_windows.hpp"
-#include "gpusort/detail/external/run_merge.hpp"
-#include "gpusort/detail/external/run_plan.hpp"
+#include "gpusort/external/merge_windows.hpp"
+#include "gpusort/external/run_merge.hpp"
+#include "gpusort/external/run_plan.hpp"
+#include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 namespace ext = gpusort::detail::external;
@@ -240,17 +240,8 @@ bytes byte_key_reference(const bytes& input, const ext::record_layout& layout) {
       });
 }
 
-class ExternalSort : public ::testing::Test {
+class ExternalSort : public gpusort::testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpusort_external_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   fs::path file(const std::string& name) const { return dir_ / name; }
 
   // The whole out-of-core sort on the CPU: plan, cut into sorted runs, merge, commit.
@@ -265,9 +256,7 @@ class ExternalSort : public ::testing::Test {
     {
       ext::pending_file out(file("out").string());
       ext::scratch_directory scratch(file("out"));
-      const auto runs = ext::cut_into_runs(
-          file("in").string(), layout, plan, scratch,
-          [&](std::span<unsigned char> run) { ext::stable_sort_records(run, layout); });
+      const auto runs = cut_sorted_runs(layout, plan, scratch);
       EXPECT_EQ(runs.size(), plan.run_count);
       ext::merge_runs(runs, layout, plan.fan_in, plan.merge_buffer_bytes, scratch, out.get(),
                       out.path());
@@ -278,7 +267,26 @@ class ExternalSort : public ::testing::Test {
     return read_file(file("out"));
   }
 
-  fs::path dir_;
+  // Writes `input` (8-byte records, as from u32_pairs) as file "in" and plans its sort:
+  // `run_records` to a run, merged through buffers of `window_records` with a host budget of
+  // three such buffers.
+  ext::run_plan write_input_and_plan(const bytes& input, std::uint64_t run_records,
+                                     std::uint64_t window_records) const {
+    write_file(file("in"), input);
+    return ext::plan_runs_or_throw({.records = input.size() / 8, .record_bytes = 8,
+                                    .device_budget_bytes = 8 * run_records,
+                                    .host_budget_bytes = 8 * window_records * 3,
+                                    .merge_buffer_bytes = 8 * window_records});
+  }
+
+  // Cuts file "in" into the runs of `plan` in `scratch`, each sorted on the CPU.
+  std::vector<fs::path> cut_sorted_runs(const ext::record_layout& layout,
+                                        const ext::run_plan& plan,
+                                        ext::scratch_directory& scratch) const {
+    return ext::cut_into_runs(
+        file("in").string(), layout, plan, scratch,
+        [&](std::span<unsigned char> run) { ext::stable_sort_records(run, layout); });
+  }
 };
 
 template <class T>
@@ -547,10 +555,7 @@ TEST(RecordLayout, ChecksTheKeyFits) {
 TEST_F(ExternalSort, AnExceptionMidMergeLeavesNoTemporaries) {
   const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4);
   const bytes input = u32_pairs(200, 20, 9);
-  write_file(file("in"), input);
-  const ext::run_plan plan = ext::plan_runs_or_throw(
-      {.records = 200, .record_bytes = 8, .device_budget_bytes = 8 * 10,
-       .host_budget_bytes = 8 * 4 * 3, .merge_buffer_bytes = 8 * 4});
+  const ext::run_plan plan = write_input_and_plan(input, 10, 4);
   ASSERT_EQ(plan.fan_in, 2u);
   ASSERT_GE(plan.merge_passes, 3u);
   write_file(file("caller_run"), bytes(input.begin(), input.begin() + 8));  // one record: sorted
@@ -558,9 +563,7 @@ TEST_F(ExternalSort, AnExceptionMidMergeLeavesNoTemporaries) {
   try {
     ext::pending_file out(file("out").string());
     ext::scratch_directory scratch(file("out"));
-    auto runs = ext::cut_into_runs(
-        file("in").string(), layout, plan, scratch,
-        [&](std::span<unsigned char> run) { ext::stable_sort_records(run, layout); });
+    auto runs = cut_sorted_runs(layout, plan, scratch);
     runs.insert(runs.begin(), file("caller_run"));
     EXPECT_EQ(listing(scratch.path()).size(), plan.run_count);
     ext::merge_runs(runs, layout, plan.fan_in, plan.merge_buffer_bytes, scratch, out.get(),
@@ -580,16 +583,11 @@ TEST_F(ExternalSort, AnExceptionMidMergeLeavesNoTemporaries) {
 // A full disk: the write error names the file and says so; the scratch files go.
 TEST_F(ExternalSort, AFullDiskIsAClearError) {
   const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4);
-  write_file(file("in"), u32_pairs(100, 10, 10));
-  const ext::run_plan plan = ext::plan_runs_or_throw(
-      {.records = 100, .record_bytes = 8, .device_budget_bytes = 8 * 10,
-       .host_budget_bytes = 8 * 4 * 3, .merge_buffer_bytes = 8 * 4});
+  const ext::run_plan plan = write_input_and_plan(u32_pairs(100, 10, 10), 10, 4);
   std::string message;
   try {
     ext::scratch_directory scratch(file("out"));
-    const auto runs = ext::cut_into_runs(
-        file("in").string(), layout, plan, scratch,
-        [&](std::span<unsigned char> run) { ext::stable_sort_records(run, layout); });
+    const auto runs = cut_sorted_runs(layout, plan, scratch);
     const ext::file_handle full(std::fopen("/dev/full", "wb"));
     ASSERT_TRUE(full);
     ext::merge_runs(runs, layout, plan.fan_in, plan.merge_buffer_bytes, scratch, full.get(),
@@ -609,19 +607,14 @@ using ExternalSortDeathTest = ExternalSort;  // death tests run first, before an
 TEST_F(ExternalSortDeathTest, ASignalMidMergeRemovesTheTemporaries) {
   const ext::record_layout layout = ext::record_layout::keys<std::uint32_t>(4);
   const bytes input = u32_pairs(600, 30, 11);
-  write_file(file("in"), input);
-  const ext::run_plan plan = ext::plan_runs_or_throw(
-      {.records = 600, .record_bytes = 8, .device_budget_bytes = 8 * 2,
-       .host_budget_bytes = 8 * 2 * 3, .merge_buffer_bytes = 8 * 2});
+  const ext::run_plan plan = write_input_and_plan(input, 2, 2);
   ASSERT_EQ(plan.run_count, 300u);
   for (const int signal_number : {SIGTERM, SIGINT}) {
     EXPECT_EXIT(
         {
           ext::pending_file out(file("out").string());
           ext::scratch_directory scratch(file("out"));
-          const auto runs = ext::cut_into_runs(
-              file("in").string(), layout, plan, scratch,
-              [&](std::span<unsigned char> run) { ext::stable_sort_records(run, layout); });
+          const auto runs = cut_sorted_runs(layout, plan, scratch);
           ext::merge_runs(runs, layout, plan.fan_in, plan.merge_buffer_bytes, scratch, out.get(),
                           out.path(),
                           [&](std::string_view phase, std::uint64_t done, std::uint64_t) {

@@ -18,6 +18,7 @@
 
 #include "gpusort/external.hpp"
 #include "reference.hpp"
+#include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -52,16 +53,8 @@ std::vector<K> hostile_keys(std::size_t n, std::uint64_t seed) {
   return keys;
 }
 
-class ExternalApi : public ::testing::Test {
+class ExternalApi : public gpusort::testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpusort-external-api-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   fs::path file(const std::string& name) const { return dir_ / name; }
   // What the directory holds besides `expected`: scratch left behind.
   std::vector<std::string> leftovers(std::vector<std::string> expected) const {
@@ -79,12 +72,9 @@ class ExternalApi : public ::testing::Test {
     opt.host_budget_bytes = 5 * 4096 * 16;
     return opt;
   }
-  fs::path dir_;
 };
 
-template <class K>
-class ExternalApiKeys : public ExternalApi {};
-TYPED_TEST_SUITE(ExternalApiKeys, gpusort::testing::key_types);
+GPUSORT_TYPED_SUITE(ExternalApiKeys, ExternalApi, gpusort::testing::key_types);
 
 TYPED_TEST(ExternalApiKeys, SortFileMatchesStableSortInBothOrders) {
   using K = TypeParam;
@@ -303,9 +293,8 @@ class ExternalApiOnSeveralGpus : public ExternalApi {
   }
 };
 
-template <class K>
-class ExternalApiOnSeveralGpusKeys : public ExternalApiOnSeveralGpus {};
-TYPED_TEST_SUITE(ExternalApiOnSeveralGpusKeys, gpusort::testing::key_types);
+GPUSORT_TYPED_SUITE(ExternalApiOnSeveralGpusKeys, ExternalApiOnSeveralGpus,
+                    gpusort::testing::key_types);
 
 // Every GPU takes runs and windows; the result is the one-GPU sort's, bit for bit, in both
 // orders and both NaN placements, with runs in host memory and in a scratch file.

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gpusort/detail/external/file_io.hpp"
+#include "gpusort/external/file_io.hpp"
 
 namespace fs = std::filesystem;
 namespace tools = gpusort::detail::external;

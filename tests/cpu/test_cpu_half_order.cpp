@@ -1,5 +1,5 @@
 // The 16-bit float formats (IEEE binary16, bfloat16) as ordered codes of their bits
-// (detail/float_order.hpp's half_order and bfloat16_order): every one of the 65536 patterns
+// (detail/core/float_order.hpp's half_order and bfloat16_order): every one of the 65536 patterns
 // of each, in both NaN placements, against the value the format's rules give it.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "gpusort/detail/float_order.hpp"
+#include "gpusort/detail/core/float_order.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The map of float bits to ordered codes (detail/float_order.hpp): every class of bits, the
+// The map of float bits to ordered codes (detail/core/float_order.hpp): every class of bits, the
 // round trip, agreement with gpusort::less; and the CPU backend of every algorithm on float
 // keys full of special values.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "float_keys.hpp"
-#include "gpusort/detail/float_order.hpp"
+#include "gpusort/detail/core/float_order.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 
@@ -19,10 +19,7 @@ using namespace gpusort::testing;
 using gpusort::detail::float_order;
 using gpusort::detail::nan_tying_less;
 
-template <class F>
-class KeyOrder : public ::testing::Test {};
-using float_types = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(KeyOrder, float_types);
+GPUSORT_TYPED_SUITE(KeyOrder, ::testing::Test, float_types);
 
 TYPED_TEST(KeyOrder, LandmarksHaveTheirCodes) {
   using F = TypeParam;
@@ -162,33 +159,25 @@ TYPED_TEST(KeyOrder, KeyCodecMapsOnlyWhenAsked) {
 
 // ---- the CPU backend ----------------------------------------------------------------------
 
-template <class F>
-class CpuFloatKeys : public ::testing::Test {};
-TYPED_TEST_SUITE(CpuFloatKeys, float_types);
+GPUSORT_TYPED_SUITE(CpuFloatKeys, ::testing::Test, float_types);
 
 TYPED_TEST(CpuFloatKeys, EveryAlgorithmKeysAndPairs) {
   using F = TypeParam;
   for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{97},
                               std::size_t{4096}, std::size_t{70001}}) {
     const std::vector<F> input = special_float_input<F>(n, 1000 + n);
-    for (sort_method m : sort_methods(true)) {
-      for (const auto dir : {gpusort::order::ascending, gpusort::order::descending}) {
-        m.opt.direction = dir;
-        const bool desc = dir == gpusort::order::descending;
-        SCOPED_TRACE(::testing::Message() << gpusort::method_name(m.opt) << " n=" << n
-                                          << (desc ? " descending" : " ascending"));
-        std::vector<F> keys = input;
-        gpusort::detail::cpu_sort_keys(keys.data(), n, m.opt);
-        EXPECT_TRUE(sorted_like_reference(input, keys, desc, m.stable));
-        keys = input;
-        std::vector<std::uint64_t> values(n);
-        std::iota(values.begin(), values.end(), std::uint64_t{0});
-        gpusort::detail::cpu_sort_pairs(keys.data(),
-                                        reinterpret_cast<gpusort::detail::payload<8>*>(values.data()),
-                                        n, m.opt);
-        EXPECT_TRUE(sorted_like_reference(input, keys, desc, m.stable, &values));
-      }
-    }
+    for_each_method_both_orders(sort_methods(true), n, [&](const sort_method& m, bool desc) {
+      std::vector<F> keys = input;
+      gpusort::detail::cpu_sort_keys(keys.data(), n, m.opt);
+      EXPECT_TRUE(sorted_like_reference(input, keys, desc, m.stable));
+      keys = input;
+      std::vector<std::uint64_t> values(n);
+      std::iota(values.begin(), values.end(), std::uint64_t{0});
+      gpusort::detail::cpu_sort_pairs(keys.data(),
+                                      reinterpret_cast<gpusort::detail::payload<8>*>(values.data()),
+                                      n, m.opt);
+      EXPECT_TRUE(sorted_like_reference(input, keys, desc, m.stable, &values));
+    });
   }
 }
 

@@ -13,6 +13,7 @@
 #include "gpusort/detail/network/group_steps.hpp"
 #include "gpusort/detail/network/segments.hpp"
 #include "gpusort/key_traits.hpp"
+#include "reference.hpp"
 
 namespace net = gpusort::detail::network;
 using gpusort::detail::no_value;
@@ -21,11 +22,8 @@ using gpusort::detail::cpu::cpu_schedule;
 
 TEST(Network, CeilLog2) {
   EXPECT_EQ(net::ceil_log2(0), 0);
-  EXPECT_EQ(net::ceil_log2(1), 0);
-  EXPECT_EQ(net::ceil_log2(2), 1);
-  EXPECT_EQ(net::ceil_log2(3), 2);
-  EXPECT_EQ(net::ceil_log2(4), 2);
-  EXPECT_EQ(net::ceil_log2(5), 3);
+  for (const auto [n, expected] : gpusort::testing::small_ceil_log2_cases)
+    EXPECT_EQ(net::ceil_log2(n), expected) << n;
   EXPECT_EQ(net::ceil_log2((net::index_t{1} << 34) + 1), 35);
   static_assert(net::ceil_log2(1u << 20) == 20);
 }

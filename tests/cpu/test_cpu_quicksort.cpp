@@ -68,9 +68,7 @@ TEST(QuicksortMath, FatesAndPacking) {
   EXPECT_GE(qs::max_chunks(qs::chunk_size + 1), 2u);
 }
 
-template <class K>
-class CpuQuicksort : public ::testing::Test {};
-TYPED_TEST_SUITE(CpuQuicksort, key_types);
+GPUSORT_TYPED_SUITE(CpuQuicksort, ::testing::Test, key_types);
 
 TYPED_TEST(CpuQuicksort, KeysMatchStableSortOnEveryDistribution) {
   using K = TypeParam;

@@ -99,9 +99,7 @@ void check_sorted_with_bound(std::vector<K> keys, const cpu::sample_sort_config&
   }
 }
 
-template <class K>
-class CpuSampleSort : public ::testing::Test {};
-TYPED_TEST_SUITE(CpuSampleSort, key_types);
+GPUSORT_TYPED_SUITE(CpuSampleSort, ::testing::Test, key_types);
 
 TYPED_TEST(CpuSampleSort, KeysMatchStableSortOnEveryDistribution) {
   using K = TypeParam;
@@ -126,21 +124,13 @@ TYPED_TEST(CpuSampleSort, DefaultTilesOnLargerInputs) {
   }
 }
 
-// Inputs chosen against regular sampling: equal keys everywhere, two values, runs of equal keys
-// as long as a stride, and tiles that each hold a single value.
+// The inputs against regular sampling, and tiles that each hold a single value, and
+// descending keys.
 std::vector<std::vector<std::uint32_t>> adversarial_inputs(std::size_t n, unsigned stride,
                                                            unsigned tile) {
-  std::vector<std::vector<std::uint32_t>> sets;
-  sets.emplace_back(n, 7u);
+  std::vector<std::vector<std::uint32_t>> sets = against_regular_sampling(n, stride, tile, 7u);
   std::vector<std::uint32_t> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = i % 2;
-  sets.push_back(v);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint32_t>(i / stride);
-  sets.push_back(v);
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint32_t>((i / tile) % 3);
-  sets.push_back(v);
-  // Every tile: one sampled position holds a small key, the rest a large one.
-  for (std::size_t i = 0; i < n; ++i) v[i] = (i % tile) % stride == stride - 1 ? 1 : 1000;
   sets.push_back(v);
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint32_t>(n - i);
   sets.push_back(v);
@@ -186,14 +176,7 @@ TYPED_TEST(CpuSampleSort, PairsKeepTheirValues) {
       for (std::size_t i = 0; i < n; ++i) values[i] = i;
       cpu::sample_sort(keys.data(), values.data(), n, gpusort::less<K>{}, small_config(random));
       ASSERT_TRUE(same_bits(keys, reference_sort(input)));
-      std::vector<bool> seen(n, false);
-      for (std::size_t i = 0; i < n; ++i) {
-        ASSERT_LT(values[i], n);
-        ASSERT_FALSE(seen[values[i]]);
-        seen[values[i]] = true;
-        ASSERT_EQ(gpusort::key_traits<K>::ordered(input[values[i]]),
-                  gpusort::key_traits<K>::ordered(keys[i]));
-      }
+      ASSERT_TRUE(values_follow_keys(input, keys, values, [](std::uint64_t i) { return i; }));
     }
   }
 }

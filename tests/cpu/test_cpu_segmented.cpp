@@ -259,9 +259,7 @@ TEST(CpuSegmentClasses, IndexPayloadsHoldTheIndexAsItsTypeStoresIt) {
   static_assert(payload_of_index<payload<8>>(0x100000002ull).words[1] == 1);
 }
 
-template <class K>
-class CpuSegmented : public ::testing::Test {};
-TYPED_TEST_SUITE(CpuSegmented, key_types);
+GPUSORT_TYPED_SUITE(CpuSegmented, ::testing::Test, key_types);
 
 TYPED_TEST(CpuSegmented, BackendMatchesStableSortPerSegment) {
   using K = TypeParam;

@@ -14,7 +14,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -92,18 +95,11 @@ inline std::string without_permission_override() {
                             "--bounding-set=-dac_override,-dac_read_search ";
 }
 
-class Tool : public ::testing::Test {
+class Tool : public gpusort::testing::ScratchDirTest {
  protected:
   void SetUp() override {
     if (tool.empty()) GTEST_SKIP() << "the gpusort tool is not built";
-    dir_ = fs::temp_directory_path() /
-           ("gpusort_tool_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
+    ScratchDirTest::SetUp();
   }
 
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
@@ -127,6 +123,18 @@ class Tool : public ::testing::Test {
     return o;
   }
 
+  // Each command exits with 2 (bad usage) and one line on stderr that names the problem.
+  void expect_usage_errors(
+      const std::vector<std::pair<std::string, std::string>>& commands_and_named) const {
+    for (const auto& [args, named] : commands_and_named) {
+      SCOPED_TRACE(args);
+      const outcome o = run(args);
+      EXPECT_EQ(o.code, 2);
+      EXPECT_EQ(std::ranges::count(o.err, '\n'), 1) << o.err;
+      EXPECT_NE(o.err.find(named), std::string::npos) << o.err;
+    }
+  }
+
   std::string checksum(const std::string& args) const {
     return field(run("check " + args).out, "checksum: ");
   }
@@ -139,8 +147,6 @@ class Tool : public ::testing::Test {
     std::ranges::sort(names);
     return names;
   }
-
-  fs::path dir_;
 };
 
 }  // namespace gpusort_test_tool

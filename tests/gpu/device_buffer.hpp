@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "gpusort/sort.hpp"
+#include "reference.hpp"
 
 #define GPUSORT_REQUIRE_GPU()                                            \
   do {                                                                   \
@@ -20,6 +21,12 @@
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 namespace gpusort::testing {
+
+// The fixture of tests that need a device: they skip where there is none.
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
+};
 
 constexpr std::size_t guard_elems = 257;
 constexpr unsigned char poison = 0xA5;
@@ -87,6 +94,71 @@ cudaError_t sort_on_device(guarded_buffer<K>& keys, guarded_buffer<V>* values,
              : gpusort::sort_keys(t, bytes, keys.data(), n, opt);
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
   return e;
+}
+
+// Work captured from a stream into a graph, then run; the graph and its instance are freed
+// with this object. A failing CUDA call fails the test fatally (callers wrap the calls in
+// ASSERT_NO_FATAL_FAILURE to stop there).
+class captured_graph {
+ public:
+  captured_graph() = default;
+  ~captured_graph() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+  }
+  captured_graph(const captured_graph&) = delete;
+  captured_graph& operator=(const captured_graph&) = delete;
+
+  // Records what enqueue() puts on `stream`, without running it.
+  template <class Enqueue>
+  void capture(cudaStream_t stream, const Enqueue& enqueue) {
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    enqueue();
+    CUDA_OK(cudaStreamEndCapture(stream, &graph_));
+  }
+  // Runs what was recorded on `stream` and waits for it.
+  void launch(cudaStream_t stream) {
+    CUDA_OK(cudaGraphInstantiate(&exec_, graph_, 0));
+    CUDA_OK(cudaGraphLaunch(exec_, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+  }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+// Sorts `keys` on the device the way sort_on_device does, checking each step: the query's
+// answer (check_workspace(bytes), which may assert), the result bit for bit against
+// reference_sort, and the guard zone past n.
+template <class K, class CheckWorkspace>
+void check_device_sort(const std::vector<K>& keys, const gpusort::options& opt,
+                       const CheckWorkspace& check_workspace) {
+  const std::vector<K> expect = reference_sort(keys, opt.direction == gpusort::order::descending);
+  guarded_buffer<K> d(keys);
+  ASSERT_TRUE(d.data() || keys.empty());
+  std::size_t bytes = 0;
+  ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), keys.size(), opt), cudaSuccess);
+  check_workspace(bytes);
+  if (::testing::Test::HasFatalFailure()) return;
+  poisoned_workspace temp(bytes);
+  ASSERT_TRUE(temp.ptr || bytes == 0);
+  ASSERT_EQ(gpusort::sort_keys(bytes ? temp.ptr : d.data(), bytes, d.data(), keys.size(), opt),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_TRUE(same_bits(d.to_host(), expect));
+  ASSERT_TRUE(d.guard_intact()) << "wrote past n";
+}
+
+// gpusort::sort on a host vector (of doubles drawn from `d`) leaves it in reference_sort's
+// order, bit for bit.
+inline ::testing::AssertionResult sorts_a_vector(gpusort::tools::distribution d,
+                                                 const gpusort::options& opt) {
+  std::vector<double> v = gpusort::tools::generate<double>(d, 100003, 5);
+  const std::vector<double> expect =
+      reference_sort(v, opt.direction == gpusort::order::descending);
+  gpusort::sort(v, opt);
+  return same_bits(v, expect);
 }
 
 // `chunks` physical allocations of the driver's granularity mapped side by side into one

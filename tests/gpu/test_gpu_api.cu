@@ -10,10 +10,7 @@
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
 
-class GpuApi : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
+using GpuApi = GpuTest;
 
 TEST_F(GpuApi, NullPointerIsRejected) {
   std::size_t bytes = 0;

@@ -14,12 +14,7 @@
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
 
-template <class K>
-class GpuApprox : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
-TYPED_TEST_SUITE(GpuApprox, key_types);
+GPUSORT_TYPED_SUITE(GpuApprox, GpuTest, key_types);
 
 gpusort::options approx_options(bool sampled, bool descending, std::uint32_t intervals = 0) {
   return {.direction = descending ? gpusort::order::descending : gpusort::order::ascending,
@@ -330,14 +325,8 @@ TYPED_TEST(GpuApprox, TopKPairs) {
   const std::vector<std::uint32_t> got_values = ov.to_host(k);
   const std::vector<K> sorted = reference_sort(keys);
   ASSERT_TRUE(same_bits(got, std::vector<K>(sorted.begin(), sorted.begin() + k)));
-  std::vector<bool> seen(n);
-  for (std::size_t i = 0; i < k; ++i) {
-    ASSERT_LT(got_values[i], n);
-    ASSERT_FALSE(seen[got_values[i]]);
-    seen[got_values[i]] = true;
-    ASSERT_EQ(gpusort::key_traits<K>::ordered(keys[got_values[i]]),
-              gpusort::key_traits<K>::ordered(got[i]));
-  }
+  ASSERT_TRUE(values_follow_keys(keys, got, got_values,
+                                 [](std::uint64_t i) { return static_cast<std::uint32_t>(i); }));
   // select_k_pairs: the same keys as a set, the k-th key written to device memory.
   poisoned_array<K> sk(k), kth(1);
   poisoned_array<std::uint32_t> sv(k);
@@ -513,15 +502,13 @@ TEST(GpuApproxApi, WorksInsideGraphCapture) {
     std::size_t bytes = 0;
     CUDA_OK(gpusort::approx_sort_keys(nullptr, bytes, in.data(), out.ptr, n, offsets.ptr, opt));
     poisoned_array<char> temp(bytes);
-    cudaGraph_t graph;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const cudaError_t e = gpusort::approx_sort_keys(temp.ptr, bytes, in.data(), out.ptr, n, offsets.ptr, opt);
-    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    captured_graph graph;
+    cudaError_t e = cudaSuccess;
+    ASSERT_NO_FATAL_FAILURE(graph.capture(stream, [&] {
+      e = gpusort::approx_sort_keys(temp.ptr, bytes, in.data(), out.ptr, n, offsets.ptr, opt);
+    }));
     ASSERT_EQ(e, cudaSuccess);
-    cudaGraphExec_t exec;
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaStreamSynchronize(stream));
+    ASSERT_NO_FATAL_FAILURE(graph.launch(stream));
     std::vector<float> want(n);
     std::vector<std::uint64_t> want_offsets(10001);
     gpusort::detail::cpu_approx_sort<float, gpusort::detail::no_value>(
@@ -529,8 +516,6 @@ TEST(GpuApproxApi, WorksInsideGraphCapture) {
     const auto got_offsets = offsets.to_host(10001);
     EXPECT_EQ(got_offsets, want_offsets);
     EXPECT_TRUE(same_bits(sorted_within(out.to_host(n), got_offsets), sorted_within(want, want_offsets)));
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
     cudaStreamDestroy(stream);
   }
 }

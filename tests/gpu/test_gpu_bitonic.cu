@@ -10,12 +10,7 @@
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
 
-template <class K>
-class GpuBitonic : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
-TYPED_TEST_SUITE(GpuBitonic, key_types);
+GPUSORT_TYPED_SUITE(GpuBitonic, GpuTest, key_types);
 
 template <class K, class V>
 void check_in_place(std::size_t n) {

@@ -44,12 +44,7 @@ __global__ void run_primitive(K* keys, std::uint32_t* values, const unsigned* va
   }
 }
 
-template <class K>
-class GpuBlockPrimitives : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
-TYPED_TEST_SUITE(GpuBlockPrimitives, key_types);
+GPUSORT_TYPED_SUITE(GpuBlockPrimitives, GpuTest, key_types);
 
 template <primitive P, class K, int THREADS, int ITEMS>
 void check_primitive() {

@@ -29,10 +29,7 @@ std::vector<sort_method> methods_for() {
 
 // CUB's sorts and thrust are built for keys alone and 4- and 8-byte values.
 bool takes_values_of(const sort_method& m, std::size_t value_bytes) {
-  const algorithm a = m.opt.algo;
-  const bool baseline = a == algorithm::cub_radix || a == algorithm::cub_merge ||
-                        a == algorithm::thrust;
-  return value_bytes <= 8 || !baseline;
+  return value_bytes <= static_cast<std::size_t>(gpusort::traits_of(m.opt.algo).max_value_bytes);
 }
 
 gpusort::options directed(gpusort::options opt, bool descending, cudaStream_t stream = nullptr) {
@@ -86,12 +83,7 @@ void check_pairs(const std::vector<K>& input, const sort_method& m, bool descend
 
 }  // namespace
 
-template <class K>
-class GpuConformance : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
-TYPED_TEST_SUITE(GpuConformance, key_types);
+GPUSORT_TYPED_SUITE(GpuConformance, GpuTest, key_types);
 
 TYPED_TEST(GpuConformance, KeysOnEveryDistributionAndSize) {
   using K = TypeParam;
@@ -187,19 +179,14 @@ TYPED_TEST(GpuConformance, WorksInsideGraphCapture) {
     CUDA_OK(gpusort::sort_keys(nullptr, bytes, d.data(), input.size(), opt));
     poisoned_workspace temp(bytes);
     void* t = bytes ? temp.ptr : static_cast<void*>(d.data());
-    cudaGraph_t graph;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const cudaError_t sorted = gpusort::sort_keys(t, bytes, d.data(), input.size(), opt);
-    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    captured_graph graph;
+    cudaError_t sorted = cudaSuccess;
+    ASSERT_NO_FATAL_FAILURE(graph.capture(
+        stream, [&] { sorted = gpusort::sort_keys(t, bytes, d.data(), input.size(), opt); }));
     ASSERT_EQ(sorted, cudaSuccess);
     EXPECT_TRUE(same_bits(d.to_host(), input)) << "capture must not run anything";
-    cudaGraphExec_t exec;
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaStreamSynchronize(stream));
+    ASSERT_NO_FATAL_FAILURE(graph.launch(stream));
     EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input)));
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
   }
   cudaStreamDestroy(stream);
 }

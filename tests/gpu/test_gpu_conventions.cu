@@ -23,9 +23,7 @@ using gpusort::nan_order;
 using gpusort::order;
 using namespace gpusort::testing;
 
-template <class K>
-class GpuConventions : public ::testing::Test {};
-TYPED_TEST_SUITE(GpuConventions, key_types);
+GPUSORT_TYPED_SUITE(GpuConventions, ::testing::Test, key_types);
 
 // Every algorithm through the core calls, pairs with u32 positions: the reference's order,
 // NaNs where asked, the exact stable permutation with options::stable; guards intact.

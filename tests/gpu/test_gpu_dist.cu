@@ -13,12 +13,12 @@
 #include <functional>
 #include <map>
 #include <numeric>
-#include <thread>
 
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/rank_threads.hpp"
 #include "device_buffer.hpp"
 #include "gpusort/detail/network/dist.hpp"
 #include "gpusort/dist.hpp"
@@ -39,6 +39,22 @@ int device_count() {
   }
   return count;
 }
+
+// The fixture of the multi-GPU tests: they skip on a host with fewer than 2 GPUs.
+class TwoGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  }
+};
+// The suites of single tests, each on the fixture of the GPUs it needs.
+using DistMultiGpuErrors = TwoGpuTest;
+using DistMultiGpuSpread = TwoGpuTest;
+using DistMultiGpuHuge = TwoGpuTest;
+using DistMultiProcess = TwoGpuTest;
+using DistOneGpuErrors = GpuTest;
+using DistOneGpuThreadsErrors = GpuTest;
+using DistOneGpuThreadsHuge = GpuTest;
 
 // Communicators live for the whole run (made once: ncclCommInitAll takes a while). Never
 // destroyed: NCCL's teardown after CUDA's at exit is not worth the risk.
@@ -77,22 +93,7 @@ std::vector<comm_set*> thread_sets() {
   return {&threads_on_gpu0(2), &threads_on_gpu0(3), &threads_on_gpu0(5)};
 }
 
-// Runs body(rank) on one thread per rank; rethrows the first failure.
-void on_every_rank(int ranks, const std::function<void(int)>& body) {
-  std::vector<std::exception_ptr> errors(ranks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        body(r);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
+using tools::on_every_rank;
 
 template <class T>
 struct device_array {
@@ -143,6 +144,29 @@ std::vector<K> concat(const std::vector<std::vector<K>>& parts) {
   std::vector<K> all;
   for (auto& p : parts) all.insert(all.end(), p.begin(), p.end());
   return all;
+}
+
+// Sorts shards[r] with values on rank r: the key at global index i (of the shards in rank
+// order) carries value_of(i). Returns the output keys and values of all ranks in rank order.
+template <class K, class ValueOf>
+auto dist_sort_pairs(comm_set& comms, const std::vector<std::vector<K>>& shards,
+                     const ValueOf& value_of, const dist::options& opt) {
+  using V = decltype(value_of(std::uint64_t{0}));
+  const int ranks = static_cast<int>(comms.size());
+  std::vector<std::vector<V>> values(ranks);
+  std::uint64_t next = 0;
+  for (int r = 0; r < ranks; ++r)
+    for (std::size_t i = 0; i < shards[r].size(); ++i) values[r].push_back(value_of(next++));
+  std::vector<std::vector<K>> out_keys(ranks);
+  std::vector<std::vector<V>> out_values(ranks);
+  on_every_rank(ranks, [&](int r) {
+    device_array<K> k(comms[r].device(), shards[r]);
+    device_array<V> v(comms[r].device(), values[r]);
+    auto result = dist::sort(comms[r], k.span(), v.span(), opt);
+    out_keys[r] = to_host(result.keys());
+    out_values[r] = to_host(result.values());
+  });
+  return std::pair{concat(out_keys), concat(out_values)};
 }
 
 template <class K>
@@ -222,23 +246,11 @@ void stable_pairs(const std::vector<comm_set*>& sets, gpusort::algorithm local_a
     const int ranks = static_cast<int>(set->size());
     SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " local=" << gpusort::to_string(local_algo));
     const auto shards = make_shards<K>(uneven_sizes(ranks, 100003), tools::distribution::few_unique, 3);
-    std::vector<std::vector<V>> values(ranks);
-    V next = 0;
-    for (int r = 0; r < ranks; ++r)
-      for (std::size_t i = 0; i < shards[r].size(); ++i) values[r].push_back(next++);
-    std::vector<std::vector<K>> out_keys(ranks);
-    std::vector<std::vector<V>> out_values(ranks);
-    auto& comms = *set;
     dist::options opt;
     opt.local_algo = local_algo;
     opt.stable = ask_stable;
-    on_every_rank(ranks, [&](int r) {
-      device_array<K> k(comms[r].device(), shards[r]);
-      device_array<V> v(comms[r].device(), values[r]);
-      auto result = dist::sort(comms[r], k.span(), v.span(), opt);
-      out_keys[r] = to_host(result.keys());
-      out_values[r] = to_host(result.values());
-    });
+    const auto value_of = [](std::uint64_t i) { return V(i); };
+    const auto [out_keys, out_values] = dist_sort_pairs(*set, shards, value_of, opt);
     // A stable sort of (key, global index) pairs gives exactly this order.
     const std::vector<K> all = concat(shards);
     std::vector<V> order(all.size());
@@ -246,9 +258,8 @@ void stable_pairs(const std::vector<comm_set*>& sets, gpusort::algorithm local_a
     std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
       return gpusort::less<K>{}(all[a], all[b]);
     });
-    EXPECT_EQ(concat(out_values), order);
-    EXPECT_TRUE(values_follow_keys(all, concat(out_keys), concat(out_values),
-                                   [](std::uint64_t i) { return V(i); }));
+    EXPECT_EQ(out_values, order);
+    EXPECT_TRUE(values_follow_keys(all, out_keys, out_values, value_of));
   }
 }
 
@@ -275,58 +286,32 @@ void SixteenByteValuesFollowTheirKeys(const std::vector<comm_set*>& sets) {
     const int ranks = static_cast<int>(set->size());
     const auto shards = make_shards<K>(uneven_sizes(ranks, 50021), tools::distribution::uniform, 4);
     auto value_of = [](std::uint64_t i) { return wide{i, ~i * 0x9E3779B97F4A7C15ull}; };
-    std::vector<std::vector<wide>> values(ranks);
-    std::uint64_t next = 0;
-    for (int r = 0; r < ranks; ++r)
-      for (std::size_t i = 0; i < shards[r].size(); ++i) values[r].push_back(value_of(next++));
-    std::vector<std::vector<K>> out_keys(ranks);
-    std::vector<std::vector<wide>> out_values(ranks);
-    auto& comms = *set;
     dist::options opt;
     opt.direction = gpusort::order::descending;
-    on_every_rank(ranks, [&](int r) {
-      device_array<K> k(comms[r].device(), shards[r]);
-      device_array<wide> v(comms[r].device(), values[r]);
-      auto result = dist::sort(comms[r], k.span(), v.span(), opt);
-      out_keys[r] = to_host(result.keys());
-      out_values[r] = to_host(result.values());
-    });
+    const auto [out_keys, out_values] = dist_sort_pairs(*set, shards, value_of, opt);
     const std::vector<K> all = concat(shards);
-    EXPECT_TRUE(same_bits(concat(out_keys), reference_sort(all, true)));
-    EXPECT_TRUE(values_follow_keys(all, concat(out_keys), concat(out_values), value_of));
+    EXPECT_TRUE(same_bits(out_keys, reference_sort(all, true)));
+    EXPECT_TRUE(values_follow_keys(all, out_keys, out_values, value_of));
   }
 }
 
-
-template <class K>
-class DistMultiGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
-  }
-};
-TYPED_TEST_SUITE(DistMultiGpu, key_types);
+GPUSORT_TYPED_SUITE(DistMultiGpu, TwoGpuTest, key_types);
 
 // The same checks with thread ranks on one GPU.
-template <class K>
-class DistOneGpuThreads : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
-TYPED_TEST_SUITE(DistOneGpuThreads, key_types);
+GPUSORT_TYPED_SUITE(DistOneGpuThreads, GpuTest, key_types);
 
-TYPED_TEST(DistMultiGpu, UnevenShardsEveryDistributionBothOrders) { UnevenShardsEveryDistributionBothOrders<TypeParam>(nccl_sets()); }
-TYPED_TEST(DistOneGpuThreads, UnevenShardsEveryDistributionBothOrders) { UnevenShardsEveryDistributionBothOrders<TypeParam>(thread_sets()); }
-TYPED_TEST(DistMultiGpu, SmallAndEmptyShards) { SmallAndEmptyShards<TypeParam>(nccl_sets()); }
-TYPED_TEST(DistOneGpuThreads, SmallAndEmptyShards) { SmallAndEmptyShards<TypeParam>(thread_sets()); }
-TYPED_TEST(DistMultiGpu, AllEqualKeysAreBalanced) { AllEqualKeysAreBalanced<TypeParam>(nccl_sets()); }
-TYPED_TEST(DistOneGpuThreads, AllEqualKeysAreBalanced) { AllEqualKeysAreBalanced<TypeParam>(thread_sets()); }
-TYPED_TEST(DistMultiGpu, PairsAreStableWithAStableLocalSort) { PairsAreStableWithAStableLocalSort<TypeParam>(nccl_sets()); }
-TYPED_TEST(DistOneGpuThreads, PairsAreStableWithAStableLocalSort) { PairsAreStableWithAStableLocalSort<TypeParam>(thread_sets()); }
-TYPED_TEST(DistMultiGpu, PairsAreStableWhenAsked) { PairsAreStableWhenAsked<TypeParam>(nccl_sets()); }
-TYPED_TEST(DistOneGpuThreads, PairsAreStableWhenAsked) { PairsAreStableWhenAsked<TypeParam>(thread_sets()); }
-TYPED_TEST(DistMultiGpu, SixteenByteValuesFollowTheirKeys) { SixteenByteValuesFollowTheirKeys<TypeParam>(nccl_sets()); }
-TYPED_TEST(DistOneGpuThreads, SixteenByteValuesFollowTheirKeys) { SixteenByteValuesFollowTheirKeys<TypeParam>(thread_sets()); }
+// Each check, a function template of the key type taking the communicator sets, as a test of
+// both suites: NCCL over the GPUs and thread ranks on GPU 0.
+#define DIST_TYPED_TESTS(check)                                              \
+  TYPED_TEST(DistMultiGpu, check) { check<TypeParam>(nccl_sets()); }         \
+  TYPED_TEST(DistOneGpuThreads, check) { check<TypeParam>(thread_sets()); }
+
+DIST_TYPED_TESTS(UnevenShardsEveryDistributionBothOrders)
+DIST_TYPED_TESTS(SmallAndEmptyShards)
+DIST_TYPED_TESTS(AllEqualKeysAreBalanced)
+DIST_TYPED_TESTS(PairsAreStableWithAStableLocalSort)
+DIST_TYPED_TESTS(PairsAreStableWhenAsked)
+DIST_TYPED_TESTS(SixteenByteValuesFollowTheirKeys)
 
 void host_pointer_on_rank_1(comm_set& comms) {
   const std::vector<std::uint32_t> input = tools::generate<std::uint32_t>(tools::distribution::uniform, 10000, 1);
@@ -392,18 +377,15 @@ void options_differ_on_rank_1(comm_set& comms) {
   }, "the oversampling");
 }
 
-TEST(DistMultiGpuErrors, OptionsThatDifferBetweenRanksFailEveryRankAndLoseNothing) {
-  if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+TEST_F(DistMultiGpuErrors, OptionsThatDifferBetweenRanksFailEveryRankAndLoseNothing) {
   options_differ_on_rank_1(comms_for(2));
 }
 
-TEST(DistOneGpuThreadsErrors, OptionsThatDifferBetweenRanksFailEveryRankAndLoseNothing) {
-  GPUSORT_REQUIRE_GPU();
+TEST_F(DistOneGpuThreadsErrors, OptionsThatDifferBetweenRanksFailEveryRankAndLoseNothing) {
   options_differ_on_rank_1(threads_on_gpu0(2));
 }
 
-TEST(DistOneGpuErrors, ADeviceListedTwiceIsRefused) {
-  GPUSORT_REQUIRE_GPU();
+TEST_F(DistOneGpuErrors, ADeviceListedTwiceIsRefused) {
   const int twice[] = {0, 0};
   try {
     dist::communicators_for_devices(twice);
@@ -413,18 +395,15 @@ TEST(DistOneGpuErrors, ADeviceListedTwiceIsRefused) {
   }
 }
 
-TEST(DistMultiGpuErrors, AHostPointerOnOneRankFailsEveryRankAndLosesNothing) {
-  if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+TEST_F(DistMultiGpuErrors, AHostPointerOnOneRankFailsEveryRankAndLosesNothing) {
   host_pointer_on_rank_1(comms_for(2));
 }
 
-TEST(DistOneGpuThreadsErrors, AHostPointerOnOneRankFailsEveryRankAndLosesNothing) {
-  GPUSORT_REQUIRE_GPU();
+TEST_F(DistOneGpuThreadsErrors, AHostPointerOnOneRankFailsEveryRankAndLosesNothing) {
   host_pointer_on_rank_1(threads_on_gpu0(2));
 }
 
-TEST(DistMultiGpuSpread, HostAndDeviceArrays) {
-  if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+TEST_F(DistMultiGpuSpread, HostAndDeviceArrays) {
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1000003}}) {
     std::vector<float> keys = tools::generate<float>(tools::distribution::gaussian, n, n);
     scatter_special_values(keys, n);
@@ -491,13 +470,11 @@ void two_to_the_31_plus_5(comm_set& comms) {
   EXPECT_EQ(sum, total);
 }
 
-TEST(DistMultiGpuHuge, TwoToThe31PlusFiveKeys) {
-  if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+TEST_F(DistMultiGpuHuge, TwoToThe31PlusFiveKeys) {
   two_to_the_31_plus_5(comms_for(device_count()));
 }
 
-TEST(DistOneGpuThreadsHuge, TwoToThe31PlusFiveKeys) {
-  GPUSORT_REQUIRE_GPU();
+TEST_F(DistOneGpuThreadsHuge, TwoToThe31PlusFiveKeys) {
   std::size_t free_bytes = 0, total_bytes = 0;
   cudaMemGetInfo(&free_bytes, &total_bytes);
   if (free_bytes < (std::size_t{40} << 30)) GTEST_SKIP() << "needs 40 GiB of device memory";
@@ -523,8 +500,7 @@ TEST(DistWorker, SortsItsShard) {
     << (out.empty() ? 0 : out.back()) << " " << std::is_sorted(out.begin(), out.end()) << "\n";
 }
 
-TEST(DistMultiProcess, OneProcessPerGpuThroughAnIdFile) {
-  if (device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
+TEST_F(DistMultiProcess, OneProcessPerGpuThroughAnIdFile) {
   const int ranks = 2;
   const std::string dir = ::testing::TempDir() + "gpusort_dist_" + std::to_string(getpid());
   ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
@@ -567,12 +543,7 @@ TEST(DistMultiProcess, OneProcessPerGpuThroughAnIdFile) {
 
 // ---- one rank: any GPU --------------------------------------------------------------------
 
-template <class K>
-class DistOneGpu : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
-TYPED_TEST_SUITE(DistOneGpu, key_types);
+GPUSORT_TYPED_SUITE(DistOneGpu, GpuTest, key_types);
 
 TYPED_TEST(DistOneGpu, OneRankIsALocalSort) {
   using K = TypeParam;
@@ -588,8 +559,7 @@ TYPED_TEST(DistOneGpu, OneRankIsALocalSort) {
   }
 }
 
-TEST(DistOneGpuErrors, BadArgumentsThrowBeforeTouchingData) {
-  GPUSORT_REQUIRE_GPU();
+TEST_F(DistOneGpuErrors, BadArgumentsThrowBeforeTouchingData) {
   const int one[] = {0};
   auto comms = dist::communicators_for_devices(one);
   std::vector<std::uint32_t> host{3, 2, 1};

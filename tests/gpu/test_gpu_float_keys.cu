@@ -17,14 +17,7 @@
 
 using namespace gpusort::testing;
 
-
-template <class F>
-class GpuFloatKeys : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
-using float_types = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(GpuFloatKeys, float_types);
+GPUSORT_TYPED_SUITE(GpuFloatKeys, GpuTest, float_types);
 
 TYPED_TEST(GpuFloatKeys, EveryAlgorithmBothOrdersKeysAndPairs) {
   using F = TypeParam;
@@ -35,30 +28,23 @@ TYPED_TEST(GpuFloatKeys, EveryAlgorithmBothOrdersKeysAndPairs) {
     // 4-byte values: the baselines are built for those.
     std::vector<std::uint32_t> index(n);
     std::iota(index.begin(), index.end(), std::uint32_t{0});
-    for (sort_method m : sort_methods(false)) {
-      for (const auto dir : {gpusort::order::ascending, gpusort::order::descending}) {
-        m.opt.direction = dir;
-        const bool desc = dir == gpusort::order::descending;
-        SCOPED_TRACE(::testing::Message() << gpusort::method_name(m.opt) << " n=" << n
-                                          << (desc ? " descending" : " ascending"));
-        {
-          guarded_buffer<F> keys(input);
-          ASSERT_EQ((sort_on_device<F, std::uint64_t>(keys, nullptr, m.opt)), cudaSuccess);
-          EXPECT_TRUE(sorted_like_reference(input, keys.to_host(), desc, m.stable));
-          EXPECT_TRUE(keys.guard_intact());
-        }
-        {
-          guarded_buffer<F> keys(input);
-          guarded_buffer<std::uint32_t> values(index);
-          ASSERT_EQ((sort_on_device<F, std::uint32_t>(keys, &values, m.opt)), cudaSuccess);
-          const std::vector<std::uint32_t> got_values = values.to_host();
-          const std::vector<std::uint64_t> origins(got_values.begin(), got_values.end());
-          EXPECT_TRUE(sorted_like_reference(input, keys.to_host(), desc, m.stable, &origins));
-          EXPECT_TRUE(keys.guard_intact());
-          EXPECT_TRUE(values.guard_intact());
-        }
+    for_each_method_both_orders(sort_methods(false), n, [&](const sort_method& m, bool desc) {
+      {
+        guarded_buffer<F> keys(input);
+        ASSERT_EQ((sort_on_device<F, std::uint64_t>(keys, nullptr, m.opt)), cudaSuccess);
+        EXPECT_TRUE(sorted_like_reference(input, keys.to_host(), desc, m.stable));
+        EXPECT_TRUE(keys.guard_intact());
       }
-    }
+      guarded_buffer<F> keys(input);
+      guarded_buffer<std::uint32_t> values(index);
+      ASSERT_EQ((sort_on_device<F, std::uint32_t>(keys, &values, m.opt)), cudaSuccess);
+      const std::vector<std::uint32_t> got_values = values.to_host();
+      const std::vector<std::uint64_t> origins(got_values.begin(), got_values.end());
+      EXPECT_TRUE(sorted_like_reference(input, keys.to_host(), desc, m.stable, &origins));
+      EXPECT_TRUE(keys.guard_intact());
+      EXPECT_TRUE(values.guard_intact());
+    });
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
@@ -247,23 +233,20 @@ TYPED_TEST(GpuFloatKeys, WorksInsideGraphCapture) {
   guarded_buffer<F> d(input);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
-  cudaGraph_t graph;
-  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  captured_graph graph;
   std::size_t bytes = 0;
-  const cudaError_t sorted = gpusort::sort_keys(
-      d.data(), bytes, d.data(), input.size(),
-      {.algo = gpusort::algorithm::bitonic, .direction = gpusort::order::descending, .stream = stream});
-  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  cudaError_t sorted = cudaSuccess;
+  ASSERT_NO_FATAL_FAILURE(graph.capture(stream, [&] {
+    sorted = gpusort::sort_keys(d.data(), bytes, d.data(), input.size(),
+                                {.algo = gpusort::algorithm::bitonic,
+                                 .direction = gpusort::order::descending,
+                                 .stream = stream});
+  }));
   ASSERT_EQ(sorted, cudaSuccess);
   const std::vector<F> untouched = d.to_host();
   for (std::size_t i = 0; i < input.size(); ++i)
     ASSERT_EQ(bits_of(untouched[i]), bits_of(input[i])) << "capture must not run anything";
-  cudaGraphExec_t exec;
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  CUDA_OK(cudaGraphLaunch(exec, stream));
-  CUDA_OK(cudaStreamSynchronize(stream));
+  ASSERT_NO_FATAL_FAILURE(graph.launch(stream));
   EXPECT_TRUE(sorted_like_reference(input, d.to_host(), true, false));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
 }

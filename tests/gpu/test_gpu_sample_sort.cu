@@ -17,12 +17,7 @@ using namespace gpusort::testing;
 namespace tools = gpusort::tools;
 namespace net = gpusort::detail::network;
 
-template <class K>
-class GpuSampleSort : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
-TYPED_TEST_SUITE(GpuSampleSort, key_types);
+GPUSORT_TYPED_SUITE(GpuSampleSort, GpuTest, key_types);
 
 gpusort::options sample_options(bool random, bool descending, unsigned buckets = 0) {
   return {.algo = gpusort::algorithm::sample_sort,
@@ -32,19 +27,8 @@ gpusort::options sample_options(bool random, bool descending, unsigned buckets =
 }
 
 template <class K>
-void check_keys(std::vector<K> keys, const gpusort::options& opt) {
-  const std::vector<K> expect = reference_sort(keys, opt.direction == gpusort::order::descending);
-  guarded_buffer<K> d(keys);
-  ASSERT_TRUE(d.data() || keys.empty());
-  std::size_t bytes = 0;
-  ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), keys.size(), opt), cudaSuccess);
-  poisoned_workspace temp(bytes);
-  ASSERT_TRUE(temp.ptr || bytes == 0);
-  void* t = bytes ? temp.ptr : static_cast<void*>(&bytes);  // 0 bytes: any non-null pointer
-  ASSERT_EQ(gpusort::sort_keys(t, bytes, d.data(), keys.size(), opt), cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  ASSERT_TRUE(same_bits(d.to_host(), expect));
-  ASSERT_TRUE(d.guard_intact()) << "wrote past n";
+void check_keys(const std::vector<K>& keys, const gpusort::options& opt) {
+  check_device_sort(keys, opt, [](std::size_t) {});
 }
 
 TYPED_TEST(GpuSampleSort, LargeSizesAndBucketCounts) {
@@ -114,15 +98,8 @@ TEST(GpuSampleSortBound, HoldsOnAdversarialInputs) {
   const std::size_t n = 3000017;
   for (unsigned buckets : {0u, 8u, 256u}) {
     const unsigned stride = (1u << 14) / (buckets ? buckets : 256u);
-    std::vector<std::vector<std::uint32_t>> inputs;
-    inputs.emplace_back(n, 5u);
-    std::vector<std::uint32_t> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = i % 2;
-    inputs.push_back(v);
-    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint32_t>(i / stride);
-    inputs.push_back(v);
-    for (std::size_t i = 0; i < n; ++i) v[i] = (i % (1 << 14)) % stride == stride - 1 ? 1 : 1000;
-    inputs.push_back(v);
+    std::vector<std::vector<std::uint32_t>> inputs =
+        against_regular_sampling(n, stride, 1u << 14, 5u);
     inputs.push_back(tools::generate<std::uint32_t>(tools::distribution::organ_pipe, n, 1));
     inputs.push_back(tools::generate<std::uint32_t>(tools::distribution::zipf, n, 2));
     for (std::size_t k = 0; k < inputs.size(); ++k) {

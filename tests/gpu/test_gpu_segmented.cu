@@ -15,7 +15,7 @@
 #include <thrust/tabulate.h>
 
 #include "device_buffer.hpp"
-#include "gpusort/detail/float_order.hpp"
+#include "gpusort/detail/core/float_order.hpp"
 #include "gpusort/detail/network/segments.hpp"
 #include "gpusort/sort.cuh"
 #include "gpusort/sort.hpp"
@@ -27,17 +27,9 @@ namespace tools = gpusort::tools;
 
 namespace {
 
-template <class K>
-class GpuSegmented : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
-TYPED_TEST_SUITE(GpuSegmented, key_types);
+GPUSORT_TYPED_SUITE(GpuSegmented, GpuTest, key_types);
 
-class GpuSegmentedApi : public ::testing::Test {
- protected:
-  void SetUp() override { GPUSORT_REQUIRE_GPU(); }
-};
+using GpuSegmentedApi = GpuTest;
 
 gpusort::options make_options(bool descending,
                               gpusort::algorithm algo = gpusort::algorithm::automatic) {
@@ -610,20 +602,15 @@ TEST_F(GpuSegmentedApi, WorksInsideGraphCapture) {
   CUDA_OK(cudaMalloc(&temp, bytes));
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
-  cudaGraph_t graph;
-  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  const cudaError_t e =
-      gpusort::sort_segmented_keys(temp, bytes, d.data(), l.n, begin.data(), end.data(),
-                                   l.begin.size(), {.stream = stream});
-  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  captured_graph graph;
+  cudaError_t e = cudaSuccess;
+  ASSERT_NO_FATAL_FAILURE(graph.capture(stream, [&] {
+    e = gpusort::sort_segmented_keys(temp, bytes, d.data(), l.n, begin.data(), end.data(),
+                                     l.begin.size(), {.stream = stream});
+  }));
   ASSERT_EQ(e, cudaSuccess);
-  cudaGraphExec_t exec;
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  CUDA_OK(cudaGraphLaunch(exec, stream));
-  CUDA_OK(cudaStreamSynchronize(stream));
+  ASSERT_NO_FATAL_FAILURE(graph.launch(stream));
   EXPECT_TRUE(same_bits(d.to_host(), reference_segmented(keys, l, false)));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
   cudaFree(temp);
 }

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "gpusort/detail/config.hpp"
+#include "gpusort/detail/core/config.hpp"
 
 namespace gpusort::tools {
 
