@@ -1,9 +1,11 @@
-// What a benchmark result must be: the inputs of a point (one array or one segment layout)
-// and the checks of each kind of result, on the host. bench.cpp times; these verify.
+// What a benchmark result must be: the inputs of a point (one array or one segment layout),
+// the checks of each kind of result, on the host, and the tally of their verdicts. The
+// harness times; these verify.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <parallel/algorithm>
 #include <string>
@@ -11,7 +13,7 @@
 
 #include "cli.hpp"  // segment_spec, less, key_traits, the file machinery's names
 #include "common/distributions.hpp"
-#include "gpusort/detail/external/records.hpp"  // records, checksum, order_report
+#include "gpusort/external/records.hpp"  // records, checksum, order_report
 
 namespace gpusort::tools {
 
@@ -150,5 +152,28 @@ std::string top_k_problem(const point<K>& p, const records<K>& result, std::uint
   }
   return {};
 }
+
+// The verdicts of a whole benchmark run: right results counted, wrong ones reported loudly.
+class verdict_tally {
+ public:
+  // Counts a result of `algorithm` on `where` with `problem` (empty: right); a wrong one is
+  // printed on stderr. Returns whether it was right.
+  bool record(const std::string& algorithm, const std::string& where,
+              const std::string& problem) {
+    if (problem.empty()) {
+      ++verified_;
+      return true;
+    }
+    std::fprintf(stderr, "gpusort bench: WRONG RESULT from %s on %s: %s\n", algorithm.c_str(),
+                 where.c_str(), problem.c_str());
+    ++wrong_;
+    return false;
+  }
+  int verified() const { return verified_; }
+  int wrong() const { return wrong_; }
+
+ private:
+  int verified_ = 0, wrong_ = 0;
+};
 
 }  // namespace gpusort::tools

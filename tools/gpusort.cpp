@@ -12,12 +12,12 @@
 #include "cli.hpp"
 #include "common/distributions.hpp"
 #include "byte_records.hpp"
-#include "gpusort/detail/external/external_sort.hpp"
-#include "gpusort/detail/external/nan_move.hpp"
+#include "gpusort/external/external_sort.hpp"
+#include "gpusort/external/nan_move.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
 #include "plot.hpp"
-#include "gpusort/detail/external/records.hpp"
+#include "gpusort/external/records.hpp"
 
 namespace {
 

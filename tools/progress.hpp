@@ -20,7 +20,7 @@
 #include <string_view>
 #include <thread>
 
-#include "gpusort/detail/external/progress.hpp"
+#include "gpusort/external/progress.hpp"
 
 namespace gpusort::tools {
 
