@@ -137,8 +137,13 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
   p.move_nans = p.low_nans && !p.codes;
   p.fix_radix_floats = fix_radix_floats;
   p.tie_break = opt.stable && !traits_of(opt.algo).stable && n >= 2;
-  // The queries see the caller's arrays (or, for the tie-break's, the keys), never touched.
-  C* sorted = reinterpret_cast<C*>(keys);
+  // The queries see the caller's arrays (or, for the tie-break's, the keys), never touched,
+  // as the type the sort runs on: a sort's workspace may differ between floats and their
+  // codes (CUB's tuning, the adaptive sort's items).
+  const auto query = [&]<class W>(std::size_t& out, W* with) {
+    if (p.codes) return run_core<C, W>(nullptr, out, reinterpret_cast<C*>(keys), with, n, p.core);
+    return run_core<K, W>(nullptr, out, keys, with, n, p.core);
+  };
   std::size_t at = 0, bytes = 0;
   cudaError_t e = cudaSuccess;
   if (p.tie_break) {
@@ -155,14 +160,14 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
     p.second.intervals = opt.intervals;
     p.second.interval_splitters = opt.interval_splitters;
     std::size_t second_bytes = 0;
-    e = run_core<C, P4>(nullptr, bytes, sorted, reinterpret_cast<P4*>(keys), n, p.core);
+    e = query(bytes, reinterpret_cast<P4*>(keys));
     if (e == cudaSuccess)
       e = run_core<std::uint64_t, PK>(nullptr, second_bytes,
                                       reinterpret_cast<std::uint64_t*>(keys),
                                       reinterpret_cast<PK*>(keys), n, p.second);
     bytes = std::max(bytes, second_bytes);
   } else {
-    e = run_core<C, V>(nullptr, bytes, sorted, values, n, p.core);
+    e = query(bytes, values);
   }
   if constexpr (floating)
     if (fix_radix_floats) bytes = std::max(bytes, device::radix_float_fixup_bytes<K, V>(n));

@@ -267,6 +267,8 @@ def test_version_error_and_algorithm_table():
     traits = gpusort.ALGORITHM_TRAITS
     assert traits["bitonic"].in_place and not traits["cub_radix"].in_place
     assert all(traits[a].sorts_rows for a in ("automatic", "bitonic", "cub_radix", "cub_merge"))
+    assert traits["sample_sort"].takes_comparator and not traits["cub_merge"].takes_comparator
+    assert traits["cub_radix"].max_value_bytes == 8 and traits["bitonic"].max_value_bytes == 16
 
 
 @pytest.mark.parametrize("algorithm", [a for a, t in gpusort.ALGORITHM_TRAITS.items() if t.stable])
@@ -401,8 +403,8 @@ def test_module_exports_only_its_entry_point():
 def test_stable_automatic_choice_and_index_width():
     """stable=True with automatic: one device row through the library's stable plan (gpusort's
     float order; CUB's radix sort alone is not), rows through CUB's segmented merge sort, the
-    host through adaptive_bitonic; indices are int32 below 2^31 keys, and a 4-byte-value
-    algorithm refuses a longer row by name rather than overflow."""
+    host through adaptive_bitonic; indices are int32 below 2^31 keys and int64 from there, CUB's
+    sorts included (they carry 8-byte values)."""
     choose = gpusort._core._algorithm
     assert choose("automatic", True, 1, True, 1000) == "automatic"
     assert choose("automatic", True, 1, True, 2**31) == "automatic"
@@ -411,8 +413,7 @@ def test_stable_automatic_choice_and_index_width():
     assert choose("automatic", False, 1, True, 2**31) == "automatic"
     assert gpusort._core._index_dtype("automatic", 2**31 - 1) == "int32"
     assert gpusort._core._index_dtype("adaptive_bitonic", 2**31) == "int64"
-    with pytest.raises(ValueError, match="algorithm"):
-        gpusort._core._index_dtype("cub_radix", 2**31)
+    assert gpusort._core._index_dtype("cub_radix", 2**31) == "int64"
 
 
 @pytest.mark.parametrize("nans", ["last", "first"])

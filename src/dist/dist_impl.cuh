@@ -200,11 +200,14 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
 
   event_timeline clock(stream, 5);
   clock.mark(0);
-  // 1. Local sort.
+  // 1. Local sort. A sort that refuses its arguments now (it checks them before it moves a
+  //    key) is not thrown here, where the other ranks would wait for this one in the next
+  //    collective: it is shared with them at the agreement before the exchange.
+  rank_status room;
   if (n > 1) {
     if constexpr (pairs) e = gpusort::detail::sort_pairs<K, V>(sort_temp.get(), sort_bytes, keys, values, n, local);
     else e = gpusort::detail::sort_keys<K>(sort_temp.get(), sort_bytes, keys, n, local);
-    check_cuda(e, call + ": local sort");
+    if (e != cudaSuccess) room.fail(failure::local_sort, e);
   }
   sort_temp.reset(stream);
   clock.mark(1);
@@ -280,8 +283,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   }
 
   // 4. The exchange. Receive and merge buffers are allocated first, and every rank learns
-  //    whether all could, before any data moves.
-  rank_status room;
+  //    whether all could (and whether every local sort ran), before any data moves.
   device_memory recv_keys[2], recv_values[2];
   for (int b = 0; b < 2 && room.ok(); ++b) {
     room.try_allocate(recv_keys[b], sizeof(K) * std::max<std::uint64_t>(b ? received : key_room, 1),
