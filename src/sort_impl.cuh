@@ -122,6 +122,19 @@ constexpr bool sorts_float_codes(algorithm a) {
   return a == algorithm::bitonic || a == algorithm::sample_sort || a == algorithm::quicksort;
 }
 
+// How keys reach a concrete algorithm, for both backends: float keys as codes (the comparison
+// sorts), or NaNs-largest with the NaN block moved after where NaNs go first (the others).
+struct key_steps {
+  bool codes = false, low_nans = false, move_nans = false;
+};
+constexpr key_steps key_steps_of(algorithm a, bool floating, const options& opt) {
+  key_steps s;
+  s.codes = floating && sorts_float_codes(a);
+  s.low_nans = floating && nans_lowest(opt.direction, opt.nans);
+  s.move_nans = s.low_nans && !s.codes;
+  return s;
+}
+
 // The plan for `opt.algo`, a concrete algorithm.
 template <class K, class V>
 cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const options& opt,
@@ -132,9 +145,10 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
   using PK = payload<sizeof(K)>;
   p.core = floating ? with_nans_largest(opt) : opt;
   p.core.stable = false;
-  p.codes = floating && sorts_float_codes(opt.algo);
-  p.low_nans = floating && nans_lowest(opt.direction, opt.nans);
-  p.move_nans = p.low_nans && !p.codes;
+  const key_steps steps = key_steps_of(opt.algo, floating, opt);
+  p.codes = steps.codes;
+  p.low_nans = steps.low_nans;
+  p.move_nans = steps.move_nans;
   p.fix_radix_floats = fix_radix_floats;
   p.tie_break = opt.stable && !traits_of(opt.algo).stable && n >= 2;
   // The queries see the caller's arrays (or, for the tie-break's, the keys), never touched,
@@ -326,10 +340,6 @@ cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, P* values,
   return sort_flat(temp, temp_bytes, keys, values, n, opt);
 }
 
-// Whether an algorithm keeps equal keys in input order by itself (cub_radix: but for NaNs of
-// different signs, which its fix-up regroups).
-constexpr bool sorts_stably(algorithm a) { return traits_of(a).stable; }
-
 // The CPU backend's stable sort: positions sorted by std::stable_sort, then gathered.
 template <class K, class V>
 void cpu_index_stable_sort(K* keys, V* values, std::uint64_t n, bool descending) {
@@ -362,86 +372,95 @@ void cpu_move_nans_to_other_end(K* keys, V* values, std::uint64_t n, bool descen
   if constexpr (!std::is_same_v<V, no_value>) std::rotate(values, values + numbers, values + n);
 }
 
-// The CPU backend: bitonic runs the GPU's schedule on host threads; the baselines, which
-// have no CPU version, run std::stable_sort (they are stable too), as does options::stable
-// with an algorithm that is not.
+// One algorithm on the CPU, on keys it orders natively (float keys: NaNs largest). The
+// baselines, which have no CPU version, run std::stable_sort (they are stable too); float
+// keys reach the comparison sorts as codes only, through the unsigned instantiations.
 template <class K, class V>
-void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
+void cpu_run_core(K* keys, V* values, std::uint64_t n, const options& opt) {
   const bool descending = opt.direction == order::descending;
-  if (opt.algo == algorithm::automatic) {  // on the CPU, the in-place bitonic sort
-    options in_place = opt;
-    in_place.algo = opt.stable ? algorithm::cub_merge : algorithm::bitonic;
-    return cpu_sort_any(keys, values, n, in_place);
-  }
-  if constexpr (std::is_floating_point_v<K>) {
-    // As on the device: codes, the unsigned sort, floats again (back on an exception too),
-    // so that both backends give the same order.
-    if (sorts_float_codes(opt.algo) && !opt.stable) {
-      using U = typename float_order<K>::U;
-      U* codes = reinterpret_cast<U*>(keys);
-      const bool low = nans_lowest(opt.direction, opt.nans);
-      float_keys_to_codes(keys, n, low);
-      try {
-        if constexpr (std::is_same_v<V, no_value>)
-          cpu_sort_keys<U>(codes, n, opt);
-        else
-          cpu_sort_pairs<U, V>(codes, values, n, opt);
-      } catch (...) {
-        codes_to_float_keys(keys, n, low);
-        throw;
+  switch (opt.algo) {
+    case algorithm::bitonic:
+    case algorithm::sample_sort:
+    case algorithm::quicksort:
+      if constexpr (!std::is_floating_point_v<K>) {
+        if (opt.algo == algorithm::bitonic) {
+          cpu::bitonic_sort(keys, values, n, less<K>{}, descending);
+          return;
+        }
+        if (opt.algo == algorithm::quicksort) {
+          cpu::quicksort(keys, values, n, descending);  // the rounds it took: for its tests
+          return;
+        }
+        cpu::sample_sort_config cfg;
+        const int bits = network::bucket_bits_of(opt.buckets);
+        if (bits < 0)
+          throw_error(cudaErrorInvalidValue,
+                      "gpusort::sort: options.buckets must be 0 or a power of two from 2 to 1024");
+        if (bits > 0) cfg.max_bucket_bits = cfg.finish_bucket_bits = bits;
+        cfg.random = opt.sampler == sampling::random;
+        cpu::sample_sort(keys, values, n, network::directed<less<K>>{{}, descending}, cfg);
+        return;
       }
-      codes_to_float_keys(keys, n, low);
+      break;
+    case algorithm::adaptive_bitonic:
+      cpu::adaptive_bitonic_sort(keys, values, n, less<K>{}, descending, opt.comparison_count);
+      return;
+    case algorithm::approx_refine: {
+      // The intervals (ascending or descending), then each interval sorted.
+      std::vector<K> k(keys, keys + n);
+      std::vector<V> v;
+      if constexpr (!std::is_same_v<V, no_value>) v.assign(values, values + n);
+      options approx = opt;
+      if (approx.intervals == 0) {
+        approx.intervals = network::exact_intervals(n, sizeof(K) + (values ? sizeof(V) : 0));
+        approx.interval_splitters = splitters::sampled;
+      }
+      std::vector<std::uint64_t> offsets(approx_intervals(approx) + std::size_t{1});
+      cpu_approx_sort(k.data(), keys, v.data(), values, n, offsets.data(), approx);
+      const segment_list intervals{offsets.data(), offsets.data() + 1, offsets.size() - 1, 0, 8};
+      cpu::segmented_sort(keys, values, n, intervals, less<K>{}, descending);
       return;
     }
-    if (nans_lowest(opt.direction, opt.nans)) {
-      cpu_sort_any(keys, values, n, with_nans_largest(opt));
-      cpu_move_nans_to_other_end(keys, values, n, descending);
-      return;
-    }
-  }
-  if (opt.stable && !sorts_stably(opt.algo)) return cpu_index_stable_sort(keys, values, n, descending);
-  if constexpr (!std::is_floating_point_v<K>) {  // floats took the codes' path above
-    if (opt.algo == algorithm::bitonic) {
-      cpu::bitonic_sort(keys, values, n, less<K>{}, descending);
-      return;
-    }
-    if (opt.algo == algorithm::sample_sort) {
-      cpu::sample_sort_config cfg;
-      const int bits = network::bucket_bits_of(opt.buckets);
-      if (bits < 0)
-        throw_error(cudaErrorInvalidValue,
-                    "gpusort::sort: options.buckets must be 0 or a power of two from 2 to 1024");
-      if (bits > 0) cfg.max_bucket_bits = cfg.finish_bucket_bits = bits;
-      cfg.random = opt.sampler == sampling::random;
-      cpu::sample_sort(keys, values, n, network::directed<less<K>>{{}, descending}, cfg);
-      return;
-    }
-    if (opt.algo == algorithm::quicksort) {
-      cpu::quicksort(keys, values, n, descending);
-      return;
-    }
-  }
-  if (opt.algo == algorithm::adaptive_bitonic) {
-    cpu::adaptive_bitonic_sort(keys, values, n, less<K>{}, descending, opt.comparison_count);
-    return;
-  }
-  if (opt.algo == algorithm::approx_refine) {
-    // The intervals (ascending or descending), then each interval sorted.
-    std::vector<K> k(keys, keys + n);
-    std::vector<V> v;
-    if constexpr (!std::is_same_v<V, no_value>) v.assign(values, values + n);
-    options approx = opt;
-    if (approx.intervals == 0) {
-      approx.intervals = network::exact_intervals(n, sizeof(K) + (values ? sizeof(V) : 0));
-      approx.interval_splitters = splitters::sampled;
-    }
-    std::vector<std::uint64_t> offsets(approx_intervals(approx) + std::size_t{1});
-    cpu_approx_sort(k.data(), keys, v.data(), values, n, offsets.data(), approx);
-    const segment_list intervals{offsets.data(), offsets.data() + 1, offsets.size() - 1, 0, 8};
-    cpu::segmented_sort(keys, values, n, intervals, less<K>{}, descending);
-    return;
+    default:
+      break;
   }
   cpu_index_stable_sort(keys, values, n, descending);
+}
+
+// The CPU backend, the device's plan without a workspace: automatic is the in-place bitonic
+// sort (stable: cub_merge, which is std::stable_sort here), options::stable by an algorithm
+// that is not is std::stable_sort of positions (the tie-break's result), float keys as the
+// device takes them (key_steps_of), so that both backends give the same order.
+template <class K, class V>
+void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
+  constexpr bool floating = std::is_floating_point_v<K>;
+  options core = floating ? with_nans_largest(opt) : opt;
+  if (core.algo == algorithm::automatic)
+    core.algo = opt.stable ? algorithm::cub_merge : algorithm::bitonic;
+  const bool tie_break = opt.stable && !traits_of(core.algo).stable;
+  // The tie-break sorts the floats themselves (NaNs largest), so no codes there.
+  const key_steps steps = key_steps_of(tie_break ? algorithm::cub_merge : core.algo, floating, opt);
+  const bool descending = opt.direction == order::descending;
+  if constexpr (floating) {
+    if (steps.codes) {
+      // Codes, the unsigned sort, floats again (back on an exception too).
+      using U = code_of<K>;
+      float_keys_to_codes(keys, n, steps.low_nans);
+      try {
+        cpu_run_core(reinterpret_cast<U*>(keys), values, n, core);
+      } catch (...) {
+        codes_to_float_keys(keys, n, steps.low_nans);
+        throw;
+      }
+      codes_to_float_keys(keys, n, steps.low_nans);
+      return;
+    }
+  }
+  if (tie_break)
+    cpu_index_stable_sort(keys, values, n, descending);
+  else
+    cpu_run_core(keys, values, n, core);
+  if (steps.move_nans) cpu_move_nans_to_other_end(keys, values, n, descending);
 }
 
 template <class K>
@@ -462,7 +481,8 @@ void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt) {
                                                        std::uint64_t, const options&);       \
   template gpusort::algorithm gpusort::detail::automatic_algorithm<K, P>(std::uint64_t,       \
                                                                       const options&);       \
-  template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t, const options&);
+  template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t, const options&); \
+  template void gpusort::detail::cpu_run_core<K, P>(K*, P*, std::uint64_t, const options&);
 
 #define GPUSORT_INSTANTIATE_KEY(K)                                                           \
   template cudaError_t gpusort::detail::sort_keys<K>(void*, std::size_t&, K*, std::uint64_t,   \
@@ -472,6 +492,8 @@ void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt) {
   template gpusort::algorithm gpusort::detail::automatic_algorithm<K, gpusort::detail::no_value>( \
       std::uint64_t, const options&);                                                        \
   template void gpusort::detail::cpu_sort_keys<K>(K*, std::uint64_t, const options&);        \
+  template void gpusort::detail::cpu_run_core<K, gpusort::detail::no_value>(                   \
+      K*, gpusort::detail::no_value*, std::uint64_t, const options&);                          \
   GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<4>)                                  \
   GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<8>)                                  \
   GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<16>)
@@ -482,10 +504,9 @@ void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt) {
 #define GPUSORT_EXTERN_PAIRS(K, P)                                                           \
   extern template cudaError_t gpusort::detail::run_core<K, P>(void*, std::size_t&, K*, P*,   \
                                                               std::uint64_t, const options&); \
-  extern template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t,          \
-                                                             const options&);
+  extern template void gpusort::detail::cpu_run_core<K, P>(K*, P*, std::uint64_t,            \
+                                                           const options&);
 #define GPUSORT_EXTERN_KEY(K)                                                                \
-  extern template void gpusort::detail::cpu_sort_keys<K>(K*, std::uint64_t, const options&); \
   GPUSORT_EXTERN_PAIRS(K, gpusort::detail::no_value)                                         \
   GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<4>)                                       \
   GPUSORT_EXTERN_PAIRS(K, gpusort::detail::payload<8>)                                       \
