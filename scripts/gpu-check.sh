@@ -75,12 +75,15 @@ fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 if [ "${1:-}" = "--multi" ]; then
   gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
-  ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 >"$logs/tests-multi.log" 2>&1
+  # A test that hangs (a rank waiting for one that failed) is stopped and named after 5
+  # minutes instead of stalling the run.
+  ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 --timeout 300 \
+    >"$logs/tests-multi.log" 2>&1
   tests_rc=$?
   # With 4 or more GPUs, again on three of them: a rank count that is not a power of two.
   if [ "$gpus" -ge 4 ]; then
     CUDA_VISIBLE_DEVICES=0,1,2 ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 \
-      >>"$logs/tests-multi.log" 2>&1 || tests_rc=1
+      --timeout 300 >>"$logs/tests-multi.log" 2>&1 || tests_rc=1
   fi
   list=1; [ "$gpus" -ge 2 ] && list=1,2; [ "$gpus" -ge 4 ] && list=1,2,4
   "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 \
