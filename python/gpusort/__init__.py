@@ -122,6 +122,7 @@ __all__ = [
     "sort_",
     "sort_segmented",
     "topk",
+    "kthvalue",
     "approx_sort",
     "sort_file",
     "sort_records_file",
@@ -136,6 +137,7 @@ __all__ = [
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
+KthvalueResult = namedtuple("KthvalueResult", ["values", "indices"])
 ApproxResult = namedtuple("ApproxResult", ["values", "offsets"])
 
 
@@ -208,6 +210,25 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
     if _operator(x):
         return TopkResult(*_operators.topk(x, k, dim, largest))
     return TopkResult(*_core.topk(x, k, dim, largest))
+
+
+def kthvalue(x, k, dim=-1, keepdim=False):
+    """The k-th smallest key of x along dim (k counts from 1) and its index (int64), like
+    torch.kthvalue; keepdim=True keeps dim, of extent 1. NaNs count as the largest keys. It
+    runs topk of the k smallest keys (largest=False) and takes the last of them. A 1-D NumPy
+    array gives NumPy scalars, as NumPy's indexing does."""
+    import operator
+
+    try:
+        first = operator.index(k)
+    except TypeError:
+        first = None  # topk names the wrong type
+    if first is not None and not isinstance(k, bool) and first < 1:
+        raise ValueError(f"k: must be at least 1 (the k-th smallest key counts from 1), got {first}")
+    values, indices = topk(x, k, dim=dim, largest=False)
+    axis = dim % values.ndim  # topk checked dim
+    at = (slice(None),) * axis + (slice(first - 1, first) if keepdim else first - 1,)
+    return KthvalueResult(values[at], indices[at])
 
 
 def approx_sort(x, intervals=10000, *, descending=False):

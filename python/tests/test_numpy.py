@@ -293,6 +293,42 @@ def test_algorithm_errors():
         gpusort.sort(x, stable=True, algorithm="bitonic")
 
 
+@pytest.mark.parametrize("k", [1, 2, 500, 1000])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_kthvalue(dtype, k, rng):
+    x = random_keys(dtype, 1000, rng)
+    value, index = gpusort.kthvalue(x, k)
+    expected = x[np.argsort(order_key(x), kind="stable")[k - 1]]
+    assert same_bits(np.asarray(value), np.asarray(expected))
+    assert same_bits(np.asarray(x[index]), np.asarray(value))
+
+
+def test_kthvalue_rows_dims_keepdim_and_nans(rng):
+    x = random_keys("float32", 6 * 50, rng).reshape(6, 50)
+    x[2, 7] = np.nan
+    for dim, k in ((-1, 3), (1, 50), (0, 6), (0, 1)):
+        values, indices = gpusort.kthvalue(x, k, dim=dim)
+        sorted_x = np.sort(x, axis=dim)  # NaNs last, as the largest keys
+        assert same_bits(values, np.take(sorted_x, k - 1, axis=dim))
+        assert indices.dtype == np.int64
+        kept = np.expand_dims(indices, dim)
+        assert same_bits(np.take_along_axis(x, kept, dim).squeeze(dim), values)
+        values_kept, indices_kept = gpusort.kthvalue(x, k, dim=dim, keepdim=True)
+        assert same_bits(values_kept, np.expand_dims(values, dim))
+        assert np.array_equal(indices_kept, kept)
+    assert np.isnan(gpusort.kthvalue(x, 50).values[2])
+
+
+def test_kthvalue_errors():
+    x = np.arange(10, dtype=np.float32)
+    with pytest.raises(ValueError, match="k: must be at least 1"):
+        gpusort.kthvalue(x, 0)
+    with pytest.raises(ValueError, match=r"k: must lie in \[0, 10\]"):
+        gpusort.kthvalue(x, 11)
+    with pytest.raises(TypeError, match="k: must be an integer"):
+        gpusort.kthvalue(x, 2.5)
+
+
 def test_topk_errors():
     x = np.arange(10, dtype=np.float32)
     with pytest.raises(ValueError, match=r"k: must lie in \[0, 10\]"):

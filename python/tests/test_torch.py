@@ -109,6 +109,18 @@ def test_topk_matches_torch(dtype, k, largest, rng):
     assert torch.equal(x[indices], values)
 
 
+@pytest.mark.parametrize("k", [1, 77, 1000])
+def test_kthvalue_matches_torch(k, rng):
+    x = on_gpu(random_keys("float32", 64 * 1000, rng).reshape(64, 1000))
+    values, indices = gpusort.kthvalue(x, k)
+    expected = torch.kthvalue(x, k)
+    assert torch.equal(values, expected.values)
+    assert torch.equal(torch.gather(x, 1, indices.unsqueeze(1)).squeeze(1), values)
+    if k <= 64:  # down the columns too, keeping dim
+        kept = gpusort.kthvalue(x, k, dim=0, keepdim=True)
+        assert torch.equal(kept.values, torch.kthvalue(x, k, dim=0, keepdim=True).values)
+
+
 def test_topk_rows(rng):
     x = on_gpu(random_keys("float32", 64 * 1000, rng).reshape(64, 1000))
     values, indices = gpusort.topk(x, 10)
