@@ -100,22 +100,6 @@ cudaError_t run_core(void* temp, std::size_t& temp_bytes, K* keys, V* values, st
   }
 }
 
-// One call of the flat sort, decided once from the options, n and the workspace given,
-// before a key moves; sort_flat then runs its steps straight through.
-struct sort_plan {
-  options core;    // what the sort runs: a concrete algorithm, not stable, float NaNs largest
-  options second;  // the stable tie-break's sort of (run start, position) composites
-  bool codes = false;             // float keys mapped in place to codes around the sort
-  bool low_nans = false;          // float NaNs go before every number in the output
-  bool move_nans = false;         // sorted NaNs-largest, then the NaN block moved to the front
-  bool fix_radix_floats = false;  // automatic's radix sort: zeros and NaNs regrouped after
-  bool tie_break = false;         // options::stable by an algorithm that is not stable
-  // The workspace: [positions | composites | gathered values] (tie-break), [NaN move], then
-  // the sorts' own bytes.
-  std::size_t composites_at = 0, gathered_at = 0, nan_move_at = 0, core_at = 0;
-  std::size_t core_bytes = 0, total = 0;
-};
-
 // The comparison sorts that float keys run as codes (detail/core/float_order.hpp): not stable, so
 // that NaNs coming out in code order is one of the orders allowed.
 constexpr bool sorts_float_codes(algorithm a) {
@@ -123,9 +107,12 @@ constexpr bool sorts_float_codes(algorithm a) {
 }
 
 // How keys reach a concrete algorithm, for both backends: float keys as codes (the comparison
-// sorts), or NaNs-largest with the NaN block moved after where NaNs go first (the others).
+// sorts), or sorted NaNs-largest with the NaN block moved to the other end after, where NaNs
+// go before every number (the others).
 struct key_steps {
-  bool codes = false, low_nans = false, move_nans = false;
+  bool codes = false;      // float keys mapped in place to codes around the sort
+  bool low_nans = false;   // float NaNs go before every number in the output
+  bool move_nans = false;  // the NaN block moved to the other end after the sort
 };
 constexpr key_steps key_steps_of(algorithm a, bool floating, const options& opt) {
   key_steps s;
@@ -134,6 +121,20 @@ constexpr key_steps key_steps_of(algorithm a, bool floating, const options& opt)
   s.move_nans = s.low_nans && !s.codes;
   return s;
 }
+
+// One call of the flat sort, decided once from the options, n and the workspace given,
+// before a key moves; sort_flat then runs its steps straight through.
+struct sort_plan {
+  options core;    // what the sort runs: a concrete algorithm, not stable, float NaNs largest
+  options second;  // the stable tie-break's sort of (run start, position) composites
+  key_steps float_keys;           // as codes, or with the NaN block moved to the other end
+  bool fix_radix_floats = false;  // automatic's radix sort: zeros and NaNs regrouped after
+  bool tie_break = false;         // options::stable by an algorithm that is not stable
+  // The workspace: [positions | composites | gathered values] (tie-break), [NaN move], then
+  // the sorts' own bytes.
+  std::size_t composites_at = 0, gathered_at = 0, nan_move_at = 0, core_at = 0;
+  std::size_t core_bytes = 0, total = 0;
+};
 
 // The plan for `opt.algo`, a concrete algorithm.
 template <class K, class V>
@@ -145,17 +146,15 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
   using PK = payload<sizeof(K)>;
   p.core = floating ? with_nans_largest(opt) : opt;
   p.core.stable = false;
-  const key_steps steps = key_steps_of(opt.algo, floating, opt);
-  p.codes = steps.codes;
-  p.low_nans = steps.low_nans;
-  p.move_nans = steps.move_nans;
+  p.float_keys = key_steps_of(opt.algo, floating, opt);
   p.fix_radix_floats = fix_radix_floats;
   p.tie_break = opt.stable && !traits_of(opt.algo).stable && n >= 2;
   // The queries see the caller's arrays (or, for the tie-break's, the keys), never touched,
   // as the type the sort runs on: a sort's workspace may differ between floats and their
   // codes (CUB's tuning, the adaptive sort's items).
   const auto query = [&]<class W>(std::size_t& out, W* with) {
-    if (p.codes) return run_core<C, W>(nullptr, out, reinterpret_cast<C*>(keys), with, n, p.core);
+    if (p.float_keys.codes)
+      return run_core<C, W>(nullptr, out, reinterpret_cast<C*>(keys), with, n, p.core);
     return run_core<K, W>(nullptr, out, keys, with, n, p.core);
   };
   std::size_t at = 0, bytes = 0;
@@ -185,7 +184,7 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
   }
   if constexpr (floating)
     if (fix_radix_floats) bytes = std::max(bytes, device::radix_float_fixup_bytes<K, V>(n));
-  if (p.move_nans) {
+  if (p.float_keys.move_nans) {
     p.nan_move_at = at;
     at += device::nan_move_bytes;
   }
@@ -247,13 +246,14 @@ cudaError_t run_sort_step(const sort_plan& p, char* base, K* keys, V* values, st
   void* temp = base + p.core_at;  // non-null even when the sort asks for nothing
   const bool descending = opt.direction == order::descending;
   if constexpr (std::is_floating_point_v<K>) {
-    if (p.codes) {
+    if (p.float_keys.codes) {
       // The keys are mapped back whatever the sort returns, so that an error leaves them as
       // they were (the sort checks its arguments before it moves a key).
-      cudaError_t e = device::map_float_keys(keys, n, true, p.low_nans, opt.stream);
+      const bool low = p.float_keys.low_nans;
+      cudaError_t e = device::map_float_keys(keys, n, true, low, opt.stream);
       if (e != cudaSuccess) return e;
       e = run_core(temp, bytes, reinterpret_cast<code_of<K>*>(keys), values, n, opt);
-      const cudaError_t back = device::map_float_keys(keys, n, false, p.low_nans, opt.stream);
+      const cudaError_t back = device::map_float_keys(keys, n, false, low, opt.stream);
       return e != cudaSuccess ? e : back;
     }
   }
@@ -261,7 +261,7 @@ cudaError_t run_sort_step(const sort_plan& p, char* base, K* keys, V* values, st
   if constexpr (std::is_floating_point_v<K>) {
     if (e == cudaSuccess && p.fix_radix_floats)
       e = device::fix_radix_float_order(keys, values, n, descending, temp, bytes, opt.stream);
-    if (e == cudaSuccess && p.move_nans)
+    if (e == cudaSuccess && p.float_keys.move_nans)
       e = device::move_nans_to_other_end(keys, values, n, descending, base + p.nan_move_at,
                                          opt.stream);
   }
@@ -282,7 +282,8 @@ cudaError_t run_tie_break(const sort_plan& p, char* base, K* keys, V* values, st
     e = run_sort_step(p, base, keys, reinterpret_cast<payload<4>*>(positions), n);
   if (e == cudaSuccess)
     e = device::tie_composites(keys, positions, composites, n,
-                               p.core.direction == order::descending, p.low_nans, stream);
+                               p.core.direction == order::descending, p.float_keys.low_nans,
+                               stream);
   if (e == cudaSuccess)
     e = run_core(base + p.core_at, bytes, composites, reinterpret_cast<PK*>(keys), n, p.second);
   if constexpr (!std::is_same_v<V, no_value>) {

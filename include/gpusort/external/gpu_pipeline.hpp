@@ -194,7 +194,9 @@ class device_keys {
   // On GPU `device`; its calls must run where that GPU is the current one (device_scope).
   device_keys(int device, std::uint64_t capacity, const gpusort::options& opt,
               std::uint64_t slot_bytes)
-      : release_(device), slot_keys_(std::max<std::uint64_t>(1, slot_bytes / sizeof(K))), opt_(opt) {
+      : release_(device),
+        slot_keys_(std::max<std::uint64_t>(1, slot_bytes / sizeof(K))),
+        opt_(opt) {
     using impl::cuda_check;
     const device_scope on(device);
     cuda_check(create(stream_), "cannot create a stream");
