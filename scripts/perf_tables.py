@@ -159,7 +159,8 @@ def update(files, check):
             with open(name, "w") as f:
                 f.write(new)
     for name in stale:
-        print(f"{name}: {'out of date' if check else 'regenerated'}", file=sys.stderr)
+        print(f"{name}: " + (f"tables out of date (scripts/perf_tables.py --update {name})"
+                              if check else "regenerated"), file=sys.stderr)
     return 1 if check and stale else 0
 
 
