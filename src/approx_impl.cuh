@@ -129,6 +129,49 @@ cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const
                             sort_intervals<K, P>{}, opt.stream);
 }
 
+// top_k_rows with the columns as values: the per-row select generates them; other shapes
+// run top_k_rows on a column matrix made in the workspace (16-bit keys, which have no batched
+// sort: cudaErrorNotSupported).
+template <class K, class P>
+cudaError_t top_k_rows_positions(void* temp, std::size_t& temp_bytes, const K* keys,
+                                 std::uint64_t rows, std::uint64_t row_length, K* out_keys,
+                                 P* out_columns, std::uint64_t k, const options& opt) {
+  if (!check_approx_options(opt).empty() || k > row_length) return cudaErrorInvalidValue;
+  if (row_length && rows > ~std::uint64_t{0} / row_length) return cudaErrorInvalidValue;
+  const bool descending = opt.direction == order::descending;
+  if (temp) {
+    cudaError_t e = validate_arrays(keys, static_cast<const no_value*>(nullptr), rows * row_length);
+    if (e == cudaSuccess) e = validate_arrays(out_keys, out_columns, rows * k);
+    if (e != cudaSuccess) return e;
+  }
+  if (network::row_select_fits(row_length, k))
+    return device::top_k_rows_by_select(temp, temp_bytes, keys, device::positions<P>{}, rows,
+                                        row_length, out_keys, out_columns, k, descending,
+                                        opt.stream);
+  if constexpr (sizeof(K) == 2) {
+    return cudaErrorNotSupported;
+  } else {
+    const std::uint64_t n = rows * row_length;
+    const std::size_t matrix_bytes = (sizeof(P) * n + 255) / 256 * 256;
+    std::size_t rest = 0;
+    char* const base = static_cast<char*>(temp);
+    cudaError_t e = top_k_rows<K, P>(nullptr, rest, keys, nullptr, rows, row_length, out_keys,
+                                     out_columns, k, opt);
+    if (!temp || e != cudaSuccess) {
+      temp_bytes = matrix_bytes + rest;
+      return e;
+    }
+    if (temp_bytes < matrix_bytes + rest) return cudaErrorInvalidValue;
+    if (rows == 0 || k == 0) return cudaSuccess;
+    auto* columns = reinterpret_cast<P*>(base);
+    e = device::fill_row_columns(columns, n, row_length, opt.stream);
+    if (e == cudaSuccess)
+      e = top_k_rows<K, P>(base + matrix_bytes, rest, keys, columns, rows, row_length, out_keys,
+                           out_columns, k, opt);
+    return e;
+  }
+}
+
 template <class K>
 cudaError_t approx_measure(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
                            const std::uint64_t* offsets, unsigned long long* quality,
@@ -219,6 +262,14 @@ approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uin
                                                       std::uint64_t, K*, P*, std::uint64_t,   \
                                                       const options&);
 
+#define GPUSORT_INSTANTIATE_TOP_K_ROWS_POSITIONS(K)                                          \
+  template cudaError_t gpusort::detail::top_k_rows_positions<K, gpusort::detail::payload<4>>( \
+      void*, std::size_t&, const K*, std::uint64_t, std::uint64_t, K*,                        \
+      gpusort::detail::payload<4>*, std::uint64_t, const options&);                           \
+  template cudaError_t gpusort::detail::top_k_rows_positions<K, gpusort::detail::payload<8>>( \
+      void*, std::size_t&, const K*, std::uint64_t, std::uint64_t, K*,                        \
+      gpusort::detail::payload<8>*, std::uint64_t, const options&);
+
 #define GPUSORT_INSTANTIATE_APPROX_FOR_KEY(K)                                                 \
   template cudaError_t gpusort::detail::approx_measure<K>(                                    \
       void*, std::size_t&, const K*, std::uint64_t, const std::uint64_t*, unsigned long long*, \
@@ -231,6 +282,7 @@ approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uin
   template cudaError_t gpusort::detail::top_k_positions<K, gpusort::detail::payload<8>>(      \
       void*, std::size_t&, const K*, std::uint64_t, K*, gpusort::detail::payload<8>*,         \
       std::uint64_t, const options&);                                                         \
+  GPUSORT_INSTANTIATE_TOP_K_ROWS_POSITIONS(K)                                                 \
   GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::no_value)                                    \
   GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::payload<4>)                                  \
   GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::payload<8>)                                  \

@@ -77,6 +77,10 @@ template <class K, class P>
 cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
                        std::uint64_t rows, std::uint64_t row_length, K* out_keys, P* out_values,
                        std::uint64_t k, const options& opt);
+template <class K, class P>
+cudaError_t top_k_rows_positions(void* temp, std::size_t& temp_bytes, const K* keys,
+                                 std::uint64_t rows, std::uint64_t row_length, K* out_keys,
+                                 P* out_columns, std::uint64_t k, const options& opt);
 template <class K>
 cudaError_t approx_measure(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
                            const std::uint64_t* offsets, unsigned long long* quality,
@@ -235,6 +239,29 @@ cudaError_t top_k_rows_pairs(void* temp, std::size_t& temp_bytes, const K* keys,
                                static_cast<std::uint64_t>(rows),
                                static_cast<std::uint64_t>(row_length), out_keys,
                                reinterpret_cast<P*>(out_values), k, opt));
+}
+
+// top_k_rows_pairs with every key's column as its value, out_indices[r * k + j] the column of
+// out_keys[r * k + j] (torch.topk(x, k, dim=-1)'s indices), generated as the keys are chosen:
+// no index matrix is written or read. Rows of 2048 keys or more with k up to 2048 (LLM
+// decoding: vocabularies of 32k-256k logits) take a radix select per row whose workspace is
+// 8 KB and k columns per row (of at most 4,096 rows at once); other shapes are top_k_rows_pairs
+// of a column matrix made in the workspace. I: std::int32_t (rows below 2^31 keys) or
+// std::int64_t.
+template <supported_key K, class I, std::integral N, std::integral L>
+  requires std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>
+cudaError_t top_k_rows_indices(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
+                               L row_length, K* out_keys, I* out_indices, std::uint64_t k,
+                               const options& opt = {}) {
+  if (detail::negative(rows) || detail::negative(row_length)) return cudaErrorInvalidValue;
+  if (sizeof(I) == 4 && static_cast<std::uint64_t>(row_length) > (std::uint64_t{1} << 31))
+    return cudaErrorInvalidValue;  // a column would not fit
+  using P = detail::payload<sizeof(I)>;
+  return detail::never_zero(
+      temp, temp_bytes,
+      detail::top_k_rows_positions<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(rows),
+                                         static_cast<std::uint64_t>(row_length), out_keys,
+                                         reinterpret_cast<P*>(out_indices), k, opt));
 }
 
 // quality[0..3] (device) = {largest interval, keys out of place, sum of distances, largest

@@ -76,6 +76,9 @@ class _Torch:
     def astype(self, x, dtype):
         return x.to(getattr(self.torch, dtype))
 
+    def view(self, x, dtype):
+        return x.view(getattr(self.torch, dtype))
+
     def handle(self, x, stream):
         """(pointer, typestr, count, device) of a contiguous CUDA tensor, else a
         __cuda_array_interface__ dict with its strides (which the module refuses). No stream:
@@ -137,6 +140,9 @@ class _NdArrays:
 
     def astype(self, x, dtype):
         return x.astype(dtype, copy=False)
+
+    def view(self, x, dtype):
+        return x.view(dtype)
 
 
 class _CuPy(_NdArrays):

@@ -353,16 +353,39 @@ def topk_shape(shape, axis, k):
     return tuple(k if i == axis else extent for i, extent in enumerate(shape))
 
 
+# 16-bit float dtypes topk takes (as their bits, through the per-row select), and the
+# library's name of each.
+FLOAT16_DTYPES = {"float16": "f16", "bfloat16": "bf16"}
+# Rows the per-row select takes (network/row_select.hpp: k up to 2048 of rows of 2048 keys or
+# more), and one row longer than _ONE_ROW_SELECT_MOST, which top_k_indices (sampled splitters)
+# serves instead.
+_ROW_SELECT_MOST_K = 2048
+_ROW_SELECT_LEAST_ROW = 2048
+_ONE_ROW_SELECT_MOST = 2**22
+
+
+def _row_select_fits(row_len, k):
+    return k <= _ROW_SELECT_MOST_K and _ROW_SELECT_LEAST_ROW <= row_len < 2**32
+
+
 def topk(x, k, dim, largest):
     """(values, indices) of the k largest (largest=False: smallest) keys along dim, sorted."""
     if _arrays.is_jax(x):
         return _arrays.jax_results(topk(_arrays.lend_jax(x, "x"), k, dim, largest))
     xp = _arrays.namespace_of(x, "x")
     axis = _dim_of(xp, x, dim)
-    _check_dtype(xp, x)
+    float16 = FLOAT16_DTYPES.get(xp.dtype_name(x), "") if hasattr(xp, "view") else ""
+    if not float16:
+        _check_dtype(xp, x)
     moved, back = _last(xp, x, axis)
     rows, row_len = _rows(xp.shape(moved))
     k = _k_of(k, row_len)
+    if float16 and not (xp.on_device(x) and _row_select_fits(row_len, k)):
+        # Every 16-bit float is exactly a float32, in the same order: the float32 top-k,
+        # converted back, gives the same keys and indices.
+        dtype = xp.dtype_name(x)
+        values, indices = topk(xp.astype(x, "float32"), k, dim, largest)
+        return xp.astype(values, dtype), indices
     if not xp.is_contiguous(moved):  # topk leaves x alone: a contiguous copy is read instead
         moved = xp.copy(moved)
     shape = xp.shape(moved)
@@ -379,6 +402,13 @@ def topk(x, k, dim, largest):
     stream = xp.stream(moved)
     values = xp.empty(moved, out_shape, xp.dtype_name(x))
     alloc = _alloc(xp, moved, stream)
+    if float16 or (_row_select_fits(row_len, k) and (rows > 1 or row_len <= _ONE_ROW_SELECT_MOST)):
+        # The library writes the columns itself; 16-bit floats go as their bits.
+        indices = xp.empty(moved, out_shape, "int64")
+        keys, out = (xp.view(moved, "int16"), xp.view(values, "int16")) if float16 else (moved, values)
+        _ext.topk_rows_indices_device(*_handles(xp, stream, keys, out, indices), k, largest,
+                                      stream, alloc, rows, float16)
+        return back(values), back(indices)
     if rows == 1:  # the library writes the positions itself: no index array of n
         indices = xp.empty(moved, out_shape, "int64")
         _ext.topk_indices_device(*_handles(xp, stream, moved, values, indices), k, largest,

@@ -3,7 +3,7 @@ torch.argsort(stable=True) and cupy.sort, in one process on one GPU (whichever a
 installed). CUDA events around each call, warm-up first, fresh input copied from a pristine
 array before every timed call (the copy is not timed), the median of the repetitions.
 
-    python -m gpusort.bench [--quick] [--reps 10] [--csv results.csv] [--plot DIR]
+    python -m gpusort.bench [--quick] [--reps 10] [--csv results.csv] [--plot DIR] [--match TEXT]
 
 Two cases are timed apart: the host cost of one call at 2^10 keys (wall clock over a loop
 of calls, next to the GPU time of one), and an in-place sort of a float32 tensor that fills
@@ -32,6 +32,11 @@ def _median_ms(torch, run, pristine, work, reps):
     return statistics.median(times)
 
 
+# (rows, columns, k) of top-k at LLM decoding: batch x vocabulary.
+DECODE_SHAPES = [(1, 262144, 50), (1, 131072, 1024), (64, 131072, 1024), (64, 131072, 50),
+                 (256, 32000, 50), (512, 32000, 8), (16, 151936, 256)]
+
+
 def _cases(torch, quick):
     """(case, n, dtype, make input, {name: call})."""
     big = 2**24 if quick else 2**28
@@ -58,6 +63,13 @@ def _cases(torch, quick):
             cases.append((f"topk k={k} {dtype}", big, dtype, {
                 "gpusort": lambda x, k=k: gpusort.topk(x, k),
                 "torch.topk": lambda x, k=k: torch.topk(x, k),
+            }))
+    # LLM decoding: top-k over the vocabulary of each row (issue 47's shapes)
+    for rows, columns, k in DECODE_SHAPES:
+        for dtype in ("bfloat16", "float16", "float32"):
+            cases.append((f"topk rows {rows}x{columns} k={k} {dtype}", rows * columns, dtype, {
+                "gpusort": lambda x, r=rows, k=k: gpusort.topk(x.view(r, -1), k),
+                "torch.topk": lambda x, r=rows, k=k: torch.topk(x.view(r, -1), k),
             }))
     cases.append(("sort_ in place float32", big, "float32", {
         "gpusort bitonic": lambda x: gpusort.sort_(x, algorithm="bitonic"),
@@ -167,6 +179,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="largest size 2^24, not 2^28")
     parser.add_argument("--csv", help="write one row per measurement here")
     parser.add_argument("--plot", metavar="DIR", help="draw python_bench.png here (matplotlib)")
+    parser.add_argument("--match", metavar="TEXT",
+                        help="only the cases whose name holds TEXT (e.g. 'topk rows')")
     args = parser.parse_args(argv)
     try:
         import torch
@@ -181,10 +195,15 @@ def main(argv=None):
     gpu = torch.cuda.get_device_name()
     rows = []
     print(f"{gpu}, median of {args.reps} runs (ms); ratio = other / gpusort")
-    rows += _overhead_rows(torch, gpu)
+    if not args.match:
+        rows += _overhead_rows(torch, gpu)
     for case, n, dtype, calls in _cases(torch, args.quick):
+        if args.match and args.match not in case:
+            continue
         generator = torch.Generator(device="cuda").manual_seed(n)
-        if dtype == "float32":
+        if dtype in ("bfloat16", "float16") or case.startswith("topk rows"):  # logits
+            pristine = torch.randn(n, device="cuda", generator=generator).to(getattr(torch, dtype))
+        elif dtype == "float32":
             pristine = torch.rand(n, device="cuda", generator=generator)
         else:
             pristine = torch.randint(-(2**31), 2**31 - 1, (n,), dtype=torch.int32, device="cuda",
@@ -209,7 +228,8 @@ def main(argv=None):
         print(line, flush=True)
         del pristine, work
         torch.cuda.empty_cache()
-    rows += _in_place_rows(torch, gpu, args.reps)
+    if not args.match:
+        rows += _in_place_rows(torch, gpu, args.reps)
     if args.plot:
         print("figure:", write_figure(rows, args.plot))
     if args.csv:

@@ -152,6 +152,20 @@ def test_topk_rows(rng):
     assert same_bits(np.take_along_axis(x, indices, -1), values)
 
 
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_float16_through_float32(largest, rng):
+    x = rng.standard_normal((3, 3000)).astype(np.float16)
+    x[0, :5] = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+    values, indices = gpusort.topk(x, 100, largest=largest)
+    assert values.dtype == np.float16 and indices.dtype == np.int64
+    wide = x.astype(np.float32)
+    order = np.argsort(-wide if largest else wide, axis=-1, kind="stable")[:, :100]
+    if largest:  # NaNs count as the largest keys
+        order[0] = np.concatenate(([0], np.argsort(-wide[0, 1:], kind="stable")[:99] + 1))
+    assert same_bits(np.sort(values, axis=-1), np.sort(np.take_along_axis(x, order, -1), axis=-1))
+    assert same_bits(np.take_along_axis(x, indices, -1), values)
+
+
 def test_topk_rows_of_a_transposed_view(rng):
     x = random_keys("int32", 64 * 100, rng).reshape(100, 64).T
     before = x.copy()

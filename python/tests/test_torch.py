@@ -128,6 +128,46 @@ def test_topk_rows(rng):
     assert torch.equal(torch.gather(x, 1, indices), values)
 
 
+# LLM decoding shapes (rows x vocabulary, k up to 2048: the per-row select), the shortest
+# rows it takes, k the whole row, k = 0, and shapes it leaves to the batched sort (16-bit
+# floats: through float32).
+TOPK_ROW_SHAPES = [((1, 262144), 50), ((4, 131072), 1024), ((3, 2048), 2048), ((5, 32000), 8),
+                   ((2, 4096), 0), ((1, 5000), 5000), ((7, 1000), 10), ((2, 70001), 2048)]
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("shape,k", TOPK_ROW_SHAPES)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "int32", "float64"])
+def test_topk_rows_match_torch(dtype, shape, k, largest):
+    generator = torch.Generator(device="cuda").manual_seed(shape[1] + k)
+    x = torch.randn(shape, device="cuda", generator=generator) * 1000
+    x = x.to(getattr(torch, dtype))
+    values, indices = gpusort.topk(x, k, largest=largest)
+    expected = torch.topk(x, k, largest=largest)
+    assert values.dtype == x.dtype and indices.dtype == torch.int64
+    assert torch.equal(values, expected.values)
+    assert torch.equal(torch.gather(x, 1, indices), values)
+    for row in indices:
+        assert row.unique().numel() == k
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_topk_float16_specials(dtype, largest):
+    # every bit pattern of the format, so NaNs of both signs and every payload, +-0, +-inf and
+    # subnormals, in rows of 65,536 and 4,096
+    x = torch.arange(-32768, 32768, dtype=torch.int32, device="cuda").to(torch.int16)
+    x = x[torch.randperm(65536, device="cuda")].view(getattr(torch, dtype))
+    for rows in (1, 16):
+        m = x.reshape(rows, -1)
+        values, indices = gpusort.topk(m, 1000, largest=largest)
+        expected = torch.topk(m, 1000, largest=largest).values
+        # NaNs count as the largest keys, as in torch.topk; -0.0 and +0.0 compare equal
+        assert torch.equal(values.isnan(), expected.isnan())
+        assert torch.equal(values.nan_to_num(), expected.nan_to_num())
+        assert torch.equal(torch.gather(m, 1, indices).view(torch.int16), values.view(torch.int16))
+
+
 def test_topk_rows_smallest_of_a_transposed_view(rng):
     x = on_gpu(random_keys("int32", 64 * 1000, rng).reshape(1000, 64)).t()
     values, indices = gpusort.topk(x, 5, largest=False)
@@ -171,7 +211,7 @@ def test_approx_sort(rng):
 def test_errors_before_any_work(rng):
     x = on_gpu(random_keys("float32", 1000, rng))
     with pytest.raises(TypeError, match="x: dtype float16"):
-        gpusort.sort(x.half())
+        gpusort.sort(x.half())  # topk takes 16-bit floats; the sorts not yet
     with pytest.raises(ValueError, match="k:"):
         gpusort.topk(x, 1001)
     with pytest.raises(ValueError, match="dim:"):

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 
 #include "device_buffer.hpp"
 #include "gpusort/approx.hpp"
+#include "gpusort/detail/core/half_keys.hpp"
+#include "gpusort/detail/network/row_select.hpp"
 #include "reference.hpp"
 #include "shuffled_keys.cuh"
 
@@ -367,6 +370,30 @@ TYPED_TEST(GpuApprox, SelectKIsTheFirstKAsASetAndTheKthKey) {
   }
 }
 
+// One row's top k: the sorted row's first k keys as codes (which of several keys equal to the
+// k-th are taken is not promised: NaN payloads may differ), each column once, pointing at a
+// key of exactly the bits written.
+template <class K, class I>
+void check_row_top_k(const std::vector<K>& row, const K* got, const I* columns, std::size_t k,
+                     bool descending) {
+  const auto code = [](K key) { return gpusort::key_traits<K>::ordered(key); };
+  std::vector<std::size_t> order(row.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return descending ? code(row[b]) < code(row[a]) : code(row[a]) < code(row[b]);
+  });
+  std::vector<bool> seen(row.size());
+  for (std::size_t i = 0; i < k; ++i) {
+    ASSERT_EQ(code(got[i]), code(row[order[i]])) << "position " << i;
+    ASSERT_GE(columns[i], I{0});
+    const auto c = static_cast<std::size_t>(columns[i]);
+    ASSERT_LT(c, row.size());
+    ASSERT_FALSE(seen[c]) << "column " << c << " twice";
+    seen[c] = true;
+    ASSERT_EQ(std::memcmp(&row[c], &got[i], sizeof(K)), 0) << "position " << i << ": not the key of column " << c;
+  }
+}
+
 // Every row's k first keys against the sorted row, values (column indices) pointing back at
 // their keys, the input untouched, nothing written past rows x k.
 TYPED_TEST(GpuApprox, TopKRowsArePrefixesOfTheSortedRows) {
@@ -404,24 +431,107 @@ TYPED_TEST(GpuApprox, TopKRowsArePrefixesOfTheSortedRows) {
         for (std::size_t r = 0; r < sh.rows; ++r) {
           const std::vector<K> row(keys.begin() + r * sh.row_length,
                                    keys.begin() + (r + 1) * sh.row_length);
-          const std::vector<K> sorted = reference_sort(row, descending, nans_largest(descending));
-          ASSERT_TRUE(same_bits(std::vector<K>(got.begin() + r * k, got.begin() + (r + 1) * k),
-                                std::vector<K>(sorted.begin(), sorted.begin() + k)))
-              << "row " << r;
-          std::vector<bool> seen(sh.row_length);
-          for (std::size_t i = 0; i < k; ++i) {
-            const std::uint32_t c = got_columns[r * k + i];
-            ASSERT_LT(c, sh.row_length);
-            ASSERT_FALSE(seen[c]) << "column " << c << " twice in row " << r;
-            seen[c] = true;
-            ASSERT_EQ(gpusort::key_traits<K>::ordered(row[c]),
-                      gpusort::key_traits<K>::ordered(got[r * k + i]));
-          }
+          check_row_top_k(row, got.data() + r * k, got_columns.data() + r * k, k, descending);
         }
       }
     }
     ASSERT_TRUE(same_bits(dk.to_host(), keys)) << "top_k_rows must not touch its input";
   }
+}
+
+// top_k_rows_indices through the per-row select (k up to 2048 of rows of 2048 or more: one
+// row over many blocks, rows of one block, more rows than one batch, k the whole row) and the
+// column matrix beside it (other shapes), as 32- and 64-bit indices, on ties, sorted and
+// reversed rows and special values.
+template <class K, class I>
+void check_top_k_rows_indices(const std::vector<K>& keys, std::size_t rows, std::size_t row_length,
+                              std::size_t k, bool descending) {
+  SCOPED_TRACE(::testing::Message() << "rows=" << rows << " row_length=" << row_length << " k=" << k
+                                    << " desc=" << descending << " index bytes=" << sizeof(I));
+  guarded_buffer<K> dk(keys);
+  const gpusort::options opt{.direction = descending ? gpusort::order::descending
+                                                     : gpusort::order::ascending};
+  poisoned_array<K> ok(rows * k);
+  poisoned_array<I> oi(rows * k);
+  std::size_t bytes = 0;
+  auto call = [&](void* t) {
+    if constexpr (std::is_same_v<K, gpusort::detail::half_bits> ||
+                  std::is_same_v<K, gpusort::detail::bfloat16_bits>)
+      return gpusort::detail::top_k_rows_positions(
+          t, bytes, dk.data(), rows, row_length, ok.ptr,
+          reinterpret_cast<gpusort::detail::payload<sizeof(I)>*>(oi.ptr), k, opt);
+    else
+      return gpusort::top_k_rows_indices(t, bytes, dk.data(), rows, row_length, ok.ptr, oi.ptr, k, opt);
+  };
+  CUDA_OK(call(nullptr));
+  poisoned_array<char> temp(bytes);
+  CUDA_OK(call(temp.ptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  ASSERT_TRUE(ok.tail_intact(rows * k) && oi.tail_intact(rows * k)) << "wrote past rows x k";
+  const std::vector<K> got = ok.to_host(rows * k);
+  const std::vector<I> got_indices = oi.to_host(rows * k);
+  for (std::size_t r = 0; r < rows; ++r) {
+    SCOPED_TRACE(::testing::Message() << "row " << r);
+    const std::vector<K> row(keys.begin() + r * row_length, keys.begin() + (r + 1) * row_length);
+    check_row_top_k(row, got.data() + r * k, got_indices.data() + r * k, k, descending);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  ASSERT_EQ(std::memcmp(dk.to_host().data(), keys.data(), sizeof(K) * keys.size()), 0)
+      << "top_k_rows_indices must not touch its input";
+}
+
+struct row_case {
+  std::size_t rows, row_length;
+  std::vector<std::size_t> ks;
+};
+const row_case row_select_cases[] = {
+    {1, 262144, {1, 50, 1024, 2048}},  // one decoding step: one row over many blocks
+    {3, 2048, {0, 1, 2047, 2048}},     // the shortest rows it takes, k the whole row
+    {17, 70001, {33, 1000}},           // rows not a multiple of a block's share
+    {4099, 2048, {5, 40}},             // more rows than one batch
+    {7, 1000, {10, 999}},              // too short: the column matrix
+};
+
+TYPED_TEST(GpuApprox, TopKRowsIndicesPointAtTheirKeys) {
+  using K = TypeParam;
+  const tools::distribution dists[] = {tools::distribution::few_unique, tools::distribution::all_equal,
+                                       tools::distribution::reverse};
+  int seed = 0;
+  for (const row_case& c : row_select_cases) {
+    for (const tools::distribution d : dists) {
+      std::vector<K> keys = tools::generate<K>(d, c.rows * c.row_length, ++seed);
+      if (d == tools::distribution::few_unique) scatter_special_values(keys, seed);
+      for (bool descending : {false, true})
+        for (std::size_t k : c.ks) {
+          check_top_k_rows_indices<K, std::int64_t>(keys, c.rows, c.row_length, k, descending);
+          if (d == tools::distribution::few_unique)
+            check_top_k_rows_indices<K, std::int32_t>(keys, c.rows, c.row_length, k, descending);
+        }
+    }
+  }
+}
+
+// 16-bit float keys (binary16 and bfloat16, as bits): every bit pattern in the rows (NaNs of
+// both signs and every payload, +-0, +-inf, subnormals), and few distinct values.
+template <class H>
+void check_float16_rows() {
+  std::mt19937 rng(16);
+  for (const row_case& c : row_select_cases) {
+    if (c.row_length < gpusort::detail::network::row_select_least_row) continue;
+    std::vector<H> keys(c.rows * c.row_length);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      keys[i].bits = static_cast<std::uint16_t>(i % 3 ? rng() : rng() % 8 * 0x1111u);
+    for (bool descending : {false, true})
+      for (std::size_t k : c.ks) {
+        check_top_k_rows_indices<H, std::int64_t>(keys, c.rows, c.row_length, k, descending);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+  }
+}
+TEST(GpuApproxFloat16, TopKRowsOfHalfAndBfloat16) {
+  GPUSORT_REQUIRE_GPU();
+  check_float16_rows<gpusort::detail::half_bits>();
+  check_float16_rows<gpusort::detail::bfloat16_bits>();
 }
 
 TYPED_TEST(GpuApprox, QualityMatchesTheCpu) {

@@ -25,6 +25,7 @@
 #include "gpusort/detail/device/bitonic.cuh"
 #include "gpusort/detail/device/launch.cuh"
 #include "gpusort/detail/device/radix_select.cuh"
+#include "gpusort/detail/device/row_select.cuh"
 #include "gpusort/detail/network/approx.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/detail/network/segments.hpp"
@@ -776,10 +777,11 @@ constexpr bool warp_top_k_fits(index_t rows, index_t row_length, index_t k) {
 }
 
 // top_k of every row of a rows x row_length matrix. Where warp_top_k_fits: one warp per row
-// (no workspace). Otherwise the rows are copied to a buffer, sorted there by the batched sort,
-// and the first k keys (and values) of each row copied out with one 2-D copy; with k the whole
-// row, copied to the output and sorted there. Workspace: n keys (and values) unless k is the
-// whole row, and the batched sort's.
+// (no workspace). Where network::row_select_fits (k up to 2048 of rows of 2048 keys or more):
+// a radix select per row (device/row_select.cuh). Otherwise the rows are copied to a buffer,
+// sorted there by the batched sort, and the first k keys (and values) of each row copied out
+// with one 2-D copy; with k the whole row, copied to the output and sorted there. Workspace:
+// n keys (and values) unless k is the whole row, and the batched sort's.
 template <class K, class V, class SortSegments>
 cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
                        index_t rows, index_t row_length, K* out_keys, V* out_values, index_t k,
@@ -801,6 +803,9 @@ cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const
                                                out_values, static_cast<unsigned>(k), descending);
     return cudaGetLastError();
   }
+  if (network::row_select_fits(row_length, k))
+    return top_k_rows_by_select(temp, temp_bytes, keys, values, rows, row_length, out_keys,
+                                out_values, k, descending, stream);
   const index_t n = rows * row_length;
   const bool whole_rows = k == row_length;  // sorted in the output itself, nothing to copy out
   std::size_t segment_bytes = segments_bytes<K, V>(n, rows);
