@@ -161,10 +161,16 @@ def test_topk_float16_specials(dtype, largest):
     for rows in (1, 16):
         m = x.reshape(rows, -1)
         values, indices = gpusort.topk(m, 1000, largest=largest)
-        expected = torch.topk(m, 1000, largest=largest).values
-        # NaNs count as the largest keys, as in torch.topk; -0.0 and +0.0 compare equal
-        assert torch.equal(values.isnan(), expected.isnan())
-        assert torch.equal(values.nan_to_num(), expected.nan_to_num())
+        # NaNs count as the largest keys (torch.topk of these rows in bf16 returned more NaNs
+        # than the row holds on the H100 host, torch 2.x: the reference is NumPy's, in f32)
+        keys, got = host(m.float()), host(values.float())
+        for row, out in zip(keys, got):
+            numbers = np.sort(row[~np.isnan(row)])
+            nans = min(1000, row.size - numbers.size) if largest else max(0, 1000 - numbers.size)
+            want = (numbers[::-1] if largest else numbers)[: 1000 - nans]
+            at = slice(0, nans) if largest else slice(1000 - nans, 1000)
+            assert np.isnan(out[at]).all() and np.isnan(out).sum() == nans
+            assert np.array_equal(out[~np.isnan(out)], want)  # -0.0 == +0.0 here
         assert torch.equal(torch.gather(m, 1, indices).view(torch.int16), values.view(torch.int16))
 
 

@@ -15,9 +15,9 @@
 
 #include <cstdint>
 
+#include <cub/block/block_merge_sort.cuh>
 #include <cub/block/block_scan.cuh>
 
-#include "gpusort/detail/block/block_bitonic_sort.cuh"
 #include "gpusort/detail/block/warp_top_k.cuh"
 #include "gpusort/detail/device/gather.cuh"
 #include "gpusort/detail/device/launch.cuh"
@@ -37,6 +37,11 @@ struct row_select_state {
   unsigned unused;
   unsigned counts[network::row_digit_buckets];  // the current digit's counts
 };
+
+// Keys each thread loads before it uses one: 16 bytes of them, so that a warp keeps several
+// loads in flight (the passes are bound by memory latency otherwise).
+template <class K>
+inline constexpr int loads_in_flight = sizeof(K) >= 8 ? 2 : static_cast<int>(16 / sizeof(K));
 
 // The part of its row a block reads: [first, last) of row `row`.
 struct row_part {
@@ -64,14 +69,23 @@ __global__ void __launch_bounds__(THREADS)
   __shared__ bool last;
   using scan = cub::BlockScan<unsigned, THREADS>;
   __shared__ typename scan::TempStorage scan_storage;
-  for (unsigned d = threadIdx.x; d < buckets; d += THREADS) counts[d] = 0;
+  const unsigned digit_mask = (1u << bits) - 1;
+  for (unsigned d = threadIdx.x; d <= digit_mask; d += THREADS) counts[d] = 0;
   __syncthreads();
   const U prefix = static_cast<U>(s.prefix), mask = static_cast<U>(s.mask);
-  const unsigned digit_mask = (1u << bits) - 1;
   const K* row = keys + p.row * row_length;
-  for (index_t i = p.first + threadIdx.x; i < p.last; i += THREADS) {
-    const U code = network::select_code(row[i], descending);
-    if (static_cast<U>(code & mask) == prefix) atomicAdd(&counts[(code >> shift) & digit_mask], 1u);
+  constexpr int unroll = loads_in_flight<K>;
+  for (index_t start = p.first + threadIdx.x; start < p.last; start += index_t{THREADS} * unroll) {
+    U codes[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const index_t i = start + index_t{THREADS} * u;
+      codes[u] = i < p.last ? network::select_code(row[i], descending) : static_cast<U>(~prefix);
+    }
+#pragma unroll
+    for (int u = 0; u < unroll; ++u)
+      if (start + index_t{THREADS} * u < p.last && static_cast<U>(codes[u] & mask) == prefix)
+        atomicAdd(&counts[(codes[u] >> shift) & digit_mask], 1u);
   }
   __syncthreads();
   for (unsigned d = threadIdx.x; d <= digit_mask; d += THREADS)
@@ -122,15 +136,24 @@ __global__ void __launch_bounds__(THREADS)
   const K* row = keys + p.row * row_length;
   std::uint32_t* out = columns + p.row * k;
   // Every lane runs every round: warp_reserve takes the whole warp.
-  for (index_t start = p.first; start < p.last; start += THREADS) {
-    const index_t i = start + threadIdx.x;
-    const bool in = i < p.last;
-    const U high = in ? static_cast<U>(network::select_code(row[i], descending) & mask) : U{0};
-    const bool before_kth = in && high < prefix, tied = in && high == prefix;
-    const unsigned long long at = warp_reserve(before_kth, &s.taken[0]);
-    if (before_kth) out[at] = static_cast<std::uint32_t>(i);
-    const unsigned long long tie = warp_reserve(tied, &s.taken[1]);
-    if (tied && tie < needed) out[below + tie] = static_cast<std::uint32_t>(i);
+  constexpr int unroll = loads_in_flight<K>;
+  for (index_t start = p.first; start < p.last; start += index_t{THREADS} * unroll) {
+    U high[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const index_t i = start + index_t{THREADS} * u + threadIdx.x;
+      high[u] = i < p.last ? static_cast<U>(network::select_code(row[i], descending) & mask) : U{0};
+    }
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const index_t i = start + index_t{THREADS} * u + threadIdx.x;
+      const bool in = i < p.last;
+      const bool before_kth = in && high[u] < prefix, tied = in && high[u] == prefix;
+      const unsigned long long at = warp_reserve(before_kth, &s.taken[0]);
+      if (before_kth) out[at] = static_cast<std::uint32_t>(i);
+      const unsigned long long tie = warp_reserve(tied, &s.taken[1]);
+      if (tied && tie < needed) out[below + tie] = static_cast<std::uint32_t>(i);
+    }
   }
 }
 
@@ -152,7 +175,8 @@ struct ranked_before {
   }
 };
 
-// One block per row of the batch: its k columns sorted by (code, column), the keys and values
+// One block per row of the batch: its k columns sorted by (code, column) (CUB's block merge
+// sort: a bitonic network of the block's whole tile ran 40 us for k = 50), the keys and values
 // written in that order.
 template <int THREADS, int ITEMS, class K, class Values, class V>
 __global__ void __launch_bounds__(THREADS)
@@ -160,21 +184,21 @@ __global__ void __launch_bounds__(THREADS)
                           unsigned k, bool descending, const std::uint32_t* columns,
                           K* out_keys, V* out_values) {
   using ranked = block::ranked_key<K>;
-  using sorter = block::block_bitonic_sort<ranked, no_value, THREADS, ITEMS, ranked_before>;
-  __shared__ typename sorter::temp_storage storage;
+  using sorter = cub::BlockMergeSort<ranked, THREADS, ITEMS>;
+  __shared__ typename sorter::TempStorage storage;
   const index_t row = blockIdx.x;
   const K* in = keys + row * row_length;
   ranked items[ITEMS];
-  no_value none[ITEMS];
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
     const unsigned l = threadIdx.x * ITEMS + j;
+    items[j] = ranked::padding();
     if (l < k) {
       const std::uint32_t column = columns[row * k + l];
       items[j] = ranked::of(in[column], column, descending);
     }
   }
-  sorter{storage}.sort(items, none, k, false, ranked_before{});
+  sorter(storage).Sort(items, ranked_before{}, static_cast<int>(k), ranked::padding());
   const index_t out = (first_row + row) * k;
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
@@ -234,11 +258,15 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
     e = cudaGetLastError();
     if (e != cudaSuccess) break;
     // keys and values are indexed from the batch's first row; outputs from the matrix's.
-    if (k <= threads)
-      emit_row_top_k_kernel<threads, 1><<<static_cast<unsigned>(count), threads, 0, stream>>>(
+    const auto blocks = static_cast<unsigned>(count);
+    if (k <= 128)
+      emit_row_top_k_kernel<128, 1><<<blocks, 128, 0, stream>>>(
+          batch_keys, values, row_length, first, kk, descending, columns, out_keys, out_values);
+    else if (k <= 1024)
+      emit_row_top_k_kernel<256, 4><<<blocks, 256, 0, stream>>>(
           batch_keys, values, row_length, first, kk, descending, columns, out_keys, out_values);
     else
-      emit_row_top_k_kernel<threads, 8><<<static_cast<unsigned>(count), threads, 0, stream>>>(
+      emit_row_top_k_kernel<256, 8><<<blocks, 256, 0, stream>>>(
           batch_keys, values, row_length, first, kk, descending, columns, out_keys, out_values);
     e = cudaGetLastError();
   }
