@@ -18,6 +18,7 @@
 #include "gpusort/approx.hpp"
 #include "gpusort/detail/cpu/approx.hpp"
 #include "gpusort/detail/network/approx.hpp"
+#include "gpusort/detail/network/row_select.hpp"
 #include "reference.hpp"
 
 using namespace gpusort::testing;
@@ -663,6 +664,94 @@ TYPED_TEST(ApproxMath, RadixSelectFindsTheKthCode) {
         ASSERT_EQ(prefix, sorted[k - 1]);
         ASSERT_EQ(below, static_cast<std::uint64_t>(
                              std::lower_bound(sorted.begin(), sorted.end(), prefix) - sorted.begin()));
+      }
+    }
+  }
+}
+
+// The per-row select's digits (network/row_select.hpp) cover a code's bits once each, from
+// the top, 11 at most; its search (the device's select_row_digit_kernel, step for step: the
+// prefix and mask of the digits found, the keys below them, the early end when the bucket
+// holds exactly the keys still needed) finds the k-th code, and the gather's two groups
+// (below the prefix; equal to it under the mask) hold the k first keys.
+TEST(RowSelect, DigitsCoverEveryBitOnceFromTheTop) {
+  for (int width : {8, 11, 16, 22, 32, 33, 64}) {
+    int next = width;
+    for (int pass = 0; pass < net::row_select_passes(width); ++pass) {
+      const net::digit_window d = net::row_select_digit(width, pass);
+      ASSERT_EQ(d.shift + d.bits, next) << "width " << width << " pass " << pass;
+      ASSERT_GE(d.bits, 1);
+      ASSERT_LE(d.bits, net::row_digit_bits);
+      next = d.shift;
+    }
+    ASSERT_EQ(next, 0) << "width " << width;
+  }
+  EXPECT_EQ(net::row_select_passes(16), 2);
+  EXPECT_EQ(net::row_select_passes(32), 3);
+  EXPECT_EQ(net::row_select_passes(64), 6);
+}
+
+TEST(RowSelect, BlocksPerRowAndWhichShapesItTakes) {
+  EXPECT_EQ(net::row_select_blocks(1, 262144, 528), 64u);  // capped by 4,096 keys a block
+  EXPECT_EQ(net::row_select_blocks(64, 131072, 528), 9u);
+  EXPECT_EQ(net::row_select_blocks(512, 32000, 528), 2u);
+  EXPECT_EQ(net::row_select_blocks(4096, 2048, 528), 1u);
+  EXPECT_EQ(net::row_select_blocks(1, 1, 528), 1u);  // never 0
+  for (std::uint64_t rows : {1u, 3u, 64u, 100000u})
+    for (std::uint64_t len : {2048u, 4097u, 131072u, 1000003u}) {
+      const std::uint64_t b = net::row_select_blocks(rows, len, 528);
+      ASSERT_GE(b, 1u);
+      ASSERT_TRUE(b == 1 || len / b >= net::row_select_least_block_keys / 2) << rows << " " << len;
+    }
+  EXPECT_TRUE(net::row_select_fits(2048, 2048));
+  EXPECT_FALSE(net::row_select_fits(2047, 1));
+  EXPECT_FALSE(net::row_select_fits(1u << 20, 2049));
+  EXPECT_FALSE(net::row_select_fits(std::uint64_t{1} << 32, 1));
+}
+
+TYPED_TEST(ApproxMath, RowSelectSearchFindsTheKthCode) {
+  using K = TypeParam;
+  using U = net::ordered_t<K>;
+  constexpr int width = sizeof(U) * 8;
+  for (const auto d : {tools::distribution::uniform, tools::distribution::few_unique,
+                       tools::distribution::all_equal}) {
+    const std::size_t n = 5003;
+    const std::vector<K> keys = make_input<K>(d, n, 29 + static_cast<int>(d), true);
+    for (bool desc : {false, true}) {
+      std::vector<U> codes(n);
+      for (std::size_t i = 0; i < n; ++i) codes[i] = net::select_code(keys[i], desc);
+      std::vector<U> sorted = codes;
+      std::sort(sorted.begin(), sorted.end());
+      for (std::uint64_t k : {std::uint64_t{1}, std::uint64_t{50}, std::uint64_t{2048},
+                              std::uint64_t{n}}) {
+        SCOPED_TRACE(::testing::Message() << "dist=" << tools::to_string(d) << " desc=" << desc
+                                          << " k=" << k);
+        U prefix = 0, mask = 0;
+        std::uint64_t below = 0;
+        bool done = false;
+        for (int pass = 0; pass < net::row_select_passes(width) && !done; ++pass) {
+          const net::digit_window w = net::row_select_digit(width, pass);
+          const std::uint32_t digit_mask = (1u << w.bits) - 1;
+          std::vector<std::uint64_t> counts(digit_mask + 1);
+          for (const U c : codes)
+            if (static_cast<U>(c & mask) == prefix) ++counts[(c >> w.shift) & digit_mask];
+          const net::digit_pick pick = net::pick_digit(counts.data(), digit_mask + 1, k - below);
+          ASSERT_LE(pick.digit, digit_mask);
+          prefix = static_cast<U>(prefix | static_cast<U>(static_cast<U>(pick.digit) << w.shift));
+          mask = static_cast<U>(mask | static_cast<U>(static_cast<U>(digit_mask) << w.shift));
+          below += pick.before;
+          done = counts[pick.digit] == k - below;
+        }
+        std::uint64_t lower = 0, tied = 0;
+        for (const U c : codes) {
+          lower += static_cast<U>(c & mask) < prefix;
+          tied += static_cast<U>(c & mask) == prefix;
+        }
+        ASSERT_EQ(lower, below);
+        ASSERT_GE(below + tied, k);
+        ASSERT_LT(below, k);
+        if (!done) ASSERT_EQ(prefix, sorted[k - 1]);
+        ASSERT_EQ(static_cast<U>(sorted[k - 1] & mask), prefix);
       }
     }
   }

@@ -34,8 +34,9 @@ GPUSORT_HD constexpr digit_window row_select_digit(int width, int pass) {
   return {shift, top - shift};
 }
 
-// Blocks per row: about `want_blocks` over the whole matrix, none reading fewer than
-// row_select_least_block_keys keys (a row shorter than that has one).
+// Blocks per row: about `want_blocks` over the whole matrix, no more than one per
+// row_select_least_block_keys keys of the row (so a block reads at least half that many; a
+// row shorter than that has one).
 GPUSORT_HD constexpr std::uint64_t row_select_blocks(std::uint64_t rows, std::uint64_t row_length,
                                                      std::uint64_t want_blocks) {
   const std::uint64_t most = (row_length + row_select_least_block_keys - 1) / row_select_least_block_keys;
