@@ -160,7 +160,9 @@ def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", na
     for rows under 2^31 keys). Any dim; strided input is read through a contiguous copy.
     stable=True keeps equal keys in their input order. Float NaNs go after every number in
     both orders (nans="last", NumPy's order) or before them (nans="first"); torch.sort
-    treats NaN as the largest key, which is nans="first" with descending=True."""
+    treats NaN as the largest key, which is nans="first" with descending=True. bool, 8- and
+    16-bit integers, float16 and bfloat16 are sorted as a widened copy (int32, float32) and
+    returned in their dtype."""
     if _operator(x):
         return SortResult(*_operators.sort(x, dim, descending, stable, algorithm, nans, indices_dtype))
     return SortResult(*_core.sort(x, dim, descending, stable, algorithm, nans, indices_dtype))
@@ -205,8 +207,10 @@ def sort_segmented(x, offsets, *, descending=False, algorithm="automatic", nans=
 def topk(x, k, *, dim=-1, largest=True, sorted=True):
     """The k largest (largest=False: smallest) keys of x along dim, largest first, and
     their indices (int64), like torch.topk. Results are always sorted. NaNs count as the
-    largest keys. One row: only about k keys are sorted, and their indices come from the
-    library's top_k_indices (no index array); several rows: the library's top_k_rows."""
+    largest keys. Rows of 2,048 keys or more with k up to 2,048 (and float16 or bfloat16
+    logits there, on their bits): a radix select per row (top_k_rows_indices); one longer
+    row: top_k_indices, which sorts only about k keys; other rows: top_k_rows. No index
+    array is made where the library writes the positions."""
     if _operator(x):
         return TopkResult(*_operators.topk(x, k, dim, largest))
     return TopkResult(*_core.topk(x, k, dim, largest))

@@ -79,6 +79,9 @@ class _Torch:
     def view(self, x, dtype):
         return x.view(getattr(self.torch, dtype))
 
+    def take_along(self, x, indices, axis):
+        return self.torch.gather(x, axis, indices.long())
+
     def handle(self, x, stream):
         """(pointer, typestr, count, device) of a contiguous CUDA tensor, else a
         __cuda_array_interface__ dict with its strides (which the module refuses). No stream:
@@ -143,6 +146,9 @@ class _NdArrays:
 
     def view(self, x, dtype):
         return x.view(dtype)
+
+    def take_along(self, x, indices, axis):
+        return self.module.take_along_axis(x, indices, axis)
 
 
 class _CuPy(_NdArrays):

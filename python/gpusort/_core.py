@@ -229,6 +229,28 @@ def _row_indices(xp, like, rows, row_len, dtype):
     return row if rows == 1 else xp.tile_rows(row, rows)
 
 
+# Key dtypes the library has no instantiation for, sorted as a wider dtype that holds every
+# value exactly and in the same order (bool and 8- and 16-bit integers as int32, 16-bit
+# floats as float32: -0.0 before +0.0 and NaNs stay what they are). The sorted keys come back
+# by the indices (16-bit floats: the caller's bits, NaN payloads included) or converted back
+# (integers, exact). It costs a conversion each way; 16-bit keys of their own are issue 47's.
+WIDENED_DTYPES = {"bool": "int32", "int8": "int32", "uint8": "int32", "int16": "int32",
+                  "uint16": "int32", "float16": "float32", "bfloat16": "float32"}
+
+
+def _widened(xp, x):
+    """The dtype x is sorted as, or None where the library takes x's dtype (or the
+    array's library cannot convert it)."""
+    return WIDENED_DTYPES.get(xp.dtype_name(x)) if hasattr(xp, "take_along") else None
+
+
+def _narrowed(xp, x, values, indices, axis):
+    """x's sorted keys in x's dtype, from the sort of its widened copy."""
+    if xp.dtype_name(x) in FLOAT16_DTYPES:
+        return xp.take_along(x, indices, axis)
+    return xp.astype(values, xp.dtype_name(x))
+
+
 def sort(x, dim, descending, stable, algorithm, nans, indices_dtype):
     """(values, indices) of x sorted along dim, as new arrays of x's library."""
     if _arrays.is_jax(x):
@@ -237,6 +259,11 @@ def sort(x, dim, descending, stable, algorithm, nans, indices_dtype):
     nans = _nans(nans)
     xp = _arrays.namespace_of(x, "x")
     axis = _dim_of(xp, x, dim)
+    wide = _widened(xp, x)
+    if wide:
+        values, indices = sort(xp.astype(x, wide), dim, descending, stable, algorithm, nans,
+                               indices_dtype)
+        return _narrowed(xp, x, values, indices, axis), indices
     _check_dtype(xp, x)
     moved, back = _last(xp, x, axis)
     shape = xp.shape(moved)
@@ -273,6 +300,12 @@ def sort_(x, dim, descending, stable, algorithm, nans):
     nans = _nans(nans)
     xp = _arrays.namespace_of(x, "x")
     axis = _dim_of(xp, x, dim)
+    if _widened(xp, x):
+        if not xp.on_device(x) and not _host_arrays(xp, x, "x")[0].flags.writeable:
+            raise ValueError("x: is read-only")
+        values, _ = sort(x, dim, descending, stable, algorithm, nans, "int64")
+        xp.assign(x, values)
+        return
     _check_dtype(xp, x)
     moved, _ = _last(xp, x, axis)
     rows, row_len = _rows(xp.shape(moved))
@@ -307,6 +340,10 @@ def sort_segmented(x, offsets, descending, algorithm, nans):
     shape = xp.shape(x)
     if len(shape) != 1:
         raise ValueError(f"x: must be 1-D, got shape {shape}")
+    wide = _widened(xp, x)
+    if wide:
+        values, indices = sort_segmented(xp.astype(x, wide), offsets, descending, algorithm, nans)
+        return _narrowed(xp, x, values, indices, 0), indices
     _check_dtype(xp, x)
     oxp = _arrays.namespace_of(offsets, "offsets")
     _same_place(xp, x, oxp, offsets, "offsets")
@@ -374,18 +411,16 @@ def topk(x, k, dim, largest):
         return _arrays.jax_results(topk(_arrays.lend_jax(x, "x"), k, dim, largest))
     xp = _arrays.namespace_of(x, "x")
     axis = _dim_of(xp, x, dim)
-    float16 = FLOAT16_DTYPES.get(xp.dtype_name(x), "") if hasattr(xp, "view") else ""
-    if not float16:
+    wide = _widened(xp, x)
+    float16 = FLOAT16_DTYPES.get(xp.dtype_name(x), "") if wide else ""
+    if not wide:
         _check_dtype(xp, x)
     moved, back = _last(xp, x, axis)
     rows, row_len = _rows(xp.shape(moved))
     k = _k_of(k, row_len)
-    if float16 and not (xp.on_device(x) and _row_select_fits(row_len, k)):
-        # Every 16-bit float is exactly a float32, in the same order: the float32 top-k,
-        # converted back, gives the same keys and indices.
-        dtype = xp.dtype_name(x)
-        values, indices = topk(xp.astype(x, "float32"), k, dim, largest)
-        return xp.astype(values, dtype), indices
+    if wide and not (float16 and xp.on_device(x) and _row_select_fits(row_len, k)):
+        values, indices = topk(xp.astype(x, wide), k, dim, largest)
+        return _narrowed(xp, x, values, indices, axis), indices
     if not xp.is_contiguous(moved):  # topk leaves x alone: a contiguous copy is read instead
         moved = xp.copy(moved)
     shape = xp.shape(moved)

@@ -5,17 +5,19 @@ orders, or before them with nans="first"."""
 import numpy as np
 
 DTYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")
+# Dtypes sorted through a wider copy (gpusort._core.WIDENED_DTYPES); NumPy has no bfloat16.
+NARROW_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "float16")
 
 
 def order_key(a):
     """uint64 keys whose unsigned order is gpusort's ascending order of a."""
     a = np.asarray(a)
     kind, bits = a.dtype.kind, a.dtype.itemsize * 8
-    if kind == "u":
+    if kind in "ub":
         return a.astype(np.uint64)
     if kind == "i":
         return a.astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)
-    raw = a.view(np.uint32 if bits == 32 else np.uint64).astype(np.uint64)
+    raw = a.view({16: np.uint16, 32: np.uint32, 64: np.uint64}[bits]).astype(np.uint64)
     sign = np.uint64(1 << (bits - 1))
     mask = np.uint64((1 << bits) - 1)
     key = np.where(raw & sign, ~raw & mask, raw | sign)
@@ -39,8 +41,10 @@ def stable_argsort(a, descending=False, nans="last"):
 def random_keys(dtype, n, rng, distinct=None):
     """n keys of dtype; distinct limits them to that many values (for ties)."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, n).astype(bool)
     if dtype.kind == "f":
-        keys = rng.standard_normal(n).astype(dtype) * 1000
+        keys = (rng.standard_normal(n) * 1000).astype(dtype)
         if distinct:
             keys = rng.integers(0, distinct, n).astype(dtype)
         return keys
@@ -55,7 +59,7 @@ def float_specials(dtype, rng, n=200):
     dtype = np.dtype(dtype)
     tiny = np.finfo(dtype).smallest_subnormal
     special = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, tiny, -tiny, 1.0, -1.0], dtype)
-    keys = np.concatenate([np.repeat(special, 5), random_keys(dtype, n, rng)])
+    keys = np.concatenate([np.repeat(special, 5), random_keys(dtype, n, rng)]).astype(dtype)
     rng.shuffle(keys)
     return keys
 
@@ -64,7 +68,7 @@ def same_bits(a, b):
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    view = {4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
+    view = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
     return np.array_equal(a.view(view), b.view(view))
 
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import gpusort
-from reference import DTYPES, check_sorted, float_specials, order_key, random_keys, same_bits
+from reference import (DTYPES, NARROW_DTYPES, check_sorted, float_specials, order_key, random_keys,
+                       same_bits)
 
 SIZES = [0, 1, 2, 3, 7, 8, 9, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4097]
 FLOATS = ("float32", "float64")
@@ -27,6 +28,44 @@ def test_sort(dtype, n, descending, rng):
     check_sorted(x, values, indices, descending)
     assert same_bits(x, before), "the input changed"
     assert np.array_equal(gpusort.argsort(x, descending=descending), indices)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("n", [0, 1, 33, 1025, 4097])
+@pytest.mark.parametrize("dtype", NARROW_DTYPES)
+def test_narrow_dtypes_sort_through_a_wider_copy(dtype, n, descending, rng):
+    x = random_keys(dtype, n, rng)
+    before = x.copy()
+    for stable in (False, True):
+        values, indices = gpusort.sort(x, descending=descending, stable=stable)
+        assert values.dtype == x.dtype and indices.dtype == np.int64
+        check_sorted(x, values, indices, descending, stable=stable)
+    ties = random_keys(dtype, n, rng, distinct=3 if dtype != "bool" else None)
+    values, indices = gpusort.sort(ties, descending=descending, stable=True)
+    check_sorted(ties, values, indices, descending, stable=True)
+    assert same_bits(x, before), "the input changed"
+    y = x.copy()
+    gpusort.sort_(y, descending=descending)
+    assert same_bits(y, gpusort.sort(x, descending=descending).values)
+    k = min(n, 5)
+    top, where = gpusort.topk(x, k, largest=descending)
+    assert top.dtype == x.dtype and same_bits(x[where], top)
+    assert np.array_equal(order_key(top), order_key(gpusort.sort(x, descending=descending).values[:k]))
+
+
+@pytest.mark.parametrize("nans", ["last", "first"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_float16_specials_keep_their_bits(descending, nans, rng):
+    x = float_specials("float16", rng)
+    x[::7] = np.array(0x7E01, np.uint16).view(np.float16)  # a NaN with a payload
+    x[3::11] = np.array(0xFC03, np.uint16).view(np.float16)  # and a negative one
+    values, indices = gpusort.sort(x, descending=descending, stable=True, nans=nans)
+    check_sorted(x, values, indices, descending, stable=True, nans=nans)
+    segments = np.array([0, 10, 10, 150, x.size], dtype=np.int64)
+    values, indices = gpusort.sort_segmented(x, segments, descending=descending, nans=nans)
+    assert values.dtype == np.float16 and same_bits(x[indices], values)
+    for b, e in zip(segments[:-1], segments[1:]):
+        check_sorted(x[b:e], values[b:e], indices[b:e] - b, descending, nans=nans)
 
 
 @pytest.mark.parametrize("descending", [False, True])
@@ -203,11 +242,13 @@ def test_approx_sort_default_intervals(rng):
 
 
 def test_unsupported_dtype_names_x():
-    x = np.zeros(10, dtype=np.float16)
-    with pytest.raises(TypeError, match="x: dtype float16"):
+    x = np.zeros(10, dtype=np.complex64)
+    with pytest.raises(TypeError, match="x: dtype complex64"):
         gpusort.sort(x)
     with pytest.raises(TypeError, match="x:"):
-        gpusort.sort_(np.zeros(4, dtype=bool))
+        gpusort.sort_(np.zeros(4, dtype=np.float16).view(np.complex64))
+    with pytest.raises(TypeError, match="x: dtype float16"):
+        gpusort.approx_sort(np.zeros(4, dtype=np.float16))  # the approximate sort: not yet
 
 
 def test_not_an_array():

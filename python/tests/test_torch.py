@@ -128,6 +128,23 @@ def test_topk_rows(rng):
     assert torch.equal(torch.gather(x, 1, indices), values)
 
 
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "float16", "bfloat16"])
+def test_narrow_dtypes_match_torch_stable_sort(dtype, descending):
+    # sorted through a wider copy (int32, float32): the stable order is unique, so values
+    # and indices equal torch's
+    generator = torch.Generator(device="cuda").manual_seed(7)
+    wide = torch.randint(-300, 300, (3, 5000), device="cuda", generator=generator)
+    x = (wide > 0) if dtype == "bool" else wide.to(getattr(torch, dtype))
+    values, indices = gpusort.sort(x, descending=descending, stable=True)
+    expected = torch.sort(x, descending=descending, stable=True)
+    assert values.dtype == x.dtype
+    assert torch.equal(values, expected.values) and torch.equal(indices, expected.indices)
+    y = x.clone()
+    gpusort.sort_(y, dim=0, descending=descending)
+    assert torch.equal(y, torch.sort(x, dim=0, descending=descending).values)
+
+
 # LLM decoding shapes (rows x vocabulary, k up to 2048: the per-row select), the shortest
 # rows it takes, k the whole row, k = 0, and shapes it leaves to the batched sort (16-bit
 # floats: through float32).
@@ -216,8 +233,8 @@ def test_approx_sort(rng):
 
 def test_errors_before_any_work(rng):
     x = on_gpu(random_keys("float32", 1000, rng))
-    with pytest.raises(TypeError, match="x: dtype float16"):
-        gpusort.sort(x.half())  # topk takes 16-bit floats; the sorts not yet
+    with pytest.raises(TypeError, match="x: dtype complex64"):
+        gpusort.sort(x.to(torch.complex64))
     with pytest.raises(ValueError, match="k:"):
         gpusort.topk(x, 1001)
     with pytest.raises(ValueError, match="dim:"):
