@@ -123,6 +123,8 @@ __all__ = [
     "sort_segmented",
     "topk",
     "kthvalue",
+    "partition",
+    "argpartition",
     "approx_sort",
     "sort_file",
     "sort_records_file",
@@ -233,6 +235,20 @@ def kthvalue(x, k, dim=-1, keepdim=False):
     axis = dim % values.ndim  # topk checked dim
     at = (slice(None),) * axis + (slice(first - 1, first) if keepdim else first - 1,)
     return KthvalueResult(values[at], indices[at])
+
+
+def partition(x, kth, axis=-1):
+    """A copy of x with every kth position (an integer or a sequence) holding the key a sort
+    would put there, no smaller key after it and no larger one before it, like
+    numpy.partition (axis=None: x flattened); NaNs count as the largest keys. NumPy, CuPy and
+    PyTorch arrays: it runs topk of the max(kth) + 1 smallest keys, which come first in order,
+    and keeps the other keys in their input order after them."""
+    return _core.partition(x, kth, axis, False)
+
+
+def argpartition(x, kth, axis=-1):
+    """The indices (int64) that partition x along axis, like numpy.argpartition."""
+    return _core.partition(x, kth, axis, True)
 
 
 def approx_sort(x, intervals=10000, *, descending=False):

@@ -82,6 +82,12 @@ class _Torch:
     def take_along(self, x, indices, axis):
         return self.torch.gather(x, axis, indices.long())
 
+    def ones(self, like, shape, dtype):
+        return self.torch.ones(shape, dtype=getattr(self.torch, dtype), device=like.device)
+
+    def concat(self, arrays, axis):
+        return self.torch.cat(arrays, dim=axis)
+
     def handle(self, x, stream):
         """(pointer, typestr, count, device) of a contiguous CUDA tensor, else a
         __cuda_array_interface__ dict with its strides (which the module refuses). No stream:
@@ -149,6 +155,15 @@ class _NdArrays:
 
     def take_along(self, x, indices, axis):
         return self.module.take_along_axis(x, indices, axis)
+
+    def ones(self, like, shape, dtype):
+        if self.name == "cupy":
+            with like.device:
+                return self.module.ones(shape, dtype=dtype)
+        return self.module.ones(shape, dtype=dtype)
+
+    def concat(self, arrays, axis):
+        return self.module.concatenate(arrays, axis=axis)
 
 
 class _CuPy(_NdArrays):

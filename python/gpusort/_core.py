@@ -458,6 +458,47 @@ def topk(x, k, dim, largest):
     return back(values), back(xp.astype(indices, "int64"))
 
 
+def partition(x, kth, axis, want_indices):
+    """NumPy's partition (want_indices: argpartition) of x along axis (None: flattened):
+    topk of the max(kth) + 1 smallest keys, in order, then the other keys in their input order.
+    Every kth position holds the key a sort would put there, none after it is smaller and
+    none before it larger; NaNs count as the largest keys."""
+    import operator
+
+    if _arrays.is_jax(x):
+        return _arrays.jax_results((partition(_arrays.lend_jax(x, "x"), kth, axis, want_indices),))[0]
+    xp = _arrays.namespace_of(x, "x")
+    if not hasattr(xp, "concat"):
+        raise TypeError("x: partition takes NumPy, CuPy and PyTorch arrays")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    shape = xp.shape(x)
+    axis = _dim_of(xp, x, axis)
+    n = shape[axis]
+    try:
+        kths = [operator.index(kth)] if not isinstance(kth, (list, tuple)) else [operator.index(j) for j in kth]
+    except TypeError:
+        raise TypeError(f"kth: must be an integer or a sequence of integers, got {kth!r}") from None
+    if not kths or any(not -n <= j < n for j in kths):
+        raise ValueError(f"kth: must lie in [-{n}, {n}) (the extent of axis {axis}), got {kth!r}")
+    first = max(j % n for j in kths) + 1
+    _, smallest = topk(x, first, axis, False)
+    moved, back = _last(xp, x, axis)
+    rows = 1
+    for extent in xp.shape(moved)[:-1]:
+        rows *= extent
+    chosen = xp.contiguous(xp.moveaxis(smallest, axis, -1)).reshape(rows, first)
+    others = xp.ones(x, (rows, n), "bool")
+    row_ids = xp.arange(x, rows, "int64").reshape(rows, 1)
+    others[row_ids, chosen] = False
+    rest = xp.tile_rows(xp.arange(x, n, "int64"), rows)[others]  # row by row, in order
+    order = xp.concat([chosen, rest.reshape(rows, n - first)], 1)
+    order = order.reshape(xp.shape(moved))
+    if want_indices:
+        return back(order)
+    return back(xp.take_along(xp.contiguous(moved), order, -1))
+
+
 def approx_sort(x, intervals, descending):
     """(values, offsets) of the 1-D x moved into `intervals` ordered intervals."""
     if _arrays.is_jax(x):

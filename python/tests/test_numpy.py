@@ -206,6 +206,49 @@ def test_topk_float16_through_float32(largest, rng):
     assert np.array_equal(np.take_along_axis(x, indices, -1).view(np.uint16), values.view(np.uint16))
 
 
+def check_partitioned(x, out, kths, axis):
+    """out is a partition of x along axis at every kth (NumPy's contract, in gpusort's
+    order: NaNs largest)."""
+    key = np.moveaxis(order_key(x), axis, -1)
+    got = np.moveaxis(order_key(out), axis, -1)
+    assert np.array_equal(np.sort(got, axis=-1), np.sort(key, axis=-1)), "not a permutation"
+    for j in kths:
+        j %= key.shape[-1]
+        assert np.array_equal(got[..., j], np.sort(key, axis=-1)[..., j])
+        assert (got[..., :j] <= got[..., j : j + 1]).all() and (got[..., j + 1 :] >= got[..., j : j + 1]).all()
+
+
+@pytest.mark.parametrize("kth", [0, 5, -1, [2, 40], 99])
+@pytest.mark.parametrize("dtype", DTYPES + ("int8", "float16", "bool"))
+def test_partition_and_argpartition(dtype, kth, rng):
+    x = random_keys(dtype, 3 * 100, rng).reshape(3, 100)
+    if dtype.startswith("float"):
+        x[0, ::9] = np.nan
+    kths = kth if isinstance(kth, list) else [kth]
+    for axis in (-1, 1):
+        out = gpusort.partition(x, kth, axis=axis)
+        assert out.dtype == x.dtype and out.shape == x.shape
+        check_partitioned(x, out, kths, axis)
+        where = gpusort.argpartition(x, kth, axis=axis)
+        assert where.dtype == np.int64
+        assert same_bits(np.take_along_axis(x, where, axis), out)
+    down = gpusort.partition(x, [0, 2], axis=0)
+    check_partitioned(x, down, [0, 2], 0)
+    flat = gpusort.partition(x, kths[0] % 300 if isinstance(kth, int) else 7, axis=None)
+    assert flat.shape == (300,)
+    check_partitioned(x.reshape(-1), flat, [kths[0] % 300 if isinstance(kth, int) else 7], 0)
+
+
+def test_partition_errors():
+    x = np.arange(10, dtype=np.int32)
+    with pytest.raises(ValueError, match="kth:"):
+        gpusort.partition(x, 10)
+    with pytest.raises(ValueError, match="kth:"):
+        gpusort.argpartition(x, [])
+    with pytest.raises(TypeError, match="kth:"):
+        gpusort.partition(x, 1.5)
+
+
 def test_topk_rows_of_a_transposed_view(rng):
     x = random_keys("int32", 64 * 100, rng).reshape(100, 64).T
     before = x.copy()

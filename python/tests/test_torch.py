@@ -145,6 +145,21 @@ def test_narrow_dtypes_match_torch_stable_sort(dtype, descending):
     assert torch.equal(y, torch.sort(x, dim=0, descending=descending).values)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
+def test_partition_matches_a_sort(dtype):
+    generator = torch.Generator(device="cuda").manual_seed(3)
+    x = (torch.randn(4, 3000, device="cuda", generator=generator) * 100).to(getattr(torch, dtype))
+    for kth in (0, 77, 2999):
+        out = gpusort.partition(x, kth)
+        where = gpusort.argpartition(x, kth)
+        assert out.device == x.device and out.dtype == x.dtype
+        assert torch.equal(torch.gather(x, 1, where), out)
+        pivot = torch.sort(x, dim=-1).values[:, kth : kth + 1]
+        assert torch.equal(out[:, kth : kth + 1], pivot)
+        assert (out[:, :kth] <= pivot).all() and (out[:, kth + 1 :] >= pivot).all()
+        assert torch.equal(torch.sort(out, dim=-1).values, torch.sort(x, dim=-1).values)
+
+
 # LLM decoding shapes (rows x vocabulary, k up to 2048: the per-row select), the shortest
 # rows it takes, k the whole row, k = 0, and shapes it leaves to the batched sort (16-bit
 # floats: through float32).
