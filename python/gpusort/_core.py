@@ -395,9 +395,9 @@ def topk_shape(shape, axis, k):
 FLOAT16_DTYPES = {"float16": "f16", "bfloat16": "bf16"}
 # Rows the per-row select takes (network/row_select.hpp: k up to 2048 of rows of 2048 keys or
 # more). One row longer than _ONE_ROW_SELECT_MOST goes to top_k_indices (sampled splitters),
-# which reads the keys about once where the select reads them three or four times; where the
-# two cross between 2^18 (the select 91 us against 174 on an H100 before it, f32, k = 50) and
-# 2^28 (top_k_indices 0.9 ms) is not measured yet: 2^22 is a guess.
+# which reads the keys about once where the select reads them three or four times. Where the
+# two cross is not measured: at 2^18 keys (f32, k = 50) the select took 91 us on an H200 and
+# top_k_indices 174 us on an H100 (other runs, other cards); 2^22 is a guess.
 _ROW_SELECT_MOST_K = 2048
 _ROW_SELECT_LEAST_ROW = 2048
 _ONE_ROW_SELECT_MOST = 2**22
