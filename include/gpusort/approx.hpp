@@ -214,9 +214,10 @@ cudaError_t select_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, c
 // Every row of a rows x row_length matrix (row-major, contiguous): its k smallest keys
 // (descending: the k largest) in order, to out_keys[r * k, (r + 1) * k), values alongside, as
 // torch.topk(x, k, dim=-1) gives them. Ties may come out in any order. k <= 32 of 2048 rows
-// or more of at least 256 keys: one warp selects each row's keys, with no workspace. Otherwise
-// the rows are copied and sorted whole: a copy of the keys (and values) and the batched sort's
-// workspace.
+// or more of at least 256 keys: one warp selects each row's keys, with no workspace. Else k up
+// to 2048 of rows of 2048 keys or more: a radix select per row (8 KB and k columns of
+// workspace a row). Otherwise the rows are copied and sorted whole: a copy of the keys (and
+// values) and the batched sort's workspace.
 template <supported_key K, std::integral N, std::integral L>
 cudaError_t top_k_rows_keys(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
                             L row_length, K* out_keys, std::uint64_t k, const options& opt = {}) {
