@@ -332,6 +332,17 @@ void sort_segmented_device(py::object keys_obj, py::object values_obj, py::objec
   scope.finish();
 }
 
+// The length of each of `rows` rows of n keys, checked, and k checked against it.
+std::uint64_t topk_row_length(std::uint64_t n, std::uint64_t rows, std::uint64_t k) {
+  if (rows == 0 || n % rows != 0)
+    throw py::value_error("rows: " + std::to_string(n) + " keys are not " + std::to_string(rows) +
+                          " rows");
+  if (k > n / rows)
+    throw py::value_error("k: " + std::to_string(k) + " is more than a row's " +
+                          std::to_string(n / rows) + " keys");
+  return n / rows;
+}
+
 // The k smallest (descending: largest) keys of each of `rows` rows, sorted, with their
 // values, into out_* (rows x k).
 void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys_obj,
@@ -347,13 +358,7 @@ void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys
     out_values = device_view(out_values_obj, "out_values");
   }
   const std::uint64_t n = keys.size();
-  if (rows == 0 || n % rows != 0)
-    throw py::value_error("rows: " + std::to_string(n) + " keys are not " + std::to_string(rows) +
-                          " rows");
-  const std::uint64_t row_length = n / rows;
-  if (k > row_length)
-    throw py::value_error("k: " + std::to_string(k) + " is more than a row's " +
-                          std::to_string(row_length) + " keys");
+  const std::uint64_t row_length = topk_row_length(n, rows, k);
   expect_size(out_keys, rows * k, "out_keys");
   if (out_keys.type != keys.type) throw py::type_error("out_keys: must have the keys' type");
   if (has_values) {
@@ -446,13 +451,7 @@ void topk_rows_indices_device(py::object keys_obj, py::object out_keys_obj,
   const array_view out_keys = device_view(out_keys_obj, "out_keys");
   const array_view out_indices = device_view(out_indices_obj, "out_indices");
   const std::uint64_t n = keys.size();
-  if (rows == 0 || n % rows != 0)
-    throw py::value_error("rows: " + std::to_string(n) + " keys are not " + std::to_string(rows) +
-                          " rows");
-  const std::uint64_t row_length = n / rows;
-  if (k > row_length)
-    throw py::value_error("k: " + std::to_string(k) + " is more than a row's " +
-                          std::to_string(row_length) + " keys");
+  const std::uint64_t row_length = topk_row_length(n, rows, k);
   expect_size(out_keys, rows * k, "out_keys");
   expect_size(out_indices, rows * k, "out_indices");
   if (out_indices.item_bytes != 8) throw py::type_error("out_indices: must be int64");
