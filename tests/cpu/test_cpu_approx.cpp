@@ -709,6 +709,57 @@ TEST(RowSelect, BlocksPerRowAndWhichShapesItTakes) {
   EXPECT_FALSE(net::row_select_fits(std::uint64_t{1} << 32, 1));
 }
 
+// The sampled threshold's rank: isqrt exact; the rank covers the expected samples among the
+// k first keys with room, stays within the samples or says it would not; the shapes it is
+// tried on (LLM decoding rows) and those left to the radix passes.
+TEST(RowSelect, SampledThresholdRankAndShapes) {
+  for (std::uint64_t x : {0ull, 1ull, 2ull, 3ull, 4ull, 15ull, 16ull, 17ull, 1ull << 40, (1ull << 62) + 5})
+    ASSERT_TRUE(net::isqrt(x) * net::isqrt(x) <= x && (net::isqrt(x) + 1) * (net::isqrt(x) + 1) > x) << x;
+  for (std::uint64_t n : {8192ull, 32000ull, 131072ull, 262144ull})
+    for (std::uint64_t k = 1; k <= 2048; k = k * 3 + 1) {
+      const std::uint32_t r = net::sample_rank(k, n);
+      const std::uint64_t mu = (k * net::row_samples + n - 1) / n;
+      ASSERT_TRUE(r > net::row_samples || r >= mu + 8) << n << " " << k;
+      ASSERT_LE(net::sample_rank(k, n), net::sample_rank(k + 1, n));
+    }
+  EXPECT_TRUE(net::sampled_threshold_fits(131072, 1024, 4096));
+  EXPECT_TRUE(net::sampled_threshold_fits(262144, 50, 4096));
+  EXPECT_TRUE(net::sampled_threshold_fits(32000, 8, 4096));
+  EXPECT_TRUE(net::sampled_threshold_fits(151936, 256, 4096));
+  EXPECT_FALSE(net::sampled_threshold_fits(131072, 2048, 4096));  // too many candidates
+  EXPECT_FALSE(net::sampled_threshold_fits(4096, 10, 4096));       // rows too short
+  EXPECT_FALSE(net::sampled_threshold_fits(1u << 22, 50, 4096));   // a sample stands for 2,048 keys
+}
+
+// The sampled threshold's rank on random rows, step for step on the CPU: the samples' rank-th
+// code as the threshold gives at least k candidates and no more than a block holds, so the
+// radix passes are not needed (on uniform and Gaussian rows, several seeds, both orders).
+TYPED_TEST(ApproxMath, SampledThresholdLeavesNoRowToTheRadixPasses) {
+  using K = TypeParam;
+  using U = net::ordered_t<K>;
+  for (std::size_t n : {std::size_t{32000}, std::size_t{131072}})
+    for (const auto d : {tools::distribution::uniform, tools::distribution::gaussian})
+      for (int seed = 0; seed < 3; ++seed) {
+        const std::vector<K> keys = make_input<K>(d, n, 41 + seed + static_cast<int>(d), true);
+        for (bool desc : {false, true})
+          for (std::uint64_t k : {std::uint64_t{1}, std::uint64_t{8}, std::uint64_t{50},
+                                  std::uint64_t{256}, std::uint64_t{1024}}) {
+            if (!net::sampled_threshold_fits(n, k, 4096)) continue;
+            std::vector<U> samples(net::row_samples);
+            for (std::uint32_t j = 0; j < net::row_samples; ++j)
+              samples[j] = net::select_code(keys[j * n / net::row_samples], desc);
+            std::sort(samples.begin(), samples.end());
+            const U threshold = samples[net::sample_rank(k, n) - 1];
+            std::uint64_t candidates = 0;
+            for (const K& key : keys) candidates += net::select_code(key, desc) <= threshold;
+            ASSERT_GE(candidates, k) << "n=" << n << " " << tools::to_string(d) << " seed=" << seed
+                                     << " desc=" << desc << " k=" << k;
+            ASSERT_LE(candidates, 4096u) << "n=" << n << " " << tools::to_string(d)
+                                         << " seed=" << seed << " desc=" << desc << " k=" << k;
+          }
+      }
+}
+
 TYPED_TEST(ApproxMath, RowSelectSearchFindsTheKthCode) {
   using K = TypeParam;
   using U = net::ordered_t<K>;

@@ -34,7 +34,9 @@ struct row_select_state {
   unsigned below;                // keys of the row whose code lies below the prefix
   unsigned done;                 // the prefix's bucket holds exactly the keys still needed
   unsigned blocks_done;          // blocks of the current pass that have added their counts
-  unsigned unused;
+  unsigned sampled;              // the sampled threshold found the row's k columns: no passes
+  unsigned long long threshold;  // the sampled threshold's code (candidates: codes up to it)
+  unsigned long long candidates;  // keys of the row at or below the threshold
   unsigned counts[network::row_digit_buckets];  // the current digit's counts
 };
 
@@ -64,7 +66,7 @@ __global__ void __launch_bounds__(THREADS)
   constexpr unsigned buckets = network::row_digit_buckets, per_thread = buckets / THREADS;
   const row_part p = part_of_row(blocks_per_row, row_length);
   row_select_state& s = states[p.row];
-  if (s.done) return;
+  if (s.done || s.sampled) return;
   __shared__ unsigned counts[buckets];
   __shared__ bool last;
   using scan = cub::BlockScan<unsigned, THREADS>;
@@ -131,6 +133,7 @@ __global__ void __launch_bounds__(THREADS)
   using U = network::ordered_t<K>;
   const row_part p = part_of_row(blocks_per_row, row_length);
   row_select_state& s = states[p.row];
+  if (s.sampled) return;
   const U prefix = static_cast<U>(s.prefix), mask = static_cast<U>(s.mask);
   const unsigned below = s.below, needed = k - below;
   const K* row = keys + p.row * row_length;
@@ -156,6 +159,139 @@ __global__ void __launch_bounds__(THREADS)
     }
   }
 }
+
+// ---- the sampled threshold (network/row_select.hpp) ----------------------------------------
+
+// The rank-th smallest (1-based, rank <= count) of the codes[0, count) in shared memory, and
+// how many codes lie below it: a radix select in shared memory, 8 bits a pass from the top.
+// Every thread of the block calls it; `counts` is 256 words of shared memory.
+template <int THREADS, class U>
+__device__ void block_select(const U* codes, unsigned count, unsigned rank, unsigned* counts,
+                             U& kth, unsigned& below) {
+  static_assert(THREADS == 256, "one bucket a thread");
+  using scan = cub::BlockScan<unsigned, THREADS>;
+  __shared__ typename scan::TempStorage scan_storage;
+  __shared__ U picked;
+  __shared__ unsigned picked_before;
+  U prefix = 0, mask = 0;
+  below = 0;
+  for (int shift = static_cast<int>(sizeof(U) * 8) - 8; shift >= 0; shift -= 8) {
+    counts[threadIdx.x] = 0;
+    __syncthreads();
+    for (unsigned i = threadIdx.x; i < count; i += THREADS)
+      if (static_cast<U>(codes[i] & mask) == prefix) atomicAdd(&counts[(codes[i] >> shift) & 255u], 1u);
+    __syncthreads();
+    const unsigned mine = counts[threadIdx.x];
+    unsigned before = 0;
+    scan(scan_storage).ExclusiveSum(mine, before);
+    const unsigned wanted = rank - below;
+    if (before < wanted && wanted <= before + mine) {
+      picked = static_cast<U>(threadIdx.x);
+      picked_before = before;
+    }
+    __syncthreads();
+    prefix = static_cast<U>(prefix | static_cast<U>(picked << shift));
+    mask = static_cast<U>(mask | static_cast<U>(U{255} << shift));
+    below += picked_before;
+    __syncthreads();  // counts, picked and the scan's storage are used again
+  }
+  kth = prefix;
+}
+
+// One block per row of the batch: the row's threshold, the sample_rank-th smallest code of
+// row_samples evenly spaced keys.
+template <int THREADS, class K>
+__global__ void __launch_bounds__(THREADS)
+    sample_row_threshold_kernel(const K* keys, index_t row_length, bool descending,
+                                unsigned rank, row_select_state* states) {
+  using U = network::ordered_t<K>;
+  constexpr unsigned samples = network::row_samples;
+  __shared__ U codes[samples];
+  __shared__ unsigned counts[256];
+  const K* row = keys + index_t{blockIdx.x} * row_length;
+  for (unsigned j = threadIdx.x; j < samples; j += THREADS)
+    codes[j] = network::select_code(row[j * row_length / samples], descending);
+  __syncthreads();
+  U kth;
+  unsigned below;
+  block_select<THREADS>(codes, samples, rank, counts, kth, below);
+  if (threadIdx.x == 0) states[blockIdx.x].threshold = kth;
+}
+
+// The columns of every key at or below its row's threshold, up to `capacity` a row:
+// candidates[row * capacity, ...); the row's count goes on past the capacity (an overflow).
+template <int THREADS, class K>
+__global__ void __launch_bounds__(THREADS)
+    gather_row_candidates_kernel(const K* keys, index_t row_length, unsigned blocks_per_row,
+                                 bool descending, row_select_state* states,
+                                 std::uint32_t* candidates, unsigned capacity) {
+  using U = network::ordered_t<K>;
+  const row_part p = part_of_row(blocks_per_row, row_length);
+  row_select_state& s = states[p.row];
+  const U threshold = static_cast<U>(s.threshold);
+  const K* row = keys + p.row * row_length;
+  std::uint32_t* out = candidates + p.row * capacity;
+  constexpr int unroll = loads_in_flight<K>;
+  for (index_t start = p.first; start < p.last; start += index_t{THREADS} * unroll) {
+    bool take[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const index_t i = start + index_t{THREADS} * u + threadIdx.x;
+      take[u] = i < p.last && network::select_code(row[i], descending) <= threshold;
+    }
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const unsigned long long at = warp_reserve(take[u], &s.candidates);
+      if (take[u] && at < capacity)
+        out[at] = static_cast<std::uint32_t>(start + index_t{THREADS} * u + threadIdx.x);
+    }
+  }
+}
+
+// One block per row of the batch: where the row's candidates hold its k first keys and fit,
+// their k first columns (in no order) to columns[row * k, ...) and the row marked sampled;
+// otherwise the radix passes take the row.
+template <int THREADS, int CAPACITY, class K>
+__global__ void __launch_bounds__(THREADS)
+    select_row_candidates_kernel(const K* keys, index_t row_length, bool descending, unsigned k,
+                                 row_select_state* states, const std::uint32_t* candidates,
+                                 std::uint32_t* columns) {
+  using U = network::ordered_t<K>;
+  __shared__ U codes[CAPACITY];
+  __shared__ std::uint32_t cand_columns[CAPACITY];
+  __shared__ unsigned counts[256];
+  __shared__ unsigned cursors[2];
+  row_select_state& s = states[blockIdx.x];
+  const unsigned long long found = s.candidates;
+  if (found < k || found > CAPACITY) return;  // the radix passes take this row
+  const auto count = static_cast<unsigned>(found);
+  const K* row = keys + index_t{blockIdx.x} * row_length;
+  const std::uint32_t* mine = candidates + index_t{blockIdx.x} * CAPACITY;
+  for (unsigned i = threadIdx.x; i < count; i += THREADS) {
+    const std::uint32_t column = mine[i];
+    cand_columns[i] = column;
+    codes[i] = network::select_code(row[column], descending);
+  }
+  if (threadIdx.x < 2) cursors[threadIdx.x] = 0;
+  __syncthreads();
+  U kth;
+  unsigned below;
+  block_select<THREADS>(codes, count, k, counts, kth, below);
+  std::uint32_t* out = columns + index_t{blockIdx.x} * k;
+  for (unsigned i = threadIdx.x; i < count; i += THREADS) {
+    if (codes[i] < kth) {
+      out[atomicAdd(&cursors[0], 1u)] = cand_columns[i];
+    } else if (codes[i] == kth) {
+      const unsigned tie = atomicAdd(&cursors[1], 1u);
+      if (tie < k - below) out[below + tie] = cand_columns[i];
+    }
+  }
+  if (threadIdx.x == 0) s.sampled = 1;
+}
+
+// Candidates a row's block holds in shared memory: 48 KB with their columns.
+template <class K>
+inline constexpr unsigned candidate_capacity = sizeof(network::ordered_t<K>) <= 4 ? 4096 : 2048;
 
 // A row's value: values[row][column], or the column itself (positions<V>).
 template <class V>
@@ -223,8 +359,12 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
                                  Values values, index_t rows, index_t row_length, K* out_keys,
                                  V* out_values, index_t k, bool descending, cudaStream_t stream) {
   const index_t batch = rows < row_select_batch_rows ? rows : row_select_batch_rows;
+  constexpr unsigned capacity = candidate_capacity<K>;
+  const bool sampled = network::sampled_threshold_fits(row_length, k, capacity);
   const std::size_t state_bytes = (sizeof(row_select_state) * batch + 255) / 256 * 256;
-  const std::size_t total = state_bytes + sizeof(std::uint32_t) * batch * k;
+  const std::size_t column_bytes = (sizeof(std::uint32_t) * batch * k + 255) / 256 * 256;
+  const std::size_t total =
+      state_bytes + column_bytes + (sampled ? sizeof(std::uint32_t) * batch * capacity : 0);
   if (!temp) {
     temp_bytes = total;
     return cudaSuccess;
@@ -232,6 +372,8 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
   if (temp_bytes < total) return cudaErrorInvalidValue;
   auto* states = static_cast<row_select_state*>(temp);
   auto* columns = reinterpret_cast<std::uint32_t*>(static_cast<char*>(temp) + state_bytes);
+  auto* candidates =
+      reinterpret_cast<std::uint32_t*>(static_cast<char*>(temp) + state_bytes + column_bytes);
   if (rows == 0 || k == 0) return cudaSuccess;
   int device = 0, sms = 0;
   cudaError_t e = cudaGetDevice(&device);
@@ -246,6 +388,17 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
     const auto grid = static_cast<unsigned>(count * per_row);
     const K* batch_keys = keys + first * row_length;
     e = cudaMemsetAsync(states, 0, sizeof(row_select_state) * count, stream);
+    if (sampled && e == cudaSuccess) {
+      // Rows the threshold settles skip the radix passes below (their kernels return at once).
+      sample_row_threshold_kernel<threads, K><<<static_cast<unsigned>(count), threads, 0, stream>>>(
+          batch_keys, row_length, descending, network::sample_rank(k, row_length), states);
+      gather_row_candidates_kernel<threads, K><<<grid, threads, 0, stream>>>(
+          batch_keys, row_length, per_row, descending, states, candidates, capacity);
+      select_row_candidates_kernel<threads, capacity, K>
+          <<<static_cast<unsigned>(count), threads, 0, stream>>>(
+              batch_keys, row_length, descending, kk, states, candidates, columns);
+      e = cudaGetLastError();
+    }
     for (int pass = 0; pass < network::row_select_passes(width) && e == cudaSuccess; ++pass) {
       const network::digit_window d = network::row_select_digit(width, pass);
       select_row_digit_kernel<threads, K><<<grid, threads, 0, stream>>>(

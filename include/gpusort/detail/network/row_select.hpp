@@ -52,4 +52,54 @@ GPUSORT_HD constexpr bool row_select_fits(std::uint64_t row_length, std::uint64_
          row_length < (std::uint64_t{1} << 32);
 }
 
+// ---- the sampled threshold: one pass over the keys instead of a pass per digit ----------
+// A block takes row_samples evenly spaced keys of its row and finds the sample_rank-th
+// smallest of their codes: the threshold. One pass gathers the columns of every key whose
+// code is at most that (a candidate), and one block per row selects the k first among them.
+// The rank is chosen so that fewer than k candidates is a 4-sigma event; where the expected
+// candidates would not fit candidate_capacity, the radix passes above run instead, and they
+// also run for any row whose candidates turn out fewer than k or too many.
+inline constexpr std::uint32_t row_samples = 2048;
+
+// Integer square root (floor), constexpr.
+GPUSORT_HD constexpr std::uint64_t isqrt(std::uint64_t x) {
+  std::uint64_t r = 0, bit = std::uint64_t{1} << 62;
+  while (bit > x) bit >>= 2;
+  while (bit) {
+    if (x >= r + bit) {
+      x -= r + bit;
+      r = (r >> 1) + bit;
+    } else {
+      r >>= 1;
+    }
+    bit >>= 2;
+  }
+  return r;
+}
+
+// The rank (1-based) of the threshold among the samples: mu + 4 sqrt(mu) + 4, mu = k S / n
+// the samples expected among the k first keys; row_samples + 1 when it would be past them.
+GPUSORT_HD constexpr std::uint32_t sample_rank(std::uint64_t k, std::uint64_t row_length) {
+  if (row_length == 0) return row_samples + 1;
+  const std::uint64_t mu = (k * row_samples + row_length - 1) / row_length;  // rounded up
+  const std::uint64_t rank = mu + 4 * (isqrt(mu) + 1) + 4;
+  return rank > row_samples ? row_samples + 1 : static_cast<std::uint32_t>(rank);
+}
+
+// The candidates a row expects: the keys per sample times the samples at or below the
+// threshold.
+GPUSORT_HD constexpr std::uint64_t expected_candidates(std::uint64_t k, std::uint64_t row_length) {
+  return (sample_rank(k, row_length) + std::uint64_t{1}) * row_length / row_samples;
+}
+
+// Whether the sampled threshold is tried: rows of at least 4 samples' spacing apart, a rank
+// within the samples, and the expected candidates at most three quarters of `capacity` (the
+// count's spread is about its square root, so overflowing is a 3-sigma event).
+GPUSORT_HD constexpr bool sampled_threshold_fits(std::uint64_t row_length, std::uint64_t k,
+                                                 std::uint64_t capacity) {
+  return row_length >= 4 * std::uint64_t{row_samples} && k >= 1 &&
+         sample_rank(k, row_length) <= row_samples &&
+         4 * expected_candidates(k, row_length) <= 3 * capacity;
+}
+
 }  // namespace gpusort::detail::network
