@@ -169,6 +169,31 @@ TEST(RunPlan, PassCount) {
   EXPECT_EQ(ext::merge_pass_count(257, 16), 3u);
 }
 
+// 40,961 keys in runs of 20,416 make 3 runs: on 4 GPUs, 4 runs of 10,241 instead.
+TEST(RunPlan, EveryGpuSortsARunOnceTheKeysNeedSeveral) {
+  EXPECT_EQ(ext::run_keys_on_gpus(40961, 20416, 4), 10241u);
+  EXPECT_EQ(ext::run_keys_on_gpus(40961, 20416, 3), 20416u);   // 3 runs already
+  EXPECT_EQ(ext::run_keys_on_gpus(100003, 20416, 4), 20416u);  // 5 runs
+  EXPECT_EQ(ext::run_keys_on_gpus(20416, 20416, 4), 20416u);   // one run: no merge to add
+  EXPECT_EQ(ext::run_keys_on_gpus(40961, 20416, 1), 20416u);
+  EXPECT_EQ(ext::run_keys_on_gpus(0, 1, 4), 1u);
+  for (std::uint64_t gpus = 1; gpus <= 8; ++gpus)
+    for (std::uint64_t fit = 1; fit <= 40; ++fit)
+      for (std::uint64_t count = 0; count <= 200; ++count) {
+        const std::uint64_t keys = ext::run_keys_on_gpus(count, fit, gpus);
+        const std::uint64_t runs = (count + keys - 1) / keys, before = (count + fit - 1) / fit;
+        ASSERT_LE(keys, fit);
+        ASSERT_GE(runs, before);
+        if (before >= 2) {
+          // Equal runs of count / gpus rounded up: one a GPU once count > gpus * (gpus - 1).
+          if (count > gpus * (gpus - 1)) ASSERT_GE(runs, gpus);
+          ASSERT_LE(runs, std::max(gpus, before));
+        } else {
+          ASSERT_EQ(keys, fit);
+        }
+      }
+}
+
 // ---- end to end -------------------------------------------------------------------------
 
 std::string slurp(const fs::path& path) {

@@ -168,19 +168,21 @@ inline bool sorts_keys_on_gpu(const sort_request& request) {
 
 // Keys a run of the keys pipeline holds: what fits the device budget (by default 90% of the
 // free device memory of the GPU with the least) with the sort's workspace; all `count` when
-// they fit. invalid_request when the budget holds not one key.
+// they fit; shorter where that would leave a GPU of the request without a run
+// (run_keys_on_gpus). invalid_request when the budget holds not one key.
 template <class K>
 std::uint64_t keys_run_records(const sort_request& request, std::uint64_t count) {
   if (count <= 1) return std::max<std::uint64_t>(count, 1);
   std::uint64_t fewest = count;
-  for (const int device : impl::request_devices(request)) {
+  const std::vector<int> devices = impl::request_devices(request);
+  for (const int device : devices) {
     const device_scope on(device);
     plan_request plan{.records = count, .record_bytes = sizeof(K), .host_run_buffers = 0};
     impl::fit_device_budget<K>(plan, impl::device_budget(request), false, request.opt);
     fewest = std::min(fewest, plan_runs_or_throw(plan).run_records);
     if (request.device_budget_given) break;  // the same on every GPU
   }
-  return fewest;
+  return run_keys_on_gpus(count, fewest, devices.size());
 }
 
 // Sorts the keys file request.input into `out` in the GPU pipeline, with runs as long as the

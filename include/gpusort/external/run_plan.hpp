@@ -61,6 +61,15 @@ constexpr std::uint64_t merge_pass_count(std::uint64_t runs, std::uint64_t fan_i
   return passes;
 }
 
+// Keys a run of the keys pipeline holds on `gpus` GPUs when `fit` keys fit one GPU's budget:
+// where the keys need two runs or more but fewer than one a GPU, shorter runs (count / gpus,
+// rounded up) so that every GPU sorts one; otherwise `fit` (one run holds them all, or each GPU
+// already has a run).
+constexpr std::uint64_t run_keys_on_gpus(std::uint64_t count, std::uint64_t fit, std::uint64_t gpus) {
+  if (fit == 0 || count <= fit || gpus <= 1 || (count + fit - 1) / fit >= gpus) return fit;
+  return (count + gpus - 1) / gpus;
+}
+
 constexpr run_plan plan_runs(const plan_request& request) {
   run_plan plan;
   if (request.record_bytes == 0) return {.problem = plan_problem::no_record_bytes};
