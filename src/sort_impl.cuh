@@ -329,6 +329,14 @@ algorithm automatic_algorithm(std::uint64_t n, const options& opt) {
   return p.core.algo;
 }
 
+template <class K, class V>
+cudaError_t sort_workspace_bytes(std::uint64_t n, const options& opt, std::size_t& bytes) {
+  sort_plan p;
+  const cudaError_t e = make_plan<K, V>(p, nullptr, 0, nullptr, nullptr, n, opt);
+  if (e == cudaSuccess) bytes = p.total;
+  return e;
+}
+
 template <class K>
 cudaError_t sort_keys(void* temp, std::size_t& temp_bytes, K* keys, std::uint64_t n,
                       const options& opt) {

@@ -16,9 +16,12 @@
 //  * argsort and sort_with_indices: indices generated on the device (std::uint32_t up to
 //    2^32 keys, or std::uint64_t), the keys kept or sorted.
 //
-// Order: ascending by default; floats in the total order of key_traits.hpp (-0.0 before
-// +0.0), NaNs after every number in both orders (options::nans = last, NumPy's choice) or
-// before (first). Stability: bitonic, sample_sort, quicksort, approx_refine and thrust are not
+// Keys: the 32- and 64-bit integers and floats of key_traits.hpp, and the narrow keys bool,
+// int8/uint8, int16/uint16, __half and __nv_bfloat16 (detail/core/narrow_keys.hpp: sorted as
+// 32-bit codes through the u32 sorts, 4 bytes a key of workspace more; their NaNs come out
+// ordered by their bits). Order: ascending by default; floats in the total order of
+// key_traits.hpp (-0.0 before +0.0), NaNs after every number in both orders (options::nans =
+// last, NumPy's choice) or before (first). Stability: bitonic, sample_sort, quicksort, approx_refine and thrust are not
 // stable; adaptive_bitonic, cub_radix and cub_merge are; automatic is when it picks one of them
 // (its query then asks for a nonzero workspace). options::stable = true makes every algorithm
 // stable: automatic picks a stable sort whatever the memory (cub_merge for floats, cub_radix,
@@ -54,6 +57,7 @@
 #include "gpusort/error.hpp"
 #include "gpusort/key_traits.hpp"
 #include "gpusort/detail/core/entry.hpp"
+#include "gpusort/detail/core/narrow_keys.hpp"
 #include "gpusort/detail/core/types.hpp"
 #include "gpusort/options.hpp"
 #include "gpusort/segmented.hpp"  // sort_batched, sort_segmented
@@ -63,22 +67,23 @@ namespace gpusort {
 // ---- core layer -----------------------------------------------------------------------
 
 // Sorts keys[0, n) in device memory. N may be any integer type (64-bit sizes work).
-template <supported_key K, std::integral N>
+template <sortable_key K, std::integral N>
 cudaError_t sort_keys(void* temp, std::size_t& temp_bytes, K* keys, N n, const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
   return detail::never_zero(
       temp, temp_bytes,
-      detail::sort_keys<K>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n), opt));
+      detail::sort_any_key<K, detail::no_value>(temp, temp_bytes, keys, nullptr,
+                                                static_cast<std::uint64_t>(n), opt));
 }
 
 // Sorts keys[0, n) and moves values[i] along with keys[i]. V: any trivially copyable type
 // of 4, 8 or 16 bytes, with values aligned to its size.
-template <supported_key K, detail::supported_value V, std::integral N>
+template <sortable_key K, detail::supported_value V, std::integral N>
 cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values, N n,
                        const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
   return detail::never_zero(temp, temp_bytes,
-                            detail::sort_pairs<K, detail::payload_of<V>>(
+                            detail::sort_any_key<K, detail::payload_of<V>>(
                                 temp, temp_bytes, keys,
                                 reinterpret_cast<detail::payload_of<V>*>(values),
                                 static_cast<std::uint64_t>(n), opt));
@@ -89,19 +94,19 @@ cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values, 
 // small arrays, cub_radix), or bitonic, which needs none (also where that workspace does not
 // fit in free device memory, and without a GPU, where the CPU backend sorts). The table it
 // follows is in docs/performance.md; the tool and the benchmark print its choice.
-template <supported_key K, class V = void>
+template <sortable_key K, class V = void>
 algorithm automatic_algorithm(std::uint64_t n, const options& opt = {}) {
   if constexpr (std::is_void_v<V>)
-    return detail::automatic_algorithm<K, detail::no_value>(n, opt);
+    return detail::automatic_algorithm_any_key<K, detail::no_value>(n, opt);
   else
-    return detail::automatic_algorithm<K, detail::payload_of<V>>(n, opt);
+    return detail::automatic_algorithm_any_key<K, detail::payload_of<V>>(n, opt);
 }
 
 
 // Sorts keys[0, n) and writes into indices[i] the input position of the key now at i
 // (generated on the device: torch.sort's indices). I: std::uint32_t (n up to 2^32) or
 // std::uint64_t. Workspace: the sort's own for (key, index) pairs.
-template <supported_key K, detail::index_type I, std::integral N>
+template <sortable_key K, detail::index_type I, std::integral N>
 cudaError_t sort_with_indices(void* temp, std::size_t& temp_bytes, K* keys, I* indices, N n,
                               const options& opt = {}) {
   if (detail::negative(n) || !detail::indices_fit<I>(static_cast<std::uint64_t>(n)))
@@ -113,19 +118,19 @@ cudaError_t sort_with_indices(void* temp, std::size_t& temp_bytes, K* keys, I* i
     const cudaError_t e = detail::validate_device_array(indices, count, sizeof(I), sizeof(I));
     if (e != cudaSuccess) return e;
     std::size_t bytes = 0;  // the sort checks the rest before the indices are written
-    const cudaError_t q = detail::sort_pairs<K, P>(nullptr, bytes, keys, values, count, opt);
+    const cudaError_t q = detail::sort_any_key<K, P>(nullptr, bytes, keys, values, count, opt);
     if (q != cudaSuccess) return q;
     const cudaError_t f = detail::fill_indices(indices, count, opt.stream);
     if (f != cudaSuccess) return f;
   }
   return detail::never_zero(temp, temp_bytes,
-                            detail::sort_pairs<K, P>(temp, temp_bytes, keys, values, count, opt));
+                            detail::sort_any_key<K, P>(temp, temp_bytes, keys, values, count, opt));
 }
 
 // argsort: indices[i] = the input position of the i-th key in sorted order (numpy.argsort,
 // torch.argsort); keys are left as they are. I as above. Workspace: a copy of the keys (n keys
 // rounded up to 256 bytes) and the sort's own.
-template <supported_key K, detail::index_type I, std::integral N>
+template <sortable_key K, detail::index_type I, std::integral N>
 cudaError_t argsort(void* temp, std::size_t& temp_bytes, const K* keys, I* indices, N n,
                     const options& opt = {}) {
   if (detail::negative(n) || !detail::indices_fit<I>(static_cast<std::uint64_t>(n)))
@@ -139,7 +144,7 @@ cudaError_t argsort(void* temp, std::size_t& temp_bytes, const K* keys, I* indic
   auto* values = reinterpret_cast<P*>(indices);
   if (!temp) {
     std::size_t sort_bytes = 0;
-    e = detail::sort_pairs<K, P>(nullptr, sort_bytes, const_cast<K*>(keys), values, count, opt);
+    e = detail::sort_any_key<K, P>(nullptr, sort_bytes, const_cast<K*>(keys), values, count, opt);
     temp_bytes = copy_bytes + sort_bytes;
     return detail::never_zero(temp, temp_bytes, e);
   }
@@ -150,7 +155,7 @@ cudaError_t argsort(void* temp, std::size_t& temp_bytes, const K* keys, I* indic
   void* sort_temp = sort_bytes ? static_cast<char*>(temp) + copy_bytes : temp;
   e = cudaMemcpyAsync(copy, keys, sizeof(K) * count, cudaMemcpyDeviceToDevice, opt.stream);
   if (e == cudaSuccess) e = detail::fill_indices(indices, count, opt.stream);
-  if (e == cudaSuccess) e = detail::sort_pairs<K, P>(sort_temp, sort_bytes, copy, values, count, opt);
+  if (e == cudaSuccess) e = detail::sort_any_key<K, P>(sort_temp, sort_bytes, copy, values, count, opt);
   return e;
 }
 
@@ -159,10 +164,10 @@ cudaError_t argsort(void* temp, std::size_t& temp_bytes, const K* keys, I* indic
 
 
 // Sorts device keys; waits for the stream. Throws gpusort::error.
-template <supported_key K>
+template <sortable_key K>
 void sort(std::span<K> device_keys, const options& opt = {}) {
   const std::uint64_t n = device_keys.size();
-  const std::string call = detail::describe_call("gpusort::sort", opt, key_traits<K>::name, n);
+  const std::string call = detail::describe_call("gpusort::sort", opt, detail::key_name<K>, n);
   detail::check_device_array(device_keys.data(), n, sizeof(K), alignof(K), "keys");
   detail::run_with_workspace(call, opt, [&](void* t, std::size_t& b) {
     return sort_keys(t, b, device_keys.data(), n, opt);
@@ -170,11 +175,11 @@ void sort(std::span<K> device_keys, const options& opt = {}) {
 }
 
 // Sorts device keys with their values; waits for the stream. Throws gpusort::error.
-template <supported_key K, detail::supported_value V>
+template <sortable_key K, detail::supported_value V>
 void sort(std::span<K> device_keys, std::span<V> device_values, const options& opt = {}) {
   const std::uint64_t n = device_keys.size();
   const std::string call =
-      detail::describe_call("gpusort::sort (pairs)", opt, key_traits<K>::name, n);
+      detail::describe_call("gpusort::sort (pairs)", opt, detail::key_name<K>, n);
   if (device_values.size() != n)
     detail::throw_error(cudaErrorInvalidValue,
                         call + ": " + std::to_string(device_values.size()) +
@@ -187,12 +192,12 @@ void sort(std::span<K> device_keys, std::span<V> device_values, const options& o
 }
 
 // Sorts device keys and writes their input positions into device indices; waits. Throws.
-template <supported_key K, detail::index_type I>
+template <sortable_key K, detail::index_type I>
 void sort_with_indices(std::span<K> device_keys, std::span<I> device_indices,
                        const options& opt = {}) {
   const std::uint64_t n = device_keys.size();
   const std::string call =
-      detail::describe_call("gpusort::sort_with_indices", opt, key_traits<K>::name, n);
+      detail::describe_call("gpusort::sort_with_indices", opt, detail::key_name<K>, n);
   detail::check_index_count<I>(call, n, device_indices.size());
   detail::check_device_array(device_keys.data(), n, sizeof(K), alignof(K), "keys");
   detail::check_device_array(device_indices.data(), n, sizeof(I), sizeof(I), "indices");
@@ -202,10 +207,10 @@ void sort_with_indices(std::span<K> device_keys, std::span<I> device_indices,
 }
 
 // The indices that sort device keys, into device indices; keys unchanged. Waits. Throws.
-template <supported_key K, detail::index_type I>
+template <sortable_key K, detail::index_type I>
 void argsort(std::span<const K> device_keys, std::span<I> device_indices, const options& opt = {}) {
   const std::uint64_t n = device_keys.size();
-  const std::string call = detail::describe_call("gpusort::argsort", opt, key_traits<K>::name, n);
+  const std::string call = detail::describe_call("gpusort::argsort", opt, detail::key_name<K>, n);
   detail::check_index_count<I>(call, n, device_indices.size());
   detail::check_device_array(device_keys.data(), n, sizeof(K), alignof(K), "keys");
   detail::check_device_array(device_indices.data(), n, sizeof(I), sizeof(I), "indices");
@@ -222,33 +227,35 @@ bool sort_on_device(std::vector<K>& keys, std::vector<V>* values, const options&
 }  // namespace detail
 
 // Sorts host keys: on the GPU if there is one (copy in, sort, copy out), else on the CPU.
-template <supported_key K>
+template <sortable_key K>
 void sort(std::vector<K>& host_keys, const options& opt = {}) {
+  static_assert(!std::is_same_v<K, bool>, "std::vector<bool> packs its bits: sort bytes (std::uint8_t)");
   if (detail::gpu_available() &&
       detail::sort_on_device<K, detail::no_value>(host_keys, nullptr, opt))
     return;
-  detail::cpu_sort_keys(host_keys.data(), host_keys.size(), opt);
+  detail::cpu_sort_any_key<K, detail::no_value>(host_keys.data(), nullptr, host_keys.size(), opt);
 }
 
-template <supported_key K, detail::supported_value V>
+template <sortable_key K, detail::supported_value V>
 void sort(std::vector<K>& host_keys, std::vector<V>& host_values, const options& opt = {}) {
+  static_assert(!std::is_same_v<K, bool>, "std::vector<bool> packs its bits: sort bytes (std::uint8_t)");
   if (host_values.size() != host_keys.size())
     detail::throw_error(cudaErrorInvalidValue,
                         "gpusort::sort (pairs): " + std::to_string(host_values.size()) +
                             " values for " + std::to_string(host_keys.size()) + " keys");
   if (detail::gpu_available() && detail::sort_on_device(host_keys, &host_values, opt)) return;
-  detail::cpu_sort_pairs(host_keys.data(),
-                         reinterpret_cast<detail::payload_of<V>*>(host_values.data()),
-                         host_keys.size(), opt);
+  detail::cpu_sort_any_key(host_keys.data(),
+                           reinterpret_cast<detail::payload_of<V>*>(host_values.data()),
+                           host_keys.size(), opt);
 }
 
 // The indices that sort host keys (keys unchanged): on the GPU if there is one, else on the
 // CPU. I = std::uint32_t by default (up to 2^32 keys); std::uint64_t for more.
-template <detail::index_type I = std::uint32_t, supported_key K>
+template <detail::index_type I = std::uint32_t, sortable_key K>
 std::vector<I> argsort(const std::vector<K>& host_keys, const options& opt = {}) {
   const std::uint64_t n = host_keys.size();
   detail::check_index_count<I>(
-      detail::describe_call("gpusort::argsort", opt, key_traits<K>::name, n), n, n);
+      detail::describe_call("gpusort::argsort", opt, detail::key_name<K>, n), n, n);
   std::vector<K> keys = host_keys;
   std::vector<I> indices(n);
   for (std::uint64_t i = 0; i < n; ++i) indices[i] = static_cast<I>(i);

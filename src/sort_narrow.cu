@@ -1,0 +1,114 @@
+// Narrow keys (detail/core/narrow_keys.hpp) through the u32 sorts of src/sort_u32.cu: the keys
+// mapped to 32-bit codes in the workspace, the codes sorted (with the values), and mapped back
+// into the keys. Workspace: [codes, n x 4 bytes rounded up to 256 | the u32 sort's own].
+#include <algorithm>
+#include <vector>
+
+#include "gpusort/detail/core/narrow_keys.hpp"
+
+namespace gpusort::detail {
+
+namespace {
+
+constexpr int code_threads = 256;
+
+template <class K>
+__global__ void __launch_bounds__(code_threads)
+    narrow_to_codes_kernel(const K* keys, std::uint32_t* codes, std::uint64_t n, bool nans_lowest) {
+  using B = typename narrow_format<K>::bits_type;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{code_threads} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * code_threads)
+    codes[i] = narrow_code<K>(bit_cast<B>(keys[i]), nans_lowest);
+}
+
+template <class K>
+__global__ void __launch_bounds__(code_threads)
+    narrow_from_codes_kernel(const std::uint32_t* codes, K* keys, std::uint64_t n, bool nans_lowest) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{code_threads} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * code_threads)
+    keys[i] = bit_cast<K>(narrow_bits<K>(codes[i], nans_lowest));
+}
+
+unsigned code_blocks(std::uint64_t n) {
+  return static_cast<unsigned>(std::clamp<std::uint64_t>((n + code_threads - 1) / code_threads, 1, 8192));
+}
+
+// The u32 sort of the codes, with or without values.
+template <class P>
+cudaError_t sort_codes(void* temp, std::size_t& temp_bytes, std::uint32_t* codes, P* values,
+                       std::uint64_t n, const options& opt) {
+  if constexpr (std::is_same_v<P, no_value>)
+    return detail::sort_keys<std::uint32_t>(temp, temp_bytes, codes, n, opt);
+  else
+    return detail::sort_pairs<std::uint32_t, P>(temp, temp_bytes, codes, values, n, opt);
+}
+
+}  // namespace
+
+template <class K, class P>
+cudaError_t sort_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* values,
+                        std::uint64_t n, const options& opt) {
+  cudaError_t e = validate_device_array(keys, n, sizeof(K), alignof(K));
+  if (e == cudaSuccess && !std::is_same_v<P, no_value>)
+    e = validate_device_array(values, n, sizeof(P), sizeof(P));
+  if (e != cudaSuccess) return e;
+  const std::size_t code_bytes = align_workspace(sizeof(std::uint32_t) * n);
+  std::size_t sort_bytes = 0;
+  e = detail::sort_workspace_bytes<std::uint32_t, P>(n, opt, sort_bytes);
+  if (e != cudaSuccess) return e;
+  if (!temp) {
+    temp_bytes = code_bytes + sort_bytes;
+    return cudaSuccess;
+  }
+  if (temp_bytes < code_bytes + sort_bytes) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  auto* codes = static_cast<std::uint32_t*>(temp);
+  void* sort_temp = static_cast<char*>(temp) + code_bytes;
+  const bool low = nans_lowest(opt.direction, opt.nans);
+  narrow_to_codes_kernel<K><<<code_blocks(n), code_threads, 0, opt.stream>>>(keys, codes, n, low);
+  e = cudaGetLastError();
+  if (e == cudaSuccess) e = sort_codes<P>(sort_temp, sort_bytes, codes, values, n, opt);
+  if (e != cudaSuccess) return e;
+  narrow_from_codes_kernel<K><<<code_blocks(n), code_threads, 0, opt.stream>>>(codes, keys, n, low);
+  return cudaGetLastError();
+}
+
+template <class K, class P>
+void cpu_sort_narrow(K* keys, P* values, std::uint64_t n, const options& opt) {
+  using B = typename narrow_format<K>::bits_type;
+  const bool low = nans_lowest(opt.direction, opt.nans);
+  std::vector<std::uint32_t> codes(n);
+  for (std::uint64_t i = 0; i < n; ++i) codes[i] = narrow_code<K>(bit_cast<B>(keys[i]), low);
+  if constexpr (std::is_same_v<P, no_value>)
+    detail::cpu_sort_keys<std::uint32_t>(codes.data(), n, opt);
+  else
+    detail::cpu_sort_pairs<std::uint32_t, P>(codes.data(), values, n, opt);
+  for (std::uint64_t i = 0; i < n; ++i) keys[i] = bit_cast<K>(narrow_bits<K>(codes[i], low));
+}
+
+template <class K, class P>
+algorithm narrow_automatic_algorithm(std::uint64_t n, const options& opt) {
+  return detail::automatic_algorithm<std::uint32_t, P>(n, opt);
+}
+
+#define GPUSORT_INSTANTIATE_NARROW(K, P)                                                      \
+  template cudaError_t sort_narrow<K, P>(void*, std::size_t&, K*, P*, std::uint64_t,          \
+                                         const options&);                                     \
+  template void cpu_sort_narrow<K, P>(K*, P*, std::uint64_t, const options&);                 \
+  template algorithm narrow_automatic_algorithm<K, P>(std::uint64_t, const options&);
+#define GPUSORT_INSTANTIATE_NARROW_KEY(K)   \
+  GPUSORT_INSTANTIATE_NARROW(K, no_value)   \
+  GPUSORT_INSTANTIATE_NARROW(K, payload<4>) \
+  GPUSORT_INSTANTIATE_NARROW(K, payload<8>) \
+  GPUSORT_INSTANTIATE_NARROW(K, payload<16>)
+GPUSORT_INSTANTIATE_NARROW_KEY(bool)
+GPUSORT_INSTANTIATE_NARROW_KEY(std::int8_t)
+GPUSORT_INSTANTIATE_NARROW_KEY(std::uint8_t)
+GPUSORT_INSTANTIATE_NARROW_KEY(std::int16_t)
+GPUSORT_INSTANTIATE_NARROW_KEY(std::uint16_t)
+GPUSORT_INSTANTIATE_NARROW_KEY(__half)
+GPUSORT_INSTANTIATE_NARROW_KEY(__nv_bfloat16)
+#undef GPUSORT_INSTANTIATE_NARROW_KEY
+#undef GPUSORT_INSTANTIATE_NARROW
+
+}  // namespace gpusort::detail

@@ -1,0 +1,254 @@
+// Narrow keys (bool, 8- and 16-bit integers, __half, __nv_bfloat16; detail/core/narrow_keys.hpp)
+// through gpusort::sort of host vectors: on the CPU backend here, on the GPU on a GPU host.
+// The codes: every bit pattern maps back to itself, and the codes' order is the keys' (checked
+// against the keys' values as float / int64). The sorts: every algorithm, both orders, both NaN
+// placements, awkward sizes, keys alone and with their input positions as values, against
+// std::stable_sort on those values; inside the NaN block NaNs come out ordered by their bits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gpusort/sort.hpp"
+#include "reference.hpp"
+
+using namespace gpusort::testing;
+
+namespace {
+
+template <class K>
+using bits_t = typename gpusort::detail::narrow_format<K>::bits_type;
+
+template <class K>
+constexpr bool is_float16 = !std::is_void_v<typename gpusort::detail::narrow_format<K>::float_format>;
+
+// A key's value in a type the reference sorts by: float for the 16-bit floats (exact, NaNs and
+// signed zeros kept), double for the integers.
+template <class K>
+auto value_of(K key) {
+  if constexpr (std::is_same_v<K, __half>)
+    return __half2float(key);
+  else if constexpr (std::is_same_v<K, __nv_bfloat16>)
+    return __bfloat162float(key);
+  else
+    return static_cast<double>(key);
+}
+
+template <class K>
+K key_of(bits_t<K> bits) {
+  return gpusort::detail::bit_cast<K>(bits);
+}
+
+template <class K>
+bits_t<K> bits_of(K key) {
+  return gpusort::detail::bit_cast<bits_t<K>>(key);
+}
+
+// Every key of the type once: all bit patterns (bool: false and true).
+template <class K>
+std::vector<K> every_key() {
+  std::vector<K> keys;
+  const std::uint32_t count = std::is_same_v<K, bool> ? 2u : 1u << (8 * sizeof(K));
+  for (std::uint32_t b = 0; b < count; ++b) keys.push_back(key_of<K>(static_cast<bits_t<K>>(b)));
+  return keys;
+}
+
+template <class K>
+bool is_nan(K key) {
+  if constexpr (is_float16<K>)
+    return std::isnan(value_of(key));
+  else
+    return false;
+}
+
+// The reference order of two keys: sort_order of their values (NaNs tie).
+template <class K>
+bool before(K a, K b, bool descending, gpusort::nan_order nans) {
+  using V = decltype(value_of(a));
+  return sort_order<V>{descending, nans}(value_of(a), value_of(b));
+}
+
+using narrow_types = ::testing::Types<bool, std::int8_t, std::uint8_t, std::int16_t,
+                                      std::uint16_t, __half, __nv_bfloat16>;
+
+template <class>
+class NarrowKeys : public ::testing::Test {};
+TYPED_TEST_SUITE(NarrowKeys, narrow_types);
+// std::vector<bool> packs its bits: bool keys sort from device memory only (BoolKeysOnTheGpu).
+using narrow_vector_types = ::testing::Types<std::int8_t, std::uint8_t, std::int16_t,
+                                             std::uint16_t, __half, __nv_bfloat16>;
+template <class>
+class NarrowSorts : public ::testing::Test {};
+TYPED_TEST_SUITE(NarrowSorts, narrow_vector_types);
+
+TYPED_TEST(NarrowKeys, CodesAreInvertibleAndOrderedLikeTheKeys) {
+  using K = TypeParam;
+  for (const bool low : {false, true}) {
+    std::vector<std::pair<std::uint32_t, K>> coded;
+    for (const K key : every_key<K>()) {
+      const std::uint32_t code = gpusort::detail::narrow_code<K>(bits_of(key), low);
+      ASSERT_LT(code, 1u << 16);
+      ASSERT_EQ(gpusort::detail::narrow_bits<K>(code, low), bits_of(key)) << code;
+      coded.push_back({code, key});
+    }
+    std::sort(coded.begin(), coded.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const gpusort::nan_order nans = low ? gpusort::nan_order::first : gpusort::nan_order::last;
+    for (std::size_t i = 0; i + 1 < coded.size(); ++i) {
+      ASSERT_NE(coded[i].first, coded[i + 1].first);
+      // Ascending codes never put a key after one the reference orders before it.
+      ASSERT_FALSE(before(coded[i + 1].second, coded[i].second, false, nans)) << i;
+    }
+  }
+}
+
+// Keys of every sort: each bit pattern of the type a few times (so ties), shuffled; for the
+// floats, NaNs of both signs and payloads, infinities, signed zeros and subnormals among them.
+template <class K>
+std::vector<K> mixed_keys(std::size_t n, unsigned seed) {
+  const std::vector<K> all = every_key<K>();
+  std::mt19937 rng(seed);
+  std::vector<K> keys(n);
+  for (auto& k : keys) k = all[rng() % all.size()];
+  if constexpr (is_float16<K>) {
+    // Few distinct keys in the first half, so that equal keys (and NaNs) meet often.
+    const std::vector<bits_t<K>> special =
+        std::is_same_v<K, __half>
+            ? std::vector<bits_t<K>>{0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x0001, 0x8001, 0x3c00}
+            : std::vector<bits_t<K>>{0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x0001, 0x8001, 0x3f80};
+    for (std::size_t i = 0; i < n / 2; ++i) keys[i] = key_of<K>(special[rng() % special.size()]);
+    std::shuffle(keys.begin(), keys.end(), rng);
+  }
+  return keys;
+}
+
+// `got` (with `origins`, each output key's input position, when given) is `input` sorted as
+// asked: the reference order (NaNs tied), NaNs ordered by their bits among themselves, every key
+// beside its origin, and where `stable` equal bits in input order.
+template <class K>
+::testing::AssertionResult sorted_as_asked(const std::vector<K>& input, const std::vector<K>& got,
+                                           bool descending, gpusort::nan_order nans, bool stable,
+                                           const std::vector<std::uint32_t>* origins) {
+  if (got.size() != input.size()) return ::testing::AssertionFailure() << "size";
+  std::vector<bits_t<K>> want, have;
+  for (const K k : input) want.push_back(bits_of(k));
+  for (const K k : got) have.push_back(bits_of(k));
+  std::sort(want.begin(), want.end());
+  std::vector<bits_t<K>> sorted_have = have;
+  std::sort(sorted_have.begin(), sorted_have.end());
+  if (want != sorted_have) return ::testing::AssertionFailure() << "not the input's keys";
+  const bool low = gpusort::nans_lowest(descending ? gpusort::order::descending : gpusort::order::ascending, nans);
+  for (std::size_t i = 0; i + 1 < got.size(); ++i) {
+    if (before(got[i + 1], got[i], descending, nans))
+      return ::testing::AssertionFailure() << "out of order at " << i;
+    if (is_nan(got[i]) && is_nan(got[i + 1])) {
+      const std::uint32_t a = gpusort::detail::narrow_code<K>(have[i], low);
+      const std::uint32_t b = gpusort::detail::narrow_code<K>(have[i + 1], low);
+      if (descending ? a < b : a > b) return ::testing::AssertionFailure() << "NaNs out of bit order at " << i;
+    }
+  }
+  if (!origins) return ::testing::AssertionSuccess();
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const std::uint32_t o = (*origins)[i];
+    if (o >= input.size() || bits_of(input[o]) != have[i])
+      return ::testing::AssertionFailure() << "value left its key at " << i;
+    if (stable && i > 0 && have[i] == have[i - 1] && (*origins)[i - 1] > o)
+      return ::testing::AssertionFailure() << "not stable at " << i;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TYPED_TEST(NarrowSorts, EveryAlgorithmSortsKeysAndPairsInBothOrders) {
+  using K = TypeParam;
+  const std::vector<gpusort::nan_order> placements =
+      is_float16<K> ? std::vector{gpusort::nan_order::last, gpusort::nan_order::first}
+                    : std::vector{gpusort::nan_order::last};
+  for (const std::size_t n : {0, 1, 2, 3, 31, 257, 1000, 4097, 65537}) {
+    const std::vector<K> input = mixed_keys<K>(n, static_cast<unsigned>(n) + 7);
+    const std::vector<sort_method> methods = sort_methods(!gpusort::detail::gpu_available(), false);
+    for_each_method_both_orders(methods, n, [&](const sort_method& m, bool descending) {
+      for (const gpusort::nan_order nans : placements) {
+        SCOPED_TRACE(gpusort::to_string(nans));
+        gpusort::options opt = m.opt;
+        opt.nans = nans;
+        std::vector<K> keys = input;
+        gpusort::sort(keys, opt);
+        ASSERT_TRUE(sorted_as_asked(input, keys, descending, nans, false, nullptr));
+        std::vector<K> paired = input;
+        std::vector<std::uint32_t> origins(n);
+        for (std::size_t i = 0; i < n; ++i) origins[i] = static_cast<std::uint32_t>(i);
+        gpusort::sort(paired, origins, opt);
+        ASSERT_TRUE(sorted_as_asked(input, paired, descending, nans, m.stable, &origins));
+      }
+    });
+  }
+}
+
+TYPED_TEST(NarrowSorts, StableOptionKeepsEqualKeysInInputOrder) {
+  using K = TypeParam;
+  const std::size_t n = 3001;
+  const std::vector<K> input = mixed_keys<K>(n, 11);
+  for (const gpusort::algorithm a : {gpusort::algorithm::bitonic, gpusort::algorithm::sample_sort,
+                                     gpusort::algorithm::quicksort, gpusort::algorithm::automatic}) {
+    SCOPED_TRACE(gpusort::method_name({.algo = a}));
+    std::vector<K> keys = input;
+    std::vector<std::uint32_t> origins(n);
+    for (std::size_t i = 0; i < n; ++i) origins[i] = static_cast<std::uint32_t>(i);
+    gpusort::sort(keys, origins, {.algo = a, .stable = true});
+    ASSERT_TRUE(sorted_as_asked(input, keys, false, gpusort::nan_order::last, true, &origins));
+  }
+}
+
+TEST(NarrowKeys, ArgsortOfInt8MatchesStableSort) {
+  const std::vector<std::int8_t> keys = mixed_keys<std::int8_t>(5000, 3);
+  const std::vector<std::uint32_t> order = gpusort::argsort(keys, {.stable = true});
+  std::vector<std::uint32_t> want(keys.size());
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = static_cast<std::uint32_t>(i);
+  std::stable_sort(want.begin(), want.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+  EXPECT_EQ(order, want);
+}
+
+TEST(NarrowKeys, BoolKeysOnTheGpu) {
+  if (!gpusort::detail::gpu_available()) GTEST_SKIP() << "no GPU: bool keys sort from device memory";
+  const std::size_t n = 100003;
+  std::vector<std::uint8_t> input(n);
+  std::mt19937 rng(5);
+  for (auto& b : input) b = static_cast<std::uint8_t>(rng() & 1);
+  bool* keys = nullptr;
+  std::uint32_t* values = nullptr;
+  ASSERT_EQ(cudaMalloc(&keys, n), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&values, n * 4), cudaSuccess);
+  std::vector<std::uint32_t> origins(n);
+  for (std::size_t i = 0; i < n; ++i) origins[i] = static_cast<std::uint32_t>(i);
+  for (const bool descending : {false, true}) {
+    ASSERT_EQ(cudaMemcpy(keys, input.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(values, origins.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    gpusort::sort(std::span<bool>(keys, n), std::span<std::uint32_t>(values, n),
+                  {.direction = descending ? gpusort::order::descending : gpusort::order::ascending,
+                   .stable = true});
+    std::vector<std::uint8_t> got(n);
+    std::vector<std::uint32_t> got_values(n);
+    ASSERT_EQ(cudaMemcpy(got.data(), keys, n, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(got_values.data(), values, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    std::vector<std::uint32_t> want = origins;
+    std::stable_sort(want.begin(), want.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return descending ? input[a] > input[b] : input[a] < input[b];
+    });
+    EXPECT_EQ(got_values, want);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], input[want[i]]) << i;
+  }
+  cudaFree(keys);
+  cudaFree(values);
+}
+
+TEST(NarrowKeys, NamesAndAutomaticChoice) {
+  EXPECT_EQ(gpusort::detail::key_name<__nv_bfloat16>, "bf16");
+  EXPECT_EQ(gpusort::detail::key_name<std::int8_t>, "i8");
+  EXPECT_EQ(gpusort::detail::key_name<float>, "f32");
+  // The codes are u32 keys: automatic picks what it picks for them.
+  EXPECT_EQ((gpusort::automatic_algorithm<__half>(1 << 20)), gpusort::automatic_algorithm<std::uint32_t>(1 << 20));
+}
+
+}  // namespace
