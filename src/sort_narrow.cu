@@ -1,9 +1,13 @@
-// Narrow keys (detail/core/narrow_keys.hpp) through the u32 sorts of src/sort_u32.cu: the keys
-// mapped to 32-bit codes in the workspace, the codes sorted (with the values), and mapped back
-// into the keys. Workspace: [codes, n x 4 bytes rounded up to 256 | the u32 sort's own].
+// Narrow keys (detail/core/narrow_keys.hpp). automatic and cub_radix (values up to 8 bytes):
+// the keys mapped in place to codes of their own width, CUB's radix sort of those (one pass a
+// byte: half the passes and bytes of u32 keys), mapped back; workspace: CUB's double buffers
+// and its own. Every other algorithm: through the u32 sorts of src/sort_u32.cu, the codes
+// widened to 32 bits in the workspace ([codes, n x 4 bytes rounded up to 256 | the u32 sort's
+// own]), sorted with the values, and mapped back into the keys.
 #include <algorithm>
 #include <vector>
 
+#include "baselines.cuh"
 #include "gpusort/detail/core/narrow_keys.hpp"
 
 namespace gpusort::detail {
@@ -19,6 +23,18 @@ __global__ void __launch_bounds__(code_threads)
   for (std::uint64_t i = blockIdx.x * std::uint64_t{code_threads} + threadIdx.x; i < n;
        i += std::uint64_t{gridDim.x} * code_threads)
     codes[i] = narrow_code<K>(bit_cast<B>(keys[i]), nans_lowest);
+}
+
+// In place: each key's bits replaced by its code of the same width (to_codes), or back.
+template <class K>
+__global__ void __launch_bounds__(code_threads)
+    narrow_recode_kernel(K* keys, std::uint64_t n, bool nans_lowest, bool to_codes) {
+  using B = typename narrow_format<K>::bits_type;
+  B* bits = reinterpret_cast<B*>(keys);
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{code_threads} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * code_threads)
+    bits[i] = to_codes ? static_cast<B>(narrow_code<K>(bits[i], nans_lowest))
+                       : narrow_bits<K>(bits[i], nans_lowest);
 }
 
 template <class K>
@@ -43,6 +59,25 @@ cudaError_t sort_codes(void* temp, std::size_t& temp_bytes, std::uint32_t* codes
     return detail::sort_pairs<std::uint32_t, P>(temp, temp_bytes, codes, values, n, opt);
 }
 
+// CUB's radix sort of the keys' own-width codes, for automatic and cub_radix.
+template <class K, class P>
+cudaError_t radix_sort_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* values,
+                              std::uint64_t n, const options& opt) {
+  using B = typename narrow_format<K>::bits_type;
+  B* codes = reinterpret_cast<B*>(keys);
+  const bool descending = opt.direction == order::descending;
+  if (!temp) return device::cub_radix_sort(temp, temp_bytes, codes, values, n, descending, opt.stream);
+  if (n == 0) return cudaSuccess;
+  const bool low = nans_lowest(opt.direction, opt.nans);
+  narrow_recode_kernel<K><<<code_blocks(n), code_threads, 0, opt.stream>>>(keys, n, low, true);
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) e = device::cub_radix_sort(temp, temp_bytes, codes, values, n, descending, opt.stream);
+  // Back to keys even when the sort failed: the caller's bits, in whatever order they are.
+  narrow_recode_kernel<K><<<code_blocks(n), code_threads, 0, opt.stream>>>(keys, n, low, false);
+  const cudaError_t back = cudaGetLastError();
+  return e != cudaSuccess ? e : back;
+}
+
 }  // namespace
 
 template <class K, class P>
@@ -52,6 +87,10 @@ cudaError_t sort_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* values,
   if (e == cudaSuccess && !std::is_same_v<P, no_value>)
     e = validate_device_array(values, n, sizeof(P), sizeof(P));
   if (e != cudaSuccess) return e;
+  if constexpr (sizeof(P) <= 8) {
+    if (opt.algo == algorithm::automatic || opt.algo == algorithm::cub_radix)
+      return radix_sort_narrow(temp, temp_bytes, keys, values, n, opt);
+  }
   const std::size_t code_bytes = align_workspace(sizeof(std::uint32_t) * n);
   std::size_t sort_bytes = 0;
   e = detail::sort_workspace_bytes<std::uint32_t, P>(n, opt, sort_bytes);
@@ -88,7 +127,8 @@ void cpu_sort_narrow(K* keys, P* values, std::uint64_t n, const options& opt) {
 
 template <class K, class P>
 algorithm narrow_automatic_algorithm(std::uint64_t n, const options& opt) {
-  return detail::automatic_algorithm<std::uint32_t, P>(n, opt);
+  if (!gpu_available() || sizeof(P) > 8) return detail::automatic_algorithm<std::uint32_t, P>(n, opt);
+  return algorithm::cub_radix;
 }
 
 #define GPUSORT_INSTANTIATE_NARROW(K, P)                                                      \

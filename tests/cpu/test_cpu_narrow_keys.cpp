@@ -247,8 +247,14 @@ TEST(NarrowKeys, NamesAndAutomaticChoice) {
   EXPECT_EQ(gpusort::detail::key_name<__nv_bfloat16>, "bf16");
   EXPECT_EQ(gpusort::detail::key_name<std::int8_t>, "i8");
   EXPECT_EQ(gpusort::detail::key_name<float>, "f32");
-  // The codes are u32 keys: automatic picks what it picks for them.
-  EXPECT_EQ((gpusort::automatic_algorithm<__half>(1 << 20)), gpusort::automatic_algorithm<std::uint32_t>(1 << 20));
+  // On a GPU CUB's radix sort of the 16-bit codes; on the CPU backend the u32 codes' choice.
+  const gpusort::algorithm want = gpusort::detail::gpu_available()
+                                      ? gpusort::algorithm::cub_radix
+                                      : gpusort::automatic_algorithm<std::uint32_t>(1 << 20);
+  EXPECT_EQ((gpusort::automatic_algorithm<__half>(1 << 20)), want);
+  // 16-byte values: through the u32 codes.
+  EXPECT_EQ((gpusort::automatic_algorithm<__half, gpusort::detail::payload<16>>(1 << 20)),
+            (gpusort::automatic_algorithm<std::uint32_t, gpusort::detail::payload<16>>(1 << 20)));
 }
 
 }  // namespace
