@@ -212,6 +212,14 @@ cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* 
   });
 }
 
+// The segmented ones alone: the narrow keys' codes (src/segmented_narrow.cu) need no others.
+#define GPUSORT_SEGMENTED_BASELINES(K, V)                                                     \
+  template cudaError_t cub_segmented_radix_sort<K, V>(                                        \
+      void*, std::size_t&, K*, V*, std::uint64_t, const network::segment_list&, bool,         \
+      cudaStream_t);                                                                          \
+  template cudaError_t cub_segmented_sort<K, V>(void*, std::size_t&, K*, V*, std::uint64_t,   \
+                                                const network::segment_list&, bool,           \
+                                                cudaStream_t);
 #define GPUSORT_BASELINES(K, V)                                                               \
   template cudaError_t cub_radix_sort<K, V>(void*, std::size_t&, K*, V*, std::uint64_t, bool, \
                                             cudaStream_t);                                    \
@@ -219,12 +227,7 @@ cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* 
                                             cudaStream_t);                                    \
   template cudaError_t thrust_sort<K, V>(void*, std::size_t&, K*, V*, std::uint64_t, bool,    \
                                          cudaStream_t);                                       \
-  template cudaError_t cub_segmented_radix_sort<K, V>(                                        \
-      void*, std::size_t&, K*, V*, std::uint64_t, const network::segment_list&, bool,         \
-      cudaStream_t);                                                                          \
-  template cudaError_t cub_segmented_sort<K, V>(void*, std::size_t&, K*, V*, std::uint64_t,   \
-                                                const network::segment_list&, bool,           \
-                                                cudaStream_t);
+  GPUSORT_SEGMENTED_BASELINES(K, V)
 #define GPUSORT_BASELINES_FOR_KEY(K) \
   GPUSORT_BASELINES(K, no_value)     \
   GPUSORT_BASELINES(K, payload<4>)   \

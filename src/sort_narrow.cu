@@ -1,6 +1,6 @@
 // Narrow keys (detail/core/narrow_keys.hpp). automatic and cub_radix (values up to 8 bytes):
-// the keys mapped in place to codes of their own width, CUB's radix sort of those (one pass a
-// byte: half the passes and bytes of u32 keys), mapped back; workspace: CUB's double buffers
+// CUB's radix sort at the keys' own width (one pass a byte: half the passes and bytes of u32
+// keys), the 16-bit floats mapped in place to codes and back; workspace: CUB's double buffers
 // and its own. Every other algorithm: through the u32 sorts of src/sort_u32.cu, the codes
 // widened to 32 bits in the workspace ([codes, n x 4 bytes rounded up to 256 | the u32 sort's
 // own]), sorted with the values, and mapped back into the keys.
@@ -9,6 +9,7 @@
 
 #include "baselines.cuh"
 #include "gpusort/detail/core/narrow_keys.hpp"
+#include "gpusort/detail/device/float_order.cuh"
 
 namespace gpusort::detail {
 
@@ -23,18 +24,6 @@ __global__ void __launch_bounds__(code_threads)
   for (std::uint64_t i = blockIdx.x * std::uint64_t{code_threads} + threadIdx.x; i < n;
        i += std::uint64_t{gridDim.x} * code_threads)
     codes[i] = narrow_code<K>(bit_cast<B>(keys[i]), nans_lowest);
-}
-
-// In place: each key's bits replaced by its code of the same width (to_codes), or back.
-template <class K>
-__global__ void __launch_bounds__(code_threads)
-    narrow_recode_kernel(K* keys, std::uint64_t n, bool nans_lowest, bool to_codes) {
-  using B = typename narrow_format<K>::bits_type;
-  B* bits = reinterpret_cast<B*>(keys);
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{code_threads} + threadIdx.x; i < n;
-       i += std::uint64_t{gridDim.x} * code_threads)
-    bits[i] = to_codes ? static_cast<B>(narrow_code<K>(bits[i], nans_lowest))
-                       : narrow_bits<K>(bits[i], nans_lowest);
 }
 
 template <class K>
@@ -59,22 +48,26 @@ cudaError_t sort_codes(void* temp, std::size_t& temp_bytes, std::uint32_t* codes
     return detail::sort_pairs<std::uint32_t, P>(temp, temp_bytes, codes, values, n, opt);
 }
 
-// CUB's radix sort of the keys' own-width codes, for automatic and cub_radix.
+// CUB's radix sort at the keys' own width, for automatic and cub_radix: integers as they are
+// (CUB orders signed ones as we do; bool as its byte), the 16-bit floats as their codes,
+// mapped in place on the way in and out.
 template <class K, class P>
 cudaError_t radix_sort_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* values,
                               std::uint64_t n, const options& opt) {
+  constexpr bool floating = !std::is_void_v<typename narrow_format<K>::float_format>;
   using B = typename narrow_format<K>::bits_type;
-  B* codes = reinterpret_cast<B*>(keys);
+  using R = std::conditional_t<floating || std::is_same_v<K, bool>, B, K>;
+  R* radix_keys = reinterpret_cast<R*>(keys);
   const bool descending = opt.direction == order::descending;
-  if (!temp) return device::cub_radix_sort(temp, temp_bytes, codes, values, n, descending, opt.stream);
-  if (n == 0) return cudaSuccess;
+  if (!floating || !temp || n == 0)
+    return device::cub_radix_sort(temp, temp_bytes, radix_keys, values, n, descending, opt.stream);
   const bool low = nans_lowest(opt.direction, opt.nans);
-  narrow_recode_kernel<K><<<code_blocks(n), code_threads, 0, opt.stream>>>(keys, n, low, true);
-  cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) e = device::cub_radix_sort(temp, temp_bytes, codes, values, n, descending, opt.stream);
+  B* bits = reinterpret_cast<B*>(keys);
+  cudaError_t e = device::map_codes<narrow_order<K>>(bits, n, true, low, opt.stream);
+  if (e != cudaSuccess) return e;
+  e = device::cub_radix_sort(temp, temp_bytes, radix_keys, values, n, descending, opt.stream);
   // Back to keys even when the sort failed: the caller's bits, in whatever order they are.
-  narrow_recode_kernel<K><<<code_blocks(n), code_threads, 0, opt.stream>>>(keys, n, low, false);
-  const cudaError_t back = cudaGetLastError();
+  const cudaError_t back = device::map_codes<narrow_order<K>>(bits, n, false, low, opt.stream);
   return e != cudaSuccess ? e : back;
 }
 

@@ -35,6 +35,7 @@
 
 #include "gpusort/detail/core/entry.hpp"
 #include "gpusort/detail/core/float_order.hpp"
+#include "gpusort/detail/core/narrow_keys.hpp"
 #include "gpusort/detail/network/segments.hpp"
 #include "gpusort/key_traits.hpp"
 
@@ -64,6 +65,39 @@ cudaError_t sort_segments(void* temp, std::size_t& temp_bytes, K* keys, P* value
 template <class K, class P>
 void cpu_sort_segments(K* keys, P* values, std::uint64_t n, const segment_list& segments,
                        const options& opt);
+
+// Narrow keys (detail/core/narrow_keys.hpp) in segments, src/segmented_narrow.cu: mapped in
+// place to codes of their own width (bool and unsigned keys are their codes), sorted by the
+// unsigned segmented sort of that width, mapped back.
+template <class K, class P>
+cudaError_t sort_segments_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* values,
+                                 std::uint64_t n, const segment_list& segments,
+                                 const options& opt, value_source source);
+template <class K, class P>
+void cpu_sort_segments_narrow(K* keys, P* values, std::uint64_t n, const segment_list& segments,
+                              const options& opt);
+
+// The entry points' one way down, for every key type they take (calls qualified, as in
+// narrow_keys.hpp).
+template <class K, class P>
+cudaError_t sort_segments_any_key(void* temp, std::size_t& temp_bytes, K* keys, P* values,
+                                  std::uint64_t n, const segment_list& segments,
+                                  const options& opt, value_source source) {
+  if constexpr (narrow_key<K>)
+    return detail::sort_segments_narrow<K, P>(temp, temp_bytes, keys, values, n, segments, opt,
+                                              source);
+  else
+    return detail::sort_segments<K, P>(temp, temp_bytes, keys, values, n, segments, opt,
+                                       key_bits::unsigned_keys, source);
+}
+template <class K, class P>
+void cpu_sort_segments_any_key(K* keys, P* values, std::uint64_t n, const segment_list& segments,
+                               const options& opt) {
+  if constexpr (narrow_key<K>)
+    detail::cpu_sort_segments_narrow<K, P>(keys, values, n, segments, opt);
+  else
+    detail::cpu_sort_segments<K, P>(keys, values, n, segments, opt);
+}
 
 // A segment that names keys it cannot: end < begin or end > n.
 struct invalid_segment {
@@ -116,13 +150,13 @@ cudaError_t sort_segments_checked(void* temp, std::size_t& temp_bytes, K* keys, 
                                   value_source source = value_source::array) {
   if constexpr (std::is_same_v<V, no_value>) {
     return never_zero(temp, temp_bytes,
-                      sort_segments<K, no_value>(temp, temp_bytes, keys, nullptr, n, segments, opt));
+                      sort_segments_any_key<K, no_value>(temp, temp_bytes, keys, nullptr, n,
+                                                         segments, opt, value_source::array));
   } else {
     return never_zero(temp, temp_bytes,
-                      sort_segments<K, payload_of<V>>(temp, temp_bytes, keys,
-                                                      reinterpret_cast<payload_of<V>*>(values), n,
-                                                      segments, opt, key_bits::unsigned_keys,
-                                                      source));
+                      sort_segments_any_key<K, payload_of<V>>(
+                          temp, temp_bytes, keys, reinterpret_cast<payload_of<V>*>(values), n,
+                          segments, opt, source));
   }
 }
 
@@ -136,7 +170,7 @@ std::string describe_segments(const char* function, const options& opt,
 // Sorts keys[begin_offsets[i], end_offsets[i]) for every i < segment_count; keys[0, n) must
 // be device memory, the offsets device arrays of segment_count 4- or 8-byte integers.
 // With a single offsets array of segment_count + 1 entries, pass (offsets, offsets + 1).
-template <supported_key K, detail::offset_type O>
+template <sortable_key K, detail::offset_type O>
 cudaError_t sort_segmented_keys(void* temp, std::size_t& temp_bytes, K* keys, std::uint64_t n,
                                 const O* begin_offsets, const O* end_offsets,
                                 std::uint64_t segment_count, const options& opt = {}) {
@@ -145,7 +179,7 @@ cudaError_t sort_segmented_keys(void* temp, std::size_t& temp_bytes, K* keys, st
       detail::make_segments(begin_offsets, end_offsets, segment_count), opt);
 }
 
-template <supported_key K, detail::supported_value V, detail::offset_type O>
+template <sortable_key K, detail::supported_value V, detail::offset_type O>
 cudaError_t sort_segmented_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                                  std::uint64_t n, const O* begin_offsets, const O* end_offsets,
                                  std::uint64_t segment_count, const options& opt = {}) {
@@ -156,7 +190,7 @@ cudaError_t sort_segmented_pairs(void* temp, std::size_t& temp_bytes, K* keys, V
 
 // Sorts batch_count arrays of batch_size keys each, stored back to back. Its query asks for
 // 1 byte, which it never touches.
-template <supported_key K>
+template <sortable_key K>
 cudaError_t sort_batched_keys(void* temp, std::size_t& temp_bytes, K* keys,
                               std::uint64_t batch_count, std::uint64_t batch_size,
                               const options& opt = {}) {
@@ -165,7 +199,7 @@ cudaError_t sort_batched_keys(void* temp, std::size_t& temp_bytes, K* keys,
       detail::make_batches(batch_count, batch_size), opt);
 }
 
-template <supported_key K, detail::supported_value V>
+template <sortable_key K, detail::supported_value V>
 cudaError_t sort_batched_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                                std::uint64_t batch_count, std::uint64_t batch_size,
                                const options& opt = {}) {
@@ -179,7 +213,7 @@ cudaError_t sort_batched_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* 
 // makes them as it loads the keys: indices are only written, never read, and those of keys
 // outside every segment keep their bits. I: std::uint32_t (n up to 2^32; batched: rows up to
 // 2^32) or std::uint64_t. Workspace as for the keys-and-values sort.
-template <supported_key K, detail::index_type I, detail::offset_type O>
+template <sortable_key K, detail::index_type I, detail::offset_type O>
 cudaError_t sort_segmented_with_indices(void* temp, std::size_t& temp_bytes, K* keys,
                                         I* indices, std::uint64_t n, const O* begin_offsets,
                                         const O* end_offsets, std::uint64_t segment_count,
@@ -191,7 +225,7 @@ cudaError_t sort_segmented_with_indices(void* temp, std::size_t& temp_bytes, K* 
       detail::value_source::positions);
 }
 
-template <supported_key K, detail::index_type I>
+template <sortable_key K, detail::index_type I>
 cudaError_t sort_batched_with_indices(void* temp, std::size_t& temp_bytes, K* keys, I* indices,
                                       std::uint64_t batch_count, std::uint64_t batch_size,
                                       const options& opt = {}) {
@@ -278,11 +312,11 @@ void sort_segments_host(std::vector<K>& keys, std::vector<V>* values, const O* h
 
 // Sorts each of batch_count arrays of batch_size device keys (keys.size() must be
 // batch_count * batch_size); waits for the stream. Throws gpusort::error.
-template <supported_key K>
+template <sortable_key K>
 void sort_batched(std::span<K> keys, std::uint64_t batch_count, std::uint64_t batch_size,
                   const options& opt = {}) {
   const std::string call = detail::describe_segments("gpusort::sort_batched", opt,
-                                                     key_traits<K>::name, keys.size(),
+                                                     detail::key_name<K>, keys.size(),
                                                      batch_count);
   detail::check_batches<K, detail::no_value>(call, keys.size(), 0, batch_count, batch_size);
   detail::sort_segments_device<K, detail::no_value>(
@@ -290,11 +324,11 @@ void sort_batched(std::span<K> keys, std::uint64_t batch_count, std::uint64_t ba
       call);
 }
 
-template <supported_key K, detail::supported_value V>
+template <sortable_key K, detail::supported_value V>
 void sort_batched(std::span<K> keys, std::span<V> values, std::uint64_t batch_count,
                   std::uint64_t batch_size, const options& opt = {}) {
   const std::string call = detail::describe_segments("gpusort::sort_batched (pairs)", opt,
-                                                     key_traits<K>::name, keys.size(),
+                                                     detail::key_name<K>, keys.size(),
                                                      batch_count);
   detail::check_batches<K, V>(call, keys.size(), values.size(), batch_count, batch_size);
   detail::sort_segments_device(keys.data(), values.data(), keys.size(),
@@ -304,23 +338,23 @@ void sort_batched(std::span<K> keys, std::span<V> values, std::uint64_t batch_co
 // Sorts device keys in segments: segment i is [offsets[i], offsets[i + 1]), so offsets (in
 // device memory) holds segment_count + 1 entries. Waits for the stream. Throws
 // gpusort::error, before touching any key if an offset is out of range.
-template <supported_key K, class O>
+template <sortable_key K, class O>
   requires detail::offset_type<std::remove_const_t<O>>
 void sort_segmented(std::span<K> keys, std::span<O> offsets, const options& opt = {}) {
   const std::string call =
-      detail::describe_segments("gpusort::sort_segmented", opt, key_traits<K>::name,
+      detail::describe_segments("gpusort::sort_segmented", opt, detail::key_name<K>,
                                 keys.size(), offsets.empty() ? 0 : offsets.size() - 1);
   detail::sort_segments_device<K, detail::no_value>(
       keys.data(), nullptr, keys.size(),
       detail::offsets_to_segments(call, offsets.data(), offsets.size()), opt, call);
 }
 
-template <supported_key K, detail::supported_value V, class O>
+template <sortable_key K, detail::supported_value V, class O>
   requires detail::offset_type<std::remove_const_t<O>>
 void sort_segmented(std::span<K> keys, std::span<V> values, std::span<O> offsets,
                     const options& opt = {}) {
   const std::string call =
-      detail::describe_segments("gpusort::sort_segmented (pairs)", opt, key_traits<K>::name,
+      detail::describe_segments("gpusort::sort_segmented (pairs)", opt, detail::key_name<K>,
                                 keys.size(), offsets.empty() ? 0 : offsets.size() - 1);
   detail::check_value_count(call, keys.size(), values.size());
   detail::sort_segments_device(keys.data(), values.data(), keys.size(),
@@ -331,12 +365,12 @@ void sort_segmented(std::span<K> keys, std::span<V> values, std::span<O> offsets
 // Sorts each of batch_count device rows of batch_size keys and writes into device indices the
 // position in its row that each key had (torch.sort(x, dim=-1)'s indices, made by the sort
 // as it loads the keys). Waits for the stream. Throws gpusort::error.
-template <supported_key K, detail::index_type I>
+template <sortable_key K, detail::index_type I>
 void sort_batched_with_indices(std::span<K> keys, std::span<I> indices,
                                std::uint64_t batch_count, std::uint64_t batch_size,
                                const options& opt = {}) {
   const std::string call = detail::describe_segments("gpusort::sort_batched_with_indices", opt,
-                                                     key_traits<K>::name, keys.size(),
+                                                     detail::key_name<K>, keys.size(),
                                                      batch_count);
   detail::check_batches<K, I>(call, keys.size(), indices.size(), batch_count, batch_size);
   detail::check_row_index_width<I>(call, batch_size);
@@ -348,13 +382,13 @@ void sort_batched_with_indices(std::span<K> keys, std::span<I> indices,
 // Sorts device keys in segments [offsets[i], offsets[i + 1]) and writes into device indices
 // the position in its segment that each key had; indices of keys outside every segment keep
 // their bits. Checks the offsets first, as sort_segmented does. Throws gpusort::error.
-template <supported_key K, detail::index_type I, class O>
+template <sortable_key K, detail::index_type I, class O>
   requires detail::offset_type<std::remove_const_t<O>>
 void sort_segmented_with_indices(std::span<K> keys, std::span<I> indices, std::span<O> offsets,
                                  const options& opt = {}) {
   const std::string call =
       detail::describe_segments("gpusort::sort_segmented_with_indices", opt,
-                                key_traits<K>::name, keys.size(),
+                                detail::key_name<K>, keys.size(),
                                 offsets.empty() ? 0 : offsets.size() - 1);
   detail::check_index_count<I>(call, keys.size(), indices.size());
   detail::sort_segments_device(keys.data(), indices.data(), keys.size(),
@@ -363,44 +397,44 @@ void sort_segmented_with_indices(std::span<K> keys, std::span<I> indices, std::s
 }
 
 // Host arrays: sorted on the GPU if there is one, else by the CPU backend.
-template <supported_key K>
+template <sortable_key K>
 void sort_batched(std::vector<K>& keys, std::uint64_t batch_count, std::uint64_t batch_size,
                   const options& opt = {}) {
   const std::string call = detail::describe_segments("gpusort::sort_batched", opt,
-                                                     key_traits<K>::name, keys.size(),
+                                                     detail::key_name<K>, keys.size(),
                                                      batch_count);
   detail::check_batches<K, detail::no_value>(call, keys.size(), 0, batch_count, batch_size);
   detail::sort_segments_host<K, detail::no_value, std::uint64_t>(
       keys, nullptr, nullptr, detail::make_batches(batch_count, batch_size), opt, call);
 }
 
-template <supported_key K, detail::supported_value V>
+template <sortable_key K, detail::supported_value V>
 void sort_batched(std::vector<K>& keys, std::vector<V>& values, std::uint64_t batch_count,
                   std::uint64_t batch_size, const options& opt = {}) {
   const std::string call = detail::describe_segments("gpusort::sort_batched (pairs)", opt,
-                                                     key_traits<K>::name, keys.size(),
+                                                     detail::key_name<K>, keys.size(),
                                                      batch_count);
   detail::check_batches<K, V>(call, keys.size(), values.size(), batch_count, batch_size);
   detail::sort_segments_host<K, V, std::uint64_t>(
       keys, &values, nullptr, detail::make_batches(batch_count, batch_size), opt, call);
 }
 
-template <supported_key K, detail::offset_type O>
+template <sortable_key K, detail::offset_type O>
 void sort_segmented(std::vector<K>& keys, const std::vector<O>& offsets,
                     const options& opt = {}) {
   const std::string call =
-      detail::describe_segments("gpusort::sort_segmented", opt, key_traits<K>::name,
+      detail::describe_segments("gpusort::sort_segmented", opt, detail::key_name<K>,
                                 keys.size(), offsets.empty() ? 0 : offsets.size() - 1);
   detail::sort_segments_host<K, detail::no_value, O>(
       keys, nullptr, offsets.data(),
       detail::offsets_to_segments(call, offsets.data(), offsets.size()), opt, call);
 }
 
-template <supported_key K, detail::supported_value V, detail::offset_type O>
+template <sortable_key K, detail::supported_value V, detail::offset_type O>
 void sort_segmented(std::vector<K>& keys, std::vector<V>& values, const std::vector<O>& offsets,
                     const options& opt = {}) {
   const std::string call =
-      detail::describe_segments("gpusort::sort_segmented (pairs)", opt, key_traits<K>::name,
+      detail::describe_segments("gpusort::sort_segmented (pairs)", opt, detail::key_name<K>,
                                 keys.size(), offsets.empty() ? 0 : offsets.size() - 1);
   detail::check_value_count(call, keys.size(), values.size());
   detail::sort_segments_host<K, V, O>(
@@ -439,6 +473,7 @@ template <class K, class V, class O>
 void sort_segments_host(std::vector<K>& keys, std::vector<V>* values, const O* host_offsets,
                         const segment_list& host_segments, const options& opt,
                         const std::string& call) {
+  static_assert(!std::is_same_v<K, bool>, "std::vector<bool> packs its bits: sort bytes (std::uint8_t)");
   const std::uint64_t n = keys.size();
   if (!host_segments.batched()) {
     const invalid_segment bad = find_invalid_segment_host(host_segments, n);
@@ -475,7 +510,7 @@ void sort_segments_host(std::vector<K>& keys, std::vector<V>* values, const O* h
     }
     notice_cpu_fallback("not enough device memory for the segments");
   }
-  cpu_sort_segments<K, P>(keys.data(), host_payloads, n, host_segments, opt);
+  cpu_sort_segments_any_key<K, P>(keys.data(), host_payloads, n, host_segments, opt);
 }
 }  // namespace detail
 

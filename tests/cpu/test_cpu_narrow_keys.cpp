@@ -1,5 +1,5 @@
 // Narrow keys (bool, 8- and 16-bit integers, __half, __nv_bfloat16; detail/core/narrow_keys.hpp)
-// through gpusort::sort of host vectors: on the CPU backend here, on the GPU on a GPU host.
+// through gpusort::sort, sort_segmented and sort_batched of host vectors: on the CPU backend here, on the GPU on a GPU host.
 // The codes: every bit pattern maps back to itself, and the codes' order is the keys' (checked
 // against the keys' values as float / int64). The sorts: every algorithm, both orders, both NaN
 // placements, awkward sizes, keys alone and with their input positions as values, against
@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gpusort/sort.hpp"
@@ -199,6 +200,107 @@ TYPED_TEST(NarrowSorts, StableOptionKeepsEqualKeysInInputOrder) {
     gpusort::sort(keys, origins, {.algo = a, .stable = true});
     ASSERT_TRUE(sorted_as_asked(input, keys, false, gpusort::nan_order::last, true, &origins));
   }
+}
+
+// Segments (offsets with empty and one-key segments) and batches, keys alone and with their
+// input positions, each part against the reference on its own.
+TYPED_TEST(NarrowSorts, SegmentsAndBatchesSortEachPart) {
+  using K = TypeParam;
+  const std::size_t n = 20011;
+  const std::vector<K> input = mixed_keys<K>(n, 23);
+  std::vector<std::uint64_t> offsets{0, 0, 1, 2, 2, 100, 4097, 4098, 12000, n};
+  const auto check_parts = [&](const std::vector<K>& got, const std::vector<std::uint32_t>* origins,
+                               const std::vector<std::uint64_t>& bounds, bool descending,
+                               gpusort::nan_order nans, bool stable) {
+    for (std::size_t s = 0; s + 1 < bounds.size(); ++s) {
+      const std::vector<K> part_in(input.begin() + bounds[s], input.begin() + bounds[s + 1]);
+      const std::vector<K> part(got.begin() + bounds[s], got.begin() + bounds[s + 1]);
+      std::vector<std::uint32_t> part_origins;
+      if (origins)
+        for (std::uint64_t i = bounds[s]; i < bounds[s + 1]; ++i)
+          part_origins.push_back((*origins)[i] - static_cast<std::uint32_t>(bounds[s]));
+      ASSERT_TRUE(sorted_as_asked(part_in, part, descending, nans, stable,
+                                  origins ? &part_origins : nullptr))
+          << "part " << s;
+    }
+  };
+  const std::vector<gpusort::nan_order> placements =
+      is_float16<K> ? std::vector{gpusort::nan_order::last, gpusort::nan_order::first}
+                    : std::vector{gpusort::nan_order::last};
+  for (const gpusort::algorithm a : {gpusort::algorithm::automatic, gpusort::algorithm::bitonic,
+                                     gpusort::algorithm::cub_radix, gpusort::algorithm::cub_merge}) {
+    for (const bool stable : {false, true}) {
+      for (const bool descending : {false, true}) {
+        for (const gpusort::nan_order nans : placements) {
+          SCOPED_TRACE(std::string(gpusort::method_name({.algo = a})) + (stable ? " stable" : "") +
+                       (descending ? " descending " : " ascending ") + std::string(gpusort::to_string(nans)));
+          const gpusort::options opt{
+              .algo = a,
+              .direction = descending ? gpusort::order::descending : gpusort::order::ascending,
+              .nans = nans,
+              .stable = stable};
+          const bool keeps_order = stable || a == gpusort::algorithm::cub_radix ||
+                                   a == gpusort::algorithm::cub_merge;
+          std::vector<K> keys = input;
+          gpusort::sort_segmented(keys, offsets, opt);
+          check_parts(keys, nullptr, offsets, descending, nans, false);
+          std::vector<K> paired = input;
+          std::vector<std::uint32_t> origins(n);
+          for (std::size_t i = 0; i < n; ++i) origins[i] = static_cast<std::uint32_t>(i);
+          gpusort::sort_segmented(paired, origins, offsets, opt);
+          check_parts(paired, &origins, offsets, descending, nans, keeps_order);
+          // Batches of 1,000 keys (the last 11 keys outside every batch keep their bits).
+          std::vector<K> batched = input;
+          std::vector<std::uint32_t> batch_origins = origins;
+          for (std::size_t i = 0; i < n; ++i) batch_origins[i] = static_cast<std::uint32_t>(i % 1000);
+          batched.resize(20000);
+          batch_origins.resize(20000);
+          gpusort::sort_batched(batched, batch_origins, 20, 1000, opt);
+          std::vector<std::uint64_t> bounds;
+          for (std::uint64_t b = 0; b <= 20; ++b) bounds.push_back(b * 1000);
+          for (std::size_t i = 0; i < batch_origins.size(); ++i)
+            batch_origins[i] += static_cast<std::uint32_t>(i / 1000 * 1000);
+          check_parts(batched, &batch_origins, bounds, descending, nans, keeps_order);
+        }
+      }
+    }
+  }
+}
+
+// Device keys in segments given by begin and end offsets with gaps: keys outside every segment
+// keep their bits (the map to codes runs over the whole array).
+TYPED_TEST(NarrowSorts, KeysOutsideEverySegmentKeepTheirBits) {
+  using K = TypeParam;
+  if (!gpusort::detail::gpu_available()) GTEST_SKIP() << "no GPU: device segments";
+  const std::size_t n = 5003;
+  const std::vector<K> input = mixed_keys<K>(n, 31);
+  const std::vector<std::uint64_t> begins{10, 700, 3000}, ends{600, 2900, 4990};
+  K* keys = nullptr;
+  std::uint64_t* offsets = nullptr;
+  ASSERT_EQ(cudaMalloc(&keys, n * sizeof(K)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&offsets, 6 * 8), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(keys, input.data(), n * sizeof(K), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(offsets, begins.data(), 24, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(offsets + 3, ends.data(), 24, cudaMemcpyHostToDevice), cudaSuccess);
+  std::size_t bytes = 0;
+  ASSERT_EQ(gpusort::sort_segmented_keys(nullptr, bytes, keys, n, offsets, offsets + 3, 3), cudaSuccess);
+  void* temp = nullptr;
+  ASSERT_EQ(cudaMalloc(&temp, bytes), cudaSuccess);
+  ASSERT_EQ(gpusort::sort_segmented_keys(temp, bytes, keys, n, offsets, offsets + 3, 3), cudaSuccess);
+  std::vector<K> got(n);
+  ASSERT_EQ(cudaMemcpy(got.data(), keys, n * sizeof(K), cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<bool> inside(n, false);
+  for (std::size_t s = 0; s < 3; ++s) {
+    for (std::uint64_t i = begins[s]; i < ends[s]; ++i) inside[i] = true;
+    const std::vector<K> part_in(input.begin() + begins[s], input.begin() + ends[s]);
+    const std::vector<K> part(got.begin() + begins[s], got.begin() + ends[s]);
+    EXPECT_TRUE(sorted_as_asked(part_in, part, false, gpusort::nan_order::last, false, nullptr)) << s;
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (!inside[i]) ASSERT_EQ(bits_of(got[i]), bits_of(input[i])) << i;
+  cudaFree(temp);
+  cudaFree(offsets);
+  cudaFree(keys);
 }
 
 TEST(NarrowKeys, ArgsortOfInt8MatchesStableSort) {

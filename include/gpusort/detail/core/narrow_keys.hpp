@@ -87,6 +87,21 @@ GPUSORT_HD constexpr typename narrow_format<K>::bits_type narrow_bits(std::uint3
 }
 
 
+// narrow_code / narrow_bits as a map of the keys' own bits (the shape of float_bits_order),
+// for the in-place passes of device/float_order.cuh; `identity` where the bits are the codes.
+template <class K>
+struct narrow_order {
+  using U = typename narrow_format<K>::bits_type;
+  static constexpr bool identity =
+      std::is_void_v<typename narrow_format<K>::float_format> && !std::is_signed_v<K>;
+  GPUSORT_HD static constexpr U to_code(U bits, bool nans_lowest) {
+    return static_cast<U>(narrow_code<K>(bits, nans_lowest));
+  }
+  GPUSORT_HD static constexpr U from_code(U code, bool nans_lowest) {
+    return narrow_bits<K>(code, nans_lowest);
+  }
+};
+
 // The narrow sorts (src/sort_narrow.cu): the core layer's contract, on the u32 sorts.
 template <class K, class P>
 cudaError_t sort_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* values,

@@ -436,7 +436,9 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   scan_bytes = std::max(scan_bytes, samples_bytes);
   const network::segment_list final_segments{nullptr, nullptr, plan.final_problems, 0, 8};
   network::segment_list query = final_segments;
-  query.begin = query.end = keys;  // a non-null shape: a segmented (not batched) sort
+  // Any non-null address marks a segmented (not batched) shape; the query reads no offsets, and
+  // the keys may be null here (a caller sizing the workspace before its arrays exist).
+  query.begin = query.end = &final_segments;
   // Merge-sorted final buckets need the segmented sort only for buckets above a tile:
   // randomized sampling's overflow, or a plan that ran out of levels (few buckets).
   const bool buckets_fit = policy::merge_tiles && !knobs.random && plan.final_cap <= policy::final_cap;

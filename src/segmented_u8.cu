@@ -1,0 +1,12 @@
+// The unsigned segmented sort of 8-bit codes and the CUB segmented sorts it calls, for the
+// narrow keys (src/segmented_narrow.cu).
+#include "baselines.cuh"
+#include "segmented_impl.cuh"
+
+namespace gpusort::detail::device {
+GPUSORT_SEGMENTED_BASELINES(std::uint8_t, no_value)
+GPUSORT_SEGMENTED_BASELINES(std::uint8_t, payload<4>)
+GPUSORT_SEGMENTED_BASELINES(std::uint8_t, payload<8>)
+}  // namespace gpusort::detail::device
+
+GPUSORT_INSTANTIATE_SEGMENTS_FOR_KEY(std::uint8_t)
