@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "gpusort/detail/core/narrow_keys.hpp"
 #include "gpusort/detail/network/approx.hpp"
 #include "gpusort/sort.hpp"
 
@@ -102,6 +103,80 @@ template <class K>
 approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uint64_t* offsets,
                                   const options& opt);
 
+// Narrow keys (detail/core/narrow_keys.hpp), src/top_k_narrow.cu: widened in the workspace to
+// a 32-bit key of the same order (float for the 16-bit floats, int32 or uint32), selected with
+// their positions by the 32-bit top-k, and gathered from the caller's arrays by position, so
+// the keys come back with their exact bits. `rows` x `row_length` (rows = 1: one array);
+// positions: out_values get each key's position (its column, for rows), not values[].
+template <class K, class P>
+cudaError_t narrow_top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
+                         std::uint64_t rows, std::uint64_t row_length, bool as_rows,
+                         bool positions, K* out_keys, P* out_values, std::uint64_t k,
+                         const options& opt);
+template <class K, class P>
+void cpu_narrow_top_k(const K* keys, const P* values, std::uint64_t rows,
+                      std::uint64_t row_length, bool as_rows, K* out_keys, P* out_values,
+                      std::uint64_t k, const options& opt);
+
+// The entry points' one way down, for every key type they take (calls qualified, as in
+// narrow_keys.hpp).
+template <class K, class P>
+cudaError_t top_k_any_key(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
+                          std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
+                          const options& opt) {
+  if constexpr (narrow_key<K>)
+    return detail::narrow_top_k<K, P>(temp, temp_bytes, keys, values, 1, n, false, false,
+                                      out_keys, out_values, k, opt);
+  else
+    return detail::top_k<K, P>(temp, temp_bytes, keys, values, n, out_keys, out_values, k, opt);
+}
+template <class K, class P>
+cudaError_t top_k_positions_any_key(void* temp, std::size_t& temp_bytes, const K* keys,
+                                    std::uint64_t n, K* out_keys, P* out_positions,
+                                    std::uint64_t k, const options& opt) {
+  if constexpr (narrow_key<K>)
+    return detail::narrow_top_k<K, P>(temp, temp_bytes, keys, nullptr, 1, n, false, true,
+                                      out_keys, out_positions, k, opt);
+  else
+    return detail::top_k_positions<K, P>(temp, temp_bytes, keys, n, out_keys, out_positions, k,
+                                         opt);
+}
+template <class K, class P>
+cudaError_t top_k_rows_any_key(void* temp, std::size_t& temp_bytes, const K* keys,
+                               const P* values, std::uint64_t rows, std::uint64_t row_length,
+                               K* out_keys, P* out_values, std::uint64_t k, const options& opt) {
+  if constexpr (narrow_key<K>)
+    return detail::narrow_top_k<K, P>(temp, temp_bytes, keys, values, rows, row_length, true,
+                                      false, out_keys, out_values, k, opt);
+  else
+    return detail::top_k_rows<K, P>(temp, temp_bytes, keys, values, rows, row_length, out_keys,
+                                    out_values, k, opt);
+}
+template <class K, class P>
+cudaError_t top_k_rows_positions_any_key(void* temp, std::size_t& temp_bytes, const K* keys,
+                                         std::uint64_t rows, std::uint64_t row_length,
+                                         K* out_keys, P* out_columns, std::uint64_t k,
+                                         const options& opt) {
+  if constexpr (narrow_key<K>)
+    return detail::narrow_top_k<K, P>(temp, temp_bytes, keys, nullptr, rows, row_length, true,
+                                      true, out_keys, out_columns, k, opt);
+  else
+    return detail::top_k_rows_positions<K, P>(temp, temp_bytes, keys, rows, row_length, out_keys,
+                                              out_columns, k, opt);
+}
+template <class K, class P>
+void cpu_top_k_any_key(const K* keys, const P* values, std::uint64_t rows,
+                       std::uint64_t row_length, bool as_rows, K* out_keys, P* out_values,
+                       std::uint64_t k, const options& opt) {
+  if constexpr (narrow_key<K>)
+    detail::cpu_narrow_top_k<K, P>(keys, values, rows, row_length, as_rows, out_keys, out_values,
+                                   k, opt);
+  else if (as_rows)
+    detail::cpu_top_k_rows<K, P>(keys, values, rows, row_length, out_keys, out_values, k, opt);
+  else
+    detail::cpu_top_k<K, P>(keys, values, row_length, out_keys, out_values, k, opt);
+}
+
 // Validates options.intervals (1 .. 2^24) and the interval mode; the convenience layer
 // throws with this message when it is not empty.
 std::string check_approx_options(const options& opt);
@@ -139,17 +214,18 @@ cudaError_t approx_sort_pairs(void* temp, std::size_t& temp_bytes, const K* keys
 // The k smallest keys in ascending order (descending: the k largest, largest first) into
 // out_keys[0, k). Workspace: about k keys (and values) and a radix sort's of as many, on any
 // input (network::candidate_capacity).
-template <supported_key K, std::integral N>
+template <sortable_key K, std::integral N>
 cudaError_t top_k_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
                        std::uint64_t k, const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
   return detail::never_zero(
       temp, temp_bytes,
-      detail::top_k<K, detail::no_value>(temp, temp_bytes, keys, nullptr,
-                                         static_cast<std::uint64_t>(n), out_keys, nullptr, k, opt));
+      detail::top_k_any_key<K, detail::no_value>(temp, temp_bytes, keys, nullptr,
+                                                 static_cast<std::uint64_t>(n), out_keys, nullptr,
+                                                 k, opt));
 }
 
-template <supported_key K, detail::supported_value V, std::integral N>
+template <sortable_key K, detail::supported_value V, std::integral N>
 cudaError_t top_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
                         N n, K* out_keys, V* out_values, std::uint64_t k,
                         const options& opt = {}) {
@@ -157,15 +233,15 @@ cudaError_t top_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, cons
   using P = detail::payload_of<V>;
   return detail::never_zero(
       temp, temp_bytes,
-      detail::top_k<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
-                          static_cast<std::uint64_t>(n), out_keys, reinterpret_cast<P*>(out_values),
-                          k, opt));
+      detail::top_k_any_key<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
+                                  static_cast<std::uint64_t>(n), out_keys,
+                                  reinterpret_cast<P*>(out_values), k, opt));
 }
 
 // top_k_pairs with every key's position in `keys` as its value, out_indices[j] the position
 // of out_keys[j] (torch.topk's indices): the positions are generated where a key is chosen,
 // so no index array of n is written or read. I: std::int32_t (n below 2^31) or std::int64_t.
-template <supported_key K, class I, std::integral N>
+template <sortable_key K, class I, std::integral N>
   requires std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>
 cudaError_t top_k_indices(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
                           I* out_indices, std::uint64_t k, const options& opt = {}) {
@@ -175,8 +251,8 @@ cudaError_t top_k_indices(void* temp, std::size_t& temp_bytes, const K* keys, N 
   using P = detail::payload<sizeof(I)>;
   return detail::never_zero(
       temp, temp_bytes,
-      detail::top_k_positions<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n), out_keys,
-                                    reinterpret_cast<P*>(out_indices), k, opt));
+      detail::top_k_positions_any_key<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n),
+                                            out_keys, reinterpret_cast<P*>(out_indices), k, opt));
 }
 
 namespace detail {
@@ -196,14 +272,14 @@ cudaError_t copy_kth_key(cudaError_t e, const void* temp, const K* out_keys, std
 // std::nth_element leaves, torch.topk(sorted=False) and its threshold. Today through top_k, so
 // the keys come out in order; a selection that skips the candidates' sort is the next step.
 // k = 0 writes nothing. The workspace is top_k's.
-template <supported_key K, std::integral N>
+template <sortable_key K, std::integral N>
 cudaError_t select_k_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
                           std::uint64_t k, K* kth_key, const options& opt = {}) {
   const cudaError_t e = top_k_keys(temp, temp_bytes, keys, n, out_keys, k, opt);
   return detail::copy_kth_key(e, temp, out_keys, k, kth_key, opt.stream);
 }
 
-template <supported_key K, detail::supported_value V, std::integral N>
+template <sortable_key K, detail::supported_value V, std::integral N>
 cudaError_t select_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
                            N n, K* out_keys, V* out_values, std::uint64_t k, K* kth_key,
                            const options& opt = {}) {
@@ -218,17 +294,17 @@ cudaError_t select_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, c
 // to 2048 of rows of 2048 keys or more: a radix select per row (8 KB and k columns of
 // workspace a row). Otherwise the rows are copied and sorted whole: a copy of the keys (and
 // values) and the batched sort's workspace.
-template <supported_key K, std::integral N, std::integral L>
+template <sortable_key K, std::integral N, std::integral L>
 cudaError_t top_k_rows_keys(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
                             L row_length, K* out_keys, std::uint64_t k, const options& opt = {}) {
   if (detail::negative(rows) || detail::negative(row_length)) return cudaErrorInvalidValue;
   return detail::never_zero(temp, temp_bytes,
-                            detail::top_k_rows<K, detail::no_value>(
+                            detail::top_k_rows_any_key<K, detail::no_value>(
                                 temp, temp_bytes, keys, nullptr, static_cast<std::uint64_t>(rows),
                                 static_cast<std::uint64_t>(row_length), out_keys, nullptr, k, opt));
 }
 
-template <supported_key K, detail::supported_value V, std::integral N, std::integral L>
+template <sortable_key K, detail::supported_value V, std::integral N, std::integral L>
 cudaError_t top_k_rows_pairs(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
                              N rows, L row_length, K* out_keys, V* out_values, std::uint64_t k,
                              const options& opt = {}) {
@@ -236,7 +312,7 @@ cudaError_t top_k_rows_pairs(void* temp, std::size_t& temp_bytes, const K* keys,
   using P = detail::payload_of<V>;
   return detail::never_zero(
       temp, temp_bytes,
-      detail::top_k_rows<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
+      detail::top_k_rows_any_key<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
                                static_cast<std::uint64_t>(rows),
                                static_cast<std::uint64_t>(row_length), out_keys,
                                reinterpret_cast<P*>(out_values), k, opt));
@@ -249,7 +325,7 @@ cudaError_t top_k_rows_pairs(void* temp, std::size_t& temp_bytes, const K* keys,
 // 8 KB and k columns per row (of at most 4,096 rows at once); other shapes are top_k_rows_pairs
 // of a column matrix made in the workspace. I: std::int32_t (rows below 2^31 keys) or
 // std::int64_t.
-template <supported_key K, class I, std::integral N, std::integral L>
+template <sortable_key K, class I, std::integral N, std::integral L>
   requires std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>
 cudaError_t top_k_rows_indices(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
                                L row_length, K* out_keys, I* out_indices, std::uint64_t k,
@@ -260,7 +336,7 @@ cudaError_t top_k_rows_indices(void* temp, std::size_t& temp_bytes, const K* key
   using P = detail::payload<sizeof(I)>;
   return detail::never_zero(
       temp, temp_bytes,
-      detail::top_k_rows_positions<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(rows),
+      detail::top_k_rows_positions_any_key<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(rows),
                                          static_cast<std::uint64_t>(row_length), out_keys,
                                          reinterpret_cast<P*>(out_indices), k, opt));
 }
@@ -418,7 +494,7 @@ template <class K>
 K top_k_on_device(std::span<const K> keys, std::span<K> out_keys, const options& opt,
                   const char* name) {
   const std::uint64_t n = keys.size(), k = out_keys.size();
-  const std::string what = describe_call(name, opt, key_traits<K>::name, n);
+  const std::string what = describe_call(name, opt, key_name<K>, n);
   if (k > n)
     throw_error(cudaErrorInvalidValue, what + ": k = " + std::to_string(k) + " is more than the " +
                                            std::to_string(n) + " keys");
@@ -438,14 +514,15 @@ K top_k_on_device(std::span<const K> keys, std::span<K> out_keys, const options&
 // The k = out_keys.size() smallest device keys (descending: the k largest), sorted, into
 // device out_keys; returns the k-th of them (K{} when k = 0). Waits. Throws gpusort::error.
 // NaNs count as the largest keys here whatever options::nans (torch.topk's convention).
-template <supported_key K>
+template <sortable_key K>
 K top_k(std::span<const K> keys, std::span<K> out_keys, const options& opt = {}) {
   return detail::top_k_on_device(keys, out_keys, opt, "gpusort::top_k");
 }
 
 // The same for host keys, into a host vector: on the GPU if there is one, else on the CPU.
-template <supported_key K>
+template <sortable_key K>
 std::vector<K> top_k(const std::vector<K>& keys, std::uint64_t k, const options& opt = {}) {
+  static_assert(!std::is_same_v<K, bool>, "std::vector<bool> packs its bits: use std::uint8_t");
   if (k > keys.size())
     detail::throw_error(cudaErrorInvalidValue, "gpusort::top_k: k = " + std::to_string(k) +
                                                    " is more than the " +
@@ -461,13 +538,13 @@ std::vector<K> top_k(const std::vector<K>& keys, std::uint64_t k, const options&
                           what + ": copy of the result failed");
     return result;
   }
-  detail::cpu_top_k<K, detail::no_value>(keys.data(), nullptr, keys.size(), result.data(),
-                                         nullptr, k, opt);
+  detail::cpu_top_k_any_key<K, detail::no_value>(keys.data(), nullptr, 1, keys.size(), false,
+                                                 result.data(), nullptr, k, opt);
   return result;
 }
 
 // select_k's answer for host keys: the k selected keys (in no promised order) and the k-th.
-template <supported_key K>
+template <sortable_key K>
 struct selection {
   std::vector<K> keys;
   K kth{};  // keys' largest (descending: smallest); K{} when k = 0
@@ -475,13 +552,13 @@ struct selection {
 
 // The out_keys.size() smallest device keys (descending: largest) into device out_keys, in no
 // promised order; returns the k-th of them (K{} when out_keys is empty). Waits. Throws.
-template <supported_key K>
+template <sortable_key K>
 K select_k(std::span<const K> keys, std::span<K> out_keys, const options& opt = {}) {
   return detail::top_k_on_device(keys, out_keys, opt, "gpusort::select_k");
 }
 
 // The same for host keys: on the GPU if there is one, else on the CPU.
-template <supported_key K>
+template <sortable_key K>
 selection<K> select_k(const std::vector<K>& keys, std::uint64_t k, const options& opt = {}) {
   selection<K> s{top_k(keys, k, opt), K{}};
   if (k) s.kth = s.keys.back();
@@ -490,9 +567,10 @@ selection<K> select_k(const std::vector<K>& keys, std::uint64_t k, const options
 
 // top_k of every row of host keys (keys.size() = rows x row_length, row-major): on the GPU if
 // there is one, else on the CPU (stable there). Returns rows x k keys.
-template <supported_key K>
+template <sortable_key K>
 std::vector<K> top_k_rows(const std::vector<K>& keys, std::uint64_t row_length, std::uint64_t k,
                           const options& opt = {}) {
+  static_assert(!std::is_same_v<K, bool>, "std::vector<bool> packs its bits: use std::uint8_t");
   const std::string what = "gpusort::top_k_rows";
   if (row_length == 0 ? !keys.empty() : keys.size() % row_length != 0)
     detail::throw_error(cudaErrorInvalidValue, what + ": " + std::to_string(keys.size()) +
@@ -508,8 +586,8 @@ std::vector<K> top_k_rows(const std::vector<K>& keys, std::uint64_t row_length, 
   std::vector<K> result(rows * k);
   if (result.empty()) return result;
   if (!detail::gpu_available()) {
-    detail::cpu_top_k_rows<K, detail::no_value>(keys.data(), nullptr, rows, row_length,
-                                                 result.data(), nullptr, k, opt);
+    detail::cpu_top_k_any_key<K, detail::no_value>(keys.data(), nullptr, rows, row_length, true,
+                                                   result.data(), nullptr, k, opt);
     return result;
   }
   detail::device_buffer<K> d(keys.size(), opt, what);

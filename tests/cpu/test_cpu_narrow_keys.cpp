@@ -1,5 +1,6 @@
 // Narrow keys (bool, 8- and 16-bit integers, __half, __nv_bfloat16; detail/core/narrow_keys.hpp)
-// through gpusort::sort, sort_segmented and sort_batched of host vectors: on the CPU backend here, on the GPU on a GPU host.
+// through gpusort::sort, sort_segmented, sort_batched, top_k, select_k and top_k_rows of host
+// vectors: on the CPU backend here, on the GPU on a GPU host.
 // The codes: every bit pattern maps back to itself, and the codes' order is the keys' (checked
 // against the keys' values as float / int64). The sorts: every algorithm, both orders, both NaN
 // placements, awkward sizes, keys alone and with their input positions as values, against
@@ -11,8 +12,10 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "gpusort/approx.hpp"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
 
@@ -300,6 +303,115 @@ TYPED_TEST(NarrowSorts, KeysOutsideEverySegmentKeepTheirBits) {
     if (!inside[i]) ASSERT_EQ(bits_of(got[i]), bits_of(input[i])) << i;
   cudaFree(temp);
   cudaFree(offsets);
+  cudaFree(keys);
+}
+
+// The k first keys of `input` in `order` (NaNs largest, as top_k ranks them), against `got`:
+// the same values in the same order (NaNs equal among themselves), each key one of the input's.
+template <class K>
+::testing::AssertionResult first_k_as_asked(const std::vector<K>& input, const K* got,
+                                            std::uint64_t k, bool descending) {
+  const gpusort::nan_order nans = nans_largest(descending);
+  std::vector<K> want = input;
+  std::stable_sort(want.begin(), want.end(),
+                   [&](K a, K b) { return before(a, b, descending, nans); });
+  std::vector<bits_t<K>> pool;
+  for (const K key : input) pool.push_back(bits_of(key));
+  std::sort(pool.begin(), pool.end());
+  for (std::uint64_t j = 0; j < k; ++j) {
+    if (is_nan(got[j]) != is_nan(want[j]) ||
+        (!is_nan(got[j]) && (before(got[j], want[j], descending, nans) ||
+                             before(want[j], got[j], descending, nans))))
+      return ::testing::AssertionFailure() << "key " << j << " of " << k;
+    const auto hit = std::lower_bound(pool.begin(), pool.end(), bits_of(got[j]));
+    if (hit == pool.end() || *hit != bits_of(got[j]))
+      return ::testing::AssertionFailure() << "key " << j << " is not the input's";
+    pool.erase(hit);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// top_k, select_k and top_k_rows of host vectors (the GPU's on a GPU host, else the CPU's):
+// every k from 0 to n, both orders, the keys' exact bits.
+TYPED_TEST(NarrowSorts, TopKSelectKAndRowsAreTheFirstKeysOfTheOrder) {
+  using K = TypeParam;
+  for (const std::size_t n : {0, 1, 2, 257, 5000, 65537}) {
+    const std::vector<K> input = mixed_keys<K>(n, static_cast<unsigned>(n) + 41);
+    for (const std::uint64_t k : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{n / 3},
+                                  std::uint64_t{n}}) {
+      if (k > n) continue;
+      for (const bool descending : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "n " << n << " k " << k << (descending ? " descending" : ""));
+        const gpusort::options opt{.direction = descending ? gpusort::order::descending
+                                                           : gpusort::order::ascending};
+        const std::vector<K> top = gpusort::top_k(input, k, opt);
+        ASSERT_EQ(top.size(), k);
+        ASSERT_TRUE(first_k_as_asked(input, top.data(), k, descending));
+        const gpusort::selection<K> chosen = gpusort::select_k(input, k, opt);
+        ASSERT_EQ(chosen.keys.size(), k);
+        if (k) {
+          ASSERT_EQ(bits_of(chosen.kth), bits_of(chosen.keys.back()));
+          ASSERT_TRUE(first_k_as_asked(input, chosen.keys.data(), k, descending));
+        }
+      }
+    }
+  }
+  // Rows: 7 rows of 3001 keys (the per-row path) and 300 rows of 40 (the batched one).
+  for (const auto& [rows, row_length, k] : {std::tuple{7u, 3001u, 100u}, std::tuple{300u, 40u, 40u},
+                                            std::tuple{300u, 40u, 0u}}) {
+    const std::vector<K> input = mixed_keys<K>(std::size_t{rows} * row_length, rows + k);
+    for (const bool descending : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << rows << " rows of " << row_length << ", k " << k);
+      const std::vector<K> top = gpusort::top_k_rows(
+          input, row_length, k,
+          {.direction = descending ? gpusort::order::descending : gpusort::order::ascending});
+      ASSERT_EQ(top.size(), std::size_t{rows} * k);
+      for (unsigned r = 0; r < rows; ++r) {
+        const std::vector<K> row(input.begin() + std::size_t{r} * row_length,
+                                 input.begin() + std::size_t{r + 1} * row_length);
+        ASSERT_TRUE(first_k_as_asked(row, top.data() + std::size_t{r} * k, k, descending)) << r;
+      }
+    }
+  }
+}
+
+// The core layer's top_k_rows_indices on device keys: each column names its key.
+TYPED_TEST(NarrowSorts, TopKRowsIndicesNameTheirKeys) {
+  using K = TypeParam;
+  if (!gpusort::detail::gpu_available()) GTEST_SKIP() << "no GPU: device rows";
+  const std::uint64_t rows = 5, row_length = 4099, k = 64;
+  const std::vector<K> input = mixed_keys<K>(rows * row_length, 77);
+  K *keys = nullptr, *out = nullptr;
+  std::int64_t* columns = nullptr;
+  ASSERT_EQ(cudaMalloc(&keys, input.size() * sizeof(K)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&out, rows * k * sizeof(K)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&columns, rows * k * 8), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(keys, input.data(), input.size() * sizeof(K), cudaMemcpyHostToDevice), cudaSuccess);
+  const gpusort::options opt{.direction = gpusort::order::descending};
+  std::size_t bytes = 0;
+  ASSERT_EQ(gpusort::top_k_rows_indices(nullptr, bytes, keys, rows, row_length, out, columns, k, opt),
+            cudaSuccess);
+  void* temp = nullptr;
+  ASSERT_EQ(cudaMalloc(&temp, bytes), cudaSuccess);
+  ASSERT_EQ(gpusort::top_k_rows_indices(temp, bytes, keys, rows, row_length, out, columns, k, opt),
+            cudaSuccess);
+  std::vector<K> got(rows * k);
+  std::vector<std::int64_t> got_columns(rows * k);
+  ASSERT_EQ(cudaMemcpy(got.data(), out, got.size() * sizeof(K), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got_columns.data(), columns, got_columns.size() * 8, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    const std::vector<K> row(input.begin() + r * row_length, input.begin() + (r + 1) * row_length);
+    ASSERT_TRUE(first_k_as_asked(row, got.data() + r * k, k, true)) << r;
+    for (std::uint64_t j = 0; j < k; ++j) {
+      const std::int64_t c = got_columns[r * k + j];
+      ASSERT_TRUE(c >= 0 && static_cast<std::uint64_t>(c) < row_length) << c;
+      ASSERT_EQ(bits_of(row[c]), bits_of(got[r * k + j])) << r << " " << j;
+    }
+  }
+  cudaFree(temp);
+  cudaFree(columns);
+  cudaFree(out);
   cudaFree(keys);
 }
 

@@ -35,6 +35,11 @@ concept narrow_key =
 template <class K>
 concept sortable_key = supported_key<K> || narrow_key<K>;
 
+// X(K) for every narrow key type: the explicit instantiations of src/sort_narrow.cu,
+// src/segmented_narrow.cu and src/top_k_narrow.cu.
+#define GPUSORT_FOR_EACH_NARROW_KEY(X) \
+  X(bool) X(std::int8_t) X(std::uint8_t) X(std::int16_t) X(std::uint16_t) X(__half) X(__nv_bfloat16)
+
 namespace detail {
 
 // One table per fact: each narrow key's bits, its name and, for floats, its format.

@@ -436,9 +436,11 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   scan_bytes = std::max(scan_bytes, samples_bytes);
   const network::segment_list final_segments{nullptr, nullptr, plan.final_problems, 0, 8};
   network::segment_list query = final_segments;
-  // Any non-null address marks a segmented (not batched) shape; the query reads no offsets, and
-  // the keys may be null here (a caller sizing the workspace before its arrays exist).
-  query.begin = query.end = &final_segments;
+  // Any non-null address marks a segmented (not batched) shape; the query reads no offsets.
+  // The keys' address passes the query's checks as device memory; a caller sizing the
+  // workspace before its arrays exist passes none, and the segmented query then checks none.
+  query.begin = query.end = keys ? static_cast<const void*>(keys)
+                                 : static_cast<const void*>(&final_segments);
   // Merge-sorted final buckets need the segmented sort only for buckets above a tile:
   // randomized sampling's overflow, or a plan that ran out of levels (few buckets).
   const bool buckets_fit = policy::merge_tiles && !knobs.random && plan.final_cap <= policy::final_cap;
