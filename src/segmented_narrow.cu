@@ -1,7 +1,7 @@
-// Narrow keys in segments (segmented.hpp, sort_segments_narrow): the keys mapped in place to
-// codes of their own width, the unsigned segmented sort of that width (src/segmented_u8.cu,
-// src/segmented_u16.cu), mapped back. The map is a bijection of the bits, so keys outside every
-// segment come back as they were.
+// Narrow keys in segments (segmented.hpp, sort_segments_narrow): the unsigned segmented sort of
+// the keys' width (src/segmented_u8.cu, src/segmented_u16.cu) on their codes, mapped as the
+// size-class sort loads and stores them, or for CUB's sorts in place before and after. The map
+// is a bijection of the bits, so keys outside every segment come back as they were.
 #include "gpusort/detail/core/narrow_keys.hpp"
 #include "gpusort/detail/device/float_order.cuh"
 #include "segmented_impl.cuh"
@@ -11,6 +11,14 @@ GPUSORT_EXTERN_SEGMENTS_FOR_KEY(std::uint16_t)
 
 namespace gpusort::detail {
 
+// What the codes' unsigned sort finds in memory: the keys' own bits, mapped as it loads and
+// stores them (key_codec).
+template <class K>
+constexpr key_bits stored_bits = std::is_same_v<K, __half>          ? key_bits::float_keys
+                                 : std::is_same_v<K, __nv_bfloat16> ? key_bits::bfloat16_keys
+                                 : std::is_signed_v<K>              ? key_bits::signed_keys
+                                                                    : key_bits::unsigned_keys;
+
 template <class K, class P>
 cudaError_t sort_segments_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* values,
                                  std::uint64_t n, const segment_list& segments,
@@ -18,18 +26,22 @@ cudaError_t sort_segments_narrow(void* temp, std::size_t& temp_bytes, K* keys, P
   using order_t = narrow_order<K>;
   using B = typename order_t::U;
   B* codes = reinterpret_cast<B*>(keys);
-  const auto sort_codes = [&] {
-    return sort_segments<B, P>(temp, temp_bytes, codes, values, n, segments, opt,
-                               key_bits::unsigned_keys, source);
+  // The size-class sort maps the keys as it loads and stores them; CUB's sorts (stable,
+  // cub_radix, cub_merge) need them mapped before and after.
+  const bool size_classes =
+      !opt.stable && (opt.algo == algorithm::automatic || opt.algo == algorithm::bitonic);
+  const auto sort_codes = [&](key_bits stored) {
+    return sort_segments<B, P>(temp, temp_bytes, codes, values, n, segments, opt, stored, source);
   };
-  if (order_t::identity || !temp || n == 0) return sort_codes();
+  if (size_classes) return sort_codes(stored_bits<K>);
+  if (order_t::identity || !temp || n == 0) return sort_codes(key_bits::unsigned_keys);
   // The arrays are checked before a key is mapped.
   cudaError_t e = validate_segment_arrays(keys, values, n, segments);
   if (e != cudaSuccess) return e;
   const bool low = nans_lowest(opt.direction, opt.nans);
   e = device::map_codes<order_t>(codes, n, true, low, opt.stream);
   if (e != cudaSuccess) return e;
-  e = sort_codes();
+  e = sort_codes(key_bits::unsigned_keys);
   // Back to keys even when the sort failed: the caller's bits, in whatever order they are.
   const cudaError_t back = device::map_codes<order_t>(codes, n, false, low, opt.stream);
   return e != cudaSuccess ? e : back;

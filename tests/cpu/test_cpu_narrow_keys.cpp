@@ -108,6 +108,27 @@ TYPED_TEST(NarrowKeys, CodesAreInvertibleAndOrderedLikeTheKeys) {
   }
 }
 
+// The codec the segmented sort loads and stores narrow keys through (key_codec of their
+// width, told what the bits hold) makes narrow_code's codes, and maps them back.
+TYPED_TEST(NarrowKeys, SegmentedCodecMakesTheCodes) {
+  using K = TypeParam;
+  using B = bits_t<K>;
+  using gpusort::detail::key_bits;
+  const key_bits stored = std::is_same_v<K, __half>          ? key_bits::float_keys
+                          : std::is_same_v<K, __nv_bfloat16> ? key_bits::bfloat16_keys
+                          : std::is_signed_v<K>              ? key_bits::signed_keys
+                                                             : key_bits::unsigned_keys;
+  for (const bool low : {false, true}) {
+    const auto codec = gpusort::detail::key_codec<B>::of(stored, low);
+    EXPECT_EQ(codec.maps(), !gpusort::detail::narrow_order<K>::identity);
+    for (const K key : every_key<K>()) {
+      const B b = bits_of(key);
+      ASSERT_EQ(codec.in(b), gpusort::detail::narrow_code<K>(b, low)) << b;
+      ASSERT_EQ(codec.out(codec.in(b)), b) << b;
+    }
+  }
+}
+
 // Keys of every sort: each bit pattern of the type a few times (so ties), shuffled; for the
 // floats, NaNs of both signs and payloads, infinities, signed zeros and subnormals among them.
 template <class K>

@@ -93,28 +93,36 @@ struct nan_tying_less {
 };
 
 // What the keys of a sort of unsigned integers hold in memory: the keys themselves, or the
-// bits of floats or of signed integers of the same width, which the sort maps to codes as
-// it loads them and back as it stores them (key_codec).
-enum class key_bits : std::uint8_t { unsigned_keys, float_keys, signed_keys };
+// bits of floats (16-bit keys: binary16 or bfloat16) or of signed integers of the same width,
+// which the sort maps to codes as it loads them and back as it stores them (key_codec).
+enum class key_bits : std::uint8_t { unsigned_keys, float_keys, signed_keys, bfloat16_keys };
 
 // How a sort of unsigned keys reads and writes them: as they are, or as codes of the key
-// type their bits hold (key_bits): float_order's map for floats, the sign bit flipped for
-// signed integers (two's complement in unsigned order). A one-pass sort (the segmented
-// sort's short classes) then sorts those types with no pass of its own before or after, and
-// one instantiation serves the three key types of a width. Other key types: as they are.
+// type their bits hold (key_bits): float_order's map for floats (16-bit keys: half_order, or
+// bfloat16_order for bfloat16_keys), the sign bit flipped for signed integers (two's
+// complement in unsigned order). A one-pass sort (the segmented sort's short classes) then
+// sorts those types with no pass of its own before or after, and one instantiation serves
+// the key types of a width. 8-bit keys: signed or as they are; other key types: as they are.
 template <class K>
 struct key_codec {
   bool float_codes = false;
   bool nans_lowest = false;  // the codes' NaN placement (float_order::to_code)
+  bool bfloat16 = false;     // 16-bit float codes: bfloat16_order's, else half_order's
   std::uint64_t flip = 0;    // signed keys: the sign bit, flipped on the way in and out
   static constexpr bool can_map =
+      std::is_same_v<K, std::uint8_t> || std::is_same_v<K, std::uint16_t> ||
       std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::uint64_t>;
-  using order = float_order<std::conditional_t<sizeof(K) == 4, float, double>>;
+  static constexpr bool has_floats = can_map && sizeof(K) >= 2;
+  using order = float_order<std::conditional_t<sizeof(K) == 8, double, float>>;
+  static constexpr K sign = static_cast<K>(K{1} << (sizeof(K) * 8 - 1));
 
   static constexpr key_codec of(key_bits bits, bool nans_lowest = false) {
     if constexpr (can_map) {
-      if (bits == key_bits::float_keys) return {true, nans_lowest, 0};
-      if (bits == key_bits::signed_keys) return {false, false, order::sign};
+      if (bits == key_bits::signed_keys) return {false, false, false, sign};
+      if constexpr (has_floats) {
+        if (bits == key_bits::float_keys) return {true, nans_lowest, false, 0};
+        if (sizeof(K) == 2 && bits == key_bits::bfloat16_keys) return {true, nans_lowest, true, 0};
+      }
     }
     return {};
   }
@@ -122,13 +130,25 @@ struct key_codec {
   GPUSORT_HD constexpr bool maps() const { return float_codes || flip != 0; }
 
   GPUSORT_HD GPUSORT_FORCEINLINE constexpr K in(K stored) const {
-    if constexpr (can_map)
-      return float_codes ? order::to_code(stored, nans_lowest) : stored ^ static_cast<K>(flip);
+    if constexpr (sizeof(K) == 2 && can_map) {
+      if (float_codes)
+        return bfloat16 ? bfloat16_order::to_code(stored, nans_lowest)
+                        : half_order::to_code(stored, nans_lowest);
+    } else if constexpr (has_floats) {
+      if (float_codes) return order::to_code(stored, nans_lowest);
+    }
+    if constexpr (can_map) return stored ^ static_cast<K>(flip);
     return stored;
   }
   GPUSORT_HD GPUSORT_FORCEINLINE constexpr K out(K code) const {
-    if constexpr (can_map)
-      return float_codes ? order::from_code(code, nans_lowest) : code ^ static_cast<K>(flip);
+    if constexpr (sizeof(K) == 2 && can_map) {
+      if (float_codes)
+        return bfloat16 ? bfloat16_order::from_code(code, nans_lowest)
+                        : half_order::from_code(code, nans_lowest);
+    } else if constexpr (has_floats) {
+      if (float_codes) return order::from_code(code, nans_lowest);
+    }
+    if constexpr (can_map) return code ^ static_cast<K>(flip);
     return code;
   }
 };
