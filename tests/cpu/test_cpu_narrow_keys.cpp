@@ -408,6 +408,9 @@ TYPED_TEST(NarrowSorts, TopKRowsIndicesNameTheirKeys) {
   ASSERT_EQ(cudaMalloc(&out, rows * k * sizeof(K)), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&columns, rows * k * 8), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(keys, input.data(), input.size() * sizeof(K), cudaMemcpyHostToDevice), cudaSuccess);
+  // Poisoned outputs: every key and column must be written.
+  ASSERT_EQ(cudaMemset(out, 0xA5, rows * k * sizeof(K)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(columns, 0xA5, rows * k * 8), cudaSuccess);
   const gpusort::options opt{.direction = gpusort::order::descending};
   std::size_t bytes = 0;
   ASSERT_EQ(gpusort::top_k_rows_indices(nullptr, bytes, keys, rows, row_length, out, columns, k, opt),
