@@ -1,14 +1,18 @@
 // Narrow keys (detail/core/narrow_keys.hpp). automatic and cub_radix (values up to 8 bytes):
 // CUB's radix sort at the keys' own width (one pass a byte: half the passes and bytes of u32
 // keys), the 16-bit floats mapped in place to codes and back; workspace: CUB's double buffers
-// and its own. Every other algorithm: through the u32 sorts of src/sort_u32.cu, the codes
-// widened to 32 bits in the workspace ([codes, n x 4 bytes rounded up to 256 | the u32 sort's
-// own]), sorted with the values, and mapped back into the keys.
+// and its own. bitonic (and automatic where CUB's workspace does not fit): the in-place
+// network on the own-width codes, no workspace. Every other algorithm (and stable bitonic):
+// through the u32 sorts of src/sort_u32.cu, the codes widened to 32 bits in the workspace
+// ([codes, n x 4 bytes rounded up to 256 | the u32 sort's own]), sorted with the values, and
+// mapped back into the keys.
 #include <algorithm>
 #include <vector>
 
 #include "baselines.cuh"
+#include "gpusort/detail/core/automatic.hpp"  // workspace_fits
 #include "gpusort/detail/core/narrow_keys.hpp"
+#include "gpusort/detail/device/bitonic.cuh"
 #include "gpusort/detail/device/float_order.cuh"
 
 namespace gpusort::detail {
@@ -71,6 +75,49 @@ cudaError_t radix_sort_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* v
   return e != cudaSuccess ? e : back;
 }
 
+// The in-place bitonic network on the keys' own-width codes (mapped in place, sorted, mapped
+// back): no workspace.
+template <class K, class P>
+cudaError_t bitonic_sort_narrow(K* keys, P* values, std::uint64_t n, const options& opt) {
+  using order_t = narrow_order<K>;
+  using B = typename order_t::U;
+  B* codes = reinterpret_cast<B*>(keys);
+  const bool low = nans_lowest(opt.direction, opt.nans);
+  const bool descending = opt.direction == order::descending;
+  if constexpr (!order_t::identity) {
+    const cudaError_t e = device::map_codes<order_t>(codes, n, true, low, opt.stream);
+    if (e != cudaSuccess) return e;
+  }
+  const cudaError_t e = device::bitonic_sort(codes, values, n, less<B>{}, descending, opt.stream);
+  if constexpr (!order_t::identity) {
+    // Back to keys even when the sort failed: the caller's bits, in whatever order they are.
+    const cudaError_t back = device::map_codes<order_t>(codes, n, false, low, opt.stream);
+    return e != cudaSuccess ? e : back;
+  }
+  return e;
+}
+
+// automatic's pick for narrow keys, as the flat sort's plan picks for the others: CUB's radix
+// sort where its workspace fits (at the query, in the device's free memory; at the sort, in
+// the bytes given), else the in-place bitonic network; stable keeps the radix sort whatever
+// the memory. Values over 8 bytes: the u32 codes' plan decides.
+template <class K, class P>
+algorithm narrow_pick(const void* temp, std::size_t temp_bytes, std::uint64_t n,
+                      const options& opt) {
+  std::size_t radix_bytes = 0;
+  if (radix_sort_narrow<K, P>(nullptr, radix_bytes, nullptr, nullptr, n, opt) != cudaSuccess) {
+    cudaGetLastError();
+    return opt.stable ? algorithm::cub_radix : algorithm::bitonic;
+  }
+  if (opt.stable) return algorithm::cub_radix;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  const bool fits = temp ? temp_bytes >= radix_bytes
+                         : cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
+                               workspace_fits(radix_bytes, free_bytes);
+  cudaGetLastError();
+  return fits ? algorithm::cub_radix : algorithm::bitonic;
+}
+
 }  // namespace
 
 template <class K, class P>
@@ -80,9 +127,18 @@ cudaError_t sort_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* values,
   if (e == cudaSuccess && !std::is_same_v<P, no_value>)
     e = validate_device_array(values, n, sizeof(P), sizeof(P));
   if (e != cudaSuccess) return e;
+  algorithm algo = opt.algo;
   if constexpr (sizeof(P) <= 8) {
-    if (opt.algo == algorithm::automatic || opt.algo == algorithm::cub_radix)
+    if (algo == algorithm::automatic) algo = narrow_pick<K, P>(temp, temp_bytes, n, opt);
+    if (algo == algorithm::cub_radix)
       return radix_sort_narrow(temp, temp_bytes, keys, values, n, opt);
+  }
+  if (algo == algorithm::bitonic && !opt.stable) {
+    if (!temp) {
+      temp_bytes = 0;
+      return cudaSuccess;
+    }
+    return bitonic_sort_narrow(keys, values, n, opt);
   }
   const std::size_t code_bytes = align_workspace(sizeof(std::uint32_t) * n);
   std::size_t sort_bytes = 0;
@@ -120,8 +176,12 @@ void cpu_sort_narrow(K* keys, P* values, std::uint64_t n, const options& opt) {
 
 template <class K, class P>
 algorithm narrow_automatic_algorithm(std::uint64_t n, const options& opt) {
-  if (!gpu_available() || sizeof(P) > 8) return detail::automatic_algorithm<std::uint32_t, P>(n, opt);
-  return algorithm::cub_radix;
+  if constexpr (sizeof(P) > 8) {
+    return detail::automatic_algorithm<std::uint32_t, P>(n, opt);
+  } else {
+    if (!gpu_available()) return detail::automatic_algorithm<std::uint32_t, P>(n, opt);
+    return narrow_pick<K, P>(nullptr, 0, n, opt);
+  }
 }
 
 #define GPUSORT_INSTANTIATE_NARROW(K, P)                                                      \
