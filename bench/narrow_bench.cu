@@ -4,11 +4,12 @@
 //   gpusort-narrow-bench [--sizes 2^20,2^24,2^28] [--types f32,u32,bf16,f16,u16,i16,u8,i8]
 //                        [--row 4096] [--reps 9] [--seed 1] [--csv FILE]
 //
-// Three operations a type and size:
+// Four operations a type and size:
 //   keys     gpusort::sort_keys (automatic) | cub::DeviceRadixSort::SortKeys of the same type
 //   pairs    gpusort::sort_pairs with u32 values | SortPairs with the same values
 //   batched  gpusort::sort_batched_keys of rows of --row keys (automatic) |
 //            cub::DeviceSegmentedRadixSort::SortKeys of the same rows
+//   bitonic  gpusort::sort_keys with algorithm::bitonic (in place) | SortKeys, as for keys
 // Keys are uniform random bits (16-bit floats: every finite value, no NaN, both zeros), made on
 // the device from --seed. Timing: CUDA events around the sort alone, after a device copy from a
 // pristine buffer; one warm-up, then the median of --reps. Each row gives milliseconds, keys/s,
@@ -220,8 +221,8 @@ void run_type(const std::string& name, const config& cfg, std::vector<row>& rows
       check(cudaMemcpyAsync(keys, pristine, n * sizeof(K), cudaMemcpyDeviceToDevice), "copy");
       check(cudaMemcpyAsync(values, positions, n * 4, cudaMemcpyDeviceToDevice), "copy");
     };
-    for (const std::string op : {"keys", "pairs", "batched"}) {
-      const bool pairs = op == "pairs", batched = op == "batched";
+    for (const std::string op : {"keys", "pairs", "batched", "bitonic"}) {
+      const bool pairs = op == "pairs", batched = op == "batched", bitonic = op == "bitonic";
       const std::uint64_t count = batched ? rows_count * cfg.row : n;
       row r{op, name, count};
       if (batched && rows_count == 0) continue;
@@ -230,7 +231,9 @@ void run_type(const std::string& name, const config& cfg, std::vector<row>& rows
         if (batched)
           return gpusort::sort_batched_keys(temp, bytes, keys, rows_count, cfg.row);
         if (pairs) return gpusort::sort_pairs(temp, bytes, keys, values, count);
-        return gpusort::sort_keys(temp, bytes, keys, count);
+        return gpusort::sort_keys(temp, bytes, keys, count,
+                                  {.algo = bitonic ? gpusort::algorithm::bitonic
+                                                   : gpusort::algorithm::automatic});
       };
       check(ours(nullptr), "gpusort workspace");
       void* temp = nullptr;
