@@ -481,6 +481,44 @@ TEST(NarrowKeys, BoolKeysOnTheGpu) {
   cudaFree(values);
 }
 
+// More keys than a 32-bit count holds, on the GPU (automatic: CUB's radix sort of the codes,
+// or the in-place network where its workspace does not fit): sorted, and the same keys.
+template <class K>
+void sort_more_than_2_to_31(unsigned seed) {
+  const std::uint64_t n = (std::uint64_t{1} << 31) + 3;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+  if (free_bytes < 3 * n * sizeof(K)) GTEST_SKIP() << "not enough device memory";
+  std::vector<K> keys(n);
+  std::vector<std::uint64_t> want(std::size_t{1} << (8 * sizeof(K))), have(want.size());
+  std::uint64_t x = seed;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    auto b = static_cast<bits_t<K>>(x >> 40);
+    if constexpr (is_float16<K>)
+      if (is_nan(key_of<K>(b))) b = static_cast<bits_t<K>>(b & 0x3fff);  // finite keys
+    keys[i] = key_of<K>(b);
+    ++want[b];
+  }
+  K* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, n * sizeof(K)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d, keys.data(), n * sizeof(K), cudaMemcpyHostToDevice), cudaSuccess);
+  gpusort::sort(std::span<K>(d, n));
+  ASSERT_EQ(cudaMemcpy(keys.data(), d, n * sizeof(K), cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    ++have[bits_of(keys[i])];
+    if (i > 0) ASSERT_FALSE(before(keys[i], keys[i - 1], false, gpusort::nan_order::last)) << i;
+  }
+  EXPECT_EQ(have, want);
+}
+
+TEST(NarrowKeys, MoreThan2To31KeysOnTheGpu) {
+  if (!gpusort::detail::gpu_available()) GTEST_SKIP() << "no GPU: 2^31 keys on the device";
+  sort_more_than_2_to_31<std::uint8_t>(3);
+  sort_more_than_2_to_31<__nv_bfloat16>(4);
+}
+
 TEST(NarrowKeys, NamesAndAutomaticChoice) {
   EXPECT_EQ(gpusort::detail::key_name<__nv_bfloat16>, "bf16");
   EXPECT_EQ(gpusort::detail::key_name<std::int8_t>, "i8");
