@@ -232,5 +232,9 @@ cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* 
   GPUSORT_BASELINES(K, no_value)     \
   GPUSORT_BASELINES(K, payload<4>)   \
   GPUSORT_BASELINES(K, payload<8>)
+#define GPUSORT_SEGMENTED_BASELINES_FOR_KEY(K) \
+  GPUSORT_SEGMENTED_BASELINES(K, no_value)     \
+  GPUSORT_SEGMENTED_BASELINES(K, payload<4>)   \
+  GPUSORT_SEGMENTED_BASELINES(K, payload<8>)
 
 }  // namespace gpusort::detail::device

@@ -4,9 +4,7 @@
 #include "segmented_impl.cuh"
 
 namespace gpusort::detail::device {
-GPUSORT_SEGMENTED_BASELINES(std::uint8_t, no_value)
-GPUSORT_SEGMENTED_BASELINES(std::uint8_t, payload<4>)
-GPUSORT_SEGMENTED_BASELINES(std::uint8_t, payload<8>)
-}  // namespace gpusort::detail::device
+GPUSORT_SEGMENTED_BASELINES_FOR_KEY(std::uint8_t)
+}
 
 GPUSORT_INSTANTIATE_SEGMENTS_FOR_KEY(std::uint8_t)

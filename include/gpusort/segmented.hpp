@@ -66,9 +66,10 @@ template <class K, class P>
 void cpu_sort_segments(K* keys, P* values, std::uint64_t n, const segment_list& segments,
                        const options& opt);
 
-// Narrow keys (detail/core/narrow_keys.hpp) in segments, src/segmented_narrow.cu: mapped in
-// place to codes of their own width (bool and unsigned keys are their codes), sorted by the
-// unsigned segmented sort of that width, mapped back.
+// Narrow keys (detail/core/narrow_keys.hpp) in segments, src/segmented_narrow.cu: sorted as
+// codes of their own width (bool and unsigned keys are their codes) by the unsigned segmented
+// sort of that width, mapped as its size-class sort loads and stores them, or in place before
+// and after CUB's sorts.
 template <class K, class P>
 cudaError_t sort_segments_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* values,
                                  std::uint64_t n, const segment_list& segments,
