@@ -163,8 +163,8 @@ def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", na
     stable=True keeps equal keys in their input order. Float NaNs go after every number in
     both orders (nans="last", NumPy's order) or before them (nans="first"); torch.sort
     treats NaN as the largest key, which is nans="first" with descending=True. bool, 8- and
-    16-bit integers, float16 and bfloat16 are sorted as a widened copy (int32, float32) and
-    returned in their dtype."""
+    16-bit integers, float16 and bfloat16 are sorted at their own width (host bfloat16, which
+    NumPy lacks, as float32) and returned in their dtype with their bits."""
     if _operator(x):
         return SortResult(*_operators.sort(x, dim, descending, stable, algorithm, nans, indices_dtype))
     return SortResult(*_core.sort(x, dim, descending, stable, algorithm, nans, indices_dtype))

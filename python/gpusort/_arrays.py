@@ -9,13 +9,20 @@ handshake (``__dlpack__(stream=...)``) or as ``__cuda_array_interface__`` dicts.
 
 import sys
 
+# Keys every entry point takes; the sorts (flat, rows, segments) and topk also take the narrow
+# ones, which the library sorts at their own width.
 KEY_DTYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")
+NARROW_KEY_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "float16", "bfloat16")
+SORT_KEY_DTYPES = KEY_DTYPES + NARROW_KEY_DTYPES
 
 
-# numpy's typestr of each torch dtype the module reads (anything else is refused by type).
+# numpy's typestr of each torch dtype the module reads (anything else is refused by type);
+# NumPy has no bfloat16, which the module reads as "<bf2".
 _TYPESTR = {"torch.int32": "<i4", "torch.uint32": "<u4", "torch.int64": "<i8",
             "torch.uint64": "<u8", "torch.float32": "<f4", "torch.float64": "<f8",
-            "torch.uint8": "|u1"}
+            "torch.bool": "|b1", "torch.int8": "|i1", "torch.uint8": "|u1",
+            "torch.int16": "<i2", "torch.uint16": "<u2", "torch.float16": "<f2",
+            "torch.bfloat16": "<bf2"}
 
 
 def _dlpack_stream(stream):
@@ -81,6 +88,10 @@ class _Torch:
 
     def take_along(self, x, indices, axis):
         return self.torch.gather(x, axis, indices.long())
+
+    def one_nan(self, x):
+        """A copy of the float array x with every NaN the same NaN."""
+        return x.masked_fill(x.isnan(), float("nan"))
 
     def ones(self, like, shape, dtype):
         return self.torch.ones(shape, dtype=getattr(self.torch, dtype), device=like.device)
@@ -156,6 +167,10 @@ class _NdArrays:
     def take_along(self, x, indices, axis):
         return self.module.take_along_axis(x, indices, axis)
 
+    def one_nan(self, x):
+        """A copy of the float array x with every NaN the same NaN."""
+        return self.module.where(self.module.isnan(x), self.module.array(float("nan"), x.dtype), x)
+
     def ones(self, like, shape, dtype):
         if self.name == "cupy":
             with like.device:
@@ -227,7 +242,7 @@ class _Foreign:
 
     def dtype_name(self, x):
         name = self._describe(x)["type"]
-        return name if name in KEY_DTYPES else "of another type"
+        return name if name in SORT_KEY_DTYPES else "of another type"
 
     def shape(self, x):
         return tuple(self._describe(x)["shape"])

@@ -7,7 +7,7 @@ operator: under torch.compile, for autograd, for fake tensors."""
 import os
 
 from . import _arrays
-from ._arrays import KEY_DTYPES
+from ._arrays import KEY_DTYPES, SORT_KEY_DTYPES
 from ._extension import ext as _ext
 
 
@@ -46,13 +46,13 @@ ALGORITHMS = tuple(ALGORITHM_TRAITS)
 # ---- argument checks: all of them run before any data moves --------------------------------
 
 
-def _check_dtype(xp, x, argument="x"):
-    """TypeError for a key dtype the library lacks."""
+def _check_dtype(xp, x, argument="x", dtypes=KEY_DTYPES):
+    """TypeError for a key dtype the entry point lacks (dtypes: those it takes)."""
     dtype = xp.dtype_name(x)
-    if dtype not in KEY_DTYPES:
+    if dtype not in dtypes:
         raise TypeError(
             f"{argument}: dtype {dtype} is not supported; keys must be one of "
-            + ", ".join(KEY_DTYPES)
+            + ", ".join(dtypes)
         )
 
 
@@ -229,30 +229,29 @@ def _row_indices(xp, like, rows, row_len, dtype):
     return row if rows == 1 else xp.tile_rows(row, rows)
 
 
-# Key dtypes the library has no instantiation for, sorted as a wider dtype that holds every
-# value exactly and in the same order (bool and 8- and 16-bit integers as int32, 16-bit
-# floats as float32: -0.0 before +0.0 and NaNs stay what they are). The sorted keys come back
-# by the indices (16-bit floats: the caller's bits, NaN payloads included) or converted back
-# (integers, exact). It costs a conversion each way; 16-bit keys of their own are issue 47's.
-WIDENED_DTYPES = {"bool": "int32", "int8": "int32", "uint8": "int32", "int16": "int32",
-                  "uint16": "int32", "float16": "float32", "bfloat16": "float32"}
-
-
+# The host path reads arrays through NumPy, which has no bfloat16: host bfloat16 tensors are
+# sorted as float32 (every value exact, the same order: -0.0 before +0.0), and the sorted keys
+# come back by the indices, with the caller's bits (NaN payloads included).
 def _widened(xp, x):
-    """The dtype x is sorted as, or None where the library takes x's dtype (or the
-    array's library cannot convert it)."""
-    return WIDENED_DTYPES.get(xp.dtype_name(x)) if hasattr(xp, "take_along") else None
+    """The dtype x is sorted as, or None where the library takes x's dtype."""
+    return "float32" if xp.dtype_name(x) == "bfloat16" and not xp.on_device(x) else None
 
 
 def _narrowed(xp, x, values, indices, axis):
     """x's sorted keys in x's dtype, from the sort of its widened copy."""
-    if xp.dtype_name(x) in FLOAT16_DTYPES:
-        return xp.take_along(x, indices, axis)
-    return xp.astype(values, xp.dtype_name(x))
+    return xp.take_along(x, indices, axis)
 
 
-def sort(x, dim, descending, stable, algorithm, nans, indices_dtype):
-    """(values, indices) of x sorted along dim, as new arrays of x's library."""
+def _ties_nans(xp, x, stable):
+    """Whether a stable sort of x goes through a copy whose NaNs are one NaN: the library
+    orders 16-bit float NaNs by their bits, where a stable sort keeps them in input order
+    (as it does for float32). The keys then come back by the indices, with their bits."""
+    return stable and xp.dtype_name(x) in FLOAT16_DTYPES and hasattr(xp, "one_nan")
+
+
+def sort(x, dim, descending, stable, algorithm, nans, indices_dtype, nans_tied=False):
+    """(values, indices) of x sorted along dim, as new arrays of x's library. nans_tied: x's
+    NaNs are one NaN already (_ties_nans)."""
     if _arrays.is_jax(x):
         lent = _arrays.lend_jax(x, "x")
         return _arrays.jax_results(sort(lent, dim, descending, stable, algorithm, nans, indices_dtype))
@@ -264,7 +263,11 @@ def sort(x, dim, descending, stable, algorithm, nans, indices_dtype):
         values, indices = sort(xp.astype(x, wide), dim, descending, stable, algorithm, nans,
                                indices_dtype)
         return _narrowed(xp, x, values, indices, axis), indices
-    _check_dtype(xp, x)
+    if _ties_nans(xp, x, stable) and not nans_tied:
+        values, indices = sort(xp.one_nan(x), dim, descending, stable, algorithm, nans,
+                               indices_dtype, nans_tied=True)
+        return xp.take_along(x, indices, axis), indices
+    _check_dtype(xp, x, dtypes=SORT_KEY_DTYPES)
     moved, back = _last(xp, x, axis)
     shape = xp.shape(moved)
     rows, row_len = _rows(shape)
@@ -300,13 +303,13 @@ def sort_(x, dim, descending, stable, algorithm, nans):
     nans = _nans(nans)
     xp = _arrays.namespace_of(x, "x")
     axis = _dim_of(xp, x, dim)
-    if _widened(xp, x):
+    if _widened(xp, x) or _ties_nans(xp, x, stable):
         if not xp.on_device(x) and not _host_arrays(xp, x, "x")[0].flags.writeable:
             raise ValueError("x: is read-only")
         values, _ = sort(x, dim, descending, stable, algorithm, nans, "int64")
         xp.assign(x, values)
         return
-    _check_dtype(xp, x)
+    _check_dtype(xp, x, dtypes=SORT_KEY_DTYPES)
     moved, _ = _last(xp, x, axis)
     rows, row_len = _rows(xp.shape(moved))
     algorithm = _algorithm(algorithm, stable, rows, xp.on_device(x))
@@ -344,7 +347,7 @@ def sort_segmented(x, offsets, descending, algorithm, nans):
     if wide:
         values, indices = sort_segmented(xp.astype(x, wide), offsets, descending, algorithm, nans)
         return _narrowed(xp, x, values, indices, 0), indices
-    _check_dtype(xp, x)
+    _check_dtype(xp, x, dtypes=SORT_KEY_DTYPES)
     oxp = _arrays.namespace_of(offsets, "offsets")
     _same_place(xp, x, oxp, offsets, "offsets")
     if oxp.dtype_name(offsets) not in ("int32", "int64"):
@@ -392,7 +395,7 @@ def topk_shape(shape, axis, k):
 
 # 16-bit float dtypes topk takes (as their bits, through the per-row select), and the
 # library's name of each.
-FLOAT16_DTYPES = {"float16": "f16", "bfloat16": "bf16"}
+FLOAT16_DTYPES = ("float16", "bfloat16")
 # Rows the per-row select takes (network/row_select.hpp: k up to 2048 of rows of 2048 keys or
 # more). One row longer than _ONE_ROW_SELECT_MOST goes to top_k_indices (sampled splitters),
 # which reads the keys about once where the select reads them three or four times. Where the
@@ -414,13 +417,12 @@ def topk(x, k, dim, largest):
     xp = _arrays.namespace_of(x, "x")
     axis = _dim_of(xp, x, dim)
     wide = _widened(xp, x)
-    float16 = FLOAT16_DTYPES.get(xp.dtype_name(x), "") if wide else ""
     if not wide:
-        _check_dtype(xp, x)
+        _check_dtype(xp, x, dtypes=SORT_KEY_DTYPES)
     moved, back = _last(xp, x, axis)
     rows, row_len = _rows(xp.shape(moved))
     k = _k_of(k, row_len)
-    if wide and not (float16 and xp.on_device(x) and _row_select_fits(row_len, k)):
+    if wide:
         values, indices = topk(xp.astype(x, wide), k, dim, largest)
         return _narrowed(xp, x, values, indices, axis), indices
     if not xp.is_contiguous(moved):  # topk leaves x alone: a contiguous copy is read instead
@@ -439,12 +441,12 @@ def topk(x, k, dim, largest):
     stream = xp.stream(moved)
     values = xp.empty(moved, out_shape, xp.dtype_name(x))
     alloc = _alloc(xp, moved, stream)
-    if float16 or (_row_select_fits(row_len, k) and (rows > 1 or row_len <= _ONE_ROW_SELECT_MOST)):
-        # The library writes the columns itself; 16-bit floats go as their bits.
+    float16 = xp.dtype_name(x) in FLOAT16_DTYPES  # the select has a path of their own
+    if _row_select_fits(row_len, k) and (float16 or rows > 1 or row_len <= _ONE_ROW_SELECT_MOST):
+        # The library writes the columns itself.
         indices = xp.empty(moved, out_shape, "int64")
-        keys, out = (xp.view(moved, "int16"), xp.view(values, "int16")) if float16 else (moved, values)
-        _ext.topk_rows_indices_device(*_handles(xp, stream, keys, out, indices), k, largest,
-                                      stream, alloc, rows, float16)
+        _ext.topk_rows_indices_device(*_handles(xp, stream, moved, values, indices), k, largest,
+                                      stream, alloc, rows)
         return back(values), back(indices)
     if rows == 1:  # the library writes the positions itself: no index array of n
         indices = xp.empty(moved, out_shape, "int64")

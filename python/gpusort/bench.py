@@ -47,6 +47,13 @@ def _cases(torch, quick):
                 "gpusort": lambda x: gpusort.sort(x),
                 "torch.sort": lambda x: torch.sort(x),
             }))
+    # narrow keys, sorted at their own width (issue 47)
+    for n in (2**24, big):
+        for dtype in ("bfloat16", "float16", "int16", "int8", "uint8"):
+            cases.append((f"sort {dtype} with indices", n, dtype, {
+                "gpusort": lambda x: gpusort.sort(x),
+                "torch.sort": lambda x: torch.sort(x),
+            }))
     cases.append((f"argsort stable int32", 2**24, "int32", {
         "gpusort": lambda x: gpusort.argsort(x, stable=True),
         "torch.argsort(stable=True)": lambda x: torch.argsort(x, stable=True),
@@ -206,10 +213,12 @@ def main(argv=None):
         elif dtype == "float32":
             pristine = torch.rand(n, device="cuda", generator=generator)
         else:
-            pristine = torch.randint(-(2**31), 2**31 - 1, (n,), dtype=torch.int32, device="cuda",
-                                     generator=generator)
+            info = torch.iinfo(getattr(torch, dtype))
+            pristine = torch.randint(info.min, info.max, (n,), dtype=getattr(torch, dtype),
+                                     device="cuda", generator=generator)
         work = torch.empty_like(pristine)
-        if cupy is not None and case.startswith("sort ") and "indices" in case:
+        if (cupy is not None and case.startswith("sort ") and "indices" in case
+                and dtype != "bfloat16"):  # CuPy has no bfloat16
             calls = dict(calls, **{"cupy.sort (keys only)": lambda x: cupy.sort(cupy.from_dlpack(x))})
         results = {}
         for name, call in calls.items():

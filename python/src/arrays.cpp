@@ -1,19 +1,26 @@
 #include "arrays.hpp"
 
 #include <string_view>
+#include <utility>
 
 namespace gpusort_python {
 
 namespace {
 
 element element_of(int code, int bits, int lanes) {
+  struct dlpack_type {
+    int code, bits;
+    element type;
+  };
+  constexpr dlpack_type known[] = {
+      {kDLInt, 32, element::i32},   {kDLUInt, 32, element::u32},  {kDLInt, 64, element::i64},
+      {kDLUInt, 64, element::u64},  {kDLFloat, 32, element::f32}, {kDLFloat, 64, element::f64},
+      {kDLBool, 8, element::b8},    {kDLInt, 8, element::i8},     {kDLUInt, 8, element::u8},
+      {kDLInt, 16, element::i16},   {kDLUInt, 16, element::u16},  {kDLFloat, 16, element::f16},
+      {kDLBfloat, 16, element::bf16}};
   if (lanes != 1) return element::other;
-  if (code == kDLInt && bits == 32) return element::i32;
-  if (code == kDLInt && bits == 64) return element::i64;
-  if (code == kDLUInt && bits == 32) return element::u32;
-  if (code == kDLUInt && bits == 64) return element::u64;
-  if (code == kDLFloat && bits == 32) return element::f32;
-  if (code == kDLFloat && bits == 64) return element::f64;
+  for (const dlpack_type& k : known)
+    if (k.code == code && k.bits == bits) return k.type;
   return element::other;
 }
 
@@ -84,17 +91,26 @@ array_view from_capsule(const py::capsule& cap, const char* what) {
   return v;
 }
 
+// numpy's typestr: byte order, kind, size ("<f4"); '|' or '=' for no or native order. NumPy
+// has no bfloat16: the package names it "<bf2" in its own device handles.
 element element_of_typestr(const std::string& s) {
-  // numpy's typestr: byte order, kind, size ("<f4"); '|' or '=' for no or native order.
   if (s.size() < 3 || s[0] == '>') return element::other;
-  const std::string kind_size = s.substr(1);
-  if (kind_size == "i4") return element::i32;
-  if (kind_size == "u4") return element::u32;
-  if (kind_size == "i8") return element::i64;
-  if (kind_size == "u8") return element::u64;
-  if (kind_size == "f4") return element::f32;
-  if (kind_size == "f8") return element::f64;
+  const std::string_view kind_size = std::string_view(s).substr(1);
+  constexpr std::pair<std::string_view, element> known[] = {
+      {"i4", element::i32}, {"u4", element::u32}, {"i8", element::i64}, {"u8", element::u64},
+      {"f4", element::f32}, {"f8", element::f64}, {"b1", element::b8},  {"i1", element::i8},
+      {"u1", element::u8},  {"i2", element::i16}, {"u2", element::u16}, {"f2", element::f16},
+      {"bf2", element::bf16}};
+  for (const auto& [name, e] : known)
+    if (kind_size == name) return e;
   return element::other;
+}
+
+// The element size a typestr gives: its trailing digits (0 where there are none).
+int typestr_bytes(const std::string& s) {
+  std::size_t first = s.size();
+  while (first > 0 && s[first - 1] >= '0' && s[first - 1] <= '9') --first;
+  return first < s.size() && s.size() - first < 6 ? std::stoi(s.substr(first)) : 0;
 }
 
 array_view from_cuda_array_interface(const py::dict& d, const char* what) {
@@ -104,7 +120,7 @@ array_view from_cuda_array_interface(const py::dict& d, const char* what) {
   v.read_only = data.size() > 1 && data[1].cast<bool>();
   const auto typestr = d["typestr"].cast<std::string>();
   v.type = element_of_typestr(typestr);
-  v.item_bytes = typestr.size() >= 3 ? std::stoi(typestr.substr(2)) : 0;
+  v.item_bytes = typestr_bytes(typestr);
   for (auto e : d["shape"].cast<py::tuple>()) {
     v.shape.push_back(e.cast<std::int64_t>());
     if (v.shape.back() < 0)
@@ -145,7 +161,7 @@ array_view from_device_tuple(const py::tuple& t, const char* what) {
   v.data = reinterpret_cast<void*>(t[0].cast<std::uintptr_t>());
   const auto typestr = t[1].cast<std::string>();
   v.type = element_of_typestr(typestr);
-  v.item_bytes = typestr.size() >= 3 ? std::stoi(typestr.substr(2)) : 0;
+  v.item_bytes = typestr_bytes(typestr);
   v.shape = {t[2].cast<std::int64_t>()};
   v.on_device = true;
   v.device = t[3].cast<int>();
@@ -171,6 +187,13 @@ std::string element_name(element e) {
     case element::u64: return "uint64";
     case element::f32: return "float32";
     case element::f64: return "float64";
+    case element::b8: return "bool";
+    case element::i8: return "int8";
+    case element::u8: return "uint8";
+    case element::i16: return "int16";
+    case element::u16: return "uint16";
+    case element::f16: return "float16";
+    case element::bf16: return "bfloat16";
     default: return "an unsupported type";
   }
 }

@@ -15,7 +15,9 @@ namespace gpusort_python {
 
 namespace py = pybind11;
 
-enum class element { i32, u32, i64, u64, f32, f64, other };
+// The library's key types: the 32- and 64-bit ones every entry point takes, then the narrow
+// ones (bool, 8- and 16-bit integers, half and bfloat16) that the sorts and top-k take.
+enum class element { i32, u32, i64, u64, f32, f64, b8, i8, u8, i16, u16, f16, bf16, other };
 
 struct array_view {
   void* data = nullptr;

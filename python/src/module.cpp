@@ -50,6 +50,27 @@ decltype(auto) with_key_type(element e, const char* what, F&& f) {
                        ": keys must be int32, uint32, int64, uint64, float32 or float64");
 }
 
+// The sorts' and top-k's key types: with_key_type's and the narrow keys (the library sorts
+// those at their own width: include/gpusort/detail/core/narrow_keys.hpp). Bools (one byte, 0
+// or 1, in NumPy and torch) go as uint8, the order the library gives bool: no std::vector<bool>.
+template <class F>
+decltype(auto) with_sort_key_type(element e, const char* what, F&& f) {
+  switch (e) {
+    case element::b8: return f(std::uint8_t{});
+    case element::i8: return f(std::int8_t{});
+    case element::u8: return f(std::uint8_t{});
+    case element::i16: return f(std::int16_t{});
+    case element::u16: return f(std::uint16_t{});
+    case element::f16: return f(__half{});
+    case element::bf16: return f(__nv_bfloat16{});
+    case element::other:
+      throw py::type_error(std::string(what) +
+                           ": keys must be bool, int8, uint8, int16, uint16, int32, uint32, "
+                           "int64, uint64, float16, bfloat16, float32 or float64");
+    default: return with_key_type(e, what, std::forward<F>(f));
+  }
+}
+
 // Values are opaque words of their size: 4 or 8 bytes (0: no values).
 template <class F>
 decltype(auto) with_value_size(int bytes, const char* what, F&& f) {
@@ -259,7 +280,7 @@ void sort_device(py::object keys_obj, py::object values_obj, std::uint64_t rows,
   device_scope scope({&keys, has_values ? &values : nullptr}, opt.stream);
   const int value_bytes = has_values ? values.item_bytes : 0;
   const std::string what = "gpusort.sort: " + describe(opt, keys.type, value_bytes);
-  with_key_type(keys.type, "x", [&](auto key) {
+  with_sort_key_type(keys.type, "x", [&](auto key) {
     using K = decltype(key);
     K* k = static_cast<K*>(keys.data);
     with_value_size(value_bytes, "values", [&](auto value) {
@@ -304,7 +325,7 @@ void sort_segmented_device(py::object keys_obj, py::object values_obj, py::objec
                          "gpusort.sort_segmented waits for the device to check the offsets and "
                          "cannot run inside a CUDA graph capture");
   const int value_bytes = has_values ? values.item_bytes : 0;
-  with_key_type(keys.type, "x", [&](auto key) {
+  with_sort_key_type(keys.type, "x", [&](auto key) {
     using K = decltype(key);
     std::span<K> k(static_cast<K*>(keys.data), n);
     with_value_size(value_bytes, "values", [&](auto value) {
@@ -372,7 +393,7 @@ void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys
                      opt.stream);
   const int value_bytes = has_values ? values.item_bytes : 0;
   const std::string what = "gpusort.topk: " + describe(opt, keys.type, value_bytes);
-  with_key_type(keys.type, "x", [&](auto key) {
+  with_sort_key_type(keys.type, "x", [&](auto key) {
     using K = decltype(key);
     with_value_size(value_bytes, "values", [&](auto value) {
       using V = decltype(value);
@@ -398,18 +419,22 @@ void topk_device(py::object keys_obj, py::object values_obj, py::object out_keys
 // Runs call(temp, bytes, in, out), a library call from keys (in) to out_keys (out, which must
 // have the keys' type) that also writes `extra`, for the keys' type: on the arrays' device, in
 // a workspace from alloc, `what` naming it in errors.
-template <class Call>
+template <bool narrow_keys, class Call>
 void run_keys_to_keys(const array_view& keys, const array_view& out_keys, const array_view& extra,
                       const gpusort::options& opt, const py::object& alloc,
                       const std::string& what, const Call& call) {
   if (out_keys.type != keys.type) throw py::type_error("out_keys: must have the keys' type");
   device_scope scope({&keys, &out_keys, &extra}, opt.stream);
-  with_key_type(keys.type, "x", [&](auto key) {
+  auto run = [&](auto key) {
     using K = decltype(key);
     run_with_workspace(alloc, opt, what, [&](void* temp, std::size_t& bytes) {
       return call(temp, bytes, static_cast<const K*>(keys.data), static_cast<K*>(out_keys.data));
     });
-  });
+  };
+  if constexpr (narrow_keys)
+    with_sort_key_type(keys.type, "x", run);
+  else
+    with_key_type(keys.type, "x", run);
   scope.finish();
 }
 
@@ -429,23 +454,22 @@ void topk_indices_device(py::object keys_obj, py::object out_keys_obj, py::objec
   expect_size(out_keys, k, "out_keys");
   expect_size(out_indices, k, "out_indices");
   if (out_indices.item_bytes != 8) throw py::type_error("out_indices: must be int64");
-  run_keys_to_keys(keys, out_keys, out_indices, opt, alloc,
-                   "gpusort.topk: " + describe(opt, keys.type, 8),
-                   [&](void* temp, std::size_t& bytes, const auto* in, auto* out) {
-                     return gpusort::top_k_indices(temp, bytes, in, n, out,
-                                                   static_cast<std::int64_t*>(out_indices.data),
-                                                   k, opt);
-                   });
+  run_keys_to_keys<true>(keys, out_keys, out_indices, opt, alloc,
+                         "gpusort.topk: " + describe(opt, keys.type, 8),
+                         [&](void* temp, std::size_t& bytes, const auto* in, auto* out) {
+                           return gpusort::top_k_indices(
+                               temp, bytes, in, n, out,
+                               static_cast<std::int64_t*>(out_indices.data), k, opt);
+                         });
 }
 
 // The k smallest (descending: largest) keys of each of `rows` rows, sorted, and their columns
 // as 8-byte integers (torch.topk(x, k, dim=-1)), generated by the library: no index matrix.
-// float16 "f16" or "bf16": the keys are 16-bit floats given as their bits (any 2-byte view),
-// which only the per-row select takes (gpusort.topk sends other shapes through float32).
+// float16 and bfloat16 keys go to the per-row select of 16-bit floats as their bits (the
+// package sends them here only where it takes the shape: k <= 2048, rows of 2048 keys or more).
 void topk_rows_indices_device(py::object keys_obj, py::object out_keys_obj,
                               py::object out_indices_obj, std::uint64_t k, bool descending,
-                              std::uintptr_t stream, py::object alloc, std::uint64_t rows,
-                              const std::string& float16) {
+                              std::uintptr_t stream, py::object alloc, std::uint64_t rows) {
   const gpusort::options opt = make_options(descending, "automatic", stream);
   const array_view keys = device_view(keys_obj, "x");
   const array_view out_keys = device_view(out_keys_obj, "out_keys");
@@ -457,16 +481,16 @@ void topk_rows_indices_device(py::object keys_obj, py::object out_keys_obj,
   if (out_indices.item_bytes != 8) throw py::type_error("out_indices: must be int64");
   if (out_keys.type != keys.type || out_keys.item_bytes != keys.item_bytes)
     throw py::type_error("out_keys: must have the keys' type");
-  if (!float16.empty() && (keys.item_bytes != 2 || (float16 != "f16" && float16 != "bf16")))
-    throw py::type_error("x: float16 '" + float16 + "' needs 2-byte keys");
   device_scope scope({&keys, &out_keys, &out_indices}, opt.stream);
   auto* indices = static_cast<std::int64_t*>(out_indices.data);
-  auto run = [&](auto key, const std::string& what) {
+  const std::string what = "gpusort.topk: " + describe(opt, keys.type, 8);
+  auto run = [&](auto key) {
     using K = decltype(key);
     run_with_workspace(alloc, opt, what, [&](void* temp, std::size_t& bytes) {
       const K* in = static_cast<const K*>(keys.data);
       K* out = static_cast<K*>(out_keys.data);
-      if constexpr (sizeof(K) == 2)
+      if constexpr (std::is_same_v<K, gpusort::detail::half_bits> ||
+                    std::is_same_v<K, gpusort::detail::bfloat16_bits>)
         return gpusort::detail::never_zero(
             temp, bytes,
             gpusort::detail::top_k_rows_positions(
@@ -476,14 +500,12 @@ void topk_rows_indices_device(py::object keys_obj, py::object out_keys_obj,
         return gpusort::top_k_rows_indices(temp, bytes, in, rows, row_length, out, indices, k, opt);
     });
   };
-  const std::string what = "gpusort.topk: " + (float16.empty() ? describe(opt, keys.type, 8)
-                                                               : float16 + " keys");
-  if (float16 == "f16")
-    run(gpusort::detail::half_bits{}, what);
-  else if (float16 == "bf16")
-    run(gpusort::detail::bfloat16_bits{}, what);
+  if (keys.type == element::f16)
+    run(gpusort::detail::half_bits{});
+  else if (keys.type == element::bf16)
+    run(gpusort::detail::bfloat16_bits{});
   else
-    with_key_type(keys.type, "x", [&](auto key) { run(key, what); });
+    with_sort_key_type(keys.type, "x", run);
   scope.finish();
 }
 
@@ -500,13 +522,13 @@ void approx_sort_device(py::object keys_obj, py::object out_keys_obj, py::object
   expect_size(out_keys, n, "out_keys");
   expect_size(offsets, intervals + std::uint64_t{1}, "offsets");
   if (offsets.item_bytes != 8) throw py::type_error("offsets: must have 8-byte elements");
-  run_keys_to_keys(keys, out_keys, offsets, opt, alloc,
-                   "gpusort.approx_sort: " + describe(opt, keys.type, 0),
-                   [&](void* temp, std::size_t& bytes, const auto* in, auto* out) {
-                     return gpusort::approx_sort_keys(temp, bytes, in, out, n,
-                                                      static_cast<std::uint64_t*>(offsets.data),
-                                                      opt);
-                   });
+  run_keys_to_keys<false>(keys, out_keys, offsets, opt, alloc,
+                          "gpusort.approx_sort: " + describe(opt, keys.type, 0),
+                          [&](void* temp, std::size_t& bytes, const auto* in, auto* out) {
+                            return gpusort::approx_sort_keys(
+                                temp, bytes, in, out, n,
+                                static_cast<std::uint64_t*>(offsets.data), opt);
+                          });
 }
 
 // ---- host arrays (NumPy) ----------------------------------------------------------------
@@ -522,6 +544,12 @@ element host_element(const py::array& a) {
   if (kind == 'u' && bytes == 8) return element::u64;
   if (kind == 'f' && bytes == 4) return element::f32;
   if (kind == 'f' && bytes == 8) return element::f64;
+  if (kind == 'b' && bytes == 1) return element::b8;
+  if (kind == 'i' && bytes == 1) return element::i8;
+  if (kind == 'u' && bytes == 1) return element::u8;
+  if (kind == 'i' && bytes == 2) return element::i16;
+  if (kind == 'u' && bytes == 2) return element::u16;
+  if (kind == 'f' && bytes == 2) return element::f16;
   return element::other;
 }
 
@@ -563,7 +591,7 @@ void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::u
   if (static_cast<std::uint64_t>(keys.size()) != rows * row_len)
     throw py::value_error("x: size is not rows * row_len");
   const int value_bytes = has_values ? static_cast<int>(values.itemsize()) : 0;
-  with_key_type(host_element(keys), "x", [&](auto key) {
+  with_sort_key_type(host_element(keys), "x", [&](auto key) {
     using K = decltype(key);
     with_value_size(value_bytes, "values", [&](auto value) {
       using V = decltype(value);
@@ -592,13 +620,16 @@ void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::u
         } else {
           // Large arrays of keys alone go through the host-array sort: pinned copies, and
           // beyond one GPU's memory runs sorted and merged on every GPU (external.hpp; the
-          // CPU without one). Small ones do not pay for its pinned buffers.
+          // CPU without one). Small ones do not pay for its pinned buffers. Narrow keys,
+          // which that pipeline does not take yet, are sorted on one GPU whatever their size.
           constexpr std::uint64_t pipeline_bytes = std::uint64_t{1} << 30;
-          if constexpr (std::is_same_v<V, no_value>) {
+          if constexpr (std::is_same_v<V, no_value> && gpusort::supported_key<K>) {
             if (k.size() * sizeof(K) >= pipeline_bytes)
               gpusort::sort(std::span<K>(k), gpusort::external_options{.sort = opt});
             else
               gpusort::sort(k, opt);
+          } else if constexpr (std::is_same_v<V, no_value>) {
+            gpusort::sort(k, opt);
           } else {
             gpusort::sort(k, v, opt);
           }
@@ -623,7 +654,7 @@ void sort_segmented_host(py::array keys, py::object values_obj, py::array offset
   if (!(offsets.flags() & py::array::c_style))
     throw py::value_error("offsets: must be contiguous");
   const int value_bytes = has_values ? static_cast<int>(values.itemsize()) : 0;
-  with_key_type(host_element(keys), "x", [&](auto key) {
+  with_sort_key_type(host_element(keys), "x", [&](auto key) {
     using K = decltype(key);
     with_value_size(value_bytes, "values", [&](auto value) {
       using V = decltype(value);
@@ -817,7 +848,7 @@ PYBIND11_MODULE(_gpusort, m) {
         py::arg("alloc").none(true));
   m.def("topk_rows_indices_device", &topk_rows_indices_device, py::arg("keys"),
         py::arg("out_keys"), py::arg("out_indices"), py::arg("k"), py::arg("descending"),
-        py::arg("stream"), py::arg("alloc").none(true), py::arg("rows"), py::arg("float16") = "");
+        py::arg("stream"), py::arg("alloc").none(true), py::arg("rows"));
   m.def("approx_sort_device", &approx_sort_device, py::arg("keys"), py::arg("out_keys"),
         py::arg("offsets"), py::arg("intervals"), py::arg("descending"), py::arg("stream"),
         py::arg("alloc").none(true));

@@ -5,7 +5,7 @@ orders, or before them with nans="first"."""
 import numpy as np
 
 DTYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")
-# Dtypes sorted through a wider copy (gpusort._core.WIDENED_DTYPES); NumPy has no bfloat16.
+# The narrow dtypes the sorts and topk take (gpusort.NARROW_KEY_DTYPES); NumPy has no bfloat16.
 NARROW_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "float16")
 
 

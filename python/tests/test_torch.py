@@ -13,7 +13,8 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import gpusort  # noqa: E402
-from reference import check_sorted, float_specials, random_keys, same_bits  # noqa: E402
+from reference import (check_sorted, float_specials, order_key, random_keys, same_bits,  # noqa: E402
+                       stable_argsort)
 
 DTYPES = ["int32", "int64", "float32", "float64", "uint32", "uint64"]
 TORCH_SORTS = ["int32", "int64", "float32", "float64"]  # dtypes torch.sort takes everywhere
@@ -131,8 +132,8 @@ def test_topk_rows(rng):
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "float16", "bfloat16"])
 def test_narrow_dtypes_match_torch_stable_sort(dtype, descending):
-    # sorted through a wider copy (int32, float32): the stable order is unique, so values
-    # and indices equal torch's
+    # sorted at their own width by the library: the stable order is unique, so values and
+    # indices equal torch's
     generator = torch.Generator(device="cuda").manual_seed(7)
     wide = torch.randint(-300, 300, (3, 5000), device="cuda", generator=generator)
     x = (wide > 0) if dtype == "bool" else wide.to(getattr(torch, dtype))
@@ -143,6 +144,61 @@ def test_narrow_dtypes_match_torch_stable_sort(dtype, descending):
     y = x.clone()
     gpusort.sort_(y, dim=0, descending=descending)
     assert torch.equal(y, torch.sort(x, dim=0, descending=descending).values)
+
+
+def narrow_keys_on_host(t):
+    """NumPy keys in the order of the tensor t's (bfloat16 as float32; uint16, which torch
+    cannot copy to NumPy, through its bits)."""
+    if t.dtype == torch.bfloat16:
+        return host(t.float())
+    if t.dtype == torch.uint16:
+        return host(t.view(torch.int16)).view(np.uint16)
+    return host(t)
+
+
+def bits_of(t):
+    return t.view(torch.uint8 if t.element_size() == 1 else torch.int16)
+
+
+@pytest.mark.parametrize("algorithm", ["automatic", "bitonic", "sample_sort"])
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "uint16", "float16",
+                                   "bfloat16"])
+def test_narrow_dtypes_sort_arrays_segments_and_rows(dtype, algorithm):
+    # against NumPy's stable order, special floats (both zeros, +-inf, NaNs) among the keys
+    generator = torch.Generator(device="cuda").manual_seed(11)
+    wide = torch.randint(-40000, 40000, (6007,), device="cuda", generator=generator)
+    if dtype == "bool":
+        x = wide > 0
+    elif dtype in ("float16", "bfloat16"):
+        x = (wide.float() / 7).to(getattr(torch, dtype))
+        x[:6] = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), -float("nan")])
+    elif dtype == "uint16":
+        x = (wide & 0xFFFF).to(torch.int32).to(torch.int16).view(torch.uint16)
+    else:
+        x = wide.to(getattr(torch, dtype))
+    keys = narrow_keys_on_host(x)
+    for nans in ("last", "first"):
+        values, indices = gpusort.sort(x, algorithm=algorithm, nans=nans)
+        i = host(indices)
+        assert values.dtype == x.dtype and np.array_equal(np.sort(i), np.arange(x.numel()))
+        want = keys[stable_argsort(keys, nans=nans)]
+        assert np.array_equal(order_key(keys[i]), order_key(want))
+        assert torch.equal(bits_of(values), bits_of(x)[indices])
+    bounds = [0, 1, 1, 2048, 4099, 6000]
+    values, indices = gpusort.sort_segmented(x, torch.tensor(bounds, device="cuda"),
+                                             descending=True)
+    i = host(indices)
+    for b, e in zip(bounds, bounds[1:]):
+        assert np.array_equal(np.sort(i[b:e]), np.arange(b, e))
+        want = keys[b:e][stable_argsort(keys[b:e], descending=True)]
+        assert np.array_equal(order_key(keys[i[b:e]]), order_key(want))
+    assert torch.equal(bits_of(values), bits_of(x)[indices])
+    assert np.array_equal(i[6000:], np.arange(6000, 6007))
+    rows = x[:6000].reshape(3, 2000).clone()
+    gpusort.sort_(rows, descending=True, algorithm=algorithm if algorithm != "sample_sort" else
+                  "automatic")  # sample_sort takes no rows
+    for got, row in zip(narrow_keys_on_host(rows), keys[:6000].reshape(3, 2000)):
+        assert np.array_equal(order_key(got), order_key(row[stable_argsort(row, descending=True)]))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
@@ -162,14 +218,15 @@ def test_partition_matches_a_sort(dtype):
 
 # LLM decoding shapes (rows x vocabulary, k up to 2048: the per-row select), the shortest
 # rows it takes, k the whole row, k = 0, and shapes it leaves to the batched sort (16-bit
-# floats: through float32).
+# floats: the library's top-k of narrow keys).
 TOPK_ROW_SHAPES = [((1, 262144), 50), ((4, 131072), 1024), ((3, 2048), 2048), ((5, 32000), 8),
                    ((2, 4096), 0), ((1, 5000), 5000), ((7, 1000), 10), ((2, 70001), 2048)]
 
 
 @pytest.mark.parametrize("largest", [True, False])
 @pytest.mark.parametrize("shape,k", TOPK_ROW_SHAPES)
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "int32", "float64"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "int32", "float64", "int8", "uint8",
+                                   "int16"])
 def test_topk_rows_match_torch(dtype, shape, k, largest):
     generator = torch.Generator(device="cuda").manual_seed(shape[1] + k)
     x = torch.randn(shape, device="cuda", generator=generator) * 1000
