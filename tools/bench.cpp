@@ -41,7 +41,11 @@ constexpr bool record_bench_built = false;  // --types rec16 etc. are refused
 void check_counts_and_types(const bench_config& config) {
   for (const std::string& type : config.key_types) {
     if (!gpusort::bench::is_record_type(type)) {
-      with_key_type(type, []<class K>() {});
+      with_file_key_type(type, [&]<class K>() {
+        if constexpr (gpusort::narrow_key<K>)
+          throw usage_error("--types: " + type + ": narrow keys are measured by "
+                            "gpusort-narrow-bench (bench/narrow_bench.cu), against CUB and f32");
+      });
     } else if (!config.segments.empty()) {
       throw usage_error("--types: " + type + " sorts single arrays, not --segments");
     } else if (!record_bench_built) {

@@ -199,6 +199,24 @@ decltype(auto) with_key_type(std::string_view name, F&& f) {
   throw usage_error("unknown key type '" + std::string(name) + "' (u32 i32 f32 u64 i64 f64)");
 }
 
+// with_key_type's types and the narrow keys gen, sort and check take (i8 u8 i16 u16 f16
+// bf16; their files sort in memory, on one GPU or the CPU).
+template <class F>
+decltype(auto) with_file_key_type(std::string_view name, F&& f) {
+  using gpusort::detail::narrow_format;
+  if (name == narrow_format<std::int8_t>::name) return f.template operator()<std::int8_t>();
+  if (name == narrow_format<std::uint8_t>::name) return f.template operator()<std::uint8_t>();
+  if (name == narrow_format<std::int16_t>::name) return f.template operator()<std::int16_t>();
+  if (name == narrow_format<std::uint16_t>::name) return f.template operator()<std::uint16_t>();
+  if (name == narrow_format<__half>::name) return f.template operator()<__half>();
+  if (name == narrow_format<__nv_bfloat16>::name) return f.template operator()<__nv_bfloat16>();
+  if (name == "bool") throw usage_error("--type: bool keys are not taken by the tool (u8 holds them)");
+  for (std::string_view wide : {"u32", "i32", "f32", "u64", "i64", "f64"})
+    if (name == wide) return with_key_type(name, std::forward<F>(f));
+  throw usage_error("unknown key type '" + std::string(name) +
+                    "' (u32 i32 f32 u64 i64 f64 i8 u8 i16 u16 f16 bf16)");
+}
+
 // --pairs: the only value type is u32 (the record's original index in `gen`).
 inline bool parse_pairs(const arguments& args) {
   if (!args.has("pairs")) return false;

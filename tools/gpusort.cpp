@@ -49,7 +49,8 @@ const std::string main_help = R"(usage: gpusort <command> [options]
   comparisons  count the comparisons of adaptive_bitonic against the bitonic network's
   plot    draw PNG figures of a benchmark CSV (with matplotlib)
 `gpusort <command> --help` describes each command. Files are raw little-endian arrays of
-keys (u32 i32 f32 u64 i64 f64) or of packed (key, u32 value) records; with --text, one
+keys (u32 i32 f32 u64 i64 f64; and i8 u8 i16 u16 f16 bf16, sorted in memory) or of packed
+(key, u32 value) records; with --text, one
 number (or "key value") per line; with --record-bytes B --key-bytes K, records of B bytes
 with a key of K raw bytes compared as unsigned bytes (the Sort Benchmark's: B 100, K 10).
 A file argument may be `-` (standard input or output), a FIFO, a device or a symbolic link:
@@ -65,7 +66,8 @@ const std::string gen_help =
                    [--pairs u32] [--text] [--tmp DIR] OUT
        gpusort gen --record-bytes B --key-bytes K [--key-offset O] --n N [--dist D]
                    [--seed S] [--tmp DIR] OUT
-Writes N keys of type T (u32 i32 f32 u64 i64 f64) to OUT, or N records of B bytes with a
+Writes N keys of type T (u32 i32 f32 u64 i64 f64 i8 u8 i16 u16 f16 bf16; f16 and bf16: the
+f32 keys of the seed rounded, f16's scaled by 2^-5 to fit) to OUT, or N records of B bytes with a
 key of K bytes at offset O (default 0). OUT may be - (standard output, not a terminal unless
 --text) or any other stream, as for sort.
   --n N        a number, 2^k, 2^k+c or 2^k-c
@@ -315,7 +317,7 @@ int gen(const arguments& args) {
   if (pairs && n > (std::uint64_t{1} << 32))
     throw usage_error("--pairs u32: the original index of " + std::to_string(n) +
                       " records does not fit a u32");
-  return with_key_type(args.required("type"), [&]<class K>() {
+  return with_file_key_type(args.required("type"), [&]<class K>() {
     if (n > std::vector<K>().max_size())  // gen makes the keys in memory
       throw usage_error("--n: " + args.get("n") + " keys of " + args.get("type") +
                         " are more than a process can hold");
@@ -374,7 +376,17 @@ int sort(const arguments& args) {
                       "files, not --text");
   if (!host_sort.empty() && (request.device_budget_given || args.has("memory")))
     throw usage_error("--algo " + host_sort + " sorts in host memory: no --device-memory or --memory");
-  if (!layout) with_key_type(args.required("type"), []<class K>() {});  // before OUT opens
+  // The type before OUT opens; narrow keys sort in memory with the library's algorithms.
+  if (!layout)
+    with_file_key_type(args.required("type"), [&]<class K>() {
+      if constexpr (gpusort::narrow_key<K>) {
+        if (!host_sort.empty())
+          throw usage_error("--algo " + host_sort + " sorts 32- and 64-bit keys, not " + args.get("type"));
+        if (request.device_budget_given || args.has("memory") || !request.devices.empty())
+          throw usage_error("--type " + args.get("type") + " sorts in memory on one GPU (or the CPU): no "
+                            "--device-memory, --memory or --gpus");
+      }
+    });
   // OUT first: one that cannot be created fails before any work (and a FIFO waits for its
   // reader); then a stream IN is read to its end into OUT's scratch directory.
   pending_file out(files[1], !args.has("text"), args.get("tmp"));
@@ -386,7 +398,9 @@ int sort(const arguments& args) {
   request.meter = &meter;
   const int status =
       layout ? sort_byte_records_file(request, *layout, host_sort, out)
-             : with_key_type(args.required("type"), [&]<class K>() {
+             : with_file_key_type(args.required("type"), [&]<class K>() {
+                 // The library places narrow floats' NaNs itself.
+                 if constexpr (gpusort::narrow_key<K>) request.opt = opt;
                  place_nans_on_commit<K>(out, opt, pairs, args.has("text"));
                  return sort_keys_file<K>(request, args.has("text"), host_sort, out);
                });
@@ -419,7 +433,7 @@ int check(const arguments& args) {
   const bool descending = args.has("desc");
   const auto layout = parse_record_layout(args, descending);
   const bool pairs = !layout && parse_pairs(args);
-  if (!layout) with_key_type(args.required("type"), []<class K>() {});  // before IN is read
+  if (!layout) with_file_key_type(args.required("type"), []<class K>() {});  // before IN is read
   progress meter;
   const input_source in(file, stream_scratch_dir(args.get("tmp")), meter);
   if (layout) {
@@ -428,7 +442,7 @@ int check(const arguments& args) {
     return report_check(file, r.records, describe_byte_records(*layout), descending,
                         r.order, r.sum);
   }
-  return with_key_type(args.required("type"), [&]<class K>() {
+  return with_file_key_type(args.required("type"), [&]<class K>() {
     const records<K> r = read_records<K>(in.path(), pairs, args.has("text"), meter);
     meter.phase("checking", false);
     const order_report order =

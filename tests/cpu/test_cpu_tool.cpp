@@ -315,6 +315,62 @@ TEST_F(Tool, TextFiles) {
   EXPECT_EQ(checksum(p + file("pairs.txt")), checksum(p + file("sorted.txt")));
 }
 
+// The narrow key types (issue 47): gen, sort and check round trips in both orders, keys and
+// pairs, binary and text, against an independent sort; 16-bit floats' NaNs where --nans puts
+// them and their zeros and infinities in the total order.
+TEST_F(Tool, NarrowKeyTypesRoundTrip) {
+  for (const char* type : {"i8", "u8", "i16", "u16", "f16", "bf16"}) {
+    const std::size_t bytes = std::string(type).ends_with('8') ? 1 : 2;
+    for (const char* dist : {"uniform", "zipf", "few_unique", "organ_pipe"}) {
+      for (const char* order : {"", "--desc "}) {
+        SCOPED_TRACE(::testing::Message() << type << " " << dist << " " << order);
+        const std::string t = std::string(" --type ") + type + " " + order;
+        ASSERT_EQ(run("gen --type " + std::string(type) + " --n 3001 --seed 5 --dist " + dist +
+                      " " + file("in")).code, 0);
+        EXPECT_EQ(fs::file_size(file("in")), 3001u * bytes);
+        const outcome sorted = run("sort" + t + file("in") + " " + file("out"));
+        ASSERT_EQ(sorted.code, 0) << sorted.err;
+        EXPECT_EQ(run("check" + t + file("out")).code, 0);
+        EXPECT_EQ(checksum(t + file("in")), checksum(t + file("out")));
+      }
+    }
+    SCOPED_TRACE(type);
+    const std::string t = std::string(" --type ") + type + " ";
+    ASSERT_EQ(run("gen" + t + "--pairs u32 --n 2000 --text " + file("p.txt")).code, 0);
+    ASSERT_EQ(run("sort" + t + "--pairs u32 --desc --text " + file("p.txt") + " " + file("q.txt")).code, 0);
+    EXPECT_EQ(run("check" + t + "--pairs u32 --desc --text " + file("q.txt")).code, 0);
+    EXPECT_EQ(checksum(t + "--pairs u32 --text " + file("p.txt")),
+              checksum(t + "--pairs u32 --text " + file("q.txt")));
+  }
+  // Integers against std::sort.
+  ASSERT_EQ(run("gen --type i16 --n 4099 " + file("in")).code, 0);
+  ASSERT_EQ(run("sort --type i16 " + file("in") + " " + file("out")).code, 0);
+  std::vector<std::int16_t> keys = read_array<std::int16_t>(file("in"));
+  std::ranges::sort(keys);
+  EXPECT_EQ(read_array<std::int16_t>(file("out")), keys);
+  // binary16 bits: NaN, 1.0, -0.0, +0.0, -inf, a negative NaN with a payload, +inf, -1.0.
+  const std::vector<std::uint16_t> specials = {0x7E00, 0x3C00, 0x8000, 0x0000,
+                                               0xFC00, 0xFE01, 0x7C00, 0xBC00};
+  write_array(file("h"), specials);
+  EXPECT_EQ(run("check --type f16 " + file("h")).code, 1);
+  const auto is_nan = [](std::uint16_t bits) { return (bits & 0x7C00) == 0x7C00 && (bits & 0x3FF); };
+  for (const char* nans : {"last", "first"}) {
+    for (const bool descending : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << nans << (descending ? " desc" : " asc"));
+      const std::string o = std::string(" --type f16 --nans ") + nans + (descending ? " --desc " : " ");
+      ASSERT_EQ(run("sort" + o + file("h") + " " + file("hs")).code, 0);
+      EXPECT_EQ(run("check" + o + file("hs")).code, 0);
+      std::vector<std::uint16_t> got = read_array<std::uint16_t>(file("hs"));
+      const bool nans_first = std::string(nans) == "first";
+      const auto numbers = got.begin() + (nans_first ? 2 : 0);
+      EXPECT_TRUE(is_nan(got[nans_first ? 0 : 6]) && is_nan(got[nans_first ? 1 : 7]));
+      std::vector<std::uint16_t> ordered = {0xFC00, 0xBC00, 0x8000, 0x0000, 0x3C00, 0x7C00};
+      if (descending) std::ranges::reverse(ordered);
+      EXPECT_EQ(std::vector<std::uint16_t>(numbers, numbers + 6), ordered);
+    }
+  }
+}
+
 TEST_F(Tool, DescendingAndEveryAlgorithm) {
   ASSERT_EQ(run("gen --type i32 --n 3001 --dist gaussian " + file("in")).code, 0);
   for (const char* algo :
@@ -375,7 +431,8 @@ TEST_F(Tool, BadInputFailsWithoutTouchingFiles) {
       {"huge.txt", "1.5\n1e999\n"},       {"tiny.txt", "1e-999\n"},
       {"two_keys.txt", "1\n2 3\n"},       {"half_pair.txt", "1 0\n2\n"},
       {"bad_value.txt", "1 0\n2 -5\n"},   {"float_value.txt", "1 0.5\n"},
-      {"hex.txt", "0x10\n"},              {"out", "previous"}};
+      {"hex.txt", "0x10\n"},              {"out", "previous"},
+      {"ten_bytes.odd", "0123456789a"}};
   for (const auto& [name, contents] : inputs)
     std::ofstream(file(name), std::ios::binary) << contents;
   fs::create_directory(file("dir"));
@@ -397,13 +454,19 @@ TEST_F(Tool, BadInputFailsWithoutTouchingFiles) {
        "ten_bytes: 10 bytes is not a whole number of 12-byte records (u64 key, u32 value)"},
       {"--type u32", "nothing", "nothing: no such file"},
       {"--type u32", "dir", "dir: not a regular file"},
-      {"--type u16", "ten_bytes", "unknown key type 'u16'"},
+      {"--type u128", "ten_bytes", "unknown key type 'u128'"},
+      {"--type f16", "ten_bytes.odd", "ten_bytes.odd: 11 bytes is not a whole number of 2-byte records"},
       {"--type u32 --text", "word.txt", "word.txt:3: 'three' is not a u32 key"},
       out_of_range("u32", "big.txt", 2, "4294967296"),
       out_of_range("i32", "big.txt", 2, "4294967296"),
       out_of_range("u64", "negative.txt", 3, "-1"),
       out_of_range("f32", "huge.txt", 2, "1e999"),
       out_of_range("f64", "tiny.txt", 1, "1e-999"),
+      out_of_range("f16", "big.txt", 2, "4294967296"),  // finite in f32, beyond binary16
+      out_of_range("bf16", "huge.txt", 2, "1e999"),
+      out_of_range("i8", "big.txt", 2, "4294967296"),
+      out_of_range("u16", "negative.txt", 3, "-1"),
+      {"--type i16 --text", "hex.txt", "hex.txt:1: '0x10' is not an i16 key"},
       {"--type i64 --text", "hex.txt", "hex.txt:1: '0x10' is not an i64 key"},
       {"--type i32 --text", "two_keys.txt", "two_keys.txt:2: expected one key, got '2 3'"},
       {"--type u32 --pairs u32 --text", "half_pair.txt", "half_pair.txt:2: expected 'key value'"},
@@ -508,7 +571,11 @@ TEST_F(Tool, EmptyFilesSortToEmptyFiles) {
 TEST_F(Tool, UsageErrorsNameTheProblem) {
   ASSERT_EQ(run("gen --type u32 --n 8 " + file("in")).code, 0);
   expect_usage_errors({
-      {"sort --type u16 " + file("in") + " " + file("out"), "u16"},
+      {"sort --type u128 " + file("in") + " " + file("out"), "u128"},
+      {"sort --type bool " + file("in") + " " + file("out"), "bool"},
+      {"sort --type f16 --algo std_sort " + file("in") + " " + file("out"), "std_sort"},
+      {"sort --type i8 --memory 1M " + file("in") + " " + file("out"), "--memory"},
+      {"bench --types u32,bf16 --sizes 2^10", "gpusort-narrow-bench"},
       {"sort --type u32 --algo quick " + file("in") + " " + file("out"), "quick"},
       {"sort --type u32 --algo top_k " + file("in") + " " + file("out"), "top_k"},
       {"sort --type u32 --pairs u64 " + file("in") + " " + file("out"), "u64"},

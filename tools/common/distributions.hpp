@@ -14,6 +14,9 @@
 #include <type_traits>
 #include <vector>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 namespace gpusort::tools {
 
 enum class distribution {
@@ -138,9 +141,11 @@ K reduced_entropy_key(std::uint64_t bits) {
   return key_from_bits<K>(bits);
 }
 
+// The keys of the 32- and 64-bit types and the narrow integers (zipf ranks beyond the type
+// clamped to its largest key).
 template <class K>
-std::vector<K> generate(distribution d, std::size_t n, std::uint64_t seed,
-                        const generator_options& opt = {}) {
+std::vector<K> generate_keys(distribution d, std::size_t n, std::uint64_t seed,
+                             const generator_options& opt) {
   if (d == distribution::uniform && opt.entropy_and) d = distribution::reduced_entropy;
   std::vector<K> out(n);
   auto u = [seed](std::uint64_t i, int stream = 0) {
@@ -177,7 +182,8 @@ std::vector<K> generate(distribution d, std::size_t n, std::uint64_t seed,
         double rank = std::abs(s - 1.0) < 1e-9
                           ? std::pow(ranks, x)
                           : std::pow((std::pow(ranks, 1 - s) - 1) * x + 1, 1 / (1 - s));
-        out[i] = static_cast<K>(std::floor(rank) - 1);
+        out[i] = static_cast<K>(
+            std::min(std::floor(rank) - 1, static_cast<double>(std::numeric_limits<K>::max())));
       });
       break;
     }
@@ -199,6 +205,26 @@ std::vector<K> generate(distribution d, std::size_t n, std::uint64_t seed,
     std::sort(out.begin() + n / 2, out.end(), [&](const K& a, const K& b) { return b < a; });
   }
   return out;
+}
+
+template <class K>
+std::vector<K> generate(distribution d, std::size_t n, std::uint64_t seed,
+                        const generator_options& opt = {}) {
+  if constexpr (std::is_same_v<K, __half> || std::is_same_v<K, __nv_bfloat16>) {
+    // The f32 keys of the same seed rounded to the format, which keeps their order (sorted
+    // stays sorted); binary16's scaled by 2^-5 first, so that [-1e6, 1e6) fits its range.
+    const std::vector<float> wide = generate<float>(d, n, seed, opt);
+    std::vector<K> out(n);
+    parallel_fill(n, [&](std::size_t i) {
+      if constexpr (std::is_same_v<K, __half>)
+        out[i] = __float2half_rn(wide[i] * 0x1.0p-5f);
+      else
+        out[i] = __float2bfloat16_rn(wide[i]);
+    });
+    return out;
+  } else {
+    return generate_keys<K>(d, n, seed, opt);
+  }
 }
 
 }  // namespace gpusort::tools

@@ -329,15 +329,21 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
       host_sort.empty() ? describe_algorithm<K>(request.opt, r.keys.size(), request.pairs)
                         : host_sort;
   meter.phase("sorting", false);
-  if (!host_sort.empty())
-    sort_on_host(r, descending, host_sort == "cpu_parallel");
-  else if (request.pairs)
+  if (!host_sort.empty()) {
+    if constexpr (narrow_key<K>)
+      throw invalid_request(host_sort + " sorts 32- and 64-bit keys, not " + std::string(key_name<K>()));
+    else
+      sort_on_host(r, descending, host_sort == "cpu_parallel");
+  } else if (request.pairs)
     gpusort::sort(r.keys, r.values, request.opt);
   else
     gpusort::sort(r.keys, request.opt);
   // A wrong result must never replace OUT; both scans cost little next to the file I/O.
   meter.phase("checking", false);
-  const order_report order = scan_order(r.keys, descending);
+  // Float NaNs are sorted as the largest keys and moved on commit (place_nans_on_commit);
+  // narrow floats' NaNs are where options::nans asks already.
+  const order_report order =
+      scan_order(r.keys, descending, gpusort::nans_lowest(request.opt.direction, request.opt.nans));
   const bool records_kept = checksum_of(r) == input_sum;
   if (order.out_of_order > 0 || !records_kept) {
     return report_wrong_result(request, host_sort, order.out_of_order, records_kept, meter);
@@ -357,10 +363,14 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
 // before any work) by the first path that applies: the GPU pipelines (raw keys, or pairs in at
 // most max_pipeline_runs runs, on a GPU), the run path (out of core by plan_out_of_core), else
 // in memory. 0, or 3 for a wrong result.
+// Narrow keys (i8 ... bf16) go in memory whatever their size: the pipelines and the run path
+// take the 32- and 64-bit keys.
 template <class K>
 int sort_keys_file(const sort_request& request, bool text, const std::string& host_sort,
                    pending_file& out) {
-  if (!text && host_sort.empty()) {
+  if constexpr (narrow_key<K>) {
+    return sort_keys_file_in_memory<K>(request, text, host_sort, out);
+  } else if (!text && host_sort.empty()) {
     if (sorts_keys_on_gpu(request)) return sort_keys_file_on_gpu<K>(request, out);
     const bool descending = request.opt.direction == gpusort::order::descending;
     if (request.pairs && impl::gpu_present() &&

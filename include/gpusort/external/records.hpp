@@ -13,6 +13,7 @@
 #include <bit>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpusort/detail/core/narrow_keys.hpp"
 #include "gpusort/error.hpp"
 #include "gpusort/external/file_io.hpp"
 #include "gpusort/key_traits.hpp"
@@ -49,10 +51,24 @@ constexpr std::size_t record_bytes(bool pairs) {
   return sizeof(K) + (pairs ? sizeof(std::uint32_t) : 0);
 }
 
+// The key type's name: u32 ... f64, and the narrow keys' i8, u8, i16, u16, f16, bf16 (files
+// of those sort in memory: sort_keys_file).
+template <class K>
+constexpr std::string_view key_name() {
+  if constexpr (narrow_key<K>)
+    return detail::narrow_format<K>::name;
+  else
+    return key_traits<K>::name;
+}
+
+// The 16-bit floats: kept as their bits, read and written as text through float.
+template <class K>
+constexpr bool is_float16 = std::is_same_v<K, __half> || std::is_same_v<K, __nv_bfloat16>;
+
 template <class K>
 std::string describe_records(bool pairs) {
-  return std::to_string(record_bytes<K>(pairs)) + "-byte records (" +
-         std::string(key_traits<K>::name) + (pairs ? " key, u32 value)" : " keys)");
+  return std::to_string(record_bytes<K>(pairs)) + "-byte records (" + std::string(key_name<K>()) +
+         (pairs ? " key, u32 value)" : " keys)");
 }
 
 // ---- order and checksum ---------------------------------------------------------------
@@ -68,12 +84,30 @@ order_report scan_order(const std::vector<K>& keys, bool descending, bool nans_l
   // Where float NaNs belong: first in the sequence (ascending with NaNs lowest, descending
   // with NaNs highest) or last.
   const bool nans_lead = descending != nans_lowest;
-  const auto precedes = [&](const K& a, const K& b) {
-    if constexpr (std::is_floating_point_v<K>) {
-      const bool a_nan = a != a, b_nan = b != b;
-      if (a_nan || b_nan) return a_nan != b_nan && a_nan == nans_lead;
+  // Narrow keys by their codes (narrow_keys.hpp), every NaN of a 16-bit float one code.
+  const auto narrow_rank = [nans_lowest](const K& k) {
+    if constexpr (narrow_key<K>) {
+      using format = detail::narrow_format<K>;
+      const auto code = detail::narrow_code<K>(detail::bit_cast<typename format::bits_type>(k),
+                                               nans_lowest);
+      if constexpr (is_float16<K>)
+        return format::float_format::tie_nans(static_cast<std::uint16_t>(code), nans_lowest);
+      else
+        return code;
+    } else {
+      return 0;
     }
-    return descending ? before(b, a) : before(a, b);
+  };
+  const auto precedes = [&](const K& a, const K& b) {
+    if constexpr (narrow_key<K>) {
+      return descending ? narrow_rank(b) < narrow_rank(a) : narrow_rank(a) < narrow_rank(b);
+    } else {
+      if constexpr (std::is_floating_point_v<K>) {
+        const bool a_nan = a != a, b_nan = b != b;
+        if (a_nan || b_nan) return a_nan != b_nan && a_nan == nans_lead;
+      }
+      return descending ? before(b, a) : before(a, b);
+    }
   };
   const std::int64_t n = static_cast<std::int64_t>(keys.size());
   std::uint64_t count = 0;
@@ -475,6 +509,30 @@ T parse_text_number(std::string_view token, const std::string& where, const std:
                          : "' is not " + article + what));
 }
 
+// A text key: the number itself, or for the 16-bit floats a float rounded to the format (one
+// beyond its finite range is out of range).
+template <class K>
+K parse_text_key(std::string_view token, const std::string& where) {
+  const std::string what = std::string(key_name<K>()) + " key";
+  if constexpr (is_float16<K>) {
+    const float value = parse_text_number<float>(token, where, what);
+    K key;
+    float back;
+    if constexpr (std::is_same_v<K, __half>) {
+      key = __float2half_rn(value);
+      back = __half2float(key);
+    } else {
+      key = __float2bfloat16_rn(value);
+      back = __bfloat162float(key);
+    }
+    if (std::isinf(back) && !std::isinf(value))
+      throw invalid_request(where + "'" + std::string(token) + "' is out of the range of " + what + "s");
+    return key;
+  } else {
+    return parse_text_number<K>(token, where, what);
+  }
+}
+
 // Text: one record per line; floats in their shortest exact form (NaN payloads are lost).
 template <class K>
 records<K> read_text(const std::string& path, bool pairs, progress_sink& meter) {
@@ -506,8 +564,7 @@ records<K> read_text(const std::string& path, bool pairs, progress_sink& meter) 
     if (tokens.size() != (pairs ? 2u : 1u))
       throw invalid_request(where + (pairs ? "expected 'key value'" : "expected one key") + ", got '" +
                         std::string(line) + "'");
-    r.keys.push_back(
-        parse_text_number<K>(tokens[0], where, std::string(key_traits<K>::name) + " key"));
+    r.keys.push_back(parse_text_key<K>(tokens[0], where));
     if (pairs) r.values.push_back(parse_text_number<std::uint32_t>(tokens[1], where, "u32 value"));
   }
   return r;
@@ -517,9 +574,18 @@ template <class K>
 void write_text(std::FILE* f, const records<K>& r, const std::string& path, progress_sink& meter) {
   std::string buffer;
   char number[64];
-  auto append = [&](auto value) {
+  auto append_number = [&](auto value) {
     const auto result = std::to_chars(number, number + sizeof number, value);
     buffer.append(number, result.ptr);
+  };
+  auto append = [&](auto value) {
+    using T = decltype(value);
+    if constexpr (std::is_same_v<T, __half>)
+      append_number(__half2float(value));
+    else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+      append_number(__bfloat162float(value));
+    else
+      append_number(value);
   };
   for (std::size_t i = 0; i < r.keys.size(); ++i) {
     append(r.keys[i]);
