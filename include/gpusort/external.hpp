@@ -138,7 +138,14 @@ gpusort::file_sort_stats sort_typed_file(const std::string& in, const std::strin
                                          bool pairs, const gpusort::external_options& opt) {
   callback_progress meter(opt);
   gpusort::file_sort_stats stats;
-  const sort_request request = request_of(in, out, pairs, opt, meter, stats);
+  sort_request request = request_of(in, out, pairs, opt, meter, stats);
+  if constexpr (narrow_key<K>) {
+    // In memory (sort_keys_file), the NaNs of 16-bit floats placed by the library.
+    if (opt.device_budget_bytes > 0 || opt.host_budget_bytes > 0 || opt.devices.size() > 1)
+      throw invalid_request(std::string(key_name<K>()) + " files sort in memory on one GPU (or "
+                            "the CPU): no device or host budget, no second device");
+    request.opt = opt.sort;
+  }
   pending_file output(out, true, opt.scratch_directory);
   place_nans_on_commit<K>(output, opt.sort, pairs, false);
   throw_if_wrong(sort_keys_file<K>(request, false, "", output), out);
@@ -213,15 +220,18 @@ file_sort_stats sort(std::span<K> host_keys, const external_options& opt) {
 inline void set_signal_cleanup(bool on) { detail::external::signal_cleanup_allowed.store(on); }
 
 // Sorts the keys of type K in the file `in` into `out`. Returns what it did (the plan and
-// the seconds of each stage, as `gpusort sort --stats` prints them).
-template <supported_key K>
+// the seconds of each stage, as `gpusort sort --stats` prints them). Narrow keys (int8 ...
+// __nv_bfloat16, not bool) are sorted in memory, without budgets.
+template <sortable_key K>
+  requires(!std::is_same_v<K, bool>)
 file_sort_stats sort_file(const std::string& in, const std::string& out,
                           const external_options& opt = {}) {
   return detail::external::sort_typed_file<K>(in, out, false, opt);
 }
 
 // Sorts the (K key, u32 value) records of `in` into `out` by key, stably.
-template <supported_key K>
+template <sortable_key K>
+  requires(!std::is_same_v<K, bool>)
 file_sort_stats sort_pairs_file(const std::string& in, const std::string& out,
                                 const external_options& opt = {}) {
   return detail::external::sort_typed_file<K>(in, out, true, opt);

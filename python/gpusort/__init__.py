@@ -34,7 +34,10 @@ import sys
 from collections import namedtuple
 
 from . import _core
-from ._arrays import KEY_DTYPES
+from ._arrays import KEY_DTYPES, NARROW_KEY_DTYPES
+
+# Keys of files (sort_file): the narrow ones but bool are sorted in memory.
+FILE_KEY_DTYPES = KEY_DTYPES + tuple(d for d in NARROW_KEY_DTYPES if d != "bool")
 from ._core import ALGORITHM_TRAITS, ALGORITHMS, AlgorithmTraits
 from ._extension import ext as _ext
 
@@ -134,6 +137,7 @@ __all__ = [
     "ALGORITHM_TRAITS",
     "AlgorithmTraits",
     "KEY_DTYPES",
+    "NARROW_KEY_DTYPES",
     "__version__",
 ]
 
@@ -266,7 +270,8 @@ def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="auto
     """Sorts the file src of raw little-endian keys of dtype (int32, uint32, int64, uint64,
     float32, float64; or, with pairs=True, records of a key and a uint32 value, sorted stably
     by key) into dst, out of core when the file exceeds the budgets: runs sorted on the GPU
-    (or the CPU backend) and merged. device_memory and memory are the device and host budgets
+    (or the CPU backend) and merged. int8, uint8, int16, uint16, float16 and bfloat16 files
+    are sorted in memory (no budgets). device_memory and memory are the device and host budgets
     in bytes (None: 90% of the free device memory; no host limit). progress(phase, done,
     total) is called as the work goes (total 0: a phase that is not counted). src is never
     written; dst appears only complete and checked (it may be src). Ctrl-C, or an exception
@@ -277,9 +282,10 @@ def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="auto
     nans = _core._nans(nans)
     import numpy
 
-    name = numpy.dtype(dtype).name
-    if name not in KEY_DTYPES:
-        raise TypeError(f"dtype: must be one of {', '.join(KEY_DTYPES)}, got {name}")
+    # NumPy has no bfloat16: it goes by name (or as torch.bfloat16).
+    name = "bfloat16" if str(dtype) in ("bfloat16", "torch.bfloat16") else numpy.dtype(dtype).name
+    if name not in FILE_KEY_DTYPES:
+        raise TypeError(f"dtype: must be one of {', '.join(FILE_KEY_DTYPES)}, got {name}")
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm: must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     return _ext.sort_file(os.fspath(src), os.fspath(dst), name, bool(pairs), bool(descending),

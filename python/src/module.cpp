@@ -707,10 +707,12 @@ py::array approx_sort_host(py::array keys, std::uint32_t intervals, bool descend
 // The element named `dtype` ("int32", ..., "float64"), as the package spells NumPy's names.
 element file_element(const std::string& dtype) {
   for (const element e : {element::i32, element::u32, element::i64, element::u64, element::f32,
-                          element::f64})
+                          element::f64, element::i8, element::u8, element::i16, element::u16,
+                          element::f16, element::bf16})
     if (element_name(e) == dtype) return e;
-  throw py::value_error("dtype: the keys of a file are int32, uint32, int64, uint64, float32 or "
-                        "float64, not '" + dtype + "'");
+  throw py::value_error("dtype: the keys of a file are int32, uint32, int64, uint64, float32, "
+                        "float64, int8, uint8, int16, uint16, float16 or bfloat16, not '" +
+                        dtype + "'");
 }
 
 // The sort runs without the GIL; every progress report takes it to call `progress` (if not
@@ -747,7 +749,7 @@ py::dict sort_file(const std::string& src, const std::string& dst, const std::st
       file_options(descending, algorithm, device_memory, memory, scratch_dir, progress);
   opt.sort = make_options(descending, algorithm, 0, nans);
   gpusort::file_sort_stats stats;
-  with_key_type(file_element(dtype), "dtype", [&](auto key) {
+  with_sort_key_type(file_element(dtype), "dtype", [&](auto key) {
     using K = decltype(key);
     py::gil_scoped_release unlocked;
     stats = pairs ? gpusort::sort_pairs_file<K>(src, dst, opt)

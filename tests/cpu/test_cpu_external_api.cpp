@@ -250,6 +250,35 @@ TEST_F(ExternalApi, FailuresBeforeTheWorkLeaveNothingBehind) {
   EXPECT_EQ(leftovers({"in", "odd", "out"}), std::vector<std::string>{});
 }
 
+// Narrow keys sort in memory (binary16 here: -0.0 before +0.0, NaNs where options::nans puts
+// them, their payloads kept); budgets are refused before the work.
+TEST_F(ExternalApi, NarrowKeyFilesSortInMemory) {
+  // NaN, 1.0, -0.0, +0.0, -inf, a negative NaN, +inf, -1.0, 1.0 again
+  const std::vector<std::uint16_t> bits = {0x7E00, 0x3C00, 0x8000, 0x0000, 0xFC00,
+                                           0xFE01, 0x7C00, 0xBC00, 0x3C00};
+  write_file(file("in"), bits);
+  gpusort::external_options opt;
+  opt.sort.nans = gpusort::nan_order::first;
+  gpusort::sort_file<__half>(file("in"), file("out"), opt);
+  const std::vector<std::uint16_t> got = read_file<std::uint16_t>(file("out"));
+  ASSERT_EQ(got.size(), bits.size());
+  std::vector<std::uint16_t> nans(got.begin(), got.begin() + 2);  // their order: by their codes
+  std::ranges::sort(nans);
+  EXPECT_EQ(nans, (std::vector<std::uint16_t>{0x7E00, 0xFE01}));
+  EXPECT_EQ(std::vector<std::uint16_t>(got.begin() + 2, got.end()),
+            (std::vector<std::uint16_t>{0xFC00, 0xBC00, 0x8000, 0x0000, 0x3C00, 0x3C00, 0x7C00}));
+  write_file(file("pairs"), std::vector<std::uint8_t>{3, 1, 0, 0, 0, 9, 0, 0, 0, 0});  // u8 + u32
+  opt = {};
+  opt.sort.direction = gpusort::order::descending;
+  gpusort::sort_pairs_file<std::uint8_t>(file("pairs"), file("pairs_out"), opt);
+  EXPECT_EQ(read_file<std::uint8_t>(file("pairs_out")),
+            (std::vector<std::uint8_t>{9, 0, 0, 0, 0, 3, 1, 0, 0, 0}));
+  opt.host_budget_bytes = 1 << 20;
+  EXPECT_THROW(gpusort::sort_file<std::int8_t>(file("in"), file("new"), opt),
+               gpusort::invalid_request);
+  EXPECT_EQ(leftovers({"in", "out", "pairs", "pairs_out"}), std::vector<std::string>{});
+}
+
 TEST_F(ExternalApi, SortsAFileOntoItself) {
   const std::vector<std::int32_t> input = random_keys<std::int32_t>(20000, 9);
   write_file(file("data"), input);
