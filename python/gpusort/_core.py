@@ -237,11 +237,6 @@ def _widened(xp, x):
     return "float32" if xp.dtype_name(x) == "bfloat16" and not xp.on_device(x) else None
 
 
-def _narrowed(xp, x, values, indices, axis):
-    """x's sorted keys in x's dtype, from the sort of its widened copy."""
-    return xp.take_along(x, indices, axis)
-
-
 def _ties_nans(xp, x, stable):
     """Whether a stable sort of x goes through a copy whose NaNs are one NaN: the library
     orders 16-bit float NaNs by their bits, where a stable sort keeps them in input order
@@ -250,8 +245,8 @@ def _ties_nans(xp, x, stable):
 
 
 def sort(x, dim, descending, stable, algorithm, nans, indices_dtype, nans_tied=False):
-    """(values, indices) of x sorted along dim, as new arrays of x's library. nans_tied: x's
-    NaNs are one NaN already (_ties_nans)."""
+    """(values, indices) of x sorted along dim, as new arrays of x's library. nans_tied: x is
+    a stand-in already (_widened, _ties_nans)."""
     if _arrays.is_jax(x):
         lent = _arrays.lend_jax(x, "x")
         return _arrays.jax_results(sort(lent, dim, descending, stable, algorithm, nans, indices_dtype))
@@ -259,13 +254,11 @@ def sort(x, dim, descending, stable, algorithm, nans, indices_dtype, nans_tied=F
     xp = _arrays.namespace_of(x, "x")
     axis = _dim_of(xp, x, dim)
     wide = _widened(xp, x)
-    if wide:
-        values, indices = sort(xp.astype(x, wide), dim, descending, stable, algorithm, nans,
-                               indices_dtype)
-        return _narrowed(xp, x, values, indices, axis), indices
-    if _ties_nans(xp, x, stable) and not nans_tied:
-        values, indices = sort(xp.one_nan(x), dim, descending, stable, algorithm, nans,
-                               indices_dtype, nans_tied=True)
+    if not nans_tied and (wide or _ties_nans(xp, x, stable)):
+        # A stand-in is sorted; the keys come back from x by the indices, with their bits.
+        stand_in = xp.astype(x, wide) if wide else xp.one_nan(x)
+        _, indices = sort(stand_in, dim, descending, stable, algorithm, nans, indices_dtype,
+                          nans_tied=True)
         return xp.take_along(x, indices, axis), indices
     _check_dtype(xp, x, dtypes=SORT_KEY_DTYPES)
     moved, back = _last(xp, x, axis)
@@ -345,8 +338,8 @@ def sort_segmented(x, offsets, descending, algorithm, nans):
         raise ValueError(f"x: must be 1-D, got shape {shape}")
     wide = _widened(xp, x)
     if wide:
-        values, indices = sort_segmented(xp.astype(x, wide), offsets, descending, algorithm, nans)
-        return _narrowed(xp, x, values, indices, 0), indices
+        _, indices = sort_segmented(xp.astype(x, wide), offsets, descending, algorithm, nans)
+        return xp.take_along(x, indices, 0), indices
     _check_dtype(xp, x, dtypes=SORT_KEY_DTYPES)
     oxp = _arrays.namespace_of(offsets, "offsets")
     _same_place(xp, x, oxp, offsets, "offsets")
@@ -393,8 +386,8 @@ def topk_shape(shape, axis, k):
     return tuple(k if i == axis else extent for i, extent in enumerate(shape))
 
 
-# 16-bit float dtypes topk takes (as their bits, through the per-row select), and the
-# library's name of each.
+# The 16-bit floats: topk's per-row select has a path of their own (as their bits), and stable
+# sorts tie their NaNs (_ties_nans).
 FLOAT16_DTYPES = ("float16", "bfloat16")
 # Rows the per-row select takes (network/row_select.hpp: k up to 2048 of rows of 2048 keys or
 # more). One row longer than _ONE_ROW_SELECT_MOST goes to top_k_indices (sampled splitters),
@@ -423,8 +416,8 @@ def topk(x, k, dim, largest):
     rows, row_len = _rows(xp.shape(moved))
     k = _k_of(k, row_len)
     if wide:
-        values, indices = topk(xp.astype(x, wide), k, dim, largest)
-        return _narrowed(xp, x, values, indices, axis), indices
+        _, indices = topk(xp.astype(x, wide), k, dim, largest)
+        return xp.take_along(x, indices, axis), indices
     if not xp.is_contiguous(moved):  # topk leaves x alone: a contiguous copy is read instead
         moved = xp.copy(moved)
     shape = xp.shape(moved)
