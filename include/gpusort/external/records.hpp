@@ -84,23 +84,19 @@ order_report scan_order(const std::vector<K>& keys, bool descending, bool nans_l
   // Where float NaNs belong: first in the sequence (ascending with NaNs lowest, descending
   // with NaNs highest) or last.
   const bool nans_lead = descending != nans_lowest;
-  // Narrow keys by their codes (narrow_keys.hpp), every NaN of a 16-bit float one code.
-  const auto narrow_rank = [nans_lowest](const K& k) {
-    if constexpr (narrow_key<K>) {
-      using format = detail::narrow_format<K>;
-      const auto code = detail::narrow_code<K>(detail::bit_cast<typename format::bits_type>(k),
-                                               nans_lowest);
-      if constexpr (is_float16<K>)
-        return format::float_format::tie_nans(static_cast<std::uint16_t>(code), nans_lowest);
-      else
-        return code;
-    } else {
-      return 0;
-    }
-  };
   const auto precedes = [&](const K& a, const K& b) {
     if constexpr (narrow_key<K>) {
-      return descending ? narrow_rank(b) < narrow_rank(a) : narrow_rank(a) < narrow_rank(b);
+      // By their codes (narrow_keys.hpp), every NaN of a 16-bit float one code.
+      using format = detail::narrow_format<K>;
+      const auto rank = [&](const K& k) {
+        const auto code = detail::narrow_code<K>(
+            detail::bit_cast<typename format::bits_type>(k), nans_lowest);
+        if constexpr (is_float16<K>)
+          return format::float_format::tie_nans(static_cast<std::uint16_t>(code), nans_lowest);
+        else
+          return code;
+      };
+      return descending ? rank(b) < rank(a) : rank(a) < rank(b);
     } else {
       if constexpr (std::is_floating_point_v<K>) {
         const bool a_nan = a != a, b_nan = b != b;
