@@ -142,7 +142,7 @@ gpusort::file_sort_stats sort_typed_file(const std::string& in, const std::strin
   if constexpr (narrow_key<K>) {
     // In memory (sort_keys_file), the NaNs of 16-bit floats placed by the library.
     if (opt.device_budget_bytes > 0 || opt.host_budget_bytes > 0 || opt.devices.size() > 1)
-      throw invalid_request(std::string(key_name<K>()) + " files sort in memory on one GPU (or "
+      throw invalid_request(std::string(key_name<K>) + " files sort in memory on one GPU (or "
                             "the CPU): no device or host budget, no second device");
     request.opt = opt.sort;
   }

@@ -331,7 +331,7 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
   meter.phase("sorting", false);
   if (!host_sort.empty()) {
     if constexpr (narrow_key<K>)
-      throw invalid_request(host_sort + " sorts 32- and 64-bit keys, not " + std::string(key_name<K>()));
+      throw invalid_request(host_sort + " sorts 32- and 64-bit keys, not " + std::string(key_name<K>));
     else
       sort_on_host(r, descending, host_sort == "cpu_parallel");
   } else if (request.pairs)

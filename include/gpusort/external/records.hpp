@@ -51,23 +51,13 @@ constexpr std::size_t record_bytes(bool pairs) {
   return sizeof(K) + (pairs ? sizeof(std::uint32_t) : 0);
 }
 
-// The key type's name: u32 ... f64, and the narrow keys' i8, u8, i16, u16, f16, bf16 (files
-// of those sort in memory: sort_keys_file).
-template <class K>
-constexpr std::string_view key_name() {
-  if constexpr (narrow_key<K>)
-    return detail::narrow_format<K>::name;
-  else
-    return key_traits<K>::name;
-}
-
 // The 16-bit floats: kept as their bits, read and written as text through float.
 template <class K>
 constexpr bool is_float16 = std::is_same_v<K, __half> || std::is_same_v<K, __nv_bfloat16>;
 
 template <class K>
 std::string describe_records(bool pairs) {
-  return std::to_string(record_bytes<K>(pairs)) + "-byte records (" + std::string(key_name<K>()) +
+  return std::to_string(record_bytes<K>(pairs)) + "-byte records (" + std::string(key_name<K>) +
          (pairs ? " key, u32 value)" : " keys)");
 }
 
@@ -509,7 +499,7 @@ T parse_text_number(std::string_view token, const std::string& where, const std:
 // beyond its finite range is out of range).
 template <class K>
 K parse_text_key(std::string_view token, const std::string& where) {
-  const std::string what = std::string(key_name<K>()) + " key";
+  const std::string what = std::string(key_name<K>) + " key";
   if constexpr (is_float16<K>) {
     const float value = parse_text_number<float>(token, where, what);
     K key;
