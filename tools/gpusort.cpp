@@ -376,17 +376,10 @@ int sort(const arguments& args) {
                       "files, not --text");
   if (!host_sort.empty() && (request.device_budget_given || args.has("memory")))
     throw usage_error("--algo " + host_sort + " sorts in host memory: no --device-memory or --memory");
-  // The type before OUT opens; narrow keys sort in memory with the library's algorithms.
+  // The type before OUT opens (narrow keys: their request checked).
   if (!layout)
-    with_file_key_type(args.required("type"), [&]<class K>() {
-      if constexpr (gpusort::narrow_key<K>) {
-        if (!host_sort.empty())
-          throw usage_error("--algo " + host_sort + " sorts 32- and 64-bit keys, not " + args.get("type"));
-        if (request.device_budget_given || args.has("memory") || !request.devices.empty())
-          throw usage_error("--type " + args.get("type") + " sorts in memory on one GPU (or the CPU): no "
-                            "--device-memory, --memory or --gpus");
-      }
-    });
+    with_file_key_type(args.required("type"),
+                       [&]<class K>() { narrow_file_request<K>(request, opt, host_sort); });
   // OUT first: one that cannot be created fails before any work (and a FIFO waits for its
   // reader); then a stream IN is read to its end into OUT's scratch directory.
   pending_file out(files[1], !args.has("text"), args.get("tmp"));
@@ -399,8 +392,6 @@ int sort(const arguments& args) {
   const int status =
       layout ? sort_byte_records_file(request, *layout, host_sort, out)
              : with_file_key_type(args.required("type"), [&]<class K>() {
-                 // The library places narrow floats' NaNs itself.
-                 if constexpr (gpusort::narrow_key<K>) request.opt = opt;
                  place_nans_on_commit<K>(out, opt, pairs, args.has("text"));
                  return sort_keys_file<K>(request, args.has("text"), host_sort, out);
                });

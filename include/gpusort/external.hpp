@@ -139,13 +139,7 @@ gpusort::file_sort_stats sort_typed_file(const std::string& in, const std::strin
   callback_progress meter(opt);
   gpusort::file_sort_stats stats;
   sort_request request = request_of(in, out, pairs, opt, meter, stats);
-  if constexpr (narrow_key<K>) {
-    // In memory (sort_keys_file), the NaNs of 16-bit floats placed by the library.
-    if (opt.device_budget_bytes > 0 || opt.host_budget_bytes > 0 || opt.devices.size() > 1)
-      throw invalid_request(std::string(key_name<K>) + " files sort in memory on one GPU (or "
-                            "the CPU): no device or host budget, no second device");
-    request.opt = opt.sort;
-  }
+  narrow_file_request<K>(request, opt.sort, "");
   pending_file output(out, true, opt.scratch_directory);
   place_nans_on_commit<K>(output, opt.sort, pairs, false);
   throw_if_wrong(sort_keys_file<K>(request, false, "", output), out);

@@ -574,7 +574,7 @@ TEST_F(Tool, UsageErrorsNameTheProblem) {
       {"sort --type u128 " + file("in") + " " + file("out"), "u128"},
       {"sort --type bool " + file("in") + " " + file("out"), "bool"},
       {"sort --type f16 --algo std_sort " + file("in") + " " + file("out"), "std_sort"},
-      {"sort --type i8 --memory 1M " + file("in") + " " + file("out"), "--memory"},
+      {"sort --type i8 --memory 1M " + file("in") + " " + file("out"), "in memory"},
       {"bench --types u32,bf16 --sizes 2^10", "gpusort-narrow-bench"},
       {"sort --type u32 --algo quick " + file("in") + " " + file("out"), "quick"},
       {"sort --type u32 --algo top_k " + file("in") + " " + file("out"), "top_k"},

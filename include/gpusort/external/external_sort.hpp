@@ -330,9 +330,7 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
                         : host_sort;
   meter.phase("sorting", false);
   if (!host_sort.empty()) {
-    if constexpr (narrow_key<K>)
-      throw invalid_request(host_sort + " sorts 32- and 64-bit keys, not " + std::string(key_name<K>));
-    else
+    if constexpr (!narrow_key<K>)  // narrow keys have none (narrow_file_request)
       sort_on_host(r, descending, host_sort == "cpu_parallel");
   } else if (request.pairs)
     gpusort::sort(r.keys, r.values, request.opt);
@@ -359,12 +357,29 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
   return 0;
 }
 
+// A request for a file of keys K, checked before any file opens: narrow keys sort in memory
+// with the library's algorithms (no budget, no device list, no host sort: invalid_request),
+// and the library places their NaNs as `asked` (not as largest, moved on commit).
+template <class K>
+void narrow_file_request(sort_request& request, const gpusort::options& asked,
+                         const std::string& host_sort) {
+  if constexpr (narrow_key<K>) {
+    const std::string type(key_name<K>);
+    if (!host_sort.empty())
+      throw invalid_request(host_sort + " sorts 32- and 64-bit keys, not " + type);
+    if (request.device_budget_given || request.host_budget_bytes > 0 || !request.devices.empty())
+      throw invalid_request(type + " keys sort in memory on one GPU (or the CPU): no device or "
+                            "host budget, no device list");
+    request.opt = asked;
+  }
+}
+
 // Sorts the keys or pairs of request.input into `out` (request.output's pending file, created
 // before any work) by the first path that applies: the GPU pipelines (raw keys, or pairs in at
 // most max_pipeline_runs runs, on a GPU), the run path (out of core by plan_out_of_core), else
 // in memory. 0, or 3 for a wrong result.
 // Narrow keys (i8 ... bf16) go in memory whatever their size: the pipelines and the run path
-// take the 32- and 64-bit keys.
+// take the 32- and 64-bit keys (narrow_file_request checks the request first).
 template <class K>
 int sort_keys_file(const sort_request& request, bool text, const std::string& host_sort,
                    pending_file& out) {
