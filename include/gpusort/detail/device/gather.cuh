@@ -33,13 +33,14 @@ __device__ __forceinline__ V load_value(positions<V>, std::uint64_t i) {
 }
 
 // The slot of this lane's item among those its warp takes, reserved with one atomic per warp
-// on *cursor. Every lane of the warp must call it.
-__device__ __forceinline__ unsigned long long warp_reserve(bool take, unsigned long long* cursor) {
+// on *cursor (global or shared memory). Every lane of the warp must call it.
+template <class Count>
+__device__ __forceinline__ Count warp_reserve(bool take, Count* cursor) {
   const unsigned lane = threadIdx.x % 32;
   const unsigned mask = __ballot_sync(0xffffffffu, take);
-  unsigned long long at = 0;
-  if (lane == 0 && mask) at = atomicAdd(cursor, static_cast<unsigned long long>(__popc(mask)));
-  return __shfl_sync(0xffffffffu, at, 0) + __popc(mask & ((1u << lane) - 1));
+  Count at = 0;
+  if (lane == 0 && mask) at = atomicAdd(cursor, static_cast<Count>(__popc(mask)));
+  return __shfl_sync(0xffffffffu, at, 0) + static_cast<Count>(__popc(mask & ((1u << lane) - 1)));
 }
 
 }  // namespace gpusort::detail::device
