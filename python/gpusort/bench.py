@@ -4,6 +4,10 @@ installed). CUDA events around each call, warm-up first, fresh input copied from
 array before every timed call (the copy is not timed), the median of the repetitions.
 
     python -m gpusort.bench [--quick] [--reps 10] [--csv results.csv] [--plot DIR] [--match TEXT]
+                            [--graph]
+
+--graph times each call captured in a CUDA graph and replayed: the GPU's time without the
+host's launch work, as an LLM decoding loop runs its step.
 
 Two cases are timed apart: the host cost of one call at 2^10 keys (wall clock over a loop
 of calls, next to the GPU time of one), and an in-place sort of a float32 tensor that fills
@@ -25,6 +29,32 @@ def _median_ms(torch, run, pristine, work, reps):
         work.copy_(pristine)
         start.record()
         run(work)
+        end.record()
+        end.synchronize()
+        if rep >= 2:
+            times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def _graph_median_ms(torch, run, pristine, work, reps):
+    """run(work) captured once in a CUDA graph, then each replay timed: the GPU's time alone,
+    without the host's launch work (decoding loops run their step as a graph)."""
+    work.copy_(pristine)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-ups off the default stream, as capture asks
+        for _ in range(2):
+            run(work)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run(work)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for rep in range(reps + 2):  # two warm-ups
+        work.copy_(pristine)
+        start.record()
+        graph.replay()
         end.record()
         end.synchronize()
         if rep >= 2:
@@ -188,6 +218,9 @@ def main(argv=None):
     parser.add_argument("--plot", metavar="DIR", help="draw python_bench.png here (matplotlib)")
     parser.add_argument("--match", metavar="TEXT",
                         help="only the cases whose name holds TEXT (e.g. 'topk rows')")
+    parser.add_argument("--graph", action="store_true",
+                        help="time each call captured in a CUDA graph (GPU time alone); a call "
+                             "that cannot be captured shows nan")
     args = parser.parse_args(argv)
     try:
         import torch
@@ -202,7 +235,7 @@ def main(argv=None):
     gpu = torch.cuda.get_device_name()
     rows = []
     print(f"{gpu}, median of {args.reps} runs (ms); ratio = other / gpusort")
-    if not args.match:
+    if not args.match and not args.graph:
         rows += _overhead_rows(torch, gpu)
     for case, n, dtype, calls in _cases(torch, args.quick):
         if args.match and args.match not in case:
@@ -221,12 +254,18 @@ def main(argv=None):
                 and dtype != "bfloat16"):  # CuPy has no bfloat16
             calls = dict(calls, **{"cupy.sort (keys only)": lambda x: cupy.sort(cupy.from_dlpack(x))})
         results = {}
+        timer = _graph_median_ms if args.graph else _median_ms
         for name, call in calls.items():
+            name += " (CUDA graph)" if args.graph else ""
             try:
-                results[name] = _median_ms(torch, call, pristine, work, args.reps)
+                results[name] = timer(torch, call, pristine, work, args.reps)
             except torch.cuda.OutOfMemoryError:
                 results[name] = float("nan")
                 torch.cuda.empty_cache()
+            except RuntimeError:  # gpusort.Error too
+                if not args.graph:
+                    raise
+                results[name] = float("nan")  # the call cannot be captured
         mine = next(v for k, v in results.items() if k.startswith("gpusort"))
         line = f"{case:28s} n={n:>10d}"
         for name, ms in results.items():
@@ -237,7 +276,7 @@ def main(argv=None):
         print(line, flush=True)
         del pristine, work
         torch.cuda.empty_cache()
-    if not args.match:
+    if not args.match and not args.graph:
         rows += _in_place_rows(torch, gpu, args.reps)
     if args.plot:
         print("figure:", write_figure(rows, args.plot))

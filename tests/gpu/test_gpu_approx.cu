@@ -511,6 +511,41 @@ TYPED_TEST(GpuApprox, TopKRowsIndicesPointAtTheirKeys) {
   }
 }
 
+// Rows that mislead the sampled threshold: the keys at the sampled positions (row_samples
+// evenly spaced) are the row's first in the order asked (too few candidates: fewer than k) or
+// its last (nearly every key a candidate). Either way the row's last block searches it again.
+template <class K>
+std::vector<K> rows_against_the_sample(std::size_t rows, std::size_t row_length, bool descending,
+                                       bool samples_first, int seed) {
+  namespace net = gpusort::detail::network;
+  std::vector<K> keys = tools::generate<K>(tools::distribution::uniform, rows * row_length, seed);
+  std::vector<bool> sampled(row_length);
+  for (std::size_t j = 0; j < net::row_samples; ++j) sampled[j * row_length / net::row_samples] = true;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto row = keys.begin() + static_cast<std::ptrdiff_t>(r * row_length);
+    std::vector<K> order(row, row + static_cast<std::ptrdiff_t>(row_length));
+    std::sort(order.begin(), order.end(), [&](const K& a, const K& b) {
+      const auto ca = net::select_code(a, descending), cb = net::select_code(b, descending);
+      return samples_first ? ca < cb : cb < ca;
+    });
+    std::size_t next_sample = 0, next_other = net::row_samples;
+    for (std::size_t i = 0; i < row_length; ++i) row[i] = order[sampled[i] ? next_sample++ : next_other++];
+  }
+  return keys;
+}
+
+TYPED_TEST(GpuApprox, TopKRowsWhereTheSampleMisleads) {
+  using K = TypeParam;
+  int seed = 500;
+  for (bool descending : {false, true})
+    for (bool samples_first : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "samples first=" << samples_first);
+      const std::vector<K> keys = rows_against_the_sample<K>(3, 131072, descending, samples_first, ++seed);
+      for (std::size_t k : {std::size_t{50}, std::size_t{1024}})
+        check_top_k_rows_indices<K, std::int64_t>(keys, 3, 131072, k, descending);
+    }
+}
+
 // 16-bit float keys (binary16 and bfloat16, as bits): every bit pattern in the rows (NaNs of
 // both signs and every payload, +-0, +-inf, subnormals), and few distinct values.
 template <class H>
