@@ -200,7 +200,7 @@ decltype(auto) with_key_type(std::string_view name, F&& f) {
 }
 
 // with_key_type's types and the narrow keys gen, sort and check take (i8 u8 i16 u16 f16
-// bf16; their files sort in memory, on one GPU or the CPU).
+// bf16; their files sort on one GPU or the CPU, in memory or by the run path).
 template <class F>
 decltype(auto) with_file_key_type(std::string_view name, F&& f) {
   using gpusort::detail::narrow_format;

@@ -215,7 +215,8 @@ inline void set_signal_cleanup(bool on) { detail::external::signal_cleanup_allow
 
 // Sorts the keys of type K in the file `in` into `out`. Returns what it did (the plan and
 // the seconds of each stage, as `gpusort sort --stats` prints them). Narrow keys (int8 ...
-// __nv_bfloat16, not bool) are sorted in memory, without budgets.
+// __nv_bfloat16, not bool) are sorted on one GPU or the CPU backend (no device list), in
+// memory or by the run path (run files merged on the CPU).
 template <sortable_key K>
   requires(!std::is_same_v<K, bool>)
 file_sort_stats sort_file(const std::string& in, const std::string& out,

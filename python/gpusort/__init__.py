@@ -36,7 +36,7 @@ from collections import namedtuple
 from . import _core
 from ._arrays import KEY_DTYPES, NARROW_KEY_DTYPES
 
-# Keys of files (sort_file): the narrow ones but bool are sorted in memory.
+# Keys of files (sort_file): every key type but bool (narrow ones on one GPU or the CPU).
 FILE_KEY_DTYPES = KEY_DTYPES + tuple(d for d in NARROW_KEY_DTYPES if d != "bool")
 from ._core import ALGORITHM_TRAITS, ALGORITHMS, AlgorithmTraits
 from ._extension import ext as _ext
@@ -271,7 +271,7 @@ def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="auto
     float32, float64; or, with pairs=True, records of a key and a uint32 value, sorted stably
     by key) into dst, out of core when the file exceeds the budgets: runs sorted on the GPU
     (or the CPU backend) and merged. int8, uint8, int16, uint16, float16 and bfloat16 files
-    are sorted in memory (no budgets). device_memory and memory are the device and host budgets
+    too (their runs merged on the CPU). device_memory and memory are the device and host budgets
     in bytes (None: 90% of the free device memory; no host limit). progress(phase, done,
     total) is called as the work goes (total 0: a phase that is not counted). src is never
     written; dst appears only complete and checked (it may be src). Ctrl-C, or an exception

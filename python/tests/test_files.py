@@ -35,16 +35,18 @@ def test_sort_file(tmp_path, dtype, descending, rng):
 
 @pytest.mark.parametrize("dtype", [d for d in gpusort.NARROW_KEY_DTYPES if d != "bool"])
 @pytest.mark.parametrize("descending", [False, True])
-def test_sort_file_of_narrow_keys(tmp_path, dtype, descending, rng):
-    # sorted in memory; bfloat16 keys are the top halves of float32 bits (NumPy has none)
-    wide = (rng.standard_normal(20_001) * 100).astype("float32")
+@pytest.mark.parametrize("budgets", [{}, BUDGETS], ids=["in memory", "runs"])
+def test_sort_file_of_narrow_keys(tmp_path, dtype, descending, budgets, rng):
+    # bfloat16 keys are the top halves of float32 bits (NumPy has none)
+    wide = (rng.standard_normal(200_001) * 100).astype("float32")  # runs under BUDGETS
     bfloat16 = dtype == "bfloat16"
     keys = (wide.view("uint32") >> 16).astype("uint16") if bfloat16 else wide.astype(dtype)
     keys[::9] = keys[1]
     value_of = (lambda k: (k.astype("uint32") << 16).view("float32")) if bfloat16 else (lambda k: k)
     src, dst = tmp_path / "in", tmp_path / "out"
     keys.tofile(src)
-    gpusort.sort_file(src, dst, dtype, descending=descending)
+    stats = gpusort.sort_file(src, dst, dtype, descending=descending, **budgets)
+    assert ("runs" in stats["plan"]) == bool(budgets), stats
     want = np.sort(value_of(keys), kind="stable")
     # the same values in order (floats: -0.0 and +0.0 compare equal here)
     np.testing.assert_array_equal(value_of(np.fromfile(dst, dtype=keys.dtype)),
@@ -107,8 +109,8 @@ def test_errors(tmp_path):
         gpusort.sort_file(tmp_path / "odd", tmp_path / "out", "complex64")
     with pytest.raises(TypeError, match="dtype"):
         gpusort.sort_file(tmp_path / "odd", tmp_path / "out", "bool")
-    with pytest.raises(ValueError, match="in memory"):  # narrow keys take no budgets
-        gpusort.sort_file(tmp_path / "odd", tmp_path / "out", "int8", **BUDGETS)
+    with pytest.raises(ValueError, match="whole number"):
+        gpusort.sort_file(tmp_path / "odd", tmp_path / "out", "float16", **BUDGETS)
     with pytest.raises(ValueError, match="device_memory"):
         gpusort.sort_file(tmp_path / "odd", tmp_path / "out", "int32", device_memory=-1)
     with pytest.raises(ValueError):

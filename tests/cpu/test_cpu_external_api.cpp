@@ -273,10 +273,77 @@ TEST_F(ExternalApi, NarrowKeyFilesSortInMemory) {
   gpusort::sort_pairs_file<std::uint8_t>(file("pairs"), file("pairs_out"), opt);
   EXPECT_EQ(read_file<std::uint8_t>(file("pairs_out")),
             (std::vector<std::uint8_t>{9, 0, 0, 0, 0, 3, 1, 0, 0, 0}));
-  opt.host_budget_bytes = 1 << 20;
+  opt.devices = {0};  // narrow keys sort on one GPU (or the CPU)
   EXPECT_THROW(gpusort::sort_file<std::int8_t>(file("in"), file("new"), opt),
                gpusort::invalid_request);
   EXPECT_EQ(leftovers({"in", "out", "pairs", "pairs_out"}), std::vector<std::string>{});
+}
+
+// Narrow keys beyond the budgets: runs sorted one at a time and merged on the CPU, in the
+// order the library sorts them (each key's code; 16-bit float NaNs where options::nans puts
+// them, each payload its own place): every bit pattern of random bits, keys and stable pairs,
+// both orders, both NaN placements, against std::stable_sort of the codes.
+TEST_F(ExternalApi, NarrowKeyFilesSortByRuns) {
+  const auto check = [&]<class K>(std::uint64_t seed) {
+    namespace ext = gpusort::detail::external;
+    constexpr std::size_t n = 150001;  // several runs under small_budgets, for 8-bit keys too
+    std::mt19937_64 rng(seed);
+    std::vector<K> keys(n);
+    for (K& key : keys) {
+      const auto bits = static_cast<std::uint16_t>(rng() % 3 ? rng() : rng() % 8);  // ties too
+      std::memcpy(&key, &bits, sizeof(K));
+    }
+    struct record {
+      K key;
+      std::uint32_t value;
+    };
+    for (const bool pairs : {false, true})
+      for (const bool descending : {false, true})
+        for (const auto nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
+          SCOPED_TRACE(::testing::Message() << gpusort::detail::key_name<K> << " pairs=" << pairs
+                                            << " desc=" << descending << " nans first="
+                                            << (nans == gpusort::nan_order::first));
+          gpusort::external_options opt =
+              small_budgets(sizeof(K) + (pairs ? 4 : 0), descending);
+          opt.sort.nans = nans;
+          const bool lowest = gpusort::nans_lowest(opt.sort.direction, nans);
+          const auto before = [&](const K& a, const K& b) {
+            const auto ca = ext::key_code(a, lowest), cb = ext::key_code(b, lowest);
+            return descending ? cb < ca : ca < cb;
+          };
+          std::vector<unsigned char> input(n * (sizeof(K) + (pairs ? 4 : 0)));
+          std::vector<record> want(n);
+          for (std::size_t i = 0; i < n; ++i) want[i] = {keys[i], static_cast<std::uint32_t>(i)};
+          for (std::size_t i = 0, at = 0; i < n; ++i) {
+            std::memcpy(&input[at], &want[i].key, sizeof(K));
+            at += sizeof(K);
+            if (pairs) std::memcpy(&input[at], &want[i].value, 4), at += 4;
+          }
+          std::stable_sort(want.begin(), want.end(),
+                           [&](const record& a, const record& b) { return before(a.key, b.key); });
+          write_file(file("in"), input);
+          const gpusort::file_sort_stats stats =
+              pairs ? gpusort::sort_pairs_file<K>(file("in"), file("out"), opt)
+                    : gpusort::sort_file<K>(file("in"), file("out"), opt);
+          EXPECT_NE(stats["plan"].find("runs of"), std::string::npos) << stats.text();
+          const std::vector<unsigned char> got = read_file<unsigned char>(file("out"));
+          ASSERT_EQ(got.size(), input.size());
+          for (std::size_t i = 0, at = 0; i < n; ++i) {
+            std::uint32_t value = want[i].value;
+            const bool same_key = std::memcmp(&got[at], &want[i].key, sizeof(K)) == 0;
+            at += sizeof(K);
+            if (pairs) std::memcpy(&value, &got[at], 4), at += 4;
+            ASSERT_TRUE(same_key && value == want[i].value) << "record " << i;
+          }
+        }
+  };
+  check.operator()<std::int8_t>(1);
+  check.operator()<std::uint8_t>(2);
+  check.operator()<std::int16_t>(3);
+  check.operator()<std::uint16_t>(4);
+  check.operator()<__half>(5);
+  check.operator()<__nv_bfloat16>(6);
+  EXPECT_EQ(leftovers({"in", "out"}), std::vector<std::string>{});
 }
 
 TEST_F(ExternalApi, SortsAFileOntoItself) {

@@ -348,6 +348,15 @@ TEST_F(Tool, NarrowKeyTypesRoundTrip) {
   std::vector<std::int16_t> keys = read_array<std::int16_t>(file("in"));
   std::ranges::sort(keys);
   EXPECT_EQ(read_array<std::int16_t>(file("out")), keys);
+  // Beyond the budgets: runs merged on the CPU.
+  ASSERT_EQ(run("gen --type i16 --n 100003 " + file("in")).code, 0);
+  const outcome by_runs = run("sort --type i16 --device-memory 64K --memory 256K --stats " +
+                              file("in") + " " + file("out"));
+  ASSERT_EQ(by_runs.code, 0) << by_runs.err;
+  EXPECT_NE(by_runs.out.find("runs of"), std::string::npos) << by_runs.out;
+  keys = read_array<std::int16_t>(file("in"));
+  std::ranges::sort(keys);
+  EXPECT_EQ(read_array<std::int16_t>(file("out")), keys);
   // binary16 bits: NaN, 1.0, -0.0, +0.0, -inf, a negative NaN with a payload, +inf, -1.0.
   const std::vector<std::uint16_t> specials = {0x7E00, 0x3C00, 0x8000, 0x0000,
                                                0xFC00, 0xFE01, 0x7C00, 0xBC00};
@@ -574,7 +583,7 @@ TEST_F(Tool, UsageErrorsNameTheProblem) {
       {"sort --type u128 " + file("in") + " " + file("out"), "u128"},
       {"sort --type bool " + file("in") + " " + file("out"), "bool"},
       {"sort --type f16 --algo std_sort " + file("in") + " " + file("out"), "std_sort"},
-      {"sort --type i8 --memory 1M " + file("in") + " " + file("out"), "in memory"},
+      {"sort --type i8 --gpus 0 " + file("in") + " " + file("out"), "device list"},
       {"bench --types u32,bf16 --sizes 2^10", "gpusort-narrow-bench"},
       {"sort --type u32 --algo quick " + file("in") + " " + file("out"), "quick"},
       {"sort --type u32 --algo top_k " + file("in") + " " + file("out"), "top_k"},

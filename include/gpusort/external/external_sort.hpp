@@ -73,7 +73,7 @@ void sort_with_index(std::vector<K>& keys, std::vector<Index>& index, const gpus
   if (n < 2) return;
   gpusort::sort(keys, index, opt);
   order_tie_groups(n, index.data(), [&](std::size_t a, std::size_t b) {
-    return key_traits<K>::ordered(keys[a]) == key_traits<K>::ordered(keys[b]);
+    return key_code(keys[a], false) == key_code(keys[b], false);
   }, tie_less);
 }
 
@@ -288,8 +288,14 @@ template <class K>
 int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_file& out) {
   const bool pairs = request.pairs;
   const bool descending = request.opt.direction == gpusort::order::descending;
+  // The runs' order: narrow floats' NaNs where request.opt puts them (narrow_file_request);
+  // other floats' NaNs sort as the largest keys and move on commit (nan_move.hpp).
+  const bool nans_lowest = gpusort::nans_lowest(request.opt.direction, request.opt.nans);
   return sort_runs_and_merge(
-      request, plan, record_layout::keys<K>(pairs ? sizeof(std::uint32_t) : 0, descending), out,
+      request, plan,
+      record_layout::keys<K>(pairs ? sizeof(std::uint32_t) : 0, descending,
+                             narrow_key<K> && nans_lowest),
+      out,
       [&](std::span<unsigned char> records) { impl::sort_run<K>(records, pairs, request.opt); },
       [&](std::span<const unsigned char> records) {
         return impl::checksum_of_packed<K>(records, pairs);
@@ -357,9 +363,10 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
   return 0;
 }
 
-// A request for a file of keys K, checked before any file opens: narrow keys sort in memory
-// with the library's algorithms (no budget, no device list, no host sort: invalid_request),
-// and the library places their NaNs as `asked` (not as largest, moved on commit).
+// A request for a file of keys K, checked before any file opens: narrow keys sort with the
+// library's algorithms on one GPU or the CPU backend, in memory or by the run path (no device
+// list, no host sort: invalid_request), and the library places their NaNs as `asked` (not as
+// largest, moved on commit).
 template <class K>
 void narrow_file_request(sort_request& request, const gpusort::options& asked,
                          const std::string& host_sort) {
@@ -367,9 +374,8 @@ void narrow_file_request(sort_request& request, const gpusort::options& asked,
     const std::string type(key_name<K>);
     if (!host_sort.empty())
       throw invalid_request(host_sort + " sorts 32- and 64-bit keys, not " + type);
-    if (request.device_budget_given || request.host_budget_bytes > 0 || !request.devices.empty())
-      throw invalid_request(type + " keys sort in memory on one GPU (or the CPU): no device or "
-                            "host budget, no device list");
+    if (!request.devices.empty())
+      throw invalid_request(type + " keys sort on one GPU (or the CPU): no device list");
     request.opt = asked;
   }
 }
@@ -378,13 +384,15 @@ void narrow_file_request(sort_request& request, const gpusort::options& asked,
 // before any work) by the first path that applies: the GPU pipelines (raw keys, or pairs in at
 // most max_pipeline_runs runs, on a GPU), the run path (out of core by plan_out_of_core), else
 // in memory. 0, or 3 for a wrong result.
-// Narrow keys (i8 ... bf16) go in memory whatever their size: the pipelines and the run path
-// take the 32- and 64-bit keys (narrow_file_request checks the request first).
+// Narrow keys (i8 ... bf16) skip the GPU pipelines, which take the 32- and 64-bit keys: the
+// run path sorts them out of core (narrow_file_request checks the request first).
 template <class K>
 int sort_keys_file(const sort_request& request, bool text, const std::string& host_sort,
                    pending_file& out) {
   if constexpr (narrow_key<K>) {
-    return sort_keys_file_in_memory<K>(request, text, host_sort, out);
+    if (!text && host_sort.empty())
+      if (const auto plan = plan_out_of_core<K>(request))
+        return sort_out_of_core<K>(request, *plan, out);
   } else if (!text && host_sort.empty()) {
     if (sorts_keys_on_gpu(request)) return sort_keys_file_on_gpu<K>(request, out);
     const bool descending = request.opt.direction == gpusort::order::descending;

@@ -217,7 +217,7 @@ int sort_records_on_gpu(const sort_request& request, const record_layout& layout
       timed(ties_s, [&] {
         const K* keys = device->keys();
         order_tie_groups(n, positions, [&](std::size_t a, std::size_t b) {
-          return key_traits<K>::ordered(keys[a]) == key_traits<K>::ordered(keys[b]);
+          return key_code(keys[a], false) == key_code(keys[b], false);
         }, tie_less);
       });
     timed(busy.write, [&] {

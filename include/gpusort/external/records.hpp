@@ -63,6 +63,19 @@ std::string describe_records(bool pairs) {
 
 // ---- order and checksum ---------------------------------------------------------------
 
+// A key's code in gpusort's order: key_traits' for the 32- and 64-bit keys, narrow_code for
+// the narrow ones (whose 16-bit floats' NaNs lie lowest or highest as nans_lowest says, each
+// payload its own code, as the library sorts them). Equal codes are equal keys.
+template <class K>
+auto key_code(const K& key, bool nans_lowest) {
+  if constexpr (narrow_key<K>) {
+    using bits_type = typename detail::narrow_format<K>::bits_type;
+    return detail::narrow_code<K>(detail::bit_cast<bits_type>(key), nans_lowest);
+  } else {
+    return key_traits<K>::ordered(key);
+  }
+}
+
 struct order_report {
   std::uint64_t out_of_order = 0;  // positions i with record i before record i-1 in the order
   std::uint64_t first = 0;         // the first such i (when out_of_order > 0)

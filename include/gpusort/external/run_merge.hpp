@@ -43,30 +43,44 @@ namespace gpusort::detail::external {
 
 // ---- records and their order ---------------------------------------------------------
 
-// The six typed keys (little-endian, in gpusort's order) or raw bytes compared as a
-// big-endian unsigned number (memcmp), as the Sort Benchmark's 10-byte keys.
-enum class key_kind { u32, i32, f32, u64, i64, f64, bytes };
+// The typed keys (little-endian, in gpusort's order: the six key_traits types and the narrow
+// ones of files) or raw bytes compared as a big-endian unsigned number (memcmp), as the Sort
+// Benchmark's 10-byte keys.
+enum class key_kind { u32, i32, f32, u64, i64, f64, i8, u8, i16, u16, f16, bf16, bytes };
 
-template <class K>
-constexpr key_kind key_kind_of() {
-  if constexpr (std::is_same_v<K, std::uint32_t>) return key_kind::u32;
-  else if constexpr (std::is_same_v<K, std::int32_t>) return key_kind::i32;
-  else if constexpr (std::is_same_v<K, float>) return key_kind::f32;
-  else if constexpr (std::is_same_v<K, std::uint64_t>) return key_kind::u64;
-  else if constexpr (std::is_same_v<K, std::int64_t>) return key_kind::i64;
-  else {
-    static_assert(std::is_same_v<K, double>, "not a gpusort key type");
-    return key_kind::f64;
+// Calls f with a value of the key type of `kind` (not bytes).
+template <class F>
+decltype(auto) with_key_kind(key_kind kind, F&& f) {
+  switch (kind) {
+    case key_kind::u32: return f(std::uint32_t{});
+    case key_kind::i32: return f(std::int32_t{});
+    case key_kind::f32: return f(float{});
+    case key_kind::u64: return f(std::uint64_t{});
+    case key_kind::i64: return f(std::int64_t{});
+    case key_kind::f64: return f(double{});
+    case key_kind::i8: return f(std::int8_t{});
+    case key_kind::u8: return f(std::uint8_t{});
+    case key_kind::i16: return f(std::int16_t{});
+    case key_kind::u16: return f(std::uint16_t{});
+    case key_kind::f16: return f(__half{});
+    case key_kind::bf16: return f(__nv_bfloat16{});
+    case key_kind::bytes: break;
   }
+  throw std::logic_error("with_key_kind: raw bytes have no key type");
 }
 
-constexpr std::size_t typed_key_bytes(key_kind kind) {
-  switch (kind) {
-    case key_kind::u32: case key_kind::i32: case key_kind::f32: return 4;
-    case key_kind::u64: case key_kind::i64: case key_kind::f64: return 8;
-    case key_kind::bytes: return 0;
-  }
-  return 0;
+template <class K>
+key_kind key_kind_of() {
+  for (const key_kind kind : {key_kind::u32, key_kind::i32, key_kind::f32, key_kind::u64,
+                              key_kind::i64, key_kind::f64, key_kind::i8, key_kind::u8,
+                              key_kind::i16, key_kind::u16, key_kind::f16, key_kind::bf16})
+    if (with_key_kind(kind, [](auto key) { return std::is_same_v<decltype(key), K>; })) return kind;
+  throw std::logic_error("not a key type of files");
+}
+
+inline std::size_t typed_key_bytes(key_kind kind) {
+  if (kind == key_kind::bytes) return 0;
+  return with_key_kind(kind, [](auto key) { return sizeof(key); });
 }
 
 struct record_layout {
@@ -75,11 +89,13 @@ struct record_layout {
   std::size_t key_bytes = 0;
   key_kind kind = key_kind::bytes;
   bool descending = false;
+  bool nans_lowest = false;  // f16 and bf16: their NaNs' codes lie lowest (key_code)
 
   // Keys of type K first, then value_bytes of payload (0: keys alone).
   template <class K>
-  static constexpr record_layout keys(std::size_t value_bytes = 0, bool descending = false) {
-    return {sizeof(K) + value_bytes, 0, sizeof(K), key_kind_of<K>(), descending};
+  static record_layout keys(std::size_t value_bytes = 0, bool descending = false,
+                            bool nans_lowest = false) {
+    return {sizeof(K) + value_bytes, 0, sizeof(K), key_kind_of<K>(), descending, nans_lowest};
   }
   // The Sort Benchmark's records: 100 bytes, the first 10 the key.
   static constexpr record_layout sort_benchmark(bool descending = false) {
@@ -106,12 +122,13 @@ template <class K>
 struct typed_key_order {
   std::size_t key_offset;
   bool descending;
+  bool nans_lowest;
   bool operator()(const unsigned char* a, const unsigned char* b) const {
     K key_a, key_b;  // records are packed: keys may sit at any alignment
     std::memcpy(&key_a, a + key_offset, sizeof(K));
     std::memcpy(&key_b, b + key_offset, sizeof(K));
-    const auto ordered_a = key_traits<K>::ordered(key_a), ordered_b = key_traits<K>::ordered(key_b);
-    return descending ? ordered_b < ordered_a : ordered_a < ordered_b;
+    const auto code_a = key_code(key_a, nans_lowest), code_b = key_code(key_b, nans_lowest);
+    return descending ? code_b < code_a : code_a < code_b;
   }
 };
 
@@ -127,18 +144,11 @@ struct byte_key_order {
 // Calls f with the order of `layout`, a concrete type each, so that merges inline it.
 template <class F>
 decltype(auto) with_record_order(const record_layout& layout, F&& f) {
-  const std::size_t at = layout.key_offset;
-  const bool desc = layout.descending;
-  switch (layout.kind) {
-    case key_kind::u32: return f(typed_key_order<std::uint32_t>{at, desc});
-    case key_kind::i32: return f(typed_key_order<std::int32_t>{at, desc});
-    case key_kind::f32: return f(typed_key_order<float>{at, desc});
-    case key_kind::u64: return f(typed_key_order<std::uint64_t>{at, desc});
-    case key_kind::i64: return f(typed_key_order<std::int64_t>{at, desc});
-    case key_kind::f64: return f(typed_key_order<double>{at, desc});
-    case key_kind::bytes: break;
-  }
-  return f(byte_key_order{at, layout.key_bytes, desc});
+  if (layout.kind == key_kind::bytes)
+    return f(byte_key_order{layout.key_offset, layout.key_bytes, layout.descending});
+  return with_key_kind(layout.kind, [&](auto key) {
+    return f(typed_key_order<decltype(key)>{layout.key_offset, layout.descending, layout.nans_lowest});
+  });
 }
 
 // Sorts packed records in place, stably, on the CPU: the reference a GPU run sort must match,
