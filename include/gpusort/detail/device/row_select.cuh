@@ -55,7 +55,8 @@ inline constexpr int loads_in_flight = sizeof(K) >= 8 ? 2 : static_cast<int>(16 
 struct row_part {
   index_t row, first, last;
 };
-// Parts are whole groups of 8 keys (row_group), so that a part of an aligned row starts aligned.
+// Parts are multiples of 8 keys, so that a part of a 16-byte-aligned row of keys of 2 bytes or
+// more starts aligned too (row_group's vector loads; 8-bit rows' parts may take scalar loads).
 __device__ __forceinline__ row_part part_of_row(unsigned blocks_per_row, index_t row_length) {
   const index_t part = blockIdx.x % blocks_per_row;
   const index_t chunk = ((row_length + blocks_per_row - 1) / blocks_per_row + 7) / 8 * 8;
