@@ -31,6 +31,35 @@ struct sample_sort_report {
   index_t largest_bucket[network::sample_plan::max_levels] = {};
 };
 
+// Merges the sorted runs [runs[r], runs[r + 1]) of keys (and values) into one, in rounds of
+// pairwise merges: runs.back() keys, log2(runs) passes. runs[0] is 0.
+template <class K, class V, class Compare>
+void merge_sorted_runs(K* keys, V* values, std::vector<index_t> runs, Compare comp) {
+  constexpr bool has_values = !std::is_same_v<V, no_value>;
+  const index_t n = runs.back();
+  std::vector<K> merged_keys(n);
+  std::vector<V> merged_values(has_values ? n : 0);
+  const auto take = [&](index_t from, index_t to) {
+    merged_keys[to] = keys[from];
+    if constexpr (has_values) merged_values[to] = values[from];
+  };
+  while (runs.size() > 2) {
+    std::vector<index_t> next{0};
+    for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
+      const index_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
+      index_t a = runs[r], b = runs[r + 1], out = runs[r];
+      const index_t middle = b;
+      while (a < middle && b < end) take(comp(keys[b], keys[a]) ? b++ : a++, out++);
+      while (a < middle) take(a++, out++);
+      while (b < end) take(b++, out++);
+      next.push_back(end);
+    }
+    std::copy(merged_keys.begin(), merged_keys.end(), keys);
+    if constexpr (has_values) std::copy(merged_values.begin(), merged_values.end(), values);
+    runs.swap(next);
+  }
+}
+
 template <class K, class V, class Compare>
 void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_config& cfg,
                  sample_sort_report* report = nullptr) {
@@ -42,6 +71,8 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
   std::vector<K> buffer_keys(plan.count ? n : 0);
   std::vector<V> buffer_values(has_values && plan.count ? n : 0);
   std::vector<index_t> begins{0, n};  // problem p is [begins[p], begins[p + 1])
+  std::vector<index_t> run_starts;     // the last level's: bucket q's run of tile slot t
+  index_t runs_per_bucket = 0;         // at run_starts[q * runs_per_bucket + t]
   for (int level = 0; level < plan.count; ++level) {
     const network::sample_level& lv = plan.levels[level];
     const index_t M = lv.tile(), T = lv.tiles(), s = lv.buckets();
@@ -123,13 +154,28 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
       for (index_t q = 0; q < lv.problems * s; ++q)
         report->largest_bucket[level] = std::max(report->largest_bucket[level], next[q + 1] - next[q]);
     begins.swap(next);
+    if (level == plan.count - 1) {
+      run_starts.swap(counts);
+      runs_per_bucket = T;
+    }
   }
-  // Final buckets: one network each.
+  // Final buckets. Each is the last level's share of every tile slot of its problem: sorted
+  // runs where a slot held one tile, as regular sampling's bound guarantees, merged rather
+  // than sorted again. Randomized sampling (a slot may walk several tiles) and a sort of no
+  // level sort them with one network each.
   cpu_schedule one_thread;
   one_thread.threads = 1;
+  const bool merge_runs = !cfg.random && runs_per_bucket > 0;
   parallel_for(begins.size() - 1, 0, [&](index_t p) {
     V* bucket_values = nullptr;
     if constexpr (has_values) bucket_values = values + begins[p];
+    if (merge_runs) {
+      std::vector<index_t> runs(runs_per_bucket + 1, begins[p + 1] - begins[p]);
+      for (index_t t = 0; t < runs_per_bucket; ++t)
+        runs[t] = run_starts[p * runs_per_bucket + t] - begins[p];
+      merge_sorted_runs(keys + begins[p], bucket_values, std::move(runs), comp);
+      return;
+    }
     bitonic_sort(keys + begins[p], bucket_values, begins[p + 1] - begins[p], comp, false,
                  begins[p + 1] - begins[p] > cfg.final_cap ? cpu_schedule{} : one_thread);
   });
