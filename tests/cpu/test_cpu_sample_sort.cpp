@@ -1,9 +1,14 @@
 // The sample sort's index math and its CPU backend: the plan, the bucket bound on adversarial
 // inputs (every level's largest bucket against the bound), and the sort against
-// std::stable_sort for every key type, both samplings, keys and pairs.
+// std::stable_sort for every key type, both samplings, keys and pairs; the merge of sorted
+// runs (network/merge_runs.hpp) that finishes the final buckets.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <utility>
+
 #include "gpusort/detail/cpu/sample_sort.hpp"
+#include "gpusort/detail/network/merge_runs.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
@@ -13,6 +18,70 @@ namespace tools = gpusort::tools;
 namespace net = gpusort::detail::network;
 namespace cpu = gpusort::detail::cpu;
 using net::index_t;
+
+// merge_path against counting: the split of every diagonal, ties taken from a first.
+TEST(MergeRuns, MergePathSplitsEveryDiagonal) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int> a(rng() % 9), b(rng() % 9);
+    for (int& x : a) x = static_cast<int>(rng() % 5);
+    for (int& x : b) x = static_cast<int>(rng() % 5);
+    std::ranges::sort(a);
+    std::ranges::sort(b);
+    // The stable merge, each item tagged with its side.
+    std::vector<std::pair<int, int>> merged;  // (key, 0 for a, 1 for b)
+    for (int x : a) merged.emplace_back(x, 0);
+    for (int x : b) merged.emplace_back(x, 1);
+    std::ranges::stable_sort(merged, {}, &std::pair<int, int>::first);
+    for (index_t d = 0; d <= static_cast<index_t>(merged.size()); ++d) {
+      index_t from_a = 0;
+      for (index_t i = 0; i < d; ++i) from_a += merged[i].second == 0;
+      EXPECT_EQ(net::merge_path([&](index_t i) { return a[i]; }, a.size(),
+                                [&](index_t j) { return b[j]; }, b.size(), d, std::less<int>()),
+                from_a)
+          << "trial " << trial << " diagonal " << d;
+    }
+  }
+}
+
+// Rounds of merge_round_part over random runs (empty ones, odd counts, many ties), the
+// outputs of each round split among random workers, against std::stable_sort: every item
+// once, in order, equal keys in input order.
+TEST(MergeRuns, RoundsSplitAmongWorkersMergeStably) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const auto run_count = static_cast<index_t>(1 + rng() % 13);
+    std::vector<index_t> runs{0};
+    std::vector<std::pair<int, int>> items;  // (key, input position)
+    for (index_t r = 0; r < run_count; ++r) {
+      std::vector<int> run(rng() % 40 == 0 ? 0 : rng() % 50);
+      for (int& x : run) x = static_cast<int>(rng() % 20);
+      std::ranges::sort(run);
+      for (int x : run) items.emplace_back(x, static_cast<int>(items.size()));
+      runs.push_back(static_cast<index_t>(items.size()));
+    }
+    std::vector<std::pair<int, int>> want = items;
+    std::ranges::stable_sort(want, {}, &std::pair<int, int>::first);
+    const auto n = static_cast<index_t>(items.size());
+    std::vector<std::pair<int, int>> out(n, {-1, -1});
+    for (index_t count = run_count; count > 1; count = net::next_merge_round(runs.data(), count)) {
+      std::ranges::fill(out, std::pair{-1, -1});
+      for (index_t first = 0; first < n;) {  // workers of random widths
+        const index_t last = std::min(n, first + 1 + static_cast<index_t>(rng() % 17));
+        net::merge_round_part(
+            runs.data(), count, first, last, [&](index_t i) { return items[i].first; },
+            [&](index_t from, index_t to) {
+              ASSERT_EQ(out[to].second, -1) << "output " << to << " written twice";
+              out[to] = items[from];
+            },
+            std::less<int>());
+        first = last;
+      }
+      items = out;
+    }
+    EXPECT_EQ(items, want) << "trial " << trial;
+  }
+}
 
 TEST(SampleSortPlan, LevelsReachTheFinalCapForEverySize) {
   for (int tile_bits : {11, 13, 14}) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpusort/detail/cpu/bitonic.hpp"
+#include "gpusort/detail/network/merge_runs.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/detail/core/types.hpp"
 
@@ -32,31 +33,24 @@ struct sample_sort_report {
 };
 
 // Merges the sorted runs [runs[r], runs[r + 1]) of keys (and values) into one, in rounds of
-// pairwise merges: runs.back() keys, log2(runs) passes. runs[0] is 0.
+// pairwise merges (network/merge_runs.hpp, one worker): log2(runs) passes. runs[0] is 0.
 template <class K, class V, class Compare>
 void merge_sorted_runs(K* keys, V* values, std::vector<index_t> runs, Compare comp) {
   constexpr bool has_values = !std::is_same_v<V, no_value>;
   const index_t n = runs.back();
   std::vector<K> merged_keys(n);
   std::vector<V> merged_values(has_values ? n : 0);
-  const auto take = [&](index_t from, index_t to) {
-    merged_keys[to] = keys[from];
-    if constexpr (has_values) merged_values[to] = values[from];
-  };
-  while (runs.size() > 2) {
-    std::vector<index_t> next{0};
-    for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
-      const index_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
-      index_t a = runs[r], b = runs[r + 1], out = runs[r];
-      const index_t middle = b;
-      while (a < middle && b < end) take(comp(keys[b], keys[a]) ? b++ : a++, out++);
-      while (a < middle) take(a++, out++);
-      while (b < end) take(b++, out++);
-      next.push_back(end);
-    }
+  for (auto count = static_cast<index_t>(runs.size() - 1); count > 1;
+       count = network::next_merge_round(runs.data(), count)) {
+    network::merge_round_part(
+        runs.data(), count, 0, n, [&](index_t i) -> const K& { return keys[i]; },
+        [&](index_t from, index_t to) {
+          merged_keys[to] = keys[from];
+          if constexpr (has_values) merged_values[to] = values[from];
+        },
+        comp);
     std::copy(merged_keys.begin(), merged_keys.end(), keys);
     if constexpr (has_values) std::copy(merged_values.begin(), merged_values.end(), values);
-    runs.swap(next);
   }
 }
 
