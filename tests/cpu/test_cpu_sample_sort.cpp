@@ -83,6 +83,40 @@ TEST(MergeRuns, RoundsSplitAmongWorkersMergeStably) {
   }
 }
 
+// final_bucket_run_bound: the runs of every final bucket of a scanned count matrix, as they
+// lie after the last scatter and mirrored (n - 1 - i), against the runs laid out by hand.
+TEST(MergeRuns, FinalBucketRunsInBothLayouts) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 50; ++trial) {
+    const index_t slots = 1 + rng() % 6, buckets = 1 + rng() % 5;
+    std::vector<index_t> counts(slots * buckets);
+    for (index_t& c : counts) c = rng() % 4 == 0 ? 0 : rng() % 9;
+    // run (q, t) holds the values q * 100 + t, as many as its count, in order of the matrix
+    std::vector<index_t> layout;
+    for (index_t i = 0; i < slots * buckets; ++i)
+      layout.insert(layout.end(), counts[i], (i / slots) * 100 + i % slots);
+    const auto n = static_cast<index_t>(layout.size());
+    std::exclusive_scan(counts.begin(), counts.end(), counts.begin(), index_t{0});
+    const net::problem_list list{counts.data(), slots, buckets, n};
+    for (const bool mirror : {false, true}) {
+      std::vector<index_t> placed = layout;
+      if (mirror) std::ranges::reverse(placed);
+      for (index_t q = 0; q < buckets; ++q) {
+        const index_t first = mirror ? n - list.end(q) : list.begin(q);
+        ASSERT_EQ(net::final_bucket_run_bound(list, q, 0, mirror), 0);
+        ASSERT_EQ(net::final_bucket_run_bound(list, q, slots, mirror), list.end(q) - list.begin(q));
+        for (index_t r = 0; r < slots; ++r) {
+          const index_t t = mirror ? slots - 1 - r : r;  // the slot run r holds
+          for (index_t i = net::final_bucket_run_bound(list, q, r, mirror);
+               i < net::final_bucket_run_bound(list, q, r + 1, mirror); ++i)
+            ASSERT_EQ(placed[first + i], q * 100 + t)
+                << "trial " << trial << " mirror " << mirror << " bucket " << q << " run " << r;
+        }
+      }
+    }
+  }
+}
+
 TEST(SampleSortPlan, LevelsReachTheFinalCapForEverySize) {
   for (int tile_bits : {11, 13, 14}) {
     for (int bucket_bits : {2, 5, 8, 10}) {

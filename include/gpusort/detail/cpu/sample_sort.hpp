@@ -164,9 +164,11 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
     V* bucket_values = nullptr;
     if constexpr (has_values) bucket_values = values + begins[p];
     if (merge_runs) {
-      std::vector<index_t> runs(runs_per_bucket + 1, begins[p + 1] - begins[p]);
-      for (index_t t = 0; t < runs_per_bucket; ++t)
-        runs[t] = run_starts[p * runs_per_bucket + t] - begins[p];
+      const network::problem_list buckets{run_starts.data(), runs_per_bucket,
+                                          static_cast<index_t>(begins.size() - 1), n};
+      std::vector<index_t> runs(runs_per_bucket + 1);
+      for (index_t r = 0; r <= runs_per_bucket; ++r)
+        runs[r] = network::final_bucket_run_bound(buckets, p, r, false);
       merge_sorted_runs(keys + begins[p], bucket_values, std::move(runs), comp);
       return;
     }

@@ -80,6 +80,19 @@ struct problem_list {
   }
 };
 
+// Run r's bound of final bucket q, relative to the bucket's first position (r = 0 ..
+// slots): the bucket is the last level's share of each of its `slots` tile slots, slot t
+// starting at buckets.offsets[q * slots + t]. Mirrored (a descending sort's last scatter
+// writes position i to n - 1 - i) the slots' runs lie reversed, in reverse order: run r is
+// slot slots - 1 - r.
+GPUSORT_HD constexpr index_t final_bucket_run_bound(const problem_list& buckets, index_t q,
+                                                    index_t r, bool mirror) {
+  const index_t slots = buckets.stride, b = buckets.begin(q), e = buckets.end(q);
+  const index_t t = mirror ? slots - r : r;
+  const index_t start = t == slots ? e : buckets.offsets[q * slots + t];
+  return mirror ? e - start : start - b;
+}
+
 struct sample_level {
   index_t problems;    // ranges split by this level
   index_t cap;         // keys in the largest one (a bound, for randomized sampling a target)
