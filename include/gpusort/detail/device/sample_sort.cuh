@@ -15,9 +15,11 @@
 //  5. sample_scatter_kernel: each tile's runs move to their buckets, from the buffer back to
 //     the keys: one read and one write.
 // The buckets of a level are the problems of the next. The last level's buckets, at most
-// final_cap keys by the sampling bound (randomized sampling: usually), are sorted one block
-// each: by the segmented sort, or for records by sample_bucket_kernel, which leaves a bucket
-// that came out larger than a tile to the segmented sort.
+// final_cap keys by the sampling bound, are each that level's sorted runs (one per tile
+// slot): one block merges them (merge_bucket_runs_kernel). Under randomized sampling they are
+// sorted one block each instead: by the segmented sort, or for records by
+// sample_bucket_kernel, which leaves a bucket that came out larger than a tile to the
+// segmented sort.
 // Levels always sort ascending; a descending sort mirrors the last scatter (position i goes to
 // n - 1 - i) and sorts the final buckets descending.
 // Workspace: one buffer of n keys (and values), n / stride samples and their merge sort's
@@ -36,6 +38,7 @@
 
 #include "gpusort/detail/block/bitonic_tile.cuh"
 #include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/network/merge_runs.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/detail/network/segments.hpp"
 
@@ -356,6 +359,81 @@ __global__ void __launch_bounds__(Policy::threads)
                     static_cast<int>(e - b), comp);
 }
 
+// Most tile slots (runs) a final bucket is merged from: log2 of it merge rounds in shared
+// memory. Above it the final buckets are sorted as before. Measured (docs/sample_sort.md):
+// records gain 1.2-1.5x end to end at 2-16 runs; keys of up to 8 bytes gain at 4 runs (u32
+// 2^16), break even at 8 (2^24) and lose at 32 (u32 2^26: 5.60 ms on an H200, 4.35 before on
+// an H100), where the bitonic tile network beats five rounds of merge-path searches.
+inline constexpr index_t most_merged_runs = 64;
+inline constexpr index_t most_merged_key_runs = 8;
+
+// The shared memory of merge_bucket_runs_kernel: two buffers of `cap` keys (and values).
+template <class K, class V>
+constexpr std::size_t merge_bucket_smem_bytes(index_t cap) {
+  const std::size_t keys = (2 * sizeof(K) * cap + 15) / 16 * 16;
+  return keys + (block::has_values<K, V> ? 2 * sizeof(V) * cap : 0);
+}
+
+// Each block merges one final bucket (at most `cap` keys) from its runs, the last level's share
+// of every tile slot of its problem (sorted runs under regular sampling: docs/sample_sort.md):
+// loaded into shared memory, merged in rounds of pairwise merges (network/merge_runs.hpp),
+// each thread a range of the outputs, between two buffers, and stored back. buckets: the last
+// level's scanned counts (bucket q's run t starts at offsets[q * stride + t], stride = its
+// tile slots). `mirror`: the buckets lie mirrored (a descending sort), each run reversed and
+// the runs in reverse order; comp is then the reversed order.
+template <int THREADS, class K, class V, class Compare>
+__global__ void __launch_bounds__(THREADS)
+    merge_bucket_runs_kernel(K* keys, V* values, problem_list buckets, index_t cap, bool mirror,
+                             Compare comp) {
+  extern __shared__ __align__(16) unsigned char merge_smem[];
+  __shared__ index_t runs[most_merged_runs + 1];
+  constexpr bool pairs = block::has_values<K, V>;
+  using value_t = std::conditional_t<pairs, std::remove_const_t<V>, char>;
+  const index_t q = blockIdx.x, slots = buckets.stride;
+  const index_t b = buckets.begin(q), e = buckets.end(q);
+  const index_t first = mirror ? buckets.n - e : b, length = e - b;
+  if (length < 2) return;
+  K* key_buffer[2] = {reinterpret_cast<K*>(merge_smem), reinterpret_cast<K*>(merge_smem) + cap};
+  value_t* value_buffer[2] = {nullptr, nullptr};
+  if constexpr (pairs) {
+    value_buffer[0] = reinterpret_cast<value_t*>(merge_smem + (2 * sizeof(K) * cap + 15) / 16 * 16);
+    value_buffer[1] = value_buffer[0] + cap;
+  }
+  for (index_t r = threadIdx.x; r <= slots; r += THREADS)
+    runs[r] = network::final_bucket_run_bound(buckets, q, r, mirror);
+  for (index_t i = threadIdx.x; i < length; i += THREADS) {
+    key_buffer[0][i] = keys[first + i];
+    if constexpr (pairs) value_buffer[0][i] = values[first + i];
+  }
+  __syncthreads();
+  const index_t per_thread = (length + THREADS - 1) / THREADS;
+  const index_t mine = threadIdx.x * per_thread;
+  const index_t mine_end = mine + per_thread < length ? mine + per_thread : length;
+  int from = 0;
+  for (index_t count = slots; count > 1; count = (count + 1) / 2) {
+    const K* from_keys = key_buffer[from];
+    K* to_keys = key_buffer[1 - from];
+    const value_t* from_values = value_buffer[from];
+    value_t* to_values = value_buffer[1 - from];
+    if (mine < length)
+      network::merge_round_part(
+          runs, count, mine, mine_end, [&](index_t i) -> const K& { return from_keys[i]; },
+          [&](index_t at, index_t to) {
+            to_keys[to] = from_keys[at];
+            if constexpr (pairs) to_values[to] = from_values[at];
+          },
+          comp);
+    __syncthreads();  // every output of the round written, every bound read
+    if (threadIdx.x == 0) network::next_merge_round(runs, count);
+    __syncthreads();
+    from = 1 - from;
+  }
+  for (index_t i = threadIdx.x; i < length; i += THREADS) {
+    keys[first + i] = key_buffer[from][i];
+    if constexpr (pairs) values[first + i] = value_buffer[from][i];
+  }
+}
+
 // Where the workspace's parts lie; sizes follow the plan.
 template <class K, class V>
 struct sample_workspace {
@@ -441,9 +519,18 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   // workspace before its arrays exist passes none, and the segmented query then checks none.
   query.begin = query.end = keys ? static_cast<const void*>(keys)
                                  : static_cast<const void*>(&final_segments);
-  // Merge-sorted final buckets need the segmented sort only for buckets above a tile:
-  // randomized sampling's overflow, or a plan that ran out of levels (few buckets).
-  const bool buckets_fit = policy::merge_tiles && !knobs.random && plan.final_cap <= policy::final_cap;
+  // Under regular sampling each final bucket is sorted runs, one per tile slot of the last
+  // level, and at most final_cap keys: merged from them (merge_bucket_runs_kernel), with no
+  // segmented sort, where the runs are few enough (most_merged_runs). Randomized sampling (a slot may hold several tiles, a bucket overflow) or
+  // a plan that ran out of levels sorts them instead: records' by one block each
+  // (sample_bucket_kernel) where they fit a tile, the rest by the segmented sort.
+  constexpr std::size_t merge_smem = merge_bucket_smem_bytes<K, V>(policy::final_cap);
+  const bool merge_runs = !knobs.random && plan.final_cap <= policy::final_cap &&
+                          plan.levels[plan.count - 1].tiles() <=
+                              (policy::merge_tiles ? most_merged_runs : most_merged_key_runs) &&
+                          merge_smem <= 200 * 1024;
+  const bool buckets_fit = merge_runs || (policy::merge_tiles && !knobs.random &&
+                                          plan.final_cap <= policy::final_cap);
   if (e == cudaSuccess && !buckets_fit)
     e = sort_buckets(nullptr, segment_bytes, keys, values, n, query, descending, stream);
   if (e != cudaSuccess) return e;
@@ -500,6 +587,21 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     }
   }
   if (e != cudaSuccess) return e;
+  if (merge_runs) {
+    const auto blocks = static_cast<unsigned>(probs.count);
+    auto launch = [&](auto order) {
+      auto kernel = merge_bucket_runs_kernel<policy::threads, K, V, decltype(order)>;
+      cudaError_t status = cudaSuccess;
+      if constexpr (merge_smem > 48 * 1024)
+        status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(merge_smem));
+      if (status != cudaSuccess) return status;
+      kernel<<<blocks, policy::threads, merge_smem, stream>>>(keys, values, probs,
+                                                              policy::final_cap, descending, order);
+      return cudaGetLastError();
+    };
+    return descending ? launch(network::reversed<Compare>{comp}) : launch(comp);
+  }
   if constexpr (policy::merge_tiles) {
     const auto blocks = static_cast<unsigned>(probs.count);
     if (descending)
