@@ -49,7 +49,8 @@ const std::string main_help = R"(usage: gpusort <command> [options]
   comparisons  count the comparisons of adaptive_bitonic against the bitonic network's
   plot    draw PNG figures of a benchmark CSV (with matplotlib)
 `gpusort <command> --help` describes each command. Files are raw little-endian arrays of
-keys (u32 i32 f32 u64 i64 f64; and i8 u8 i16 u16 f16 bf16, sorted in memory) or of packed
+keys (u32 i32 f32 u64 i64 f64; and i8 u8 i16 u16 f16 bf16: in memory or by runs merged on
+the CPU, or with --gpus in the keys pipeline as 32-bit codes) or of packed
 (key, u32 value) records; with --text, one
 number (or "key value") per line; with --record-bytes B --key-bytes K, records of B bytes
 with a key of K raw bytes compared as unsigned bytes (the Sort Benchmark's: B 100, K 10).
@@ -161,7 +162,8 @@ fails or is interrupted. Out of core takes raw binary files only (no --text).
                per record of a run, 3 for pairs; with --record-bytes 2 plus 16 bytes rounded
                up to records) and the merge buffers (up to 1 MiB each, a ninth of BYTES below
                9 MiB) must fit
-  --gpus LIST  the GPUs that sort keys alone out of core, a comma list of device numbers
+  --gpus LIST  the GPUs that sort keys alone out of core (narrow keys too: they take the
+               pipeline only when --gpus names GPUs), a comma list of device numbers
                (default: every visible GPU, the current one first; keys that fit one GPU's
                budget are sorted on the first)
   --tmp DIR    the scratch directory (a stream IN's copy, OUT's spool, out-of-core runs)

@@ -155,31 +155,39 @@ gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::extern
   if (!impl::gpu_present()) {
     meter.phase("sorting", false);
     stage_clock clock;
-    gpusort::detail::cpu_sort_keys(keys.data(), count, opt.sort);
+    gpusort::detail::cpu_sort_any_key<K, no_value>(keys.data(), nullptr, count, opt.sort);
     stats.add("algorithm", "the CPU backend");
     stats.add("plan", "in memory");
     stats.add_seconds("sort", clock.lap());
     return stats;
   }
-  const sort_request request{.opt = with_nans_largest(opt.sort),
+  using W = pipeline_key<K>;  // narrow keys travel as their codes
+  const bool codes_nans_lowest = narrow_nans_lowest(opt.sort);
+  const sort_request request{.opt = narrow_key<K> ? opt.sort : with_nans_largest(opt.sort),
                              .device_budget_given = opt.device_budget_bytes > 0,
                              .device_budget_bytes = opt.device_budget_bytes,
                              .host_budget_bytes = opt.host_budget_bytes,
                              .devices = opt.devices};
-  const std::uint64_t run_keys = keys_run_records<K>(request, count);
+  const std::uint64_t run_keys = keys_run_records<W>(request, count);
   const std::filesystem::path scratch =
       (opt.scratch_directory.empty() ? std::filesystem::temp_directory_path()
                                      : std::filesystem::path(opt.scratch_directory)) /
       "gpusort-keys";
   stage_clock clock;
-  const keys_pipeline_report report = sort_keys_through_gpu<K>(
+  const keys_pipeline_report report = sort_keys_through_gpu<W>(
       count, run_keys, request.opt, opt.host_budget_bytes, scratch,
       impl::request_devices(request),
-      [&](K* slot, std::uint64_t first, std::uint64_t n) {
-        copy_in_parallel(slot, keys.data() + first, n * sizeof(K));
+      [&](W* slot, std::uint64_t first, std::uint64_t n) {
+        if constexpr (narrow_key<K>)
+          narrow_to_codes(keys.data() + first, slot, n, codes_nans_lowest);
+        else
+          copy_in_parallel(slot, keys.data() + first, n * sizeof(K));
       },
-      [&](std::uint64_t first, const K* slot, std::uint64_t n) {
-        copy_in_parallel(keys.data() + first, slot, n * sizeof(K));
+      [&](std::uint64_t first, const W* slot, std::uint64_t n) {
+        if constexpr (narrow_key<K>)
+          codes_to_narrow(slot, keys.data() + first, n, codes_nans_lowest);
+        else
+          copy_in_parallel(keys.data() + first, slot, n * sizeof(K));
       },
       meter);
   if constexpr (std::is_floating_point_v<K>)
@@ -199,10 +207,11 @@ gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::extern
 // half the machine's memory, else in a scratch file under scratch_directory or the system's
 // temporary directory) and merged on the GPU in windows, on every GPU of
 // external_options::devices at once. Without a GPU the CPU backend sorts
-// them in place. progress and cancel work as for files; a cancelled or failed sort leaves the
-// keys in an unspecified order (the same keys while runs form; partly merged after). Returns
-// the plan and the seconds of each stage.
-template <supported_key K>
+// them in place. Narrow keys (bool, int8 ... __nv_bfloat16) go through as their 32-bit codes,
+// as the library sorts them on the device. progress and cancel work as for files; a cancelled
+// or failed sort leaves the keys in an unspecified order (the same keys while runs form; partly
+// merged after). Returns the plan and the seconds of each stage.
+template <sortable_key K>
 file_sort_stats sort(std::span<K> host_keys, const external_options& opt) {
   return detail::external::sort_host_keys(host_keys, opt);
 }
@@ -215,8 +224,9 @@ inline void set_signal_cleanup(bool on) { detail::external::signal_cleanup_allow
 
 // Sorts the keys of type K in the file `in` into `out`. Returns what it did (the plan and
 // the seconds of each stage, as `gpusort sort --stats` prints them). Narrow keys (int8 ...
-// __nv_bfloat16, not bool) are sorted on one GPU or the CPU backend (no device list), in
-// memory or by the run path (run files merged on the CPU).
+// __nv_bfloat16, not bool) are sorted on one GPU or the CPU backend, in memory or by the run
+// path (run files merged on the CPU), or with a device list by the keys pipeline on those GPUs
+// (as 32-bit codes); their pairs take no device list.
 template <sortable_key K>
   requires(!std::is_same_v<K, bool>)
 file_sort_stats sort_file(const std::string& in, const std::string& out,

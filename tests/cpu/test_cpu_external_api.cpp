@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <span>
 #include <string>
@@ -273,44 +274,65 @@ TEST_F(ExternalApi, NarrowKeyFilesSortInMemory) {
   gpusort::sort_pairs_file<std::uint8_t>(file("pairs"), file("pairs_out"), opt);
   EXPECT_EQ(read_file<std::uint8_t>(file("pairs_out")),
             (std::vector<std::uint8_t>{9, 0, 0, 0, 0, 3, 1, 0, 0, 0}));
-  opt.devices = {0};  // narrow keys sort on one GPU (or the CPU)
-  EXPECT_THROW(gpusort::sort_file<std::int8_t>(file("in"), file("new"), opt),
+  opt.devices = {0};  // narrow pairs sort on one GPU (or the CPU)
+  EXPECT_THROW(gpusort::sort_pairs_file<std::uint8_t>(file("pairs"), file("new"), opt),
                gpusort::invalid_request);
   EXPECT_EQ(leftovers({"in", "out", "pairs", "pairs_out"}), std::vector<std::string>{});
+}
+
+// n narrow keys of random bits, every bit pattern possible, with many ties.
+template <class K>
+std::vector<K> random_narrow_keys(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<K> keys(n);
+  for (K& key : keys) {
+    const auto bits = static_cast<std::uint16_t>(rng() % 3 ? rng() : rng() % 8);
+    std::memcpy(&key, &bits, sizeof(K));
+  }
+  return keys;
+}
+
+// Whether narrow key a comes before b in the library's order for `opt` (each key's code; 16-bit
+// float NaNs where options::nans puts them, each payload its own place).
+template <class K>
+bool narrow_before(const K& a, const K& b, const gpusort::options& opt) {
+  namespace ext = gpusort::detail::external;
+  const bool lowest = gpusort::nans_lowest(opt.direction, opt.nans);
+  const auto ca = ext::key_code(a, lowest), cb = ext::key_code(b, lowest);
+  return opt.direction == gpusort::order::descending ? cb < ca : ca < cb;
+}
+
+template <class K>
+bool same_narrow_bits(const std::vector<K>& a, const std::vector<K>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(K)) == 0;
 }
 
 // Narrow keys beyond the budgets: runs sorted one at a time and merged on the CPU, in the
 // order the library sorts them (each key's code; 16-bit float NaNs where options::nans puts
 // them, each payload its own place): every bit pattern of random bits, keys and stable pairs,
 // both orders, both NaN placements, against std::stable_sort of the codes.
+// With a device list (keys only), on a GPU host, the keys pipeline sorts them instead, as codes
+// in runs merged in windows on the GPU; without a GPU the run path still does.
 TEST_F(ExternalApi, NarrowKeyFilesSortByRuns) {
   const auto check = [&]<class K>(std::uint64_t seed) {
-    namespace ext = gpusort::detail::external;
     constexpr std::size_t n = 150001;  // several runs under small_budgets, for 8-bit keys too
-    std::mt19937_64 rng(seed);
-    std::vector<K> keys(n);
-    for (K& key : keys) {
-      const auto bits = static_cast<std::uint16_t>(rng() % 3 ? rng() : rng() % 8);  // ties too
-      std::memcpy(&key, &bits, sizeof(K));
-    }
+    const std::vector<K> keys = random_narrow_keys<K>(n, seed);
     struct record {
       K key;
       std::uint32_t value;
     };
-    for (const bool pairs : {false, true})
+    for (const int list : {0, 1, 2})  // pairs; keys; keys with a device list
       for (const bool descending : {false, true})
         for (const auto nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
+          const bool pairs = list == 0;
           SCOPED_TRACE(::testing::Message() << gpusort::detail::key_name<K> << " pairs=" << pairs
-                                            << " desc=" << descending << " nans first="
-                                            << (nans == gpusort::nan_order::first));
+                                            << " devices=" << (list == 2) << " desc=" << descending
+                                            << " nans first=" << (nans == gpusort::nan_order::first));
           gpusort::external_options opt =
               small_budgets(sizeof(K) + (pairs ? 4 : 0), descending);
           opt.sort.nans = nans;
-          const bool lowest = gpusort::nans_lowest(opt.sort.direction, nans);
-          const auto before = [&](const K& a, const K& b) {
-            const auto ca = ext::key_code(a, lowest), cb = ext::key_code(b, lowest);
-            return descending ? cb < ca : ca < cb;
-          };
+          if (list == 2) opt.devices = {0};
+          const auto before = [&](const K& a, const K& b) { return narrow_before(a, b, opt.sort); };
           std::vector<unsigned char> input(n * (sizeof(K) + (pairs ? 4 : 0)));
           std::vector<record> want(n);
           for (std::size_t i = 0; i < n; ++i) want[i] = {keys[i], static_cast<std::uint32_t>(i)};
@@ -344,6 +366,46 @@ TEST_F(ExternalApi, NarrowKeyFilesSortByRuns) {
   check.operator()<__half>(5);
   check.operator()<__nv_bfloat16>(6);
   EXPECT_EQ(leftovers({"in", "out"}), std::vector<std::string>{});
+}
+
+// Host arrays of every narrow type: the CPU backend here; on a GPU host the keys pipeline, as
+// codes in runs of the small device budget merged in windows. Sizes 0, 1, 2 and several runs;
+// both orders, both NaN placements; against std::stable_sort of the codes. bool (no
+// std::vector<bool> span): falses then trues, counted.
+TEST_F(ExternalApi, NarrowHostArraysSortAsTheLibraryOrdersThem) {
+  const auto check = [&]<class K>(std::uint64_t seed) {
+    for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{100003}})
+      for (const bool descending : {false, true})
+        for (const auto nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
+          SCOPED_TRACE(::testing::Message() << gpusort::detail::key_name<K> << " n=" << n
+                                            << " desc=" << descending << " nans first="
+                                            << (nans == gpusort::nan_order::first));
+          const std::vector<K> input = random_narrow_keys<K>(n, seed + n);
+          gpusort::external_options opt = small_budgets(4, descending);
+          opt.sort.nans = nans;
+          std::vector<K> want = input, keys = input;
+          std::stable_sort(want.begin(), want.end(),
+                           [&](const K& a, const K& b) { return narrow_before(a, b, opt.sort); });
+          const gpusort::file_sort_stats stats = gpusort::sort(std::span<K>(keys), opt);
+          ASSERT_TRUE(same_narrow_bits(keys, want)) << stats.text();
+        }
+  };
+  check.operator()<std::int8_t>(12);
+  check.operator()<std::uint8_t>(13);
+  check.operator()<std::int16_t>(14);
+  check.operator()<std::uint16_t>(15);
+  check.operator()<__half>(16);
+  check.operator()<__nv_bfloat16>(17);
+  for (const bool descending : {false, true}) {
+    constexpr std::size_t n = 100003;
+    const auto flags = std::make_unique<bool[]>(n);
+    std::size_t trues = 0;
+    for (std::size_t i = 0; i < n; ++i) trues += (flags[i] = gpusort::tools::random_bits(18, i) % 3 == 0);
+    gpusort::sort(std::span<bool>(flags.get(), n), small_budgets(4, descending));
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(flags[i], descending ? i < trues : i >= n - trues) << "bool " << i << " desc=" << descending;
+  }
+  EXPECT_EQ(leftovers({}), std::vector<std::string>{});
 }
 
 TEST_F(ExternalApi, SortsAFileOntoItself) {
@@ -436,6 +498,38 @@ TEST_F(ExternalApiOnSeveralGpus, FilesSortOnTheNamedGpus) {
       gpusort::sort_file<std::uint64_t>(file("in"), file("out"), opt);
   EXPECT_EQ(read_file<std::uint64_t>(file("out")), gpusort::testing::reference_sort(input));
   EXPECT_NE(stats["plan"].find("on 2 GPUs"), std::string::npos) << stats.text();
+  EXPECT_EQ(leftovers({"in", "out"}), std::vector<std::string>{});
+}
+
+// Narrow keys on every GPU, as codes: a bf16 file on the GPUs named, i8 and fp16 host arrays on
+// all of them, against std::stable_sort of the codes.
+TEST_F(ExternalApiOnSeveralGpus, NarrowKeysSortOnEveryGpu) {
+  gpusort::external_options opt = small_budgets(4, true);
+  opt.sort.nans = gpusort::nan_order::first;
+  const std::vector<__nv_bfloat16> input = random_narrow_keys<__nv_bfloat16>(90001, 21);
+  std::vector<__nv_bfloat16> want = input;
+  std::stable_sort(want.begin(), want.end(), [&](const auto& a, const auto& b) {
+    return narrow_before(a, b, opt.sort);
+  });
+  write_file(file("in"), input);
+  opt.devices = {1, 0};
+  gpusort::file_sort_stats stats = gpusort::sort_file<__nv_bfloat16>(file("in"), file("out"), opt);
+  EXPECT_TRUE(same_narrow_bits(read_file<__nv_bfloat16>(file("out")), want));
+  EXPECT_NE(stats["plan"].find("on 2 GPUs"), std::string::npos) << stats.text();
+  opt.devices = {};
+  const auto on_host = [&]<class K>(std::uint64_t seed) {
+    const std::vector<K> keys = random_narrow_keys<K>(120007, seed);
+    std::vector<K> sorted = keys, expect = keys;
+    std::stable_sort(expect.begin(), expect.end(),
+                     [&](const K& a, const K& b) { return narrow_before(a, b, opt.sort); });
+    stats = gpusort::sort(std::span<K>(sorted), opt);
+    EXPECT_TRUE(same_narrow_bits(sorted, expect)) << gpusort::detail::key_name<K>;
+    EXPECT_NE(stats["plan"].find("on " + std::to_string(visible_gpus()) + " GPUs"),
+              std::string::npos)
+        << stats.text();
+  };
+  on_host.operator()<std::int8_t>(22);
+  on_host.operator()<__half>(23);
   EXPECT_EQ(leftovers({"in", "out"}), std::vector<std::string>{});
 }
 

@@ -195,7 +195,7 @@ int sort_keys_file_on_gpu(const sort_request& request, pending_file& out) {
     throw invalid_request(request.input + ": " + std::to_string(size) +
                       " bytes is not a whole number of " + describe_records<K>(false));
   const std::uint64_t count = size / sizeof(K);
-  return sort_keys_on_gpu<K>(request.input, count, keys_run_records<K>(request, count),
+  return sort_keys_on_gpu<K>(request.input, count, keys_run_records<pipeline_key<K>>(request, count),
                              request.opt, request.host_budget_bytes,
                              impl::request_devices(request), request.stats, out,
                              request.meter ? *request.meter : silent_progress());
@@ -364,9 +364,9 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
 }
 
 // A request for a file of keys K, checked before any file opens: narrow keys sort with the
-// library's algorithms on one GPU or the CPU backend, in memory or by the run path (no device
-// list, no host sort: invalid_request), and the library places their NaNs as `asked` (not as
-// largest, moved on commit).
+// library's algorithms (no host sort: invalid_request); pairs of them on one GPU or the CPU
+// backend (no device list); and the library places their NaNs as `asked` (not as largest,
+// moved on commit).
 template <class K>
 void narrow_file_request(sort_request& request, const gpusort::options& asked,
                          const std::string& host_sort) {
@@ -374,8 +374,8 @@ void narrow_file_request(sort_request& request, const gpusort::options& asked,
     const std::string type(key_name<K>);
     if (!host_sort.empty())
       throw invalid_request(host_sort + " sorts 32- and 64-bit keys, not " + type);
-    if (!request.devices.empty())
-      throw invalid_request(type + " keys sort on one GPU (or the CPU): no device list");
+    if (request.pairs && !request.devices.empty())
+      throw invalid_request("pairs of " + type + " keys sort on one GPU (or the CPU): no device list");
     request.opt = asked;
   }
 }
@@ -384,15 +384,19 @@ void narrow_file_request(sort_request& request, const gpusort::options& asked,
 // before any work) by the first path that applies: the GPU pipelines (raw keys, or pairs in at
 // most max_pipeline_runs runs, on a GPU), the run path (out of core by plan_out_of_core), else
 // in memory. 0, or 3 for a wrong result.
-// Narrow keys (i8 ... bf16) skip the GPU pipelines, which take the 32- and 64-bit keys: the
-// run path sorts them out of core (narrow_file_request checks the request first).
+// Narrow keys (i8 ... bf16) take the keys pipeline, as codes, where a device list asks for it
+// (several GPUs); otherwise the run path out of core, else memory. Their pairs never take the
+// pipelines (narrow_file_request checks the request first).
 template <class K>
 int sort_keys_file(const sort_request& request, bool text, const std::string& host_sort,
                    pending_file& out) {
   if constexpr (narrow_key<K>) {
-    if (!text && host_sort.empty())
+    if (!text && host_sort.empty()) {
+      if (!request.devices.empty() && sorts_keys_on_gpu(request))
+        return sort_keys_file_on_gpu<K>(request, out);
       if (const auto plan = plan_out_of_core<K>(request))
         return sort_out_of_core<K>(request, *plan, out);
+    }
   } else if (!text && host_sort.empty()) {
     if (sorts_keys_on_gpu(request)) return sort_keys_file_on_gpu<K>(request, out);
     const bool descending = request.opt.direction == gpusort::order::descending;

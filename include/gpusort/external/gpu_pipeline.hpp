@@ -432,6 +432,39 @@ class key_tally {
 
 }  // namespace impl
 
+// How keys of type K travel through the keys pipeline: 32- and 64-bit keys as themselves;
+// narrow keys (i8 ... bf16) as their u32 codes (narrow_keys.hpp), which the u32 sorts and
+// merges put in K's order, 16-bit float NaNs where options::nans asks. That is how the
+// library sorts narrow keys on the device too, so every pipeline path (runs, windows, several
+// GPUs) takes them, at 4 bytes a key on the bus.
+template <class K>
+using pipeline_key = std::conditional_t<narrow_key<K>, std::uint32_t, K>;
+
+// The codes' order for the sort `opt`: NaNs lowest where they must come out first ascending
+// or last descending (as the run path's key_code).
+inline bool narrow_nans_lowest(const gpusort::options& opt) {
+  return gpusort::nans_lowest(opt.direction, opt.nans);
+}
+
+// n narrow keys to their codes and back, on all cores.
+template <class K>
+void narrow_to_codes(const K* keys, std::uint32_t* codes, std::uint64_t n, bool nans_lowest) {
+  using B = typename narrow_format<K>::bits_type;
+  io_detail::in_parallel_pieces(n, [&](std::uint64_t at, std::uint64_t length) {
+    for (std::uint64_t i = at; i < at + length; ++i)
+      codes[i] = narrow_code<K>(bit_cast<B>(keys[i]), nans_lowest);
+    return true;
+  });
+}
+template <class K>
+void codes_to_narrow(const std::uint32_t* codes, K* keys, std::uint64_t n, bool nans_lowest) {
+  io_detail::in_parallel_pieces(n, [&](std::uint64_t at, std::uint64_t length) {
+    for (std::uint64_t i = at; i < at + length; ++i)
+      keys[i] = bit_cast<K>(narrow_bits<K>(codes[i], nans_lowest));
+    return true;
+  });
+}
+
 inline std::uint64_t half_the_physical_memory() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
@@ -625,27 +658,43 @@ inline void add_pipeline_stats(file_sort_stats& stats, const keys_pipeline_repor
 // run_keys keys (the device budget's), checking the output on its way (in order, and the same
 // keys as the input by order-independent checksums). 0, or 3 when the output failed its checks
 // (nothing written).
+// Narrow keys (K) go through as their codes (pipeline_key), checked as codes, read and written
+// through a staging buffer of K per call.
 template <class K>
 int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_t run_keys,
                      const gpusort::options& opt, std::uint64_t host_budget_bytes,
                      std::span<const int> devices, file_sort_stats* stats, pending_file& out,
                      progress_sink& meter) {
+  using W = pipeline_key<K>;
   const bool descending = opt.direction == gpusort::order::descending;
+  const bool nans_lowest = narrow_nans_lowest(opt);
   stage_clock wall;
   const std::string algorithm_used = describe_algorithm<K>(opt, std::min(count, run_keys), false);
   const file_handle in = open_input(input);
   const int in_fd = ::fileno(in.get());
   const output_file output(::fileno(out.get()), count * sizeof(K), out.path());
-  impl::key_tally<K> input_tally, output_tally(descending);
-  const keys_pipeline_report report = sort_keys_through_gpu<K>(
+  impl::key_tally<W> input_tally, output_tally(descending);
+  const keys_pipeline_report report = sort_keys_through_gpu<W>(
       count, run_keys, opt, host_budget_bytes, out.scratch_anchor(), devices,
-      [&](K* slot, std::uint64_t first, std::uint64_t n) {
-        read_at(in_fd, first * sizeof(K), slot, n * sizeof(K), input);
+      [&](W* slot, std::uint64_t first, std::uint64_t n) {
+        if constexpr (narrow_key<K>) {
+          std::vector<K> staging(n);
+          read_at(in_fd, first * sizeof(K), staging.data(), n * sizeof(K), input);
+          narrow_to_codes(staging.data(), slot, n, nans_lowest);
+        } else {
+          read_at(in_fd, first * sizeof(K), slot, n * sizeof(K), input);
+        }
         input_tally.add(slot, n);
       },
-      [&](std::uint64_t first, const K* slot, std::uint64_t n) {
+      [&](std::uint64_t first, const W* slot, std::uint64_t n) {
         output_tally.add_in_order(first, slot, n);
-        output.write(first * sizeof(K), slot, n * sizeof(K));
+        if constexpr (narrow_key<K>) {
+          std::vector<K> staging(n);
+          codes_to_narrow(slot, staging.data(), n, nans_lowest);
+          output.write(first * sizeof(K), staging.data(), n * sizeof(K));
+        } else {
+          output.write(first * sizeof(K), slot, n * sizeof(K));
+        }
       },
       meter);
   const std::uint64_t out_of_order = output_tally.out_of_order();
