@@ -76,6 +76,12 @@ struct sample_sort_policy {
   static constexpr int default_bucket_bits = std::min(8, tile_bits - sample_stride_bits);
   // A level may take up to this many bucket bits when that makes it the last one.
   static constexpr int finish_bucket_bits = std::min(10, tile_bits - sample_stride_bits);
+  // Up to this many keys (the default plan) the whole sort is the in-place bitonic network, as
+  // for one bucket: below it a level's six launches cost more than its work. H100 figures in
+  // docs/results/h100.csv, u32: 2^18 keys 0.073 ms (bitonic, ff181ef) against 0.244 (sample
+  // sort, 8ce24ef); 2^20 0.117 against 0.320; u64 2^20 0.264 against 0.461. Records keep
+  // their levels (rec32 2^20: 2.30 ms bitonic, 1.18 sample sort).
+  static constexpr index_t whole_bitonic_max = merge_tiles ? 0 : index_t{1} << 20;
   // Final buckets sorted by one block: a merge-sorted tile, or the segmented sort's classes.
   static constexpr index_t final_cap =
       merge_tiles ? index_t{1} << tile_bits
@@ -490,7 +496,8 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   using policy = sample_sort_policy<K, V>;
   if (knobs.bucket_bits > policy::max_bucket_bits) return cudaErrorInvalidValue;
   const network::sample_plan plan = plan_for<K, V>(n, knobs.bucket_bits);
-  if (plan.count == 0) {  // one bucket: no workspace
+  if (plan.count == 0 || (knobs.bucket_bits == 0 && n <= policy::whole_bitonic_max)) {
+    // one bucket, or few keys: no workspace
     if (!temp) {
       temp_bytes = 0;
       return cudaSuccess;
