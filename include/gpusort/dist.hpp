@@ -19,7 +19,9 @@
 // The order is the single-GPU sort's (options.hpp): -0.0 before +0.0, NaNs after every number
 // or before (options::nans), ascending or descending. Equal keys come out ordered by (source
 // rank, position after the local sort): with options::stable (or a stable local_algo) the whole
-// sort is stable, equal keys in (rank, input position) order.
+// sort is stable, equal keys in (rank, input position) order. Every key type of sort.hpp:
+// the narrow ones (bool ... __nv_bfloat16) travel at their own width and compare by their codes
+// (detail/core/narrow_keys.hpp), 16-bit float NaNs where options::nans puts them.
 //
 // Errors throw gpusort::error on every rank: a bad argument on one rank (a host pointer, say)
 // is shared in the first collective, so no rank is left waiting in NCCL, and no data is lost
@@ -172,14 +174,14 @@ void sort_spread(K* keys, V* values, std::uint64_t n, std::span<const int> devic
 // Collective: sorts the keys of all ranks. `keys` is this rank's shard in device memory on
 // comm.device(); it is sorted in place locally (its contents change). Returns this rank's
 // range of the global order.
-template <supported_key K>
+template <sortable_key K>
 shard<K> sort(const communicator& comm, std::span<K> keys, const options& opt = {}) {
   return detail::sort<K, gpusort::detail::no_value>(comm, keys.data(), nullptr, keys.size(),
                                                     opt);
 }
 
 // Collective: sorts pairs; values (4, 8 or 16 bytes) move with their keys.
-template <supported_key K, gpusort::detail::supported_value V>
+template <sortable_key K, gpusort::detail::supported_value V>
 shard<K, V> sort(const communicator& comm, std::span<K> keys, std::span<V> values,
                  const options& opt = {}) {
   if (values.size() != keys.size())
@@ -198,13 +200,13 @@ shard<K, V> sort(const communicator& comm, std::span<K> keys, std::span<V> value
 // Each GPU needs room for about three times its slice; host arrays larger than that go
 // through gpusort::sort(std::span<K>, external_options) (external.hpp), which sorts runs and
 // merges windows on every GPU of external_options::devices.
-template <supported_key K>
+template <sortable_key K>
 void sort_spread(std::span<K> keys, const options& opt = {}, std::span<const int> devices = {}) {
   detail::sort_spread<K, gpusort::detail::no_value>(keys.data(), nullptr, keys.size(), devices,
                                                     opt);
 }
 
-template <supported_key K, gpusort::detail::supported_value V>
+template <sortable_key K, gpusort::detail::supported_value V>
 void sort_spread(std::span<K> keys, std::span<V> values, const options& opt = {},
                  std::span<const int> devices = {}) {
   if (values.size() != keys.size())

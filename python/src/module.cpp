@@ -620,16 +620,14 @@ void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::u
         } else {
           // Large arrays of keys alone go through the host-array sort: pinned copies, and
           // beyond one GPU's memory runs sorted and merged on every GPU (external.hpp; the
-          // CPU without one). Small ones do not pay for its pinned buffers. Narrow keys,
-          // which that pipeline does not take yet, are sorted on one GPU whatever their size.
+          // CPU without one). Small ones do not pay for its pinned buffers. Narrow keys
+          // travel through it as 32-bit codes.
           constexpr std::uint64_t pipeline_bytes = std::uint64_t{1} << 30;
-          if constexpr (std::is_same_v<V, no_value> && gpusort::supported_key<K>) {
+          if constexpr (std::is_same_v<V, no_value>) {
             if (k.size() * sizeof(K) >= pipeline_bytes)
               gpusort::sort(std::span<K>(k), gpusort::external_options{.sort = opt});
             else
               gpusort::sort(k, opt);
-          } else if constexpr (std::is_same_v<V, no_value>) {
-            gpusort::sort(k, opt);
           } else {
             gpusort::sort(k, v, opt);
           }

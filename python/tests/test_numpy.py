@@ -142,6 +142,20 @@ def test_sort_in_place_of_a_gibibyte_goes_through_the_host_pipeline(descending, 
     assert np.array_equal(np.bincount(x + 500, minlength=1000), counts)
 
 
+@pytest.mark.skipif(not gpusort.gpu_available(), reason="the CPU backend sorts 2^29 keys slowly")
+def test_sort_in_place_of_a_gibibyte_of_float16_goes_through_the_host_pipeline(rng):
+    """1 GiB of float16 (every bit pattern, NaN payloads too): the pipeline, as 32-bit codes."""
+    bits = rng.integers(0, 2**16, 2**29, dtype=np.uint16)
+    counts = np.bincount(bits, minlength=2**16)
+    x = bits.view(np.float16)
+    nans = int(np.isnan(x).sum())
+    assert gpusort.sort_(x) is x
+    numbers = x[: x.size - nans]
+    assert bool(np.isnan(x[x.size - nans:]).all()) and not bool(np.isnan(numbers).any())
+    assert bool((numbers[1:] >= numbers[:-1]).all())
+    assert np.array_equal(np.bincount(bits, minlength=2**16), counts)  # the same bits
+
+
 def test_sort_in_place_rows_descending(rng):
     x = random_keys("float32", 40 * 50, rng).reshape(40, 50)
     expected = np.take_along_axis(x, np.argsort(~order_key(x), axis=-1, kind="stable"), -1)

@@ -142,6 +142,18 @@ int merge_runs(device_memory* keys_buf, device_memory* values_buf,
   return 1 - to;
 }
 
+// The key's name in messages, and whether it is a float, for every key type (narrow too).
+template <class K>
+std::string key_type_name() {
+  if constexpr (gpusort::narrow_key<K>)
+    return std::string(gpusort::detail::narrow_format<K>::name);
+  else
+    return std::string(key_traits<K>::name);
+}
+template <class K>
+constexpr bool float_key =
+    std::is_floating_point_v<K> || std::is_same_v<K, __half> || std::is_same_v<K, __nv_bfloat16>;
+
 template <class K, class V>
 shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                  const options& opt) {
@@ -150,7 +162,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   const auto rank = static_cast<std::uint32_t>(comm.rank());
   const cudaStream_t stream = opt.stream;
   const std::string call = "gpusort::dist::sort" + std::string(pairs ? " (pairs)" : "") +
-                           " <" + std::string(key_traits<K>::name) + "> on rank " +
+                           " <" + key_type_name<K>() + "> on rank " +
                            std::to_string(rank) + " of " + std::to_string(p);
   check_cuda(cudaSetDevice(comm.device()), call + ": cudaSetDevice");
 
@@ -171,8 +183,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   std::size_t sort_bytes = 0;
   cudaError_t e = cudaSuccess;
   if (status.ok()) {
-    if constexpr (pairs) e = gpusort::detail::sort_pairs<K, V>(nullptr, sort_bytes, keys, values, n, local);
-    else e = gpusort::detail::sort_keys<K>(nullptr, sort_bytes, keys, n, local);
+    e = gpusort::detail::sort_any_key<K, V>(nullptr, sort_bytes, keys, values, n, local);
     if (e != cudaSuccess) status.fail(failure::local_sort, e);
   }
   device_memory sort_temp;
@@ -180,7 +191,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     status.try_allocate(sort_temp, std::max<std::size_t>(sort_bytes, 1), stream,
                         failure::local_workspace);
   const math::call_signature signature{
-      std::is_floating_point_v<K> ? math::key_kind::floating
+      float_key<K>                ? math::key_kind::floating
       : std::is_signed_v<K>       ? math::key_kind::signed_integer
                                   : math::key_kind::unsigned_integer,
       static_cast<std::uint8_t>(sizeof(K)), static_cast<std::uint8_t>(pairs ? sizeof(V) : 0),
@@ -205,8 +216,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   //    collective: it is shared with them at the agreement before the exchange.
   rank_status room;
   if (n > 1) {
-    if constexpr (pairs) e = gpusort::detail::sort_pairs<K, V>(sort_temp.get(), sort_bytes, keys, values, n, local);
-    else e = gpusort::detail::sort_keys<K>(sort_temp.get(), sort_bytes, keys, n, local);
+    e = gpusort::detail::sort_any_key<K, V>(sort_temp.get(), sort_bytes, keys, values, n, local);
     if (e != cudaSuccess) room.fail(failure::local_sort, e);
   }
   sort_temp.reset(stream);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpusort/approx.hpp"
+#include "gpusort/detail/network/dist.hpp"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
 
@@ -127,6 +128,26 @@ TYPED_TEST(NarrowKeys, SegmentedCodecMakesTheCodes) {
       ASSERT_EQ(codec.out(codec.in(b)), b) << b;
     }
   }
+}
+
+// gpusort::dist's order code of a narrow key (network/dist.hpp; splitters, bucket bounds and
+// the merge compare it): every key, both orders, both NaN placements, the codes distinct and in
+// the reference order of the keys (unsigned: the order the local sort gives).
+TYPED_TEST(NarrowKeys, DistOrderCodesFollowTheSortOrder) {
+  using K = TypeParam;
+  for (const bool descending : {false, true})
+    for (const auto nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
+      const gpusort::order direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+      const gpusort::detail::network::dist::order_code<K> code(direction, nans);
+      std::vector<std::pair<std::uint64_t, K>> coded;
+      for (const K key : every_key<K>()) coded.push_back({code(key), key});
+      std::sort(coded.begin(), coded.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (std::size_t i = 0; i + 1 < coded.size(); ++i) {
+        ASSERT_NE(coded[i].first, coded[i + 1].first) << "desc=" << descending;
+        ASSERT_FALSE(before(coded[i + 1].second, coded[i].second, descending, nans))
+            << i << " desc=" << descending << " nans " << gpusort::to_string(nans);
+      }
+    }
 }
 
 // Keys of every sort: each bit pattern of the type a few times (so ties), shuffled; for the

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <random>
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -55,6 +56,8 @@ using DistMultiProcess = TwoGpuTest;
 using DistOneGpuErrors = GpuTest;
 using DistOneGpuThreadsErrors = GpuTest;
 using DistOneGpuThreadsHuge = GpuTest;
+using DistMultiGpuNarrow = TwoGpuTest;
+using DistOneGpuThreadsNarrow = GpuTest;
 
 // Communicators live for the whole run (made once: ncclCommInitAll takes a while). Never
 // destroyed: NCCL's teardown after CUDA's at exit is not worth the risk.
@@ -401,6 +404,84 @@ TEST_F(DistMultiGpuErrors, AHostPointerOnOneRankFailsEveryRankAndLosesNothing) {
 
 TEST_F(DistOneGpuThreadsErrors, AHostPointerOnOneRankFailsEveryRankAndLosesNothing) {
   host_pointer_on_rank_1(threads_on_gpu0(2));
+}
+
+// Narrow keys (not bool: its host vectors pack bits): uneven shards of random bits (every NaN
+// payload, signed zeros, infinities, ties), both orders, both NaN placements, byte for byte the
+// library's one-array sort of all the keys; pairs with u32 values next to their keys. On the
+// NCCL sets and on thread ranks of one GPU.
+template <class K>
+void narrow_keys_sort_as_one_array(const std::vector<comm_set*>& sets) {
+  const auto same_narrow_bits = [](const std::vector<K>& a, const std::vector<K>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(K) * a.size()) == 0;
+  };
+  for (comm_set* set : sets) {
+    const int ranks = static_cast<int>(set->size());
+    std::mt19937_64 rng(ranks);
+    std::vector<std::vector<K>> shards;
+    for (const std::size_t size : uneven_sizes(ranks, 100003)) {
+      std::vector<K> shard(size);
+      for (K& key : shard) {
+        const auto bits = static_cast<std::uint16_t>(rng() % 3 ? rng() : rng() % 8);
+        std::memcpy(&key, &bits, sizeof(K));
+      }
+      shards.push_back(shard);
+    }
+    for (const bool descending : {false, true})
+      for (const gpusort::nan_order nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
+        SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " desc=" << descending
+                                          << " nans=" << gpusort::to_string(nans));
+        dist::options opt;
+        opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+        opt.nans = nans;
+        std::vector<K> expect = concat(shards);
+        gpusort::sort(expect, gpusort::options{.direction = opt.direction, .nans = nans});
+        EXPECT_TRUE(same_narrow_bits(concat(dist_sort(*set, shards, opt)), expect));
+        const auto value_of = [](std::uint64_t i) { return std::uint32_t(i); };
+        const auto [keys, values] = dist_sort_pairs(*set, shards, value_of, opt);
+        EXPECT_TRUE(same_narrow_bits(keys, expect));
+        const std::vector<K> all = concat(shards);
+        std::vector<bool> seen(all.size(), false);
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          ASSERT_LT(values[i], all.size());
+          ASSERT_FALSE(seen[values[i]]) << "value " << values[i] << " twice";
+          seen[values[i]] = true;
+          ASSERT_EQ(std::memcmp(&all[values[i]], &keys[i], sizeof(K)), 0) << "value left its key at " << i;
+        }
+      }
+  }
+}
+
+void every_narrow_type_sorts_as_one_array(const std::vector<comm_set*>& sets) {
+  narrow_keys_sort_as_one_array<std::int8_t>(sets);
+  narrow_keys_sort_as_one_array<std::uint8_t>(sets);
+  narrow_keys_sort_as_one_array<std::int16_t>(sets);
+  narrow_keys_sort_as_one_array<std::uint16_t>(sets);
+  narrow_keys_sort_as_one_array<__half>(sets);
+  narrow_keys_sort_as_one_array<__nv_bfloat16>(sets);
+}
+TEST_F(DistMultiGpuNarrow, EveryNarrowTypeSortsAsOneArray) {
+  every_narrow_type_sorts_as_one_array(nccl_sets());
+}
+TEST_F(DistOneGpuThreadsNarrow, EveryNarrowTypeSortsAsOneArray) {
+  every_narrow_type_sorts_as_one_array(thread_sets());
+}
+
+// sort_spread of host and device bf16 keys, as the one-array sort.
+TEST_F(DistMultiGpuNarrow, SpreadOfHostAndDeviceBfloat16) {
+  std::mt19937_64 rng(7);
+  std::vector<__nv_bfloat16> keys(700001);
+  for (auto& key : keys) {
+    const auto bits = static_cast<std::uint16_t>(rng());
+    std::memcpy(&key, &bits, 2);
+  }
+  std::vector<__nv_bfloat16> expect = keys, host = keys;
+  gpusort::sort(expect, {.direction = gpusort::order::descending});
+  dist::sort_spread(std::span(host), {.direction = gpusort::order::descending});
+  EXPECT_EQ(std::memcmp(host.data(), expect.data(), 2 * keys.size()), 0);
+  device_array<__nv_bfloat16> d(0, keys);
+  dist::sort_spread(d.span(), {.direction = gpusort::order::descending});
+  EXPECT_EQ(std::memcmp(to_host(d.span()).data(), expect.data(), 2 * keys.size()), 0);
 }
 
 TEST_F(DistMultiGpuSpread, HostAndDeviceArrays) {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "gpusort/detail/core/config.hpp"
+#include "gpusort/detail/core/narrow_keys.hpp"
 #include "gpusort/key_traits.hpp"
 #include "gpusort/options.hpp"
 
@@ -81,6 +82,24 @@ struct order_code {
     if constexpr (std::is_floating_point_v<K>)
       if (nans_low && u == static_cast<U>(~U{0})) u = 0;
     return static_cast<std::uint64_t>(u) ^ flip;
+  }
+};
+
+// Narrow keys (bool ... __nv_bfloat16): their code (narrow_keys.hpp), which places NaNs itself,
+// complemented within its width for descending.
+template <narrow_key K>
+struct order_code<K> {
+  using U = typename narrow_format<K>::bits_type;
+  std::uint64_t flip = 0;
+  bool nans_low = false;
+
+  GPUSORT_HD constexpr order_code(order direction, nan_order nans)
+      : flip(direction == order::descending ? static_cast<std::uint64_t>(static_cast<U>(~U{0}))
+                                            : 0),
+        nans_low(nans_lowest(direction, nans)) {}
+
+  GPUSORT_HD GPUSORT_FORCEINLINE std::uint64_t operator()(K k) const {
+    return static_cast<std::uint64_t>(narrow_code<K>(bit_cast<U>(k), nans_low)) ^ flip;
   }
 };
 

@@ -1,0 +1,5 @@
+#include "dist_impl.cuh"
+
+GPUSORT_DIST_INSTANTIATE_KEY(bool)
+GPUSORT_DIST_INSTANTIATE_KEY(std::int8_t)
+GPUSORT_DIST_INSTANTIATE_KEY(std::uint8_t)
