@@ -226,7 +226,7 @@ inline void set_signal_cleanup(bool on) { detail::external::signal_cleanup_allow
 // the seconds of each stage, as `gpusort sort --stats` prints them). Narrow keys (int8 ...
 // __nv_bfloat16, not bool) are sorted on one GPU or the CPU backend, in memory or by the run
 // path (run files merged on the CPU), or with a device list by the keys pipeline on those GPUs
-// (as 32-bit codes); their pairs take no device list.
+// (as 32-bit codes); their pairs, as every type's, on one GPU whatever the list.
 template <sortable_key K>
   requires(!std::is_same_v<K, bool>)
 file_sort_stats sort_file(const std::string& in, const std::string& out,

@@ -358,17 +358,13 @@ TEST_F(Tool, NarrowKeyTypesRoundTrip) {
   std::ranges::sort(keys);
   EXPECT_EQ(read_array<std::int16_t>(file("out")), keys);
   // With --gpus, on a GPU host: the keys pipeline, as codes, in runs merged on the GPU
-  // (without a GPU the same runs merged on the CPU). Pairs refuse a device list.
+  // (without a GPU the same runs merged on the CPU).
   const outcome on_gpus = run("sort --type i16 --desc --gpus 0 --device-memory 64K --memory 256K "
                               "--stats " + file("in") + " " + file("out"));
   ASSERT_EQ(on_gpus.code, 0) << on_gpus.err;
   EXPECT_NE(on_gpus.out.find("runs of"), std::string::npos) << on_gpus.out;
   std::ranges::reverse(keys);
   EXPECT_EQ(read_array<std::int16_t>(file("out")), keys);
-  const outcome pairs_on_gpus = run("sort --type i16 --pairs u32 --gpus 0 " + file("in") + " " + file("p"));
-  EXPECT_EQ(pairs_on_gpus.code, 2);
-  EXPECT_NE(pairs_on_gpus.err.find("no device list"), std::string::npos) << pairs_on_gpus.err;
-  EXPECT_FALSE(fs::exists(file("p")));
   // binary16 bits: NaN, 1.0, -0.0, +0.0, -inf, a negative NaN with a payload, +inf, -1.0.
   const std::vector<std::uint16_t> specials = {0x7E00, 0x3C00, 0x8000, 0x0000,
                                                0xFC00, 0xFE01, 0x7C00, 0xBC00};
@@ -595,7 +591,6 @@ TEST_F(Tool, UsageErrorsNameTheProblem) {
       {"sort --type u128 " + file("in") + " " + file("out"), "u128"},
       {"sort --type bool " + file("in") + " " + file("out"), "bool"},
       {"sort --type f16 --algo std_sort " + file("in") + " " + file("out"), "std_sort"},
-      {"sort --type i8 --pairs u32 --gpus 0 " + file("in") + " " + file("out"), "device list"},
       {"bench --types u32,bf16 --sizes 2^10", "gpusort-narrow-bench"},
       {"sort --type u32 --algo quick " + file("in") + " " + file("out"), "quick"},
       {"sort --type u32 --algo top_k " + file("in") + " " + file("out"), "top_k"},

@@ -364,9 +364,9 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
 }
 
 // A request for a file of keys K, checked before any file opens: narrow keys sort with the
-// library's algorithms (no host sort: invalid_request); pairs of them on one GPU or the CPU
-// backend (no device list); and the library places their NaNs as `asked` (not as largest,
-// moved on commit).
+// library's algorithms (no host sort: invalid_request); and the library places their NaNs as
+// `asked` (not as largest, moved on commit). A device list serves keys alone, as for every
+// key type: pairs sort on one GPU (or the CPU backend) whatever it names.
 template <class K>
 void narrow_file_request(sort_request& request, const gpusort::options& asked,
                          const std::string& host_sort) {
@@ -374,8 +374,6 @@ void narrow_file_request(sort_request& request, const gpusort::options& asked,
     const std::string type(key_name<K>);
     if (!host_sort.empty())
       throw invalid_request(host_sort + " sorts 32- and 64-bit keys, not " + type);
-    if (request.pairs && !request.devices.empty())
-      throw invalid_request("pairs of " + type + " keys sort on one GPU (or the CPU): no device list");
     request.opt = asked;
   }
 }
