@@ -196,9 +196,12 @@ TEST(SampleSortPlan, RecordsKeepFewSamplesAndFinalBucketsFit) {
   static_assert(!device::sample_sort_policy<std::uint64_t, no_value>::merge_tiles);
 }
 
+// Above the keys that the sample sort hands whole to the bitonic network.
 TEST(GpuSampleSortApi, WorkspaceAndBadInput) {
   GPUSORT_REQUIRE_GPU();
-  const auto input = tools::generate<std::uint32_t>(tools::distribution::uniform, 1 << 20, 5);
+  using policy = gpusort::detail::device::sample_sort_policy<std::uint32_t, gpusort::detail::no_value>;
+  const auto input = tools::generate<std::uint32_t>(tools::distribution::uniform,
+                                                    policy::whole_bitonic_max + 1, 5);
   guarded_buffer<std::uint32_t> d(input);
   std::size_t bytes = 0;
   ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), input.size(), sample_options(false, false)),
@@ -218,3 +221,29 @@ TEST(GpuSampleSortApi, WorkspaceAndBadInput) {
   EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input, true)));
 }
 
+
+// Up to whole_bitonic_max keys the default plan is the bitonic network on the whole array: no
+// workspace beyond the query's byte; an explicit bucket count keeps the levels (and their
+// workspace). Both sort, in both orders.
+TEST(GpuSampleSortApi, FewKeysTakeTheBitonicNetwork) {
+  GPUSORT_REQUIRE_GPU();
+  using policy = gpusort::detail::device::sample_sort_policy<std::uint64_t, gpusort::detail::no_value>;
+  for (const std::size_t n : {std::size_t{65537}, std::size_t{policy::whole_bitonic_max}})
+    for (const unsigned buckets : {0u, 64u})
+      for (const bool descending : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " buckets=" << buckets << " desc=" << descending);
+        const auto input = tools::generate<std::uint64_t>(tools::distribution::zipf, n, n + buckets);
+        guarded_buffer<std::uint64_t> d(input);
+        const gpusort::options opt = sample_options(false, descending, buckets);
+        std::size_t bytes = 0;
+        ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), n, opt), cudaSuccess);
+        if (buckets == 0)
+          EXPECT_LE(bytes, 1u);
+        else
+          EXPECT_GE(bytes, n * sizeof(std::uint64_t)) << "the levels' buffer";
+        poisoned_workspace temp(bytes);
+        ASSERT_EQ(gpusort::sort_keys(temp.ptr, bytes, d.data(), n, opt), cudaSuccess);
+        EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input, descending)));
+        EXPECT_TRUE(d.guard_intact());
+      }
+}
