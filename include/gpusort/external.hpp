@@ -162,7 +162,7 @@ gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::extern
     return stats;
   }
   using W = pipeline_key<K>;  // narrow keys travel as their codes
-  const bool codes_nans_lowest = narrow_nans_lowest(opt.sort);
+  const bool codes_nans_lowest = nans_lowest(opt.sort.direction, opt.sort.nans);
   const sort_request request{.opt = narrow_key<K> ? opt.sort : with_nans_largest(opt.sort),
                              .device_budget_given = opt.device_budget_bytes > 0,
                              .device_budget_bytes = opt.device_budget_bytes,

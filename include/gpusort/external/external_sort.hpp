@@ -383,8 +383,8 @@ void narrow_file_request(sort_request& request, const gpusort::options& asked,
 // most max_pipeline_runs runs, on a GPU), the run path (out of core by plan_out_of_core), else
 // in memory. 0, or 3 for a wrong result.
 // Narrow keys (i8 ... bf16) take the keys pipeline, as codes, where a device list asks for it
-// (several GPUs); otherwise the run path out of core, else memory. Their pairs never take the
-// pipelines (narrow_file_request checks the request first).
+// (several GPUs); otherwise, and for their pairs, the run path out of core, else memory
+// (narrow_file_request checks the request first).
 template <class K>
 int sort_keys_file(const sort_request& request, bool text, const std::string& host_sort,
                    pending_file& out) {

@@ -440,13 +440,8 @@ class key_tally {
 template <class K>
 using pipeline_key = std::conditional_t<narrow_key<K>, std::uint32_t, K>;
 
-// The codes' order for the sort `opt`: NaNs lowest where they must come out first ascending
-// or last descending (as the run path's key_code).
-inline bool narrow_nans_lowest(const gpusort::options& opt) {
-  return gpusort::nans_lowest(opt.direction, opt.nans);
-}
-
-// n narrow keys to their codes and back, on all cores.
+// n narrow keys to their codes and back, on all cores; nans_lowest: gpusort::nans_lowest of
+// the sort's direction and NaN placement (as the run path's key_code).
 template <class K>
 void narrow_to_codes(const K* keys, std::uint32_t* codes, std::uint64_t n, bool nans_lowest) {
   using B = typename narrow_format<K>::bits_type;
@@ -667,7 +662,7 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
                      progress_sink& meter) {
   using W = pipeline_key<K>;
   const bool descending = opt.direction == gpusort::order::descending;
-  const bool nans_lowest = narrow_nans_lowest(opt);
+  const bool nans_lowest = gpusort::nans_lowest(opt.direction, opt.nans);
   stage_clock wall;
   const std::string algorithm_used = describe_algorithm<K>(opt, std::min(count, run_keys), false);
   const file_handle in = open_input(input);

@@ -528,9 +528,10 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                                  : static_cast<const void*>(&final_segments);
   // Under regular sampling each final bucket is sorted runs, one per tile slot of the last
   // level, and at most final_cap keys: merged from them (merge_bucket_runs_kernel), with no
-  // segmented sort, where the runs are few enough (most_merged_runs). Randomized sampling (a slot may hold several tiles, a bucket overflow) or
-  // a plan that ran out of levels sorts them instead: records' by one block each
-  // (sample_bucket_kernel) where they fit a tile, the rest by the segmented sort.
+  // segmented sort, where the runs are few enough (most_merged_runs). Randomized sampling (a
+  // slot may hold several tiles, a bucket overflow), more runs, or a plan that ran out of
+  // levels sorts them instead: records' by one block each (sample_bucket_kernel) where they
+  // fit a tile, the rest by the segmented sort.
   constexpr std::size_t merge_smem = merge_bucket_smem_bytes<K, V>(policy::final_cap);
   const bool merge_runs = !knobs.random && plan.final_cap <= policy::final_cap &&
                           plan.levels[plan.count - 1].tiles() <=
