@@ -673,9 +673,9 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
       count, run_keys, opt, host_budget_bytes, out.scratch_anchor(), devices,
       [&](W* slot, std::uint64_t first, std::uint64_t n) {
         if constexpr (narrow_key<K>) {
-          std::vector<K> staging(n);
-          read_at(in_fd, first * sizeof(K), staging.data(), n * sizeof(K), input);
-          narrow_to_codes(staging.data(), slot, n, nans_lowest);
+          const auto staging = std::make_unique_for_overwrite<K[]>(n);
+          read_at(in_fd, first * sizeof(K), staging.get(), n * sizeof(K), input);
+          narrow_to_codes(staging.get(), slot, n, nans_lowest);
         } else {
           read_at(in_fd, first * sizeof(K), slot, n * sizeof(K), input);
         }
@@ -684,9 +684,9 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
       [&](std::uint64_t first, const W* slot, std::uint64_t n) {
         output_tally.add_in_order(first, slot, n);
         if constexpr (narrow_key<K>) {
-          std::vector<K> staging(n);
-          codes_to_narrow(slot, staging.data(), n, nans_lowest);
-          output.write(first * sizeof(K), staging.data(), n * sizeof(K));
+          const auto staging = std::make_unique_for_overwrite<K[]>(n);
+          codes_to_narrow(slot, staging.get(), n, nans_lowest);
+          output.write(first * sizeof(K), staging.get(), n * sizeof(K));
         } else {
           output.write(first * sizeof(K), slot, n * sizeof(K));
         }
