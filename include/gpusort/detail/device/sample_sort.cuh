@@ -77,11 +77,12 @@ struct sample_sort_policy {
   // A level may take up to this many bucket bits when that makes it the last one.
   static constexpr int finish_bucket_bits = std::min(10, tile_bits - sample_stride_bits);
   // Up to this many keys (the default plan) the whole sort is the in-place bitonic network, as
-  // for one bucket: below it a level's six launches cost more than its work. H100 figures in
-  // docs/results/h100.csv, u32: 2^18 keys 0.073 ms (bitonic, ff181ef) against 0.244 (sample
-  // sort, 8ce24ef); 2^20 0.117 against 0.320; u64 2^20 0.264 against 0.461. Records keep
-  // their levels (rec32 2^20: 2.30 ms bitonic, 1.18 sample sort).
-  static constexpr index_t whole_bitonic_max = merge_tiles ? 0 : index_t{1} << 20;
+  // for one bucket: below it a level's six launches cost more than its work. One H200,
+  // 3664cce (docs/results/h200-sample-sort-crossover.csv), bitonic against the levels: u32
+  // 2^21 0.162 ms against 0.247, 2^22 0.278 against 0.373, 2^24 1.33 against 1.33; u64 2^22
+  // 0.908 against 0.984, 2^24 4.07 against 3.86; u32/u32 pairs 2^21 0.352 against 0.421.
+  // Records keep their levels (rec32 2^20: 2.31 ms bitonic, 0.99 sample sort).
+  static constexpr index_t whole_bitonic_max = merge_tiles ? 0 : index_t{1} << 22;
   // Final buckets sorted by one block: a merge-sorted tile, or the segmented sort's classes.
   static constexpr index_t final_cap =
       merge_tiles ? index_t{1} << tile_bits
@@ -373,7 +374,9 @@ __global__ void __launch_bounds__(Policy::threads)
 inline constexpr index_t most_merged_runs = 64;
 inline constexpr index_t most_merged_key_runs = 8;
 
-// The shared memory of merge_bucket_runs_kernel: two buffers of `cap` keys (and values).
+// The shared memory of merge_bucket_runs_kernel: its run bounds (static), and two buffers of
+// `cap` keys (and values), the dynamic part.
+inline constexpr std::size_t merge_bucket_static_smem = sizeof(index_t) * (most_merged_runs + 1);
 template <class K, class V>
 constexpr std::size_t merge_bucket_smem_bytes(index_t cap) {
   const std::size_t keys = (2 * sizeof(K) * cap + 15) / 16 * 16;
@@ -392,7 +395,7 @@ __global__ void __launch_bounds__(THREADS)
     merge_bucket_runs_kernel(K* keys, V* values, problem_list buckets, index_t cap, bool mirror,
                              Compare comp) {
   extern __shared__ __align__(16) unsigned char merge_smem[];
-  __shared__ index_t runs[most_merged_runs + 1];
+  __shared__ index_t runs[merge_bucket_static_smem / sizeof(index_t)];
   constexpr bool pairs = block::has_values<K, V>;
   using value_t = std::conditional_t<pairs, std::remove_const_t<V>, char>;
   const index_t q = blockIdx.x, slots = buckets.stride;
@@ -536,7 +539,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   const bool merge_runs = !knobs.random && plan.final_cap <= policy::final_cap &&
                           plan.levels[plan.count - 1].tiles() <=
                               (policy::merge_tiles ? most_merged_runs : most_merged_key_runs) &&
-                          merge_smem <= 200 * 1024;
+                          merge_smem + merge_bucket_static_smem <= 200 * 1024;
   const bool buckets_fit = merge_runs || (policy::merge_tiles && !knobs.random &&
                                           plan.final_cap <= policy::final_cap);
   if (e == cudaSuccess && !buckets_fit)
@@ -600,7 +603,9 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     auto launch = [&](auto order) {
       auto kernel = merge_bucket_runs_kernel<policy::threads, K, V, decltype(order)>;
       cudaError_t status = cudaSuccess;
-      if constexpr (merge_smem > 48 * 1024)
+      // The opt-in counts the static part too: 48 KiB of buffers (u32 keys with 8-byte
+      // values, tiles of 2,048) plus the run bounds are past the default limit.
+      if constexpr (merge_smem + merge_bucket_static_smem > 48 * 1024)
         status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(merge_smem));
       if (status != cudaSuccess) return status;
