@@ -58,7 +58,7 @@ cudaError_t sort_codes(void* temp, std::size_t& temp_bytes, std::uint32_t* codes
 template <class K, class P>
 cudaError_t radix_sort_narrow(void* temp, std::size_t& temp_bytes, K* keys, P* values,
                               std::uint64_t n, const options& opt) {
-  constexpr bool floating = !std::is_void_v<typename narrow_format<K>::float_format>;
+  constexpr bool floating = float16_key<K>;
   using B = typename narrow_format<K>::bits_type;
   using R = std::conditional_t<floating || std::is_same_v<K, bool>, B, K>;
   R* radix_keys = reinterpret_cast<R*>(keys);

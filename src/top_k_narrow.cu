@@ -17,7 +17,7 @@ namespace {
 // zeros, NaNs stay NaNs, which top_k ranks largest whatever their bits), int32 or uint32.
 template <class K>
 using wide_key_t = std::conditional_t<
-    !std::is_void_v<typename narrow_format<K>::float_format>, float,
+    float16_key<K>, float,
     std::conditional_t<std::is_signed_v<K>, std::int32_t, std::uint32_t>>;
 
 template <class K>

@@ -142,18 +142,6 @@ int merge_runs(device_memory* keys_buf, device_memory* values_buf,
   return 1 - to;
 }
 
-// The key's name in messages, and whether it is a float, for every key type (narrow too).
-template <class K>
-std::string key_type_name() {
-  if constexpr (gpusort::narrow_key<K>)
-    return std::string(gpusort::detail::narrow_format<K>::name);
-  else
-    return std::string(key_traits<K>::name);
-}
-template <class K>
-constexpr bool float_key =
-    std::is_floating_point_v<K> || std::is_same_v<K, __half> || std::is_same_v<K, __nv_bfloat16>;
-
 template <class K, class V>
 shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                  const options& opt) {
@@ -162,7 +150,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   const auto rank = static_cast<std::uint32_t>(comm.rank());
   const cudaStream_t stream = opt.stream;
   const std::string call = "gpusort::dist::sort" + std::string(pairs ? " (pairs)" : "") +
-                           " <" + key_type_name<K>() + "> on rank " +
+                           " <" + std::string(gpusort::detail::key_name<K>) + "> on rank " +
                            std::to_string(rank) + " of " + std::to_string(p);
   check_cuda(cudaSetDevice(comm.device()), call + ": cudaSetDevice");
 
@@ -190,10 +178,11 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   if (status.ok())
     status.try_allocate(sort_temp, std::max<std::size_t>(sort_bytes, 1), stream,
                         failure::local_workspace);
+  constexpr bool floating = std::is_floating_point_v<K> || gpusort::detail::float16_key<K>;
   const math::call_signature signature{
-      float_key<K>                ? math::key_kind::floating
-      : std::is_signed_v<K>       ? math::key_kind::signed_integer
-                                  : math::key_kind::unsigned_integer,
+      floating              ? math::key_kind::floating
+      : std::is_signed_v<K> ? math::key_kind::signed_integer
+                            : math::key_kind::unsigned_integer,
       static_cast<std::uint8_t>(sizeof(K)), static_cast<std::uint8_t>(pairs ? sizeof(V) : 0),
       opt.direction == order::descending, opt.nans == nan_order::first, opt.stable,
       static_cast<std::uint8_t>(opt.local_algo), opt.oversampling};

@@ -51,9 +51,8 @@ constexpr std::size_t record_bytes(bool pairs) {
   return sizeof(K) + (pairs ? sizeof(std::uint32_t) : 0);
 }
 
-// The 16-bit floats: kept as their bits, read and written as text through float.
-template <class K>
-constexpr bool is_float16 = std::is_same_v<K, __half> || std::is_same_v<K, __nv_bfloat16>;
+// The 16-bit floats (float16_key) are kept as their bits, read and written as text through
+// float.
 
 template <class K>
 std::string describe_records(bool pairs) {
@@ -94,7 +93,7 @@ order_report scan_order(const std::vector<K>& keys, bool descending, bool nans_l
       const auto rank = [&](const K& k) {
         const auto code = detail::narrow_code<K>(
             detail::bit_cast<typename format::bits_type>(k), nans_lowest);
-        if constexpr (is_float16<K>)
+        if constexpr (float16_key<K>)
           return format::float_format::tie_nans(static_cast<std::uint16_t>(code), nans_lowest);
         else
           return code;
@@ -513,7 +512,7 @@ T parse_text_number(std::string_view token, const std::string& where, const std:
 template <class K>
 K parse_text_key(std::string_view token, const std::string& where) {
   const std::string what = std::string(key_name<K>) + " key";
-  if constexpr (is_float16<K>) {
+  if constexpr (float16_key<K>) {
     const float value = parse_text_number<float>(token, where, what);
     K key;
     float back;

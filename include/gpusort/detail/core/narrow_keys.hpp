@@ -61,6 +61,15 @@ GPUSORT_NARROW_KEY(__half, std::uint16_t, "f16", half_order)
 GPUSORT_NARROW_KEY(__nv_bfloat16, std::uint16_t, "bf16", bfloat16_order)
 #undef GPUSORT_NARROW_KEY
 
+// The 16-bit floats (__half, __nv_bfloat16): the narrow keys with a float format.
+template <class K>
+inline constexpr bool float16_key = [] {
+  if constexpr (narrow_key<K>)
+    return !std::is_void_v<typename narrow_format<K>::float_format>;
+  else
+    return false;
+}();
+
 // The code of a key's bits: its rank in the key's order (NaNs lowest or highest for floats).
 template <class K>
 GPUSORT_HD constexpr std::uint32_t narrow_code(typename narrow_format<K>::bits_type bits,
