@@ -79,6 +79,12 @@ bool before(K a, K b, bool descending, gpusort::nan_order nans) {
 using narrow_types = ::testing::Types<bool, std::int8_t, std::uint8_t, std::int16_t,
                                       std::uint16_t, __half, __nv_bfloat16>;
 
+// The 16-bit floats are the narrow keys with a float format, and only they.
+static_assert(gpusort::detail::float16_key<__half> && gpusort::detail::float16_key<__nv_bfloat16>);
+static_assert(!gpusort::detail::float16_key<std::int16_t> &&
+              !gpusort::detail::float16_key<std::uint16_t> && !gpusort::detail::float16_key<bool>);
+static_assert(!gpusort::detail::float16_key<float> && !gpusort::detail::float16_key<double>);
+
 template <class>
 class NarrowKeys : public ::testing::Test {};
 TYPED_TEST_SUITE(NarrowKeys, narrow_types);
