@@ -367,10 +367,11 @@ __global__ void __launch_bounds__(Policy::threads)
 }
 
 // Most tile slots (runs) a final bucket is merged from: log2 of it merge rounds in shared
-// memory. Above it the final buckets are sorted as before. Measured (docs/sample_sort.md):
-// records gain 1.2-1.5x end to end at 2-16 runs; keys of up to 8 bytes gain at 4 runs (u32
-// 2^16), break even at 8 (2^24) and lose at 32 (u32 2^26: 5.60 ms on an H200, 4.35 before on
-// an H100), where the bitonic tile network beats five rounds of merge-path searches.
+// memory. Above it the final buckets are sorted as before. Measured on H200s
+// (docs/sample_sort.md): records gain 1.2-1.5x end to end at 2-16 runs; keys of up to 8 bytes
+// gained at 4 runs (u32 2^16, which now takes the bitonic network whole), break even at 8
+// (2^24) and lose at 32 (u32 2^26: 5.60 ms merged, 4.29 sorted), where the bitonic tile
+// network beats five rounds of merge-path searches.
 inline constexpr index_t most_merged_runs = 64;
 inline constexpr index_t most_merged_key_runs = 8;
 
