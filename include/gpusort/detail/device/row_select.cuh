@@ -73,8 +73,10 @@ template <int THREADS, class K, class U>
 __device__ __forceinline__ void count_row_digit(const K* row, index_t first, index_t last,
                                                 bool descending, U prefix, U mask, int shift,
                                                 unsigned digit_mask, unsigned* counts) {
+  // Every lane runs every round: warp_count takes the whole warp.
   constexpr int unroll = loads_in_flight<K>;
-  for (index_t start = first + threadIdx.x; start < last; start += index_t{THREADS} * unroll) {
+  for (index_t round = first; round < last; round += index_t{THREADS} * unroll) {
+    const index_t start = round + threadIdx.x;
     U codes[unroll];
 #pragma unroll
     for (int u = 0; u < unroll; ++u) {
@@ -83,8 +85,8 @@ __device__ __forceinline__ void count_row_digit(const K* row, index_t first, ind
     }
 #pragma unroll
     for (int u = 0; u < unroll; ++u)
-      if (start + index_t{THREADS} * u < last && static_cast<U>(codes[u] & mask) == prefix)
-        atomicAdd(&counts[(codes[u] >> shift) & digit_mask], 1u);
+      warp_count(counts, static_cast<unsigned>(codes[u] >> shift) & digit_mask,
+                 start + index_t{THREADS} * u < last && static_cast<U>(codes[u] & mask) == prefix);
   }
 }
 
@@ -225,8 +227,12 @@ __device__ void block_select(const U* codes, unsigned count, unsigned rank, unsi
   for (int shift = static_cast<int>(sizeof(U) * 8) - 8; shift >= 0; shift -= 8) {
     counts[threadIdx.x] = 0;
     __syncthreads();
-    for (unsigned i = threadIdx.x; i < count; i += THREADS)
-      if (static_cast<U>(codes[i] & mask) == prefix) atomicAdd(&counts[(codes[i] >> shift) & 255u], 1u);
+    for (unsigned first = 0; first < count; first += THREADS) {  // every lane: warp_count
+      const unsigned i = first + threadIdx.x;
+      const U code = i < count ? codes[i] : U{0};
+      warp_count(counts, static_cast<unsigned>(code >> shift) & 255u,
+                 i < count && static_cast<U>(code & mask) == prefix);
+    }
     __syncthreads();
     const unsigned mine = counts[threadIdx.x];
     unsigned before = 0;
@@ -311,7 +317,9 @@ __global__ void __launch_bounds__(THREADS)
   using U = network::ordered_t<K>;
   using warp_scan = cub::WarpScan<unsigned>;
   constexpr unsigned capacity = candidate_capacity<K>, group = row_group<K>;
-  constexpr unsigned groups = sizeof(K) >= 8 ? 4 : 2;  // a thread's groups a round: 32+ bytes
+  // A thread's groups a round: 32 keys of up to 4 bytes, 16 of 8 (64-128 bytes in flight: a
+  // block reads its part of the row in a few rounds, each a wait on memory).
+  constexpr unsigned groups = sizeof(K) >= 8 ? 8 : 32 / group;
   static_assert(group * groups <= 32, "a thread's taken keys are bits of one word");
   __shared__ std::uint32_t staged[capacity];
   __shared__ typename warp_scan::TempStorage scan_storage[THREADS / 32];
@@ -334,14 +342,23 @@ __global__ void __launch_bounds__(THREADS)
       load_row_group(row, start + (index_t{g} * THREADS + threadIdx.x) * group, p.last, aligned,
                      group_keys[g]);
     unsigned taken = 0;  // bit g * group + j: key j of group g is a candidate
+    if (start + index_t{THREADS} * group * groups <= p.last) {  // a whole round: no bounds
 #pragma unroll
-    for (unsigned g = 0; g < groups; ++g)
+      for (unsigned g = 0; g < groups; ++g)
 #pragma unroll
-      for (unsigned j = 0; j < group; ++j) {
-        const index_t i = start + (index_t{g} * THREADS + threadIdx.x) * group + j;
-        if (i < p.last && network::select_code(group_keys[g][j], descending) <= threshold)
-          taken |= 1u << (g * group + j);
-      }
+        for (unsigned j = 0; j < group; ++j)
+          taken |= static_cast<unsigned>(network::select_code(group_keys[g][j], descending) <= threshold)
+                   << (g * group + j);
+    } else {
+#pragma unroll
+      for (unsigned g = 0; g < groups; ++g)
+#pragma unroll
+        for (unsigned j = 0; j < group; ++j) {
+          const index_t i = start + (index_t{g} * THREADS + threadIdx.x) * group + j;
+          if (i < p.last && network::select_code(group_keys[g][j], descending) <= threshold)
+            taken |= 1u << (g * group + j);
+        }
+    }
     unsigned before = 0, warp_total = 0;
     warp_scan(scan_storage[threadIdx.x / 32]).ExclusiveSum(static_cast<unsigned>(__popc(taken)),
                                                            before, warp_total);
