@@ -1,6 +1,5 @@
 // Device helpers for kernels that pick some of their items and append them to an output:
-// values that may be absent (no_value), and output slots reserved (or buckets counted) a warp
-// at a time.
+// values that may be absent (no_value), and output slots reserved a warp at a time.
 #pragma once
 
 #include <cstdint>
@@ -42,17 +41,6 @@ __device__ __forceinline__ Count warp_reserve(bool take, Count* cursor) {
   Count at = 0;
   if (lane == 0 && mask) at = atomicAdd(cursor, static_cast<Count>(__popc(mask)));
   return __shfl_sync(0xffffffffu, at, 0) + static_cast<Count>(__popc(mask & ((1u << lane) - 1)));
-}
-
-// counts[bucket] += 1 for each lane of the warp that counts, one shared atomic per distinct
-// bucket: a row's candidates mostly share their top digits, and atomics of a warp on one
-// address run one after another. Every lane of the warp must call it.
-__device__ __forceinline__ void warp_count(unsigned* counts, unsigned bucket, bool counted) {
-  const unsigned counting = __ballot_sync(0xffffffffu, counted);
-  if (!counted) return;
-  const unsigned peers = __match_any_sync(counting, bucket);
-  if (threadIdx.x % 32 == static_cast<unsigned>(__ffs(peers) - 1))
-    atomicAdd(&counts[bucket], static_cast<unsigned>(__popc(peers)));
 }
 
 }  // namespace gpusort::detail::device

@@ -73,10 +73,8 @@ template <int THREADS, class K, class U>
 __device__ __forceinline__ void count_row_digit(const K* row, index_t first, index_t last,
                                                 bool descending, U prefix, U mask, int shift,
                                                 unsigned digit_mask, unsigned* counts) {
-  // Every lane runs every round: warp_count takes the whole warp.
   constexpr int unroll = loads_in_flight<K>;
-  for (index_t round = first; round < last; round += index_t{THREADS} * unroll) {
-    const index_t start = round + threadIdx.x;
+  for (index_t start = first + threadIdx.x; start < last; start += index_t{THREADS} * unroll) {
     U codes[unroll];
 #pragma unroll
     for (int u = 0; u < unroll; ++u) {
@@ -85,8 +83,8 @@ __device__ __forceinline__ void count_row_digit(const K* row, index_t first, ind
     }
 #pragma unroll
     for (int u = 0; u < unroll; ++u)
-      warp_count(counts, static_cast<unsigned>(codes[u] >> shift) & digit_mask,
-                 start + index_t{THREADS} * u < last && static_cast<U>(codes[u] & mask) == prefix);
+      if (start + index_t{THREADS} * u < last && static_cast<U>(codes[u] & mask) == prefix)
+        atomicAdd(&counts[(codes[u] >> shift) & digit_mask], 1u);
   }
 }
 
@@ -227,12 +225,8 @@ __device__ void block_select(const U* codes, unsigned count, unsigned rank, unsi
   for (int shift = static_cast<int>(sizeof(U) * 8) - 8; shift >= 0; shift -= 8) {
     counts[threadIdx.x] = 0;
     __syncthreads();
-    for (unsigned first = 0; first < count; first += THREADS) {  // every lane: warp_count
-      const unsigned i = first + threadIdx.x;
-      const U code = i < count ? codes[i] : U{0};
-      warp_count(counts, static_cast<unsigned>(code >> shift) & 255u,
-                 i < count && static_cast<U>(code & mask) == prefix);
-    }
+    for (unsigned i = threadIdx.x; i < count; i += THREADS)
+      if (static_cast<U>(codes[i] & mask) == prefix) atomicAdd(&counts[(codes[i] >> shift) & 255u], 1u);
     __syncthreads();
     const unsigned mine = counts[threadIdx.x];
     unsigned before = 0;
