@@ -88,29 +88,31 @@ __device__ __forceinline__ void count_row_digit(const K* row, index_t first, ind
   }
 }
 
-// Buckets of a digit each thread of a 256-thread block scans.
-inline constexpr unsigned row_buckets_per_thread = network::row_digit_buckets / 256;
+// Buckets of a digit each thread of a block of THREADS scans.
+template <int THREADS>
+inline constexpr unsigned row_buckets_per_thread = network::row_digit_buckets / THREADS;
 
 // From the digit's counts (bucket threadIdx.x * row_buckets_per_thread + j in mine[j]), the
 // digit that holds the k-th code: search's prefix, mask, below and done (a row_select_state, or
 // one block's row_search) move on by it. prefix, mask and below are search's, read before.
 template <int THREADS, class U, class Search>
-__device__ __forceinline__ void pick_row_digit(const unsigned (&mine)[row_buckets_per_thread],
+__device__ __forceinline__ void pick_row_digit(const unsigned (&mine)[row_buckets_per_thread<THREADS>],
                                                U prefix, U mask, unsigned below, unsigned k,
                                                int shift, unsigned digit_mask, Search& search) {
-  static_assert(THREADS * row_buckets_per_thread == network::row_digit_buckets);
+  constexpr unsigned per_thread = row_buckets_per_thread<THREADS>;
+  static_assert(THREADS * per_thread == network::row_digit_buckets);
   using scan = cub::BlockScan<unsigned, THREADS>;
   __shared__ typename scan::TempStorage scan_storage;
   unsigned sum = 0;
 #pragma unroll
-  for (unsigned j = 0; j < row_buckets_per_thread; ++j) sum += mine[j];
+  for (unsigned j = 0; j < per_thread; ++j) sum += mine[j];
   unsigned before = 0;
   scan(scan_storage).ExclusiveSum(sum, before);
   const unsigned rank = k - below;  // below < k <= below + keys with the prefix
 #pragma unroll
-  for (unsigned j = 0; j < row_buckets_per_thread; ++j) {
+  for (unsigned j = 0; j < per_thread; ++j) {
     if (before < rank && rank <= before + mine[j]) {
-      const U digit = static_cast<U>(threadIdx.x * row_buckets_per_thread + j);
+      const U digit = static_cast<U>(threadIdx.x * per_thread + j);
       search.prefix = static_cast<U>(prefix | static_cast<U>(digit << shift));
       search.mask = static_cast<U>(mask | static_cast<U>(static_cast<U>(digit_mask) << shift));
       search.below = below + before;
@@ -182,10 +184,10 @@ __global__ void __launch_bounds__(THREADS)
   __threadfence();
   // The row's last block: the digit that holds the k-th, the counts read and zeroed for the
   // next digit.
-  unsigned mine[row_buckets_per_thread];
+  unsigned mine[row_buckets_per_thread<THREADS>];
 #pragma unroll
-  for (unsigned j = 0; j < row_buckets_per_thread; ++j) {
-    const unsigned d = threadIdx.x * row_buckets_per_thread + j;
+  for (unsigned j = 0; j < row_buckets_per_thread<THREADS>; ++j) {
+    const unsigned d = threadIdx.x * row_buckets_per_thread<THREADS> + j;
     mine[j] = d <= digit_mask ? atomicExch(&s.counts[d], 0u) : 0u;
   }
   pick_row_digit<THREADS>(mine, prefix, mask, s.below, k, shift, digit_mask, s);
@@ -211,11 +213,13 @@ __global__ void __launch_bounds__(THREADS)
 
 // The rank-th smallest (1-based, rank <= count) of the codes[0, count) in shared memory, and
 // how many codes lie below it: a radix select in shared memory, 8 bits a pass from the top.
-// Every thread of the block calls it; `counts` is 256 words of shared memory.
+// Every thread of the block calls it; `counts` is 256 words of shared memory, a bucket for
+// each of the block's first 256 threads.
 template <int THREADS, class U>
 __device__ void block_select(const U* codes, unsigned count, unsigned rank, unsigned* counts,
                              U& kth, unsigned& below) {
-  static_assert(THREADS == 256, "one bucket a thread");
+  static_assert(THREADS >= 256, "a bucket for each of the first 256 threads");
+  const bool holds_bucket = threadIdx.x < 256;
   using scan = cub::BlockScan<unsigned, THREADS>;
   __shared__ typename scan::TempStorage scan_storage;
   __shared__ U picked;
@@ -223,12 +227,12 @@ __device__ void block_select(const U* codes, unsigned count, unsigned rank, unsi
   U prefix = 0, mask = 0;
   below = 0;
   for (int shift = static_cast<int>(sizeof(U) * 8) - 8; shift >= 0; shift -= 8) {
-    counts[threadIdx.x] = 0;
+    if (holds_bucket) counts[threadIdx.x] = 0;
     __syncthreads();
     for (unsigned i = threadIdx.x; i < count; i += THREADS)
       if (static_cast<U>(codes[i] & mask) == prefix) atomicAdd(&counts[(codes[i] >> shift) & 255u], 1u);
     __syncthreads();
-    const unsigned mine = counts[threadIdx.x];
+    const unsigned mine = holds_bucket ? counts[threadIdx.x] : 0u;
     unsigned before = 0;
     scan(scan_storage).ExclusiveSum(mine, before);
     const unsigned wanted = rank - below;
@@ -461,6 +465,7 @@ __global__ void __launch_bounds__(THREADS)
                                const std::uint32_t* candidates, K* out_keys, V* out_values) {
   using U = network::ordered_t<K>;
   constexpr unsigned capacity = candidate_capacity<K>;
+  static_assert(capacity % THREADS == 0);
   __shared__ union {
     struct {
       U codes[capacity];
@@ -523,10 +528,10 @@ __global__ void __launch_bounds__(THREADS)
       count_row_digit<THREADS>(in, 0, row_length, descending, prefix, mask, d.shift, digit_mask,
                                shared.counts);
       __syncthreads();
-      unsigned mine[row_buckets_per_thread];
+      unsigned mine[row_buckets_per_thread<THREADS>];
 #pragma unroll
-      for (unsigned j = 0; j < row_buckets_per_thread; ++j) {
-        const unsigned b = threadIdx.x * row_buckets_per_thread + j;
+      for (unsigned j = 0; j < row_buckets_per_thread<THREADS>; ++j) {
+        const unsigned b = threadIdx.x * row_buckets_per_thread<THREADS> + j;
         mine[j] = b <= digit_mask ? shared.counts[b] : 0u;
       }
       pick_row_digit<THREADS>(mine, prefix, mask, below, k, d.shift, digit_mask, search);
@@ -572,6 +577,10 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   constexpr int threads = 256;
+  // The finish is one block a row and a chain of short steps (loads, select passes, a merge
+  // sort): twice the warps of the other kernels, to hide their latency.
+  constexpr int finish_threads = 512;
+  static_assert(4 * finish_threads >= network::row_select_most_k);
   constexpr int width = sizeof(network::ordered_t<K>) * 8;
   const auto kk = static_cast<unsigned>(k);
   for (index_t first = 0; first < rows && e == cudaSuccess; first += batch) {
@@ -588,14 +597,14 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
           batch_keys, row_length, descending, network::sample_rank(k, row_length), states);
       gather_row_candidates_kernel<threads, K><<<grid, threads, 0, stream>>>(
           batch_keys, row_length, per_row, descending, states, lists);
-      if (k <= 256)
-        finish_sampled_rows_kernel<threads, 1><<<blocks, threads, 0, stream>>>(
+      if (k <= finish_threads)
+        finish_sampled_rows_kernel<finish_threads, 1><<<blocks, finish_threads, 0, stream>>>(
             batch_keys, values, row_length, first, kk, descending, states, lists, out_keys, out_values);
-      else if (k <= 1024)
-        finish_sampled_rows_kernel<threads, 4><<<blocks, threads, 0, stream>>>(
+      else if (k <= 2 * finish_threads)
+        finish_sampled_rows_kernel<finish_threads, 2><<<blocks, finish_threads, 0, stream>>>(
             batch_keys, values, row_length, first, kk, descending, states, lists, out_keys, out_values);
       else
-        finish_sampled_rows_kernel<threads, 8><<<blocks, threads, 0, stream>>>(
+        finish_sampled_rows_kernel<finish_threads, 4><<<blocks, finish_threads, 0, stream>>>(
             batch_keys, values, row_length, first, kk, descending, states, lists, out_keys, out_values);
       e = cudaGetLastError();
       continue;
