@@ -340,22 +340,18 @@ __global__ void __launch_bounds__(THREADS)
       load_row_group(row, start + (index_t{g} * THREADS + threadIdx.x) * group, p.last, aligned,
                      group_keys[g]);
     unsigned taken = 0;  // bit g * group + j: key j of group g is a candidate
-    if (start + index_t{THREADS} * group * groups <= p.last) {  // a whole round: no bounds
 #pragma unroll
-      for (unsigned g = 0; g < groups; ++g)
+    for (unsigned g = 0; g < groups; ++g) {
+      // Keys of the group inside the part: all of them but at the part's end (one bounds
+      // check a group, not a key).
+      const index_t first_key = start + (index_t{g} * THREADS + threadIdx.x) * group;
+      const unsigned inside = first_key + group <= p.last ? group
+                              : first_key < p.last    ? static_cast<unsigned>(p.last - first_key)
+                                                      : 0u;
 #pragma unroll
-        for (unsigned j = 0; j < group; ++j)
-          taken |= static_cast<unsigned>(network::select_code(group_keys[g][j], descending) <= threshold)
-                   << (g * group + j);
-    } else {
-#pragma unroll
-      for (unsigned g = 0; g < groups; ++g)
-#pragma unroll
-        for (unsigned j = 0; j < group; ++j) {
-          const index_t i = start + (index_t{g} * THREADS + threadIdx.x) * group + j;
-          if (i < p.last && network::select_code(group_keys[g][j], descending) <= threshold)
-            taken |= 1u << (g * group + j);
-        }
+      for (unsigned j = 0; j < group; ++j)
+        if (j < inside && network::select_code(group_keys[g][j], descending) <= threshold)
+          taken |= 1u << (g * group + j);
     }
     unsigned before = 0, warp_total = 0;
     warp_scan(scan_storage[threadIdx.x / 32]).ExclusiveSum(static_cast<unsigned>(__popc(taken)),
