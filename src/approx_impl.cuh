@@ -83,11 +83,12 @@ inline device::approx_config exact_config(const options& opt, std::uint64_t n,
 template <class K, class P>
 cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
                   std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
-                  const options& opt) {
+                  const options& opt, bool in_order) {
   if (!check_approx_options(opt).empty() || k > n) return cudaErrorInvalidValue;
   // Three sampled intervals split around the k-th key: the keys are read twice, and only
-  // about k of them are sorted. options.intervals and interval_splitters do not apply.
-  const device::approx_config cfg{3, true, opt.direction == order::descending, k};
+  // about k of them are sorted (or, not in order, selected). options.intervals and
+  // interval_splitters do not apply.
+  const device::approx_config cfg{3, true, opt.direction == order::descending, k, in_order};
   if (temp) {
     cudaError_t e = validate_arrays(keys, values, n);
     if (e == cudaSuccess) e = validate_arrays(out_keys, out_values, k);
@@ -100,9 +101,10 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* v
 // top_k with the keys' positions as values (P: the payload of the index type).
 template <class K, class P>
 cudaError_t top_k_positions(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
-                            K* out_keys, P* out_positions, std::uint64_t k, const options& opt) {
+                            K* out_keys, P* out_positions, std::uint64_t k, const options& opt,
+                            bool in_order) {
   if (!check_approx_options(opt).empty() || k > n) return cudaErrorInvalidValue;
-  const device::approx_config cfg{3, true, opt.direction == order::descending, k};
+  const device::approx_config cfg{3, true, opt.direction == order::descending, k, in_order};
   if (temp) {
     cudaError_t e = validate_arrays(keys, static_cast<const no_value*>(nullptr), n);
     if (e == cudaSuccess) e = validate_arrays(out_keys, out_positions, k);
@@ -247,7 +249,7 @@ approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uin
                                                           std::uint64_t*, const options&);   \
   template cudaError_t gpusort::detail::top_k<K, P>(void*, std::size_t&, const K*, const P*,  \
                                                     std::uint64_t, K*, P*, std::uint64_t,    \
-                                                    const options&);                         \
+                                                    const options&, bool);                   \
   template cudaError_t gpusort::detail::approx_refine<K, P>(void*, std::size_t&, K*, P*,      \
                                                             std::uint64_t, const options&);  \
   template void gpusort::detail::cpu_approx_sort<K, P>(const K*, K*, const P*, P*,            \
@@ -278,10 +280,10 @@ approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uin
       const K*, std::uint64_t, const std::uint64_t*, const options&);                         \
   template cudaError_t gpusort::detail::top_k_positions<K, gpusort::detail::payload<4>>(      \
       void*, std::size_t&, const K*, std::uint64_t, K*, gpusort::detail::payload<4>*,         \
-      std::uint64_t, const options&);                                                         \
+      std::uint64_t, const options&, bool);                                                   \
   template cudaError_t gpusort::detail::top_k_positions<K, gpusort::detail::payload<8>>(      \
       void*, std::size_t&, const K*, std::uint64_t, K*, gpusort::detail::payload<8>*,         \
-      std::uint64_t, const options&);                                                         \
+      std::uint64_t, const options&, bool);                                                   \
   GPUSORT_INSTANTIATE_TOP_K_ROWS_POSITIONS(K)                                                 \
   GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::no_value)                                    \
   GPUSORT_INSTANTIATE_APPROX(K, gpusort::detail::payload<4>)                                  \

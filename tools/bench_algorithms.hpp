@@ -10,7 +10,8 @@
 namespace gpusort::tools {
 
 // The methods of approx.hpp that do not sort the whole array (GPU, single arrays only).
-inline constexpr std::string_view partial_methods[] = {"approx", "approx_sampled", "top_k"};
+inline constexpr std::string_view partial_methods[] = {"approx", "approx_sampled", "top_k",
+                                                        "select_k"};
 // The baselines that sort on the host, with or without a GPU, single arrays or segments.
 inline constexpr std::string_view host_sorts[] = {"std_sort", "cpu_parallel"};
 

@@ -1,6 +1,6 @@
 // How bench calls each algorithm on a point, times it (bench_timing.hpp) and verifies the
 // result (bench_verify.hpp). The device sorts go through their workspace queries and sort the
-// work buffer in place; approx, approx_sampled, top_k and (with --segments) top_k_rows
+// work buffer in place; approx, approx_sampled, top_k, select_k and (with --segments) top_k_rows
 // (approx.hpp) read the work buffer and write to output buffers of their own, and are
 // verified by what they promise, not as full sorts. The host sorts (std_sort, cpu_parallel)
 // and the CPU backend sort host copies of the input.
@@ -55,7 +55,7 @@ class sort_runner {
       opt.interval_splitters = name == "approx" ? splitters::linear : splitters::sampled;
       return time_approx(name, opt, p, *device);
     }
-    if (name == "top_k") return time_top_k(opt, p, *device);
+    if (name == "top_k" || name == "select_k") return time_top_k(name, opt, p, *device);
     parse_method(name, opt);
     return time_library(opt, p, *device);
   }
@@ -169,25 +169,37 @@ class sort_runner {
         problem, p.n * record_bytes<K>(p.input.pairs) + offset_count * sizeof(std::uint64_t));
   }
 
-  // The k (--k, at most n) first keys; the output counts as extra bytes, as for approx.
+  // top_k or select_k: the k (--k, at most n) first keys (select_k's in no order, and the
+  // k-th key); the output counts as extra bytes, as for approx.
   template <class K>
-  measurement time_top_k(const options& opt, const point<K>& p, device_input<K>& d) {
+  measurement time_top_k(const std::string& name, const options& opt, const point<K>& p,
+                         device_input<K>& d) {
+    const bool select = name == "select_k";
     const std::uint64_t k = std::min(config_.k, p.n);
-    device_records<K> out(k, p.input.pairs);
-    if (out.failed()) return measurement("top_k", "not enough device memory for its output");
+    device_records<K> out(k, p.input.pairs), kth(1, false);
+    if (out.failed() || kth.failed())
+      return measurement(name, "not enough device memory for its output");
     const K* keys = d.keys();
     const std::uint32_t* values = d.values();
     K* out_keys = out.keys.template as<K>();
     std::uint32_t* out_values = out.values.template as<std::uint32_t>();
+    K* kth_key = kth.keys.template as<K>();
     return time_with_workspace(
-        "top_k", p, d,
+        name, p, d,
         [&](void* temp, std::size_t& bytes) {
+          if (select)
+            return p.input.pairs ? select_k_pairs(temp, bytes, keys, values, p.n, out_keys,
+                                                  out_values, k, kth_key, opt)
+                                 : select_k_keys(temp, bytes, keys, p.n, out_keys, k, kth_key, opt);
           return p.input.pairs
                      ? top_k_pairs(temp, bytes, keys, values, p.n, out_keys, out_values, k, opt)
                      : top_k_keys(temp, bytes, keys, p.n, out_keys, k, opt);
         },
         [&] {
-          return top_k_problem(p, copy_to_host<K>(out.keys, out.values, k, p.input.pairs), p.n);
+          records<K> result = copy_to_host<K>(out.keys, out.values, k, p.input.pairs);
+          if (!select) return top_k_problem(p, result, p.n);
+          const K last = k ? copy_to_host<K>(kth.keys, kth.values, 1, false).keys[0] : K{};
+          return select_k_problem(p, std::move(result), last);
         },
         k * record_bytes<K>(p.input.pairs));
   }

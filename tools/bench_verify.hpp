@@ -153,6 +153,28 @@ std::string top_k_problem(const point<K>& p, const records<K>& result, std::uint
   return {};
 }
 
+// select_k's (single array): the k first keys in any order, as top_k_problem checks them once
+// sorted (values along), and `kth` the largest of them (bitwise).
+template <class K>
+std::string select_k_problem(const point<K>& p, records<K> result, K kth) {
+  const std::uint64_t k = result.keys.size();
+  std::vector<std::uint64_t> order(k);
+  for (std::uint64_t i = 0; i < k; ++i) order[i] = i;
+  std::ranges::stable_sort(order, [&](std::uint64_t a, std::uint64_t b) {
+    return less<K>{}(result.keys[a], result.keys[b]);
+  });
+  records<K> sorted = result;
+  for (std::uint64_t i = 0; i < k; ++i) {
+    sorted.keys[i] = result.keys[order[i]];
+    if (result.pairs) sorted.values[i] = result.values[order[i]];
+  }
+  std::string problem = top_k_problem(p, sorted, p.n);
+  if (problem.empty() && k > 0 &&
+      key_traits<K>::ordered(kth) != key_traits<K>::ordered(sorted.keys[k - 1]))
+    problem = "the k-th key is not the largest of the k";
+  return problem;
+}
+
 // The verdicts of a whole benchmark run: right results counted, wrong ones reported loudly.
 class verdict_tally {
  public:

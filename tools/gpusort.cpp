@@ -203,7 +203,8 @@ after 2 warm-up runs, and the median of --reps runs is reported with the runs' s
 every result is verified. approx and approx_sampled (linear or sampled splitters)
 approximately sort into a second buffer, checked for intervals in order; top_k writes the
 k first keys (with --segments, top_k_rows those of every segment), checked against
-std::sort. Their extra bytes count that output. sort_segmented_indices (--pairs u32 only)
+std::sort; select_k the same keys in any order and the k-th, checked once sorted. Their
+extra bytes count that output. sort_segmented_indices (--pairs u32 only)
 writes each key's position in its segment into the value buffer, as an argsort. The host
 sorts: std_sort, and cpu_parallel, GCC's parallel mode sort on all cores (segments: spread
 over the cores, one sorted by each). Without a CUDA device, the CPU backend (bitonic) is

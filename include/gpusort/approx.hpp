@@ -67,13 +67,15 @@ template <class K, class P>
 cudaError_t approx_sort(void* temp, std::size_t& temp_bytes, const K* keys, K* out_keys,
                         const P* values, P* out_values, std::uint64_t n,
                         std::uint64_t* offsets, const options& opt);
+// in_order false: the k in no order, selected without a sort (select_k).
 template <class K, class P>
 cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
                   std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
-                  const options& opt);
+                  const options& opt, bool in_order = true);
 template <class K, class P>
 cudaError_t top_k_positions(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
-                            K* out_keys, P* out_positions, std::uint64_t k, const options& opt);
+                            K* out_keys, P* out_positions, std::uint64_t k, const options& opt,
+                            bool in_order = true);
 template <class K, class P>
 cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
                        std::uint64_t rows, std::uint64_t row_length, K* out_keys, P* out_values,
@@ -123,12 +125,14 @@ void cpu_narrow_top_k(const K* keys, const P* values, std::uint64_t rows,
 template <class K, class P>
 cudaError_t top_k_any_key(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
                           std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
-                          const options& opt) {
+                          const options& opt, bool in_order = true) {
+  // Narrow keys come out in order either way (their top-k runs on widened keys).
   if constexpr (narrow_key<K>)
     return detail::narrow_top_k<K, P>(temp, temp_bytes, keys, values, 1, n, false, false,
                                       out_keys, out_values, k, opt);
   else
-    return detail::top_k<K, P>(temp, temp_bytes, keys, values, n, out_keys, out_values, k, opt);
+    return detail::top_k<K, P>(temp, temp_bytes, keys, values, n, out_keys, out_values, k, opt,
+                               in_order);
 }
 template <class K, class P>
 cudaError_t top_k_positions_any_key(void* temp, std::size_t& temp_bytes, const K* keys,
@@ -256,35 +260,47 @@ cudaError_t top_k_indices(void* temp, std::size_t& temp_bytes, const K* keys, N 
 }
 
 namespace detail {
-// select_k's k-th key: the last of top_k's k keys, copied on the stream once they are there.
-template <class K>
-cudaError_t copy_kth_key(cudaError_t e, const void* temp, const K* out_keys, std::uint64_t k,
-                         K* kth_key, cudaStream_t stream) {
+// The k first keys (in order, or as select_k leaves them) and the k-th key to *kth_key
+// (device), copied on the stream once it is there: out_keys[k - 1] either way (a selection
+// puts the keys equal to the k-th last).
+template <class K, class P>
+cudaError_t top_k_with_kth(void* temp, std::size_t& temp_bytes, const K* keys, const P* values,
+                           std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
+                           K* kth_key, const options& opt, bool in_order) {
+  const cudaError_t e = never_zero(
+      temp, temp_bytes,
+      top_k_any_key<K, P>(temp, temp_bytes, keys, values, n, out_keys, out_values, k, opt,
+                          in_order));
   if (e != cudaSuccess || !temp || k == 0) return e;
   if (!kth_key) return cudaErrorInvalidValue;
   return cudaMemcpyAsync(kth_key, out_keys + (k - 1), sizeof(K), cudaMemcpyDeviceToDevice,
-                         stream);
+                         opt.stream);
 }
 }  // namespace detail
 
 // The k smallest keys (descending: the k largest) to out_keys[0, k) in no promised order, and
 // the k-th of them (the largest of the k; descending, the smallest) to *kth_key (device): what
-// std::nth_element leaves, torch.topk(sorted=False) and its threshold. Today through top_k, so
-// the keys come out in order; a selection that skips the candidates' sort is the next step.
-// k = 0 writes nothing. The workspace is top_k's.
+// std::nth_element leaves, torch.topk(sorted=False) and its threshold. top_k's sampled gather,
+// then a radix select among its candidates instead of their sort (narrow keys: top_k's sorted
+// answer). k = 0 writes nothing. The workspace is top_k's.
 template <sortable_key K, std::integral N>
 cudaError_t select_k_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
                           std::uint64_t k, K* kth_key, const options& opt = {}) {
-  const cudaError_t e = top_k_keys(temp, temp_bytes, keys, n, out_keys, k, opt);
-  return detail::copy_kth_key(e, temp, out_keys, k, kth_key, opt.stream);
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  return detail::top_k_with_kth<K, detail::no_value>(temp, temp_bytes, keys, nullptr,
+                                                     static_cast<std::uint64_t>(n), out_keys,
+                                                     nullptr, k, kth_key, opt, false);
 }
 
 template <sortable_key K, detail::supported_value V, std::integral N>
 cudaError_t select_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
                            N n, K* out_keys, V* out_values, std::uint64_t k, K* kth_key,
                            const options& opt = {}) {
-  const cudaError_t e = top_k_pairs(temp, temp_bytes, keys, values, n, out_keys, out_values, k, opt);
-  return detail::copy_kth_key(e, temp, out_keys, k, kth_key, opt.stream);
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  using P = detail::payload_of<V>;
+  return detail::top_k_with_kth<K, P>(temp, temp_bytes, keys, reinterpret_cast<const P*>(values),
+                                      static_cast<std::uint64_t>(n), out_keys,
+                                      reinterpret_cast<P*>(out_values), k, kth_key, opt, false);
 }
 
 // Every row of a rows x row_length matrix (row-major, contiguous): its k smallest keys
@@ -489,10 +505,10 @@ approx_quality measure_approx(const std::vector<K>& keys, const std::vector<std:
 
 namespace detail {
 // top_k's and select_k's device call: the k = out_keys.size() first keys of the sorted order
-// into out_keys (sorted), the k-th key returned.
+// into out_keys (in order, or as select_k leaves them), the k-th key returned.
 template <class K>
 K top_k_on_device(std::span<const K> keys, std::span<K> out_keys, const options& opt,
-                  const char* name) {
+                  const char* name, bool in_order) {
   const std::uint64_t n = keys.size(), k = out_keys.size();
   const std::string what = describe_call(name, opt, key_name<K>, n);
   if (k > n)
@@ -502,7 +518,8 @@ K top_k_on_device(std::span<const K> keys, std::span<K> out_keys, const options&
   check_device_array(out_keys.data(), k, sizeof(K), alignof(K), "out_keys");
   device_buffer<K> kth(1, opt, what);
   run_core(what, opt, [&](void* t, std::size_t& b) {
-    return select_k_keys(t, b, keys.data(), n, out_keys.data(), k, kth.get(), opt);
+    return top_k_with_kth<K, no_value>(t, b, keys.data(), nullptr, n, out_keys.data(), nullptr, k,
+                                       kth.get(), opt, in_order);
   });
   K result{};
   if (k) copy_and_wait(&result, kth.get(), sizeof(K), cudaMemcpyDeviceToHost, opt,
@@ -516,7 +533,7 @@ K top_k_on_device(std::span<const K> keys, std::span<K> out_keys, const options&
 // NaNs count as the largest keys here whatever options::nans (torch.topk's convention).
 template <sortable_key K>
 K top_k(std::span<const K> keys, std::span<K> out_keys, const options& opt = {}) {
-  return detail::top_k_on_device(keys, out_keys, opt, "gpusort::top_k");
+  return detail::top_k_on_device(keys, out_keys, opt, "gpusort::top_k", true);
 }
 
 // The same for host keys, into a host vector: on the GPU if there is one, else on the CPU.
@@ -554,7 +571,7 @@ struct selection {
 // promised order; returns the k-th of them (K{} when out_keys is empty). Waits. Throws.
 template <sortable_key K>
 K select_k(std::span<const K> keys, std::span<K> out_keys, const options& opt = {}) {
-  return detail::top_k_on_device(keys, out_keys, opt, "gpusort::select_k");
+  return detail::top_k_on_device(keys, out_keys, opt, "gpusort::select_k", false);
 }
 
 // The same for host keys: on the GPU if there is one, else on the CPU.

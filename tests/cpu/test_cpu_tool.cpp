@@ -714,10 +714,11 @@ TEST_F(Tool, BenchTimesSegments) {
   EXPECT_GE(rows, 12);  // 2 sizes x 3 layouts x (at least) 2 algorithms
 }
 
-// approx, approx_sampled and top_k: timed and verified on a GPU, skipped without one.
+// approx, approx_sampled, top_k and select_k: timed and verified on a GPU, skipped without
+// one.
 TEST_F(Tool, BenchApproximateMethods) {
   const outcome bench = run("bench --sizes 1000,2^12 --dists uniform,gaussian --pairs u32 "
-                            "--reps 2 --algos approx,approx_sampled,top_k,std_sort "
+                            "--reps 2 --algos approx,approx_sampled,top_k,select_k,std_sort "
                             "--intervals 64 --k 2000 --csv " + file("a.csv"));
   ASSERT_EQ(bench.code, 0) << bench.out << bench.err;
   EXPECT_NE(bench.out.find("verified"), std::string::npos) << bench.out;
@@ -731,10 +732,13 @@ TEST_F(Tool, BenchApproximateMethods) {
     timed.insert(line.substr(0, line.find(',')));
   }
   if (gpu) {
-    EXPECT_EQ(timed, (std::set<std::string>{"approx", "approx_sampled", "top_k", "std_sort"}));
+    EXPECT_EQ(timed, (std::set<std::string>{"approx", "approx_sampled", "top_k", "select_k",
+                                            "std_sort"}));
   } else {
     EXPECT_EQ(timed, std::set<std::string>{"std_sort"});
     EXPECT_NE(bench.out.find("skipping top_k: needs a CUDA device"), std::string::npos)
+        << bench.out;
+    EXPECT_NE(bench.out.find("skipping select_k: needs a CUDA device"), std::string::npos)
         << bench.out;
   }
 }

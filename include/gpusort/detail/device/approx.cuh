@@ -39,6 +39,7 @@ struct approx_config {
   bool sampled = false;
   bool descending = false;
   index_t focus_k = 0;  // top_k: 3 sampled intervals split around the k-th key
+  bool in_order = true;  // top_k: the k sorted; else (select_k) in no order, with no sort
 };
 
 template <class K, class V>
@@ -661,6 +662,8 @@ __global__ void emit_candidates_kernel(const K* keys, const V* values, const I* 
 // sorts the candidates themselves with the segmented sort instead (SortSegments, as in
 // approx_refine). No host sync; the launches depend on n and k only. Values: const V* (the
 // values of the keys), or positions<V> (their positions, generated).
+// With cfg.in_order false (select_k), a second radix select, over the candidates (a few more
+// than k), puts the k first of them in out in no order instead: no sort.
 // Workspace: the candidates (keys, values, codes and places), the sampling's, the sort's.
 template <class K, class V, class SortCodes, class SortSegments, class Values = const V*>
 cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values values,
@@ -687,7 +690,7 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
   // Zeroed together with the radix select's state, by one memset.
   struct counters {
     std::uint64_t bounds[3];
-    radix_select_state select;
+    radix_select_state select, select_candidates;
   };
   auto* zeroed = b.take<counters>(1);
   std::uint64_t* bounds = zeroed ? zeroed->bounds : nullptr;
@@ -725,6 +728,10 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
     e = radix_select_fallback<K, V>(keys, values, n, k, cfg.descending, bounds + 1, capacity,
                               select_state, buffer_keys, buffer_values, bounds + 2, stream);
   if (e != cudaSuccess) return e;
+  if (!cfg.in_order)  // the k first of the bounds[2] candidates (at least k), as they come
+    return radix_select<K, V>(buffer_keys, static_cast<const V*>(buffer_values),
+                              select_input{capacity, bounds + 2, nullptr, 0}, k, cfg.descending,
+                              &zeroed->select_candidates, out_keys, out_values, nullptr, stream);
   if (!sort_places) {
     const network::segment_list candidates{bounds, bounds + 2, 1, 0, 8};
     e = sort_segments(scratch, sort_bytes, buffer_keys, buffer_values, capacity, candidates,

@@ -4,9 +4,11 @@
 // picks the digit (network::pick_digit). A last pass gathers every key before the k-th and as
 // many keys equal to it as k needs. It reads the keys bits / 8 + 1 times, on any input.
 //
-// top_k's fallback: every kernel first reads how many candidates the sampled gather found and
-// returns at once when that is a usable count (k to capacity), so in the usual case the
-// fallback costs its launches only and the host never waits for the count.
+// Two uses (select_input says which): top_k's fallback, whose every kernel first reads how
+// many candidates the sampled gather found and returns at once when that is a usable count (k
+// to capacity), so that in the usual case the fallback costs its launches only and the host
+// never waits for the count; and select_k's selection among those candidates, as many as the
+// device counted.
 #pragma once
 
 #include <cstdint>
@@ -37,15 +39,31 @@ __device__ __forceinline__ bool select_needed(std::uint64_t gathered, index_t k,
   return gathered < k || gathered > capacity;
 }
 
+// The keys a radix select reads, and whether it runs at all (device counts, read by every
+// kernel, so that the host never waits for them).
+struct select_input {
+  index_t n;                        // keys[0, n), or the first *count of them
+  const std::uint64_t* count;       // device: how many keys there are (null: n)
+  const std::uint64_t* gathered;    // device: run only where select_needed(*gathered, k,
+  index_t capacity;                 //   capacity) (null: always)
+
+  __device__ __forceinline__ index_t size() const {
+    return count && *count < n ? static_cast<index_t>(*count) : n;
+  }
+  __device__ __forceinline__ bool runs(index_t k) const {
+    return !gathered || select_needed(*gathered, k, capacity);
+  }
+};
+
 // One digit: counts the keys that share the prefix found so far by their digit at `shift`;
 // the last block to finish picks the digit holding the rank-th key.
 template <int THREADS, class K>
 __global__ void __launch_bounds__(THREADS)
-    select_digit_kernel(const K* keys, index_t n, bool descending, int shift,
-                        const std::uint64_t* gathered, index_t k, index_t capacity,
-                        radix_select_state* state) {
+    select_digit_kernel(const K* keys, select_input input, bool descending, int shift,
+                        index_t k, radix_select_state* state) {
   using U = network::ordered_t<K>;
-  if (!select_needed(*gathered, k, capacity)) return;
+  if (!input.runs(k)) return;
+  const index_t n = input.size();
   __shared__ unsigned counts[select_buckets];
   __shared__ unsigned long long totals[select_buckets];
   __shared__ bool last;
@@ -82,18 +100,18 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 // The last pass: keys before the k-th to out[0, below), and the first keys equal to it to
-// out[below, k); writes k (or, with nothing to select, the gathered count) to *count.
+// out[below, k). Writes to *out_count (unless null) the keys out: k, or, where the select does
+// not run, the gathered count.
 template <int THREADS, class K, class V, class Values>
 __global__ void __launch_bounds__(THREADS)
-    select_gather_kernel(const K* keys, Values values, index_t n, bool descending,
-                         const std::uint64_t* gathered, index_t k, index_t capacity,
-                         radix_select_state* state, K* out_keys, V* out_values,
-                         std::uint64_t* count) {
+    select_gather_kernel(const K* keys, Values values, select_input input, bool descending,
+                         index_t k, radix_select_state* state, K* out_keys, V* out_values,
+                         std::uint64_t* out_count) {
   using U = network::ordered_t<K>;
-  const std::uint64_t found = *gathered;
-  const bool needed = select_needed(found, k, capacity);
-  if (blockIdx.x == 0 && threadIdx.x == 0) *count = needed ? k : found;
+  const bool needed = input.runs(k);
+  if (out_count && blockIdx.x == 0 && threadIdx.x == 0) *out_count = needed ? k : *input.gathered;
   if (!needed) return;
+  const index_t n = input.size();
   const U kth = static_cast<U>(state->prefix);
   const index_t below = state->below, equal_wanted = k - below;
   // Whole warps walk the keys, so that every lane takes part in the reservations.
@@ -118,32 +136,43 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
-// Launches the radix select of the k first keys of keys[0, n) into out (room for capacity),
-// active only if *gathered is not in [k, capacity]; *count receives the usable count.
-// state: a radix_select_state in device memory, zeroed on the stream before. Values: const V*,
-// or positions<V>.
+// Launches the radix select of the k first keys of `input` into out_keys[0, k) (and
+// out_values), in no order; k must be at most the input's size where it runs. state: a
+// radix_select_state in device memory, zeroed on the stream before. Values: const V*, or
+// positions<V>. out_count: as select_gather_kernel's.
 template <class K, class V, class Values>
-cudaError_t radix_select_fallback(const K* keys, Values values, index_t n, index_t k,
-                                  bool descending, const std::uint64_t* gathered,
-                                  index_t capacity, radix_select_state* state, K* out_keys,
-                                  V* out_values, std::uint64_t* count, cudaStream_t stream) {
+cudaError_t radix_select(const K* keys, Values values, select_input input, index_t k,
+                         bool descending, radix_select_state* state, K* out_keys, V* out_values,
+                         std::uint64_t* out_count, cudaStream_t stream) {
   constexpr int threads = 256;
   const unsigned wanted = static_cast<unsigned>(
-      std::min<index_t>((n + threads - 1) / threads, index_t{1} << 20));
+      std::min<index_t>((input.n + threads - 1) / threads, index_t{1} << 20));
   unsigned blocks = 0;
   cudaError_t e = resident_blocks(select_digit_kernel<threads, K>, threads, 0, blocks);
   if (e != cudaSuccess) return e;
   blocks = std::max(1u, std::min(blocks, wanted));
   for (int shift = static_cast<int>(sizeof(network::ordered_t<K>) * 8) - select_digit_bits;
        shift >= 0; shift -= select_digit_bits) {
-    select_digit_kernel<threads, K><<<blocks, threads, 0, stream>>>(keys, n, descending, shift,
-                                                                    gathered, k, capacity, state);
+    select_digit_kernel<threads, K><<<blocks, threads, 0, stream>>>(keys, input, descending,
+                                                                    shift, k, state);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
   select_gather_kernel<threads, K, V, Values><<<blocks, threads, 0, stream>>>(
-      keys, values, n, descending, gathered, k, capacity, state, out_keys, out_values, count);
+      keys, values, input, descending, k, state, out_keys, out_values, out_count);
   return cudaGetLastError();
+}
+
+// top_k's fallback: the radix select of the k first keys of keys[0, n) into out (room for
+// capacity), active only if *gathered is not in [k, capacity]; *count receives the usable
+// count.
+template <class K, class V, class Values>
+cudaError_t radix_select_fallback(const K* keys, Values values, index_t n, index_t k,
+                                  bool descending, const std::uint64_t* gathered,
+                                  index_t capacity, radix_select_state* state, K* out_keys,
+                                  V* out_values, std::uint64_t* count, cudaStream_t stream) {
+  return radix_select<K, V>(keys, values, select_input{n, nullptr, gathered, capacity}, k,
+                            descending, state, out_keys, out_values, count, stream);
 }
 
 }  // namespace gpusort::detail::device
