@@ -118,7 +118,7 @@ ctest --test-dir "$build" --output-on-failure -L "^gpu$" -j 2 --timeout 900 >>"$
   --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \
   --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
 bench_rc=$?
-"$build/tools/gpusort" bench --algos approx,approx_sampled,approx_refine,top_k,cub_radix \
+"$build/tools/gpusort" bench --algos approx,approx_sampled,approx_refine,top_k,select_k,cub_radix \
   --types u32,f32 --dists uniform,zipf --sizes 2^20,2^24 --reps 10 \
   --csv "$logs/bench-approx.csv" >>"$logs/bench.log" 2>&1 || bench_rc=1
 # Records with a user comparator against thrust::sort and CUB's merge sort with it.
