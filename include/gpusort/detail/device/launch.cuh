@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -22,6 +23,45 @@ cudaError_t resident_blocks(Kernel kernel, int threads, int smem_bytes, unsigned
   if (e == cudaSuccess)
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes);
   blocks = static_cast<unsigned>(sms * (per_sm > 0 ? per_sm : 1));
+  return e;
+}
+
+// Programmatic dependent launch (compute capability 9.0 and later): a kernel launched by
+// launch_overlapping may start before the kernel ahead of it on the stream has finished (once
+// every block of that one has called let_next_grid_start, or exited), and must call
+// wait_for_previous_grid before it reads what that kernel wrote or writes what it reads; what
+// earlier launches wrote it may read at once. Elsewhere (overlap false, older devices) it is
+// an ordinary launch and the two calls do nothing.
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
+}
+__device__ __forceinline__ void let_next_grid_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+template <class... Params, class... Args>
+cudaError_t launch_overlapping(bool overlap, void (*kernel)(Params...), dim3 grid, dim3 block,
+                               cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = overlap ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+// Whether the current device takes launch_overlapping's overlap.
+inline cudaError_t overlapping_launches(bool& supported) {
+  int device = 0, major = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  supported = e == cudaSuccess && major >= 9;
   return e;
 }
 

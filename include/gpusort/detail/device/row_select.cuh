@@ -270,6 +270,7 @@ __global__ void __launch_bounds__(THREADS)
   constexpr unsigned samples = network::row_samples;
   __shared__ U codes[samples];
   __shared__ unsigned counts[256];
+  let_next_grid_start();  // the gather loads its first keys meanwhile
   const K* row = keys + index_t{blockIdx.x} * row_length;
   static_assert(samples % THREADS == 0);
   K sample[samples / THREADS];  // every load in flight before the first is used
@@ -326,7 +327,10 @@ __global__ void __launch_bounds__(THREADS)
   __syncthreads();
   const row_part p = part_of_row(blocks_per_row, row_length);
   sampled_row_state& s = states[p.row];
-  const U threshold = static_cast<U>(s.threshold);
+  // The threshold kernel may still run (launch_overlapping): its state is read once the first
+  // round's keys are loaded.
+  U threshold{};
+  bool waited = false;
   const K* row = keys + p.row * row_length;
   const bool aligned = reinterpret_cast<std::uintptr_t>(row + p.first) % 16 == 0;
   const unsigned lane = threadIdx.x % 32;
@@ -339,6 +343,11 @@ __global__ void __launch_bounds__(THREADS)
     for (unsigned g = 0; g < groups; ++g)
       load_row_group(row, start + (index_t{g} * THREADS + threadIdx.x) * group, p.last, aligned,
                      group_keys[g]);
+    if (!waited) {
+      wait_for_previous_grid();
+      threshold = static_cast<U>(s.threshold);
+      waited = true;
+    }
     unsigned taken = 0;  // bit g * group + j: key j of group g is a candidate
 #pragma unroll
     for (unsigned g = 0; g < groups; ++g) {
@@ -367,6 +376,7 @@ __global__ void __launch_bounds__(THREADS)
                                                 bit % group);
     }
   }
+  if (!waited) wait_for_previous_grid();  // the threshold kernel zeroes s.candidates
   __syncthreads();
   const unsigned count = staged_count;
   if (threadIdx.x == 0) base = atomicAdd(&s.candidates, count);
@@ -476,6 +486,7 @@ __global__ void __launch_bounds__(THREADS)
   __shared__ row_search search;
   const index_t row = blockIdx.x;
   const K* in = keys + row * row_length;
+  wait_for_previous_grid();  // launch_overlapping: the gather's candidates
   const unsigned found = states[row].candidates;
   if (threadIdx.x < 2) taken[threadIdx.x] = 0;
   if (found >= k && found <= capacity) {
@@ -579,6 +590,9 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
   static_assert(4 * finish_threads >= network::row_select_most_k);
   constexpr int width = sizeof(network::ordered_t<K>) * 8;
   const auto kk = static_cast<unsigned>(k);
+  // The sampled path's gather and finish start while the kernel before them ends.
+  bool overlap = false;
+  if (e == cudaSuccess) e = overlapping_launches(overlap);
   for (index_t first = 0; first < rows && e == cudaSuccess; first += batch) {
     const index_t count = rows - first < batch ? rows - first : batch;
     const auto per_row = static_cast<unsigned>(
@@ -591,18 +605,19 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
       auto* states = static_cast<sampled_row_state*>(temp);
       sample_row_threshold_kernel<threads, K><<<blocks, threads, 0, stream>>>(
           batch_keys, row_length, descending, network::sample_rank(k, row_length), states);
-      gather_row_candidates_kernel<threads, K><<<grid, threads, 0, stream>>>(
-          batch_keys, row_length, per_row, descending, states, lists);
-      if (k <= finish_threads)
-        finish_sampled_rows_kernel<finish_threads, 1><<<blocks, finish_threads, 0, stream>>>(
-            batch_keys, values, row_length, first, kk, descending, states, lists, out_keys, out_values);
-      else if (k <= 2 * finish_threads)
-        finish_sampled_rows_kernel<finish_threads, 2><<<blocks, finish_threads, 0, stream>>>(
-            batch_keys, values, row_length, first, kk, descending, states, lists, out_keys, out_values);
-      else
-        finish_sampled_rows_kernel<finish_threads, 4><<<blocks, finish_threads, 0, stream>>>(
-            batch_keys, values, row_length, first, kk, descending, states, lists, out_keys, out_values);
       e = cudaGetLastError();
+      if (e == cudaSuccess)
+        e = launch_overlapping(overlap, gather_row_candidates_kernel<threads, K>, grid, threads,
+                               stream, batch_keys, row_length, per_row, descending, states,
+                               lists);
+      const auto finish = k <= finish_threads       ? finish_sampled_rows_kernel<finish_threads, 1, K, Values, V>
+                          : k <= 2 * finish_threads ? finish_sampled_rows_kernel<finish_threads, 2, K, Values, V>
+                                                    : finish_sampled_rows_kernel<finish_threads, 4, K, Values, V>;
+      if (e == cudaSuccess)
+        e = launch_overlapping(overlap, finish, blocks, finish_threads, stream, batch_keys, values,
+                               row_length, first, kk, descending,
+                               static_cast<const sampled_row_state*>(states),
+                               static_cast<const std::uint32_t*>(lists), out_keys, out_values);
       continue;
     }
     auto* states = static_cast<row_select_state*>(temp);
