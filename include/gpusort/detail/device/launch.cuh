@@ -56,12 +56,21 @@ cudaError_t launch_overlapping(bool overlap, void (*kernel)(Params...), dim3 gri
   config.numAttrs = overlap ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
-// Whether the current device takes launch_overlapping's overlap.
-inline cudaError_t overlapping_launches(bool& supported) {
+// Whether `kernels` may be launched overlapping on the current device: it takes the overlap
+// (9.0 or later), and each kernel's code was made for 9.0 or later, where its wait is real
+// (code JIT-compiled from an older PTX has none: it must not start early).
+template <class... Kernels>
+cudaError_t overlapping_launches(bool& supported, Kernels... kernels) {
   int device = 0, major = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
   supported = e == cudaSuccess && major >= 9;
+  const auto made_for_9 = [&](auto kernel) {
+    cudaFuncAttributes attributes{};
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attributes, kernel);
+    return e == cudaSuccess && attributes.ptxVersion >= 90;
+  };
+  supported = supported && (made_for_9(kernels) && ...);
   return e;
 }
 

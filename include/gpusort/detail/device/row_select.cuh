@@ -591,8 +591,12 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
   constexpr int width = sizeof(network::ordered_t<K>) * 8;
   const auto kk = static_cast<unsigned>(k);
   // The sampled path's gather and finish start while the kernel before them ends.
+  const auto finish = k <= finish_threads       ? finish_sampled_rows_kernel<finish_threads, 1, K, Values, V>
+                      : k <= 2 * finish_threads ? finish_sampled_rows_kernel<finish_threads, 2, K, Values, V>
+                                                : finish_sampled_rows_kernel<finish_threads, 4, K, Values, V>;
   bool overlap = false;
-  if (e == cudaSuccess) e = overlapping_launches(overlap);
+  if (e == cudaSuccess && sampled)
+    e = overlapping_launches(overlap, gather_row_candidates_kernel<threads, K>, finish);
   for (index_t first = 0; first < rows && e == cudaSuccess; first += batch) {
     const index_t count = rows - first < batch ? rows - first : batch;
     const auto per_row = static_cast<unsigned>(
@@ -610,9 +614,6 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
         e = launch_overlapping(overlap, gather_row_candidates_kernel<threads, K>, grid, threads,
                                stream, batch_keys, row_length, per_row, descending, states,
                                lists);
-      const auto finish = k <= finish_threads       ? finish_sampled_rows_kernel<finish_threads, 1, K, Values, V>
-                          : k <= 2 * finish_threads ? finish_sampled_rows_kernel<finish_threads, 2, K, Values, V>
-                                                    : finish_sampled_rows_kernel<finish_threads, 4, K, Values, V>;
       if (e == cudaSuccess)
         e = launch_overlapping(overlap, finish, blocks, finish_threads, stream, batch_keys, values,
                                row_length, first, kk, descending,
