@@ -707,6 +707,18 @@ TEST(RowSelect, BlocksPerRowAndWhichShapesItTakes) {
   EXPECT_FALSE(net::row_select_fits(2047, 1));
   EXPECT_FALSE(net::row_select_fits(1u << 20, 2049));
   EXPECT_FALSE(net::row_select_fits(std::uint64_t{1} << 32, 1));
+  // The finishing block's keys a thread: the fewest of 1, 2, 4 that hold k.
+  const std::uint64_t t = net::row_finish_threads;
+  EXPECT_EQ(net::row_finish_items(1), 1);
+  EXPECT_EQ(net::row_finish_items(t), 1);
+  EXPECT_EQ(net::row_finish_items(t + 1), 2);
+  EXPECT_EQ(net::row_finish_items(2 * t), 2);
+  EXPECT_EQ(net::row_finish_items(2 * t + 1), 4);
+  for (std::uint64_t k = 1; k <= net::row_select_most_k; ++k) {
+    const std::uint64_t items = static_cast<std::uint64_t>(net::row_finish_items(k));
+    ASSERT_GE(items * t, k) << k;
+    ASSERT_TRUE(items == 1 || (items / 2) * t < k) << k;
+  }
 }
 
 // The sampled threshold's rank: isqrt exact; the rank covers the expected samples among the

@@ -586,14 +586,14 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
   constexpr int threads = 256;
   // The finish is one block a row and a chain of short steps (loads, select passes, a merge
   // sort): twice the warps of the other kernels, to hide their latency.
-  constexpr int finish_threads = 512;
-  static_assert(4 * finish_threads >= network::row_select_most_k);
+  constexpr int finish_threads = network::row_finish_threads;
   constexpr int width = sizeof(network::ordered_t<K>) * 8;
   const auto kk = static_cast<unsigned>(k);
   // The sampled path's gather and finish start while the kernel before them ends.
-  const auto finish = k <= finish_threads       ? finish_sampled_rows_kernel<finish_threads, 1, K, Values, V>
-                      : k <= 2 * finish_threads ? finish_sampled_rows_kernel<finish_threads, 2, K, Values, V>
-                                                : finish_sampled_rows_kernel<finish_threads, 4, K, Values, V>;
+  const int items = network::row_finish_items(k);
+  const auto finish = items == 1   ? finish_sampled_rows_kernel<finish_threads, 1, K, Values, V>
+                      : items == 2 ? finish_sampled_rows_kernel<finish_threads, 2, K, Values, V>
+                                   : finish_sampled_rows_kernel<finish_threads, 4, K, Values, V>;
   bool overlap = false;
   if (e == cudaSuccess && sampled)
     e = overlapping_launches(overlap, gather_row_candidates_kernel<threads, K>, finish);

@@ -45,12 +45,20 @@ GPUSORT_HD constexpr std::uint64_t row_select_blocks(std::uint64_t rows, std::ui
   return blocks ? blocks : 1;
 }
 
+// Threads of the block that finishes a row (the sampled path's last kernel), and the keys
+// each holds in its sort of the row's k: 1, 2 or 4, the fewest that hold k.
+inline constexpr int row_finish_threads = 512;
+GPUSORT_HD constexpr int row_finish_items(std::uint64_t k) {
+  return k <= row_finish_threads ? 1 : k <= 2 * row_finish_threads ? 2 : 4;
+}
+
 // Whether top-k of rows goes to the per-row select: k up to what one block sorts, rows long
 // enough to pay for its passes, and columns that fit 32 bits.
 GPUSORT_HD constexpr bool row_select_fits(std::uint64_t row_length, std::uint64_t k) {
   return k <= row_select_most_k && row_length >= row_select_least_row &&
          row_length < (std::uint64_t{1} << 32);
 }
+static_assert(row_finish_items(row_select_most_k) * row_finish_threads >= row_select_most_k);
 
 // ---- the sampled threshold: one pass over the keys instead of a pass per digit ----------
 // A block takes row_samples evenly spaced keys of its row and finds the sample_rank-th
