@@ -128,6 +128,62 @@ TEST(Network, GroupMembersCoverTheWindowOnce) {
       }
 }
 
+// A tile's shared-memory layout (tile_pad, tile_index; block/bitonic_tile.cuh): in a round of
+// a digit's steps a warp's 32 threads take member r of 32 consecutive register sets
+// (group_member), and the loads and stores take 32 consecutive slots. For keys alone of 1 to
+// 8 bytes, and for 4- and 8-byte values beside keys, a full digit's round (5 steps, the first
+// phases' too) and a load reach each bank as few times as the bytes allow, and the digits
+// above the lowest are never worse than with one padded slot every 32 (the layout before
+// narrow keys were padded a word). Rounds of fewer than 5 steps on the lowest digit do not
+// occur: from phase 5 on a phase's lowest digit is whole, and phases 1-5 run as one round.
+TEST(Network, TilePaddingSpreadsAWarpsSlotsOverTheBanks) {
+  const auto index = [](unsigned pad, unsigned l) {
+    return pad == 4 ? net::tile_index<4>(l) : pad == 2 ? net::tile_index<2>(l) : net::tile_index<1>(l);
+  };
+  // Shared-memory wavefronts of one warp's access: the most distinct 4-byte words in a bank.
+  const auto wavefronts = [&](unsigned bytes, unsigned pad, const std::vector<unsigned>& slots) {
+    std::vector<std::set<unsigned>> banks(32);
+    for (unsigned l : slots) {
+      const unsigned first = index(pad, l) * bytes;
+      for (unsigned w = first / 4; w < (first + bytes + 3) / 4; ++w) banks[w % 32].insert(w);
+    }
+    std::size_t most = 0;
+    for (const auto& words : banks) most = std::max(most, words.size());
+    return static_cast<unsigned>(most);
+  };
+  for (unsigned bytes : {1u, 2u, 4u, 8u})
+    for (bool with_values : {false, true}) {
+      if (with_values && bytes < 4) continue;  // keys beside values pad as the values do
+      const unsigned pad = net::tile_pad(bytes, with_values);
+      const unsigned fewest = std::max(1u, 32 * bytes / 128);
+      std::vector<unsigned> run(32);
+      for (unsigned lane = 0; lane < 32; ++lane) run[lane] = 160 + lane;
+      EXPECT_EQ(wavefronts(bytes, pad, run), fewest) << bytes << "-byte loads";
+      for (int lowest : {0, 5, 10})
+        for (int count = 1; count <= 5; ++count)
+          for (unsigned r = 0; r < (1u << count); ++r) {
+            std::vector<unsigned> members(32);
+            for (unsigned q = 0; q < 32; ++q)
+              members[q] = static_cast<unsigned>(net::group_member(q, lowest, count, r));
+            const unsigned got = wavefronts(bytes, pad, members);
+            if (count == 5)
+              ASSERT_EQ(got, fewest) << bytes << " bytes, digit at " << lowest << ", member " << r;
+            else if (lowest > 0)
+              ASSERT_LE(got, wavefronts(bytes, 1, members))
+                  << bytes << " bytes, digit at " << lowest << ", " << count << " steps";
+          }
+    }
+  // Member offsets are constants: the index of l | x is the sum of theirs.
+  for (unsigned l : {0u, 7u, 31u, 32u, 1000u})
+    for (int shift : {5, 6, 10})
+      for (unsigned r : {1u, 3u}) {
+        const unsigned x = r << shift;
+        if (l & x) continue;
+        ASSERT_EQ(net::tile_index<2>(l | x), net::tile_index<2>(l) + net::tile_index<2>(x));
+        ASSERT_EQ(net::tile_index<4>(l | x), net::tile_index<4>(l) + net::tile_index<4>(x));
+      }
+}
+
 TEST(Network, PaddingBlockIsAlwaysAscending) {
   // The block of 2^p slots that holds slot n-1 and padding sorts ascending in every phase.
   for (net::index_t n = 2; n < 300; ++n)

@@ -22,11 +22,6 @@ namespace gpusort::detail::block {
 
 using network::index_t;
 
-// Shared-memory index of tile slot l: one spare word every 32 slots, so that member sets
-// with power-of-two strides spread over the banks. For x whose bits are disjoint from l's,
-// padded_index(l | x) == padded_index(l) + padded_index(x): member offsets are constants.
-GPUSORT_HD constexpr unsigned padded_index(unsigned l) { return l + (l >> 5); }
-
 // The threads that share a tile: a whole block (barriers are __syncthreads) or a single
 // warp with its own tile (barriers are __syncwarp; the block's other warps work on theirs).
 template <int THREADS>
@@ -54,12 +49,14 @@ __device__ __forceinline__ V value_or_position(const V* values, std::uint64_t i,
   return values[i];
 }
 
-// Shared memory of a tile of 2^TILE_BITS slots: keys, then values.
+// Shared memory of a tile of 2^TILE_BITS slots: keys, then values, each slot l at index(l).
 template <class K, class V, int TILE_BITS>
 struct tile_storage {
   static constexpr unsigned slots = 1u << TILE_BITS;
-  K keys[padded_index(slots)];
-  V values[has_values<K, V> ? padded_index(slots) : 1];
+  static constexpr unsigned pad = network::tile_pad(sizeof(K), has_values<K, V>);
+  GPUSORT_HD static constexpr unsigned index(unsigned l) { return network::tile_index<pad>(l); }
+  K keys[index(slots)];
+  V values[has_values<K, V> ? index(slots) : 1];
 };
 
 template <class K, class V, class Team, int TILE_BITS, int DIGIT, class Compare>
@@ -95,7 +92,7 @@ struct tile_network {
         for (unsigned i = 0; i < items; ++i) k[i] = codec.in(k[i]);
       }
 #pragma unroll
-      for (unsigned i = 0; i < items; ++i) smem.keys[padded_index(i * THREADS + Team::rank())] = k[i];
+      for (unsigned i = 0; i < items; ++i) smem.keys[storage::index(i * THREADS + Team::rank())] = k[i];
       if constexpr (has_values<K, V>) {
         V v[items];
 #pragma unroll
@@ -103,15 +100,15 @@ struct tile_network {
           v[i] = value_or_position(values, first_slot + i * THREADS + Team::rank(), positions);
 #pragma unroll
         for (unsigned i = 0; i < items; ++i)
-          smem.values[padded_index(i * THREADS + Team::rank())] = v[i];
+          smem.values[storage::index(i * THREADS + Team::rank())] = v[i];
       }
       return;
     }
     const unsigned count = static_cast<unsigned>(n - first_slot);
     for (unsigned l = Team::rank(); l < count; l += THREADS) {
-      smem.keys[padded_index(l)] = codec.in(keys[first_slot + l]);
+      smem.keys[storage::index(l)] = codec.in(keys[first_slot + l]);
       if constexpr (has_values<K, V>)
-        smem.values[padded_index(l)] = value_or_position(values, first_slot + l, positions);
+        smem.values[storage::index(l)] = value_or_position(values, first_slot + l, positions);
     }
   }
 
@@ -133,10 +130,10 @@ struct tile_network {
         if (i * THREADS + Team::rank() < count) k[i] = codec.in(k[i]);
     }
 #pragma unroll
-    for (unsigned i = 0; i < items; ++i) smem.keys[padded_index(i * THREADS + Team::rank())] = k[i];
+    for (unsigned i = 0; i < items; ++i) smem.keys[storage::index(i * THREADS + Team::rank())] = k[i];
     if constexpr (has_values<K, V>) {
       for (unsigned l = Team::rank(); l < count; l += THREADS)
-        smem.values[padded_index(l)] = value_or_position(values, first_slot + l, positions);
+        smem.values[storage::index(l)] = value_or_position(values, first_slot + l, positions);
     }
   }
 
@@ -144,8 +141,8 @@ struct tile_network {
     const unsigned count = partial() ? static_cast<unsigned>(n - first_slot) : slots;
 #pragma unroll 8
     for (unsigned l = Team::rank(); l < count; l += THREADS) {
-      keys[first_slot + l] = codec.out(smem.keys[padded_index(l)]);
-      if constexpr (has_values<K, V>) values[first_slot + l] = smem.values[padded_index(l)];
+      keys[first_slot + l] = codec.out(smem.keys[storage::index(l)]);
+      if constexpr (has_values<K, V>) values[first_slot + l] = smem.values[storage::index(l)];
     }
   }
 
@@ -170,21 +167,21 @@ struct tile_network {
         real = network::real_members(first_slot + local0, LOWEST, COUNT, n);
         if (real == 0) continue;
       }
-      const unsigned base = padded_index(local0);
+      const unsigned base = storage::index(local0);
       K k[members];
       V v[members];
 #pragma unroll
       for (int r = 0; r < members; ++r) {
-        k[r] = smem.keys[base + padded_index(static_cast<unsigned>(r) << LOWEST)];
+        k[r] = smem.keys[base + storage::index(static_cast<unsigned>(r) << LOWEST)];
         if constexpr (has_values<K, V>)
-          v[r] = smem.values[base + padded_index(static_cast<unsigned>(r) << LOWEST)];
+          v[r] = smem.values[base + storage::index(static_cast<unsigned>(r) << LOWEST)];
       }
       network::group_steps<COUNT, PARTIAL>(k, v, asc, real, comp);
 #pragma unroll
       for (int r = 0; r < members; ++r) {
-        smem.keys[base + padded_index(static_cast<unsigned>(r) << LOWEST)] = k[r];
+        smem.keys[base + storage::index(static_cast<unsigned>(r) << LOWEST)] = k[r];
         if constexpr (has_values<K, V>)
-          smem.values[base + padded_index(static_cast<unsigned>(r) << LOWEST)] = v[r];
+          smem.values[base + storage::index(static_cast<unsigned>(r) << LOWEST)] = v[r];
       }
     }
   }
@@ -228,19 +225,19 @@ struct tile_network {
     constexpr int members = 1 << DIGIT;
     constexpr unsigned sets = slots >> DIGIT;
     for (unsigned q = Team::rank(); q < sets; q += THREADS) {
-      const unsigned base = padded_index(q << DIGIT);
+      const unsigned base = storage::index(q << DIGIT);
       K k[members];
       V v[members];
 #pragma unroll
       for (int r = 0; r < members; ++r) {
-        k[r] = smem.keys[base + padded_index(static_cast<unsigned>(r))];
-        if constexpr (has_values<K, V>) v[r] = smem.values[base + padded_index(static_cast<unsigned>(r))];
+        k[r] = smem.keys[base + storage::index(static_cast<unsigned>(r))];
+        if constexpr (has_values<K, V>) v[r] = smem.values[base + storage::index(static_cast<unsigned>(r))];
       }
       network::sort_first_phases<DIGIT>(k, v, first_slot + (q << DIGIT), n, descending, comp);
 #pragma unroll
       for (int r = 0; r < members; ++r) {
-        smem.keys[base + padded_index(static_cast<unsigned>(r))] = k[r];
-        if constexpr (has_values<K, V>) smem.values[base + padded_index(static_cast<unsigned>(r))] = v[r];
+        smem.keys[base + storage::index(static_cast<unsigned>(r))] = k[r];
+        if constexpr (has_values<K, V>) smem.values[base + storage::index(static_cast<unsigned>(r))] = v[r];
       }
     }
   }

@@ -46,8 +46,8 @@ struct block_bitonic_sort {
     for (int i = 0; i < ITEMS; ++i) {
       const unsigned l = threadIdx.x * ITEMS + i;
       if (l < valid) {
-        temp.keys[padded_index(l)] = keys[i];
-        if constexpr (has_values<K, V>) temp.values[padded_index(l)] = values[i];
+        temp.keys[temp_storage::index(l)] = keys[i];
+        if constexpr (has_values<K, V>) temp.values[temp_storage::index(l)] = values[i];
       }
     }
     const network::window tile{bits, bits, 0};
@@ -68,8 +68,8 @@ struct block_bitonic_sort {
     for (int i = 0; i < ITEMS; ++i) {
       const unsigned l = threadIdx.x * ITEMS + i;
       if (l < valid) {
-        keys[i] = temp.keys[padded_index(l)];
-        if constexpr (has_values<K, V>) values[i] = temp.values[padded_index(l)];
+        keys[i] = temp.keys[temp_storage::index(l)];
+        if constexpr (has_values<K, V>) values[i] = temp.values[temp_storage::index(l)];
       }
     }
     __syncthreads();  // temp may be reused by the caller
@@ -82,16 +82,16 @@ struct block_bitonic_sort {
     for (unsigned l = threadIdx.x; l < half; l += THREADS) {
       const unsigned u = 2 * half - 1 - l;
       if (u >= valid) continue;  // padding sorts last: nothing to do
-      K& a = temp.keys[padded_index(l)];
-      K& b = temp.keys[padded_index(u)];
+      K& a = temp.keys[temp_storage::index(l)];
+      K& b = temp.keys[temp_storage::index(u)];
       const bool swap = descending ? comp(a, b) : comp(b, a);
       if (swap) {
         const K t = a;
         a = b;
         b = t;
         if constexpr (has_values<K, V>) {
-          V& va = temp.values[padded_index(l)];
-          V& vb = temp.values[padded_index(u)];
+          V& va = temp.values[temp_storage::index(l)];
+          V& vb = temp.values[temp_storage::index(u)];
           const V tv = va;
           va = vb;
           vb = tv;

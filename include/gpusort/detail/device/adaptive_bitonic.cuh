@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(abi_threads<BITS>, abi_min_blocks<BITS>)
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   auto& smem = *reinterpret_cast<typename tile_t::storage*>(shared_bytes);
   unsigned char* resolved = shared_bytes + sizeof(typename tile_t::storage);
-  T* keys = smem.keys;
+  T* keys = smem.keys;  // slot l at tile_t::storage::index(l), the tile's own layout
 
   const abisort::index_t tree = blockIdx.x >> m;
   const abisort::index_t s = blockIdx.x & ((abisort::index_t{1} << m) - 1);
@@ -154,19 +154,19 @@ __global__ void __launch_bounds__(abi_threads<BITS>, abi_min_blocks<BITS>)
   // Breadth-first: a side node gives its value and child pointers; a canonical pointer's
   // whole subtree is canonical, so its items are read afterwards, contiguously.
   if (threadIdx.x == 0) {
-    keys[block::padded_index(slots - 1)] = side_t[abisort::slot_of(top.q)].value;
+    keys[tile_t::storage::index(slots - 1)] = side_t[abisort::slot_of(top.q)].value;
     resolved[slots - 1] = 1;
-    pointer_in(keys[block::padded_index(abisort::bfs_position(BITS, 0, 0))]) = top.p;
+    pointer_in(keys[tile_t::storage::index(abisort::bfs_position(BITS, 0, 0))]) = top.p;
   }
   __syncthreads();
   for (int d = 0; d < BITS; ++d) {
     for (unsigned t = threadIdx.x; t < (1u << d); t += threads) {
       const unsigned pos = static_cast<unsigned>(abisort::bfs_position(BITS, d, t));
-      const abisort::index_t ptr = pointer_in(keys[block::padded_index(pos)]);
+      const abisort::index_t ptr = pointer_in(keys[tile_t::storage::index(pos)]);
       abisort::index_t left, right;
       if (abisort::is_side(ptr)) {
         const abisort::side_node<T> node = side_t[abisort::slot_of(ptr)];
-        keys[block::padded_index(pos)] = node.value;
+        keys[tile_t::storage::index(pos)] = node.value;
         resolved[pos] = 1;
         left = node.child[0];
         right = node.child[1];
@@ -177,8 +177,8 @@ __global__ void __launch_bounds__(abi_threads<BITS>, abi_min_blocks<BITS>)
       }
       if (d + 1 < BITS) {
         const unsigned half = 1u << (BITS - 2 - d);
-        pointer_in(keys[block::padded_index(pos - half)]) = left;
-        pointer_in(keys[block::padded_index(pos + half)]) = right;
+        pointer_in(keys[tile_t::storage::index(pos - half)]) = left;
+        pointer_in(keys[tile_t::storage::index(pos + half)]) = right;
       }
     }
     __syncthreads();
@@ -189,12 +189,12 @@ __global__ void __launch_bounds__(abi_threads<BITS>, abi_min_blocks<BITS>)
 #pragma unroll
   for (int e = 0; e < per_thread; ++e) {
     const unsigned l = e * threads + threadIdx.x;
-    if (!resolved[l]) loaded[e] = canon_t[pointer_in(keys[block::padded_index(l)])];
+    if (!resolved[l]) loaded[e] = canon_t[pointer_in(keys[tile_t::storage::index(l)])];
   }
 #pragma unroll
   for (int e = 0; e < per_thread; ++e) {
     const unsigned l = e * threads + threadIdx.x;
-    if (!resolved[l]) keys[block::padded_index(l)] = loaded[e];
+    if (!resolved[l]) keys[tile_t::storage::index(l)] = loaded[e];
   }
 
   tile_t tile{smem, 0, slots, (tree & 1u) != 0, {}};

@@ -190,4 +190,21 @@ GPUSORT_HD constexpr index_t group_member(index_t q, int lowest_bit, int count, 
   return (above << (lowest_bit + count)) | (r << lowest_bit) | below;
 }
 
+// ---- a tile in shared memory (block/bitonic_tile.cuh) ------------------------------------
+// Spare slots after every 32 of a tile: one 4-byte word for keys of 1 or 2 bytes alone (4 or
+// 2 keys), else one slot (keys beside values share their index, and the values pad by one).
+// A full round of a digit's steps has a warp's 32 threads reach 32 slots 2^(5k) apart, and a
+// load 32 consecutive ones; with this padding either falls in 32 different banks (one slot
+// after 32 keys of 2 bytes would shift the next 32 by half a bank: two ways of conflict in
+// the lowest digit's rounds). Test: Network.TilePaddingSpreadsAWarpsSlotsOverTheBanks.
+GPUSORT_HD constexpr unsigned tile_pad(unsigned key_bytes, bool with_values) {
+  return key_bytes < 4 && !with_values ? 4 / key_bytes : 1;
+}
+// Shared-memory index of tile slot l. For x whose bits are disjoint from l's,
+// tile_index<P>(l | x) == tile_index<P>(l) + tile_index<P>(x): member offsets are constants.
+template <unsigned PAD>
+GPUSORT_HD constexpr unsigned tile_index(unsigned l) {
+  return l + (l >> 5) * PAD;
+}
+
 }  // namespace gpusort::detail::network
