@@ -176,6 +176,38 @@ TEST(SampleSortPlan, RandomSamplesStayInTheTileAndVary) {
   EXPECT_EQ(net::random_sample(1, 2, 1000, 3), net::random_sample(1, 2, 1000, 3));
 }
 
+// network::classify against a count of the splitters at or below (key, position), over
+// splitters with ties, repeated keys at other positions, and splitters above every key.
+TEST(SampleSortPlan, ClassifyCountsTheSplittersAtOrBelowTheKey) {
+  std::mt19937 rng(11);
+  for (unsigned s : {1u, 2u, 4u, 16u, 64u}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      const unsigned finite = s == 1 ? 0 : rng() % s;  // splitters 1..finite exist
+      std::vector<net::sample<std::uint32_t>> splitters(s);
+      for (unsigned j = 1; j <= finite; ++j)
+        splitters[j] = {rng() % 50, static_cast<std::uint32_t>(rng() % 4), 0};
+      std::sort(splitters.begin() + 1, splitters.begin() + 1 + finite,
+                net::sample_less<gpusort::less<std::uint32_t>>{{}});
+
+      for (std::uint32_t key = 0; key < 5; ++key) {
+        for (std::uint64_t pos = 0; pos < 52; ++pos) {
+          unsigned expect = 0;
+          for (unsigned j = 1; j <= finite; ++j) {
+            const auto& g = splitters[j];
+            expect += g.key < key || (g.key == key && g.pos <= pos);
+          }
+          const auto above = [&](unsigned j) {
+            return j > finite || net::splitter_above(key, pos, splitters[j].key, splitters[j].pos,
+                                                     gpusort::less<std::uint32_t>{});
+          };
+          ASSERT_EQ(net::classify(s, above), expect)
+              << "s=" << s << " key=" << key << " pos=" << pos;
+        }
+      }
+    }
+  }
+}
+
 // Small tiles and final buckets, so that a few thousand keys take several levels.
 cpu::sample_sort_config small_config(bool random, int bucket_bits = 3) {
   cpu::sample_sort_config cfg;
@@ -266,6 +298,18 @@ TEST(CpuSampleSortBound, AllEqualKeysSplitEvenly) {
   ASSERT_GE(report.plan.count, 1);
   const net::sample_level& lv = report.plan.levels[0];
   EXPECT_LE(report.largest_bucket[0], (lv.cap + lv.buckets() - 1) / lv.buckets() + lv.stride());
+}
+
+TEST(CpuSampleSortBound, RandomSamplingSplitsAllEqualKeysByPosition) {
+  // Classified by (key, position): all-equal keys spread over the buckets, none holds most.
+  std::vector<std::uint32_t> keys(1 << 16, 42u);
+  cpu::sample_sort_config cfg = small_config(true, 4);
+  cpu::sample_sort_report report;
+  cpu::sample_sort(keys.data(), static_cast<gpusort::detail::no_value*>(nullptr), keys.size(),
+                   gpusort::less<std::uint32_t>{}, cfg, &report);
+  ASSERT_GE(report.plan.count, 1);
+  EXPECT_LE(report.largest_bucket[0], report.plan.levels[0].cap / 4);
+  EXPECT_TRUE(std::all_of(keys.begin(), keys.end(), [](std::uint32_t k) { return k == 42u; }));
 }
 
 TYPED_TEST(CpuSampleSort, PairsKeepTheirValues) {

@@ -1,5 +1,7 @@
 // The sample sort on host threads: the device algorithm's levels (network/sample_sort.hpp)
-// step by step, tiles and problems spread over the threads. It is the CPU backend, and it
+// step by step, tiles and problems spread over the threads. Regular sampling sorts the tiles
+// and locates the splitters in them; randomized sampling classifies every key instead
+// (network::classify). It is the CPU backend, and it
 // reports every level's largest bucket, so the bound is tested where CI runs.
 #pragma once
 
@@ -72,7 +74,8 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
     const index_t M = lv.tile(), T = lv.tiles(), s = lv.buckets();
     const auto stride = static_cast<unsigned>(lv.stride());
     std::vector<sample<K>> samples(lv.sample_slots(n));
-    // Local sort of every tile into the buffer, with its samples.
+    // Every tile into the buffer (regular sampling: sorted; randomized: as it is, to be
+    // classified), with its samples.
     parallel_for(lv.problems * T, 0, [&](index_t job) {
       const index_t p = job / T, t = job % T, size = begins[p + 1] - begins[p];
       for (index_t tile = t; tile * M < size; tile += T) {
@@ -80,8 +83,9 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
         const auto length = static_cast<unsigned>(std::min(M, size - tile * M));
         std::vector<unsigned> order(length);
         std::iota(order.begin(), order.end(), 0u);
-        std::sort(order.begin(), order.end(),
-                  [&](unsigned a, unsigned b) { return comp(keys[start + a], keys[start + b]); });
+        if (!cfg.random)
+          std::sort(order.begin(), order.end(),
+                    [&](unsigned a, unsigned b) { return comp(keys[start + a], keys[start + b]); });
         for (unsigned l = 0; l < length; ++l) {
           buffer_keys[start + l] = keys[start + order[l]];
           if constexpr (has_values) buffer_values[start + l] = values[start + order[l]];
@@ -116,10 +120,25 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
         bounds[j] = network::below_splitter(lower, upper, start, length, g.pos);
       }
     };
+    // Randomized sampling: the bucket of the key at position i of problem p's tiles.
+    auto bucket_of = [&](index_t p, index_t i) {
+      const index_t S = lv.samples(begins[p + 1] - begins[p]);
+      const sample<K>* first = samples.data() + lv.first_sample(begins[p]);
+      return network::classify(static_cast<unsigned>(s), [&](unsigned j) {
+        const index_t rank = lv.splitter_rank(j, S);
+        return rank >= S ||
+               network::splitter_above(buffer_keys[i], i, first[rank].key, first[rank].pos, comp);
+      });
+    };
     parallel_for(lv.problems * T, 0, [&](index_t job) {
       const index_t p = job / T, t = job % T, size = begins[p + 1] - begins[p];
       std::vector<index_t> bounds;
       for (index_t tile = t; tile * M < size; tile += T) {
+        if (cfg.random) {
+          const index_t start = begins[p] + tile * M, end = start + std::min(M, size - tile * M);
+          for (index_t i = start; i < end; ++i) ++counts[lv.count_index(p, bucket_of(p, i), t)];
+          continue;
+        }
         bounds_of(p, tile, bounds);
         for (index_t j = 0; j < s; ++j) counts[lv.count_index(p, j, t)] += bounds[j + 1] - bounds[j];
       }
@@ -131,8 +150,16 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
       std::vector<index_t> bounds, dest(s);
       for (index_t j = 0; j < s; ++j) dest[j] = counts[lv.count_index(p, j, t)];
       for (index_t tile = t; tile * M < size; tile += T) {
-        bounds_of(p, tile, bounds);
         const index_t start = begins[p] + tile * M;
+        if (cfg.random) {  // in the tile's order: stable within a tile
+          for (index_t i = start; i < start + std::min(M, size - tile * M); ++i) {
+            const index_t to = dest[bucket_of(p, i)]++;
+            keys[to] = buffer_keys[i];
+            if constexpr (has_values) values[to] = buffer_values[i];
+          }
+          continue;
+        }
+        bounds_of(p, tile, bounds);
         for (index_t j = 0; j < s; ++j) {
           for (index_t l = bounds[j]; l < bounds[j + 1]; ++l) {
             keys[dest[j] + l - bounds[j]] = buffer_keys[start + l];

@@ -14,6 +14,10 @@
 //  4. an exclusive scan of those counts (CUB) gives every tile's place in every bucket;
 //  5. sample_scatter_kernel: each tile's runs move to their buckets, from the buffer back to
 //     the keys: one read and one write.
+// Randomized sampling (Leischner et al.) sorts no tile: step 1 takes random samples of each
+// tile as it is, steps 3 and 5 classify every key by binary search over the splitters
+// (classify_count_kernel, which also copies the tile to the buffer, and
+// classify_scatter_kernel, which keeps a tile's order within a bucket).
 // The buckets of a level are the problems of the next. The last level's buckets, at most
 // final_cap keys by the sampling bound, are each that level's sorted runs (one per tile
 // slot): one block merges them (merge_bucket_runs_kernel). Under randomized sampling they are
@@ -158,6 +162,24 @@ __device__ __forceinline__ V* at(V* values, index_t i) {
   return values + i;
 }
 
+// The samples of tile t of problem p, [start, start + length) of keys: one per stride,
+// regularly (the last key of each stride of the sorted tile) or at random positions.
+template <int THREADS, bool RANDOM, class K>
+__device__ void take_tile_samples(const K* keys, index_t start, index_t length, index_t t,
+                                  const sample_level& lv, sample<K>* problem_samples, index_t p,
+                                  index_t seed) {
+  const auto stride = static_cast<unsigned>(lv.stride());
+  const auto count = static_cast<unsigned>(length / stride);
+  for (unsigned i = threadIdx.x; i < count; i += THREADS) {
+    const unsigned l = RANDOM ? network::random_sample(start, i, static_cast<unsigned>(length), seed)
+                              : network::regular_sample(i, stride);
+    problem_samples[t * lv.buckets() + i] = {start + l, keys[start + l],
+                                             static_cast<std::uint32_t>(2 * p)};
+  }
+}
+
+// Regular sampling: sorts every tile into out_keys and takes its samples. Randomized
+// sampling (`random`): takes the samples of every tile as it is and moves nothing.
 template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::threads)
     sample_tile_kernel(const K* keys, const V* values, K* out_keys, V* out_values,
@@ -180,6 +202,10 @@ __global__ void __launch_bounds__(Policy::threads)
   for (index_t t = column; t * M < size; t += T) {
     const index_t start = begin + t * M;
     const index_t length = size - t * M < M ? size - t * M : M;
+    if (random) {  // classified, not sorted (classify_count_kernel): samples of the tile as it is
+      take_tile_samples<Policy::threads, true>(keys, start, length, t, lv, problem_samples, p, seed);
+      continue;
+    }
     if constexpr (Policy::merge_tiles) {
       using tile_sort = tile_merge_sort<Policy, K, V>;
       tile_sort::sort(*reinterpret_cast<typename tile_sort::storage*>(shared_bytes), keys + start,
@@ -194,13 +220,8 @@ __global__ void __launch_bounds__(Policy::threads)
       tile.store(out_keys + start, at(out_values, start));
     }
     __syncthreads();  // the sorted tile (global) is now visible to the whole block
-    const auto count = static_cast<unsigned>(length / stride);
-    for (unsigned i = threadIdx.x; i < count; i += Policy::threads) {
-      const unsigned l = random ? network::random_sample(start, i, static_cast<unsigned>(length), seed)
-                                : network::regular_sample(i, stride);
-      problem_samples[t * lv.buckets() + i] = {start + l, out_keys[start + l],
-                                               static_cast<std::uint32_t>(2 * p)};
-    }
+    take_tile_samples<Policy::threads, false>(out_keys, start, length, t, lv, problem_samples, p,
+                                              seed);
   }
 }
 
@@ -316,6 +337,162 @@ __global__ void __launch_bounds__(THREADS)
     }
     __syncthreads();
     for (unsigned j = threadIdx.x; j < s; j += THREADS) dest[j] += bounds[j + 1] - bounds[j];
+  }
+}
+
+// ---- randomized sampling: keys classified by the splitters (Leischner et al.) ----------
+// A level under randomized sampling sorts no tile: classify_count_kernel counts every tile's
+// keys per bucket (network::classify, by key and position) and copies the tile to the
+// buffer; classify_scatter_kernel moves them from there to their buckets, in the tile's
+// order within a bucket (deterministic, as the positions that break ties need).
+
+// Threads of the classifying kernels (any tile size: a thread takes a key per round).
+inline constexpr int classifying_threads = 256;
+
+// Problem p's splitters for network::classify: copied to shared memory for keys of up to 8
+// bytes, else read from the sorted samples where they lie.
+template <int MAX_BUCKETS, class K>
+struct splitter_table {
+  static constexpr bool in_shared = sizeof(K) <= 8;
+  struct storage {
+    K keys[in_shared ? MAX_BUCKETS : 1];
+    index_t positions[in_shared ? MAX_BUCKETS : 1];
+  };
+  storage& st;
+  const sample<K>* samples;  // the problem's, sorted
+  index_t count;             // S
+  sample_level lv;
+
+  // Fills the shared table: every thread of the block calls it; sync before bucket_of.
+  __device__ splitter_table(storage& shared, const sample<K>* problem_samples,
+                            index_t sample_count, const sample_level& level)
+      : st(shared), samples(problem_samples), count(sample_count), lv(level) {
+    if constexpr (in_shared) {
+      for (unsigned j = threadIdx.x + 1; j < lv.buckets(); j += blockDim.x) {
+        const index_t rank = lv.splitter_rank(j, count);
+        if (rank < count) {
+          st.keys[j] = samples[rank].key;
+          st.positions[j] = samples[rank].pos;
+        }
+      }
+    }
+  }
+  template <class Compare>
+  __device__ unsigned bucket_of(const K& key, index_t pos, Compare comp) const {
+    return network::classify(static_cast<unsigned>(lv.buckets()), [&](unsigned j) {
+      const index_t rank = lv.splitter_rank(j, count);
+      if (rank >= count) return true;
+      if constexpr (in_shared) return network::splitter_above(key, pos, st.keys[j], st.positions[j], comp);
+      else return network::splitter_above(key, pos, samples[rank].key, samples[rank].pos, comp);
+    });
+  }
+};
+
+// Counts each tile's keys per bucket (summed over a block's tiles), bucket-major, and copies
+// the tiles (and values) to out_keys, from where classify_scatter_kernel moves them back.
+template <int THREADS, int MAX_BUCKETS, class K, class V, class Compare>
+__global__ void __launch_bounds__(THREADS)
+    classify_count_kernel(const K* keys, const V* values, K* out_keys, V* out_values,
+                          problem_list probs, sample_level lv, const sample<K>* samples,
+                          index_t* counts, Compare comp) {
+  using table_t = splitter_table<MAX_BUCKETS, K>;
+  __shared__ typename table_t::storage table_storage;
+  __shared__ unsigned total[MAX_BUCKETS];
+  const block_tiles bt(probs, lv);
+  const index_t T = lv.tiles(), M = lv.tile();
+  const unsigned s = static_cast<unsigned>(lv.buckets());
+  for (unsigned j = threadIdx.x; j < s; j += THREADS) total[j] = 0;
+  const table_t table(table_storage, samples + lv.first_sample(bt.begin), lv.samples(bt.size), lv);
+  __syncthreads();
+  for (index_t t = bt.column; t * M < bt.size; t += T) {
+    const index_t start = bt.begin + t * M;
+    const unsigned length = bt.length(t, M);
+    for (unsigned l = threadIdx.x; l < length; l += THREADS) {
+      const K key = keys[start + l];
+      out_keys[start + l] = key;
+      if constexpr (block::has_values<K, V>) out_values[start + l] = values[start + l];
+      atomicAdd(&total[table.bucket_of(key, start + l, comp)], 1u);
+    }
+  }
+  __syncthreads();
+  for (unsigned j = threadIdx.x; j < s; j += THREADS)
+    counts[lv.count_index(bt.p, j, bt.column)] = total[j];
+}
+
+// Moves every tile's keys to their buckets (offsets: the scanned counts), in the tile's
+// order within a bucket: warp w takes the w-th part of the tile, counts its keys per bucket,
+// and after a scan over the warps places them 32 at a time (the lanes of one bucket by lane).
+// Each key is classified twice here (the count, then the place) rather than its bucket kept.
+// With `mirror` a key bound for position i goes to n - 1 - i.
+template <int THREADS, int MAX_BUCKETS, class K, class V, class Compare>
+__global__ void __launch_bounds__(THREADS)
+    classify_scatter_kernel(const K* keys, const V* values, K* out_keys, V* out_values,
+                            problem_list probs, sample_level lv, const sample<K>* samples,
+                            const index_t* offsets, bool mirror, Compare comp) {
+  constexpr unsigned warps = THREADS / 32, per_thread = (MAX_BUCKETS + THREADS - 1) / THREADS;
+  using table_t = splitter_table<MAX_BUCKETS, K>;
+  __shared__ typename table_t::storage table_storage;
+  __shared__ index_t dest[MAX_BUCKETS];
+  // Keys of bucket j in the tile ahead of warp w's next one (a tile part is under 2^16 keys).
+  __shared__ std::uint16_t ahead[warps][MAX_BUCKETS];
+  const block_tiles bt(probs, lv);
+  const index_t T = lv.tiles(), M = lv.tile(), last = probs.n - 1;
+  const unsigned s = static_cast<unsigned>(lv.buckets());
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (unsigned j = threadIdx.x; j < s; j += THREADS) dest[j] = offsets[lv.count_index(bt.p, j, bt.column)];
+  const table_t table(table_storage, samples + lv.first_sample(bt.begin), lv.samples(bt.size), lv);
+  for (index_t t = bt.column; t * M < bt.size; t += T) {
+    const index_t start = bt.begin + t * M;
+    const unsigned length = bt.length(t, M);
+    const unsigned part = (length + warps * 32 - 1) / (warps * 32) * 32;
+    const unsigned lo = min(warp * part, length), hi = min(lo + part, length);
+    for (unsigned i = threadIdx.x; i < warps * s; i += THREADS) ahead[i / s][i % s] = 0;
+    __syncthreads();  // the table (first tile), the zeroed counts
+    // Each bucket's keys in the warp's part; the warp's row is its own, and the lowest lane
+    // of each bucket adds its lanes: no atomics.
+    for (unsigned first = lo; first < hi; first += 32) {
+      const unsigned l = first + lane;
+      const unsigned b = l < hi ? table.bucket_of(keys[start + l], start + l, comp) : ~0u;
+      const unsigned same = __match_any_sync(0xffffffffu, b);
+      if (l < hi && (same & ((1u << lane) - 1)) == 0)
+        ahead[warp][b] = static_cast<std::uint16_t>(ahead[warp][b] + __popc(same));
+      __syncwarp();
+    }
+    __syncthreads();
+    unsigned tile_total[per_thread];
+    for (unsigned k = 0; k < per_thread; ++k) {
+      const unsigned j = threadIdx.x + k * THREADS;
+      unsigned run = 0;
+      if (j < s)
+        for (unsigned w = 0; w < warps; ++w) {
+          const unsigned c = ahead[w][j];
+          ahead[w][j] = static_cast<std::uint16_t>(run);
+          run += c;
+        }
+      tile_total[k] = run;
+    }
+    __syncthreads();
+    for (unsigned first = lo; first < hi; first += 32) {
+      const unsigned l = first + lane;
+      const bool live = l < hi;
+      const unsigned b = live ? table.bucket_of(keys[start + l], start + l, comp) : ~0u;
+      const unsigned same = __match_any_sync(0xffffffffu, b);
+      const unsigned rank = __popc(same & ((1u << lane) - 1));
+      if (live) {
+        index_t to = dest[b] + ahead[warp][b] + rank;
+        if (mirror) to = last - to;
+        out_keys[to] = keys[start + l];
+        if constexpr (block::has_values<K, V>) out_values[to] = values[start + l];
+      }
+      __syncwarp();
+      if (live && rank == 0) ahead[warp][b] = static_cast<std::uint16_t>(ahead[warp][b] + __popc(same));
+      __syncwarp();
+    }
+    __syncthreads();
+    for (unsigned k = 0; k < per_thread; ++k) {
+      const unsigned j = threadIdx.x + k * THREADS;
+      if (j < s) dest[j] += tile_total[k];
+    }
   }
 }
 
@@ -571,7 +748,9 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     const auto blocks = static_cast<unsigned>(lv.problems * lv.tiles());
     const bool mirror = descending && l + 1 == plan.count;
     index_t* counts = ws.counts[l % 2];
-    tile_kernel<<<blocks, policy::threads, smem_bytes, stream>>>(
+    // Randomized sampling: the tile kernel only samples (no shared memory), and the keys are
+    // classified instead of located in sorted tiles.
+    tile_kernel<<<blocks, policy::threads, knobs.random ? 0 : smem_bytes, stream>>>(
         keys, values, ws.keys, ws.values, probs, lv, ws.samples, knobs.random,
         knobs.seed + static_cast<index_t>(l), comp);
     e = cudaGetLastError();
@@ -580,16 +759,24 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
       e = cub::DeviceMergeSort::SortKeys(ws.scratch, bytes, ws.samples, lv.sample_slots(n),
                                          by_sample, stream);
     if (e != cudaSuccess) break;
-    sample_count_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
-        ws.keys, probs, lv, ws.samples, counts, ws.tile_bounds, comp);
+    if (knobs.random)
+      classify_count_kernel<classifying_threads, B><<<blocks, classifying_threads, 0, stream>>>(
+          keys, values, ws.keys, ws.values, probs, lv, ws.samples, counts, comp);
+    else
+      sample_count_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
+          ws.keys, probs, lv, ws.samples, counts, ws.tile_bounds, comp);
     e = cudaGetLastError();
     bytes = ws.scratch_bytes;
     if (e == cudaSuccess)
       e = cub::DeviceScan::ExclusiveSum(ws.scratch, bytes, counts, counts, lv.counts(), stream);
     if (e != cudaSuccess) break;
-    sample_scatter_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
-        ws.keys, ws.values, keys, values, probs, lv, ws.samples, counts, ws.tile_bounds, mirror,
-        comp);
+    if (knobs.random)
+      classify_scatter_kernel<classifying_threads, B><<<blocks, classifying_threads, 0, stream>>>(
+          ws.keys, ws.values, keys, values, probs, lv, ws.samples, counts, mirror, comp);
+    else
+      sample_scatter_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
+          ws.keys, ws.values, keys, values, probs, lv, ws.samples, counts, ws.tile_bounds, mirror,
+          comp);
     e = cudaGetLastError();
     probs = problem_list{counts, lv.tiles(), lv.problems * lv.buckets(), n};
     if (e == cudaSuccess && knobs.largest_bucket) {

@@ -33,9 +33,10 @@ struct reversed {
   GPUSORT_HD GPUSORT_FORCEINLINE bool operator()(const K& a, const K& b) const { return comp(b, a); }
 };
 
-// One sample: a key, its position after the tile sort, and its problem. Samples of all
-// problems are sorted together by (problem, key, position); `tag` is 2 * problem, plus 1
-// for an unused slot, which sorts after its problem's samples.
+// One sample: a key, its position after the tile sort (randomized sampling: in the level's
+// array), and its problem. Samples of all problems are sorted together by (problem, key,
+// position); `tag` is 2 * problem, plus 1 for an unused slot, which sorts after its
+// problem's samples.
 template <class K>
 struct sample {
   index_t pos;
@@ -155,6 +156,29 @@ GPUSORT_HD constexpr unsigned random_sample(index_t tile, unsigned i, unsigned l
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   z ^= z >> 31;
   return static_cast<unsigned>(z % length);
+}
+
+// Randomized sampling classifies instead (Leischner et al.'s sample sort): tiles are not
+// sorted, a key's position is its place in the level's array, and the key at position `pos`
+// goes to bucket b = the number of the problem's splitters j = 1..s-1 at or below (key, pos)
+// in the (key, position) order (a splitter opens its bucket).
+
+// Whether splitter (g, q) lies above the key at position pos.
+template <class K, class Compare>
+GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool splitter_above(const K& key, index_t pos, const K& g,
+                                                             index_t q, Compare comp) {
+  return comp(key, g) || (!comp(g, key) && pos < q);
+}
+
+// The bucket of a key among s (a power of two) buckets: `above(j)` says whether splitter j
+// lies above the key (always, for a splitter of rank S: above every key). log2(s) tests of a
+// branch-free binary search.
+template <class Above>
+GPUSORT_HD constexpr unsigned classify(unsigned s, Above above) {
+  unsigned b = 0;
+  for (unsigned step = s / 2; step > 0; step /= 2)
+    if (!above(b + step)) b += step;
+  return b;
 }
 
 // How many of a tile's keys fall below splitter (key g, position q), given lower_bound and
