@@ -253,8 +253,12 @@ TYPED_TEST(CpuSampleSort, DefaultTilesOnLargerInputs) {
     for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal,
                                   tools::distribution::zipf}) {
       SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(d));
-      check_sorted_with_bound(tools::generate<K>(d, n, n + 5), cpu::sample_sort_config{}, false);
-      if (::testing::Test::HasFatalFailure()) return;
+      for (bool random : {false, true}) {
+        cpu::sample_sort_config cfg;
+        cfg.random = random;
+        check_sorted_with_bound(tools::generate<K>(d, n, n + 5), cfg, false);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
     }
   }
 }
@@ -310,6 +314,36 @@ TEST(CpuSampleSortBound, RandomSamplingSplitsAllEqualKeysByPosition) {
   ASSERT_GE(report.plan.count, 1);
   EXPECT_LE(report.largest_bucket[0], report.plan.levels[0].cap / 4);
   EXPECT_TRUE(std::all_of(keys.begin(), keys.end(), [](std::uint32_t k) { return k == 42u; }));
+}
+
+TEST(SampleSortPlan, RandomSamplingThinsTheSamplesOfManyTiles) {
+  const net::sample_plan plan = net::thin_random_samples(net::plan_sample_sort(1 << 24, 14, 8192, 8, 10));
+  ASSERT_EQ(plan.count, 2);
+  const net::sample_level& first = plan.levels[0];  // 1024 tiles, 256 buckets
+  EXPECT_EQ(first.thinning, 4);
+  EXPECT_EQ(first.tile_samples(), 16u);
+  EXPECT_EQ(first.stride(), 1024u);
+  EXPECT_EQ(first.samples(first.cap) / first.buckets(), net::random_samples_per_bucket);
+  EXPECT_EQ(plan.levels[1].thinning, 0) << "few tiles a problem: a sample per stride as before";
+  // A tile keeps a sample at least, however many tiles.
+  net::sample_plan many = net::plan_sample_sort(index_t{1} << 34, 7, 8192, 2, 2);
+  many = net::thin_random_samples(many);
+  EXPECT_EQ(many.levels[0].tile_samples(), 1u);
+}
+
+TEST(CpuSampleSortBound, ThinnedRandomSamplesStillSplitEvenly) {
+  cpu::sample_sort_config cfg = small_config(true, 3);  // tiles of 128 keys: 512 at 2^16
+  for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal,
+                                tools::distribution::few_unique}) {
+    std::vector<std::uint32_t> keys = tools::generate<std::uint32_t>(d, 1 << 16, 3);
+    const std::vector<std::uint32_t> expect = reference_sort(keys);
+    cpu::sample_sort_report report;
+    cpu::sample_sort(keys.data(), static_cast<gpusort::detail::no_value*>(nullptr), keys.size(),
+                     gpusort::less<std::uint32_t>{}, cfg, &report);
+    ASSERT_TRUE(same_bits(keys, expect)) << tools::to_string(d);
+    ASSERT_EQ(report.plan.levels[0].thinning, 3);
+    EXPECT_LE(report.largest_bucket[0], 3 * (index_t{1} << 16) / 2 / 8) << tools::to_string(d);
+  }
 }
 
 TYPED_TEST(CpuSampleSort, PairsKeepTheirValues) {

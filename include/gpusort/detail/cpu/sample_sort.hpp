@@ -60,9 +60,9 @@ template <class K, class V, class Compare>
 void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_config& cfg,
                  sample_sort_report* report = nullptr) {
   constexpr bool has_values = !std::is_same_v<V, no_value>;
-  const network::sample_plan plan =
-      network::plan_sample_sort(n, cfg.tile_bits, cfg.final_cap, cfg.max_bucket_bits,
-                                cfg.finish_bucket_bits);
+  network::sample_plan plan = network::plan_sample_sort(n, cfg.tile_bits, cfg.final_cap,
+                                                        cfg.max_bucket_bits, cfg.finish_bucket_bits);
+  if (cfg.random) plan = network::thin_random_samples(plan);
   if (report) *report = {plan, {}};
   std::vector<K> buffer_keys(plan.count ? n : 0);
   std::vector<V> buffer_values(has_values && plan.count ? n : 0);
@@ -93,8 +93,8 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
         for (unsigned i = 0; i < length / stride; ++i) {
           const unsigned at = cfg.random ? network::random_sample(start, i, length, cfg.seed)
                                          : network::regular_sample(i, stride);
-          samples[lv.first_sample(begins[p]) + tile * s + i] = {start + at, buffer_keys[start + at],
-                                                          static_cast<std::uint32_t>(2 * p)};
+          samples[lv.first_sample(begins[p]) + tile * lv.tile_samples() + i] = {
+              start + at, buffer_keys[start + at], static_cast<std::uint32_t>(2 * p)};
         }
       }
     });

@@ -173,7 +173,7 @@ __device__ void take_tile_samples(const K* keys, index_t start, index_t length, 
   for (unsigned i = threadIdx.x; i < count; i += THREADS) {
     const unsigned l = RANDOM ? network::random_sample(start, i, static_cast<unsigned>(length), seed)
                               : network::regular_sample(i, stride);
-    problem_samples[t * lv.buckets() + i] = {start + l, keys[start + l],
+    problem_samples[t * lv.tile_samples() + i] = {start + l, keys[start + l],
                                              static_cast<std::uint32_t>(2 * p)};
   }
 }
@@ -676,7 +676,8 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                         SortBuckets sort_buckets, cudaStream_t stream) {
   using policy = sample_sort_policy<K, V>;
   if (knobs.bucket_bits > policy::max_bucket_bits) return cudaErrorInvalidValue;
-  const network::sample_plan plan = plan_for<K, V>(n, knobs.bucket_bits);
+  network::sample_plan plan = plan_for<K, V>(n, knobs.bucket_bits);
+  if (knobs.random) plan = network::thin_random_samples(plan);
   if (plan.count == 0 || (knobs.bucket_bits == 0 && n <= policy::whole_bitonic_max)) {
     // one bucket, or few keys: no workspace
     if (!temp) {

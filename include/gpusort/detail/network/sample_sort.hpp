@@ -98,17 +98,23 @@ struct sample_level {
   index_t problems;    // ranges split by this level
   index_t cap;         // keys in the largest one (a bound, for randomized sampling a target)
   int tile_bits;       // M = 2^tile_bits
-  int bucket_bits;     // s = 2^bucket_bits buckets per problem, also samples per full tile
+  int bucket_bits;     // s = 2^bucket_bits buckets per problem
+  // A full tile gives s / 2^thinning samples: 0 for regular sampling (its bound needs s);
+  // randomized sampling thins them where a problem has many tiles (thin_random_samples).
+  int thinning = 0;
 
   GPUSORT_HD constexpr index_t tile() const { return index_t{1} << tile_bits; }
   GPUSORT_HD constexpr index_t buckets() const { return index_t{1} << bucket_bits; }
-  GPUSORT_HD constexpr index_t stride() const { return index_t{1} << (tile_bits - bucket_bits); }
+  GPUSORT_HD constexpr index_t tile_samples() const { return buckets() >> thinning; }
+  GPUSORT_HD constexpr index_t stride() const {
+    return index_t{1} << (tile_bits - bucket_bits + thinning);
+  }
   // Tiles of one problem: blocks per problem, and the rows of the bucket-count matrix.
   GPUSORT_HD constexpr index_t tiles() const { return cap == 0 ? 1 : (cap + tile() - 1) / tile(); }
   // The samples of all problems lie in one array of n / stride slots: problem [b, e) has
   // floor((e - b) / stride) samples from slot b / stride on (sample k of a problem: tile
-  // k / s, number k % s), so problems never overlap; the slot a rounding leaves between two
-  // problems is unused.
+  // k / tile_samples, number k % tile_samples), so problems never overlap; the slot a
+  // rounding leaves between two problems is unused.
   GPUSORT_HD constexpr index_t sample_slots(index_t n) const { return n / stride(); }
   GPUSORT_HD constexpr index_t first_sample(index_t begin) const { return begin / stride(); }
   GPUSORT_HD constexpr index_t samples(index_t size) const { return size / stride(); }
@@ -122,7 +128,8 @@ struct sample_level {
   GPUSORT_HD constexpr index_t splitter_rank(index_t j, index_t sample_count) const {
     return (j * sample_count + buckets() - 1) >> bucket_bits;
   }
-  // The largest bucket a problem of `size` keys can produce (see the header comment).
+  // The largest bucket a problem of `size` keys can produce under regular sampling (see the
+  // header comment).
   GPUSORT_HD constexpr index_t bucket_bound(index_t size) const {
     if (size == 0) return 0;
     const index_t S = size / stride();
@@ -220,6 +227,23 @@ GPUSORT_HD constexpr sample_plan plan_sample_sort(index_t n, int tile_bits, inde
   }
   plan.final_problems = problems;
   plan.final_cap = cap;
+  return plan;
+}
+
+// Randomized sampling needs no sample of every tile for every bucket: about this many samples
+// a bucket put its sizes within about 15% of each other (the spread of a sample's rank goes
+// as one over its square root), and the samples' sort shrinks with them.
+inline constexpr index_t random_samples_per_bucket = 64;
+
+// Thins every level's samples (a full tile keeps at least one) while each bucket keeps
+// random_samples_per_bucket of its problem's planned tiles.
+GPUSORT_HD constexpr sample_plan thin_random_samples(sample_plan plan) {
+  for (int l = 0; l < plan.count; ++l) {
+    sample_level& lv = plan.levels[l];
+    while (lv.thinning < lv.bucket_bits &&
+           (lv.tiles() >> (lv.thinning + 1)) >= random_samples_per_bucket)
+      ++lv.thinning;
+  }
   return plan;
 }
 
