@@ -316,6 +316,17 @@ TEST(CpuSampleSortBound, RandomSamplingSplitsAllEqualKeysByPosition) {
   EXPECT_TRUE(std::all_of(keys.begin(), keys.end(), [](std::uint32_t k) { return k == 42u; }));
 }
 
+TEST(SampleSortPlan, FiniteSplittersAreThoseOfRankBelowS) {
+  for (int bits = 1; bits <= 10; ++bits) {
+    const net::sample_level lv{1, 1 << 20, 14, bits};
+    for (index_t S : {0, 1, 2, 3, 5, 7, 31, 64, 100, 1023, 1024, 1025, 5000}) {
+      index_t expect = 0;
+      while (expect + 1 < lv.buckets() && lv.splitter_rank(expect + 1, S) < S) ++expect;
+      EXPECT_EQ(lv.finite_splitters(S), expect) << "s=" << lv.buckets() << " S=" << S;
+    }
+  }
+}
+
 TEST(SampleSortPlan, RandomSamplingThinsTheSamplesOfManyTiles) {
   const net::sample_plan plan = net::thin_random_samples(net::plan_sample_sort(1 << 24, 14, 8192, 8, 10));
   ASSERT_EQ(plan.count, 2);

@@ -16,8 +16,8 @@
 //     the keys: one read and one write.
 // Randomized sampling (Leischner et al.) sorts no tile: step 1 takes random samples of each
 // tile as it is, steps 3 and 5 classify every key by binary search over the splitters
-// (classify_count_kernel, which also copies the tile to the buffer, and
-// classify_scatter_kernel, which keeps a tile's order within a bucket).
+// (classify_count_kernel, classify_scatter_kernel), and the scatter moves the keys from keys
+// to the buffer or back (levels take turns; after an odd number a copy brings them home).
 // The buckets of a level are the problems of the next. The last level's buckets, at most
 // final_cap keys by the sampling bound, are each that level's sorted runs (one per tile
 // slot): one block merges them (merge_bucket_runs_kernel). Under randomized sampling they are
@@ -342,9 +342,9 @@ __global__ void __launch_bounds__(THREADS)
 
 // ---- randomized sampling: keys classified by the splitters (Leischner et al.) ----------
 // A level under randomized sampling sorts no tile: classify_count_kernel counts every tile's
-// keys per bucket (network::classify, by key and position) and copies the tile to the
-// buffer; classify_scatter_kernel moves them from there to their buckets, in the tile's
-// order within a bucket (deterministic, as the positions that break ties need).
+// keys per bucket (network::classify, by key and position), and classify_scatter_kernel
+// moves them to their buckets in the other array (keys and the buffer take turns), in the
+// tile's order within a bucket (deterministic).
 
 // Threads of the classifying kernels (any tile size: a thread takes a key per round).
 inline constexpr int classifying_threads = 256;
@@ -362,39 +362,40 @@ struct splitter_table {
   const sample<K>* samples;  // the problem's, sorted
   index_t count;             // S
   sample_level lv;
+  unsigned finite;  // splitters 1..finite lie among the samples; the rest above every key
 
   // Fills the shared table: every thread of the block calls it; sync before bucket_of.
   __device__ splitter_table(storage& shared, const sample<K>* problem_samples,
                             index_t sample_count, const sample_level& level)
-      : st(shared), samples(problem_samples), count(sample_count), lv(level) {
+      : st(shared), samples(problem_samples), count(sample_count), lv(level),
+        finite(static_cast<unsigned>(level.finite_splitters(sample_count))) {
     if constexpr (in_shared) {
-      for (unsigned j = threadIdx.x + 1; j < lv.buckets(); j += blockDim.x) {
-        const index_t rank = lv.splitter_rank(j, count);
-        if (rank < count) {
-          st.keys[j] = samples[rank].key;
-          st.positions[j] = samples[rank].pos;
-        }
+      for (unsigned j = threadIdx.x + 1; j <= finite; j += blockDim.x) {
+        const sample<K>& g = samples[lv.splitter_rank(j, count)];
+        st.keys[j] = g.key;
+        st.positions[j] = g.pos;
       }
     }
   }
   template <class Compare>
   __device__ unsigned bucket_of(const K& key, index_t pos, Compare comp) const {
     return network::classify(static_cast<unsigned>(lv.buckets()), [&](unsigned j) {
-      const index_t rank = lv.splitter_rank(j, count);
-      if (rank >= count) return true;
-      if constexpr (in_shared) return network::splitter_above(key, pos, st.keys[j], st.positions[j], comp);
-      else return network::splitter_above(key, pos, samples[rank].key, samples[rank].pos, comp);
+      if (j > finite) return true;
+      if constexpr (in_shared) {
+        return network::splitter_above(key, pos, st.keys[j], st.positions[j], comp);
+      } else {
+        const sample<K>& g = samples[lv.splitter_rank(j, count)];
+        return network::splitter_above(key, pos, g.key, g.pos, comp);
+      }
     });
   }
 };
 
-// Counts each tile's keys per bucket (summed over a block's tiles), bucket-major, and copies
-// the tiles (and values) to out_keys, from where classify_scatter_kernel moves them back.
-template <int THREADS, int MAX_BUCKETS, class K, class V, class Compare>
+// Counts each tile's keys per bucket (summed over a block's tiles), bucket-major.
+template <int THREADS, int MAX_BUCKETS, class K, class Compare>
 __global__ void __launch_bounds__(THREADS)
-    classify_count_kernel(const K* keys, const V* values, K* out_keys, V* out_values,
-                          problem_list probs, sample_level lv, const sample<K>* samples,
-                          index_t* counts, Compare comp) {
+    classify_count_kernel(const K* keys, problem_list probs, sample_level lv,
+                          const sample<K>* samples, index_t* counts, Compare comp) {
   using table_t = splitter_table<MAX_BUCKETS, K>;
   __shared__ typename table_t::storage table_storage;
   __shared__ unsigned total[MAX_BUCKETS];
@@ -407,12 +408,8 @@ __global__ void __launch_bounds__(THREADS)
   for (index_t t = bt.column; t * M < bt.size; t += T) {
     const index_t start = bt.begin + t * M;
     const unsigned length = bt.length(t, M);
-    for (unsigned l = threadIdx.x; l < length; l += THREADS) {
-      const K key = keys[start + l];
-      out_keys[start + l] = key;
-      if constexpr (block::has_values<K, V>) out_values[start + l] = values[start + l];
-      atomicAdd(&total[table.bucket_of(key, start + l, comp)], 1u);
-    }
+    for (unsigned l = threadIdx.x; l < length; l += THREADS)
+      atomicAdd(&total[table.bucket_of(keys[start + l], start + l, comp)], 1u);
   }
   __syncthreads();
   for (unsigned j = threadIdx.x; j < s; j += THREADS)
@@ -749,10 +746,14 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     const auto blocks = static_cast<unsigned>(lv.problems * lv.tiles());
     const bool mirror = descending && l + 1 == plan.count;
     index_t* counts = ws.counts[l % 2];
-    // Randomized sampling: the tile kernel only samples (no shared memory), and the keys are
-    // classified instead of located in sorted tiles.
+    // Randomized sampling: the tile kernel only samples (no shared memory), the keys are
+    // classified instead of located in sorted tiles, and each level moves them from one of
+    // keys and the buffer to the other (from_keys: this level reads keys).
+    const bool from_keys = !knobs.random || l % 2 == 0;
+    K* level_keys = from_keys ? keys : ws.keys;
+    V* level_values = from_keys ? values : ws.values;
     tile_kernel<<<blocks, policy::threads, knobs.random ? 0 : smem_bytes, stream>>>(
-        keys, values, ws.keys, ws.values, probs, lv, ws.samples, knobs.random,
+        level_keys, level_values, ws.keys, ws.values, probs, lv, ws.samples, knobs.random,
         knobs.seed + static_cast<index_t>(l), comp);
     e = cudaGetLastError();
     std::size_t bytes = ws.scratch_bytes;
@@ -762,7 +763,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     if (e != cudaSuccess) break;
     if (knobs.random)
       classify_count_kernel<classifying_threads, B><<<blocks, classifying_threads, 0, stream>>>(
-          keys, values, ws.keys, ws.values, probs, lv, ws.samples, counts, comp);
+          level_keys, probs, lv, ws.samples, counts, comp);
     else
       sample_count_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
           ws.keys, probs, lv, ws.samples, counts, ws.tile_bounds, comp);
@@ -773,7 +774,8 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     if (e != cudaSuccess) break;
     if (knobs.random)
       classify_scatter_kernel<classifying_threads, B><<<blocks, classifying_threads, 0, stream>>>(
-          ws.keys, ws.values, keys, values, probs, lv, ws.samples, counts, mirror, comp);
+          level_keys, level_values, from_keys ? ws.keys : keys, from_keys ? ws.values : values,
+          probs, lv, ws.samples, counts, mirror, comp);
     else
       sample_scatter_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
           ws.keys, ws.values, keys, values, probs, lv, ws.samples, counts, ws.tile_bounds, mirror,
@@ -787,6 +789,13 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     }
   }
   if (e != cudaSuccess) return e;
+  if (knobs.random && plan.count % 2 == 1) {  // the last level wrote the buffer
+    e = cudaMemcpyAsync(keys, ws.keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, stream);
+    if constexpr (block::has_values<K, V>)
+      if (e == cudaSuccess)
+        e = cudaMemcpyAsync(values, ws.values, sizeof(V) * n, cudaMemcpyDeviceToDevice, stream);
+    if (e != cudaSuccess) return e;
+  }
   if (merge_runs) {
     const auto blocks = static_cast<unsigned>(probs.count);
     auto launch = [&](auto order) {

@@ -128,6 +128,11 @@ struct sample_level {
   GPUSORT_HD constexpr index_t splitter_rank(index_t j, index_t sample_count) const {
     return (j * sample_count + buckets() - 1) >> bucket_bits;
   }
+  // How many splitters j = 1..s-1 are finite (splitter_rank(j, S) < S): s - ceil(s / S).
+  GPUSORT_HD constexpr index_t finite_splitters(index_t sample_count) const {
+    if (sample_count == 0) return 0;
+    return buckets() - (buckets() + sample_count - 1) / sample_count;
+  }
   // The largest bucket a problem of `size` keys can produce under regular sampling (see the
   // header comment).
   GPUSORT_HD constexpr index_t bucket_bound(index_t size) const {
