@@ -331,9 +331,9 @@ TEST(SampleSortPlan, RandomSamplingThinsTheSamplesOfManyTiles) {
   const net::sample_plan plan = net::thin_random_samples(net::plan_sample_sort(1 << 24, 14, 8192, 8, 10));
   ASSERT_EQ(plan.count, 2);
   const net::sample_level& first = plan.levels[0];  // 1024 tiles, 256 buckets
-  EXPECT_EQ(first.thinning, 4);
-  EXPECT_EQ(first.tile_samples(), 16u);
-  EXPECT_EQ(first.stride(), 1024u);
+  EXPECT_EQ(first.thinning, 5);
+  EXPECT_EQ(first.tile_samples(), 8u);
+  EXPECT_EQ(first.stride(), 2048u);
   EXPECT_EQ(first.samples(first.cap) / first.buckets(), net::random_samples_per_bucket);
   EXPECT_EQ(plan.levels[1].thinning, 0) << "few tiles a problem: a sample per stride as before";
   // A tile keeps a sample at least, however many tiles.

@@ -54,8 +54,9 @@ TYPED_TEST(GpuSampleSort, LargeSizesAndBucketCounts) {
 
 // Values through the levels (the network takes arrays up to 2^22 under the default plan, so
 // the conformance suite's pairs do not reach them): both samplings, both orders, 4- and
-// 8-byte values, level counts odd (s = 1024: one level; s = 4: seven, the randomized
-// sampling's copy back) and even (the default at 10^7, randomized, 4-byte values).
+// 8-byte values, level counts odd (s = 1024: one level, the randomized sampling's copy back)
+// and even (s = 4: six, whose final buckets pass a block; the default at 10^7, randomized,
+// 4-byte values).
 template <class K, class V>
 void check_level_pairs(const std::vector<K>& input, const gpusort::options& opt) {
   const std::size_t n = input.size();

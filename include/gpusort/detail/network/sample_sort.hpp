@@ -235,10 +235,11 @@ GPUSORT_HD constexpr sample_plan plan_sample_sort(index_t n, int tile_bits, inde
   return plan;
 }
 
-// Randomized sampling needs no sample of every tile for every bucket: about this many samples
-// a bucket put its sizes within about 15% of each other (the spread of a sample's rank goes
-// as one over its square root), and the samples' sort shrinks with them.
-inline constexpr index_t random_samples_per_bucket = 64;
+// Randomized sampling needs no sample of every tile for every bucket: with a samples a
+// bucket, a bucket of c times the mean size has odds about exp(-a (c - 1 - ln c)): at a = 32,
+// 3e-13 for c = 3 (a last level's mean is a quarter of a final bucket's bound or less), 6e-5
+// for c = 2 (a level's planned cap); the samples' sort shrinks with a.
+inline constexpr index_t random_samples_per_bucket = 32;
 
 // Thins every level's samples (a full tile keeps at least one) while each bucket keeps
 // random_samples_per_bucket of its problem's planned tiles.
