@@ -132,8 +132,9 @@ struct device_allocator {
 
 // How sample_sort picks its samples: `regular` (Dehne & Zaboli), every (M/s)-th key of each
 // sorted tile, which guarantees that no bucket exceeds about 2n/s keys whatever the input;
-// `random` (Leischner et al.), random keys of each tile: no guarantee, and a bucket that
-// comes out too large is sorted by slower means.
+// `random` (Leischner et al.), random keys of each unsorted tile, every key then classified
+// by the splitters (no tile sort): no guarantee, and a bucket that comes out too large is
+// sorted by slower means.
 enum class sampling { regular, random };
 
 // Where the approximate sort's intervals come from: `linear` (Xiao et al.), equal widths of
@@ -151,8 +152,9 @@ struct options {
   // each run of equal keys by position, which costs workspace (sort.hpp, docs/cpp.md).
   bool stable = false;
   cudaStream_t stream = nullptr;  // every device call is ordered on this stream
-  // sample_sort only: the sampling, and s, the buckets per level (= samples per tile of M
-  // keys), a power of two from 2 to 1024; 0 picks the measured default.
+  // sample_sort only: the sampling (regular: the deterministic sort with its bucket bound;
+  // random: keys classified by random splitters), and s, the buckets per level, a power of
+  // two from 2 to 1024; 0 picks the measured default.
   sampling sampler = sampling::regular;
   unsigned buckets = 0;
   // approx_sort, top_k and approx_refine: the interval count (0: 10,000 for approx_sort,
