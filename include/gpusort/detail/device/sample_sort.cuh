@@ -409,8 +409,15 @@ __global__ void __launch_bounds__(THREADS)
   for (index_t t = bt.column; t * M < bt.size; t += T) {
     const index_t start = bt.begin + t * M;
     const unsigned length = bt.length(t, M);
-    for (unsigned l = threadIdx.x; l < length; l += THREADS)
-      atomicAdd(&total[table.bucket_of(keys[start + l], start + l, comp)], 1u);
+    // One shared atomic a bucket a warp: sorted runs and equal keys (split by position, so
+    // neighbours share a bucket) would otherwise make 32 lanes wait on one address.
+    for (unsigned first = 0; first < length; first += THREADS) {
+      const unsigned l = first + threadIdx.x;
+      const unsigned b = l < length ? table.bucket_of(keys[start + l], start + l, comp) : ~0u;
+      const unsigned same = __match_any_sync(0xffffffffu, b);
+      if (l < length && (same & ((1u << (threadIdx.x % 32)) - 1)) == 0)
+        atomicAdd(&total[b], static_cast<unsigned>(__popc(same)));
+    }
   }
   __syncthreads();
   for (unsigned j = threadIdx.x; j < s; j += THREADS)
