@@ -175,7 +175,7 @@ __device__ void take_tile_samples(const K* keys, index_t start, index_t length, 
     const unsigned l = RANDOM ? network::random_sample(start, i, static_cast<unsigned>(length), seed)
                               : network::regular_sample(i, stride);
     problem_samples[t * lv.tile_samples() + i] = {start + l, keys[start + l],
-                                             static_cast<std::uint32_t>(2 * p)};
+                                                  static_cast<std::uint32_t>(2 * p)};
   }
 }
 
@@ -192,7 +192,6 @@ __global__ void __launch_bounds__(Policy::threads)
   const index_t T = lv.tiles(), M = lv.tile();
   const index_t p = blockIdx.x / T, column = blockIdx.x % T;
   const index_t begin = probs.begin(p), size = probs.end(p) - begin;
-  const unsigned stride = static_cast<unsigned>(lv.stride());
   sample<K>* problem_samples = samples + lv.first_sample(begin);
   if (column == 0) {  // an unused slot after the problem's samples sorts after them
     const auto tag = static_cast<std::uint32_t>(2 * p + 1);
