@@ -120,14 +120,23 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
         bounds[j] = network::below_splitter(lower, upper, start, length, g.pos);
       }
     };
-    // Randomized sampling: the bucket of the key at position i of problem p's tiles.
-    auto bucket_of = [&](index_t p, index_t i) {
-      const index_t S = lv.samples(begins[p + 1] - begins[p]);
-      const sample<K>* first = samples.data() + lv.first_sample(begins[p]);
+    // Randomized sampling: every key's bucket, classified once (network::classify) by its
+    // problem's finite splitters, gathered per problem first.
+    std::vector<sample<K>> splitters(cfg.random ? lv.problems * s : 0);
+    std::vector<index_t> finite(cfg.random ? lv.problems : 0);
+    std::vector<std::uint16_t> bucket(cfg.random ? n : 0);
+    if (cfg.random)
+      parallel_for(lv.problems, 0, [&](index_t p) {
+        const index_t S = lv.samples(begins[p + 1] - begins[p]);
+        finite[p] = lv.finite_splitters(S);
+        for (index_t j = 1; j <= finite[p]; ++j)
+          splitters[p * s + j] = samples[lv.first_sample(begins[p]) + lv.splitter_rank(j, S)];
+      });
+    auto classify = [&](index_t p, index_t i) {
+      const sample<K>* table = splitters.data() + p * s;
       return network::classify(static_cast<unsigned>(s), [&](unsigned j) {
-        const index_t rank = lv.splitter_rank(j, S);
-        return rank >= S ||
-               network::splitter_above(buffer_keys[i], i, first[rank].key, first[rank].pos, comp);
+        return j > finite[p] ||
+               network::splitter_above(buffer_keys[i], i, table[j].key, table[j].pos, comp);
       });
     };
     parallel_for(lv.problems * T, 0, [&](index_t job) {
@@ -136,7 +145,10 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
       for (index_t tile = t; tile * M < size; tile += T) {
         if (cfg.random) {
           const index_t start = begins[p] + tile * M, end = start + std::min(M, size - tile * M);
-          for (index_t i = start; i < end; ++i) ++counts[lv.count_index(p, bucket_of(p, i), t)];
+          for (index_t i = start; i < end; ++i) {
+            bucket[i] = static_cast<std::uint16_t>(classify(p, i));
+            ++counts[lv.count_index(p, bucket[i], t)];
+          }
           continue;
         }
         bounds_of(p, tile, bounds);
@@ -153,7 +165,7 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
         const index_t start = begins[p] + tile * M;
         if (cfg.random) {  // in the tile's order: stable within a tile
           for (index_t i = start; i < start + std::min(M, size - tile * M); ++i) {
-            const index_t to = dest[bucket_of(p, i)]++;
+            const index_t to = dest[bucket[i]]++;
             keys[to] = buffer_keys[i];
             if constexpr (has_values) values[to] = buffer_values[i];
           }
