@@ -1,8 +1,8 @@
 // The sample sort on host threads: the device algorithm's levels (network/sample_sort.hpp)
 // step by step, tiles and problems spread over the threads. Regular sampling sorts the tiles
 // and locates the splitters in them; randomized sampling classifies every key instead
-// (network::classify). It is the CPU backend, and it
-// reports every level's largest bucket, so the bound is tested where CI runs.
+// (network::classify). It is the CPU backend, and it reports every level's largest bucket,
+// so the bound is tested where CI runs.
 #pragma once
 
 #include <algorithm>
@@ -81,14 +81,19 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
       for (index_t tile = t; tile * M < size; tile += T) {
         const index_t start = begins[p] + tile * M;
         const auto length = static_cast<unsigned>(std::min(M, size - tile * M));
-        std::vector<unsigned> order(length);
-        std::iota(order.begin(), order.end(), 0u);
-        if (!cfg.random)
+        if (cfg.random) {
+          std::copy(keys + start, keys + start + length, buffer_keys.begin() + start);
+          if constexpr (has_values)
+            std::copy(values + start, values + start + length, buffer_values.begin() + start);
+        } else {
+          std::vector<unsigned> order(length);
+          std::iota(order.begin(), order.end(), 0u);
           std::sort(order.begin(), order.end(),
                     [&](unsigned a, unsigned b) { return comp(keys[start + a], keys[start + b]); });
-        for (unsigned l = 0; l < length; ++l) {
-          buffer_keys[start + l] = keys[start + order[l]];
-          if constexpr (has_values) buffer_values[start + l] = values[start + order[l]];
+          for (unsigned l = 0; l < length; ++l) {
+            buffer_keys[start + l] = keys[start + order[l]];
+            if constexpr (has_values) buffer_values[start + l] = values[start + order[l]];
+          }
         }
         for (unsigned i = 0; i < length / stride; ++i) {
           const unsigned at = cfg.random ? network::random_sample(start, i, length, cfg.seed)
