@@ -180,7 +180,8 @@ TEST(SampleSortPlan, RandomSamplesStayInTheTileAndVary) {
 // splitters with ties, repeated keys at other positions, and splitters above every key.
 TEST(SampleSortPlan, ClassifyCountsTheSplittersAtOrBelowTheKey) {
   std::mt19937 rng(11);
-  for (unsigned s : {1u, 2u, 4u, 16u, 64u}) {
+  for (unsigned bits : {0u, 1u, 2u, 4u, 6u}) {
+    const unsigned s = 1u << bits;
     for (int trial = 0; trial < 40; ++trial) {
       const unsigned finite = s == 1 ? 0 : rng() % s;  // splitters 1..finite exist
       std::vector<net::sample<std::uint32_t>> splitters(s);
@@ -196,16 +197,40 @@ TEST(SampleSortPlan, ClassifyCountsTheSplittersAtOrBelowTheKey) {
             const auto& g = splitters[j];
             expect += g.key < key || (g.key == key && g.pos <= pos);
           }
-          const auto above = [&](unsigned j) {
+          const auto above = [&](unsigned, unsigned j) {
             return j > finite || net::splitter_above(key, pos, splitters[j].key, splitters[j].pos,
                                                      gpusort::less<std::uint32_t>{});
           };
-          ASSERT_EQ(net::classify(s, above), expect)
+          ASSERT_EQ(net::classify(bits, above), expect)
               << "s=" << s << " key=" << key << " pos=" << pos;
         }
       }
     }
   }
+}
+
+// The tree holds every splitter once, in order (an in-order walk visits 1..s-1), and a node's
+// depth is the one tree_splitter takes.
+TEST(SampleSortPlan, SplitterTreeHoldsEverySplitterInOrder) {
+  for (unsigned bits = 1; bits <= 10; ++bits) {
+    const unsigned s = 1u << bits;
+    std::vector<unsigned> in_order;
+    const auto walk = [&](auto&& self, unsigned node) -> void {
+      if (node >= s) return;
+      self(self, 2 * node);
+      in_order.push_back(net::tree_splitter(node, net::tree_depth(node), bits));
+      self(self, 2 * node + 1);
+    };
+    walk(walk, 1);
+    ASSERT_EQ(in_order.size(), s - 1);
+    for (unsigned j = 1; j < s; ++j) ASSERT_EQ(in_order[j - 1], j) << "bits=" << bits;
+  }
+  EXPECT_EQ(net::tree_depth(1), 0u);
+  EXPECT_EQ(net::tree_depth(2), 1u);
+  EXPECT_EQ(net::tree_depth(3), 1u);
+  EXPECT_EQ(net::tree_depth(1023), 9u);
+  EXPECT_EQ(net::tree_splitter(1, 0, 10), 512u);
+  EXPECT_EQ(net::tree_splitter(3, 1, 10), 768u);
 }
 
 // Small tiles and final buckets, so that a few thousand keys take several levels.

@@ -139,7 +139,7 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
       });
     auto classify = [&](index_t p, index_t i) {
       const sample<K>* table = splitters.data() + p * s;
-      return network::classify(static_cast<unsigned>(s), [&](unsigned j) {
+      return network::classify(static_cast<unsigned>(lv.bucket_bits), [&](unsigned, unsigned j) {
         return j > finite[p] ||
                network::splitter_above(buffer_keys[i], i, table[j].key, table[j].pos, comp);
       });

@@ -349,8 +349,10 @@ __global__ void __launch_bounds__(THREADS)
 // Threads of the classifying kernels (any tile size: a thread takes a key per round).
 inline constexpr int classifying_threads = 256;
 
-// Problem p's splitters for network::classify: copied to shared memory for keys of up to 8
-// bytes, else read from the sorted samples where they lie.
+// Problem p's splitters for network::classify: copied to shared memory in the tree's order
+// (node v at entry v: a warp's reads of one depth are neighbours, not one bank's) for keys of
+// up to 8 bytes, else read from the sorted samples where they lie. A splitter's position is
+// read only when its key ties the key's.
 template <int MAX_BUCKETS, class K>
 struct splitter_table {
   static constexpr bool in_shared = sizeof(K) <= 8;
@@ -370,19 +372,25 @@ struct splitter_table {
       : st(shared), samples(problem_samples), count(sample_count), lv(level),
         finite(static_cast<unsigned>(level.finite_splitters(sample_count))) {
     if constexpr (in_shared) {
-      for (unsigned j = threadIdx.x + 1; j <= finite; j += blockDim.x) {
+      const auto bits = static_cast<unsigned>(lv.bucket_bits);
+      for (unsigned v = threadIdx.x + 1; v < (1u << bits); v += blockDim.x) {
+        const unsigned j = network::tree_splitter(v, network::tree_depth(v), bits);
+        if (j > finite) continue;
         const sample<K>& g = samples[lv.splitter_rank(j, count)];
-        st.keys[j] = g.key;
-        st.positions[j] = g.pos;
+        st.keys[v] = g.key;
+        st.positions[v] = g.pos;
       }
     }
   }
   template <class Compare>
-  __device__ unsigned bucket_of(const K& key, index_t pos, Compare comp) const {
-    return network::classify(static_cast<unsigned>(lv.buckets()), [&](unsigned j) {
+  __device__ __forceinline__ unsigned bucket_of(const K& key, index_t pos, Compare comp) const {
+    return network::classify(static_cast<unsigned>(lv.bucket_bits), [&](unsigned v, unsigned j) {
       if (j > finite) return true;
       if constexpr (in_shared) {
-        return network::splitter_above(key, pos, st.keys[j], st.positions[j], comp);
+        const K& g = st.keys[v];
+        if (comp(key, g)) return true;
+        if (comp(g, key)) return false;
+        return pos < st.positions[v];
       } else {
         const sample<K>& g = samples[lv.splitter_rank(j, count)];
         return network::splitter_above(key, pos, g.key, g.pos, comp);
@@ -391,11 +399,26 @@ struct splitter_table {
   }
 };
 
-// Counts each tile's keys per bucket (summed over a block's tiles), bucket-major.
+// Adds a warp's keys to their buckets' counts (shared), one atomic per run of lanes with one
+// bucket: sorted runs and equal keys (split by position, so neighbours share a bucket) would
+// otherwise make up to 32 lanes wait on one address. Lanes without a key pass ~0u.
+static __device__ __forceinline__ void count_warp_buckets(unsigned* total, unsigned bucket) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned before = __shfl_up_sync(0xffffffffu, bucket, 1);
+  const unsigned heads = __ballot_sync(0xffffffffu, lane == 0 || before != bucket);
+  if (bucket == ~0u || !((heads >> lane) & 1u)) return;
+  const unsigned later = heads & ~((2u << lane) - 1u);  // 2u << 31 wraps to 0: no later head
+  const unsigned next = later ? static_cast<unsigned>(__ffs(later)) - 1 : 32u;
+  atomicAdd(&total[bucket], next - lane);
+}
+
+// Counts each tile's keys per bucket (summed over a block's tiles), bucket-major. A thread
+// loads ITEMS keys a round before it classifies them (loads in flight together).
 template <int THREADS, int MAX_BUCKETS, class K, class Compare>
 __global__ void __launch_bounds__(THREADS)
     classify_count_kernel(const K* keys, problem_list probs, sample_level lv,
                           const sample<K>* samples, index_t* counts, Compare comp) {
+  constexpr unsigned ITEMS = sizeof(K) <= 8 ? 4 : 1, round = THREADS * ITEMS;
   using table_t = splitter_table<MAX_BUCKETS, K>;
   __shared__ typename table_t::storage table_storage;
   __shared__ unsigned total[MAX_BUCKETS];
@@ -408,14 +431,16 @@ __global__ void __launch_bounds__(THREADS)
   for (index_t t = bt.column; t * M < bt.size; t += T) {
     const index_t start = bt.begin + t * M;
     const unsigned length = bt.length(t, M);
-    // One shared atomic a bucket a warp: sorted runs and equal keys (split by position, so
-    // neighbours share a bucket) would otherwise make 32 lanes wait on one address.
-    for (unsigned first = 0; first < length; first += THREADS) {
-      const unsigned l = first + threadIdx.x;
-      const unsigned b = l < length ? table.bucket_of(keys[start + l], start + l, comp) : ~0u;
-      const unsigned same = __match_any_sync(0xffffffffu, b);
-      if (l < length && (same & ((1u << (threadIdx.x % 32)) - 1)) == 0)
-        atomicAdd(&total[b], static_cast<unsigned>(__popc(same)));
+    for (unsigned first = 0; first < length; first += round) {
+      K key[ITEMS];
+      for (unsigned i = 0; i < ITEMS; ++i) {
+        const unsigned l = first + i * THREADS + threadIdx.x;
+        if (l < length) key[i] = keys[start + l];
+      }
+      for (unsigned i = 0; i < ITEMS; ++i) {
+        const unsigned l = first + i * THREADS + threadIdx.x;
+        count_warp_buckets(total, l < length ? table.bucket_of(key[i], start + l, comp) : ~0u);
+      }
     }
   }
   __syncthreads();
@@ -433,7 +458,7 @@ struct classify_scatter_storage {
   std::uint16_t bucket[chunk];
   std::uint16_t from[block::has_values<K, V> ? chunk : 1];
   // Warp w's keys of bucket j in the chunk, then the chunk slot of its first one.
-  std::uint16_t ahead[warps][MAX_BUCKETS];
+  alignas(16) std::uint16_t ahead[warps][MAX_BUCKETS];
   unsigned start[MAX_BUCKETS + 1];  // the chunk's first slot of bucket j
   index_t dest[MAX_BUCKETS];        // where the tile's next key of bucket j goes
   typename splitter_table<MAX_BUCKETS, K>::storage table;
@@ -458,7 +483,6 @@ __global__ void __launch_bounds__(THREADS)
   constexpr int ITEMS = classify_items<K>;
   using storage_t = classify_scatter_storage<THREADS, ITEMS, MAX_BUCKETS, K, V>;
   constexpr unsigned chunk = storage_t::chunk, warps = storage_t::warps;
-  constexpr unsigned per_thread = (MAX_BUCKETS + THREADS - 1) / THREADS;  // buckets a thread scans
   using scan_t = cub::BlockScan<unsigned, THREADS>;
   __shared__ typename scan_t::TempStorage scan_storage;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
@@ -476,17 +500,22 @@ __global__ void __launch_bounds__(THREADS)
     const unsigned length = bt.length(t, M);
     for (unsigned first = 0; first < length; first += chunk) {
       const unsigned count = min(chunk, length - first);
-      for (unsigned i = threadIdx.x; i < warps * s; i += THREADS) st.ahead[i / s][i % s] = 0;
+      // Zeroed 8 counts (16 bytes) a store: the rows' first s entries rounded up to 8.
+      const unsigned row_vectors = (s + 7) / 8;
+      for (unsigned i = threadIdx.x; i < warps * row_vectors; i += THREADS)
+        reinterpret_cast<uint4*>(st.ahead[i / row_vectors])[i % row_vectors] = uint4{0, 0, 0, 0};
       __syncthreads();  // the table (first chunk), the zeroed counts, the last chunk written
       // Classify; each key's rank among its warp's keys of its bucket so far.
       K key[ITEMS];
       unsigned bucket[ITEMS], rank[ITEMS];
-      for (int i = 0; i < ITEMS; ++i) {
+      for (int i = 0; i < ITEMS; ++i) {  // the loads first, in flight together
         const unsigned c = warp * 32 * ITEMS + i * 32 + lane;  // the key's place in the chunk
+        if (c < count) key[i] = keys[tile_start + first + c];
+      }
+      for (int i = 0; i < ITEMS; ++i) {
+        const unsigned c = warp * 32 * ITEMS + i * 32 + lane;
         const bool live = c < count;
-        const index_t pos = tile_start + first + c;
-        if (live) key[i] = keys[pos];
-        bucket[i] = live ? table.bucket_of(key[i], pos, comp) : ~0u;
+        bucket[i] = live ? table.bucket_of(key[i], tile_start + first + c, comp) : ~0u;
         const unsigned same = __match_any_sync(0xffffffffu, bucket[i]);
         const unsigned before = __popc(same & ((1u << lane) - 1));
         const unsigned so_far = live ? st.ahead[warp][bucket[i]] : 0u;
@@ -497,25 +526,37 @@ __global__ void __launch_bounds__(THREADS)
         __syncwarp();
       }
       __syncthreads();
-      // The chunk's buckets in order: thread u scans buckets [u * per_thread, + per_thread)
-      // over the warps, then the block scans the threads' sums.
-      unsigned mine = 0;
-      for (unsigned k = 0; k < per_thread; ++k) {
-        const unsigned j = threadIdx.x * per_thread + k;
-        if (j < s)
-          for (unsigned w = 0; w < warps; ++w) mine += st.ahead[w][j];
+      // The chunk's buckets in order: thread u takes buckets 4u..4u+3 (a row's 4 counts one
+      // 8-byte load; entries from s on are zero), sums them over the warps, and the block
+      // scans the threads' sums.
+      static_assert(MAX_BUCKETS == 4 * THREADS, "a thread scans 4 buckets");
+      const bool scans = 4 * threadIdx.x < s;
+      unsigned sum[4] = {0, 0, 0, 0};  // bucket 4u + k's keys over the warps
+      for (unsigned w = 0; scans && w < warps; ++w) {
+        const ushort4 c = reinterpret_cast<const ushort4*>(st.ahead[w])[threadIdx.x];
+        sum[0] += c.x;
+        sum[1] += c.y;
+        sum[2] += c.z;
+        sum[3] += c.w;
       }
       unsigned base = 0;
-      scan_t(scan_storage).ExclusiveSum(mine, base);
-      for (unsigned k = 0; k < per_thread; ++k) {
-        const unsigned j = threadIdx.x * per_thread + k;
-        if (j >= s) break;
-        st.start[j] = base;
-        for (unsigned w = 0; w < warps; ++w) {
-          const unsigned c = st.ahead[w][j];
-          st.ahead[w][j] = static_cast<std::uint16_t>(base);
-          base += c;
-        }
+      scan_t(scan_storage).ExclusiveSum(sum[0] + sum[1] + sum[2] + sum[3], base);
+      // Bucket 4u + k's first slot, then each warp's first slot within it, bucket-major.
+      unsigned at[4];
+      for (unsigned k = 0; k < 4; ++k) {
+        at[k] = base;
+        base += sum[k];
+        if (4 * threadIdx.x + k < s) st.start[4 * threadIdx.x + k] = at[k];
+      }
+      for (unsigned w = 0; scans && w < warps; ++w) {
+        ushort4& row = reinterpret_cast<ushort4*>(st.ahead[w])[threadIdx.x];
+        const ushort4 c = row;
+        row = make_ushort4(static_cast<std::uint16_t>(at[0]), static_cast<std::uint16_t>(at[1]),
+                           static_cast<std::uint16_t>(at[2]), static_cast<std::uint16_t>(at[3]));
+        at[0] += c.x;
+        at[1] += c.y;
+        at[2] += c.z;
+        at[3] += c.w;
       }
       if (threadIdx.x == 0) st.start[s] = count;
       __syncthreads();

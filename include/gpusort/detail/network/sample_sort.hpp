@@ -182,15 +182,31 @@ GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool splitter_above(const K& key, index
   return comp(key, g) || (!comp(g, key) && pos < q);
 }
 
-// The bucket of a key among s (a power of two) buckets: `above(j)` says whether splitter j
-// lies above the key (always, for a splitter of rank S: above every key). log2(s) tests of a
-// branch-free binary search.
+// The splitters as an implicit search tree (Eytzinger order): node 1 holds splitter s/2 and
+// node v's children are 2v and 2v + 1, so the nodes of depth d are 2^d neighbours. A warp
+// searching a table in this order reads neighbouring words at every depth; in sorted order the
+// reads of a depth lie s / 2^(d+1) entries apart, in one shared-memory bank for s >= 64.
+// The splitter (1..s-1) at node v of depth d (2^d <= v < 2^(d+1)) of the tree of s = 2^bits.
+GPUSORT_HD constexpr unsigned tree_splitter(unsigned node, unsigned depth, unsigned bits) {
+  return (2 * (node - (1u << depth)) + 1) << (bits - depth - 1);
+}
+
+// The depth of node v of the tree: floor(log2(v)).
+GPUSORT_HD constexpr unsigned tree_depth(unsigned node) {
+  unsigned d = 0;
+  while (node >>= 1) ++d;
+  return d;
+}
+
+// The bucket of a key among s = 2^bits buckets: `above(node, j)` says whether splitter j, at
+// tree node `node`, lies above the key (always, for a splitter of rank S: above every key).
+// `bits` tests of a branch-free descent of the tree.
 template <class Above>
-GPUSORT_HD constexpr unsigned classify(unsigned s, Above above) {
-  unsigned b = 0;
-  for (unsigned step = s / 2; step > 0; step /= 2)
-    if (!above(b + step)) b += step;
-  return b;
+GPUSORT_HD constexpr unsigned classify(unsigned bits, Above above) {
+  unsigned node = 1;
+  for (unsigned d = 0; d < bits; ++d)
+    node = 2 * node + (above(node, tree_splitter(node, d, bits)) ? 0u : 1u);
+  return node - (1u << bits);
 }
 
 // How many of a tile's keys fall below splitter (key g, position q), given lower_bound and
