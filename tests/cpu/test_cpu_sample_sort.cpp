@@ -197,11 +197,11 @@ TEST(SampleSortPlan, ClassifyCountsTheSplittersAtOrBelowTheKey) {
             const auto& g = splitters[j];
             expect += g.key < key || (g.key == key && g.pos <= pos);
           }
-          const auto above = [&](unsigned, unsigned j) {
-            return j > finite || net::splitter_above(key, pos, splitters[j].key, splitters[j].pos,
-                                                     gpusort::less<std::uint32_t>{});
+          const auto above = [&](unsigned v, unsigned d) {
+            const auto& g = splitters[net::tree_entry(v, d, bits, finite)];
+            return net::splitter_above(key, pos, g.key, g.pos, gpusort::less<std::uint32_t>{});
           };
-          ASSERT_EQ(net::classify(bits, above), expect)
+          ASSERT_EQ(net::classify(bits, finite, above), expect)
               << "s=" << s << " key=" << key << " pos=" << pos;
         }
       }

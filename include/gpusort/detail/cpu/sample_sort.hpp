@@ -126,22 +126,24 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
       }
     };
     // Randomized sampling: every key's bucket, classified once (network::classify) by its
-    // problem's finite splitters, gathered per problem first.
+    // problem's splitters, gathered per problem first in the tree's order.
+    const auto bits = static_cast<unsigned>(lv.bucket_bits);
     std::vector<sample<K>> splitters(cfg.random ? lv.problems * s : 0);
-    std::vector<index_t> finite(cfg.random ? lv.problems : 0);
+    std::vector<unsigned> finite(cfg.random ? lv.problems : 0);
     std::vector<std::uint16_t> bucket(cfg.random ? n : 0);
     if (cfg.random)
       parallel_for(lv.problems, 0, [&](index_t p) {
         const index_t S = lv.samples(begins[p + 1] - begins[p]);
-        finite[p] = lv.finite_splitters(S);
-        for (index_t j = 1; j <= finite[p]; ++j)
-          splitters[p * s + j] = samples[lv.first_sample(begins[p]) + lv.splitter_rank(j, S)];
+        finite[p] = static_cast<unsigned>(lv.finite_splitters(S));
+        for (unsigned v = 1; finite[p] > 0 && v < s; ++v) {
+          const unsigned e = network::tree_entry(v, network::tree_depth(v), bits, finite[p]);
+          splitters[p * s + v] = samples[lv.first_sample(begins[p]) + lv.splitter_rank(e, S)];
+        }
       });
     auto classify = [&](index_t p, index_t i) {
-      const sample<K>* table = splitters.data() + p * s;
-      return network::classify(static_cast<unsigned>(lv.bucket_bits), [&](unsigned, unsigned j) {
-        return j > finite[p] ||
-               network::splitter_above(buffer_keys[i], i, table[j].key, table[j].pos, comp);
+      const sample<K>* tree = splitters.data() + p * s;
+      return network::classify(bits, finite[p], [&](unsigned v, unsigned) {
+        return network::splitter_above(buffer_keys[i], i, tree[v].key, tree[v].pos, comp);
       });
     };
     parallel_for(lv.problems * T, 0, [&](index_t job) {

@@ -373,10 +373,9 @@ struct splitter_table {
         finite(static_cast<unsigned>(level.finite_splitters(sample_count))) {
     if constexpr (in_shared) {
       const auto bits = static_cast<unsigned>(lv.bucket_bits);
-      for (unsigned v = threadIdx.x + 1; v < (1u << bits); v += blockDim.x) {
-        const unsigned j = network::tree_splitter(v, network::tree_depth(v), bits);
-        if (j > finite) continue;
-        const sample<K>& g = samples[lv.splitter_rank(j, count)];
+      for (unsigned v = threadIdx.x + 1; finite > 0 && v < (1u << bits); v += blockDim.x) {
+        const unsigned e = network::tree_entry(v, network::tree_depth(v), bits, finite);
+        const sample<K>& g = samples[lv.splitter_rank(e, count)];
         st.keys[v] = g.key;
         st.positions[v] = g.pos;
       }
@@ -384,15 +383,16 @@ struct splitter_table {
   }
   template <class Compare>
   __device__ __forceinline__ unsigned bucket_of(const K& key, index_t pos, Compare comp) const {
-    return network::classify(static_cast<unsigned>(lv.bucket_bits), [&](unsigned v, unsigned j) {
-      if (j > finite) return true;
+    const auto bits = static_cast<unsigned>(lv.bucket_bits);
+    return network::classify(bits, finite, [&](unsigned v, unsigned d) {
       if constexpr (in_shared) {
-        const K& g = st.keys[v];
-        if (comp(key, g)) return true;
-        if (comp(g, key)) return false;
-        return pos < st.positions[v];
+        // Both tests, then the position only on a tie: no branch on the key's side.
+        const K g = st.keys[v];
+        bool above = comp(key, g);
+        if (!above & !comp(g, key)) above = pos < st.positions[v];
+        return above;
       } else {
-        const sample<K>& g = samples[lv.splitter_rank(j, count)];
+        const sample<K>& g = samples[lv.splitter_rank(network::tree_entry(v, d, bits, finite), count)];
         return network::splitter_above(key, pos, g.key, g.pos, comp);
       }
     });

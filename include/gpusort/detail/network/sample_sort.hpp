@@ -198,15 +198,31 @@ GPUSORT_HD constexpr unsigned tree_depth(unsigned node) {
   return d;
 }
 
-// The bucket of a key among s = 2^bits buckets: `above(node, j)` says whether splitter j, at
-// tree node `node`, lies above the key (always, for a splitter of rank S: above every key).
-// `bits` tests of a branch-free descent of the tree.
-template <class Above>
-GPUSORT_HD constexpr unsigned classify(unsigned bits, Above above) {
+// The splitter (1..finite) whose sample tree node v (depth d) holds for classify: its own, or
+// for a splitter above every key (j > finite) a copy of splitter `finite`, so that the
+// entries in sorted order never decrease and the descent needs no test for the missing ones.
+GPUSORT_HD constexpr unsigned tree_entry(unsigned node, unsigned depth, unsigned bits,
+                                         unsigned finite) {
+  const unsigned j = tree_splitter(node, depth, bits);
+  return j < finite ? j : finite;
+}
+
+// The bucket of a key among s = 2^bits buckets whose splitters 1..finite are finite (the rest
+// above every key): the number of those at or below the key. `above(node, depth)` says
+// whether the sample of tree_entry(node, depth, bits, finite) lies above the key. The descent
+// counts the tree's entries at or below the key: all s - 1 exactly when splitter `finite` is
+// (then its copies are too), so the count clamped to `finite` is the bucket. Up to MAX_BITS
+// steps, unrolled.
+template <unsigned MAX_BITS = 10, class Above>
+GPUSORT_HD GPUSORT_FORCEINLINE constexpr unsigned classify(unsigned bits, unsigned finite,
+                                                           Above above) {
+  if (finite == 0) return 0;
   unsigned node = 1;
-  for (unsigned d = 0; d < bits; ++d)
-    node = 2 * node + (above(node, tree_splitter(node, d, bits)) ? 0u : 1u);
-  return node - (1u << bits);
+#pragma unroll
+  for (unsigned d = 0; d < MAX_BITS; ++d)
+    if (d < bits) node = 2 * node + (above(node, d) ? 0u : 1u);
+  const unsigned b = node - (1u << bits);
+  return b < finite ? b : finite;
 }
 
 // How many of a tile's keys fall below splitter (key g, position q), given lower_bound and
