@@ -397,6 +397,37 @@ struct splitter_table {
       }
     });
   }
+  // The buckets of N keys, live[i] saying which exist (~0u for the rest), key i at position
+  // pos(i): the N descents interleaved (loads in flight together), by the keys alone; a key
+  // that met a splitter of its own key on the way is classified again by key and position
+  // (rare unless keys repeat: with no tie on its path both orders take the same turns).
+  template <int N, class Compare, class Position>
+  __device__ __forceinline__ void buckets_of(const K (&key)[N], const bool (&live)[N],
+                                             Position pos, unsigned (&bucket)[N],
+                                             Compare comp) const {
+    if constexpr (in_shared) {
+      const auto bits = static_cast<unsigned>(lv.bucket_bits);
+      unsigned node[N];
+      bool tie[N];
+      for (int i = 0; i < N; ++i) node[i] = 1, tie[i] = false;
+#pragma unroll
+      for (unsigned d = 0; d < 10; ++d) {
+        if (d >= bits || finite == 0) break;
+        for (int i = 0; i < N; ++i) {
+          const K g = st.keys[node[i]];
+          const bool above = comp(key[i], g);
+          tie[i] |= !above & !comp(g, key[i]);
+          node[i] = 2 * node[i] + (above ? 0u : 1u);
+        }
+      }
+      for (int i = 0; i < N; ++i) {
+        const unsigned b = finite == 0 ? 0u : min(node[i] - (1u << bits), finite);
+        bucket[i] = !live[i] ? ~0u : tie[i] ? bucket_of(key[i], pos(i), comp) : b;
+      }
+    } else {
+      for (int i = 0; i < N; ++i) bucket[i] = live[i] ? bucket_of(key[i], pos(i), comp) : ~0u;
+    }
+  }
 };
 
 // Adds a warp's keys to their buckets' counts (shared), one atomic per run of lanes with one
@@ -437,10 +468,12 @@ __global__ void __launch_bounds__(THREADS)
         const unsigned l = first + i * THREADS + threadIdx.x;
         if (l < length) key[i] = keys[start + l];
       }
-      for (unsigned i = 0; i < ITEMS; ++i) {
-        const unsigned l = first + i * THREADS + threadIdx.x;
-        count_warp_buckets(total, l < length ? table.bucket_of(key[i], start + l, comp) : ~0u);
-      }
+      bool live[ITEMS];
+      unsigned bucket[ITEMS];
+      for (unsigned i = 0; i < ITEMS; ++i) live[i] = first + i * THREADS + threadIdx.x < length;
+      table.buckets_of(key, live, [&](unsigned i) { return start + first + i * THREADS + threadIdx.x; },
+                       bucket, comp);
+      for (unsigned i = 0; i < ITEMS; ++i) count_warp_buckets(total, bucket[i]);
     }
   }
   __syncthreads();
@@ -512,16 +545,18 @@ __global__ void __launch_bounds__(THREADS)
         const unsigned c = warp * 32 * ITEMS + i * 32 + lane;  // the key's place in the chunk
         if (c < count) key[i] = keys[tile_start + first + c];
       }
+      bool live[ITEMS];
+      for (int i = 0; i < ITEMS; ++i) live[i] = warp * 32 * ITEMS + i * 32 + lane < count;
+      table.buckets_of(key, live,
+                       [&](int i) { return tile_start + first + warp * 32 * ITEMS + i * 32 + lane; },
+                       bucket, comp);
       for (int i = 0; i < ITEMS; ++i) {
-        const unsigned c = warp * 32 * ITEMS + i * 32 + lane;
-        const bool live = c < count;
-        bucket[i] = live ? table.bucket_of(key[i], tile_start + first + c, comp) : ~0u;
         const unsigned same = __match_any_sync(0xffffffffu, bucket[i]);
         const unsigned before = __popc(same & ((1u << lane) - 1));
-        const unsigned so_far = live ? st.ahead[warp][bucket[i]] : 0u;
+        const unsigned so_far = live[i] ? st.ahead[warp][bucket[i]] : 0u;
         rank[i] = so_far + before;
         __syncwarp();
-        if (live && before == 0)
+        if (live[i] && before == 0)
           st.ahead[warp][bucket[i]] = static_cast<std::uint16_t>(so_far + __popc(same));
         __syncwarp();
       }
