@@ -209,6 +209,45 @@ TEST(SampleSortPlan, ClassifyCountsTheSplittersAtOrBelowTheKey) {
   }
 }
 
+// The descent by key alone (the GPU's first try) ends in classify's bucket wherever it met no
+// splitter of the key's own key, over keys and splitters drawn from few values.
+TEST(SampleSortPlan, DescentByKeyMatchesClassifyWithoutTies) {
+  std::mt19937 rng(5);
+  const gpusort::less<std::uint32_t> less;
+  int untied = 0, tied = 0;
+  for (unsigned bits : {1u, 3u, 6u}) {
+    const unsigned s = 1u << bits;
+    for (int trial = 0; trial < 30; ++trial) {
+      const unsigned finite = 1 + rng() % (s - 1);
+      std::vector<net::sample<std::uint32_t>> sorted(s);
+      for (unsigned j = 1; j <= finite; ++j)
+        sorted[j] = {rng() % 40, static_cast<std::uint32_t>(rng() % 8), 0};
+      std::sort(sorted.begin() + 1, sorted.begin() + 1 + finite,
+                net::sample_less<gpusort::less<std::uint32_t>>{{}});
+      std::vector<net::sample<std::uint32_t>> tree(s);  // as the device's table holds them
+      for (unsigned v = 1; v < s; ++v) tree[v] = sorted[net::tree_entry(v, net::tree_depth(v), bits, finite)];
+      for (std::uint32_t key = 0; key < 42; ++key) {
+        for (std::uint64_t pos = 0; pos < 9; ++pos) {
+          const unsigned expect = net::classify(bits, finite, [&](unsigned v, unsigned) {
+            return net::splitter_above(key, pos, tree[v].key, tree[v].pos, less);
+          });
+          unsigned node = 1;
+          bool tie = false;
+          for (unsigned d = 0; d < bits; ++d) node = net::descend_by_key(node, key, tree[node].key, tie, less);
+          if (tie) {
+            ++tied;
+            continue;
+          }
+          ++untied;
+          ASSERT_EQ(std::min(node - s, finite), expect) << "bits=" << bits << " key=" << key;
+        }
+      }
+    }
+  }
+  EXPECT_GT(tied, 100);  // both kinds of descent occur
+  EXPECT_GT(untied, 1000);
+}
+
 // The tree holds every splitter once, in order (an in-order walk visits 1..s-1), and a node's
 // depth is the one tree_splitter takes.
 TEST(SampleSortPlan, SplitterTreeHoldsEverySplitterInOrder) {

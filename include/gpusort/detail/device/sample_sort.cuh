@@ -413,12 +413,8 @@ struct splitter_table {
 #pragma unroll
       for (unsigned d = 0; d < 10; ++d) {
         if (d >= bits || finite == 0) break;
-        for (int i = 0; i < N; ++i) {
-          const K g = st.keys[node[i]];
-          const bool above = comp(key[i], g);
-          tie[i] |= !above & !comp(g, key[i]);
-          node[i] = 2 * node[i] + (above ? 0u : 1u);
-        }
+        for (int i = 0; i < N; ++i)
+          node[i] = network::descend_by_key(node[i], key[i], st.keys[node[i]], tie[i], comp);
       }
       for (int i = 0; i < N; ++i) {
         const unsigned b = finite == 0 ? 0u : min(node[i] - (1u << bits), finite);

@@ -225,6 +225,19 @@ GPUSORT_HD GPUSORT_FORCEINLINE constexpr unsigned classify(unsigned bits, unsign
   return b < finite ? b : finite;
 }
 
+// A step of the descent by key alone: the child of `node` (whose splitter's key is g) the key
+// goes to, `tie` set if g is the key's own, when only the positions could decide. A descent
+// without a tie ends where classify's does (it takes the same turns); one with a tie is
+// classified again by key and position.
+template <class K, class Compare>
+GPUSORT_HD GPUSORT_FORCEINLINE constexpr unsigned descend_by_key(unsigned node, const K& key,
+                                                                 const K& g, bool& tie,
+                                                                 Compare comp) {
+  const bool above = comp(key, g);
+  tie |= !above & !comp(g, key);
+  return 2 * node + (above ? 0u : 1u);
+}
+
 // How many of a tile's keys fall below splitter (key g, position q), given lower_bound and
 // upper_bound of g in the sorted tile [start, start + length): equal keys order by position.
 GPUSORT_HD constexpr index_t below_splitter(index_t lower, index_t upper, index_t start,
