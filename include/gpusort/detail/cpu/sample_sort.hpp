@@ -135,10 +135,9 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
       parallel_for(lv.problems, 0, [&](index_t p) {
         const index_t S = lv.samples(begins[p + 1] - begins[p]);
         finite[p] = static_cast<unsigned>(lv.finite_splitters(S));
-        for (unsigned v = 1; finite[p] > 0 && v < s; ++v) {
-          const unsigned e = network::tree_entry(v, network::tree_depth(v), bits, finite[p]);
-          splitters[p * s + v] = samples[lv.first_sample(begins[p]) + lv.splitter_rank(e, S)];
-        }
+        for (unsigned v = 1; finite[p] > 0 && v < s; ++v)
+          splitters[p * s + v] = samples[lv.first_sample(begins[p]) +
+                                         network::tree_sample_rank(lv, v, network::tree_depth(v), S, finite[p])];
       });
     auto classify = [&](index_t p, index_t i) {
       const sample<K>* tree = splitters.data() + p * s;

@@ -374,8 +374,8 @@ struct splitter_table {
     if constexpr (in_shared) {
       const auto bits = static_cast<unsigned>(lv.bucket_bits);
       for (unsigned v = threadIdx.x + 1; finite > 0 && v < (1u << bits); v += blockDim.x) {
-        const unsigned e = network::tree_entry(v, network::tree_depth(v), bits, finite);
-        const sample<K>& g = samples[lv.splitter_rank(e, count)];
+        const sample<K>& g =
+            samples[network::tree_sample_rank(lv, v, network::tree_depth(v), count, finite)];
         st.keys[v] = g.key;
         st.positions[v] = g.pos;
       }
@@ -392,7 +392,7 @@ struct splitter_table {
         if (!above & !comp(g, key)) above = pos < st.positions[v];
         return above;
       } else {
-        const sample<K>& g = samples[lv.splitter_rank(network::tree_entry(v, d, bits, finite), count)];
+        const sample<K>& g = samples[network::tree_sample_rank(lv, v, d, count, finite)];
         return network::splitter_above(key, pos, g.key, g.pos, comp);
       }
     });

@@ -207,6 +207,15 @@ GPUSORT_HD constexpr unsigned tree_entry(unsigned node, unsigned depth, unsigned
   return j < finite ? j : finite;
 }
 
+// The rank, among a problem's S sorted samples, of the sample tree node v (depth d) of level
+// lv holds (finite = lv.finite_splitters(S) >= 1).
+GPUSORT_HD constexpr index_t tree_sample_rank(const sample_level& lv, unsigned node,
+                                              unsigned depth, index_t sample_count,
+                                              unsigned finite) {
+  const auto bits = static_cast<unsigned>(lv.bucket_bits);
+  return lv.splitter_rank(tree_entry(node, depth, bits, finite), sample_count);
+}
+
 // The bucket of a key among s = 2^bits buckets whose splitters 1..finite are finite (the rest
 // above every key): the number of those at or below the key. `above(node, depth)` says
 // whether the sample of tree_entry(node, depth, bits, finite) lies above the key. The descent
