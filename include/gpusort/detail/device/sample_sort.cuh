@@ -398,33 +398,64 @@ struct splitter_table {
     });
   }
   // The buckets of N keys, live[i] saying which exist (~0u for the rest), key i at position
-  // pos(i): the N descents interleaved (loads in flight together), by the keys alone; a key
-  // that met a splitter of its own key on the way is classified again by key and position
-  // (rare unless keys repeat: with no tie on its path both orders take the same turns).
+  // pos(i): the N descents interleaved (their loads in flight together), by the keys alone.
+  // Where a lane of the warp met a splitter of its own key on the way, the warp descends again
+  // by key and position, every step reading the splitter's position too (rare unless keys
+  // repeat: with no tie on its path a key takes the same turns in both orders).
   template <int N, class Compare, class Position>
   __device__ __forceinline__ void buckets_of(const K (&key)[N], const bool (&live)[N],
                                              Position pos, unsigned (&bucket)[N],
                                              Compare comp) const {
     if constexpr (in_shared) {
-      const auto bits = static_cast<unsigned>(lv.bucket_bits);
       unsigned node[N];
-      bool tie[N];
-      for (int i = 0; i < N; ++i) node[i] = 1, tie[i] = false;
-#pragma unroll
-      for (unsigned d = 0; d < 10; ++d) {
-        if (d >= bits || finite == 0) break;
-        for (int i = 0; i < N; ++i)
-          node[i] = network::descend_by_key(node[i], key[i], st.keys[node[i]], tie[i], comp);
-      }
-      for (int i = 0; i < N; ++i) {
-        const unsigned b = finite == 0 ? 0u : min(node[i] - (1u << bits), finite);
-        bucket[i] = !live[i] ? ~0u : tie[i] ? bucket_of(key[i], pos(i), comp) : b;
-      }
+      bool tie = false;
+      descend<false>(key, pos, node, tie, comp);
+      if (__any_sync(0xffffffffu, tie)) descend<true>(key, pos, node, tie, comp);
+      const auto bits = static_cast<unsigned>(lv.bucket_bits);
+      for (int i = 0; i < N; ++i)
+        bucket[i] = !live[i] ? ~0u : finite == 0 ? 0u : min(node[i] - (1u << bits), finite);
     } else {
       for (int i = 0; i < N; ++i) bucket[i] = live[i] ? bucket_of(key[i], pos(i), comp) : ~0u;
     }
   }
+  // N interleaved descents of the shared tree: BY_POSITION, in the (key, position) order;
+  // else by key, `tie` set where a key met a splitter of its own key.
+  template <bool BY_POSITION, int N, class Compare, class Position>
+  __device__ __forceinline__ void descend(const K (&key)[N], Position pos, unsigned (&node)[N],
+                                          bool& tie, Compare comp) const {
+    const auto bits = static_cast<unsigned>(lv.bucket_bits);
+    for (int i = 0; i < N; ++i) node[i] = 1;
+#pragma unroll
+    for (unsigned d = 0; d < 10; ++d) {
+      if (d >= bits || finite == 0) break;
+      for (int i = 0; i < N; ++i) {
+        if constexpr (BY_POSITION) {
+          const K g = st.keys[node[i]];
+          bool above = comp(key[i], g);
+          above |= !above & !comp(g, key[i]) & (pos(i) < st.positions[node[i]]);
+          node[i] = 2 * node[i] + (above ? 0u : 1u);
+        } else {
+          node[i] = network::descend_by_key(node[i], key[i], st.keys[node[i]], tie, comp);
+        }
+      }
+    }
+  }
 };
+
+// The lanes of the warp whose label (below 2^bits; ~0u: no label, in no lane's set) equals
+// this lane's, found a ballot a bit (as CUB's radix ranking does for its digits) rather than
+// by __match_any_sync.
+static __device__ __forceinline__ unsigned lanes_with_label(unsigned label, unsigned bits) {
+  unsigned peers = __ballot_sync(0xffffffffu, label != ~0u);
+#pragma unroll
+  for (unsigned b = 0; b < 10; ++b) {
+    if (b >= bits) break;
+    const bool one = (label >> b) & 1u;
+    const unsigned ones = __ballot_sync(0xffffffffu, one);
+    peers &= one ? ones : ~ones;
+  }
+  return peers;
+}
 
 // Adds a warp's keys to their buckets' counts (shared), one atomic per run of lanes with one
 // bucket: sorted runs and equal keys (split by position, so neighbours share a bucket) would
@@ -520,6 +551,7 @@ __global__ void __launch_bounds__(THREADS)
   const index_t T = lv.tiles(), M = lv.tile(), last = probs.n - 1;
   const unsigned s = static_cast<unsigned>(lv.buckets());
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const auto bucket_bits = static_cast<unsigned>(lv.bucket_bits);
   for (unsigned j = threadIdx.x; j < s; j += THREADS)
     st.dest[j] = offsets[lv.count_index(bt.p, j, bt.column)];
   const splitter_table<MAX_BUCKETS, K> table(st.table, samples + lv.first_sample(bt.begin),
@@ -547,7 +579,7 @@ __global__ void __launch_bounds__(THREADS)
                        [&](int i) { return tile_start + first + warp * 32 * ITEMS + i * 32 + lane; },
                        bucket, comp);
       for (int i = 0; i < ITEMS; ++i) {
-        const unsigned same = __match_any_sync(0xffffffffu, bucket[i]);
+        const unsigned same = lanes_with_label(bucket[i], bucket_bits);
         const unsigned before = __popc(same & ((1u << lane) - 1));
         const unsigned so_far = live[i] ? st.ahead[warp][bucket[i]] : 0u;
         rank[i] = so_far + before;
