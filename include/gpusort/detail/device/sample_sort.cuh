@@ -351,11 +351,12 @@ inline constexpr int classifying_threads = 256;
 
 // Problem p's splitters for network::classify: copied to shared memory in the tree's order
 // (node v at entry v: a warp's reads of one depth are neighbours, not one bank's) for keys of
-// up to 8 bytes, else read from the sorted samples where they lie. A splitter's position is
+// up to 32 bytes (the count kernel's static 48 KiB holds 1,024 of them with their positions),
+// else read from the sorted samples where they lie. A splitter's position is
 // read only when its key ties the key's.
 template <int MAX_BUCKETS, class K>
 struct splitter_table {
-  static constexpr bool in_shared = sizeof(K) <= 8;
+  static constexpr bool in_shared = sizeof(K) <= 32;
   struct storage {
     K keys[in_shared ? MAX_BUCKETS : 1];
     index_t positions[in_shared ? MAX_BUCKETS : 1];
@@ -476,7 +477,7 @@ template <int THREADS, int MAX_BUCKETS, class K, class Compare>
 __global__ void __launch_bounds__(THREADS)
     classify_count_kernel(const K* keys, problem_list probs, sample_level lv,
                           const sample<K>* samples, index_t* counts, Compare comp) {
-  constexpr unsigned ITEMS = sizeof(K) <= 8 ? 4 : 1, round = THREADS * ITEMS;
+  constexpr unsigned ITEMS = sizeof(K) <= 8 ? 4 : 2, round = THREADS * ITEMS;
   using table_t = splitter_table<MAX_BUCKETS, K>;
   __shared__ typename table_t::storage table_storage;
   __shared__ unsigned total[MAX_BUCKETS];
@@ -525,9 +526,9 @@ struct classify_scatter_storage {
 };
 
 // Keys a thread classifies at once: 8 of up to 8 bytes (a chunk of 2,048 with 256 threads),
-// one record.
+// 4 of up to 16, else 2.
 template <class K>
-inline constexpr int classify_items = sizeof(K) <= 8 ? 8 : 1;
+inline constexpr int classify_items = sizeof(K) <= 8 ? 8 : sizeof(K) <= 16 ? 4 : 2;
 
 // Moves every tile's keys to their buckets (offsets: the scanned counts), in the tile's order
 // within a bucket, a chunk at a time: each thread classifies ITEMS keys (warp w the w-th part
