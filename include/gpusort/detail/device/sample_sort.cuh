@@ -471,12 +471,14 @@ static __device__ __forceinline__ void count_warp_buckets(unsigned* total, unsig
   atomicAdd(&total[bucket], next - lane);
 }
 
-// Counts each tile's keys per bucket (summed over a block's tiles), bucket-major. A thread
-// loads ITEMS keys a round before it classifies them (loads in flight together).
+// Counts each tile's keys per bucket (summed over a block's tiles), bucket-major, and keeps
+// each key's bucket (2 bytes a key) so the scatter does not classify again. A thread loads
+// ITEMS keys a round before it classifies them (loads in flight together).
 template <int THREADS, int MAX_BUCKETS, class K, class Compare>
 __global__ void __launch_bounds__(THREADS)
     classify_count_kernel(const K* keys, problem_list probs, sample_level lv,
-                          const sample<K>* samples, index_t* counts, Compare comp) {
+                          const sample<K>* samples, index_t* counts, std::uint16_t* buckets,
+                          Compare comp) {
   constexpr unsigned ITEMS = sizeof(K) <= 8 ? 4 : 2, round = THREADS * ITEMS;
   using table_t = splitter_table<MAX_BUCKETS, K>;
   __shared__ typename table_t::storage table_storage;
@@ -501,7 +503,10 @@ __global__ void __launch_bounds__(THREADS)
       for (unsigned i = 0; i < ITEMS; ++i) live[i] = first + i * THREADS + threadIdx.x < length;
       table.buckets_of(key, live, [&](unsigned i) { return start + first + i * THREADS + threadIdx.x; },
                        bucket, comp);
-      for (unsigned i = 0; i < ITEMS; ++i) count_warp_buckets(total, bucket[i]);
+      for (unsigned i = 0; i < ITEMS; ++i) {
+        count_warp_buckets(total, bucket[i]);
+        if (live[i]) buckets[start + first + i * THREADS + threadIdx.x] = static_cast<std::uint16_t>(bucket[i]);
+      }
     }
   }
   __syncthreads();
@@ -522,7 +527,6 @@ struct classify_scatter_storage {
   alignas(16) std::uint16_t ahead[warps][MAX_BUCKETS];
   unsigned start[MAX_BUCKETS + 1];  // the chunk's first slot of bucket j
   index_t dest[MAX_BUCKETS];        // where the tile's next key of bucket j goes
-  typename splitter_table<MAX_BUCKETS, K>::storage table;
 };
 
 // Keys a thread classifies at once: 8 of up to 8 bytes (a chunk of 2,048 with 256 threads),
@@ -530,17 +534,18 @@ struct classify_scatter_storage {
 template <class K>
 inline constexpr int classify_items = sizeof(K) <= 8 ? 8 : sizeof(K) <= 16 ? 4 : 2;
 
-// Moves every tile's keys to their buckets (offsets: the scanned counts), in the tile's order
-// within a bucket, a chunk at a time: each thread classifies ITEMS keys (warp w the w-th part
+// Moves every tile's keys to their buckets (offsets: the scanned counts; buckets: each key's,
+// as classify_count_kernel found it), in the tile's order within a bucket, a chunk at a time:
+// each thread takes ITEMS keys (warp w the w-th part
 // of the chunk, 32 consecutive keys an item), the warps' counts per bucket give every key its
 // slot in the chunk ordered by bucket (shared memory), and the chunk is written out from
 // there, each bucket's keys of the chunk one contiguous run (coalesced stores). With
 // `mirror` a key bound for position i goes to n - 1 - i.
-template <int THREADS, int MAX_BUCKETS, class K, class V, class Compare>
+template <int THREADS, int MAX_BUCKETS, class K, class V>
 __global__ void __launch_bounds__(THREADS)
     classify_scatter_kernel(const K* keys, const V* values, K* out_keys, V* out_values,
-                            problem_list probs, sample_level lv, const sample<K>* samples,
-                            const index_t* offsets, bool mirror, Compare comp) {
+                            problem_list probs, sample_level lv, const std::uint16_t* buckets,
+                            const index_t* offsets, bool mirror) {
   constexpr int ITEMS = classify_items<K>;
   using storage_t = classify_scatter_storage<THREADS, ITEMS, MAX_BUCKETS, K, V>;
   constexpr unsigned chunk = storage_t::chunk, warps = storage_t::warps;
@@ -555,8 +560,6 @@ __global__ void __launch_bounds__(THREADS)
   const auto bucket_bits = static_cast<unsigned>(lv.bucket_bits);
   for (unsigned j = threadIdx.x; j < s; j += THREADS)
     st.dest[j] = offsets[lv.count_index(bt.p, j, bt.column)];
-  const splitter_table<MAX_BUCKETS, K> table(st.table, samples + lv.first_sample(bt.begin),
-                                             lv.samples(bt.size), lv);
   for (index_t t = bt.column; t * M < bt.size; t += T) {
     const index_t tile_start = bt.begin + t * M;
     const unsigned length = bt.length(t, M);
@@ -566,19 +569,20 @@ __global__ void __launch_bounds__(THREADS)
       const unsigned row_vectors = (s + 7) / 8;
       for (unsigned i = threadIdx.x; i < warps * row_vectors; i += THREADS)
         reinterpret_cast<uint4*>(st.ahead[i / row_vectors])[i % row_vectors] = uint4{0, 0, 0, 0};
-      __syncthreads();  // the table (first chunk), the zeroed counts, the last chunk written
-      // Classify; each key's rank among its warp's keys of its bucket so far.
+      __syncthreads();  // the zeroed counts, the last chunk written
+      // Each key's rank among its warp's keys of its bucket so far.
       K key[ITEMS];
       unsigned bucket[ITEMS], rank[ITEMS];
+      bool live[ITEMS];
       for (int i = 0; i < ITEMS; ++i) {  // the loads first, in flight together
         const unsigned c = warp * 32 * ITEMS + i * 32 + lane;  // the key's place in the chunk
-        if (c < count) key[i] = keys[tile_start + first + c];
+        live[i] = c < count;
+        bucket[i] = ~0u;
+        if (live[i]) {
+          key[i] = keys[tile_start + first + c];
+          bucket[i] = buckets[tile_start + first + c];
+        }
       }
-      bool live[ITEMS];
-      for (int i = 0; i < ITEMS; ++i) live[i] = warp * 32 * ITEMS + i * 32 + lane < count;
-      table.buckets_of(key, live,
-                       [&](int i) { return tile_start + first + warp * 32 * ITEMS + i * 32 + lane; },
-                       bucket, comp);
       for (int i = 0; i < ITEMS; ++i) {
         const unsigned same = lanes_with_label(bucket[i], bucket_bits);
         const unsigned before = __popc(same & ((1u << lane) - 1));
@@ -784,14 +788,15 @@ struct sample_workspace {
   V* values = nullptr;
   sample<K>* samples = nullptr;
   index_t* counts[2] = {};
-  unsigned* tile_bounds = nullptr;
+  unsigned* tile_bounds = nullptr;  // regular sampling
+  std::uint16_t* buckets = nullptr;  // randomized sampling: each key's bucket at a level
   index_t* segment_begin = nullptr;
   index_t* segment_end = nullptr;
   void* scratch = nullptr;  // CUB's scan, then the segmented sort
   std::size_t scratch_bytes = 0;
   std::size_t total = 0;
 
-  sample_workspace(void* base, const network::sample_plan& plan, index_t n,
+  sample_workspace(void* base, const network::sample_plan& plan, index_t n, bool random,
                    std::size_t scan_bytes, std::size_t segment_bytes) {
     index_t max_samples = 0, max_counts = 0;
     for (int l = 0; l < plan.count; ++l) {
@@ -810,7 +815,8 @@ struct sample_workspace {
     take(samples, sizeof(sample<K>) * max_samples);
     take(counts[0], sizeof(index_t) * max_counts);
     take(counts[1], sizeof(index_t) * max_counts);
-    take(tile_bounds, sizeof(unsigned) * max_counts);
+    take(tile_bounds, random ? 0 : sizeof(unsigned) * max_counts);
+    take(buckets, random ? sizeof(std::uint16_t) * n : 0);
     take(segment_begin, sizeof(index_t) * plan.final_problems);
     take(segment_end, sizeof(index_t) * plan.final_problems);
     take(scratch, scratch_bytes);
@@ -880,13 +886,13 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   if (e == cudaSuccess && !buckets_fit)
     e = sort_buckets(nullptr, segment_bytes, keys, values, n, query, descending, stream);
   if (e != cudaSuccess) return e;
-  sample_workspace<K, V> ws(nullptr, plan, n, scan_bytes, segment_bytes);
+  sample_workspace<K, V> ws(nullptr, plan, n, knobs.random, scan_bytes, segment_bytes);
   if (!temp) {
     temp_bytes = ws.total;
     return cudaSuccess;
   }
   if (temp_bytes < ws.total) return cudaErrorInvalidValue;
-  ws = sample_workspace<K, V>(temp, plan, n, scan_bytes, segment_bytes);
+  ws = sample_workspace<K, V>(temp, plan, n, knobs.random, scan_bytes, segment_bytes);
 
   constexpr int B = 1 << policy::max_bucket_bits;
   auto tile_kernel = sample_tile_kernel<policy, K, V, Compare>;
@@ -899,7 +905,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   }
   constexpr int scatter_smem = static_cast<int>(classify_scatter_smem<classifying_threads, B, K, V>);
   if (knobs.random) {  // opted in always: with the block scan's static part it may pass 48 KiB
-    e = cudaFuncSetAttribute(classify_scatter_kernel<classifying_threads, B, K, V, Compare>,
+    e = cudaFuncSetAttribute(classify_scatter_kernel<classifying_threads, B, K, V>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, scatter_smem);
     if (e != cudaSuccess) return e;
   }
@@ -928,7 +934,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     if (e != cudaSuccess) break;
     if (knobs.random)
       classify_count_kernel<classifying_threads, B><<<blocks, classifying_threads, 0, stream>>>(
-          level_keys, probs, lv, ws.samples, counts, comp);
+          level_keys, probs, lv, ws.samples, counts, ws.buckets, comp);
     else
       sample_count_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
           ws.keys, probs, lv, ws.samples, counts, ws.tile_bounds, comp);
@@ -941,7 +947,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
       classify_scatter_kernel<classifying_threads, B><<<blocks, classifying_threads,
                                                         scatter_smem, stream>>>(
           level_keys, level_values, from_keys ? ws.keys : keys, from_keys ? ws.values : values,
-          probs, lv, ws.samples, counts, mirror, comp);
+          probs, lv, ws.buckets, counts, mirror);
     else
       sample_scatter_kernel<policy::threads, B><<<blocks, policy::threads, 0, stream>>>(
           ws.keys, ws.values, keys, values, probs, lv, ws.samples, counts, ws.tile_bounds, mirror,
