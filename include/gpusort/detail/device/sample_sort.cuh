@@ -15,9 +15,10 @@
 //  5. sample_scatter_kernel: each tile's runs move to their buckets, from the buffer back to
 //     the keys: one read and one write.
 // Randomized sampling (Leischner et al.) sorts no tile: step 1 takes random samples of each
-// tile as it is, steps 3 and 5 classify every key by binary search over the splitters
-// (classify_count_kernel, classify_scatter_kernel), and the scatter moves the keys from keys
-// to the buffer or back (levels take turns; after an odd number a copy brings them home).
+// tile as it is, step 3 classifies every key by a descent of the splitters and keeps its
+// bucket (classify_count_kernel), and step 5 (classify_scatter_kernel) moves the keys by those
+// buckets from keys to the buffer or back (levels take turns; after an odd number a copy
+// brings them home).
 // The buckets of a level are the problems of the next. The last level's buckets, at most
 // final_cap keys by the sampling bound, are each that level's sorted runs (one per tile
 // slot): one block merges them (merge_bucket_runs_kernel). Under randomized sampling they are
@@ -28,7 +29,7 @@
 // n - 1 - i) and sorts the final buckets descending.
 // Workspace: one buffer of n keys (and values), n / stride samples and their merge sort's
 // buffer, and the count matrix with its splitter positions (12 bytes per entry, n s / M
-// entries at most).
+// entries at most); randomized sampling keeps each key's bucket instead (2 bytes a key).
 #pragma once
 
 #include <algorithm>
@@ -342,9 +343,9 @@ __global__ void __launch_bounds__(THREADS)
 
 // ---- randomized sampling: keys classified by the splitters (Leischner et al.) ----------
 // A level under randomized sampling sorts no tile: classify_count_kernel counts every tile's
-// keys per bucket (network::classify, by key and position), and classify_scatter_kernel
-// moves them to their buckets in the other array (keys and the buffer take turns), in the
-// tile's order within a bucket (deterministic).
+// keys per bucket (network::classify, by key and position) and keeps each key's bucket, and
+// classify_scatter_kernel moves them to those buckets in the other array (keys and the
+// buffer take turns), in the tile's order within a bucket (deterministic).
 
 // Threads of the classifying kernels (any tile size: a thread takes a key per round).
 inline constexpr int classifying_threads = 256;
@@ -501,11 +502,11 @@ __global__ void __launch_bounds__(THREADS)
       bool live[ITEMS];
       unsigned bucket[ITEMS];
       for (unsigned i = 0; i < ITEMS; ++i) live[i] = first + i * THREADS + threadIdx.x < length;
-      table.buckets_of(key, live, [&](unsigned i) { return start + first + i * THREADS + threadIdx.x; },
-                       bucket, comp);
+      const auto position = [&](unsigned i) { return start + first + i * THREADS + threadIdx.x; };
+      table.buckets_of(key, live, position, bucket, comp);
       for (unsigned i = 0; i < ITEMS; ++i) {
         count_warp_buckets(total, bucket[i]);
-        if (live[i]) buckets[start + first + i * THREADS + threadIdx.x] = static_cast<std::uint16_t>(bucket[i]);
+        if (live[i]) buckets[position(i)] = static_cast<std::uint16_t>(bucket[i]);
       }
     }
   }
@@ -516,7 +517,7 @@ __global__ void __launch_bounds__(THREADS)
 
 // classify_scatter_kernel's shared memory (dynamic: above the static 48 KiB for some keys):
 // a chunk of THREADS * ITEMS keys ordered by bucket, each slot's bucket and (pairs) its place
-// in the chunk, per-warp bucket counts, and the block's destinations and splitters.
+// in the chunk, per-warp bucket counts, and the block's destinations.
 template <int THREADS, int ITEMS, int MAX_BUCKETS, class K, class V>
 struct classify_scatter_storage {
   static constexpr int chunk = THREADS * ITEMS, warps = THREADS / 32;
@@ -529,8 +530,8 @@ struct classify_scatter_storage {
   index_t dest[MAX_BUCKETS];        // where the tile's next key of bucket j goes
 };
 
-// Keys a thread classifies at once: 8 of up to 8 bytes (a chunk of 2,048 with 256 threads),
-// 4 of up to 16, else 2.
+// Keys a thread of the scatter moves at once: 8 of up to 8 bytes (a chunk of 2,048 with 256
+// threads), 4 of up to 16, else 2.
 template <class K>
 inline constexpr int classify_items = sizeof(K) <= 8 ? 8 : sizeof(K) <= 16 ? 4 : 2;
 
