@@ -383,20 +383,13 @@ struct splitter_table {
       }
     }
   }
+  // One key's bucket from the splitters where they lie (keys above 32 bytes).
   template <class Compare>
   __device__ __forceinline__ unsigned bucket_of(const K& key, index_t pos, Compare comp) const {
     const auto bits = static_cast<unsigned>(lv.bucket_bits);
     return network::classify(bits, finite, [&](unsigned v, unsigned d) {
-      if constexpr (in_shared) {
-        // Both tests, then the position only on a tie: no branch on the key's side.
-        const K g = st.keys[v];
-        bool above = comp(key, g);
-        if (!above & !comp(g, key)) above = pos < st.positions[v];
-        return above;
-      } else {
-        const sample<K>& g = samples[network::tree_sample_rank(lv, v, d, count, finite)];
-        return network::splitter_above(key, pos, g.key, g.pos, comp);
-      }
+      const sample<K>& g = samples[network::tree_sample_rank(lv, v, d, count, finite)];
+      return network::splitter_above(key, pos, g.key, g.pos, comp);
     });
   }
   // The buckets of N keys, live[i] saying which exist (~0u for the rest), key i at position
