@@ -225,7 +225,8 @@ TEST(SampleSortPlan, DescentByKeyMatchesClassifyWithoutTies) {
       std::sort(sorted.begin() + 1, sorted.begin() + 1 + finite,
                 net::sample_less<gpusort::less<std::uint32_t>>{{}});
       std::vector<net::sample<std::uint32_t>> tree(s);  // as the device's table holds them
-      for (unsigned v = 1; v < s; ++v) tree[v] = sorted[net::tree_entry(v, net::tree_depth(v), bits, finite)];
+      for (unsigned v = 1; v < s; ++v)
+        tree[v] = sorted[net::tree_entry(v, net::tree_depth(v), bits, finite)];
       for (std::uint32_t key = 0; key < 42; ++key) {
         for (std::uint64_t pos = 0; pos < 9; ++pos) {
           const unsigned expect = net::classify(bits, finite, [&](unsigned v, unsigned) {
@@ -233,7 +234,8 @@ TEST(SampleSortPlan, DescentByKeyMatchesClassifyWithoutTies) {
           });
           unsigned node = 1;
           bool tie = false;
-          for (unsigned d = 0; d < bits; ++d) node = net::descend_by_key(node, key, tree[node].key, tie, less);
+          for (unsigned d = 0; d < bits; ++d)
+            node = net::descend_by_key(node, key, tree[node].key, tie, less);
           if (tie) {
             ++tied;
             continue;

@@ -135,9 +135,11 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
       parallel_for(lv.problems, 0, [&](index_t p) {
         const index_t S = lv.samples(begins[p + 1] - begins[p]);
         finite[p] = static_cast<unsigned>(lv.finite_splitters(S));
-        for (unsigned v = 1; finite[p] > 0 && v < s; ++v)
-          splitters[p * s + v] = samples[lv.first_sample(begins[p]) +
-                                         network::tree_sample_rank(lv, v, network::tree_depth(v), S, finite[p])];
+        for (unsigned v = 1; finite[p] > 0 && v < s; ++v) {
+          const index_t rank =
+              network::tree_sample_rank(lv, v, network::tree_depth(v), S, finite[p]);
+          splitters[p * s + v] = samples[lv.first_sample(begins[p]) + rank];
+        }
       });
     auto classify = [&](index_t p, index_t i) {
       const sample<K>* tree = splitters.data() + p * s;
