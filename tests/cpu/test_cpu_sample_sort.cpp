@@ -401,6 +401,33 @@ TEST(SampleSortPlan, RandomSamplingThinsTheSamplesOfManyTiles) {
   EXPECT_EQ(many.levels[0].tile_samples(), 1u);
 }
 
+TEST(SampleSortPlan, KeptSamplesAreDistinctAndSpreadOverAll) {
+  for (index_t S : {1, 2, 7, 100, 1000, 8192, 8193, 32768, 1000003}) {
+    for (index_t kept : {index_t{1}, index_t{2}, index_t{100}, index_t{2048}, index_t{8192}}) {
+      if (kept > S) continue;
+      const index_t gap = (S + kept - 1) / kept;  // every window of this many holds one
+      index_t last = 0;
+      for (index_t j = 0; j < kept; ++j) {
+        const index_t k = net::kept_sample(j, S, kept);
+        ASSERT_LT(k, S) << S << " " << kept << " " << j;
+        if (j == 0) {
+          EXPECT_EQ(k, 0u);
+        } else {
+          ASSERT_GT(k, last) << "distinct, in order: S=" << S << " kept=" << kept;
+          ASSERT_LE(k - last, gap) << "no gap wider than S / kept: S=" << S << " kept=" << kept;
+        }
+        last = k;
+      }
+      EXPECT_GE(last + gap, S) << "the last window reached: S=" << S << " kept=" << kept;
+    }
+  }
+  net::sample_level lv{1, 1 << 20, 14, 8};
+  EXPECT_EQ(lv.sorted_samples(1 << 20), lv.samples(1 << 20)) << "no cap: all";
+  lv.sorted_cap = 100;
+  EXPECT_EQ(lv.sorted_samples(1 << 20), 100u);
+  EXPECT_EQ(lv.sorted_samples(lv.stride() * 7), 7u) << "fewer than the cap: all";
+}
+
 TEST(CpuSampleSortBound, ThinnedRandomSamplesStillSplitEvenly) {
   cpu::sample_sort_config cfg = small_config(true, 3);  // tiles of 128 keys: 512 at 2^16
   for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal,

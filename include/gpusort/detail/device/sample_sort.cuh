@@ -481,7 +481,8 @@ __global__ void __launch_bounds__(THREADS)
   const index_t T = lv.tiles(), M = lv.tile();
   const unsigned s = static_cast<unsigned>(lv.buckets());
   for (unsigned j = threadIdx.x; j < s; j += THREADS) total[j] = 0;
-  const table_t table(table_storage, samples + lv.first_sample(bt.begin), lv.samples(bt.size), lv);
+  const table_t table(table_storage, samples + lv.first_sample(bt.begin), lv.sorted_samples(bt.size),
+                      lv);
   __syncthreads();
   for (index_t t = bt.column; t * M < bt.size; t += T) {
     const index_t start = bt.begin + t * M;
@@ -649,6 +650,57 @@ __global__ void __launch_bounds__(THREADS)
 template <int THREADS, int MAX_BUCKETS, class K, class V>
 inline constexpr std::size_t classify_scatter_smem =
     sizeof(classify_scatter_storage<THREADS, classify_items<K>, MAX_BUCKETS, K, V>);
+
+// Randomized sampling sorts each problem's samples in one block (CUB's block merge sort in
+// dynamic shared memory) instead of all levels' samples by CUB's device merge sort, whose
+// launches and passes cost more than the classification at 2^24 and grow with the samples
+// (a level of 2^28 u32 keys has 8 M of them): `items` samples a thread, up to 512 threads
+// (128 KiB of samples: 8,192 of 4-byte keys) where a problem has many, up to 128 where the
+// plan's problems have no more. A problem with more samples than a block holds sorts an even
+// subset (network::kept_sample).
+template <class K>
+struct problem_sample_sort {
+  static constexpr int items = std::clamp(static_cast<int>(256 / sizeof(sample<K>)), 1, 16);
+  static constexpr int large_threads = [] {
+    int t = 512;
+    while (t > 32 && static_cast<std::size_t>(t) * items * sizeof(sample<K>) > 128 * 1024) t /= 2;
+    return t;
+  }();
+  static constexpr int small_threads = large_threads < 128 ? large_threads : 128;
+  template <int THREADS>
+  static constexpr index_t cap = index_t{THREADS} * items;
+  template <int THREADS>
+  static constexpr std::size_t smem =
+      sizeof(typename cub::BlockMergeSort<sample<K>, THREADS, items>::TempStorage);
+};
+
+// Sorts problem p's kept samples (lv.sorted_samples: all of them, or an even subset) into its
+// first sample slots, ordered by key and position (`less`); one block a problem.
+template <int THREADS, class K, class Compare>
+__global__ void __launch_bounds__(THREADS)
+    sort_problem_samples_kernel(sample<K>* samples, problem_list probs, sample_level lv,
+                                network::sample_less<Compare> less) {
+  constexpr int ITEMS = problem_sample_sort<K>::items;
+  using sort_t = cub::BlockMergeSort<sample<K>, THREADS, ITEMS>;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  auto& storage = *reinterpret_cast<typename sort_t::TempStorage*>(shared_bytes);
+  const index_t begin = probs.begin(blockIdx.x), size = probs.end(blockIdx.x) - begin;
+  const index_t S = lv.samples(size), kept = lv.sorted_samples(size);
+  if (kept < 2) return;  // nothing to order (the whole block returns)
+  sample<K>* first = samples + lv.first_sample(begin);
+  sample<K> item[ITEMS];
+  for (int i = 0; i < ITEMS; ++i) {  // blocked: thread u holds u * ITEMS ..
+    const index_t j = static_cast<index_t>(threadIdx.x) * ITEMS + i;
+    item[i] = first[network::kept_sample(j < kept ? j : 0, S, kept)];
+  }
+  // Every read is done before the sort's first barrier, so the writes below overwrite nothing
+  // a thread has yet to read.
+  sort_t(storage).Sort(item, less, static_cast<int>(kept), item[0]);
+  for (int i = 0; i < ITEMS; ++i) {
+    const index_t j = static_cast<index_t>(threadIdx.x) * ITEMS + i;
+    if (j < kept) first[j] = item[i];
+  }
+}
 
 // The final buckets as segment bounds for the segmented sort; with `largest`, also the size
 // of the largest (a test hook: the bound is checked on the device).
@@ -824,6 +876,20 @@ struct sample_sort_knobs {
   unsigned long long* largest_bucket = nullptr;  // test hook: device array, one per level
 };
 
+// Randomized sampling: every level's problems sort their samples in one block each, the small
+// block where the plan's problems have no more samples than it holds, else the large one.
+template <class K>
+network::sample_plan with_block_sorted_samples(network::sample_plan plan) {
+  using samples_t = problem_sample_sort<K>;
+  constexpr index_t small = samples_t::template cap<samples_t::small_threads>;
+  for (int l = 0; l < plan.count; ++l) {
+    sample_level& lv = plan.levels[l];
+    lv.sorted_cap =
+        lv.samples(lv.cap) <= small ? small : samples_t::template cap<samples_t::large_threads>;
+  }
+  return plan;
+}
+
 // SortBuckets: the segmented sort that sorts the final buckets, called as
 // sort_buckets(temp, temp_bytes, keys, values, n, segment_list, descending, stream).
 template <class K, class V, class Compare, class SortBuckets>
@@ -833,7 +899,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   using policy = sample_sort_policy<K, V>;
   if (knobs.bucket_bits > policy::max_bucket_bits) return cudaErrorInvalidValue;
   network::sample_plan plan = plan_for<K, V>(n, knobs.bucket_bits);
-  if (knobs.random) plan = network::thin_random_samples(plan);
+  if (knobs.random) plan = with_block_sorted_samples<K>(network::thin_random_samples(plan));
   if (plan.count == 0 || (knobs.bucket_bits == 0 && n <= policy::whole_bitonic_max)) {
     // one bucket, or few keys: no workspace
     if (!temp) {
@@ -842,8 +908,8 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     }
     return bitonic_sort(keys, values, n, comp, descending, stream);
   }
-  // Scratch sizes: the scan of the largest count matrix, the merge sort of the most samples,
-  // and the final segmented sort (they run one after another).
+  // Scratch sizes: the scan of the largest count matrix, the merge sort of the most samples
+  // (regular sampling), and the final segmented sort (they run one after another).
   index_t max_counts = 0, max_samples = 0;
   for (int l = 0; l < plan.count; ++l) {
     max_counts = std::max(max_counts, plan.levels[l].counts());
@@ -853,7 +919,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   const network::sample_less<Compare> by_sample{comp};
   cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<index_t*>(nullptr),
                                                 static_cast<index_t*>(nullptr), max_counts, stream);
-  if (e == cudaSuccess)
+  if (e == cudaSuccess && !knobs.random)
     e = cub::DeviceMergeSort::SortKeys(nullptr, samples_bytes, static_cast<sample<K>*>(nullptr),
                                        max_samples, by_sample, stream);
   scan_bytes = std::max(scan_bytes, samples_bytes);
@@ -898,9 +964,14 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     if (e != cudaSuccess) return e;
   }
   constexpr int scatter_smem = static_cast<int>(classify_scatter_smem<classifying_threads, B, K, V>);
+  using samples_t = problem_sample_sort<K>;
   if (knobs.random) {  // opted in always: with the block scan's static part it may pass 48 KiB
     e = cudaFuncSetAttribute(classify_scatter_kernel<classifying_threads, B, K, V>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, scatter_smem);
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(sort_problem_samples_kernel<samples_t::large_threads, K, Compare>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(samples_t::template smem<samples_t::large_threads>));
     if (e != cudaSuccess) return e;
   }
   // Every level sorts ascending; for a descending sort the last level's scatter mirrors the
@@ -922,9 +993,23 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
         knobs.seed + static_cast<index_t>(l), comp);
     e = cudaGetLastError();
     std::size_t bytes = ws.scratch_bytes;
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && !knobs.random)
       e = cub::DeviceMergeSort::SortKeys(ws.scratch, bytes, ws.samples, lv.sample_slots(n),
                                          by_sample, stream);
+    if (e == cudaSuccess && knobs.random) {
+      const auto problems = static_cast<unsigned>(lv.problems);
+      if (lv.sorted_cap == samples_t::template cap<samples_t::small_threads>)
+        sort_problem_samples_kernel<samples_t::small_threads, K>
+            <<<problems, samples_t::small_threads,
+               samples_t::template smem<samples_t::small_threads>, stream>>>(ws.samples, probs, lv,
+                                                                             by_sample);
+      else
+        sort_problem_samples_kernel<samples_t::large_threads, K>
+            <<<problems, samples_t::large_threads,
+               samples_t::template smem<samples_t::large_threads>, stream>>>(ws.samples, probs, lv,
+                                                                             by_sample);
+      e = cudaGetLastError();
+    }
     if (e != cudaSuccess) break;
     if (knobs.random)
       classify_count_kernel<classifying_threads, B><<<blocks, classifying_threads, 0, stream>>>(

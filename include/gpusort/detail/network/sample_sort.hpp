@@ -102,6 +102,10 @@ struct sample_level {
   // A full tile gives s / 2^thinning samples: 0 for regular sampling (its bound needs s);
   // randomized sampling thins them where a problem has many tiles (thin_random_samples).
   int thinning = 0;
+  // Randomized sampling on the GPU: at most this many of a problem's samples are sorted and
+  // give its splitters (one block sorts them), an even subset where it has more (kept_sample);
+  // 0: all of them.
+  index_t sorted_cap = 0;
 
   GPUSORT_HD constexpr index_t tile() const { return index_t{1} << tile_bits; }
   GPUSORT_HD constexpr index_t buckets() const { return index_t{1} << bucket_bits; }
@@ -118,6 +122,11 @@ struct sample_level {
   GPUSORT_HD constexpr index_t sample_slots(index_t n) const { return n / stride(); }
   GPUSORT_HD constexpr index_t first_sample(index_t begin) const { return begin / stride(); }
   GPUSORT_HD constexpr index_t samples(index_t size) const { return size / stride(); }
+  // The samples whose sorted order gives a problem of `size` keys its splitters.
+  GPUSORT_HD constexpr index_t sorted_samples(index_t size) const {
+    const index_t S = samples(size);
+    return sorted_cap != 0 && S > sorted_cap ? sorted_cap : S;
+  }
   // Entries of the bucket-count matrix: bucket-major within a problem, one column per tile.
   GPUSORT_HD constexpr index_t counts() const { return problems * buckets() * tiles(); }
   GPUSORT_HD constexpr index_t count_index(index_t problem, index_t bucket, index_t tile) const {
@@ -168,6 +177,13 @@ GPUSORT_HD constexpr unsigned random_sample(index_t tile, unsigned i, unsigned l
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   z ^= z >> 31;
   return static_cast<unsigned>(z % length);
+}
+
+// Which of a problem's S samples is the j-th of the `kept` (<= S) it sorts: spread evenly over
+// all of them, so over all of its tiles (a problem's samples lie tile by tile); every one
+// where kept == S.
+GPUSORT_HD constexpr index_t kept_sample(index_t j, index_t S, index_t kept) {
+  return kept == S ? j : j * S / kept;
 }
 
 // Randomized sampling classifies instead (Leischner et al.'s sample sort): tiles are not
