@@ -428,6 +428,24 @@ TEST(SampleSortPlan, KeptSamplesAreDistinctAndSpreadOverAll) {
   EXPECT_EQ(lv.sorted_samples(lv.stride() * 7), 7u) << "fewer than the cap: all";
 }
 
+TEST(SampleSortPlan, BlocksSortTheSamplesOfLevelsOfManyProblemsOnly) {
+  constexpr index_t small = 2048, large = 8192;
+  net::sample_level one{1, 1 << 24, 13, 8};  // the first level: one problem
+  one.thinning = 6;
+  EXPECT_EQ(net::block_sorted_cap(one, small, large), 0u) << "one problem: the device sort";
+  net::sample_level few = one;
+  few.problems = net::block_sorted_min_problems - 1;
+  EXPECT_EQ(net::block_sorted_cap(few, small, large), 0u);
+  net::sample_level many{256, 1 << 16, 13, 5};  // 2^24's second level: 512 samples a problem
+  ASSERT_LE(many.samples(many.cap), small);
+  EXPECT_EQ(net::block_sorted_cap(many, small, large), small);
+  many.bucket_bits = 9;  // 8,192 a problem: more than the small block holds
+  ASSERT_GT(many.samples(many.cap), small);
+  EXPECT_EQ(net::block_sorted_cap(many, small, large), large);
+  many.problems = net::block_sorted_min_problems;
+  EXPECT_EQ(net::block_sorted_cap(many, small, large), large) << "the threshold itself: blocks";
+}
+
 TEST(CpuSampleSortBound, ThinnedRandomSamplesStillSplitEvenly) {
   cpu::sample_sort_config cfg = small_config(true, 3);  // tiles of 128 keys: 512 at 2^16
   for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal,

@@ -876,17 +876,15 @@ struct sample_sort_knobs {
   unsigned long long* largest_bucket = nullptr;  // test hook: device array, one per level
 };
 
-// Randomized sampling: every level's problems sort their samples in one block each, the small
-// block where the plan's problems have no more samples than it holds, else the large one.
+// Randomized sampling: each level's sorted_cap (network::block_sorted_cap): its problems' samples
+// sorted one block a problem, or all of them by CUB's device merge sort (0).
 template <class K>
 network::sample_plan with_block_sorted_samples(network::sample_plan plan) {
   using samples_t = problem_sample_sort<K>;
-  constexpr index_t small = samples_t::template cap<samples_t::small_threads>;
-  for (int l = 0; l < plan.count; ++l) {
-    sample_level& lv = plan.levels[l];
-    lv.sorted_cap =
-        lv.samples(lv.cap) <= small ? small : samples_t::template cap<samples_t::large_threads>;
-  }
+  for (int l = 0; l < plan.count; ++l)
+    plan.levels[l].sorted_cap = network::block_sorted_cap(
+        plan.levels[l], samples_t::template cap<samples_t::small_threads>,
+        samples_t::template cap<samples_t::large_threads>);
   return plan;
 }
 
@@ -908,18 +906,20 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     }
     return bitonic_sort(keys, values, n, comp, descending, stream);
   }
-  // Scratch sizes: the scan of the largest count matrix, the merge sort of the most samples
-  // (regular sampling), and the final segmented sort (they run one after another).
+  // Scratch sizes: the scan of the largest count matrix, the device merge sort of the most
+  // samples (levels not sorting theirs by blocks), and the final segmented sort (they run one
+  // after another).
   index_t max_counts = 0, max_samples = 0;
   for (int l = 0; l < plan.count; ++l) {
     max_counts = std::max(max_counts, plan.levels[l].counts());
-    max_samples = std::max(max_samples, plan.levels[l].sample_slots(n));
+    if (plan.levels[l].sorted_cap == 0)
+      max_samples = std::max(max_samples, plan.levels[l].sample_slots(n));
   }
   std::size_t scan_bytes = 0, samples_bytes = 0, segment_bytes = 0;
   const network::sample_less<Compare> by_sample{comp};
   cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<index_t*>(nullptr),
                                                 static_cast<index_t*>(nullptr), max_counts, stream);
-  if (e == cudaSuccess && !knobs.random)
+  if (e == cudaSuccess && max_samples > 0)
     e = cub::DeviceMergeSort::SortKeys(nullptr, samples_bytes, static_cast<sample<K>*>(nullptr),
                                        max_samples, by_sample, stream);
   scan_bytes = std::max(scan_bytes, samples_bytes);
@@ -993,10 +993,10 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
         knobs.seed + static_cast<index_t>(l), comp);
     e = cudaGetLastError();
     std::size_t bytes = ws.scratch_bytes;
-    if (e == cudaSuccess && !knobs.random)
+    if (e == cudaSuccess && lv.sorted_cap == 0)
       e = cub::DeviceMergeSort::SortKeys(ws.scratch, bytes, ws.samples, lv.sample_slots(n),
                                          by_sample, stream);
-    if (e == cudaSuccess && knobs.random) {
+    else if (e == cudaSuccess) {
       const auto problems = static_cast<unsigned>(lv.problems);
       if (lv.sorted_cap == samples_t::template cap<samples_t::small_threads>)
         sort_problem_samples_kernel<samples_t::small_threads, K>
