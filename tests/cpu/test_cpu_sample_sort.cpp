@@ -446,6 +446,63 @@ TEST(SampleSortPlan, BlocksSortTheSamplesOfLevelsOfManyProblemsOnly) {
   EXPECT_EQ(net::block_sorted_cap(many, small, large), large) << "the threshold itself: blocks";
 }
 
+TEST(SampleSortPlan, RandomPlansTakeTheFewestLevelsToTheirMean) {
+  struct shape {
+    int tile_bits;
+    index_t final_cap;
+    int max_bits;
+    index_t headroom;
+  };
+  for (shape sh : {shape{14, 8184, 9, 4}, shape{11, 2046, 8, 2}, shape{10, 1022, 7, 2}, shape{7, 40, 3, 4},
+                   shape{7, 40, 1, 4}}) {
+    index_t target = 1;
+    while (target * sh.headroom < sh.final_cap) target *= 2;
+    for (index_t n : {index_t{0}, index_t{1}, sh.final_cap, sh.final_cap + 1, index_t{1} << 20,
+                      index_t{3000017}, index_t{1} << 24, index_t{1} << 28, index_t{5} << 30}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " final_cap=" << sh.final_cap
+                                        << " max_bits=" << sh.max_bits);
+      const net::sample_plan plan =
+          net::plan_random_sample_sort(n, sh.tile_bits, sh.final_cap, sh.max_bits, sh.headroom);
+      if (n <= sh.final_cap) {
+        EXPECT_EQ(plan.count, 0);
+        continue;
+      }
+      ASSERT_GE(plan.count, 1);
+      ASSERT_LE(plan.count, net::sample_plan::max_levels);
+      index_t problems = 1;
+      int bits = 0;
+      for (int l = 0; l < plan.count; ++l) {
+        const net::sample_level& lv = plan.levels[l];
+        EXPECT_EQ(lv.problems, problems) << "level " << l;
+        EXPECT_GE(lv.bucket_bits, 1);
+        EXPECT_LE(lv.bucket_bits, sh.max_bits);
+        if (l > 0) {
+          EXPECT_LE(lv.bucket_bits, plan.levels[l - 1].bucket_bits) << "spare bits go first";
+          EXPECT_GE(lv.bucket_bits + 1, plan.levels[l - 1].bucket_bits) << "bits spread evenly";
+          const index_t mean = (n + problems - 1) / problems;
+          EXPECT_EQ(lv.cap, mean + mean / 8) << "level " << l;
+        } else {
+          EXPECT_EQ(lv.cap, n);
+        }
+        problems *= lv.buckets();
+        bits += lv.bucket_bits;
+      }
+      EXPECT_EQ(plan.final_problems, problems);
+      EXPECT_EQ(plan.final_cap, (n + problems - 1) / problems);
+      if (plan.count < net::sample_plan::max_levels) {
+        EXPECT_LE(n >> bits, target) << "final buckets at the target mean";
+        EXPECT_GT(n >> (bits - 1), target) << "no more buckets than needed";
+        EXPECT_GT(bits, (plan.count - 1) * sh.max_bits) << "no fewer levels reach it";
+      }
+    }
+  }
+  // Records' shape (16-byte records: tiles of 2,048, at most 2^8 buckets): two levels where the
+  // bound's plan takes three.
+  EXPECT_EQ(net::plan_random_sample_sort(index_t{1} << 24, 11, 2046, 8, 2).count, 2);
+  EXPECT_EQ(net::plan_random_sample_sort(index_t{1} << 26, 11, 2046, 8, 2).count, 2);
+  EXPECT_EQ(net::plan_sample_sort(index_t{1} << 26, 11, 2046, 7, 7).count, 3);
+}
+
 TEST(CpuSampleSortBound, ThinnedRandomSamplesStillSplitEvenly) {
   cpu::sample_sort_config cfg = small_config(true, 3);  // tiles of 128 keys: 512 at 2^16
   for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal,

@@ -209,7 +209,7 @@ TEST(GpuSampleSortComparator, SixteenByteRecordsByTwoFields) {
 
 // The plans (host code, no GPU needed): records' short tiles still take at most one sample
 // per 16 records by default, every level makes progress, and the final buckets fit the block
-// that sorts them.
+// that sorts them; randomized sampling's plans fit the classifying kernels.
 template <class K, class V>
 void check_default_plans() {
   using namespace gpusort::detail;
@@ -226,6 +226,17 @@ void check_default_plans() {
       EXPECT_LT(lv.bucket_bound(lv.cap), lv.cap) << "level " << l;
     }
     EXPECT_LE(plan.final_cap, policy::final_cap);
+    // Randomized sampling's: every level within the classifying kernels' tables, and where a
+    // problem has more samples than its block sorts, the kept ones still 16 a bucket.
+    const net::sample_plan random = device::with_block_sorted_samples<K>(
+        net::thin_random_samples(device::random_plan_for<K, V>(n)));
+    for (int l = 0; l < random.count; ++l) {
+      const net::sample_level& lv = random.levels[l];
+      EXPECT_LE(lv.bucket_bits, policy::max_bucket_bits) << "random level " << l;
+      EXPECT_GT(lv.sorted_cap, 0u) << "random level " << l;
+      if (lv.samples(lv.cap) > lv.sorted_cap)
+        EXPECT_GE(lv.sorted_cap / lv.buckets(), 16u) << "random level " << l;
+    }
   }
 }
 

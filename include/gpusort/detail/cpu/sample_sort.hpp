@@ -60,9 +60,12 @@ template <class K, class V, class Compare>
 void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_config& cfg,
                  sample_sort_report* report = nullptr) {
   constexpr bool has_values = !std::is_same_v<V, no_value>;
-  network::sample_plan plan = network::plan_sample_sort(n, cfg.tile_bits, cfg.final_cap,
-                                                        cfg.max_bucket_bits, cfg.finish_bucket_bits);
-  if (cfg.random) plan = network::thin_random_samples(plan);
+  // Randomized sampling plans by the buckets' mean (as the GPU's does), regular by its bound.
+  network::sample_plan plan =
+      cfg.random ? network::thin_random_samples(network::plan_random_sample_sort(
+                       n, cfg.tile_bits, cfg.final_cap, cfg.finish_bucket_bits, 4))
+                 : network::plan_sample_sort(n, cfg.tile_bits, cfg.final_cap, cfg.max_bucket_bits,
+                                             cfg.finish_bucket_bits);
   if (report) *report = {plan, {}};
   std::vector<K> buffer_keys(plan.count ? n : 0);
   std::vector<V> buffer_values(has_values && plan.count ? n : 0);

@@ -888,6 +888,21 @@ network::sample_plan with_block_sorted_samples(network::sample_plan plan) {
   return plan;
 }
 
+// Randomized sampling's default levels, planned by the buckets' mean: at most 2^10 buckets a
+// level (the classifying kernels' tables), and at most a sixteenth of what the large block
+// of sort_problem_samples_kernel sorts (16 samples a bucket at least); records' final buckets
+// at half their tile on average, keys' at a quarter of the segmented sort's largest class.
+template <class K, class V>
+network::sample_plan random_plan_for(index_t n) {
+  using policy = sample_sort_policy<K, V>;
+  using samples_t = problem_sample_sort<K>;
+  constexpr int bits = std::min<int>(
+      policy::max_bucket_bits,
+      std::bit_width(static_cast<unsigned>(samples_t::template cap<samples_t::large_threads> / 16)) - 1);
+  return network::plan_random_sample_sort(n, policy::tile_bits, policy::final_cap, bits,
+                                          policy::merge_tiles ? 2 : 4);
+}
+
 // SortBuckets: the segmented sort that sorts the final buckets, called as
 // sort_buckets(temp, temp_bytes, keys, values, n, segment_list, descending, stream).
 template <class K, class V, class Compare, class SortBuckets>
@@ -896,7 +911,8 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                         SortBuckets sort_buckets, cudaStream_t stream) {
   using policy = sample_sort_policy<K, V>;
   if (knobs.bucket_bits > policy::max_bucket_bits) return cudaErrorInvalidValue;
-  network::sample_plan plan = plan_for<K, V>(n, knobs.bucket_bits);
+  network::sample_plan plan = knobs.random && knobs.bucket_bits == 0 ? random_plan_for<K, V>(n)
+                                                                    : plan_for<K, V>(n, knobs.bucket_bits);
   if (knobs.random) plan = with_block_sorted_samples<K>(network::thin_random_samples(plan));
   if (plan.count == 0 || (knobs.bucket_bits == 0 && n <= policy::whole_bitonic_max)) {
     // one bucket, or few keys: no workspace

@@ -324,6 +324,43 @@ GPUSORT_HD constexpr sample_plan plan_sample_sort(index_t n, int tile_bits, inde
 // for c = 2 (a level's planned cap); the samples' sort shrinks with a.
 inline constexpr index_t random_samples_per_bucket = 32;
 
+// Randomized sampling has no bound to plan by: its buckets come out near their mean (odds
+// above), so its levels are planned by the mean. The fewest levels, each of at most
+// 2^max_bucket_bits buckets, whose final buckets average at most final_cap / headroom
+// (rounded up to a power of two), the bucket bits spread evenly over the levels (the first
+// ones take the spare bits). A later level's cap (the planned size of its problems, which
+// sets a problem's blocks) is the mean plus an eighth; the plan's final_cap is the final
+// buckets' mean. Headroom 4 leaves keys' final buckets where the segmented sort has classes
+// below its largest; records' final buckets are each sorted as a whole tile, so theirs is 2.
+GPUSORT_HD constexpr sample_plan plan_random_sample_sort(index_t n, int tile_bits, index_t final_cap,
+                                                         int max_bucket_bits, index_t headroom) {
+  sample_plan plan;
+  plan.final_cap = n;
+  if (n <= final_cap) return plan;
+  if (max_bucket_bits > tile_bits) max_bucket_bits = tile_bits;
+  index_t target = 1;
+  while (target * headroom < final_cap) target *= 2;
+  int bits = 0;
+  while ((n >> bits) > target) ++bits;
+  int levels = (bits + max_bucket_bits - 1) / max_bucket_bits;
+  if (levels > sample_plan::max_levels) {
+    levels = sample_plan::max_levels;
+    bits = levels * max_bucket_bits;
+  }
+  index_t problems = 1, mean = n;
+  for (int l = 0; l < levels; ++l) {
+    const int level_bits = (bits + (levels - l) - 1) / (levels - l);
+    bits -= level_bits;
+    const index_t cap = l == 0 ? n : mean + mean / 8;
+    plan.levels[plan.count++] = sample_level{problems, cap, tile_bits, level_bits};
+    problems <<= level_bits;
+    mean = (mean + (index_t{1} << level_bits) - 1) >> level_bits;
+  }
+  plan.final_problems = problems;
+  plan.final_cap = mean;
+  return plan;
+}
+
 // Thins every level's samples (a full tile keeps at least one) while each bucket keeps
 // random_samples_per_bucket of its problem's planned tiles.
 GPUSORT_HD constexpr sample_plan thin_random_samples(sample_plan plan) {
