@@ -14,7 +14,9 @@
 //
 // Keys may be any trivially copyable type. algorithm::bitonic (and automatic, which picks
 // it) and algorithm::sample_sort take a user comparator (algorithm_traits::takes_comparator);
-// others answer cudaErrorNotSupported.
+// others answer cudaErrorNotSupported. None of them is stable, and options::stable is refused
+// (cudaErrorNotSupported, nothing touched) rather than ignored: for input order among equal
+// keys, make the comparator break their ties (by a field, or by a position stored with them).
 // sample_sort asks for workspace (temp == nullptr writes the bytes) like the core layer.
 #pragma once
 
@@ -56,7 +58,7 @@ template <class K, class Compare, std::integral N>
 cudaError_t sort_keys(void* temp, std::size_t& temp_bytes, K* keys, N n, Compare comp,
                       const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  if (!traits_of(opt.algo).takes_comparator) return cudaErrorNotSupported;
+  if (!traits_of(opt.algo).takes_comparator || opt.stable) return cudaErrorNotSupported;
   const cudaError_t e = detail::validate_device_array(keys, static_cast<std::uint64_t>(n),
                                                       sizeof(K), alignof(K));
   if (e != cudaSuccess) return e;
@@ -69,7 +71,7 @@ template <class K, detail::supported_value V, class Compare, std::integral N>
 cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, K* keys, V* values, N n,
                        Compare comp, const options& opt = {}) {
   if (detail::negative(n)) return cudaErrorInvalidValue;
-  if (!traits_of(opt.algo).takes_comparator) return cudaErrorNotSupported;
+  if (!traits_of(opt.algo).takes_comparator || opt.stable) return cudaErrorNotSupported;
   const auto count = static_cast<std::uint64_t>(n);
   cudaError_t e = detail::validate_device_array(keys, count, sizeof(K), alignof(K));
   if (e == cudaSuccess) e = detail::validate_device_array(values, count, sizeof(V), sizeof(V));
@@ -83,7 +85,7 @@ template <class K, class V, class Compare>
 cudaError_t sort_segments_with(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                                std::uint64_t n, const segment_list& segs, Compare comp,
                                const options& opt) {
-  if (opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic)
+  if ((opt.algo != algorithm::automatic && opt.algo != algorithm::bitonic) || opt.stable)
     return cudaErrorNotSupported;
   const cudaError_t e = validate_segment_arrays(keys, values, n, segs);
   if (e != cudaSuccess) return e;

@@ -19,16 +19,16 @@
 // Keys: the 32- and 64-bit integers and floats of key_traits.hpp, and the narrow keys bool,
 // int8/uint8, int16/uint16, __half and __nv_bfloat16 (detail/core/narrow_keys.hpp: sorted as
 // 32-bit codes through the u32 sorts, 4 bytes a key of workspace more; their NaNs come out
-// ordered by their bits). Order: ascending by default; floats in the total order of
-// key_traits.hpp (-0.0 before +0.0), NaNs after every number in both orders (options::nans =
-// last, NumPy's choice) or before (first). Stability: bitonic, sample_sort, quicksort, approx_refine and thrust are not
+// ordered by their bits). Order: ascending by default; floats in the total order of key_traits.hpp
+// (-0.0 before +0.0), NaNs after every number in both orders (options::nans = last, NumPy's choice)
+// or before (first). Stability: bitonic, sample_sort, quicksort, approx_refine and thrust are not
 // stable; adaptive_bitonic, cub_radix and cub_merge are; automatic is when it picks one of them
 // (its query then asks for a nonzero workspace). options::stable = true makes every algorithm
-// stable: automatic picks a stable sort whatever the memory (cub_merge for floats, cub_radix,
-// adaptive_bitonic where CUB's sorts are not built); the others sort (key, position) and then
-// the positions of each run of equal keys (network/tie_break.hpp), for 4 + 8 bytes (plus a
-// value) per key of workspace, up to 2^32 keys. NaNs of different bits keep their order in
-// the comparison sorts; cub_radix orders them by sign.
+// stable (sort.cuh's user comparators refuse it): automatic picks a stable sort whatever the memory
+// (cub_merge for floats, cub_radix, adaptive_bitonic where CUB's sorts are not built); the others
+// sort (key, position) and then the positions of each run of equal keys (network/tie_break.hpp),
+// for 4 + 8 bytes (plus a value) per key of workspace, up to 2^32 keys. NaNs of different bits keep
+// their order in the comparison sorts; cub_radix orders them by sign.
 // Memory: bitonic uses 0 extra bytes; sample_sort a second buffer of n keys (and values)
 // plus samples and bucket counts, under 2 bytes per key (docs/sample_sort.md);
 // adaptive_bitonic two buffers of 2^ceil(log2 n) items of 8 (32-bit keys) or 16 bytes
