@@ -27,8 +27,8 @@ inline bool is_record_type(const std::string& name) {
 }
 // The algorithms a record type can be sorted with here.
 inline const std::vector<std::string>& record_algorithms() {
-  static const std::vector<std::string> names{"sample_sort", "sample_sort_random", "bitonic",
-                                              "thrust", "cub_merge"};
+  static const std::vector<std::string> names{"automatic", "sample_sort", "sample_sort_random",
+                                              "bitonic", "thrust", "cub_merge"};
   return names;
 }
 

@@ -194,15 +194,6 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
   return e;
 }
 
-// Whether a workspace of `bytes` (> 0) fits in the device's free memory now.
-inline bool fits_free_memory(std::size_t bytes) {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  const bool fits = bytes > 0 && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
-                    workspace_fits(bytes, free_bytes);
-  cudaGetLastError();
-  return fits;
-}
-
 // The plan of a call. automatic (detail/core/automatic.hpp) takes its pick where the workspace
 // fits: at the query, in the device's free memory; at the sort, in the bytes given. Else the
 // in-place bitonic sort, so that a caller passing fewer bytes still gets a sorted array;
@@ -231,7 +222,7 @@ cudaError_t make_plan(sort_plan& p, const void* temp, std::size_t temp_bytes, K*
   const bool radix_floats = std::is_floating_point_v<K> && pick == algorithm::cub_radix;
   const cudaError_t e = lay_out(p, keys, values, n, chosen, radix_floats);
   if (e != cudaSuccess || pick == algorithm::bitonic) return e;
-  const bool fits = temp ? temp_bytes >= p.total : fits_free_memory(p.total);
+  const bool fits = workspace_available(temp, temp_bytes, p.total);
   if (fits || (opt.stable && !temp)) return cudaSuccess;
   if (opt.stable && n >= 2) return cudaErrorInvalidValue;
   chosen.algo = algorithm::bitonic;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "baselines.cuh"
-#include "gpusort/detail/core/automatic.hpp"  // workspace_fits
+#include "gpusort/detail/core/automatic.hpp"  // workspace_available
 #include "gpusort/detail/core/narrow_keys.hpp"
 #include "gpusort/detail/device/bitonic.cuh"
 #include "gpusort/detail/device/float_order.cuh"
@@ -110,12 +110,8 @@ algorithm narrow_pick(const void* temp, std::size_t temp_bytes, std::uint64_t n,
     return opt.stable ? algorithm::cub_radix : algorithm::bitonic;
   }
   if (opt.stable) return algorithm::cub_radix;
-  std::size_t free_bytes = 0, total_bytes = 0;
-  const bool fits = temp ? temp_bytes >= radix_bytes
-                         : cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
-                               workspace_fits(radix_bytes, free_bytes);
-  cudaGetLastError();
-  return fits ? algorithm::cub_radix : algorithm::bitonic;
+  return workspace_available(temp, temp_bytes, radix_bytes) ? algorithm::cub_radix
+                                                            : algorithm::bitonic;
 }
 
 }  // namespace

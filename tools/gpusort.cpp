@@ -215,8 +215,8 @@ timed against them.
     join_names(bench_algorithms(true, true)) + R"(
              (std_sort and cpu_parallel too on request)
   --types    key types (default u32); rec16, rec32 and u64pair are records sorted with a
-             user comparator by sample_sort, sample_sort_random, bitonic, thrust and
-             cub_merge (builds with -DGPUSORT_BUILD_RECORD_BENCH=ON)
+             user comparator by automatic, sample_sort, sample_sort_random, bitonic,
+             thrust and cub_merge (builds with -DGPUSORT_BUILD_RECORD_BENCH=ON)
   --dists    )" +
     distribution_names + R"( (default uniform)
   --sizes    counts (1000, 2^20, 2^20+1) and ranges 2^a..2^b (every power of two), comma

@@ -5,21 +5,26 @@
 //   struct by_x { __host__ __device__ bool operator()(const point& a, const point& b) const
 //                 { return a.x < b.x; } };
 //   size_t bytes = 0;
-//   gpusort::sort_keys(nullptr, bytes, d_points, n, by_x{});     // bytes: 1 (in place)
+//   gpusort::sort_keys(nullptr, bytes, d_points, n, by_x{});     // bytes: what automatic needs
 //   cudaMalloc(&temp, bytes);
 //   gpusort::sort_keys(temp, bytes, d_points, n, by_x{});
 //
 // The batched and segmented sorts take a comparator the same way:
 //   gpusort::sort_segmented_keys(temp, bytes, d_points, n, d_offsets, d_offsets + 1, rows, by_x{});
 //
-// Keys may be any trivially copyable type. algorithm::bitonic (and automatic, which picks
-// it) and algorithm::sample_sort take a user comparator (algorithm_traits::takes_comparator);
-// others answer cudaErrorNotSupported. None of them is stable, and options::stable is refused
+// Keys may be any trivially copyable type. algorithm::bitonic and algorithm::sample_sort take
+// a user comparator (algorithm_traits::takes_comparator), and automatic, which picks the
+// randomized sample sort where its workspace fits (the query asks for it if the device's free
+// memory holds it; the sort runs it if given that many bytes), else the in-place bitonic sort
+// (a query answer of 1 byte; keys of up to 8 bytes up to 2^22 are the bitonic sort either
+// way); the batched and segmented sorts take bitonic (and automatic, which is it). Others
+// answer cudaErrorNotSupported. None of them is stable, and options::stable is refused
 // (cudaErrorNotSupported, nothing touched) rather than ignored: for input order among equal
 // keys, make the comparator break their ties (by a field, or by a position stored with them).
 // sample_sort asks for workspace (temp == nullptr writes the bytes) like the core layer.
 #pragma once
 
+#include "gpusort/detail/core/automatic.hpp"
 #include "gpusort/detail/device/bitonic.cuh"
 #include "gpusort/detail/device/sample_sort.cuh"
 #include "gpusort/detail/device/segmented.cuh"
@@ -28,10 +33,23 @@
 namespace gpusort {
 
 namespace detail {
-// A sort of keys[0, n) (values alongside) by comp, with the algorithm of opt.
+// A sort of keys[0, n) (values alongside) by comp, with the algorithm of opt; automatic:
+// the randomized sample sort where its workspace is available (workspace_available), else
+// the in-place bitonic sort.
 template <class K, class V, class Compare>
 cudaError_t sort_with(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
                       Compare comp, const options& opt) {
+  if (opt.algo == algorithm::automatic) {
+    options pick = opt;
+    pick.algo = algorithm::sample_sort;
+    pick.sampler = sampling::random;
+    pick.buckets = 0;
+    std::size_t sample_bytes = 0;
+    const cudaError_t e = sort_with(nullptr, sample_bytes, keys, values, n, comp, pick);
+    if (e != cudaSuccess) return e;
+    if (!workspace_available(temp, temp_bytes, sample_bytes)) pick.algo = algorithm::bitonic;
+    return sort_with(temp, temp_bytes, keys, values, n, comp, pick);
+  }
   const bool descending = opt.direction == order::descending;
   if (opt.algo == algorithm::sample_sort) {
     const int bits = network::bucket_bits_of(opt.buckets);

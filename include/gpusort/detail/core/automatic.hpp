@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <cuda_runtime_api.h>
+
 #include "gpusort/options.hpp"
 
 namespace gpusort::detail {
@@ -55,6 +57,18 @@ constexpr algorithm automatic_choice(const automatic_request& r) {
 // for the allocator and the CUDA context.
 constexpr bool workspace_fits(std::size_t bytes, std::size_t free_bytes) {
   return bytes + bytes / 8 <= free_bytes;
+}
+
+// automatic's memory rule: its pick runs where the pick's workspace of `bytes` fits: at the
+// query (temp == nullptr), in the device's free memory now (workspace_fits); at the sort, in
+// the temp_bytes given. Else it sorts in place.
+inline bool workspace_available(const void* temp, std::size_t temp_bytes, std::size_t bytes) {
+  if (temp) return temp_bytes >= bytes;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  const bool fits = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
+                    workspace_fits(bytes, free_bytes);
+  cudaGetLastError();
+  return fits;
 }
 
 }  // namespace gpusort::detail
