@@ -56,6 +56,18 @@ TEST(Automatic, WorkspaceFitsWithAnEighthToSpare) {
   EXPECT_TRUE(gpusort::detail::workspace_fits(0, 0));
 }
 
+// At the sort (a workspace given), automatic's pick runs when the bytes given hold its
+// workspace, whatever the device's free memory; at the query it asks the device.
+TEST(Automatic, TheWorkspaceGivenDecidesAtTheSort) {
+  unsigned char given[1];
+  EXPECT_TRUE(gpusort::detail::workspace_available(given, 1000, 1000));
+  EXPECT_TRUE(gpusort::detail::workspace_available(given, 1001, 1000));
+  EXPECT_FALSE(gpusort::detail::workspace_available(given, 999, 1000));
+  EXPECT_TRUE(gpusort::detail::workspace_available(given, 1, 1));
+  // The query: 2^62 bytes fit no device's free memory, and none without a device.
+  EXPECT_FALSE(gpusort::detail::workspace_available(nullptr, 0, std::size_t{1} << 62));
+}
+
 // automatic_algorithm names the sort that runs: without a GPU the CPU backend's in-place
 // bitonic sort; on one (where 2^20 floats and their workspace fit) CUB's radix sort. No skip:
 // gpu-check counts a skipped test as a failure.
