@@ -1013,17 +1013,16 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
       e = cub::DeviceMergeSort::SortKeys(ws.scratch, bytes, ws.samples, lv.sample_slots(n),
                                          by_sample, stream);
     else if (e == cudaSuccess) {
-      const auto problems = static_cast<unsigned>(lv.problems);
+      // One block a problem: the small block where the level's problems fit it.
+      const auto sort_samples = [&]<int THREADS>() {
+        sort_problem_samples_kernel<THREADS, K>
+            <<<static_cast<unsigned>(lv.problems), THREADS, samples_t::template smem<THREADS>,
+               stream>>>(ws.samples, probs, lv, by_sample);
+      };
       if (lv.sorted_cap == samples_t::template cap<samples_t::small_threads>)
-        sort_problem_samples_kernel<samples_t::small_threads, K>
-            <<<problems, samples_t::small_threads,
-               samples_t::template smem<samples_t::small_threads>, stream>>>(ws.samples, probs, lv,
-                                                                             by_sample);
+        sort_samples.template operator()<samples_t::small_threads>();
       else
-        sort_problem_samples_kernel<samples_t::large_threads, K>
-            <<<problems, samples_t::large_threads,
-               samples_t::template smem<samples_t::large_threads>, stream>>>(ws.samples, probs, lv,
-                                                                             by_sample);
+        sort_samples.template operator()<samples_t::large_threads>();
       e = cudaGetLastError();
     }
     if (e != cudaSuccess) break;
