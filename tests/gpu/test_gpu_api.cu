@@ -1,11 +1,11 @@
 // The public API on the device: validation and error messages, data untouched on error,
-// the convenience layer, user comparators, CUDA graph capture, and the baselines.
+// the convenience layer, CUDA graph capture, and the baselines (user comparators:
+// test_gpu_comparator.cu, test_gpu_automatic_comparator.cu).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "device_buffer.hpp"
-#include "gpusort/sort.cuh"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
 
@@ -134,145 +134,6 @@ TEST_F(GpuApi, HostVectorsGoThroughTheGpu) {
   for (std::size_t i = 0; i < keys.size(); ++i)
     ASSERT_EQ(gpusort::key_traits<float>::ordered(input[values[i]]),
               gpusort::key_traits<float>::ordered(keys[i]));
-}
-
-struct point {
-  std::int32_t x, y;
-};
-struct by_y_then_x {
-  __host__ __device__ bool operator()(const point& a, const point& b) const {
-    return a.y != b.y ? a.y < b.y : a.x < b.x;
-  }
-};
-
-TEST_F(GpuApi, UserComparatorOnAStruct) {
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{33}, std::size_t{65537},
-                        std::size_t{1} << 20}) {
-    SCOPED_TRACE(n);
-    std::vector<point> pts(n);
-    for (std::size_t i = 0; i < n; ++i)
-      pts[i] = {int(tools::random_bits(1, i) % 1000), int(tools::random_bits(2, i) % 1000)};
-    std::vector<point> expect = pts;
-    std::stable_sort(expect.begin(), expect.end(), by_y_then_x{});
-    guarded_buffer<point> d(pts);
-    std::size_t bytes = 7;
-    ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), n, by_y_then_x{}), cudaSuccess);
-    ASSERT_EQ(bytes, 1u) << "in place, but never 0";
-    ASSERT_EQ(gpusort::sort_keys(d.data(), bytes, d.data(), n, by_y_then_x{}), cudaSuccess);
-    const auto got = d.to_host();
-    for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(got[i].x, expect[i].x) << i;
-      ASSERT_EQ(got[i].y, expect[i].y) << i;
-    }
-    ASSERT_TRUE(d.guard_intact());
-  }
-}
-
-// automatic with a user comparator: the randomized sample sort where its workspace is given
-// (the query asks for exactly that), else the in-place bitonic sort; both sort, in both
-// orders. Records of 12, 16 and 48 bytes (none takes the whole-array bitonic shortcut; 48
-// reads its splitters from global memory, above the shared table's 32 bytes), many equal
-// keys, a total order (key, a, b).
-template <int PAD>
-struct keyed_record {
-  std::uint32_t key, a, b;
-  std::uint32_t pad[PAD];
-};
-struct by_key_a_b {
-  template <int PAD>
-  __host__ __device__ bool operator()(const keyed_record<PAD>& x,
-                                      const keyed_record<PAD>& y) const {
-    if (x.key != y.key) return x.key < y.key;
-    return x.a != y.a ? x.a < y.a : x.b < y.b;
-  }
-};
-
-template <class R>
-void check_automatic_comparator_sort(std::size_t n) {
-  std::vector<R> input(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    input[i] = R{};
-    input[i].key = static_cast<std::uint32_t>(tools::random_bits(5, i) % 1000);
-    input[i].a = static_cast<std::uint32_t>(tools::random_bits(6, i));
-    input[i].b = static_cast<std::uint32_t>(i);
-  }
-  for (bool desc : {false, true}) {
-    SCOPED_TRACE(::testing::Message() << "record bytes=" << sizeof(R) << " n=" << n
-                                      << " desc=" << desc);
-    const gpusort::options opt{.direction = desc ? gpusort::order::descending
-                                                 : gpusort::order::ascending};
-    std::vector<R> expect = input;
-    std::sort(expect.begin(), expect.end(), by_key_a_b{});
-    if (desc) std::reverse(expect.begin(), expect.end());
-    gpusort::options sampled = opt;
-    sampled.algo = gpusort::algorithm::sample_sort;
-    sampled.sampler = gpusort::sampling::random;
-    guarded_buffer<R> queried(input);
-    std::size_t sample_bytes = 0, bytes = 0;
-    ASSERT_EQ(gpusort::sort_keys(nullptr, sample_bytes, queried.data(), n, by_key_a_b{}, sampled),
-              cudaSuccess);
-    ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, queried.data(), n, by_key_a_b{}, opt),
-              cudaSuccess);
-    ASSERT_GT(sample_bytes, 1u);
-    EXPECT_EQ(bytes, sample_bytes) << "the query asks for the sample sort's workspace";
-    for (std::size_t given : {bytes, std::size_t{1}}) {  // the sample sort, then in place
-      SCOPED_TRACE(::testing::Message() << "bytes given=" << given);
-      guarded_buffer<R> d(input);
-      guarded_buffer<unsigned char> temp(std::vector<unsigned char>(given, 0xab));
-      std::size_t temp_bytes = given;
-      ASSERT_EQ(gpusort::sort_keys(temp.data(), temp_bytes, d.data(), n, by_key_a_b{}, opt),
-                cudaSuccess);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const auto got = d.to_host();
-      for (std::size_t i = 0; i < n; ++i) {
-        ASSERT_EQ(got[i].key, expect[i].key) << i;
-        ASSERT_EQ(got[i].b, expect[i].b) << i;
-      }
-      EXPECT_TRUE(d.guard_intact());
-      EXPECT_TRUE(temp.guard_intact());
-    }
-  }
-}
-
-TEST_F(GpuApi, AutomaticComparatorSortTakesTheSampleSortWhereItsWorkspaceIsGiven) {
-  for (std::size_t n : {std::size_t{3001}, std::size_t{100003}, std::size_t{1} << 20}) {
-    check_automatic_comparator_sort<keyed_record<0>>(n);
-    check_automatic_comparator_sort<keyed_record<1>>(n);
-    check_automatic_comparator_sort<keyed_record<9>>(n);
-  }
-}
-
-// None of the user-comparator sorts is stable: options::stable is refused before anything is
-// read or launched (no GPU needed: the refusal comes before the pointers are checked), on
-// every entry point and for every algorithm that takes a comparator, and the query's bytes
-// are left as they were.
-TEST(UserComparatorApi, StableIsRefusedNotIgnored) {
-  point* keys = nullptr;
-  std::uint32_t* values = nullptr;
-  const std::uint64_t offsets[] = {0, 16};
-  for (auto algo : {gpusort::algorithm::automatic, gpusort::algorithm::bitonic,
-                    gpusort::algorithm::sample_sort}) {
-    SCOPED_TRACE(gpusort::to_string(algo));
-    const gpusort::options opt{.algo = algo, .stable = true};
-    std::size_t bytes = 7;
-    EXPECT_EQ(gpusort::sort_keys(nullptr, bytes, keys, 16, by_y_then_x{}, opt),
-              cudaErrorNotSupported);
-    EXPECT_EQ(gpusort::sort_pairs(nullptr, bytes, keys, values, 16, by_y_then_x{}, opt),
-              cudaErrorNotSupported);
-    if (algo != gpusort::algorithm::sample_sort) {  // the batched sorts take no sample sort
-      EXPECT_EQ(gpusort::sort_segmented_keys(nullptr, bytes, keys, 16, offsets, offsets + 1, 1,
-                                             by_y_then_x{}, opt),
-                cudaErrorNotSupported);
-      EXPECT_EQ(gpusort::sort_segmented_pairs(nullptr, bytes, keys, values, 16, offsets,
-                                              offsets + 1, 1, by_y_then_x{}, opt),
-                cudaErrorNotSupported);
-      EXPECT_EQ(gpusort::sort_batched_keys(nullptr, bytes, keys, 2, 8, by_y_then_x{}, opt),
-                cudaErrorNotSupported);
-      EXPECT_EQ(gpusort::sort_batched_pairs(nullptr, bytes, keys, values, 2, 8, by_y_then_x{}, opt),
-                cudaErrorNotSupported);
-    }
-    EXPECT_EQ(bytes, 7u);
-  }
 }
 
 // The baselines answer through the same interface (u32 keys and u32/u32 pairs).

@@ -1,0 +1,90 @@
+// automatic with a user comparator on records (gpusort/sort.cuh): the randomized sample sort
+// where its workspace is given, else the in-place bitonic sort. A file of its own: each record
+// type instantiates both sorts and the segmented sort, and compiles apart from the rest.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "device_buffer.hpp"
+#include "gpusort/sort.cuh"
+#include "reference.hpp"
+
+using namespace gpusort::testing;
+namespace tools = gpusort::tools;
+
+using GpuApi = GpuTest;
+
+// automatic with a user comparator: the randomized sample sort where its workspace is given
+// (the query asks for exactly that), else the in-place bitonic sort; both sort, in both
+// orders. Records of 12, 16 and 48 bytes (none takes the whole-array bitonic shortcut; 48
+// reads its splitters from global memory, above the shared table's 32 bytes), many equal
+// keys, a total order (key, a, b).
+template <int PAD>
+struct keyed_record {
+  std::uint32_t key, a, b;
+  std::uint32_t pad[PAD];
+};
+struct by_key_a_b {
+  template <int PAD>
+  __host__ __device__ bool operator()(const keyed_record<PAD>& x,
+                                      const keyed_record<PAD>& y) const {
+    if (x.key != y.key) return x.key < y.key;
+    return x.a != y.a ? x.a < y.a : x.b < y.b;
+  }
+};
+
+template <class R>
+void check_automatic_comparator_sort(std::size_t n) {
+  std::vector<R> input(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    input[i] = R{};
+    input[i].key = static_cast<std::uint32_t>(tools::random_bits(5, i) % 1000);
+    input[i].a = static_cast<std::uint32_t>(tools::random_bits(6, i));
+    input[i].b = static_cast<std::uint32_t>(i);
+  }
+  for (bool desc : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "record bytes=" << sizeof(R) << " n=" << n
+                                      << " desc=" << desc);
+    const gpusort::options opt{.direction = desc ? gpusort::order::descending
+                                                 : gpusort::order::ascending};
+    std::vector<R> expect = input;
+    std::sort(expect.begin(), expect.end(), by_key_a_b{});
+    if (desc) std::reverse(expect.begin(), expect.end());
+    gpusort::options sampled = opt;
+    sampled.algo = gpusort::algorithm::sample_sort;
+    sampled.sampler = gpusort::sampling::random;
+    guarded_buffer<R> queried(input);
+    std::size_t sample_bytes = 0, bytes = 0;
+    ASSERT_EQ(gpusort::sort_keys(nullptr, sample_bytes, queried.data(), n, by_key_a_b{}, sampled),
+              cudaSuccess);
+    ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, queried.data(), n, by_key_a_b{}, opt),
+              cudaSuccess);
+    ASSERT_GT(sample_bytes, 1u);
+    EXPECT_EQ(bytes, sample_bytes) << "the query asks for the sample sort's workspace";
+    for (std::size_t given : {bytes, std::size_t{1}}) {  // the sample sort, then in place
+      SCOPED_TRACE(::testing::Message() << "bytes given=" << given);
+      guarded_buffer<R> d(input);
+      guarded_buffer<unsigned char> temp(std::vector<unsigned char>(given, 0xab));
+      std::size_t temp_bytes = given;
+      ASSERT_EQ(gpusort::sort_keys(temp.data(), temp_bytes, d.data(), n, by_key_a_b{}, opt),
+                cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const auto got = d.to_host();
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i].key, expect[i].key) << i;
+        ASSERT_EQ(got[i].b, expect[i].b) << i;
+      }
+      EXPECT_TRUE(d.guard_intact());
+      EXPECT_TRUE(temp.guard_intact());
+    }
+  }
+}
+
+TEST_F(GpuApi, AutomaticComparatorSortTakesTheSampleSortWhereItsWorkspaceIsGiven) {
+  for (std::size_t n : {std::size_t{3001}, std::size_t{100003}, std::size_t{1} << 20}) {
+    check_automatic_comparator_sort<keyed_record<0>>(n);
+    check_automatic_comparator_sort<keyed_record<1>>(n);
+    check_automatic_comparator_sort<keyed_record<9>>(n);
+  }
+}
+
