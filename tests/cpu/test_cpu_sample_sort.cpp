@@ -4,6 +4,7 @@
 // runs (network/merge_runs.hpp) that finishes the final buckets.
 #include <gtest/gtest.h>
 
+#include <numeric>
 #include <random>
 #include <utility>
 
@@ -401,6 +402,32 @@ TEST(SampleSortPlan, RandomSamplingThinsTheSamplesOfManyTiles) {
   EXPECT_EQ(many.levels[0].tile_samples(), 1u);
 }
 
+// A problem of few tiles takes several samples a bucket from each tile, where the densest
+// stride allows, for random_samples_per_bucket a bucket; by default one a bucket and tile.
+TEST(SampleSortPlan, RandomSamplingTakesMoreSamplesFromFewTiles) {
+  net::sample_plan plan;
+  plan.count = 3;
+  plan.levels[0] = {32, 9216, 10, 4};   // 32-byte records' 2^18: 9 tiles a problem, 16 buckets
+  plan.levels[1] = {1, 4096, 11, 2};    // 16-byte records' 2^12: 2 tiles, 4 buckets
+  plan.levels[2] = {1, 1 << 10, 10, 6}; // one tile at the densest stride already
+  const net::sample_plan dense = net::thin_random_samples(plan, 4);
+  const net::sample_level& nine = dense.levels[0];
+  EXPECT_EQ(nine.thinning, -2);
+  EXPECT_EQ(nine.stride(), 16u);
+  EXPECT_EQ(nine.tile_samples(), 64u);
+  EXPECT_GE(nine.samples(nine.cap) / nine.buckets(), net::random_samples_per_bucket);
+  const net::sample_level& two = dense.levels[1];
+  EXPECT_EQ(two.thinning, -4) << "the sparsest stride that gives 32 a bucket";
+  EXPECT_EQ(two.samples(two.cap) / two.buckets(), net::random_samples_per_bucket);
+  EXPECT_EQ(dense.levels[2].thinning, 0) << "stride 16 already: no denser";
+  EXPECT_EQ(dense.levels[2].stride(), 16u);
+  const net::sample_plan sparse = net::thin_random_samples(plan);
+  for (int l = 0; l < sparse.count; ++l) {
+    EXPECT_EQ(sparse.levels[l].thinning, 0) << "by default a sample a bucket and tile: " << l;
+    EXPECT_EQ(sparse.levels[l].tile_samples(), sparse.levels[l].buckets());
+  }
+}
+
 TEST(SampleSortPlan, KeptSamplesAreDistinctAndSpreadOverAll) {
   for (index_t S : {1, 2, 7, 100, 1000, 8192, 8193, 32768, 1000003}) {
     for (index_t kept : {index_t{1}, index_t{2}, index_t{100}, index_t{2048}, index_t{8192}}) {
@@ -515,6 +542,33 @@ TEST(CpuSampleSortBound, ThinnedRandomSamplesStillSplitEvenly) {
     ASSERT_TRUE(same_bits(keys, expect)) << tools::to_string(d);
     ASSERT_EQ(report.plan.levels[0].thinning, 3);
     EXPECT_LE(report.largest_bucket[0], 3 * (index_t{1} << 16) / 2 / 8) << tools::to_string(d);
+  }
+}
+
+// Denser samples where tiles are few sort the same, and keep the largest bucket nearer its
+// mean: a problem of 8 tiles of 128 keys and 8 buckets takes 4 samples a bucket and tile.
+TEST(CpuSampleSortBound, DenserRandomSamplesSortAndSplitEvenly) {
+  cpu::sample_sort_config cfg = small_config(true, 3);
+  cfg.final_cap = 300;  // about 2^10 keys: one level of 8 buckets (mean 128) from 8 tiles
+  cfg.min_stride_bits = 2;
+  for (tools::distribution d : {tools::distribution::uniform, tools::distribution::all_equal,
+                                tools::distribution::few_unique, tools::distribution::sorted}) {
+    for (std::size_t n : {std::size_t{1000}, std::size_t{1} << 10, std::size_t{1031}}) {
+      std::vector<std::uint32_t> keys = tools::generate<std::uint32_t>(d, n, 5);
+      const std::vector<std::uint32_t> expect = reference_sort(keys);
+      std::vector<std::uint32_t> values(n);
+      std::iota(values.begin(), values.end(), 0u);
+      const std::vector<std::uint32_t> input = keys;
+      cpu::sample_sort_report report;
+      cpu::sample_sort(keys.data(), values.data(), n, gpusort::less<std::uint32_t>{}, cfg, &report);
+      ASSERT_TRUE(same_bits(keys, expect)) << tools::to_string(d) << " n=" << n;
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(input[values[i]], keys[i]) << i;
+      ASSERT_GE(report.plan.count, 1);
+      EXPECT_LT(report.plan.levels[0].thinning, 0) << "denser than a sample a bucket and tile";
+      EXPECT_GE(report.plan.levels[0].stride(), 4u);
+      if (d == tools::distribution::uniform)
+        EXPECT_LE(report.largest_bucket[0], 2 * n / 8) << "n=" << n;
+    }
   }
 }
 

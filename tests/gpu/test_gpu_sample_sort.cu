@@ -229,8 +229,8 @@ void check_default_plans() {
     // Randomized sampling's: every level within the classifying kernels' tables; a level of
     // many problems sorts them by blocks (one of few, CUB's device merge sort: cap 0), and
     // where a problem has more samples than its block sorts, the kept ones still 16 a bucket.
-    const net::sample_plan random = device::with_block_sorted_samples<K>(
-        net::thin_random_samples(device::random_plan_for<K, V>(n)));
+    const net::sample_plan random =
+        device::with_random_samples<K, V>(device::random_plan_for<K, V>(n));
     for (int l = 0; l < random.count; ++l) {
       const net::sample_level& lv = random.levels[l];
       EXPECT_LE(lv.bucket_bits, policy::max_bucket_bits) << "random level " << l;
@@ -238,6 +238,14 @@ void check_default_plans() {
           << "random level " << l;
       if (lv.sorted_cap != 0 && lv.samples(lv.cap) > lv.sorted_cap)
         EXPECT_GE(lv.sorted_cap / lv.buckets(), 16u) << "random level " << l;
+      // Records: 32 samples a bucket from few tiles too, where a sample every 16 records
+      // gives them (a bucket above twice its mean overflows its tile).
+      if (policy::merge_tiles) {
+        EXPECT_GE(lv.stride(), 16u) << "random level " << l;
+        EXPECT_TRUE(lv.samples(lv.cap) / lv.buckets() >= net::random_samples_per_bucket ||
+                    lv.stride() == 16u)
+            << "random level " << l << ": " << lv.samples(lv.cap) << " samples";
+      }
     }
   }
 }

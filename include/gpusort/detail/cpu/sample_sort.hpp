@@ -25,6 +25,7 @@ struct sample_sort_config {
   int max_bucket_bits = 8;       // s at most 2^this
   int finish_bucket_bits = 10;   // or up to 2^this when that makes a level the last
   bool random = false;           // sampling::random
+  int min_stride_bits = 64;      // its densest samples (network::thin_random_samples)
   index_t seed = 0x5EED;
 };
 
@@ -63,7 +64,9 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
   // Randomized sampling plans by the buckets' mean (as the GPU's does), regular by its bound.
   network::sample_plan plan =
       cfg.random ? network::thin_random_samples(network::plan_random_sample_sort(
-                       n, cfg.tile_bits, cfg.final_cap, cfg.finish_bucket_bits, 4))
+                                                    n, cfg.tile_bits, cfg.final_cap,
+                                                    cfg.finish_bucket_bits, 4),
+                                                cfg.min_stride_bits)
                  : network::plan_sample_sort(n, cfg.tile_bits, cfg.final_cap, cfg.max_bucket_bits,
                                              cfg.finish_bucket_bits);
   if (report) *report = {plan, {}};

@@ -79,6 +79,11 @@ struct sample_sort_policy {
   // samples, with their merge sort's buffer, several times the records' bytes): by default a
   // sample per 16 records at least.
   static constexpr int sample_stride_bits = merge_tiles ? 4 : 0;
+  // Randomized sampling takes several samples a bucket from each tile where a problem has few
+  // tiles (network::thin_random_samples), for records down to that stride: a record bucket
+  // above twice its mean overflows its tile. Keys' final buckets average a quarter of the
+  // segmented sort's largest class, so keys keep a sample a bucket and tile.
+  static constexpr int random_min_stride_bits = merge_tiles ? sample_stride_bits : 64;
   static constexpr int default_bucket_bits = std::min(8, tile_bits - sample_stride_bits);
   // A level may take up to this many bucket bits when that makes it the last one.
   static constexpr int finish_bucket_bits = std::min(10, tile_bits - sample_stride_bits);
@@ -876,11 +881,13 @@ struct sample_sort_knobs {
   unsigned long long* largest_bucket = nullptr;  // test hook: device array, one per level
 };
 
-// Randomized sampling: each level's sorted_cap (network::block_sorted_cap): its problems' samples
-// sorted one block a problem, or all of them by CUB's device merge sort (0).
-template <class K>
-network::sample_plan with_block_sorted_samples(network::sample_plan plan) {
+// Randomized sampling's samples for a plan: how many each tile gives
+// (network::thin_random_samples), and each level's sorted_cap (network::block_sorted_cap): its
+// problems' samples sorted one block a problem, or all of them by CUB's device merge sort (0).
+template <class K, class V>
+network::sample_plan with_random_samples(network::sample_plan plan) {
   using samples_t = problem_sample_sort<K>;
+  plan = network::thin_random_samples(plan, sample_sort_policy<K, V>::random_min_stride_bits);
   for (int l = 0; l < plan.count; ++l)
     plan.levels[l].sorted_cap = network::block_sorted_cap(
         plan.levels[l], samples_t::template cap<samples_t::small_threads>,
@@ -913,7 +920,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
   if (knobs.bucket_bits > policy::max_bucket_bits) return cudaErrorInvalidValue;
   network::sample_plan plan = knobs.random && knobs.bucket_bits == 0 ? random_plan_for<K, V>(n)
                                                                     : plan_for<K, V>(n, knobs.bucket_bits);
-  if (knobs.random) plan = with_block_sorted_samples<K>(network::thin_random_samples(plan));
+  if (knobs.random) plan = with_random_samples<K, V>(plan);
   if (plan.count == 0 || (knobs.bucket_bits == 0 && n <= policy::whole_bitonic_max)) {
     // one bucket, or few keys: no workspace
     if (!temp) {

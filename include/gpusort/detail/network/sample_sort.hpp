@@ -100,7 +100,8 @@ struct sample_level {
   int tile_bits;       // M = 2^tile_bits
   int bucket_bits;     // s = 2^bucket_bits buckets per problem
   // A full tile gives s / 2^thinning samples: 0 for regular sampling (its bound needs s);
-  // randomized sampling thins them where a problem has many tiles (thin_random_samples).
+  // randomized sampling thins them where a problem has many tiles, and takes more (thinning
+  // below 0) where it has few (thin_random_samples).
   int thinning = 0;
   // Randomized sampling on the GPU: at most this many of a problem's samples are sorted and
   // give its splitters (one block sorts them), an even subset where it has more (kept_sample);
@@ -109,7 +110,7 @@ struct sample_level {
 
   GPUSORT_HD constexpr index_t tile() const { return index_t{1} << tile_bits; }
   GPUSORT_HD constexpr index_t buckets() const { return index_t{1} << bucket_bits; }
-  GPUSORT_HD constexpr index_t tile_samples() const { return buckets() >> thinning; }
+  GPUSORT_HD constexpr index_t tile_samples() const { return index_t{1} << (bucket_bits - thinning); }
   GPUSORT_HD constexpr index_t stride() const {
     return index_t{1} << (tile_bits - bucket_bits + thinning);
   }
@@ -361,14 +362,23 @@ GPUSORT_HD constexpr sample_plan plan_random_sample_sort(index_t n, int tile_bit
   return plan;
 }
 
-// Thins every level's samples (a full tile keeps at least one) while each bucket keeps
-// random_samples_per_bucket of its problem's planned tiles.
-GPUSORT_HD constexpr sample_plan thin_random_samples(sample_plan plan) {
+// Sets every level's samples for random_samples_per_bucket a bucket from its problem's planned
+// tiles: a problem of many tiles thins them (a full tile keeps at least one); one of fewer
+// tiles than that takes several a bucket from each tile, down to one every 2^min_stride_bits
+// keys (the default: never more than one a bucket and tile). Few samples a bucket leave
+// buckets far above their mean: at 9 a bucket (32-byte records, 2^18 of them: 9 tiles a
+// problem on the last level), by the odds above, about one bucket in 16 comes out above twice
+// the mean, which for records is more than a tile, left to the segmented sort.
+GPUSORT_HD constexpr sample_plan thin_random_samples(sample_plan plan, int min_stride_bits = 64) {
   for (int l = 0; l < plan.count; ++l) {
     sample_level& lv = plan.levels[l];
     while (lv.thinning < lv.bucket_bits &&
            (lv.tiles() >> (lv.thinning + 1)) >= random_samples_per_bucket)
       ++lv.thinning;
+    const int densest = min_stride_bits - (lv.tile_bits - lv.bucket_bits);  // stride's floor
+    while (lv.thinning <= 0 && lv.thinning > densest &&
+           (lv.tiles() << -lv.thinning) < random_samples_per_bucket)
+      --lv.thinning;
   }
   return plan;
 }
