@@ -428,6 +428,30 @@ TEST(SampleSortPlan, RandomSamplingTakesMoreSamplesFromFewTiles) {
   }
 }
 
+// A final bucket's place, mirrored for a descending sort, and who sorts a record bucket.
+TEST(SampleSortPlan, FinalBucketsTheirRangeAndTheirSorter) {
+  const index_t offsets[] = {0, 3, 3, 10};
+  const net::problem_list buckets{offsets, 1, 4, 16};
+  const index_t expect[][2] = {{0, 3}, {3, 3}, {3, 10}, {10, 16}};
+  for (index_t q = 0; q < 4; ++q) {
+    const net::key_range r = net::final_bucket_range(buckets, q, false);
+    EXPECT_EQ(r.begin, expect[q][0]) << q;
+    EXPECT_EQ(r.end, expect[q][1]) << q;
+    const net::key_range m = net::final_bucket_range(buckets, q, true);
+    EXPECT_EQ(m.begin, 16 - expect[q][1]) << "mirrored: position i at n - 1 - i; " << q;
+    EXPECT_EQ(m.end, 16 - expect[q][0]) << q;
+  }
+  using net::bucket_sorter;
+  for (index_t size : {0, 1, 1023, 1024})
+    EXPECT_EQ(net::records_bucket_sorter(size, 1024, 2048), bucket_sorter::tile) << size;
+  for (index_t size : {1025, 2047, 2048})
+    EXPECT_EQ(net::records_bucket_sorter(size, 1024, 2048), bucket_sorter::twice_tile) << size;
+  for (index_t size : {2049, 100000})
+    EXPECT_EQ(net::records_bucket_sorter(size, 1024, 2048), bucket_sorter::segmented) << size;
+  EXPECT_EQ(net::records_bucket_sorter(1025, 1024, 1024), bucket_sorter::segmented)
+      << "no twice-tile block: beyond the tile, the segmented sort";
+}
+
 TEST(SampleSortPlan, KeptSamplesAreDistinctAndSpreadOverAll) {
   for (index_t S : {1, 2, 7, 100, 1000, 8192, 8193, 32768, 1000003}) {
     for (index_t kept : {index_t{1}, index_t{2}, index_t{100}, index_t{2048}, index_t{8192}}) {

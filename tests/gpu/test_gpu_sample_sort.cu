@@ -207,6 +207,85 @@ TEST(GpuSampleSortComparator, SixteenByteRecordsByTwoFields) {
         }
 }
 
+// Records' final buckets by size, through the sorts of sample_sort's last step
+// (sort_record_buckets): up to a tile sorted by its block, up to twice a tile by the twice-tile
+// kernel (listed), larger ones left untouched to the segmented sort (their segment the bucket,
+// every other segment empty). Mirrored too (a descending sort's buckets, reversed order).
+TEST(GpuSampleSortBuckets, RecordBucketsOfEverySizeAroundTheTile) {
+  GPUSORT_REQUIRE_GPU();
+  namespace dev = gpusort::detail::device;
+  using gpusort::detail::no_value;
+  using policy = dev::sample_sort_policy<record, no_value>;
+  const std::uint64_t tile = policy::final_cap;
+  ASSERT_EQ((dev::twice_tile_cap<policy, record, no_value>), 2 * tile);
+  const std::vector<std::uint64_t> sizes{0, 1, 2, tile - 1, tile, tile + 1, 5, 2 * tile - 1,
+                                         2 * tile, 2 * tile + 1, 3 * tile + 7, tile + 2};
+  std::vector<std::uint64_t> offsets(sizes.size());
+  std::uint64_t n = 0;
+  for (std::size_t q = 0; q < sizes.size(); ++q) {
+    offsets[q] = n;
+    n += sizes[q];
+  }
+  std::vector<record> recs(n);
+  for (std::uint64_t i = 0; i < n; ++i)
+    recs[i] = {static_cast<std::uint32_t>(tools::random_bits(3, i) % 50),
+               static_cast<std::uint32_t>(tools::random_bits(4, i) % 700), i};
+  for (bool mirror : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "mirror=" << mirror);
+    guarded_buffer<record> keys(recs);
+    guarded_buffer<std::uint64_t> device_offsets(offsets);
+    net::sample_plan plan;
+    plan.final_problems = sizes.size();
+    dev::sample_workspace<record, no_value> ws(nullptr, plan, n, true, 0, 0);
+    poisoned_workspace temp(ws.total);
+    ws = dev::sample_workspace<record, no_value>(temp.ptr, plan, n, true, 0, 0);
+    const net::problem_list buckets{device_offsets.data(), 1, sizes.size(), n};
+    const cudaError_t e =
+        mirror ? dev::sort_record_buckets<policy>(keys.data(), static_cast<no_value*>(nullptr),
+                                                  buckets, true, ws, true,
+                                                  net::reversed<by_major_then_minor>{{}}, nullptr)
+               : dev::sort_record_buckets<policy>(keys.data(), static_cast<no_value*>(nullptr),
+                                                  buckets, false, ws, true, by_major_then_minor{},
+                                                  nullptr);
+    ASSERT_EQ(e, cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<record> got = keys.to_host();
+    std::vector<std::uint64_t> begin(sizes.size()), end(sizes.size());
+    unsigned listed = 0;
+    CUDA_OK(cudaMemcpy(begin.data(), ws.segment_begin, 8 * sizes.size(), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(end.data(), ws.segment_end, 8 * sizes.size(), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&listed, ws.twice_listed, sizeof listed, cudaMemcpyDeviceToHost));
+    const net::problem_list host_buckets{offsets.data(), 1, sizes.size(), n};
+    unsigned twice = 0;
+    for (std::size_t q = 0; q < sizes.size(); ++q) {
+      SCOPED_TRACE(::testing::Message() << "bucket " << q << " of " << sizes[q] << " records");
+      const net::key_range r = net::final_bucket_range(host_buckets, q, mirror);
+      ASSERT_EQ(r.end - r.begin, sizes[q]);
+      const bool segmented = sizes[q] > 2 * tile;
+      twice += sizes[q] > tile && !segmented;
+      EXPECT_EQ(begin[q], r.begin);
+      EXPECT_EQ(end[q], segmented ? r.end : r.begin);
+      std::vector<record> expect(recs.begin() + r.begin, recs.begin() + r.end);
+      if (!segmented) {
+        std::stable_sort(expect.begin(), expect.end(), by_major_then_minor{});
+        if (mirror) std::reverse(expect.begin(), expect.end());
+      }
+      std::vector<bool> seen(n, false);
+      for (std::uint64_t i = r.begin; i < r.end; ++i) {
+        const record& x = got[i];
+        const record& y = expect[i - r.begin];
+        ASSERT_EQ(x.major, y.major) << i;
+        ASSERT_EQ(x.minor, y.minor) << i;
+        ASSERT_TRUE(x.payload >= r.begin && x.payload < r.end && !seen[x.payload]) << i;
+        seen[x.payload] = true;
+        if (segmented) ASSERT_EQ(x.payload, i) << "left to the segmented sort untouched";
+      }
+    }
+    EXPECT_EQ(listed, twice);
+    EXPECT_TRUE(keys.guard_intact());
+  }
+}
+
 // The plans (host code, no GPU needed): records' short tiles still take at most one sample
 // per 16 records by default, every level makes progress, and the final buckets fit the block
 // that sorts them; randomized sampling's plans fit the classifying kernels.

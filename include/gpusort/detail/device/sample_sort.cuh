@@ -23,8 +23,8 @@
 // final_cap keys by the sampling bound, are each that level's sorted runs (one per tile
 // slot): one block merges them (merge_bucket_runs_kernel). Under randomized sampling they are
 // sorted one block each instead: by the segmented sort, or for records by
-// sample_bucket_kernel, which leaves a bucket that came out larger than a tile to the
-// segmented sort.
+// sample_bucket_kernel, which lists a bucket that came out larger than a tile (up to twice it)
+// for sample_twice_tile_kernel and leaves a larger one to the segmented sort.
 // Levels always sort ascending; a descending sort mirrors the last scatter (position i goes to
 // n - 1 - i) and sorts the final buckets descending.
 // Workspace: one buffer of n keys (and values), n / stride samples and their merge sort's
@@ -44,6 +44,7 @@
 
 #include "gpusort/detail/block/bitonic_tile.cuh"
 #include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/device/launch.cuh"
 #include "gpusort/detail/network/merge_runs.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/detail/network/segments.hpp"
@@ -714,44 +715,71 @@ static __global__ void bucket_segments_kernel(problem_list buckets, bool mirror,
                                               index_t* end, unsigned long long* largest) {
   const index_t q = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (q >= buckets.count) return;
-  index_t b = buckets.begin(q), e = buckets.end(q);
-  if (mirror) {
-    const index_t mb = buckets.n - e;
-    e = buckets.n - b;
-    b = mb;
-  }
+  const network::key_range r = network::final_bucket_range(buckets, q, mirror);
   if (begin) {
-    begin[q] = b;
-    end[q] = e;
+    begin[q] = r.begin;
+    end[q] = r.end;
   }
-  if (largest) atomicMax(largest, static_cast<unsigned long long>(e - b));
+  if (largest) atomicMax(largest, static_cast<unsigned long long>(r.end - r.begin));
 }
 
+// A tile of twice the items a thread: the final buckets that overflowed their tile. Its
+// shared memory (twice the tile's) is dynamic; where that would pass 200 KiB (records of over
+// 3 KiB), buckets above a tile go to the segmented sort (cap: the tile).
+template <class Policy>
+struct twice_tile_policy : Policy {
+  static constexpr int items = 2 * Policy::items;
+};
+template <class Policy, class K, class V>
+inline constexpr int twice_tile_smem =
+    static_cast<int>(sizeof(typename tile_merge_sort<twice_tile_policy<Policy>, K, V>::storage));
+template <class Policy, class K, class V>
+inline constexpr index_t twice_tile_cap =
+    twice_tile_smem<Policy, K, V> <= 200 * 1024 ? 2 * Policy::final_cap : Policy::final_cap;
+
 // Merge-sorted tiles only: each block sorts one final bucket of at most a tile in place
-// (mirrored like bucket_segments_kernel), and leaves a larger one (randomized sampling, or a
-// plan that ran out of levels) to the segmented sort: its segment is the bucket, every other
-// segment is empty.
+// (mirrored like bucket_segments_kernel); one of up to twice a tile (randomized sampling, or a
+// plan that ran out of levels) it lists for sample_twice_tile_kernel, a larger one it leaves
+// to the segmented sort: its segment is the bucket, every other segment is empty.
 template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::threads)
     sample_bucket_kernel(K* keys, V* values, problem_list buckets, bool mirror, index_t* begin,
-                         index_t* end, Compare comp) {
+                         index_t* end, index_t* twice_list, unsigned* twice_listed, Compare comp) {
   using tile_sort = tile_merge_sort<Policy, K, V>;
   __shared__ typename tile_sort::storage smem;
   const index_t q = blockIdx.x;
-  index_t b = buckets.begin(q), e = buckets.end(q);
-  if (mirror) {
-    const index_t mb = buckets.n - e;
-    e = buckets.n - b;
-    b = mb;
-  }
-  const bool fits = e - b <= Policy::final_cap;
+  const network::key_range r = network::final_bucket_range(buckets, q, mirror);
+  const index_t size = r.end - r.begin;
+  const network::bucket_sorter by =
+      network::records_bucket_sorter(size, Policy::final_cap, twice_tile_cap<Policy, K, V>);
   if (threadIdx.x == 0) {
-    begin[q] = b;
-    end[q] = fits ? b : e;
+    begin[q] = r.begin;
+    end[q] = by == network::bucket_sorter::segmented ? r.end : r.begin;
+    if (by == network::bucket_sorter::twice_tile) twice_list[atomicAdd(twice_listed, 1u)] = q;
   }
-  if (fits && e - b > 1)
-    tile_sort::sort(smem, keys + b, at(values, b), keys + b, at(values, b),
-                    static_cast<int>(e - b), comp);
+  if (by == network::bucket_sorter::tile && size > 1)
+    tile_sort::sort(smem, keys + r.begin, at(values, r.begin), keys + r.begin,
+                    at(values, r.begin), static_cast<int>(size), comp);
+}
+
+// The final buckets sample_bucket_kernel listed (more than a tile, at most two): a persistent
+// grid walks the list, each block sorting a bucket in place as one merge-sorted tile of twice
+// the items a thread, in dynamic shared memory (twice the tile's).
+template <class Policy, class K, class V, class Compare>
+__global__ void __launch_bounds__(Policy::threads)
+    sample_twice_tile_kernel(K* keys, V* values, problem_list buckets, bool mirror,
+                             const index_t* twice_list, const unsigned* twice_listed,
+                             Compare comp) {
+  using tile_sort = tile_merge_sort<twice_tile_policy<Policy>, K, V>;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  auto& smem = *reinterpret_cast<typename tile_sort::storage*>(shared_bytes);
+  const unsigned listed = *twice_listed;
+  for (unsigned i = blockIdx.x; i < listed; i += gridDim.x) {
+    const network::key_range r = network::final_bucket_range(buckets, twice_list[i], mirror);
+    tile_sort::sort(smem, keys + r.begin, at(values, r.begin), keys + r.begin,
+                    at(values, r.begin), static_cast<int>(r.end - r.begin), comp);
+    __syncthreads();  // the next bucket's load reuses the shared memory
+  }
 }
 
 // Most tile slots (runs) a final bucket is merged from: log2 of it merge rounds in shared
@@ -843,6 +871,8 @@ struct sample_workspace {
   std::uint16_t* buckets = nullptr;  // randomized sampling: each key's bucket at a level
   index_t* segment_begin = nullptr;
   index_t* segment_end = nullptr;
+  index_t* twice_list = nullptr;  // records: final buckets of up to twice a tile, and how many
+  unsigned* twice_listed = nullptr;
   void* scratch = nullptr;  // CUB's scan, then the segmented sort
   std::size_t scratch_bytes = 0;
   std::size_t total = 0;
@@ -870,6 +900,10 @@ struct sample_workspace {
     take(buckets, random ? sizeof(std::uint16_t) * n : 0);
     take(segment_begin, sizeof(index_t) * plan.final_problems);
     take(segment_end, sizeof(index_t) * plan.final_problems);
+    if constexpr (sample_sort_policy<K, V>::merge_tiles) {
+      take(twice_list, sizeof(index_t) * plan.final_problems);
+      take(twice_listed, sizeof(unsigned));
+    }
     take(scratch, scratch_bytes);
   }
 };
@@ -908,6 +942,29 @@ network::sample_plan random_plan_for(index_t n) {
       std::bit_width(static_cast<unsigned>(samples_t::template cap<samples_t::large_threads> / 16)) - 1);
   return network::plan_random_sample_sort(n, policy::tile_bits, policy::final_cap, bits,
                                           policy::merge_tiles ? 2 : 4);
+}
+
+// Records' final buckets: one block each where they fit a tile; with `overflow` (buckets may
+// exceed their tile) those of up to twice a tile next, by sample_twice_tile_kernel.
+template <class Policy, class K, class V, class Compare>
+cudaError_t sort_record_buckets(K* keys, V* values, const problem_list& buckets, bool mirror,
+                                const sample_workspace<K, V>& ws, bool overflow, Compare comp,
+                                cudaStream_t stream) {
+  cudaError_t e = cudaMemsetAsync(ws.twice_listed, 0, sizeof(unsigned), stream);
+  if (e != cudaSuccess) return e;
+  sample_bucket_kernel<Policy><<<static_cast<unsigned>(buckets.count), Policy::threads, 0,
+                                 stream>>>(keys, values, buckets, mirror, ws.segment_begin,
+                                           ws.segment_end, ws.twice_list, ws.twice_listed, comp);
+  e = cudaGetLastError();
+  if (e != cudaSuccess || !overflow || twice_tile_cap<Policy, K, V> == Policy::final_cap) return e;
+  auto twice = sample_twice_tile_kernel<Policy, K, V, Compare>;
+  constexpr int smem_bytes = twice_tile_smem<Policy, K, V>;
+  unsigned blocks = 0;
+  e = resident_blocks(twice, Policy::threads, smem_bytes, blocks);
+  if (e != cudaSuccess) return e;
+  twice<<<blocks, Policy::threads, smem_bytes, stream>>>(keys, values, buckets, mirror,
+                                                         ws.twice_list, ws.twice_listed, comp);
+  return cudaGetLastError();
 }
 
 // SortBuckets: the segmented sort that sorts the final buckets, called as
@@ -1087,14 +1144,10 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     return descending ? launch(network::reversed<Compare>{comp}) : launch(comp);
   }
   if constexpr (policy::merge_tiles) {
-    const auto blocks = static_cast<unsigned>(probs.count);
-    if (descending)
-      sample_bucket_kernel<policy><<<blocks, policy::threads, 0, stream>>>(
-          keys, values, probs, true, ws.segment_begin, ws.segment_end, network::reversed<Compare>{comp});
-    else
-      sample_bucket_kernel<policy><<<blocks, policy::threads, 0, stream>>>(
-          keys, values, probs, false, ws.segment_begin, ws.segment_end, comp);
-    e = cudaGetLastError();
+    e = descending ? sort_record_buckets<policy>(keys, values, probs, true, ws, !buckets_fit,
+                                                 network::reversed<Compare>{comp}, stream)
+                   : sort_record_buckets<policy>(keys, values, probs, false, ws, !buckets_fit,
+                                                 comp, stream);
     if (e != cudaSuccess || buckets_fit) return e;
   } else {
     bucket_segments_kernel<<<static_cast<unsigned>((probs.count + 255) / 256), 256, 0, stream>>>(

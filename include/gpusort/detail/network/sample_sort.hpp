@@ -81,6 +81,30 @@ struct problem_list {
   }
 };
 
+// Final bucket q's place in the keys, [begin, end): mirrored where a descending sort's last
+// scatter wrote position i to n - 1 - i.
+struct key_range {
+  index_t begin, end;
+};
+GPUSORT_HD constexpr key_range final_bucket_range(const problem_list& buckets, index_t q,
+                                                  bool mirror) {
+  const index_t b = buckets.begin(q), e = buckets.end(q);
+  return mirror ? key_range{buckets.n - e, buckets.n - b} : key_range{b, e};
+}
+
+// Who sorts a final bucket of records (tiles merge-sorted by one block): that block where it
+// fits a tile; a block of twice the items a thread where it fits `twice_tile` (randomized
+// sampling's buckets overflow now and then; the tile itself where twice would not fit shared
+// memory); the segmented sort beyond, whose long class sorts it through the whole bitonic
+// network in one block (1.3 ms for 32-byte records, docs/sample_sort.md).
+enum class bucket_sorter { tile, twice_tile, segmented };
+GPUSORT_HD constexpr bucket_sorter records_bucket_sorter(index_t size, index_t tile,
+                                                         index_t twice_tile) {
+  return size <= tile         ? bucket_sorter::tile
+         : size <= twice_tile ? bucket_sorter::twice_tile
+                              : bucket_sorter::segmented;
+}
+
 // Run r's bound of final bucket q, relative to the bucket's first position (r = 0 ..
 // slots): the bucket is the last level's share of each of its `slots` tile slots, slot t
 // starting at buckets.offsets[q * slots + t]. Mirrored (a descending sort's last scatter
