@@ -2,7 +2,6 @@
 // src/baselines_<key>.cu instantiates them, one key type per file to spread compile time.
 #pragma once
 
-#include <cub/device/device_merge_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
@@ -12,6 +11,7 @@
 #include <thrust/sort.h>
 
 #include "gpusort/detail/device/baselines.hpp"
+#include "gpusort/detail/device/merge_sort.cuh"
 #include "gpusort/detail/network/segments.hpp"
 #include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
@@ -88,14 +88,7 @@ cudaError_t cub_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
 template <class K, class V>
 cudaError_t cub_merge_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                            std::uint64_t n, bool descending, cudaStream_t stream) {
-  auto run = [&](auto comp) {
-    if constexpr (keys_only<K, V>) {
-      return cub::DeviceMergeSort::SortKeys(temp, temp_bytes, keys, n, comp, stream);
-    } else {
-      return cub::DeviceMergeSort::SortPairs(temp, temp_bytes, keys, values, n, comp, stream);
-    }
-  };
-  return descending ? run(reversed<less<K>>{}) : run(less<K>{});
+  return merge_sort(temp, temp_bytes, keys, values, n, less<K>{}, descending, stream);
 }
 
 template <class K, class V>

@@ -13,12 +13,13 @@
 //   gpusort::sort_segmented_keys(temp, bytes, d_points, n, d_offsets, d_offsets + 1, rows, by_x{});
 //
 // Keys may be any trivially copyable type. algorithm::bitonic and algorithm::sample_sort take
-// a user comparator (algorithm_traits::takes_comparator), and automatic, which picks the
-// randomized sample sort where its workspace fits (the query asks for it if the device's free
-// memory holds it; the sort runs it if given that many bytes), else the in-place bitonic sort
-// (a query answer of 1 byte; keys of up to 8 bytes up to 2^22 are the bitonic sort either
-// way); the batched and segmented sorts take bitonic (and automatic, which is it). Others
-// answer cudaErrorNotSupported. None of them is stable, and options::stable is refused
+// a user comparator (algorithm_traits::takes_comparator), and automatic, which picks CUB's
+// merge sort (a key and its value of up to 8 bytes together at any size, larger ones up to
+// 2^22 keys), else the randomized sample sort, where that one's workspace fits (the query
+// asks for it if the device's free memory holds it; the sort runs it if given that many
+// bytes), else the in-place bitonic sort (a query answer of 1 byte); the batched and
+// segmented sorts take bitonic (and automatic, which is it). Others answer
+// cudaErrorNotSupported. None of them is stable, and options::stable is refused
 // (cudaErrorNotSupported, nothing touched) rather than ignored: for input order among equal
 // keys, make the comparator break their ties (by a field, or by a position stored with them).
 // sample_sort asks for workspace (temp == nullptr writes the bytes) like the core layer.
@@ -26,6 +27,7 @@
 
 #include "gpusort/detail/core/automatic.hpp"
 #include "gpusort/detail/device/bitonic.cuh"
+#include "gpusort/detail/device/merge_sort.cuh"
 #include "gpusort/detail/device/sample_sort.cuh"
 #include "gpusort/detail/device/segmented.cuh"
 #include "gpusort/sort.hpp"
@@ -34,12 +36,27 @@ namespace gpusort {
 
 namespace detail {
 // A sort of keys[0, n) (values alongside) by comp, with the algorithm of opt; automatic:
-// the randomized sample sort where its workspace is available (workspace_available), else
-// the in-place bitonic sort.
+// CUB's merge sort up to sample_sort_policy::automatic_merge_max keys, the randomized sample
+// sort above, each where its workspace is available (workspace_available), else the in-place
+// bitonic sort.
 template <class K, class V, class Compare>
 cudaError_t sort_with(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
                       Compare comp, const options& opt) {
   if (opt.algo == algorithm::automatic) {
+    if (n <= device::sample_sort_policy<K, V>::automatic_merge_max) {
+      const bool descending = opt.direction == order::descending;
+      std::size_t merge_bytes = 0;
+      const cudaError_t e = device::merge_sort(nullptr, merge_bytes, keys, values, n, comp,
+                                               descending, opt.stream);
+      if (e != cudaSuccess) return e;
+      if (workspace_available(temp, temp_bytes, merge_bytes))
+        return never_zero(temp, temp_bytes,
+                          device::merge_sort(temp, temp_bytes, keys, values, n, comp, descending,
+                                             opt.stream));
+      options in_place = opt;
+      in_place.algo = algorithm::bitonic;
+      return sort_with(temp, temp_bytes, keys, values, n, comp, in_place);
+    }
     options pick = opt;
     pick.algo = algorithm::sample_sort;
     pick.sampler = sampling::random;

@@ -14,11 +14,11 @@ namespace tools = gpusort::tools;
 
 using GpuApi = GpuTest;
 
-// automatic with a user comparator: the randomized sample sort where its workspace is given
-// (the query asks for exactly that), else the in-place bitonic sort; both sort, in both
-// orders. Records of 12, 16 and 48 bytes (none takes the whole-array bitonic shortcut; 48
-// reads its splitters from global memory, above the shared table's 32 bytes), many equal
-// keys, a total order (key, a, b).
+// automatic with a user comparator: CUB's merge sort up to 2^22 records, the randomized
+// sample sort above, where its workspace is given (the query asks for exactly that), else
+// the in-place bitonic sort; all sort, in both orders. Records of 12, 16 and 48 bytes (none
+// takes the whole-array bitonic shortcut; 48 reads its splitters from global memory, above
+// the shared table's 32 bytes), many equal keys, a total order (key, a, b).
 template <int PAD>
 struct keyed_record {
   std::uint32_t key, a, b;
@@ -54,14 +54,23 @@ void check_automatic_comparator_sort(std::size_t n) {
     sampled.algo = gpusort::algorithm::sample_sort;
     sampled.sampler = gpusort::sampling::random;
     guarded_buffer<R> queried(input);
-    std::size_t sample_bytes = 0, bytes = 0;
-    ASSERT_EQ(gpusort::sort_keys(nullptr, sample_bytes, queried.data(), n, by_key_a_b{}, sampled),
-              cudaSuccess);
+    std::size_t pick_bytes = 0, bytes = 0;
+    namespace dev = gpusort::detail::device;
+    const bool merge = n <= dev::sample_sort_policy<R, gpusort::detail::no_value>::automatic_merge_max;
+    if (merge)
+      ASSERT_EQ(dev::merge_sort(nullptr, pick_bytes, queried.data(),
+                                static_cast<gpusort::detail::no_value*>(nullptr), n, by_key_a_b{},
+                                desc, nullptr),
+                cudaSuccess);
+    else
+      ASSERT_EQ(gpusort::sort_keys(nullptr, pick_bytes, queried.data(), n, by_key_a_b{}, sampled),
+                cudaSuccess);
     ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, queried.data(), n, by_key_a_b{}, opt),
               cudaSuccess);
-    ASSERT_GT(sample_bytes, 1u);
-    EXPECT_EQ(bytes, sample_bytes) << "the query asks for the sample sort's workspace";
-    for (std::size_t given : {bytes, std::size_t{1}}) {  // the sample sort, then in place
+    ASSERT_GT(pick_bytes, 1u);
+    EXPECT_EQ(bytes, pick_bytes) << "the query asks for the " << (merge ? "merge" : "sample")
+                                 << " sort's workspace";
+    for (std::size_t given : {bytes, std::size_t{1}}) {  // the pick, then in place
       SCOPED_TRACE(::testing::Message() << "bytes given=" << given);
       guarded_buffer<R> d(input);
       guarded_buffer<unsigned char> temp(std::vector<unsigned char>(given, 0xab));
@@ -80,9 +89,13 @@ void check_automatic_comparator_sort(std::size_t n) {
   }
 }
 
-TEST_F(GpuApi, AutomaticComparatorSortTakesTheSampleSortWhereItsWorkspaceIsGiven) {
+TEST_F(GpuApi, AutomaticComparatorSortTakesMergeOrSampleSortWhereTheWorkspaceIsGiven) {
   for (std::size_t n : {std::size_t{3001}, std::size_t{100003}, std::size_t{1} << 20}) {
     check_automatic_comparator_sort<keyed_record<0>>(n);
+    check_automatic_comparator_sort<keyed_record<1>>(n);
+    check_automatic_comparator_sort<keyed_record<9>>(n);
+  }
+  for (std::size_t n : {(std::size_t{1} << 22) + 3, std::size_t{5000011}}) {  // the sample sort
     check_automatic_comparator_sort<keyed_record<1>>(n);
     check_automatic_comparator_sort<keyed_record<9>>(n);
   }

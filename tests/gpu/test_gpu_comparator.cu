@@ -33,17 +33,26 @@ TEST_F(GpuApi, UserComparatorOnAStruct) {
       pts[i] = {int(tools::random_bits(1, i) % 1000), int(tools::random_bits(2, i) % 1000)};
     std::vector<point> expect = pts;
     std::stable_sort(expect.begin(), expect.end(), by_y_then_x{});
-    guarded_buffer<point> d(pts);
     std::size_t bytes = 7;
-    ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), n, by_y_then_x{}), cudaSuccess);
-    ASSERT_EQ(bytes, 1u) << "in place, but never 0";
-    ASSERT_EQ(gpusort::sort_keys(d.data(), bytes, d.data(), n, by_y_then_x{}), cudaSuccess);
-    const auto got = d.to_host();
-    for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(got[i].x, expect[i].x) << i;
-      ASSERT_EQ(got[i].y, expect[i].y) << i;
+    {
+      guarded_buffer<point> d(pts);
+      ASSERT_EQ(gpusort::sort_keys(nullptr, bytes, d.data(), n, by_y_then_x{}), cudaSuccess);
     }
-    ASSERT_TRUE(d.guard_intact());
+    ASSERT_GE(bytes, 1u) << "never 0";
+    // The workspace asked for (CUB's merge sort, 8-byte keys), then 1 byte (in place).
+    for (std::size_t given : {bytes, std::size_t{1}}) {
+      SCOPED_TRACE(::testing::Message() << "bytes given=" << given);
+      guarded_buffer<point> d(pts);
+      poisoned_workspace temp(given);
+      std::size_t temp_bytes = given;
+      ASSERT_EQ(gpusort::sort_keys(temp.ptr, temp_bytes, d.data(), n, by_y_then_x{}), cudaSuccess);
+      const auto got = d.to_host();
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i].x, expect[i].x) << i;
+        ASSERT_EQ(got[i].y, expect[i].y) << i;
+      }
+      ASSERT_TRUE(d.guard_intact());
+    }
   }
 }
 

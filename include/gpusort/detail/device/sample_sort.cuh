@@ -95,6 +95,15 @@ struct sample_sort_policy {
   // 0.908 against 0.984, 2^24 4.07 against 3.86; u32/u32 pairs 2^21 0.352 against 0.421.
   // Records keep their levels (rec32 2^20: 2.31 ms bitonic, 0.99 sample sort).
   static constexpr index_t whole_bitonic_max = merge_tiles ? 0 : index_t{1} << 22;
+  // automatic with a user comparator (sort.cuh) runs CUB's merge sort up to this many keys
+  // (slots of up to 8 bytes, a key and its value: always),
+  // where its workspace is available: one NVIDIA H200, 9ce309f (docs/sample_sort.md, rows in
+  // docs/results/h200-sample-sort-9ce309f.csv), this sort against CUB's merge sort: records
+  // 0.3-0.8x from 2^12 to 2^20, at 2^22 1.08x (16 bytes), 0.82x (32), 0.91x (u64 pairs), and
+  // 1.17-1.52x at 2^24-2^26; keys of up to 8 bytes at most 0.9x below 2^24 (u64 2^16 and
+  // 2^20 0.48x, the bitonic network), 0.89-1.03x from 2^24 to 2^28 (u32, u64, u32 pairs).
+  static constexpr index_t automatic_merge_max =
+      merge_tiles ? index_t{1} << 22 : ~index_t{0};
   // Final buckets sorted by one block: a merge-sorted tile, or the segmented sort's classes.
   static constexpr index_t final_cap =
       merge_tiles ? index_t{1} << tile_bits
