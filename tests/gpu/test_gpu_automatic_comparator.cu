@@ -1,6 +1,7 @@
-// automatic with a user comparator on records (gpusort/sort.cuh): the randomized sample sort
-// where its workspace is given, else the in-place bitonic sort. A file of its own: each record
-// type instantiates both sorts and the segmented sort, and compiles apart from the rest.
+// automatic with a user comparator on records (gpusort/sort.cuh): CUB's merge sort or the
+// randomized sample sort where its workspace is given, else the in-place bitonic sort. A file
+// of its own: each record type instantiates these sorts and the segmented sort, and compiles
+// apart from the rest.
 #include <gtest/gtest.h>
 
 #include <algorithm>
