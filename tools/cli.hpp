@@ -40,7 +40,11 @@ class arguments {
             std::set<std::string_view> flags) {
     for (int i = 0; i < argc; ++i) {
       std::string_view arg = argv[i];
-      if (!arg.starts_with("--") || arg == "--") {
+      if (arg == "--") {  // the end of options: a file may be called --x
+        positional_.insert(positional_.end(), argv + i + 1, argv + argc);
+        break;
+      }
+      if (!arg.starts_with("--")) {
         positional_.emplace_back(arg);
         continue;
       }
@@ -72,10 +76,13 @@ class arguments {
     return get(name);
   }
   // Exactly `count` positional arguments, named in the message if they are not there.
+  // An empty one is refused: no file has that name, and a sort must not run to find out.
   const std::vector<std::string>& positional(std::size_t count, std::string_view names) const {
     if (positional_.size() != count)
       throw usage_error("expected " + std::string(names) + ", got " +
                         std::to_string(positional_.size()) + " file argument(s)");
+    for (const std::string& name : positional_)
+      if (name.empty()) throw usage_error("a file argument is empty: expected " + std::string(names));
     return positional_;
   }
 

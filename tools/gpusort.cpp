@@ -1,6 +1,7 @@
 // gpusort: generate, sort, check and benchmark files of keys (docs/tool.md; the tool's place
 // in docs/design.md, Layers). Exit codes: 0 success, 1 `check` found disorder, 2 bad input or usage, 3 a CUDA or
 // I/O failure.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <new>
@@ -17,6 +18,7 @@
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
 #include "plot.hpp"
+#include "standard_descriptors.hpp"
 #include "gpusort/external/records.hpp"
 
 namespace {
@@ -264,6 +266,41 @@ backend against std_sort.
 
 static_assert(max_entropy_ands == 8 && default_entropy_ands == 2, "as gen_help says");
 
+// --gpus LIST: distinct device numbers of GPUs this machine has.
+std::vector<int> parse_gpus(const std::string& list) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  cudaGetLastError();  // a machine without a driver leaves an error behind
+  std::vector<int> devices;
+  for (const std::string& item : split(list, ',')) {
+    std::uint64_t device = 0;
+    if (!parse_number(item, device) || device >= (std::uint64_t{1} << 20))
+      throw usage_error("--gpus: " + quote_input(item) + " is not a GPU number (a comma list: --gpus 0,1)");
+    if (device >= static_cast<std::uint64_t>(count))
+      throw usage_error("--gpus: there is no GPU " + item + " (this machine has " +
+                        std::to_string(count) + ")");
+    if (std::ranges::find(devices, static_cast<int>(device)) != devices.end())
+      throw usage_error("--gpus: GPU " + item + " is named twice");
+    devices.push_back(static_cast<int>(device));
+  }
+  return devices;
+}
+
+// A file argument that names a standard descriptor closed when the tool started (`-`,
+// /dev/stdin, /dev/fd/1...): refused, since /dev/null now stands in for it.
+void refuse_closed_descriptor(const std::string& file, int dash_fd) {
+  const int fd = named_descriptor(file, dash_fd);
+  if (fd >= 0 && fd <= 2 && standard_descriptor_was_closed(fd))
+    throw usage_error(file + ": standard " + std::string(fd == 0 ? "input" : fd == 1 ? "output" : "error") +
+                      " is closed");
+}
+
+// --max-input BYTES: the longest stream IN spooled to scratch (default: no limit).
+std::uint64_t parse_max_input(const arguments& args) {
+  return args.has("max-input") ? parse_bytes(args.get("max-input"), "--max-input")
+                               : std::numeric_limits<std::uint64_t>::max();
+}
+
 // gen's --zipf and --and, each allowed only with the distribution it shapes.
 generator_options parse_generator_options(const arguments& args, distribution dist) {
   generator_options opt;
@@ -307,6 +344,7 @@ int gen_byte_records(const arguments& args, const std::string& out,
 
 int gen(const arguments& args) {
   const std::string out = args.positional(1, "one output file")[0];
+  refuse_closed_descriptor(out, STDOUT_FILENO);
   if (const auto layout = parse_record_layout(args, false))
     return gen_byte_records(args, out, *layout);
   const bool pairs = parse_pairs(args);
@@ -346,8 +384,12 @@ gpusort::nan_order parse_nans(const arguments& args) {
 
 int sort(const arguments& args) {
   const std::vector<std::string>& files = args.positional(2, "IN and OUT");
+  refuse_closed_descriptor(files[0], STDIN_FILENO);
+  refuse_closed_descriptor(files[1], STDOUT_FILENO);
   const bool descending = args.has("desc");
   const auto layout = parse_record_layout(args, descending);
+  if (layout && args.has("nans")) throw usage_error("--nans is for float keys, not --record-bytes");
+  const std::uint64_t max_input = parse_max_input(args);
   const bool pairs = parse_pairs(args);
   gpusort::options opt{.direction =
                            descending ? gpusort::order::descending : gpusort::order::ascending,
@@ -367,13 +409,7 @@ int sort(const arguments& args) {
     request.device_budget_bytes = parse_bytes(args.get("device-memory"), "--device-memory");
   if (args.has("memory"))
     request.host_budget_bytes = parse_bytes(args.get("memory"), "--memory");
-  if (args.has("gpus"))
-    for (const std::string& item : split(args.get("gpus"), ',')) {
-      std::uint64_t device = 0;
-      if (!parse_number(item, device) || device >= (std::uint64_t{1} << 20))
-        throw usage_error("--gpus: '" + item + "' is not a GPU number (a comma list: --gpus 0,1)");
-      request.devices.push_back(static_cast<int>(device));
-    }
+  if (args.has("gpus")) request.devices = parse_gpus(args.get("gpus"));
   if (args.has("text") && (request.device_budget_given || args.has("memory")))
     throw usage_error("--device-memory and --memory sort out of core, which reads raw binary "
                       "files, not --text");
@@ -387,7 +423,7 @@ int sort(const arguments& args) {
   // reader); then a stream IN is read to its end into OUT's scratch directory.
   pending_file out(files[1], !args.has("text"), args.get("tmp"));
   progress spool_meter;
-  const input_source in(files[0], out.scratch_anchor().parent_path(), spool_meter);
+  const input_source in(files[0], out.scratch_dir(), spool_meter, max_input);
   spool_meter.finish();
   request.input = in.path();
   progress meter;
@@ -424,12 +460,14 @@ gpusort::order opt_direction(bool descending) {
 
 int check(const arguments& args) {
   const std::string file = args.positional(1, "one file")[0];
+  refuse_closed_descriptor(file, STDIN_FILENO);
   const bool descending = args.has("desc");
   const auto layout = parse_record_layout(args, descending);
+  if (layout && args.has("nans")) throw usage_error("--nans is for float keys, not --record-bytes");
   const bool pairs = !layout && parse_pairs(args);
   if (!layout) with_file_key_type(args.required("type"), []<class K>() {});  // before IN is read
   progress meter;
-  const input_source in(file, stream_scratch_dir(args.get("tmp")), meter);
+  const input_source in(file, stream_scratch_dir(args.get("tmp")), meter, parse_max_input(args));
   if (layout) {
     const byte_records_report r = check_byte_records(in.path(), *layout, meter);
     meter.finish();  // before stdout, which may be the same terminal
@@ -657,10 +695,10 @@ const command commands[] = {
      sort_help,
      sort,
      {"type", "pairs", "algo", "device-memory", "memory", "gpus", "record-bytes", "key-bytes",
-      "key-offset", "tmp", "nans"},
+      "key-offset", "tmp", "nans", "max-input"},
      {"desc", "text", "stats"}},
     {"check", check_help, check,
-     {"type", "pairs", "record-bytes", "key-bytes", "key-offset", "tmp", "nans"},
+     {"type", "pairs", "record-bytes", "key-bytes", "key-offset", "tmp", "nans", "max-input"},
      {"desc", "text"}},
     {"bench",
      bench_help,
@@ -676,31 +714,37 @@ const command commands[] = {
 
 bool asks_for_help(std::string_view arg) { return arg == "--help" || arg == "-h" || arg == "help"; }
 
+const command* find_command(std::string_view name) {
+  for (const command& c : commands)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  open_dev_null_onto_closed_standard_descriptors();
   if (argc < 2 || asks_for_help(argv[1])) {
-    std::fputs(main_help.c_str(), argc < 2 ? stderr : stdout);
+    const command* topic = argc > 2 ? find_command(argv[2]) : nullptr;  // gpusort help sort
+    std::fputs(topic ? topic->help.c_str() : main_help.c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   const std::string_view name = argv[1];
-  const command* cmd = nullptr;
-  for (const command& c : commands)
-    if (c.name == name) cmd = &c;
+  const command* cmd = find_command(name);
   if (!cmd) {
     std::string names;
     for (const command& c : commands) names += (names.empty() ? "" : " ") + std::string(c.name);
-    std::fprintf(stderr, "gpusort: unknown command '%s' (%s)\n", argv[1], names.c_str());
+    std::fprintf(stderr, "gpusort: unknown command %s (%s)\n", quote_input(argv[1]).c_str(), names.c_str());
     return 2;
   }
-  for (int i = 2; i < argc; ++i) {
+  for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i) {
     if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
       std::fputs(cmd->help.c_str(), stdout);
       return 0;
     }
   }
   const auto fail = [&](const char* message, int code) {
-    std::fprintf(stderr, "gpusort %s: %s\n", argv[1], shown_names::in(message).c_str());
+    std::fprintf(stderr, "gpusort %s: %s\n", argv[1], one_line(shown_names::in(message)).c_str());
     return code;
   };
   try {

@@ -110,15 +110,15 @@ void sort_run(std::span<unsigned char> data, bool pairs, const gpusort::options&
 }  // namespace impl
 
 // The plan of sorting `request` out of core, or none when it sorts in memory as before:
-// without budgets on a host without a GPU, without budgets when the records and the sort's
-// workspace fit the free device memory, and when the plan has a single run. Budgets too small
-// are invalid_request (the planner's words). Without a GPU the device budget must hold each
-// record twice: the record and one record of workspace.
+// without budgets on a host without a GPU when the run buffers fit default_host_budget (half
+// the memory this process may use: its control group's limit counts), without budgets when the
+// records and the sort's workspace fit the free device memory, and when the plan has a single
+// run. Budgets too small are invalid_request (the planner's words). Without a GPU the device
+// budget must hold each record twice: the record and one record of workspace.
 template <class K>
 std::optional<run_plan> plan_out_of_core(const sort_request& request) {
   const bool budgets = request.device_budget_given || request.host_budget_bytes > 0;
   const bool gpu = impl::gpu_present();
-  if (!budgets && !gpu) return std::nullopt;
   const std::uint64_t size = input_file_size(request.input);
   const std::uint64_t bytes = record_bytes<K>(request.pairs);
   if (size % bytes != 0) {
@@ -133,9 +133,16 @@ std::optional<run_plan> plan_out_of_core(const sort_request& request) {
                     // and the gathered copy
                     .host_run_buffers = request.pairs ? 3u : 2u};
   plan.host_budget_bytes = request.host_budget_bytes;
-  if (request.host_budget_bytes > 0)  // a fan-in of 8 at least while buffers stay over 1 record
+  if (!budgets && !gpu) {
+    // Without a GPU in memory takes the run buffers' worth of the file: past the default
+    // budget the OOM killer would end the sort with no word, so it goes out of core.
+    const std::uint64_t host = default_host_budget();
+    if (size <= host / plan.host_run_buffers) return std::nullopt;
+    plan.host_budget_bytes = host;
+  }
+  if (plan.host_budget_bytes > 0)  // a fan-in of 8 at least while buffers stay over 1 record
     plan.merge_buffer_bytes =
-        std::clamp<std::uint64_t>(request.host_budget_bytes / 9, bytes, mebibyte);
+        std::clamp<std::uint64_t>(plan.host_budget_bytes / 9, bytes, mebibyte);
   if (gpu) {
     std::uint64_t budget = request.device_budget_bytes;
     if (!request.device_budget_given) {

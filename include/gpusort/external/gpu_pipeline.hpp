@@ -460,18 +460,12 @@ void codes_to_narrow(const std::uint32_t* codes, K* keys, std::uint64_t n, bool 
   });
 }
 
-inline std::uint64_t half_the_physical_memory() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
-  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
-}
-
 // Whether the runs of `bytes` stay in host memory: within the host budget beside the slots, or
-// without a budget within half of the machine's memory.
+// without a budget within default_host_budget (half of what the process may use).
 inline bool runs_fit_in_memory(std::uint64_t bytes, std::uint64_t host_budget_bytes,
                                std::uint64_t slot_bytes) {
   if (host_budget_bytes > 0) return bytes + 4 * slot_bytes <= host_budget_bytes;
-  return bytes <= half_the_physical_memory();
+  return bytes <= default_host_budget();
 }
 
 // Pinned slot size: large enough for the copy engine's full speed, small next to a run.

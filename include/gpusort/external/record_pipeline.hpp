@@ -355,7 +355,7 @@ std::optional<int> sort_records_file_on_gpu(const sort_request& request,
                                             const record_layout& layout, pending_file& out) {
   const std::uint64_t count = input_file_size(request.input) / layout.record_bytes;
   const std::uint64_t host = request.host_budget_bytes > 0 ? request.host_budget_bytes
-                                                           : half_the_physical_memory();
+                                                           : default_host_budget();
   const std::uint64_t run = std::min(
       pipeline_run_records<K>(request, count),
       std::max<std::uint64_t>(1, host / (layout.record_bytes + sizeof(K) + sizeof(std::uint32_t))));

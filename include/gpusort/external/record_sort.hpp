@@ -170,7 +170,7 @@ inline std::optional<run_plan> plan_byte_records_out_of_core(const sort_request&
   std::uint64_t host_budget = request.host_budget_bytes;
   std::uint64_t device_budget = request.device_budget_bytes;
   if (!budgets) {
-    const bool host_fits = records <= half_the_physical_memory() / (bytes + 16);
+    const bool host_fits = records <= default_host_budget() / (bytes + 16);
     bool device_fits = true;
     if (gpu) {
       std::size_t free_bytes = 0, total_bytes = 0;
@@ -180,7 +180,7 @@ inline std::optional<run_plan> plan_byte_records_out_of_core(const sort_request&
       device_budget = free_bytes / 10 * 9;  // room for the CUDA context's own allocations
     }
     if (host_fits && device_fits) return std::nullopt;
-    if (!host_fits) host_budget = half_the_physical_memory();
+    if (!host_fits) host_budget = default_host_budget();
   } else if (gpu && !request.device_budget_given) {
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)

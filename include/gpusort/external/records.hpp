@@ -5,6 +5,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <locale.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -233,6 +235,7 @@ class pending_file {
   explicit pending_file(std::string path, bool binary = true, std::string tmp_dir = "")
       : path_(std::move(path)), tmp_dir_(std::move(tmp_dir)) {
     namespace fs = std::filesystem;
+    if (path_.empty()) throw invalid_request("an empty output file name");
     if (const int fd = named_descriptor(path_, STDOUT_FILENO); fd >= 0) {
       stream_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
       if (stream_ < 0) throw invalid_request(path_ + ": cannot write to it: " + system_error_text());
@@ -241,8 +244,13 @@ class pending_file {
       if (::stat(path_.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
         throw invalid_request(path_ + ": is a directory");
       if (::stat(path_.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-        stream_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);  // a FIFO waits for its reader
+        // Another user's FIFO planted in /tmp: refused before its open waits for a reader,
+        // and again once open, should it have been swapped meanwhile.
+        const fs::path stream_target = final_target(path_);
+        check_sticky_writable(stream_target, path_);
+        stream_ = ::open(stream_target.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
         if (stream_ < 0) throw invalid_request(path_ + ": cannot open: " + system_error_text());
+        check_sticky_writable_open(stream_target);
       }
     }
     if (stream_ >= 0) {
@@ -255,7 +263,7 @@ class pending_file {
         std::fflush(stdout);
         ::dup2(STDERR_FILENO, STDOUT_FILENO);  // nothing else may write into the data
       }
-      open_file(create_unlinked_file(scratch_anchor().parent_path()));
+      open_file(create_unlinked_file(scratch_dir()));
       return;
     }
     target_ = final_target(path_);
@@ -265,17 +273,21 @@ class pending_file {
         unreachable != std::errc::not_a_directory)  // both: creating it below says where
       throw invalid_request(path_ + ": " + unreachable.message());
     if (fs::is_directory(target_status)) throw invalid_request(path_ + ": is a directory");
+    check_sticky_writable(target_, path_);
     const fs::path dir = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
     remove_stale_scratch(target_);
     if (!tmp_dir_.empty()) remove_stale_scratch(scratch_anchor());
     remove_pending_temp_on_signals();
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
-      temp_ = dir / ("." + target_.filename().string() + ".tmp" + std::to_string(::getpid()) +
-                     "-" + std::to_string(attempt));
+      temp_ = dir / scratch_name(target_.filename().string(), ".tmp", attempt);
       // Private while it is written; commit() gives it the replaced file's mode.
       fd = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
       if (fd < 0 && errno != EEXIST) break;
+      if (fd >= 0 && !lock_scratch(fd, temp_)) {  // removed as stale before it was locked
+        ::close(fd);
+        fd = -1;
+      }
     }
     if (fd < 0)
       throw invalid_request(path_ + ": cannot create a file in " + dir.string() + ": " +
@@ -304,6 +316,11 @@ class pending_file {
     if (!tmp_dir_.empty()) return std::filesystem::path(tmp_dir_) / target_.filename();
     return target_;
   }
+  // The directory of scratch_anchor(): "." for a bare name.
+  std::filesystem::path scratch_dir() const {
+    const std::filesystem::path anchor = scratch_anchor();
+    return anchor.has_parent_path() ? anchor.parent_path() : std::filesystem::path(".");
+  }
 
   // Work on the complete output before it becomes visible (fd and its size in bytes): the
   // NaN move of a sort asked for NaNs as its smallest keys (nan_move.hpp).
@@ -330,7 +347,8 @@ class pending_file {
       return;
     }
     // The data is on disk, with the replaced file's mode and owner, before the name points
-    // at it.
+    // at it; never at a file planted meanwhile where the sticky rule forbids it.
+    check_sticky_writable(target_, path_);
     if (std::fflush(file_.get()) != 0)
       throw io_failure(path_ + ": write failed: " + system_error_text());
     take_over_mode(::fileno(file_.get()));
@@ -344,6 +362,15 @@ class pending_file {
   }
 
  private:
+  // The sticky rule on the opened stream itself (the name may have been swapped).
+  void check_sticky_writable_open(const std::filesystem::path& target) {
+    struct stat info {};
+    if (::fstat(stream_, &info) != 0) return;
+    if (const std::string why = sticky_refusal(target, info); !why.empty()) {
+      ::close(std::exchange(stream_, -1));
+      throw invalid_request(path_ + ": " + why);
+    }
+  }
   void open_file(int fd) {
     file_.reset(::fdopen(fd, "w+b"));
     if (!file_) {
@@ -484,6 +511,23 @@ void write_binary(std::FILE* f, const records<K>& r, const std::string& path, pr
   }
 }
 
+// A float `token` too small in magnitude for T (1e-50 as an f32), rounded as the C library
+// rounds it (to zero or a subnormal) into `out`; false for anything else (1e50: too large).
+template <class T>
+bool parse_underflow(std::string_view token, T& out) {
+  static const locale_t c_locale = ::newlocale(LC_ALL_MASK, "C", nullptr);  // not the caller's
+  const std::string text(token);
+  char* end = nullptr;
+  errno = 0;
+  const T value = std::is_same_v<T, float> ? ::strtof_l(text.c_str(), &end, c_locale)
+                                           : ::strtod_l(text.c_str(), &end, c_locale);
+  if (c_locale == nullptr || end != text.c_str() + text.size() || std::isinf(value) ||
+      std::fabs(value) >= std::numeric_limits<T>::min())
+    return false;
+  out = value;
+  return true;
+}
+
 // One number of a text file, or invalid_request saying, after `where` (the file and line), why
 // `token` is not one: "'x' is not a u32 key", "'-1' is out of the range of u32 keys".
 // `what` starts with a type name: "u32 key", "i64 key", "u32 value".
@@ -496,15 +540,17 @@ T parse_text_number(std::string_view token, const std::string& where, const std:
   T number;
   std::errc error = parse_all(token, number);
   if (error == std::errc{}) return number;
+  if constexpr (std::is_floating_point_v<T>)
+    if (error == std::errc::result_out_of_range && parse_underflow(token, number)) return number;
   // from_chars reads no minus sign into an unsigned type: a negative integer is out of range.
   if (std::is_unsigned_v<T> && token.starts_with('-') &&
       parse_all(token.substr(1), number) != std::errc::invalid_argument)
     error = std::errc::result_out_of_range;
   const std::string article = what.starts_with('u') ? "a " : "an ";  // a u32, an i64, an f32
-  throw invalid_request(where + "'" + std::string(token) +
+  throw invalid_request(where + quote_input(token) +
                     (error == std::errc::result_out_of_range
-                         ? "' is out of the range of " + what + "s"
-                         : "' is not " + article + what));
+                         ? " is out of the range of " + what + "s"
+                         : " is not " + article + what));
 }
 
 // A text key: the number itself, or for the 16-bit floats a float rounded to the format (one
@@ -524,7 +570,7 @@ K parse_text_key(std::string_view token, const std::string& where) {
       back = __bfloat162float(key);
     }
     if (std::isinf(back) && !std::isinf(value))
-      throw invalid_request(where + "'" + std::string(token) + "' is out of the range of " + what + "s");
+      throw invalid_request(where + quote_input(token) + " is out of the range of " + what + "s");
     return key;
   } else {
     return parse_text_number<K>(token, where, what);
@@ -560,8 +606,8 @@ records<K> read_text(const std::string& path, bool pairs, progress_sink& meter) 
     if (tokens.empty()) continue;
     const std::string where = path + ":" + std::to_string(line_number) + ": ";
     if (tokens.size() != (pairs ? 2u : 1u))
-      throw invalid_request(where + (pairs ? "expected 'key value'" : "expected one key") + ", got '" +
-                        std::string(line) + "'");
+      throw invalid_request(where + (pairs ? "expected 'key value'" : "expected one key") + ", got " +
+                        quote_input(line));
     r.keys.push_back(parse_text_key<K>(tokens[0], where));
     if (pairs) r.values.push_back(parse_text_number<std::uint32_t>(tokens[1], where, "u32 value"));
   }

@@ -264,21 +264,26 @@ inline void release(std::size_t slot_index) {
 
 }  // namespace scratch_registry
 
-// A private directory beside `output` (".NAME.runs<pid>-<k>") for run files, removed with
-// all it holds when this object goes or a signal ends the process.
+// A private directory beside `output` (".NAME.runs<pid>-<k>", scratch_name) for run files,
+// locked while it lives (lock_scratch), removed with all it holds when this object goes or a
+// signal ends the process.
 class scratch_directory {
  public:
   explicit scratch_directory(const std::filesystem::path& output) {
     const std::filesystem::path parent =
         output.has_parent_path() ? output.parent_path() : std::filesystem::path(".");
     for (int attempt = 0; attempt < 100; ++attempt) {
-      path_ = parent / ("." + output.filename().string() + ".runs" + std::to_string(::getpid()) +
-                        "-" + std::to_string(attempt));
+      path_ = parent / scratch_name(output.filename().string(), ".runs", attempt);
       // Registered once it is ours: a signal between mkdir and registration leaves an empty
       // directory (which the next run removes, remove_stale_scratch), never another's.
       if (::mkdir(path_.c_str(), 0700) == 0) {
-        slot_ = scratch_registry::add(path_.string());
-        return;
+        lock_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (lock_ >= 0 && lock_scratch(lock_, path_)) {
+          slot_ = scratch_registry::add(path_.string());
+          return;
+        }
+        if (lock_ >= 0) ::close(std::exchange(lock_, -1));  // removed as stale: another name
+        continue;
       }
       const int error_number = errno;
       if (error_number != EEXIST)
@@ -291,6 +296,7 @@ class scratch_directory {
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);
     scratch_registry::release(slot_);  // after the removal, which a signal may interrupt
+    ::close(lock_);
   }
   scratch_directory(const scratch_directory&) = delete;
   scratch_directory& operator=(const scratch_directory&) = delete;
@@ -302,6 +308,7 @@ class scratch_directory {
 
  private:
   std::filesystem::path path_;
+  int lock_ = -1;  // the directory, flock'ed
   std::size_t slot_ = 0;
   std::uint64_t next_run_ = 0;
 };

@@ -1,12 +1,22 @@
 // The plan of an out-of-core sort: how many records one run holds (what fits the device
 // budget with the sort's workspace, and the host budget), how many runs the input makes,
 // and how the runs are merged (fan-in per pass and the number of passes). Pure arithmetic,
-// constexpr, so that the tests can check it exhaustively and the tool can print it.
+// constexpr, so that the tests can check it exhaustively and the tool can print it; and the
+// host memory the default budget is taken from.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "gpusort/error.hpp"
 
@@ -124,6 +134,70 @@ inline std::string describe(plan_problem problem, const plan_request& request) {
   }
   return "";
 }
+
+// ---- the host memory a process may use -----------------------------------------------
+
+// A control group that may limit memory: its directory and the file that holds the limit.
+struct memory_cgroup {
+  std::filesystem::path dir;
+  std::string limit_file;
+};
+
+// The control groups of the text of /proc/self/cgroup whose limits count, under the cgroup file
+// systems mounted at `cgroup_root`: v2's ("0::/path", memory.max) and v1's memory controller
+// ("N:memory:/path", mounted at root/memory, memory.limit_in_bytes).
+inline std::vector<memory_cgroup> memory_cgroups(std::string_view proc_self_cgroup,
+                                                 const std::filesystem::path& cgroup_root) {
+  std::vector<memory_cgroup> groups;
+  for (std::size_t start = 0; start < proc_self_cgroup.size();) {
+    const std::size_t end = std::min(proc_self_cgroup.find('\n', start), proc_self_cgroup.size());
+    const std::string_view line = proc_self_cgroup.substr(start, end - start);
+    start = end + 1;
+    const std::size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string_view::npos || second == std::string_view::npos) continue;
+    const std::string controllers = "," + std::string(line.substr(first + 1, second - first - 1)) + ",";
+    const std::filesystem::path group = std::filesystem::path(std::string(line.substr(second + 1))).relative_path();
+    if (controllers == ",,")
+      groups.push_back({cgroup_root / group, "memory.max"});
+    else if (controllers.find(",memory,") != std::string::npos)
+      groups.push_back({cgroup_root / "memory" / group, "memory.limit_in_bytes"});
+  }
+  return groups;
+}
+
+// The lowest memory limit of memory_cgroups, read in each group and its parents up to the
+// mount's root (a container sees its own group as the root); UINT64_MAX where none limits it.
+inline std::uint64_t cgroup_memory_limit(std::string_view proc_self_cgroup,
+                                         const std::filesystem::path& cgroup_root) {
+  std::uint64_t limit = std::numeric_limits<std::uint64_t>::max();
+  for (const memory_cgroup& group : memory_cgroups(proc_self_cgroup, cgroup_root)) {
+    const std::filesystem::path mount = group.limit_file == "memory.max" ? cgroup_root : cgroup_root / "memory";
+    for (std::filesystem::path dir = group.dir;; dir = dir.parent_path()) {
+      std::ifstream in(dir / group.limit_file);
+      std::string text;
+      std::uint64_t value = 0;
+      if (in >> text && std::from_chars(text.data(), text.data() + text.size(), value).ec == std::errc{})
+        limit = std::min(limit, value);  // "max": none
+      if (dir == mount || !dir.has_relative_path() || dir.parent_path() == dir) break;
+    }
+  }
+  return limit;
+}
+
+// The memory this process may use: the machine's, or less where its control group limits it
+// (a container, a systemd slice); UINT64_MAX where neither can be read.
+inline std::uint64_t host_memory_bytes() {
+  std::uint64_t bytes = std::numeric_limits<std::uint64_t>::max();
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  std::ifstream in("/proc/self/cgroup");
+  const std::string groups((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return std::min(bytes, cgroup_memory_limit(groups, "/sys/fs/cgroup"));
+}
+
+// The default host budget where none is given: half of host_memory_bytes, room for the page
+// cache and everyone else.
+inline std::uint64_t default_host_budget() { return host_memory_bytes() / 2; }
 
 // The plan, or invalid_request (the budgets are the caller's) saying why there is none.
 inline run_plan plan_runs_or_throw(const plan_request& request) {

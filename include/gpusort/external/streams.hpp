@@ -15,6 +15,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -67,6 +70,40 @@ constexpr bool may_follow_link(unsigned dir_mode, unsigned dir_owner, unsigned l
   return !sticky_world_writable || link_owner == follower || link_owner == dir_owner;
 }
 
+// Whether an existing regular file or FIFO with owner `file_owner`, in a directory described by
+// `dir`, may be opened for writing by `writer`: the kernel's rule for open(O_CREAT) under
+// fs.protected_regular and fs.protected_fifos (level 2, the strict one), kept by hand because
+// the tool writes a regular OUT by renaming over it, which the rule does not see, and root
+// would bypass permissions anyway. In a sticky directory that others may write into (/tmp),
+// only files owned by the writer or by the directory's owner are written; another user's file
+// planted there is refused.
+constexpr bool may_write_existing(unsigned dir_mode, unsigned dir_owner, unsigned file_owner,
+                                  unsigned writer) {
+  const bool sticky_shared = (dir_mode & S_ISVTX) != 0 && (dir_mode & (S_IWOTH | S_IWGRP)) != 0;
+  return !sticky_shared || file_owner == writer || file_owner == dir_owner;
+}
+
+// Why this process may not write the file at `file` that `info` describes (may_write_existing
+// for a regular file or a FIFO), or "" when it may.
+inline std::string sticky_refusal(const std::filesystem::path& file, const struct stat& info) {
+  if (!(S_ISREG(info.st_mode) || S_ISFIFO(info.st_mode))) return "";
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  struct stat dir_info {};
+  if (::stat(dir.c_str(), &dir_info) != 0 ||
+      may_write_existing(dir_info.st_mode, dir_info.st_uid, info.st_uid, ::geteuid()))
+    return "";
+  return "not writing to " + file.string() + " (owned by uid " + std::to_string(info.st_uid) +
+         " in a sticky directory others may write into, as the kernel would not)";
+}
+
+// invalid_request naming `shown` when sticky_refusal refuses the file at `file`.
+inline void check_sticky_writable(const std::filesystem::path& file, const std::string& shown) {
+  struct stat info {};
+  if (::lstat(file.c_str(), &info) != 0) return;
+  if (const std::string why = sticky_refusal(file, info); !why.empty())
+    throw invalid_request(shown + ": " + why);
+}
+
 // The file that `path` finally names, following symbolic links (a relative one from its own
 // directory); `path` itself when it is no link. The target need not exist (a dangling link).
 // A link that may_follow_link refuses is an invalid_request naming it.
@@ -90,12 +127,33 @@ inline std::filesystem::path final_target(const std::filesystem::path& path) {
   throw invalid_request(path.string() + ": too many levels of symbolic links");
 }
 
-// Which scratch name `entry` is, if any, of an output called `name`: ".NAME.tmp<pid>-<k>" (a
-// pending output) or ".NAME.runs<pid>-<k>" (out-of-core runs); the pid, or 0 for none.
-constexpr long scratch_owner_pid(std::string_view entry, std::string_view name) {
+// The name scratch of an output called `name` is named after: the name itself, or, where the
+// longest scratch name (".NAME.runs<pid>-<k>", a pid of up to 10 digits and k of up to 3)
+// would pass NAME_MAX (255 bytes), "gpusort-" and a hash of the name.
+inline std::string scratch_stem(std::string_view name) {
+  constexpr std::size_t name_max = 255, longest_suffix = 1 + 5 + 10 + 1 + 3;
+  if (name.size() + longest_suffix <= name_max) return std::string(name);
+  std::uint64_t hash = 0xcbf29ce484222325;  // FNV-1a
+  for (const char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return "gpusort-" + std::string(hex);
+}
+
+// A scratch name of an output: "." + stem + kind + "<pid>-<attempt>", kind ".tmp" (a pending
+// output) or ".runs" (out-of-core runs).
+inline std::string scratch_name(std::string_view output_name, std::string_view kind, int attempt) {
+  return "." + scratch_stem(output_name) + std::string(kind) + std::to_string(::getpid()) + "-" +
+         std::to_string(attempt);
+}
+
+// Which scratch name `entry` is, if any, of an output whose scratch_stem is `stem`:
+// ".STEM.tmp<pid>-<k>" (a pending output) or ".STEM.runs<pid>-<k>" (out-of-core runs); the
+// pid, or 0 for none.
+constexpr long scratch_owner_pid(std::string_view entry, std::string_view stem) {
   const std::string_view kinds[] = {".tmp", ".runs"};
-  if (!entry.starts_with('.') || entry.substr(1, name.size()) != name) return 0;
-  std::string_view rest = entry.substr(1 + name.size());
+  if (!entry.starts_with('.') || entry.substr(1, stem.size()) != stem) return 0;
+  std::string_view rest = entry.substr(1 + stem.size());
   for (const std::string_view kind : kinds) {
     if (!rest.starts_with(kind)) continue;
     rest.remove_prefix(kind.size());
@@ -113,24 +171,48 @@ constexpr long scratch_owner_pid(std::string_view entry, std::string_view name) 
   return 0;
 }
 
-// Removes what a killed run (SIGKILL, the OOM killer) left for an output `anchor`: the
-// scratch names of scratch_owner_pid beside it whose process is gone, owned by this user.
-// Best effort: what cannot be removed stays.
+// Scratch is claimed by a lock, not by its pid: a pid says nothing across PID namespaces
+// (containers) or hosts that share the file system. A live run holds flock(LOCK_EX) on each
+// scratch entry it created (its pending output, its runs directory) as long as it lives; the
+// kernel drops the lock however the run ends, SIGKILL included.
+//
+// Whether `fd`, just opened on the entry at `path`, is locked by this process and still the
+// entry at `path`: a run that removed it as stale (remove_stale_scratch) between its creation
+// and this lock leaves the caller a file with no name, and it must take another.
+inline bool lock_scratch(int fd, const std::filesystem::path& path) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return errno != EWOULDBLOCK && errno != EINTR;  // no locks here: unclaimed
+  struct stat opened {}, named {};
+  return ::fstat(fd, &opened) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+         opened.st_dev == named.st_dev && opened.st_ino == named.st_ino;
+}
+
+// Removes what a killed run (SIGKILL, the OOM killer) left for an output `anchor`: its scratch
+// names (scratch_owner_pid) owned by this user that no live run holds a lock on. An entry is
+// locked first and removed under the lock, so that a run that creates one of the same name
+// meanwhile sees it go (lock_scratch). Where the file system takes no locks nothing is
+// removed. Best effort: what cannot be removed stays.
 inline void remove_stale_scratch(const std::filesystem::path& anchor) {
   namespace fs = std::filesystem;
   const fs::path dir = anchor.has_parent_path() ? anchor.parent_path() : fs::path(".");
-  const std::string name = anchor.filename().string();
+  const std::string stem = scratch_stem(anchor.filename().string());
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const long pid = scratch_owner_pid(it->path().filename().string(), name);
-    if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
-      continue;
+    if (scratch_owner_pid(it->path().filename().string(), stem) <= 0) continue;
     struct stat info {};
     if (::lstat(it->path().c_str(), &info) != 0 || info.st_uid != ::geteuid() ||
         !(S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)))
       continue;
-    std::error_code ignored;
-    fs::remove_all(it->path(), ignored);  // never follows a link inside
+    const int flags = O_NOFOLLOW | O_CLOEXEC | (S_ISDIR(info.st_mode) ? O_RDONLY | O_DIRECTORY : O_RDWR);
+    const int fd = ::open(it->path().c_str(), flags);
+    if (fd < 0) continue;
+    struct stat opened {}, named {};
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &opened) == 0 &&
+        ::lstat(it->path().c_str(), &named) == 0 && opened.st_dev == named.st_dev &&
+        opened.st_ino == named.st_ino) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);  // never follows a link inside
+    }
+    ::close(fd);
   }
 }
 
@@ -210,6 +292,44 @@ inline bool same_file(int a, int b) {
   return ::fstat(a, &x) == 0 && ::fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+// `text` quoted for a message: in single quotes, bytes outside printable ASCII (and the
+// backslash) as \xNN, and at most `limit` bytes of it, then "..." and its length: a 50 MB
+// token, a binary file read as text or a NUL byte must not reach a terminal or cut a message.
+inline std::string quote_input(std::string_view text, std::size_t limit = 40) {
+  std::string out = "'";
+  for (const char c : text.substr(0, limit)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && byte != '\\') {
+      out += c;
+    } else {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    }
+  }
+  out += "'";
+  if (text.size() > limit) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+// A message made safe for one line on a terminal: control bytes (a newline in a file name, an
+// escape sequence) as \xNN, and no more than `limit` bytes.
+inline std::string one_line(std::string_view message, std::size_t limit = 4096) {
+  std::string out;
+  for (const char c : message.substr(0, limit)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+    } else {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    }
+  }
+  if (message.size() > limit) out += "...";
+  return out;
+}
+
 // The names the user gave to paths that the tool opens under other names (a spooled stream's
 // /proc/self/fd/N), so that messages speak of what the user typed.
 class shown_names {
@@ -249,14 +369,28 @@ struct unique_fd {
   unique_fd& operator=(const unique_fd&) = delete;
 };
 
+// Whether a stream being spooled into `spool_fd` must stop before it fills the scratch file
+// system: past this fraction of it free, an endless stream (`yes`, /dev/zero) fails while
+// the file system still has room for everyone else.
+inline constexpr std::uint64_t spool_reserve_divisor = 20;  // 5%
+
+inline bool spool_would_fill(int spool_fd) {
+  struct statvfs fs {};
+  if (::fstatvfs(spool_fd, &fs) != 0 || fs.f_blocks == 0) return false;
+  return fs.f_bavail < fs.f_blocks / spool_reserve_divisor;
+}
+
 // A file argument to read. A regular file (or a missing one, which the reader reports) is
 // read under its own name. A stream is read to its end first into an unlinked file in
 // `spool_dir`, and path() names that copy (/proc/self/fd/N), which is a regular file of known
-// size to every reader, pread and out of core included.
+// size to every reader, pread and out of core included. A stream longer than `max_bytes`, or
+// one that would leave less than 5% of the scratch file system free, is invalid_request.
 class input_source {
  public:
-  input_source(std::string name, const std::filesystem::path& spool_dir, progress_sink& meter)
+  input_source(std::string name, const std::filesystem::path& spool_dir, progress_sink& meter,
+               std::uint64_t max_bytes = std::numeric_limits<std::uint64_t>::max())
       : name_(std::move(name)), path_(name_) {
+    if (name_.empty()) throw invalid_request("an empty input file name");
     int stream = -1;
     if (const int fd = named_descriptor(name_, STDIN_FILENO); fd >= 0) {
       stream = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -272,11 +406,19 @@ class input_source {
     spool_.fd = create_unlinked_file(spool_dir);
     meter.phase("reading", false);
     std::vector<unsigned char> buffer(std::size_t{1} << 20);
+    constexpr std::uint64_t space_check_bytes = std::uint64_t{64} << 20;
     for (std::uint64_t at = 0;;) {
       const ssize_t got = ::read(stream, buffer.data(), buffer.size());
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) throw io_failure(name_ + ": read failed: " + std::strerror(errno));
       if (got == 0) break;
+      if (static_cast<std::uint64_t>(got) > max_bytes - at)
+        throw invalid_request(name_ + ": the stream is longer than the limit of " +
+                              std::to_string(max_bytes) + " bytes (--max-input)");
+      if (at / space_check_bytes != (at + got) / space_check_bytes && spool_would_fill(spool_.fd))
+        throw invalid_request(name_ + ": the stream stopped after " + std::to_string(at) +
+                              " bytes: its copy would leave less than 5% of " +
+                              spool_dir.string() + "'s file system free (--tmp DIR puts it elsewhere)");
       write_at(spool_.fd, at, buffer.data(), static_cast<std::uint64_t>(got),
                spool_dir.string() + " (the copy of " + name_ + ")");
       at += static_cast<std::uint64_t>(got);
