@@ -159,6 +159,13 @@ def _metadata_text(project, version):
     ]
     if project.get("description"):
         lines.append(f"Summary: {project['description']}")
+    license = project.get("license")  # an SPDX expression, or PEP 621's {text = ...}
+    if isinstance(license, dict):
+        license = license.get("text")
+    if license:
+        lines.append(f"License: {license}")
+    for classifier in project.get("classifiers", []):
+        lines.append(f"Classifier: {classifier}")
     if project.get("requires-python"):
         lines.append(f"Requires-Python: {project['requires-python']}")
     for requirement in project.get("dependencies", []):
@@ -482,6 +489,7 @@ def _dist_info_files():
     files = {
         "METADATA": _metadata_text(project, version).encode("utf-8"),
         "WHEEL": _wheel_text(_wheel_tag()).encode("utf-8"),
+        "LICENSE": (_ROOT / "LICENSE").read_bytes(),
     }
     return f"{base}.dist-info", files, f"{base}-{_wheel_tag()}.whl"
 
@@ -581,7 +589,7 @@ def build_sdist(sdist_directory, config_settings=None):
     with tarfile.open(Path(sdist_directory) / name, "w:gz", format=tarfile.PAX_FORMAT) as tar:
         add_bytes(tar, "pyproject.toml", pyproject.encode("utf-8"))
         add_bytes(tar, "PKG-INFO", pkg_info.encode("utf-8"))
-        for relative in ("CMakeLists.txt", "cmake", "include", "src", "python"):
+        for relative in ("LICENSE", "CMakeLists.txt", "cmake", "include", "src", "python"):
             add_tree(tar, relative)
     _log(f"wrote {name}")
     return name
