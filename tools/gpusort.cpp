@@ -139,7 +139,10 @@ run files merged on the CPU (--algo std_sort and cpu_parallel sort records' indi
 the whole key in memory).
 Scratch files live in a directory beside OUT's final target (".OUT.runs<pid>-<k>"), or in
 --tmp DIR, or, when OUT is a stream, in $TMPDIR (else /tmp); it goes when the sort ends,
-fails or is interrupted. Out of core takes raw binary files only (no --text).
+fails or is interrupted; a run holds a lock on it, and a later run removes only scratch no
+run holds. OUT is never another user's file or FIFO in a sticky directory others may write
+into (/tmp), as the kernel's protected_regular and protected_fifos rules. Out of core takes
+raw binary files only (no --text).
   --algo A     )" +
     algorithm_names + R"( (default automatic); or a host sort
                on the same file I/O, the baseline of the GPU's: std_sort (one core) or
@@ -160,10 +163,13 @@ fails or is interrupted. Out of core takes raw binary files only (no --text).
                a GPU, where the CPU backend sorts, each record (sort key) counts twice (itself
                and one of workspace). BYTES: a number, or with a suffix K, M, G or T (powers
                of 1024): 64K, 512M, 4G
-  --memory BYTES  the host budget (default 0: unlimited): the run buffers (2 records' worth
+  --memory BYTES  the host budget (default: half the memory the process may use, its
+               control group's limit counted): the run buffers (2 records' worth
                per record of a run, 3 for pairs; with --record-bytes 2 plus 16 bytes rounded
                up to records) and the merge buffers (up to 1 MiB each, a ninth of BYTES below
                9 MiB) must fit
+  --max-input BYTES  the most a stream IN may hold (default: no limit); its copy also stops
+               where it would leave less than 5% of the scratch file system free
   --gpus LIST  the GPUs that sort keys alone out of core (narrow keys too: they take the
                pipeline only when --gpus names GPUs), a comma list of device numbers
                (default: every visible GPU, the current one first; keys that fit one GPU's
@@ -188,6 +194,7 @@ read to its end into an unlinked file in --tmp DIR ($TMPDIR, else /tmp) first.
   --nans last|first  where float NaNs must be (default last: after every number)
   --pairs u32  records are (key, u32 value)
   --text       FILE holds one number (or "key value") per line
+  --max-input BYTES  the most a stream FILE may hold (default: no limit)
   --record-bytes B, --key-bytes K, --key-offset O  records of B bytes ordered by K bytes at
                offset O (default 0) compared as unsigned bytes; the checksum covers all B
                bytes of each record
