@@ -4,10 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
-# A new build folder gets one CUDA architecture (Hopper, as scripts/test.sh's, which shares
-# it); the project's default list compiles the device code for five (CUDA 13.0).
-archs=()
-[ -f build/CMakeCache.txt ] || archs=(-DCMAKE_CUDA_ARCHITECTURES=90)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${archs[@]}" >/dev/null
+# A new build folder gets one CUDA architecture, the GPU's here (as scripts/test.sh's, which
+# shares it; scripts/cuda_build_flags.sh); an existing one keeps its own.
+config=()
+if [ ! -f build/CMakeCache.txt ]; then
+  source scripts/cuda_build_flags.sh
+  config=(-DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_FLAGS="$cuda_flags")
+fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${config[@]}" >/dev/null
 cmake --build build --target gpusort_tool
 build/tools/gpusort demo "$@"

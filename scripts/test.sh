@@ -32,15 +32,8 @@ if [ -n "$base" ]; then
   fi
   python=("-DPython_EXECUTABLE=$root/$venv/bin/python")
 fi
-# One architecture (Hopper): a cold build of the default list would not fit CI's time.
-# Without a GPU no device code runs, so it is compiled to PTX alone (no ptxas) with light
-# front-end optimization: it must compile, and the build takes about half the time.
-# GPUSORT_CUDA_ARCHITECTURES / GPUSORT_CUDA_FLAGS override the choice.
-if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  archs=${GPUSORT_CUDA_ARCHITECTURES:-90} cuda_flags=${GPUSORT_CUDA_FLAGS:-}
-else
-  archs=${GPUSORT_CUDA_ARCHITECTURES:-90-virtual} cuda_flags=${GPUSORT_CUDA_FLAGS:--Xcicc -O1}
-fi
+# One architecture: the GPU's here, else PTX of sm_90 (scripts/cuda_build_flags.sh).
+source scripts/cuda_build_flags.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$archs" \
   -DCMAKE_CUDA_FLAGS="$cuda_flags" "${python[@]}" >/dev/null
 cmake --build build

@@ -11,8 +11,10 @@ Config settings (pip --config-settings KEY=VALUE, or -C KEY=VALUE with pip >= 23
                             already configured there (the one scripts/test.sh builds) is
                             reused, so nothing recompiles
   cuda-architectures=LIST   CMAKE_CUDA_ARCHITECTURES, e.g. 90 or "80;90" or native (also the
-                            environment's GPUSORT_CUDA_ARCHITECTURES); by default the project's
-                            list: sm_80, sm_90 and newer major architectures, with PTX
+                            environment's GPUSORT_CUDA_ARCHITECTURES); by default the project's:
+                            the GPUs nvidia-smi finds, else (or with
+                            cmake.define.GPUSORT_FAT_BUILD=ON) sm_80, sm_90 and newer major
+                            architectures, with PTX
   cmake.define.NAME=VALUE   any other CMake cache variable (-DNAME=VALUE)
 Environment: CMAKE_BUILD_PARALLEL_LEVEL (jobs; default: every core), CMAKE_ARGS (more CMake
 arguments for the configure step), CUDACXX (nvcc, if it is not on PATH nor in
