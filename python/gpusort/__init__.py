@@ -19,8 +19,9 @@ PyTorch: every operation is also a torch operator (torch.ops.gpusort.*), so call
 under torch.compile(fullgraph=True), sort and topk values carry gradients, and the
 capturable algorithms (ALGORITHM_TRAITS[name].capturable) run inside torch.cuda.graph.
 
-Errors: TypeError for an argument of the wrong type (an unsupported dtype, a non-array),
-ValueError for a wrong value (an unknown algorithm, a bad dim, k, offsets or budget, a
+Errors: TypeError for an argument of the wrong type (an unsupported dtype, a non-array, a
+masked array, a bool or a float for an integer), ValueError for a wrong value (an unknown
+algorithm, a bad dim, k, offsets or budget, an empty file path or one with a NUL, a
 read-only array to sort in place), gpusort.Error (a RuntimeError) for a CUDA failure or an
 algorithm that cannot run inside a CUDA graph capture, OSError for a failed file read or
 write, ImportError when the compiled module is missing. Every check runs before any data
@@ -29,7 +30,6 @@ moves: on error, the arrays are as they were.
 
 import importlib.abc
 import importlib.util
-import os
 import sys
 from collections import namedtuple
 
@@ -159,6 +159,15 @@ def _operator(x):
     return _operators is not None and isinstance(x, _operators.torch.Tensor) and _operators.wants_operator(x)
 
 
+def _operator_int(value, argument):
+    """value for an int argument of a torch operator, which would take a bool for 0 or 1 and
+    answer a float with a RuntimeError: all but ints (and SymInts, under torch.compile) go
+    through _core's check, which makes integer-likes ints and raises TypeError for others."""
+    if type(value) is int or isinstance(value, _operators.torch.SymInt):
+        return value
+    return _core._integer(value, argument)
+
+
 def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last",
          indices_dtype="int64"):
     """Sorted copy of x along dim and the indices that sort it, like torch.sort: returns
@@ -170,7 +179,8 @@ def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", na
     16-bit integers, float16 and bfloat16 are sorted at their own width (host bfloat16, which
     NumPy lacks, as float32) and returned in their dtype with their bits."""
     if _operator(x):
-        return SortResult(*_operators.sort(x, dim, descending, stable, algorithm, nans, indices_dtype))
+        return SortResult(*_operators.sort(x, _operator_int(dim, "dim"), descending, stable, algorithm,
+                                           nans, indices_dtype))
     return SortResult(*_core.sort(x, dim, descending, stable, algorithm, nans, indices_dtype))
 
 
@@ -191,7 +201,7 @@ def sort_(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", n
     raise ValueError."""
     if _operators is not None and isinstance(x, _operators.torch.Tensor):
         if _operators.wants_operator(x):
-            _operators.sort_(x, dim, descending, stable, algorithm, nans)
+            _operators.sort_(x, _operator_int(dim, "dim"), descending, stable, algorithm, nans)
         else:
             _operators.sort_in_place_eager(x, dim, descending, stable, algorithm, nans)
         return x
@@ -218,7 +228,7 @@ def topk(x, k, *, dim=-1, largest=True, sorted=True):
     row: top_k_indices, which sorts only about k keys; other rows: top_k_rows. No index
     array is made where the library writes the positions."""
     if _operator(x):
-        return TopkResult(*_operators.topk(x, k, dim, largest))
+        return TopkResult(*_operators.topk(x, _operator_int(k, "k"), _operator_int(dim, "dim"), largest))
     return TopkResult(*_core.topk(x, k, dim, largest))
 
 
@@ -229,15 +239,12 @@ def kthvalue(x, k, dim=-1, keepdim=False):
     array gives NumPy scalars, as NumPy's indexing does."""
     import operator
 
-    try:
-        first = operator.index(k)
-    except TypeError:
-        first = None  # topk names the wrong type
-    if first is not None and not isinstance(k, bool) and first < 1:
-        raise ValueError(f"k: must be at least 1 (the k-th smallest key counts from 1), got {first}")
+    k = _core._integer(k, "k")
+    if k < 1:
+        raise ValueError(f"k: must be at least 1 (the k-th smallest key counts from 1), got {k}")
     values, indices = topk(x, k, dim=dim, largest=False)
-    axis = dim % values.ndim  # topk checked dim
-    at = (slice(None),) * axis + (slice(first - 1, first) if keepdim else first - 1,)
+    axis = operator.index(dim) % values.ndim  # topk checked dim
+    at = (slice(None),) * axis + (slice(k - 1, k) if keepdim else k - 1,)
     return KthvalueResult(values[at], indices[at])
 
 
@@ -261,7 +268,7 @@ def approx_sort(x, intervals=10000, *, descending=False):
     (values, offsets), offsets int64 with intervals + 1 entries. Floats: -inf in the first
     interval, +inf and NaN in the last."""
     if _operator(x):
-        return ApproxResult(*_operators.approx_sort(x, intervals, descending))
+        return ApproxResult(*_operators.approx_sort(x, _operator_int(intervals, "intervals"), descending))
     return ApproxResult(*_core.approx_sort(x, intervals, descending))
 
 
@@ -278,7 +285,9 @@ def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="auto
     raised by progress, stops the sort and removes its scratch files. Returns what it did, as
     `gpusort sort --stats` prints it: a dict of "algorithm", "plan" and the seconds of each
     stage ("1.234 s"). nans: where float NaNs go, as for sort. Errors: ValueError for a
-    missing or malformed input or budgets too small, OSError for a failed read or write."""
+    missing or malformed input, budgets too small or too large, or a path that is empty or
+    holds a NUL character (all checked before any work), OSError for a failed read or write."""
+    src, dst = _core.file_path(src, "src"), _core.file_path(dst, "dst")
     nans = _core._nans(nans)
     import numpy
 
@@ -288,7 +297,7 @@ def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="auto
         raise TypeError(f"dtype: must be one of {', '.join(FILE_KEY_DTYPES)}, got {name}")
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm: must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
-    return _ext.sort_file(os.fspath(src), os.fspath(dst), name, bool(pairs), bool(descending),
+    return _ext.sort_file(src, dst, name, bool(pairs), bool(descending),
                           algorithm, *_core.file_options(device_memory, memory, scratch_dir, progress),
                           nans)
 
@@ -298,10 +307,8 @@ def sort_records_file(src, dst, record_bytes, key_bytes, key_offset=0, *, descen
     """Sorts the fixed-size records of src (record_bytes each) into dst by the key of
     key_bytes bytes at key_offset, compared as unsigned bytes (memcmp order), stably; the
     budgets, progress, guarantees and the returned dict are those of sort_file."""
-    for value, argument in ((record_bytes, "record_bytes"), (key_bytes, "key_bytes"),
-                            (key_offset, "key_offset")):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{argument}: must be a non-negative integer, got {value!r}")
-    return _ext.sort_records_file(os.fspath(src), os.fspath(dst), record_bytes, key_bytes,
-                                  key_offset, bool(descending),
+    return _ext.sort_records_file(_core.file_path(src, "src"), _core.file_path(dst, "dst"),
+                                  _core.file_size(record_bytes, "record_bytes"),
+                                  _core.file_size(key_bytes, "key_bytes"),
+                                  _core.file_size(key_offset, "key_offset"), bool(descending),
                                   *_core.file_options(device_memory, memory, scratch_dir, progress))

@@ -274,6 +274,12 @@ class _Foreign:
         return x.__dlpack__(stream=_dlpack_stream(stream))
 
 
+def cupy_device(x):
+    """The device of the CuPy array x (a context that makes it current), else None."""
+    cupy = sys.modules.get("cupy")
+    return x.device if cupy is not None and isinstance(x, cupy.ndarray) else None
+
+
 def is_jax(x):
     return type(x).__module__.partition(".")[0] in ("jax", "jaxlib")
 
@@ -316,6 +322,10 @@ def namespace_of(x, argument):
         candidates.append(_NumPy(sys.modules["numpy"]))
     for xp in candidates:
         if xp.owns(x):
+            if xp.name == "numpy" and isinstance(x, xp.module.ma.MaskedArray):
+                # Refused here, never cached: views and copies made later would drop the mask.
+                raise TypeError(f"{argument}: masked arrays are not supported; sort "
+                                f"{argument}.compressed() or {argument}.filled(value) instead")
             _ADAPTERS[type(x)] = xp
             return xp
     foreign = _Foreign()

@@ -4,6 +4,8 @@ rows, then one call into the extension module. The public functions in __init__.
 these directly, or through PyTorch's operator registry (_torch.py) where torch must see an
 operator: under torch.compile, for autograd, for fake tensors."""
 
+import functools
+import operator
 import os
 
 from . import _arrays
@@ -56,13 +58,25 @@ def _check_dtype(xp, x, argument="x", dtypes=KEY_DTYPES):
         )
 
 
-def _dim_of(xp, x, dim):
+def _integer(value, argument):
+    """value as an int: anything integer-like (NumPy's integers too), but not a bool (Python's
+    or NumPy's), which would pass for 0 or 1; else TypeError naming `argument`."""
+    if type(value).__name__ in ("bool", "bool_"):
+        raise TypeError(f"{argument}: must be an integer, got a bool ({value!r})")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{argument}: must be an integer, got {type(value).__name__}") from None
+
+
+def _dim_of(xp, x, dim, argument="dim"):
     """dim as a non-negative axis of x, or ValueError naming it."""
     shape = xp.shape(x)
     if len(shape) == 0:
         raise ValueError("x: a 0-d array has nothing to sort; give at least one dimension")
-    if isinstance(dim, bool) or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
-        raise ValueError(f"dim: {dim!r} is out of range for an array of {len(shape)} dimensions")
+    dim = _integer(dim, argument)
+    if not -len(shape) <= dim < len(shape):
+        raise ValueError(f"{argument}: {dim} is out of range for an array of {len(shape)} dimensions")
     return dim % len(shape)
 
 
@@ -143,23 +157,16 @@ def _indices_dtype(indices_dtype, row_len):
 
 
 def _k_of(k, row_len):
-    if isinstance(k, bool) or not isinstance(k, int):
-        try:
-            k = int(k.__index__())
-        except (AttributeError, TypeError):
-            raise TypeError(f"k: must be an integer, got {type(k).__name__}") from None
+    k = _integer(k, "k")
     if not 0 <= k <= row_len:
         raise ValueError(f"k: must lie in [0, {row_len}] (the row length), got {k}")
     return k
 
 
 def _host_arrays(xp, x, argument):
-    """A NumPy view of a host array (no copy), and how to turn results back."""
+    """A NumPy view of a host array (no copy), and how to turn results back. Masked arrays
+    never get here (namespace_of refuses them)."""
     if xp.name == "numpy":
-        masked = getattr(xp.module, "ma", None)
-        if masked is not None and isinstance(x, masked.MaskedArray):
-            raise TypeError(f"{argument}: masked arrays are not supported; sort "
-                            f"{argument}.compressed() or {argument}.filled(value) instead")
         return x, lambda a: a
     if xp.name == "torch":
         return xp.to_numpy(x), xp.from_numpy
@@ -193,6 +200,22 @@ def _alloc(xp, like, stream):
     if xp.name == "foreign":
         return None
     return lambda nbytes: xp.handle(xp.empty(like, (nbytes,), "uint8"), stream)
+
+
+def _on_device_of_x(function):
+    """Runs function(x, ...) with the device of a CuPy array x current: CuPy allocates, copies
+    and launches on the current device, and the results must live, and the work run, where x
+    is."""
+
+    @functools.wraps(function)
+    def run(x, *args, **kwargs):
+        device = _arrays.cupy_device(x)
+        if device is None:
+            return function(x, *args, **kwargs)
+        with device:
+            return function(x, *args, **kwargs)
+
+    return run
 
 
 # ---- sorting ----------------------------------------------------------------------------
@@ -244,6 +267,7 @@ def _ties_nans(xp, x, stable):
     return stable and xp.dtype_name(x) in FLOAT16_DTYPES and hasattr(xp, "one_nan")
 
 
+@_on_device_of_x
 def sort(x, dim, descending, stable, algorithm, nans, indices_dtype, nans_tied=False):
     """(values, indices) of x sorted along dim, as new arrays of x's library. nans_tied: x is
     a stand-in already (_widened, _ties_nans)."""
@@ -287,6 +311,7 @@ def sort(x, dim, descending, stable, algorithm, nans, indices_dtype, nans_tied=F
     return back(to_caller(values)), back(to_caller(indices))
 
 
+@_on_device_of_x
 def sort_(x, dim, descending, stable, algorithm, nans):
     """Sorts x in place along dim. A strided x, or another dim than the last, is sorted as a
     contiguous copy that is then written back."""
@@ -324,6 +349,7 @@ def sort_(x, dim, descending, stable, algorithm, nans):
     xp.assign(moved, work)
 
 
+@_on_device_of_x
 def sort_segmented(x, offsets, descending, algorithm, nans):
     """(values, indices) of the 1-D x with each segment [offsets[i], offsets[i + 1]) sorted."""
     if _arrays.is_jax(x):
@@ -403,6 +429,7 @@ def _row_select_fits(row_len, k):
     return k <= _ROW_SELECT_MOST_K and _ROW_SELECT_LEAST_ROW <= row_len < 2**32
 
 
+@_on_device_of_x
 def topk(x, k, dim, largest):
     """(values, indices) of the k largest (largest=False: smallest) keys along dim, sorted."""
     if _arrays.is_jax(x):
@@ -455,13 +482,12 @@ def topk(x, k, dim, largest):
     return back(values), back(xp.astype(indices, "int64"))
 
 
+@_on_device_of_x
 def partition(x, kth, axis, want_indices):
     """NumPy's partition (want_indices: argpartition) of x along axis (None: flattened):
     topk of the max(kth) + 1 smallest keys, in order, then the other keys in their input order.
     Every kth position holds the key a sort would put there, none after it is smaller and
     none before it larger; NaNs count as the largest keys."""
-    import operator
-
     if _arrays.is_jax(x):
         return _arrays.jax_results((partition(_arrays.lend_jax(x, "x"), kth, axis, want_indices),))[0]
     xp = _arrays.namespace_of(x, "x")
@@ -470,10 +496,10 @@ def partition(x, kth, axis, want_indices):
     if axis is None:
         x, axis = x.reshape(-1), 0
     shape = xp.shape(x)
-    axis = _dim_of(xp, x, axis)
+    axis = _dim_of(xp, x, axis, "axis")
     n = shape[axis]
     try:
-        kths = [operator.index(kth)] if not isinstance(kth, (list, tuple)) else [operator.index(j) for j in kth]
+        kths = [_integer(j, "kth") for j in (kth if isinstance(kth, (list, tuple)) else [kth])]
     except TypeError:
         raise TypeError(f"kth: must be an integer or a sequence of integers, got {kth!r}") from None
     if not kths or any(not -n <= j < n for j in kths):
@@ -496,6 +522,7 @@ def partition(x, kth, axis, want_indices):
     return back(xp.take_along(xp.contiguous(moved), order, -1))
 
 
+@_on_device_of_x
 def approx_sort(x, intervals, descending):
     """(values, offsets) of the 1-D x moved into `intervals` ordered intervals."""
     if _arrays.is_jax(x):
@@ -505,7 +532,8 @@ def approx_sort(x, intervals, descending):
     if len(shape) != 1:
         raise ValueError(f"x: must be 1-D, got shape {shape}")
     _check_dtype(xp, x)
-    if isinstance(intervals, bool) or not isinstance(intervals, int) or not 1 <= intervals <= 2**24:
+    intervals = _integer(intervals, "intervals")
+    if not 1 <= intervals <= 2**24:
         raise ValueError(f"intervals: must be an integer from 1 to 2**24, got {intervals!r}")
     if xp.on_device(x):
         if not xp.is_contiguous(x):
@@ -525,21 +553,35 @@ def approx_sort(x, intervals, descending):
 # ---- files -------------------------------------------------------------------------------
 
 
-def _budget(value, argument):
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{argument}: must be a positive number of bytes or None, got {value!r}")
+def file_size(value, argument, least=0):
+    """value as an int from `least` to 2**64 - 1, the most the module's uint64_t holds (beyond
+    it pybind11 would refuse the call with a TypeError that names no argument)."""
+    value = _integer(value, argument)
+    if value < least:
+        raise ValueError(f"{argument}: must be at least {least}, got {value}")
+    if value >= 2**64:
+        raise ValueError(f"{argument}: {value} is too large (at most 2**64 - 1)")
     return value
+
+
+def file_path(value, argument):
+    """os.fspath(value), or ValueError for an empty path or one holding a NUL character: the
+    C library would end the name there (dst "out\\0.tmp" would write "out")."""
+    path = os.fspath(value)
+    if not path:
+        raise ValueError(f"{argument}: must not be empty")
+    if ("\0" if isinstance(path, str) else b"\0") in path:
+        raise ValueError(f"{argument}: must not contain a NUL character, got {path!r}")
+    return path
 
 
 def file_options(device_memory, memory, scratch_dir, progress):
     if progress is not None and not callable(progress):
         raise TypeError(f"progress: must be callable or None, got {type(progress).__name__}")
     return (
-        _budget(device_memory, "device_memory"),
-        _budget(memory, "memory"),
-        "" if scratch_dir is None else os.fspath(scratch_dir),
+        0 if device_memory is None else file_size(device_memory, "device_memory", 1),
+        0 if memory is None else file_size(memory, "memory", 1),
+        "" if scratch_dir is None else file_path(scratch_dir, "scratch_dir"),
         progress,
     )
 

@@ -118,6 +118,80 @@ def test_errors(tmp_path):
     assert leftovers(tmp_path, "odd") == []
 
 
+FILE_CALLS = {
+    "sort_file": lambda src, dst, **options: gpusort.sort_file(src, dst, "uint32", **options),
+    "sort_records_file":
+        lambda src, dst, **options: gpusort.sort_records_file(src, dst, 4, 4, **options),
+}
+
+
+@pytest.mark.parametrize("call", FILE_CALLS.values(), ids=FILE_CALLS.keys())
+def test_empty_paths_and_nul_characters_are_refused_before_any_work(tmp_path, call, rng):
+    """A NUL ended the name in the C library ("victim\\0.sorted" wrote "victim"), and an
+    empty dst failed only once the sort was done (issue 70)."""
+    rng.integers(0, 2**32, 10_000, dtype=np.uint32).tofile(tmp_path / "in")
+    src, victim = str(tmp_path / "in"), str(tmp_path / "victim")
+    reports = []
+    options = dict(progress=lambda *r: reports.append(r), **BUDGETS)
+    for src_path, dst, scratch_dir, argument, problem in [
+        (src, victim + "\0.sorted", None, "dst", "contain a NUL"),
+        (src, os.fsencode(victim) + b"\0.sorted", None, "dst", "contain a NUL"),
+        (src + "\0.more", victim, None, "src", "contain a NUL"),
+        (src, victim, str(tmp_path) + "\0scratch", "scratch_dir", "contain a NUL"),
+        (src, "", None, "dst", "be empty"),
+        ("", victim, None, "src", "be empty"),
+        (src, victim, "", "scratch_dir", "be empty"),
+    ]:
+        with pytest.raises(ValueError, match=f"{argument}: must not {problem}"):
+            call(src_path, dst, scratch_dir=scratch_dir, **options)
+    assert reports == [] and leftovers(tmp_path, "in") == []
+
+
+@pytest.mark.parametrize("call", FILE_CALLS.values(), ids=FILE_CALLS.keys())
+def test_sizes_take_numpy_integers_and_refuse_what_uint64_cannot_hold(tmp_path, call, rng):
+    """Budgets of 2**64 and more raised pybind11's TypeError, which names no argument, and
+    NumPy integers were refused (issue 70)."""
+    keys = rng.integers(0, 2**32, 50_000, dtype=np.uint32)
+    keys.tofile(tmp_path / "in")
+    src, dst = tmp_path / "in", tmp_path / "out"
+    stats = call(src, dst, device_memory=np.int64(BUDGETS["device_memory"]),
+                 memory=np.uint64(BUDGETS["memory"]))
+    assert "runs of" in stats["plan"]  # the budgets were taken
+    np.testing.assert_array_equal(np.sort(np.fromfile(dst, dtype=np.uint32)), np.sort(keys))
+    for budget in ("device_memory", "memory"):
+        for value in (2**64, 2**70):
+            with pytest.raises(ValueError, match=f"{budget}: {value} is too large"):
+                call(src, dst, **{budget: value})
+        for value in (0, -1, -(2**70)):
+            with pytest.raises(ValueError, match=f"{budget}: must be at least 1"):
+                call(src, dst, **{budget: value})
+        for value in (1e9, True, "1000"):
+            with pytest.raises(TypeError, match=f"{budget}: must be an integer"):
+                call(src, dst, **{budget: value})
+    assert leftovers(tmp_path, "in", "out") == []
+
+
+def test_record_sizes_take_numpy_integers_and_refuse_what_uint64_cannot_hold(tmp_path, rng):
+    records = rng.integers(0, 256, (1000, 8), dtype=np.uint8)
+    records.tofile(tmp_path / "in")
+    src, dst = tmp_path / "in", tmp_path / "out"
+    gpusort.sort_records_file(src, dst, np.int64(8), np.uint8(4), key_offset=np.int32(2))
+    got = np.fromfile(dst, dtype=np.uint8).reshape(-1, 8)
+    order = sorted(range(1000), key=lambda i: bytes(records[i, 2:6]))  # stable
+    np.testing.assert_array_equal(got, records[order])
+    for argument, at in (("record_bytes", 2), ("key_bytes", 3), ("key_offset", 4)):
+        sizes = [src, dst, 8, 4, 0]
+        sizes[at] = 2**64
+        with pytest.raises(ValueError, match=f"{argument}: {2**64} is too large"):
+            gpusort.sort_records_file(*sizes)
+        sizes[at] = -1
+        with pytest.raises(ValueError, match=f"{argument}: must be at least 0"):
+            gpusort.sort_records_file(*sizes)
+        sizes[at] = 8.0
+        with pytest.raises(TypeError, match=f"{argument}: must be an integer"):
+            gpusort.sort_records_file(*sizes)
+
+
 @pytest.mark.parametrize("nans", ["last", "first"])
 @pytest.mark.parametrize("descending", [False, True])
 def test_sort_file_places_nans(tmp_path, descending, nans, rng):

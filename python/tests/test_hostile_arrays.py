@@ -1,7 +1,8 @@
 """Arrays that must not be misread or written where they may not be (issue 44): DLPack 1.0's
 versioned capsules and their read-only flag, negative dimensions and extents, CUDA array
-interface streams that name no stream, big-endian and masked NumPy arrays. CPU tests: the
-module reads these descriptions before any data moves."""
+interface streams that name no stream, big-endian and masked NumPy arrays (on every path:
+issue 70), and integer arguments of other types (issue 70). CPU tests: the module reads
+these descriptions before any data moves."""
 
 import ctypes
 
@@ -105,12 +106,76 @@ def test_big_endian_keys_are_sorted_by_value(dtype, rng):
     assert np.array_equal(np.sort(approx), np.sort(x)) and bounds[-1] == 501
 
 
-def test_masked_arrays_are_refused():
-    x = np.ma.masked_array(np.array([3, 1, 2], dtype=np.int32), mask=[False, True, False])
-    for call in (gpusort.sort, gpusort.sort_):
-        with pytest.raises(TypeError, match="masked arrays"):
-            call(x)
-    assert np.array_equal(x.data, [3, 1, 2])
+MASKED_CALLS = {
+    "sort": lambda x: gpusort.sort(x),
+    "sort dim 0": lambda x: gpusort.sort(x, dim=0),
+    "sort_": lambda x: gpusort.sort_(x),
+    "sort_ dim 0": lambda x: gpusort.sort_(x, dim=0),
+    "topk": lambda x: gpusort.topk(x, 1),
+    "topk dim 0": lambda x: gpusort.topk(x, 1, dim=0),
+    "kthvalue": lambda x: gpusort.kthvalue(x, 1),
+    "partition": lambda x: gpusort.partition(x, 0),
+    "partition axis 0": lambda x: gpusort.partition(x, 0, axis=0),
+    "argpartition": lambda x: gpusort.argpartition(x, 0),
+    "sort_segmented": lambda x: gpusort.sort_segmented(x, np.array([0, x.size])),
+    "approx_sort": lambda x: gpusort.approx_sort(x, 2),
+}
+
+
+@pytest.mark.parametrize("call", MASKED_CALLS.values(), ids=MASKED_CALLS.keys())
+def test_masked_arrays_are_refused(call):
+    """On every path: a view, strided or transposed, was read through a copy that dropped the
+    mask (topk of x[::-1] gave the masked 100)."""
+    x = np.ma.array([3, 100, 2, 0], mask=[0, 1, 0, 0], dtype=np.int32)
+    for view in (x, x[::-1], x.reshape(2, 2).T):
+        with pytest.raises(TypeError, match="x: masked arrays are not supported"):
+            call(view)
+    assert np.array_equal(x.data, [3, 100, 2, 0])
+
+
+def test_masked_offsets_are_refused():
+    x = np.array([3, 1, 2, 0], dtype=np.int32)
+    offsets = np.ma.array([0, 9, 2, 9, 4], mask=[0, 1, 0, 1, 0])
+    for view in (offsets, offsets[::2]):
+        with pytest.raises(TypeError, match="offsets: masked arrays are not supported"):
+            gpusort.sort_segmented(x, view)
+
+
+def test_integer_arguments_take_numpy_integers(rng):
+    x = random_keys("int32", 60, rng).reshape(3, 4, 5)
+    for dim in (np.int64(0), np.int32(-1), np.uint8(1)):
+        axis = int(dim)
+        want = np.sort(x, axis=axis)
+        assert np.array_equal(gpusort.sort(x, dim=dim).values, want)
+        y = x.copy()
+        gpusort.sort_(y, dim=dim)
+        assert np.array_equal(y, want)
+        top = gpusort.topk(x, np.int64(2), dim=dim, largest=False).values
+        assert np.array_equal(top, np.take(want, [0, 1], axis=axis))
+        kth = gpusort.kthvalue(x, np.int16(2), dim=dim).values
+        assert np.array_equal(kth, np.take(want, 1, axis=axis))
+        part = gpusort.partition(x, np.int64(1), axis=dim)
+        assert np.array_equal(np.take(part, 1, axis=axis), np.take(want, 1, axis=axis))
+    values, offsets = gpusort.approx_sort(x.reshape(-1), np.int64(4))
+    assert offsets.shape == (5,) and np.array_equal(np.sort(values), np.sort(x.reshape(-1)))
+
+
+@pytest.mark.parametrize("bad", [True, np.bool_(False), 1.0, np.float64(0), "1"],
+                         ids=["bool", "numpy bool", "float", "numpy float", "str"])
+def test_integer_arguments_refuse_bools_and_floats(bad):
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    calls = {
+        "dim": [lambda: gpusort.sort(x, dim=bad), lambda: gpusort.sort_(x.copy(), dim=bad),
+                lambda: gpusort.topk(x, 1, dim=bad), lambda: gpusort.kthvalue(x, 1, dim=bad)],
+        "axis": [lambda: gpusort.partition(x, 1, axis=bad), lambda: gpusort.argpartition(x, 1, axis=bad)],
+        "k": [lambda: gpusort.topk(x, bad), lambda: gpusort.kthvalue(x, bad)],
+        "kth": [lambda: gpusort.partition(x, bad), lambda: gpusort.argpartition(x, [0, bad])],
+        "intervals": [lambda: gpusort.approx_sort(x.reshape(-1), bad)],
+    }
+    for argument, tries in calls.items():
+        for call in tries:
+            with pytest.raises(TypeError, match=f"^{argument}: must be an integer"):
+                call()
 
 
 def test_device_functions_check_output_types():

@@ -123,6 +123,25 @@ def test_in_place_sort_of_a_saved_tensor_is_noticed():
         y.sum().backward()
 
 
+def test_operators_take_integer_likes_and_refuse_bools_and_floats():
+    """Through the operators (a tensor autograd tracks) as on the eager path (issue 70): torch
+    alone would take True for 1 and answer 1.0 with a RuntimeError."""
+    x = distinct_floats((3, 4)).requires_grad_()
+    assert gpusort.topk(x, np.int64(2), dim=np.int64(0)).values.shape == (2, 4)
+    assert gpusort.sort(x, dim=np.int32(0)).values.shape == (3, 4)
+    assert gpusort.kthvalue(x, np.int64(2), dim=np.uint8(0)).values.shape == (4,)
+    assert gpusort.approx_sort(x.reshape(-1), np.int64(3)).offsets.shape == (4,)
+    y = x * 1
+    for bad in (True, np.bool_(True), 1.0):
+        for argument, call in (("dim", lambda: gpusort.sort(x, dim=bad)),
+                               ("dim", lambda: gpusort.sort_(y, dim=bad)),
+                               ("k", lambda: gpusort.topk(x, bad)),
+                               ("dim", lambda: gpusort.topk(x, 1, dim=bad)),
+                               ("intervals", lambda: gpusort.approx_sort(x.reshape(-1), bad))):
+            with pytest.raises(TypeError, match=f"^{argument}: must be an integer"):
+                call()
+
+
 # ---- CUDA graph capture ------------------------------------------------------------------
 
 
