@@ -283,13 +283,14 @@ std::vector<int> parse_gpus(const std::string& list) {
     std::uint64_t device = 0;
     if (!parse_number(item, device) || device >= (std::uint64_t{1} << 20))
       throw usage_error("--gpus: " + quote_input(item) + " is not a GPU number (a comma list: --gpus 0,1)");
-    if (device >= static_cast<std::uint64_t>(count))
-      throw usage_error("--gpus: there is no GPU " + item + " (this machine has " +
-                        std::to_string(count) + ")");
     if (std::ranges::find(devices, static_cast<int>(device)) != devices.end())
       throw usage_error("--gpus: GPU " + item + " is named twice");
     devices.push_back(static_cast<int>(device));
   }
+  for (const int device : devices)
+    if (device >= count)
+      throw usage_error("--gpus: there is no GPU " + std::to_string(device) +
+                        " (this machine has " + std::to_string(count) + ")");
   return devices;
 }
 

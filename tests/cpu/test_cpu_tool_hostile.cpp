@@ -211,13 +211,19 @@ TEST_F(ToolHostile, AMemoryLimitedControlGroupSortsOutOfCore) {
   std::ifstream in("/proc/self/cgroup");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::vector<ext::memory_cgroup> groups = ext::memory_cgroups(text, "/sys/fs/cgroup");
-  if (groups.empty()) GTEST_SKIP() << "no memory control group here";
-  const std::string group_dir = groups.back().dir.string(), limit_file = groups.back().limit_file;
+  const auto group = std::ranges::find_if(groups, [](const ext::memory_cgroup& g) {
+    return fs::exists(g.dir / g.limit_file);  // mounted here, not a name of the host's
+  });
+  if (group == groups.end()) GTEST_SKIP() << "no memory control group here";
+  const std::string group_dir = group->dir.string(), limit_file = group->limit_file;
   const fs::path child = fs::path(group_dir) / ("gpusort_test_" + std::to_string(::getpid()));
   std::error_code ec;
-  if (!fs::create_directory(child, ec) ||
-      !(std::ofstream(child / limit_file) << (64 << 20)))
+  // The kernel fills a new group with its files; a plain directory has none.
+  if (!fs::create_directory(child, ec) || !fs::exists(child / limit_file) ||
+      !(std::ofstream(child / limit_file) << (64 << 20))) {
+    fs::remove(child, ec);
     GTEST_SKIP() << "cannot make a memory-limited control group here";
+  }
   ASSERT_EQ(run("gen --type u32 --n 2^24 " + file("in")).code, 0);  // 64 MiB: in memory, 128
   const outcome o = shell("echo $$ > '" + (child / "cgroup.procs").string() + "' && " + no_gpu +
                           "exec \"$GPUSORT\" sort --type u32 --stats " + file("in") + " " + file("out"));
@@ -273,13 +279,13 @@ TEST_F(ToolHostile, MessagesQuoteInputBriefly) {
   outcome o = run("sort --type u32 --text " + file("huge.txt") + " " + file("out"));
   EXPECT_TRUE(usage_failure(o, "sort", "is not a u32 key"));
   EXPECT_LT(o.err.size(), 400u);
-  EXPECT_NE(o.err.find("(52428802 bytes)"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("(52428801 bytes)"), std::string::npos) << o.err;
 
   std::string binary;
   for (int i = 0; i < 256; ++i) binary += static_cast<char>(i == '\n' ? 'n' : i);
   std::ofstream(file("binary.txt"), std::ios::binary) << binary << "\n";
   o = run("sort --type u32 --text " + file("binary.txt") + " " + file("out"));
-  EXPECT_TRUE(usage_failure(o, "sort", "is not a u32 key"));
+  EXPECT_TRUE(usage_failure(o, "sort", "binary.txt:1: expected one key, got '\\x00\\x01"));
   EXPECT_TRUE(std::ranges::all_of(o.err.substr(0, o.err.size() - 1), [](char c) {
     return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
   })) << o.err;
