@@ -39,7 +39,9 @@ from ._arrays import KEY_DTYPES, NARROW_KEY_DTYPES
 # Keys of files (sort_file): every key type but bool (narrow ones on one GPU or the CPU).
 FILE_KEY_DTYPES = KEY_DTYPES + tuple(d for d in NARROW_KEY_DTYPES if d != "bool")
 from ._core import ALGORITHM_TRAITS, ALGORITHMS, AlgorithmTraits
+from . import _out
 from ._extension import ext as _ext
+from ._extension import needs_module as _needs_module
 
 # gpusort's torch operators (_torch.py), registered as soon as torch is imported: now if it
 # already is, else right after its import. Never during a call, which torch.compile may be
@@ -147,6 +149,7 @@ KthvalueResult = namedtuple("KthvalueResult", ["values", "indices"])
 ApproxResult = namedtuple("ApproxResult", ["values", "offsets"])
 
 
+@_needs_module
 def gpu_available():
     """Whether a CUDA device is there (else host arrays go to the CPU backend)."""
     return _ext.gpu_available()
@@ -168,37 +171,83 @@ def _operator_int(value, argument):
     return _core._integer(value, argument)
 
 
-def sort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last",
-         indices_dtype="int64"):
+class _LastDim:
+    """The default of dim and axis, the last dimension (-1), told apart from an explicit -1
+    so that a call naming both is refused. Told by isinstance, which torch.compile traces
+    for any object (identity it may not)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "-1"  # what signatures and help() show
+
+
+_LAST = _LastDim()
+
+
+def _dim(dim, axis):
+    """The dimension a call names as dim (torch's word) or axis (NumPy's): the one given,
+    else -1; TypeError for both."""
+    if isinstance(axis, _LastDim):
+        return -1 if isinstance(dim, _LastDim) else dim
+    if not isinstance(dim, _LastDim):
+        raise TypeError("dim and axis are one argument (torch's name and NumPy's): give one of them")
+    return axis
+
+
+def _outs(out, x, dtypes, function):
+    """The out= tensors, checked before any work (_out.check)."""
+    # torch as the operators hold it (torch.compile cannot trace sys.modules); a torch too old
+    # for the operators is looked up, which only eager calls reach.
+    torch = _operators.torch if _operators is not None else sys.modules.get("torch")
+    return _out.check(out, x, torch, dtypes, function)
+
+
+@_needs_module
+def sort(x, dim=_LAST, descending=False, stable=False, *, axis=_LAST, algorithm="automatic",
+         nans="last", indices_dtype="int64", out=None):
     """Sorted copy of x along dim and the indices that sort it, like torch.sort: returns
     (values, indices), indices int64 (indices_dtype="int32": 4 bytes each, half the memory,
-    for rows under 2^31 keys). Any dim; strided input is read through a contiguous copy.
-    stable=True keeps equal keys in their input order. Float NaNs go after every number in
-    both orders (nans="last", NumPy's order) or before them (nans="first"); torch.sort
-    treats NaN as the largest key, which is nans="first" with descending=True. bool, 8- and
-    16-bit integers, float16 and bfloat16 are sorted at their own width (host bfloat16, which
-    NumPy lacks, as float32) and returned in their dtype with their bits."""
+    for rows under 2^31 keys). Any dim (axis=, NumPy's name, is the same argument); strided
+    input is read through a contiguous copy. stable=True keeps equal keys in their input
+    order. Float NaNs go after every number in both orders (nans="last", NumPy's order) or
+    before them (nans="first"); torch.sort treats NaN as the largest key, which is
+    nans="first" with descending=True. bool, 8- and 16-bit integers, float16 and bfloat16 are
+    sorted at their own width (host bfloat16, which NumPy lacks, as float32) and returned in
+    their dtype with their bits. out=(values, indices) of PyTorch tensors: the results are
+    copied there, as torch.sort's out= (module _out), and returned."""
+    dim = _dim(dim, axis)
+    if out is not None:
+        outs = _outs(out, x, (None, indices_dtype), "sort")
+        return SortResult(*_out.write(outs, sort(x, dim, descending, stable, algorithm=algorithm,
+                                                 nans=nans, indices_dtype=indices_dtype)))
     if _operator(x):
         return SortResult(*_operators.sort(x, _operator_int(dim, "dim"), descending, stable, algorithm,
                                            nans, indices_dtype))
     return SortResult(*_core.sort(x, dim, descending, stable, algorithm, nans, indices_dtype))
 
 
-def argsort(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last",
-            indices_dtype="int64"):
-    """The indices that sort x along dim (int64, or int32 on request), like torch.argsort."""
-    return sort(
-        x, dim=dim, descending=descending, stable=stable, algorithm=algorithm, nans=nans,
-        indices_dtype=indices_dtype,
-    ).indices
+@_needs_module
+def argsort(x, dim=_LAST, descending=False, stable=False, *, axis=_LAST, algorithm="automatic",
+            nans="last", indices_dtype="int64", out=None):
+    """The indices that sort x along dim (int64, or int32 on request), like torch.argsort;
+    out=: a PyTorch tensor that receives them, as for sort."""
+    dim = _dim(dim, axis)
+    outs = None if out is None else _outs(out, x, (indices_dtype,), "argsort")
+    indices = sort(x, dim, descending, stable, algorithm=algorithm, nans=nans,
+                   indices_dtype=indices_dtype).indices
+    return indices if outs is None else _out.write(outs, (indices,))[0]
 
 
-def sort_(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", nans="last"):
-    """Sorts x in place along dim and returns x. Contiguous x sorted along its last dim
-    takes no device memory beyond x itself with algorithm="bitonic" (others may allocate a
+@_needs_module
+def sort_(x, *, dim=_LAST, axis=_LAST, descending=False, stable=False, algorithm="automatic",
+          nans="last"):
+    """Sorts x in place along dim (or axis) and returns x. Contiguous x sorted along its last
+    dim takes no device memory beyond x itself with algorithm="bitonic" (others may allocate a
     workspace); otherwise a sorted contiguous copy is written back into x. Arrays of any
     library with __dlpack__ or __cuda_array_interface__ are accepted; read-only ones
     raise ValueError."""
+    dim = _dim(dim, axis)
     if _operators is not None and isinstance(x, _operators.torch.Tensor):
         if _operators.wants_operator(x):
             _operators.sort_(x, _operator_int(dim, "dim"), descending, stable, algorithm, nans)
@@ -209,6 +258,7 @@ def sort_(x, *, dim=-1, descending=False, stable=False, algorithm="automatic", n
     return x
 
 
+@_needs_module
 def sort_segmented(x, offsets, *, descending=False, algorithm="automatic", nans="last"):
     """Sorts each segment [offsets[i], offsets[i + 1]) of the 1-D array x (keys outside
     every segment keep their place). Returns (values, indices), indices int64 positions in
@@ -220,48 +270,62 @@ def sort_segmented(x, offsets, *, descending=False, algorithm="automatic", nans=
     return SortResult(*_core.sort_segmented(x, offsets, descending, algorithm, nans))
 
 
-def topk(x, k, *, dim=-1, largest=True, sorted=True):
-    """The k largest (largest=False: smallest) keys of x along dim, largest first, and
-    their indices (int64), like torch.topk. Results are always sorted. NaNs count as the
+@_needs_module
+def topk(x, k, dim=_LAST, largest=True, sorted=True, *, axis=_LAST, out=None):
+    """The k largest (largest=False: smallest) keys of x along dim, and their indices (int64),
+    like torch.topk. sorted=True: largest first (largest=False: smallest first); sorted=False
+    allows the k in any order, which is no faster yet: the module has no binding of the
+    library's unordered select (select_k), so they come sorted either way. NaNs count as the
     largest keys. Rows of 2,048 keys or more with k up to 2,048 (and float16 or bfloat16
     logits there, on their bits): a radix select per row (top_k_rows_indices); one longer
-    row: top_k_indices, which sorts only about k keys; other rows: top_k_rows. No index
-    array is made where the library writes the positions."""
+    row: top_k_indices, which sorts only about k keys; other rows: top_k_rows. No index array
+    is made where the library writes the positions. out=(values, indices) of PyTorch
+    tensors, as for sort."""
+    dim = _dim(dim, axis)
+    if out is not None:
+        outs = _outs(out, x, (None, "int64"), "topk")
+        return TopkResult(*_out.write(outs, topk(x, k, dim, largest, sorted)))
     if _operator(x):
         return TopkResult(*_operators.topk(x, _operator_int(k, "k"), _operator_int(dim, "dim"), largest))
     return TopkResult(*_core.topk(x, k, dim, largest))
 
 
-def kthvalue(x, k, dim=-1, keepdim=False):
+@_needs_module
+def kthvalue(x, k, dim=_LAST, keepdim=False, *, axis=_LAST):
     """The k-th smallest key of x along dim (k counts from 1) and its index (int64), like
     torch.kthvalue; keepdim=True keeps dim, of extent 1. NaNs count as the largest keys. It
     runs topk of the k smallest keys (largest=False) and takes the last of them. A 1-D NumPy
     array gives NumPy scalars, as NumPy's indexing does."""
     import operator
 
+    dim = _dim(dim, axis)
     k = _core._integer(k, "k")
     if k < 1:
         raise ValueError(f"k: must be at least 1 (the k-th smallest key counts from 1), got {k}")
-    values, indices = topk(x, k, dim=dim, largest=False)
-    axis = operator.index(dim) % values.ndim  # topk checked dim
-    at = (slice(None),) * axis + (slice(k - 1, k) if keepdim else k - 1,)
+    values, indices = topk(x, k, dim, largest=False)
+    where = operator.index(dim) % values.ndim  # topk checked dim
+    at = (slice(None),) * where + (slice(k - 1, k) if keepdim else k - 1,)
     return KthvalueResult(values[at], indices[at])
 
 
-def partition(x, kth, axis=-1):
+@_needs_module
+def partition(x, kth, axis=_LAST, *, dim=_LAST):
     """A copy of x with every kth position (an integer or a sequence) holding the key a sort
     would put there, no smaller key after it and no larger one before it, like
-    numpy.partition (axis=None: x flattened); NaNs count as the largest keys. NumPy, CuPy and
-    PyTorch arrays: it runs topk of the max(kth) + 1 smallest keys, which come first in order,
-    and keeps the other keys in their input order after them."""
-    return _core.partition(x, kth, axis, False)
+    numpy.partition (axis=None: x flattened; dim=, torch's name, is the same argument); NaNs
+    count as the largest keys. NumPy, CuPy and PyTorch arrays: it runs topk of the
+    max(kth) + 1 smallest keys, which come first in order, and keeps the other keys in their
+    input order after them."""
+    return _core.partition(x, kth, _dim(dim, axis), False)
 
 
-def argpartition(x, kth, axis=-1):
-    """The indices (int64) that partition x along axis, like numpy.argpartition."""
-    return _core.partition(x, kth, axis, True)
+@_needs_module
+def argpartition(x, kth, axis=_LAST, *, dim=_LAST):
+    """The indices (int64) that partition x along axis (or dim), like numpy.argpartition."""
+    return _core.partition(x, kth, _dim(dim, axis), True)
 
 
+@_needs_module
 def approx_sort(x, intervals=10000, *, descending=False):
     """Moves the keys of the 1-D array x into `intervals` ordered intervals (interval i is
     values[offsets[i]:offsets[i + 1]], keys inside one in no particular order). Returns
@@ -272,6 +336,7 @@ def approx_sort(x, intervals=10000, *, descending=False):
     return ApproxResult(*_core.approx_sort(x, intervals, descending))
 
 
+@_needs_module
 def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="automatic",
               device_memory=None, memory=None, scratch_dir=None, progress=None, nans="last"):
     """Sorts the file src of raw little-endian keys of dtype (int32, uint32, int64, uint64,
@@ -302,6 +367,7 @@ def sort_file(src, dst, dtype, *, pairs=False, descending=False, algorithm="auto
                           nans)
 
 
+@_needs_module
 def sort_records_file(src, dst, record_bytes, key_bytes, key_offset=0, *, descending=False,
                       device_memory=None, memory=None, scratch_dir=None, progress=None):
     """Sorts the fixed-size records of src (record_bytes each) into dst by the key of

@@ -32,6 +32,18 @@ def pytest_report_header(config):
     return f"gpusort: {gpusort.__file__}"
 
 
+@pytest.fixture(scope="session")
+def build_backend():
+    """The build backend pip runs (python/build_backend/gpusort_build.py), as a module."""
+    folder = str(_python / "build_backend")
+    sys.path.insert(0, folder)
+    try:
+        import gpusort_build
+    finally:
+        sys.path.remove(folder)
+    return gpusort_build
+
+
 @pytest.fixture
 def rng(request):
     """A NumPy generator seeded from the test's name (the seed is printed: pytest shows it

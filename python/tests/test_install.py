@@ -29,19 +29,13 @@ def test_imports_the_installed_package():
     assert "_gpusort" not in sys.modules, "a _gpusort from a CMake build folder was imported"
 
 
-def test_the_wheel_metadata_names_the_license(tmp_path):
+def test_the_wheel_metadata_names_the_license(tmp_path, build_backend):
     """The backend's METADATA says Apache-2.0 and the wheel's .dist-info carries the
     repository's LICENSE (what pip installs; checked on the installed package below)."""
-    backend = pathlib.Path(__file__).resolve().parent.parent / "build_backend"
-    sys.path.insert(0, str(backend))
-    try:
-        import gpusort_build
-    finally:
-        sys.path.remove(str(backend))
-    dist_info = tmp_path / gpusort_build.prepare_metadata_for_build_wheel(str(tmp_path))
+    dist_info = tmp_path / build_backend.prepare_metadata_for_build_wheel(str(tmp_path))
     metadata = (dist_info / "METADATA").read_text(encoding="utf-8")
     assert "\nLicense: Apache-2.0\n" in metadata
-    license_text = (backend.parent.parent / "LICENSE").read_text(encoding="utf-8")
+    license_text = (pathlib.Path(__file__).resolve().parents[2] / "LICENSE").read_text(encoding="utf-8")
     assert "Apache License" in license_text and "Version 2.0" in license_text
     assert (dist_info / "LICENSE").read_text(encoding="utf-8") == license_text
 
