@@ -450,11 +450,13 @@ def _zip_time():
 
 
 def _package_files():
-    """(path in the wheel, file) of the package's Python sources."""
+    """(path in the wheel, file) of the package's Python sources and type stubs (.pyi and the
+    py.typed marker, PEP 561)."""
     package = _PACKAGE_DIR / "gpusort"
     files = []
-    for path in sorted(package.rglob("*.py")):
-        if "__pycache__" not in path.parts:
+    for path in sorted(package.rglob("*")):
+        if (path.is_file() and "__pycache__" not in path.parts
+                and (path.suffix in (".py", ".pyi") or path.name == "py.typed")):
             files.append((path.relative_to(_PACKAGE_DIR).as_posix(), path))
     if not files:
         _fail(f"no Python sources in {package}")

@@ -19,8 +19,6 @@ PACKAGE = pathlib.Path(gpusort.__file__).resolve().parent  # the one imported: i
 SOURCE = pathlib.Path(__file__).resolve().parents[1]  # python/
 STUB = SOURCE / "gpusort" / "__init__.pyi"
 installed = os.environ.get("GPUSORT_TEST_INSTALLED") == "1"
-# Until the build backend puts the stubs in the wheel (_package_files takes *.py alone).
-stubs_not_in_the_wheel = pytest.mark.xfail(strict=True, reason="the wheel lacks py.typed and .pyi")
 
 
 # ---- requires-python ----------------------------------------------------------------------
@@ -268,14 +266,12 @@ def test_mypy_refuses_wrong_calls(mypy):
     assert status == 1 and flagged == expected, output
 
 
-@stubs_not_in_the_wheel
 def test_the_wheel_carries_the_stubs(build_backend):
     files = {name for name, _ in build_backend._package_files()}
     assert {"gpusort/py.typed", "gpusort/__init__.pyi"} <= files
 
 
 @pytest.mark.skipif(not installed, reason="GPUSORT_TEST_INSTALLED is not 1")
-@stubs_not_in_the_wheel
 def test_the_installed_package_carries_the_stubs():
     assert (PACKAGE / "py.typed").is_file()
     assert (PACKAGE / "__init__.pyi").read_bytes() == STUB.read_bytes()
