@@ -1,9 +1,11 @@
 // Host-side helpers of both layers: pointer validation, device detection, messages, errors.
-#include <cstdio>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "gpusort/detail/core/address_range.hpp"
+#include "gpusort/notices.hpp"
 #include "gpusort/sort.hpp"
 
 namespace gpusort::detail {
@@ -119,9 +121,17 @@ bool gpu_available() {
   return available;
 }
 
+namespace {
+std::mutex notice_mutex;
+std::function<void(std::string_view)> notice_handler;  // guarded by notice_mutex
+bool cpu_fallback_noticed = false;                      // guarded by notice_mutex
+}  // namespace
+
 void notice_cpu_fallback(const char* why) {
-  static std::once_flag once;
-  std::call_once(once, [why] { std::fprintf(stderr, "gpusort: %s; sorting on the CPU\n", why); });
+  const std::lock_guard lock(notice_mutex);
+  if (!notice_handler || cpu_fallback_noticed) return;
+  cpu_fallback_noticed = true;
+  notice_handler(std::string(why) + "; sorting on the CPU");
 }
 
 [[noreturn]] void throw_error(cudaError_t code, const std::string& message) {
@@ -135,3 +145,12 @@ std::string describe_call(const char* function, const options& opt, std::string_
 }
 
 }  // namespace gpusort::detail
+
+namespace gpusort {
+
+void set_notice_handler(std::function<void(std::string_view)> handler) {
+  const std::lock_guard lock(detail::notice_mutex);
+  detail::notice_handler = std::move(handler);
+}
+
+}  // namespace gpusort

@@ -13,6 +13,8 @@
 #include "cli.hpp"
 #include "common/distributions.hpp"
 #include "byte_records.hpp"
+#include "gpusort/external.hpp"
+#include "gpusort/notices.hpp"
 #include "gpusort/external/external_sort.hpp"
 #include "gpusort/external/nan_move.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
@@ -732,6 +734,11 @@ const command* find_command(std::string_view name) {
 
 int main(int argc, char** argv) {
   open_dev_null_onto_closed_standard_descriptors();
+  // A command ended by Ctrl-C leaves no scratch behind; the library's notices go to stderr.
+  gpusort::set_signal_cleanup(true);
+  gpusort::set_notice_handler([](std::string_view notice) {
+    std::fprintf(stderr, "gpusort: %.*s\n", static_cast<int>(notice.size()), notice.data());
+  });
   if (argc < 2 || asks_for_help(argv[1])) {
     const command* topic = argc > 2 ? find_command(argv[2]) : nullptr;  // gpusort help sort
     std::fputs(topic ? topic->help.c_str() : main_help.c_str(), argc < 2 ? stderr : stdout);

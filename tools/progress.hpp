@@ -12,9 +12,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <charconv>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -61,6 +64,16 @@ inline progress_settings progress_settings_for(const char* env_value, bool stder
   return {.enabled = stderr_is_terminal};
 }
 
+// A count in the environment variable `name`; 0 when unset or not a count.
+inline std::uint64_t runs_from_environment(const char* name) {
+  const char* value = std::getenv(name);
+  std::uint64_t runs = 0;
+  if (!value) return 0;
+  const char* end = value + std::strlen(value);
+  const auto [stop, ec] = std::from_chars(value, end, runs);
+  return ec == std::errc{} && stop == end ? runs : 0;
+}
+
 inline progress_settings progress_settings_from_environment() {
   return progress_settings_for(std::getenv("GPUSORT_PROGRESS"), ::isatty(STDERR_FILENO) == 1);
 }
@@ -77,6 +90,7 @@ class progress final : public gpusort::detail::external::progress_sink {
       : enabled_(settings.enabled),
         out_(out),
         shown_from_(clock::now() + settings.delay),
+        interrupt_after_runs_(runs_from_environment("GPUSORT_TEST_INTERRUPT_AFTER_RUNS")),
         phase_start_(clock::now()) {
     if (enabled_) ticker_ = std::thread([this] { tick(); });
   }
@@ -99,6 +113,13 @@ class progress final : public gpusort::detail::external::progress_sink {
     if (enabled_)
       fraction_.store(total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total),
                       std::memory_order_relaxed);
+  }
+
+  // The tests' fault: SIGINT once GPUSORT_TEST_INTERRUPT_AFTER_RUNS runs are written, to check
+  // that an interruption leaves nothing behind. The tool's alone: the library reads no test
+  // variable and only calls this hook.
+  void run_written(std::uint64_t runs) override {
+    if (runs == interrupt_after_runs_) std::raise(SIGINT);
   }
 
   // Stops the ticker and erases the line, so that what is printed next starts clean.
@@ -141,6 +162,7 @@ class progress final : public gpusort::detail::external::progress_sink {
   const bool enabled_;
   std::FILE* const out_;
   const clock::time_point shown_from_;
+  const std::uint64_t interrupt_after_runs_;  // 0: never
   std::mutex mutex_;
   std::condition_variable wake_;
   std::string phase_;

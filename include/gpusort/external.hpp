@@ -15,9 +15,10 @@
 //
 // Guarantees: the input is never written; the output appears (renamed over `out`) only when
 // complete and checked (in order, the same records as the input: order-independent checksums);
-// the scratch files (runs, the pending output) are removed on success, on errors, on
-// cancellation and when SIGINT, SIGTERM or SIGHUP ends the process (handlers installed on
-// first use unless the signal is ignored or set_signal_cleanup(false) was called); a full
+// the scratch files (runs, the pending output) are removed on success, on errors and on
+// cancellation, and, once set_signal_cleanup(true) asked for it, when SIGINT, SIGTERM or
+// SIGHUP ends the process (handlers installed on first use unless the signal is ignored;
+// scratch a killed process left is removed by the next sort for the same output); a full
 // disk is reported before the work where the size is known. Pairs and records come out
 // stable (equal keys in input order); keys alone as the sort leaves them.
 // `in` and `out` may be the same file. `out` may be a FIFO or a device (written in order when
@@ -216,10 +217,12 @@ file_sort_stats sort(std::span<K> host_keys, const external_options& opt) {
   return detail::external::sort_host_keys(host_keys, opt);
 }
 
-// Whether the file sorts may install their handlers for SIGINT, SIGTERM and SIGHUP (on by
-// default), which remove the scratch files and then end the process by the signal as before.
-// Turn it off before the first file sort in a program that handles those signals itself (a
-// Python interpreter, a server), and stop sorts through external_options::cancel instead.
+// Whether the file sorts may install their handlers for SIGINT, SIGTERM and SIGHUP (off by
+// default: a library installs none unless asked), which remove the scratch files and then end
+// the process by the signal as before. Turn it on before the first file sort in a program that
+// leaves those signals to their default (a command-line tool, as gpusort's); a program that
+// handles them itself (a Python interpreter, a server) stops sorts through
+// external_options::cancel instead.
 inline void set_signal_cleanup(bool on) { detail::external::signal_cleanup_allowed.store(on); }
 
 // Sorts the keys of type K in the file `in` into `out`. Returns what it did (the plan and

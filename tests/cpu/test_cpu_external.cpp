@@ -637,6 +637,7 @@ TEST_F(ExternalSortDeathTest, ASignalMidMergeRemovesTheTemporaries) {
   for (const int signal_number : {SIGTERM, SIGINT}) {
     EXPECT_EXIT(
         {
+          ext::signal_cleanup_allowed = true;  // as the tool asks (set_signal_cleanup)
           ext::pending_file out(file("out").string());
           ext::scratch_directory scratch(file("out"));
           const auto runs = cut_sorted_runs(layout, plan, scratch);

@@ -4,6 +4,8 @@
 // failures and what they leave behind.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "gpusort/external.hpp"
+#include "gpusort/notices.hpp"
 #include "reference.hpp"
 #include "scratch_dir.hpp"
 
@@ -415,6 +418,43 @@ TEST_F(ExternalApi, SortsAFileOntoItself) {
   EXPECT_TRUE(gpusort::testing::same_bits(read_file<std::int32_t>(file("data")),
                                       gpusort::testing::reference_sort(input)));
   EXPECT_EQ(leftovers({"data"}), std::vector<std::string>{});
+}
+
+// Issue 71: a library prints nothing and installs no signal handler unless its caller asks.
+// Without a GPU the host sort falls back to the CPU, which is the notice a handler gets.
+TEST_F(ExternalApi, PrintsNothingAndInstallsNoSignalHandlerUnlessAsked) {
+  const auto sigint_handler = [] {
+    struct sigaction current {};
+    ::sigaction(SIGINT, nullptr, &current);
+    return current.sa_handler;
+  };
+  const std::vector<std::uint32_t> input = random_keys<std::uint32_t>(20000, 4);
+  write_file(file("in"), input);
+  ::testing::internal::CaptureStderr();
+  std::vector<std::uint32_t> host = input;
+  gpusort::sort(host);
+  gpusort::sort_file<std::uint32_t>(file("in"), file("out"), small_budgets(4, false));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(sigint_handler(), SIG_DFL);
+  EXPECT_EQ(host, gpusort::testing::reference_sort(input));
+
+  std::vector<std::string> notices;
+  gpusort::set_notice_handler([&](std::string_view notice) { notices.emplace_back(notice); });
+  gpusort::sort(host);
+  gpusort::sort(host);  // once a process
+  gpusort::set_notice_handler({});
+  int devices = 0;
+  const bool gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  cudaGetLastError();
+  EXPECT_EQ(notices, gpu ? std::vector<std::string>{}
+                         : std::vector<std::string>{"no CUDA device found; sorting on the CPU"});
+
+  gpusort::set_signal_cleanup(true);
+  gpusort::sort_file<std::uint32_t>(file("in"), file("out"), small_budgets(4, false));
+  EXPECT_NE(sigint_handler(), SIG_DFL);
+  gpusort::set_signal_cleanup(false);
+  ::signal(SIGINT, SIG_DFL);
+  EXPECT_EQ(read_file<std::uint32_t>(file("out")), gpusort::testing::reference_sort(input));
 }
 
 TEST_F(ExternalApi, CancelStopsAtTheNextReportAndLeavesNothingBehind) {

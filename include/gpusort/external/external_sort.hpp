@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -230,7 +229,6 @@ int sort_runs_and_merge(const sort_request& request, const run_plan& plan,
   const file_handle in = open_input(request.input);
   std::vector<unsigned char> run(plan.run_records * layout.record_bytes);
   std::vector<std::filesystem::path> runs;
-  const std::uint64_t interrupt_after = interrupt_after_runs();
   meter.phase("runs", true);
   std::uint64_t done = 0;
   for (std::uint64_t r = 0; r < plan.run_count; ++r) {
@@ -245,22 +243,14 @@ int sort_runs_and_merge(const sort_request& request, const run_plan& plan,
     const std::uint64_t out_of_order = scan_record_order(records, layout).out_of_order;
     const bool kept = checksum_of_run(std::span<const unsigned char>(records)) == before;
     sort_s += clock.lap();
-    if (out_of_order > 0 || !kept) {
-      meter.finish();
-      std::fprintf(stderr,
-                   "gpusort sort: the %s sort returned a wrong result for run %llu (%llu records "
-                   "out of order, records %s); %s not written\n",
-                   std::string(gpusort::method_name(request.opt)).c_str(),
-                   static_cast<unsigned long long>(r + 1),
-                   static_cast<unsigned long long>(out_of_order), kept ? "kept" : "changed",
-                   request.output.c_str());
-      return 3;
-    }
+    if (out_of_order > 0 || !kept)
+      throw_wrong_result(gpusort::method_name(request.opt), " for run " + std::to_string(r + 1),
+                         out_of_order, "records", kept, request.output);
     runs.push_back(write_run(scratch, records));
     write_s += clock.lap();
     done += plan.records_of_run(r);
     meter.advance(done, total);
-    if (interrupt_after > 0 && runs.size() == interrupt_after) std::raise(SIGINT);
+    meter.run_written(runs.size());
   }
   run = {};
 
@@ -309,19 +299,12 @@ int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_
       });
 }
 
-// A sort whose output failed the checks: says so on stderr (the sort, what was wrong, the
-// output not written) and returns 3, the status of a wrong result.
-inline int report_wrong_result(const sort_request& request, const std::string& host_sort,
-                               std::uint64_t out_of_order, bool kept, progress_sink& meter) {
-  meter.finish();
-  std::fprintf(stderr,
-               "gpusort sort: the %s sort returned a wrong result (%llu records out of order, "
-               "records %s); %s not written\n",
-               host_sort.empty() ? std::string(gpusort::method_name(request.opt)).c_str()
-                                 : host_sort.c_str(),
-               static_cast<unsigned long long>(out_of_order), kept ? "kept" : "changed",
-               request.output.c_str());
-  return 3;
+// A sort whose output failed the checks: throw_wrong_result, with the sort's name.
+[[noreturn]] inline void report_wrong_result(const sort_request& request,
+                                             const std::string& host_sort,
+                                             std::uint64_t out_of_order, bool kept) {
+  throw_wrong_result(host_sort.empty() ? gpusort::method_name(request.opt) : host_sort, "",
+                     out_of_order, "records", kept, request.output);
 }
 
 // Sorts the keys or pairs of request.input (raw binary, or the tool's text) in memory into
@@ -357,7 +340,7 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
       scan_order(r.keys, descending, gpusort::nans_lowest(request.opt.direction, request.opt.nans));
   const bool records_kept = checksum_of(r) == input_sum;
   if (order.out_of_order > 0 || !records_kept) {
-    return report_wrong_result(request, host_sort, order.out_of_order, records_kept, meter);
+    report_wrong_result(request, host_sort, order.out_of_order, records_kept);
   }
   const double sort_s = clock.lap();  // with both checks
   write_records(out, r, text, meter);

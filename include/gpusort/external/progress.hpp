@@ -16,6 +16,9 @@ class progress_sink {
   virtual void advance(std::uint64_t /*done*/, std::uint64_t /*total*/) {}
   // The work is over (or failed): nothing more will be reported.
   virtual void finish() {}
+  // A run is sorted and stored: `runs` of them so far (possibly from a worker thread). The
+  // point where a test injects a fault (the tool's GPUSORT_TEST_INTERRUPT_AFTER_RUNS).
+  virtual void run_written(std::uint64_t /*runs*/) {}
 };
 
 // A sink for calls that report nothing.

@@ -260,7 +260,7 @@ int sort_records_on_gpu(const sort_request& request, const record_layout& layout
                    store->put((first_record + first) * bytes, piece, n * bytes);
                  },
                  first_record);
-      if (interrupt_after_runs() == r + 1) std::raise(SIGINT);  // test hook
+      meter.run_written(r + 1);
     }
     meter.phase("merge", true);
     // Keys as rank bytes (merge_windows.hpp): the typed key's rank key, or the byte key.
@@ -304,15 +304,9 @@ int sort_records_on_gpu(const sort_request& request, const record_layout& layout
   }
 
   meter.finish();
-  if (output_tally.out_of_order > 0 || !(output_tally.sum == input_tally.sum)) {
-    std::fprintf(stderr,
-                 "gpusort sort: the %s sort returned a wrong result (%llu records out of order, "
-                 "records %s); %s not written\n",
-                 std::string(gpusort::method_name(request.opt)).c_str(),
-                 static_cast<unsigned long long>(output_tally.out_of_order),
-                 output_tally.sum == input_tally.sum ? "kept" : "changed", out.path().c_str());
-    return 3;
-  }
+  if (output_tally.out_of_order > 0 || !(output_tally.sum == input_tally.sum))
+    throw_wrong_result(gpusort::method_name(request.opt), "", output_tally.out_of_order, "records",
+                       output_tally.sum == input_tally.sum, out.path());
   const double sorted_s = wall.lap();
   out.commit();
   const double commit_s = wall.lap();

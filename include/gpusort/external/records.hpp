@@ -173,6 +173,18 @@ checksum checksum_of(const records<K>& r) {
   return {sum, xor_all};
 }
 
+// A sort whose output failed its checks: wrong_result naming the sort (and the run, `where`:
+// " for run 3", or ""), what was wrong, and the output that was not written. The library
+// prints nothing; the tool says it in one line with exit code 3.
+[[noreturn]] inline void throw_wrong_result(std::string_view sort, std::string_view where,
+                                            std::uint64_t out_of_order, std::string_view units,
+                                            bool kept, const std::string& out) {
+  throw gpusort::wrong_result("the " + std::string(sort) + " sort returned a wrong result" +
+                              std::string(where) + " (" + std::to_string(out_of_order) + " " +
+                              std::string(units) + " out of order, " + std::string(units) +
+                              (kept ? " kept" : " changed") + "); " + out + " not written");
+}
+
 // ---- files --------------------------------------------------------------------------
 
 inline std::string system_error_text() { return std::strerror(errno); }
@@ -198,9 +210,10 @@ inline void remove_pending_temp_and_die(int signal_number) {
   std::raise(signal_number);  // delivered once the handler returns
 }
 
-// Whether the handlers may be installed (gpusort::set_signal_cleanup): a host that handles
-// the signals itself (Python) cancels its sorts instead.
-inline std::atomic<bool> signal_cleanup_allowed{true};
+// Whether the handlers may be installed (gpusort::set_signal_cleanup): off unless the caller
+// asks, since a library installs no signal handler of its own accord; the tool asks, and a
+// host that handles the signals itself (Python) cancels its sorts instead.
+inline std::atomic<bool> signal_cleanup_allowed{false};
 
 inline void remove_pending_temp_on_signals() {
   if (!signal_cleanup_allowed.load()) return;

@@ -543,16 +543,4 @@ inline void merge_runs(std::vector<std::filesystem::path> runs, const record_lay
   });
 }
 
-// Test hook: raise SIGINT once this many runs are written (GPUSORT_TEST_INTERRUPT_AFTER_RUNS),
-// to check that an interruption leaves nothing behind.
-inline std::uint64_t interrupt_after_runs() {
-  const char* value = std::getenv("GPUSORT_TEST_INTERRUPT_AFTER_RUNS");
-  std::uint64_t runs = 0;
-  if (!value) return 0;
-  const char* end = value + std::strlen(value);
-  const auto [stop, ec] = std::from_chars(value, end, runs);
-  return ec == std::errc{} && stop == end ? runs : 0;
-}
-
-
 }  // namespace gpusort::detail::external
