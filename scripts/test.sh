@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 export PATH="/usr/local/cuda/bin:$PATH"
+# ccache keys on paths relative to the checkout, so that a clone elsewhere (CI's) reuses what
+# an earlier build on the machine compiled.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 
 # The venv's base: the interpreter that has NumPy and pytest (Debian's, where pyenv's python3
 # comes first on PATH).
