@@ -133,6 +133,7 @@ __all__ = [
     "approx_sort",
     "sort_file",
     "sort_records_file",
+    "sort_lines",
     "gpu_available",
     "Error",
     "ALGORITHMS",
@@ -378,3 +379,41 @@ def sort_records_file(src, dst, record_bytes, key_bytes, key_offset=0, *, descen
                                   _core.file_size(key_bytes, "key_bytes"),
                                   _core.file_size(key_offset, "key_offset"), bool(descending),
                                   *_core.file_options(device_memory, memory, scratch_dir, progress))
+
+
+@_needs_module
+def sort_lines(text, *, key=(), separator=None, numeric=False, reverse=False,
+               skip_blanks=False, unique=False, stable=False, zero_terminated=False):
+    """Lines in the order of `LC_ALL=C sort`, with GNU sort's options by name: key (a -k spec
+    such as "2,2n", or a list of them, in precedence), separator (-t, one byte), numeric (-n),
+    reverse (-r), skip_blanks (-b), unique (-u), stable (-s), zero_terminated (-z: lines end
+    in NUL). text is bytes-like, and the result is GNU's output byte for byte (a last line
+    without a terminator gets one); or a list of str (compared by their UTF-8 bytes, the C
+    locale's order) or of bytes, lines without terminators, and the result is a new list of
+    them in order (with unique: the first of each run of equal keys). On the GPU when there is
+    one: the first key's 64-bit codes are sorted there, ties on the host (lines.hpp).
+    ValueError for a key GNU would refuse or sort_lines does not take (the flags d f g h i M
+    R V), a separator of more than one byte, or a listed line that holds the terminator."""
+    keys = [key] if isinstance(key, str) else list(key)
+    if not all(isinstance(k, str) for k in keys):
+        raise TypeError("key: must be a -k spec (str) or a list of them")
+    if separator is None:
+        separator = b""
+    elif isinstance(separator, str):
+        separator = separator.encode()
+    options = (keys, bytes(separator), bool(numeric), bool(reverse), bool(skip_blanks),
+               bool(unique), bool(stable), bool(zero_terminated))
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return _ext.sort_text(bytes(text), *options)
+    if not isinstance(text, (list, tuple)):
+        raise TypeError(f"text: must be bytes-like or a list of str or bytes, got {type(text).__name__}")
+    terminator = b"\0" if zero_terminated else b"\n"
+    encoded = [line.encode() if isinstance(line, str) else line for line in text]
+    for i, line in enumerate(encoded):
+        if not isinstance(line, bytes):
+            raise TypeError(f"text[{i}]: must be str or bytes, got {type(line).__name__}")
+        if terminator in line:
+            raise ValueError(f"text[{i}]: a line holds the terminator {terminator!r}")
+    joined = terminator.join(encoded) + (terminator if encoded else b"")
+    return [text[i] for i in _ext.sort_lines_order(joined, *options).tolist()]
+

@@ -12,6 +12,7 @@ import numpy as np
 _A = TypeVar("_A")
 _V = TypeVar("_V")
 _I = TypeVar("_I")
+_L = TypeVar("_L", str, bytes)
 _D = TypeVar("_D", bound=np.dtype[Any])
 _NumPy = np.ndarray[Any, _D]
 _Indices = np.ndarray[Any, np.dtype[np.signedinteger[Any]]]  # int64, or int32 on request
@@ -36,6 +37,7 @@ __all__ = [
     "approx_sort",
     "sort_file",
     "sort_records_file",
+    "sort_lines",
     "gpu_available",
     "Error",
     "ALGORITHMS",
@@ -252,3 +254,29 @@ def sort_records_file(
     scratch_dir: _Path | None = None,
     progress: _Progress | None = None,
 ) -> dict[str, str]: ...
+@overload
+def sort_lines(
+    text: bytes | bytearray | memoryview,
+    *,
+    key: str | Sequence[str] = (),
+    separator: str | bytes | None = None,
+    numeric: bool = False,
+    reverse: bool = False,
+    skip_blanks: bool = False,
+    unique: bool = False,
+    stable: bool = False,
+    zero_terminated: bool = False,
+) -> bytes: ...
+@overload
+def sort_lines(
+    text: Sequence[_L],
+    *,
+    key: str | Sequence[str] = (),
+    separator: str | bytes | None = None,
+    numeric: bool = False,
+    reverse: bool = False,
+    skip_blanks: bool = False,
+    unique: bool = False,
+    stable: bool = False,
+    zero_terminated: bool = False,
+) -> list[_L]: ...

@@ -7,19 +7,23 @@
 // take NumPy arrays and use the library's host overloads (GPU when present, else the CPU).
 // The package checks arguments first and raises TypeError/ValueError naming them; the
 // checks here are the last line, so that nothing wrong reaches the library.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <cuda_runtime_api.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "arrays.hpp"
 #include "gpusort/approx.hpp"
 #include "gpusort/detail/core/half_keys.hpp"
 #include "gpusort/external.hpp"
+#include "gpusort/lines.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 
@@ -771,6 +775,66 @@ py::dict sort_records_file(const std::string& src, const std::string& dst,
   return stats_dict(stats);
 }
 
+// GNU sort's options as gpusort.sort_lines names them (keys: -k specs, separator: -t).
+gpusort::line_order line_order_of(const std::vector<std::string>& keys,
+                                  const std::string& separator, bool numeric, bool reverse,
+                                  bool skip_blanks, bool unique, bool stable,
+                                  bool zero_terminated) {
+  gpusort::line_order order{.numeric = numeric,
+                            .reverse = reverse,
+                            .skip_blanks = skip_blanks,
+                            .unique = unique,
+                            .stable = stable,
+                            .terminator = zero_terminated ? '\0' : '\n'};
+  for (const std::string& key : keys) order.keys.push_back(gpusort::parse_line_key(key));
+  if (separator.size() > 1)
+    throw gpusort::invalid_request("separator: must be one byte, got " +
+                                   std::to_string(separator.size()));
+  if (separator.size() == 1) order.separator = separator[0];
+  return order;
+}
+
+std::string_view bytes_view(const py::bytes& text) {
+  char* data = nullptr;
+  Py_ssize_t size = 0;
+  if (PyBytes_AsStringAndSize(text.ptr(), &data, &size) != 0) throw py::error_already_set();
+  return {data, static_cast<std::size_t>(size)};
+}
+
+// The output bytes of `LC_ALL=C sort` for `text`.
+py::bytes sort_text(const py::bytes& text, const std::vector<std::string>& keys,
+                    const std::string& separator, bool numeric, bool reverse, bool skip_blanks,
+                    bool unique, bool stable, bool zero_terminated) {
+  const gpusort::line_order order = line_order_of(keys, separator, numeric, reverse, skip_blanks,
+                                                  unique, stable, zero_terminated);
+  const std::string_view view = bytes_view(text);  // immutable, alive for the call
+  std::string sorted;
+  {
+    py::gil_scoped_release unlocked;
+    sorted = gpusort::sort_text(view, order);
+  }
+  return py::bytes(sorted);
+}
+
+// The indices of the lines of `text` in GNU sort's output order (with unique: those kept).
+py::array_t<std::uint64_t> sort_lines_order(const py::bytes& text,
+                                            const std::vector<std::string>& keys,
+                                            const std::string& separator, bool numeric,
+                                            bool reverse, bool skip_blanks, bool unique,
+                                            bool stable, bool zero_terminated) {
+  const gpusort::line_order order = line_order_of(keys, separator, numeric, reverse, skip_blanks,
+                                                  unique, stable, zero_terminated);
+  const std::string_view view = bytes_view(text);
+  std::vector<std::uint64_t> lines;
+  {
+    py::gil_scoped_release unlocked;
+    lines = gpusort::sort_lines(view, gpusort::line_starts(view, order.terminator), order);
+  }
+  py::array_t<std::uint64_t> out(static_cast<py::ssize_t>(lines.size()));
+  std::copy(lines.begin(), lines.end(), out.mutable_data());
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_gpusort, m) {
@@ -866,4 +930,10 @@ PYBIND11_MODULE(_gpusort, m) {
         py::arg("scratch_dir"), py::arg("progress"));
   m.def("approx_sort_host", &approx_sort_host, py::arg("keys"), py::arg("intervals"),
         py::arg("descending"));
+  m.def("sort_text", &sort_text, py::arg("text"), py::arg("keys"), py::arg("separator"),
+        py::arg("numeric"), py::arg("reverse"), py::arg("skip_blanks"), py::arg("unique"),
+        py::arg("stable"), py::arg("zero_terminated"));
+  m.def("sort_lines_order", &sort_lines_order, py::arg("text"), py::arg("keys"),
+        py::arg("separator"), py::arg("numeric"), py::arg("reverse"), py::arg("skip_blanks"),
+        py::arg("unique"), py::arg("stable"), py::arg("zero_terminated"));
 }

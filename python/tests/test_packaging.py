@@ -92,6 +92,7 @@ def test_a_missing_module_raises_an_import_error_that_says_how_to_build_it():
             "approx_sort": lambda: gpusort.approx_sort(x),
             "sort_file": lambda: gpusort.sort_file("in", "out", "int32"),
             "sort_records_file": lambda: gpusort.sort_records_file("in", "out", 8, 4),
+            "sort_lines": lambda: gpusort.sort_lines(b"b a"),
             "gpu_available": gpusort.gpu_available,
             "a bad argument": lambda: gpusort.sort("not an array", dim=99, algorithm="none"),
         }
@@ -200,6 +201,8 @@ segments = gpusort.sort_segmented(flat, np.array([0, 16, 32]), descending=True)
 intervals: npt.NDArray[np.int64] = gpusort.approx_sort(flat, 4).offsets
 stats: dict[str, str] = gpusort.sort_file("in", "out", np.float32, progress=lambda p, d, t: None)
 gpusort.sort_records_file(b"in", "out", 100, 10, 0, memory=2**30)
+lines_out: bytes = gpusort.sort_lines(b"b,2 a,1", key="2,2n", separator=",")
+words: list[str] = gpusort.sort_lines(["b", "a"], unique=True)
 traits: bool = gpusort.ALGORITHM_TRAITS["bitonic"].stable
 names: tuple[str, ...] = gpusort.ALGORITHMS
 version: str = gpusort.__version__
@@ -229,6 +232,7 @@ gpusort.topk(x)  # k is missing
 gpusort.kthvalue(x, 1, 0, True, 0)  # too many positional arguments
 gpusort.partition(x, "1")  # kth is not an integer
 gpusort.sort_file(1, "out", "int32")  # src is not a path
+gpusort.sort_lines(b"a", "1,1")  # key is a keyword
 wrong: str = gpusort.sort(x).values  # values are arrays
 """
 
