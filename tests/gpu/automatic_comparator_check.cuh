@@ -1,7 +1,9 @@
-// automatic with a user comparator on records (gpusort/sort.cuh): CUB's merge sort or the
-// randomized sample sort where its workspace is given, else the in-place bitonic sort. A file
-// of its own: each record type instantiates these sorts and the segmented sort, and compiles
-// apart from the rest.
+// automatic with a user comparator on records (gpusort/sort.cuh), the check shared by
+// test_gpu_automatic_comparator_r{12,16,48}.cu: one record type a file, since each type
+// instantiates CUB's merge sort, the sample sort, the bitonic sort and the segmented sort, and
+// the three compile side by side (together they were the longest step of gpu-check's build).
+#pragma once
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,10 +12,7 @@
 #include "gpusort/sort.cuh"
 #include "reference.hpp"
 
-using namespace gpusort::testing;
-namespace tools = gpusort::tools;
-
-using GpuApi = GpuTest;
+namespace gpusort::testing {
 
 // automatic with a user comparator: CUB's merge sort up to 2^22 records, the randomized
 // sample sort above, where its workspace is given (the query asks for exactly that), else
@@ -90,15 +89,15 @@ void check_automatic_comparator_sort(std::size_t n) {
   }
 }
 
-TEST_F(GpuApi, AutomaticComparatorSortTakesMergeOrSampleSortWhereTheWorkspaceIsGiven) {
-  for (std::size_t n : {std::size_t{3001}, std::size_t{100003}, std::size_t{1} << 20}) {
-    check_automatic_comparator_sort<keyed_record<0>>(n);
-    check_automatic_comparator_sort<keyed_record<1>>(n);
-    check_automatic_comparator_sort<keyed_record<9>>(n);
-  }
-  for (std::size_t n : {(std::size_t{1} << 22) + 3, std::size_t{5000011}}) {  // the sample sort
-    check_automatic_comparator_sort<keyed_record<1>>(n);
-    check_automatic_comparator_sort<keyed_record<9>>(n);
-  }
+// The sizes each record type is sorted at: CUB's merge sort up to 2^22 records (three sizes;
+// the 12-byte records only there), the sample sort above.
+template <class R>
+void check_automatic_comparator_sizes(bool sample_sort_sizes) {
+  for (std::size_t n : {std::size_t{3001}, std::size_t{100003}, std::size_t{1} << 20})
+    check_automatic_comparator_sort<R>(n);
+  if (sample_sort_sizes)
+    for (std::size_t n : {(std::size_t{1} << 22) + 3, std::size_t{5000011}})
+      check_automatic_comparator_sort<R>(n);
 }
 
+}  // namespace gpusort::testing
