@@ -78,6 +78,11 @@ struct external_options {
   // report (every piece of reading, writing, runs and merging; a sort in memory finishes
   // first), leaving nothing behind.
   const std::atomic<bool>* cancel = nullptr;
+  // Host arrays (gpusort::sort of a span): pin the caller's pageable memory for the call
+  // (cudaHostRegister) and copy it straight, instead of staging it through pinned buffers that
+  // several threads fill. Pinning costs time of its own (docs/performance.md measures both);
+  // memory that is already pinned is always copied straight.
+  bool register_host_memory = false;
 };
 
 // Fixed-size records ordered by `key_bytes` bytes at `key_offset` (unsigned bytes, memcmp).
@@ -147,74 +152,50 @@ gpusort::file_sort_stats sort_typed_file(const std::string& in, const std::strin
   return stats;
 }
 
-// Host keys through the keys pipeline (see gpusort::sort(std::span<K>, external_options)).
+// Host arrays (src/external/host_arrays.cpp, compiled for every key type and value size).
 template <class K>
-gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::external_options& opt) {
-  callback_progress meter(opt);
-  gpusort::file_sort_stats stats;
-  const std::uint64_t count = keys.size();
-  if (!impl::gpu_present()) {
-    meter.phase("sorting", false);
-    stage_clock clock;
-    gpusort::detail::cpu_sort_any_key<K, no_value>(keys.data(), nullptr, count, opt.sort);
-    stats.add("algorithm", "the CPU backend");
-    stats.add("plan", "in memory");
-    stats.add_seconds("sort", clock.lap());
-    return stats;
-  }
-  using W = pipeline_key<K>;  // narrow keys travel as their codes
-  const bool codes_nans_lowest = nans_lowest(opt.sort.direction, opt.sort.nans);
-  const sort_request request{.opt = narrow_key<K> ? opt.sort : with_nans_largest(opt.sort),
-                             .device_budget_given = opt.device_budget_bytes > 0,
-                             .device_budget_bytes = opt.device_budget_bytes,
-                             .host_budget_bytes = opt.host_budget_bytes,
-                             .devices = opt.devices};
-  const std::uint64_t run_keys = keys_run_records<W>(request, count);
-  const std::filesystem::path scratch =
-      (opt.scratch_directory.empty() ? std::filesystem::temp_directory_path()
-                                     : std::filesystem::path(opt.scratch_directory)) /
-      "gpusort-keys";
-  stage_clock clock;
-  const keys_pipeline_report report = sort_keys_through_gpu<W>(
-      count, run_keys, request.opt, opt.host_budget_bytes, scratch,
-      impl::request_devices(request),
-      [&](W* slot, std::uint64_t first, std::uint64_t n) {
-        if constexpr (narrow_key<K>)
-          narrow_to_codes(keys.data() + first, slot, n, codes_nans_lowest);
-        else
-          copy_in_parallel(slot, keys.data() + first, n * sizeof(K));
-      },
-      [&](std::uint64_t first, const W* slot, std::uint64_t n) {
-        if constexpr (narrow_key<K>)
-          codes_to_narrow(slot, keys.data() + first, n, codes_nans_lowest);
-        else
-          copy_in_parallel(keys.data() + first, slot, n * sizeof(K));
-      },
-      meter);
-  if constexpr (std::is_floating_point_v<K>)
-    if (nans_lowest(opt.sort.direction, opt.sort.nans))
-      move_host_nans(keys, opt.sort.direction == order::descending);
-  stats.add("algorithm", describe_algorithm<K>(opt.sort, std::min(count, run_keys), false));
-  add_pipeline_stats(stats, report, count, run_keys);
-  stats.add_seconds("total", clock.lap());
-  return stats;
-}
+gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::external_options& opt);
+template <class K, class P>
+gpusort::file_sort_stats sort_host_pairs(K* keys, P* values, std::uint64_t n,
+                                         const gpusort::external_options& opt);
 
 }  // namespace detail::external
 
-// Sorts keys in host memory, any number of them, more than the device holds included. On a
-// GPU through the same pipeline as sort_file: pinned slots copied while the next is filled;
-// beyond the device budget in runs, kept in host memory within host_budget_bytes (by default
-// half the machine's memory, else in a scratch file under scratch_directory or the system's
-// temporary directory) and merged on the GPU in windows, on every GPU of
-// external_options::devices at once. Without a GPU the CPU backend sorts
-// them in place. Narrow keys (bool, int8 ... __nv_bfloat16) go through as their 32-bit codes,
-// as the library sorts them on the device. progress and cancel work as for files; a cancelled
-// or failed sort leaves the keys in an unspecified order (the same keys while runs form; partly
-// merged after). Returns the plan and the seconds of each stage.
+// Sorts keys in host memory, any number of them, more than the GPUs hold included. The plan
+// (returned with the seconds of each stage) is the first that fits:
+//   - several GPUs in external_options::devices (by default every visible GPU) and at least
+//     1 GiB that fits their sum (a slice and about twice that again on each): each GPU copies
+//     its slice in over its own link, gpusort::dist sorts and exchanges the slices over
+//     NVLink, and each GPU copies its range of the result out (needs gpusort::dist);
+//   - the keys and the sort's workspace fit the first GPU's budget: in, one sort, out;
+//   - beyond that, runs sorted on every GPU at once, kept in host memory within
+//     host_budget_bytes (by default half the machine's memory, else in a scratch file under
+//     scratch_directory or the system's temporary directory), and merged on the GPUs in
+//     windows.
+// Pageable memory is staged through pinned buffers by several threads, pinned memory copied
+// straight (see register_host_memory). Without a GPU the CPU backend sorts in place. Narrow
+// keys (bool, int8 ... __nv_bfloat16) travel through the runs as their 32-bit codes, as the
+// library sorts them on the device. progress and cancel work as for files (cancel between
+// phases); a cancelled or failed sort leaves the keys in an unspecified order (the same keys
+// until the copies back begin).
 template <sortable_key K>
 file_sort_stats sort(std::span<K> host_keys, const external_options& opt) {
   return detail::external::sort_host_keys(host_keys, opt);
+}
+
+// Sorts keys in host memory with their values (4, 8 or 16 bytes each), by the same plans as
+// keys alone; pairs beyond the GPUs' memory are sorted by the CPU backend (sort_pairs_file
+// sorts larger ones in runs). Equal keys keep their input order where opt.sort.stable asks for
+// it or the algorithm is stable (automatic's cub_radix, and the spread over GPUs with stable).
+template <sortable_key K, detail::supported_value V>
+file_sort_stats sort(std::span<K> host_keys, std::span<V> host_values, const external_options& opt) {
+  if (host_values.size() != host_keys.size())
+    throw invalid_request("gpusort::sort (host pairs): " + std::to_string(host_values.size()) +
+                          " values for " + std::to_string(host_keys.size()) + " keys");
+  using P = detail::payload_of<V>;
+  return detail::external::sort_host_pairs<K, P>(host_keys.data(),
+                                                 reinterpret_cast<P*>(host_values.data()),
+                                                 host_keys.size(), opt);
 }
 
 // Whether the file sorts may install their handlers for SIGINT, SIGTERM and SIGHUP (off by

@@ -1,0 +1,382 @@
+// gpusort::sort of keys (and pairs) in host memory (gpusort/external.hpp), compiled once per
+// key type. Three plans, the first that fits:
+//   spread:  several GPUs and a large array that fits their sum: each GPU copies its slice in
+//            over its own link, gpusort::dist sorts the slices (exchanging keys between the
+//            GPUs), and each GPU copies its range of the result out over its own link (the
+//            shape of RMG sort, Ilic et al., BTW 2023). Needs gpusort::dist (NCCL).
+//   one GPU: the array and the sort's workspace fit one GPU: in over the link, one sort, out.
+//   runs:    keys beyond that: runs sorted and merged in windows on every GPU
+//            (sort_keys_through_gpu, gpusort/external/gpu_pipeline.hpp); pairs on the CPU.
+// Without a GPU the CPU backend sorts in place.
+#include <barrier>
+#include <cstdint>
+#include <exception>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpusort/external.hpp"
+#include "link_copy.hpp"
+
+#if GPUSORT_EXTERNAL_WITH_DIST
+#include "gpusort/dist.hpp"
+#endif
+
+namespace gpusort::detail::external {
+
+namespace {
+
+using impl::cuda_check;
+template <class P>
+constexpr bool has_values = !std::is_same_v<P, no_value>;
+
+template <class K, class P>
+constexpr std::uint64_t record_bytes() {
+  return sizeof(K) + (has_values<P> ? sizeof(P) : 0);
+}
+
+unsigned host_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+// The caller's pages pinned for the whole call when external_options::register_host_memory
+// asks (and they are not pinned already); the seconds that took, for the statistics.
+class pinned_for_call {
+ public:
+  pinned_for_call(void* p, std::uint64_t bytes, bool wanted) {
+    if (!wanted || bytes == 0 || is_pinned_host_memory(p, bytes)) return;
+    stage_clock clock;
+    registration_.emplace(p, bytes);
+    seconds_ = clock.lap();
+  }
+  double seconds() const { return seconds_; }
+
+ private:
+  std::optional<host_registration> registration_;
+  double seconds_ = 0;
+};
+
+// The one-GPU plan's device memory for n records: keys, values and the sort's workspace, or
+// UINT64_MAX when the workspace query fails.
+template <class K, class P>
+std::uint64_t one_gpu_bytes(std::uint64_t n, const gpusort::options& opt) {
+  return n * record_bytes<K, P>() +
+         impl::device_workspace_bytes<K, std::conditional_t<has_values<P>, P, std::uint32_t>>(
+             n, has_values<P>, opt);
+}
+
+// The one-GPU plan: the records in over the link, one sort, the records out.
+template <class K, class P>
+file_sort_stats sort_on_one_gpu(K* keys, P* values, std::uint64_t n, const external_options& opt,
+                                int device, progress_sink& meter) {
+  file_sort_stats stats;
+  stage_clock clock;
+  const device_scope on(device);
+  stats.add("algorithm", describe_algorithm<K>(opt.sort, n, has_values<P>));
+  stats.add("plan", "on GPU " + std::to_string(device) + " at once (" + std::to_string(n) +
+                        " records): in over its link, one sort, out");
+  meter.phase("copying to the GPU", false);
+  gpusort::options sort_opt = opt.sort;
+  owned_stream stream;
+  cuda_check(create(stream), "cannot create a stream");
+  sort_opt.stream = stream.get();
+  device_array<K> d_keys;
+  device_array<P> d_values;
+  cuda_check(allocate(d_keys, n), "cannot allocate the keys on the GPU");
+  if constexpr (has_values<P>) cuda_check(allocate(d_values, n), "cannot allocate the values on the GPU");
+  std::size_t temp_bytes = 0;
+  const auto run_sort = [&](void* temp) {
+    if constexpr (has_values<P>)
+      return gpusort::sort_pairs(temp, temp_bytes, d_keys.get(), d_values.get(), n, sort_opt);
+    else
+      return gpusort::sort_keys(temp, temp_bytes, d_keys.get(), n, sort_opt);
+  };
+  cuda_check(run_sort(nullptr), "the sort's workspace query failed");
+  device_array<char> temp;
+  cuda_check(allocate(temp, temp_bytes), "cannot allocate the sort's workspace");
+  link_copier link(device, link_threads(host_cores(), 1));
+  const pinned_for_call pinned_keys(keys, n * sizeof(K), opt.register_host_memory);
+  const pinned_for_call pinned_values(values, has_values<P> ? n * sizeof(P) : 0, opt.register_host_memory);
+  stats.add_seconds("allocate", clock.lap());
+  if (opt.register_host_memory) stats.add_seconds("pin host memory", pinned_keys.seconds() + pinned_values.seconds());
+
+  link_report in = link.to_device(d_keys.get(), keys, n * sizeof(K));
+  if constexpr (has_values<P>) in.seconds += link.to_device(d_values.get(), values, n * sizeof(P)).seconds;
+  clock.lap();
+  meter.phase("sorting", false);
+  stream_timer timer;
+  cuda_check(timer.init(), "cannot create an event");
+  cuda_check(timer.start(stream.get()), "cannot record an event");
+  cuda_check(run_sort(temp.get()), "the sort failed");
+  double sort_s = 0;
+  cuda_check(timer.seconds(stream.get(), sort_s), "the sort failed");
+  temp.reset();
+  meter.phase("copying back", false);
+  link_report out = link.to_host(keys, d_keys.get(), n * sizeof(K));
+  if constexpr (has_values<P>) out.seconds += link.to_host(values, d_values.get(), n * sizeof(P)).seconds;
+  const double bytes = static_cast<double>(n * record_bytes<K, P>());
+  stats.add("host memory", in.straight ? "pinned: copied straight" :
+                           "pageable: staged through pinned buffers by " + std::to_string(link.threads()) + " threads");
+  stats.add_seconds("copy in", in.seconds);
+  stats.add_seconds("sort", sort_s);
+  stats.add_seconds("copy out", out.seconds);
+  char rates[96];
+  std::snprintf(rates, sizeof rates, "%.1f GB/s in, %.1f GB/s out", bytes / in.seconds / 1e9,
+                bytes / out.seconds / 1e9);
+  stats.add("copy rates", rates);
+  meter.finish();
+  return stats;
+}
+
+#if GPUSORT_EXTERNAL_WITH_DIST
+// Arrays of at least this many bytes are spread over several GPUs; below it one GPU (or the
+// runs) is as fast, without the communicators' set-up.
+constexpr std::uint64_t spread_min_bytes = std::uint64_t{1} << 30;
+
+// Whether n records spread evenly over `devices` fit each one's budget: its slice, what it
+// receives (about a slice) and the merged result (a slice), with a quarter slice of slack for
+// the bound on what a GPU receives and the exchange's buffers.
+template <class K, class P>
+bool spread_fits(std::uint64_t n, const std::vector<int>& devices, const sort_request& request) {
+  if (devices.size() < 2 || n * record_bytes<K, P>() < spread_min_bytes) return false;
+  const std::uint64_t slice_bytes = (n + devices.size() - 1) / devices.size() * record_bytes<K, P>();
+  for (const int device : devices) {
+    const device_scope on(device);
+    if (slice_bytes * 3 + slice_bytes / 4 > impl::device_budget(request)) return false;
+  }
+  return true;
+}
+
+template <class K, class P>
+file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
+                                      const external_options& opt, const std::vector<int>& devices,
+                                      progress_sink& meter) {
+  file_sort_stats stats;
+  stage_clock clock;
+  meter.phase("sorting", false);
+  std::vector<gpusort::dist::communicator> comms = gpusort::dist::communicators_for_devices(devices);
+  const double communicators_s = clock.lap();
+  const int p = static_cast<int>(comms.size());
+  gpusort::dist::options dopt;
+  dopt.direction = opt.sort.direction;
+  dopt.nans = opt.sort.nans;
+  dopt.stable = opt.sort.stable;
+  const pinned_for_call pinned_keys(keys, n * sizeof(K), opt.register_host_memory);
+  const pinned_for_call pinned_values(values, has_values<P> ? n * sizeof(P) : 0, opt.register_host_memory);
+  const double pin_s = clock.lap();
+  struct rank_times {
+    double in = 0, out = 0;
+    gpusort::dist::phase_times sort;
+  };
+  std::vector<rank_times> times(p);
+  std::vector<std::uint64_t> result_sizes(p);
+  std::vector<std::exception_ptr> errors(p);
+  std::barrier sizes_known(p);
+  bool straight = false;
+  const auto work = [&](int r) {
+    try {
+      const gpusort::dist::communicator& comm = comms[r];
+      const device_scope on(comm.device());
+      link_copier link(comm.device(), link_threads(host_cores(), static_cast<unsigned>(p)));
+      const std::uint64_t begin = n * r / p, count = n * (r + 1) / p - begin;
+      // A slice that cannot be allocated or copied goes in as a null shard: dist::sort then
+      // fails on every rank instead of leaving the others waiting in NCCL.
+      device_array<K> d_keys;
+      device_array<P> d_values;
+      std::exception_ptr upload_failure;
+      try {
+        stage_clock lap;
+        cuda_check(allocate(d_keys, std::max<std::uint64_t>(count, 1)), "cannot allocate a slice on a GPU");
+        if constexpr (has_values<P>)
+          cuda_check(allocate(d_values, std::max<std::uint64_t>(count, 1)), "cannot allocate a slice on a GPU");
+        const link_report in = link.to_device(d_keys.get(), keys + begin, count * sizeof(K));
+        if (r == 0) straight = in.straight;
+        if constexpr (has_values<P>) link.to_device(d_values.get(), values + begin, count * sizeof(P));
+        times[r].in = lap.lap();
+      } catch (...) {
+        upload_failure = std::current_exception();
+        d_keys.reset();
+        d_values.reset();
+      }
+      gpusort::dist::shard<K, P> part;
+      try {
+        part = gpusort::dist::detail::sort<K, P>(comm, d_keys.get(), has_values<P> ? d_values.get() : nullptr,
+                                                 count, dopt);
+      } catch (...) {
+        if (upload_failure) std::rethrow_exception(upload_failure);
+        throw;
+      }
+      d_keys.reset();
+      d_values.reset();
+      times[r].sort = part.times();
+      result_sizes[r] = part.size();
+      sizes_known.arrive_and_wait();
+      std::uint64_t at = 0;
+      for (int q = 0; q < r; ++q) at += result_sizes[q];
+      stage_clock lap;
+      link.to_host(keys + at, part.keys().data(), part.size() * sizeof(K));
+      if constexpr (has_values<P>) link.to_host(values + at, part.values().data(), part.size() * sizeof(P));
+      times[r].out = lap.lap();
+    } catch (...) {
+      errors[r] = std::current_exception();
+      sizes_known.arrive_and_drop();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int r = 1; r < p; ++r) threads.emplace_back(work, r);
+  work(0);
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  const double total_s = clock.lap();
+  stats.add("algorithm", "gpusort::dist (sample sort over NCCL; local " +
+                             describe_algorithm<K>(opt.sort, n / p, has_values<P>) + ")");
+  stats.add("plan", "spread over " + std::to_string(p) + " GPUs (" + std::to_string(n) +
+                        " records): each copies its slice in over its own link, the GPUs sort "
+                        "and exchange, each copies its range out");
+  stats.add("host memory", straight ? "pinned: copied straight"
+                                    : "pageable: staged through pinned buffers, " +
+                                          std::to_string(link_threads(host_cores(), p)) + " threads a GPU");
+  stats.add_seconds("communicators", communicators_s);
+  if (opt.register_host_memory) stats.add_seconds("pin host memory", pin_s);
+  double in = 0, out = 0, local = 0, sampling = 0, exchange = 0, merge = 0;
+  for (const rank_times& t : times) {  // the slowest GPU's, phase by phase
+    in = std::max(in, t.in);
+    out = std::max(out, t.out);
+    local = std::max(local, t.sort.local_sort_ms / 1e3);
+    sampling = std::max(sampling, t.sort.sampling_ms / 1e3);
+    exchange = std::max(exchange, t.sort.exchange_ms / 1e3);
+    merge = std::max(merge, t.sort.merge_ms / 1e3);
+  }
+  stats.add_seconds("copy in", in);
+  stats.add_seconds("local sort", local);
+  stats.add_seconds("sampling", sampling);
+  stats.add_seconds("exchange", exchange);
+  stats.add_seconds("merge", merge);
+  stats.add_seconds("copy out", out);
+  stats.add_seconds("spread total", total_s);
+  meter.finish();
+  return stats;
+}
+#endif
+
+sort_request request_for(const external_options& opt, const gpusort::options& sort) {
+  return sort_request{.opt = sort,
+                      .device_budget_given = opt.device_budget_bytes > 0,
+                      .device_budget_bytes = opt.device_budget_bytes,
+                      .host_budget_bytes = opt.host_budget_bytes,
+                      .devices = opt.devices};
+}
+
+// Keys beyond what the GPUs hold at once: runs through the keys pipeline.
+template <class K>
+file_sort_stats sort_host_keys_in_runs(std::span<K> keys, const external_options& opt,
+                                       progress_sink& meter) {
+  file_sort_stats stats;
+  const std::uint64_t count = keys.size();
+  using W = pipeline_key<K>;  // narrow keys travel as their codes
+  const bool codes_nans_lowest = nans_lowest(opt.sort.direction, opt.sort.nans);
+  const sort_request request =
+      request_for(opt, narrow_key<K> ? opt.sort : with_nans_largest(opt.sort));
+  const std::uint64_t run_keys = keys_run_records<W>(request, count);
+  const std::filesystem::path scratch =
+      (opt.scratch_directory.empty() ? std::filesystem::temp_directory_path()
+                                     : std::filesystem::path(opt.scratch_directory)) /
+      "gpusort-keys";
+  stage_clock clock;
+  const keys_pipeline_report report = sort_keys_through_gpu<W>(
+      count, run_keys, request.opt, opt.host_budget_bytes, scratch,
+      impl::request_devices(request),
+      [&](W* slot, std::uint64_t first, std::uint64_t n) {
+        if constexpr (narrow_key<K>)
+          narrow_to_codes(keys.data() + first, slot, n, codes_nans_lowest);
+        else
+          copy_in_parallel(slot, keys.data() + first, n * sizeof(K));
+      },
+      [&](std::uint64_t first, const W* slot, std::uint64_t n) {
+        if constexpr (narrow_key<K>)
+          codes_to_narrow(slot, keys.data() + first, n, codes_nans_lowest);
+        else
+          copy_in_parallel(keys.data() + first, slot, n * sizeof(K));
+      },
+      meter);
+  if constexpr (std::is_floating_point_v<K>)
+    if (nans_lowest(opt.sort.direction, opt.sort.nans))
+      move_host_nans(keys, opt.sort.direction == order::descending);
+  stats.add("algorithm", describe_algorithm<K>(opt.sort, std::min(count, run_keys), false));
+  add_pipeline_stats(stats, report, count, run_keys);
+  stats.add_seconds("total", clock.lap());
+  return stats;
+}
+
+template <class K, class P>
+file_sort_stats on_the_cpu(K* keys, P* values, std::uint64_t n, const external_options& opt,
+                           progress_sink& meter, const std::string& plan) {
+  file_sort_stats stats;
+  meter.phase("sorting", false);
+  stage_clock clock;
+  gpusort::detail::cpu_sort_any_key<K, P>(keys, has_values<P> ? values : nullptr, n, opt.sort);
+  stats.add("algorithm", "the CPU backend");
+  stats.add("plan", plan);
+  stats.add_seconds("sort", clock.lap());
+  meter.finish();
+  return stats;
+}
+
+template <class K, class P>
+file_sort_stats sort_host_records(K* keys, P* values, std::uint64_t n, const external_options& opt) {
+  callback_progress meter(opt);
+  if (!impl::gpu_present()) return on_the_cpu(keys, values, n, opt, meter, "in memory");
+  const sort_request request = request_for(opt, opt.sort);
+  const std::vector<int> devices = impl::request_devices(request);  // checks the list
+  stage_clock clock;
+  file_sort_stats stats;
+  const auto finish = [&](file_sort_stats done) {
+    done.add_seconds("total", clock.lap());
+    return done;
+  };
+  if (n < 2) return finish(on_the_cpu(keys, values, n, opt, meter, "in memory (fewer than 2 records)"));
+#if GPUSORT_EXTERNAL_WITH_DIST
+  if (spread_fits<K, P>(n, devices, request))
+    return finish(sort_spread_over_gpus(keys, values, n, opt, devices, meter));
+#endif
+  {
+    const device_scope on(devices.front());
+    if (one_gpu_bytes<K, P>(n, opt.sort) <= impl::device_budget(request))
+      return finish(sort_on_one_gpu(keys, values, n, opt, devices.front(), meter));
+  }
+  if constexpr (has_values<P>)
+    return finish(on_the_cpu(keys, values, n, opt, meter,
+                             "on the CPU: pairs beyond the GPUs' memory (sort_pairs_file takes them in runs)"));
+  else
+    return finish(sort_host_keys_in_runs(std::span<K>(keys, n), opt, meter));
+}
+
+}  // namespace
+
+template <class K>
+file_sort_stats sort_host_keys(std::span<K> keys, const external_options& opt) {
+  return sort_host_records<K, no_value>(keys.data(), nullptr, keys.size(), opt);
+}
+
+template <class K, class P>
+file_sort_stats sort_host_pairs(K* keys, P* values, std::uint64_t n, const external_options& opt) {
+  return sort_host_records<K, P>(keys, values, n, opt);
+}
+
+#define GPUSORT_HOST_ARRAYS_INSTANTIATE(K)                                                        \
+  template file_sort_stats sort_host_keys<K>(std::span<K>, const external_options&);              \
+  template file_sort_stats sort_host_pairs<K, payload<4>>(K*, payload<4>*, std::uint64_t,        \
+                                                          const external_options&);               \
+  template file_sort_stats sort_host_pairs<K, payload<8>>(K*, payload<8>*, std::uint64_t,        \
+                                                          const external_options&);               \
+  template file_sort_stats sort_host_pairs<K, payload<16>>(K*, payload<16>*, std::uint64_t,      \
+                                                           const external_options&);
+GPUSORT_FOR_EACH_NARROW_KEY(GPUSORT_HOST_ARRAYS_INSTANTIATE)
+GPUSORT_HOST_ARRAYS_INSTANTIATE(std::uint32_t)
+GPUSORT_HOST_ARRAYS_INSTANTIATE(std::int32_t)
+GPUSORT_HOST_ARRAYS_INSTANTIATE(float)
+GPUSORT_HOST_ARRAYS_INSTANTIATE(std::uint64_t)
+GPUSORT_HOST_ARRAYS_INSTANTIATE(std::int64_t)
+GPUSORT_HOST_ARRAYS_INSTANTIATE(double)
+
+}  // namespace gpusort::detail::external

@@ -1,0 +1,201 @@
+// link_copier (link_copy.hpp): staged and straight copies between host memory and one GPU.
+#include "link_copy.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpusort/detail/core/cuda_resources.hpp"
+#include "gpusort/error.hpp"
+#include "gpusort/external/gpu_pipeline.hpp"  // device_scope, impl::cuda_check
+#include "gpusort/external/stats.hpp"         // stage_clock
+
+namespace gpusort::detail::external {
+
+using impl::cuda_check;
+
+struct link_copier::lane {
+  owned_stream stream;
+  std::array<pinned_array<unsigned char>, 2> slots;
+  std::array<owned_event, 2> done;
+};
+
+link_copier::link_copier(int device, unsigned threads, std::uint64_t chunk_bytes)
+    : device_(device),
+      threads_(threads > 0 ? threads : link_threads(std::max(1u, std::thread::hardware_concurrency()), 1)),
+      chunk_bytes_(std::max<std::uint64_t>(chunk_bytes, 4096)) {}
+
+link_copier::~link_copier() {
+  if (!lanes_) return;
+  int previous = 0;
+  const bool entered = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device_) == cudaSuccess;
+  for (unsigned t = 0; t < threads_; ++t)
+    if (lanes_[t].stream) cudaStreamSynchronize(lanes_[t].stream.get());
+  delete[] lanes_;
+  if (entered) cudaSetDevice(previous);
+}
+
+bool is_pinned_host_memory(const void* p, std::uint64_t bytes) {
+  if (bytes == 0) return false;
+  const auto pinned = [](const void* at) {
+    cudaPointerAttributes a{};
+    const bool yes = cudaPointerGetAttributes(&a, at) == cudaSuccess && a.type == cudaMemoryTypeHost;
+    cudaGetLastError();  // pageable memory may leave an error behind on older drivers
+    return yes;
+  };
+  // Both ends: an array that starts in a pinned buffer but runs past it is pageable.
+  return pinned(p) && pinned(static_cast<const unsigned char*>(p) + bytes - 1);
+}
+
+host_registration::host_registration(void* p, std::uint64_t bytes) : p_(p) {
+  cuda_check(cudaHostRegister(p, bytes, cudaHostRegisterPortable),
+             "cannot pin (cudaHostRegister) the host array");
+}
+
+host_registration::~host_registration() { cudaHostUnregister(p_); }
+
+link_report link_copier::to_device(void* device_to, const void* host_from, std::uint64_t bytes) {
+  return copy(device_to, host_from, bytes, true);
+}
+
+link_report link_copier::to_host(void* host_to, const void* device_from, std::uint64_t bytes) {
+  return copy(host_to, device_from, bytes, false);
+}
+
+link_report link_copier::copy(void* to, const void* from, std::uint64_t bytes, bool to_device) {
+  link_report report;
+  if (bytes == 0) return report;
+  stage_clock clock;
+  const device_scope on(device_);
+  void* host = to_device ? const_cast<void*>(from) : to;
+  report.straight = is_pinned_host_memory(host, bytes);
+  if (report.straight)
+    straight(to, from, bytes, to_device);
+  else
+    staged(to, from, bytes, to_device);
+  report.seconds = clock.lap();
+  return report;
+}
+
+// Pinned memory: one copy on one stream runs at the link's rate.
+void link_copier::straight(void* to, const void* from, std::uint64_t bytes, bool to_device) {
+  owned_stream stream;
+  cuda_check(create(stream), "cannot create a stream");
+  cuda_check(cudaMemcpyAsync(to, from, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+                             stream.get()),
+             to_device ? "a copy to the device failed" : "a copy from the device failed");
+  cuda_check(cudaStreamSynchronize(stream.get()),
+             to_device ? "a copy to the device failed" : "a copy from the device failed");
+}
+
+// Pageable memory: thread t takes chunks t, t + threads, ...; to the device it fills a slot
+// and queues its copy while its other slot's copy runs; to the host it queues two chunks'
+// copies ahead and drains each slot as its copy lands.
+void link_copier::staged(void* to, const void* from, std::uint64_t bytes, bool to_device) {
+  const std::uint64_t chunks = link_chunk_count(bytes, chunk_bytes_);
+  const unsigned threads = static_cast<unsigned>(std::min<std::uint64_t>(threads_, chunks));
+  if (!lanes_) {
+    auto* lanes = new lane[threads_];
+    try {
+      for (unsigned t = 0; t < threads_; ++t) {
+        cuda_check(create(lanes[t].stream), "cannot create a stream");
+        for (int s = 0; s < 2; ++s) {
+          cuda_check(allocate(lanes[t].slots[s], chunk_bytes_), "cannot allocate pinned memory");
+          cuda_check(create(lanes[t].done[s], cudaEventDisableTiming), "cannot create an event");
+        }
+      }
+    } catch (...) {
+      delete[] lanes;
+      throw;
+    }
+    lanes_ = lanes;
+  }
+  auto* out = static_cast<unsigned char*>(to);
+  const auto* in = static_cast<const unsigned char*>(from);
+  std::atomic<bool> failed{false};
+  std::exception_ptr failure;
+  std::mutex m;
+  const auto work = [&](unsigned t) {
+    try {
+      cuda_check(cudaSetDevice(device_), "cannot use the GPU");
+      lane& l = lanes_[t];
+      const std::uint64_t mine = chunks_of_thread(chunks, threads, t);
+      const auto chunk = [&](std::uint64_t k) { return nth_link_chunk(bytes, chunk_bytes_, t + k * threads); };
+      const auto queue = [&](std::uint64_t k, cudaMemcpyKind kind, void* dst, const void* src) {
+        cuda_check(cudaMemcpyAsync(dst, src, chunk(k).size, kind, l.stream.get()),
+                   kind == cudaMemcpyHostToDevice ? "a copy to the device failed" : "a copy from the device failed");
+        cuda_check(cudaEventRecord(l.done[k % 2].get(), l.stream.get()), "cannot record an event");
+      };
+      if (to_device) {
+        for (std::uint64_t k = 0; k < mine && !failed; ++k) {
+          unsigned char* slot = l.slots[k % 2].get();
+          if (k >= 2) cuda_check(cudaEventSynchronize(l.done[k % 2].get()), "a copy to the device failed");
+          const link_chunk c = chunk(k);
+          std::memcpy(slot, in + c.offset, c.size);
+          queue(k, cudaMemcpyHostToDevice, out + c.offset, slot);
+        }
+      } else {
+        for (std::uint64_t k = 0; k < std::min<std::uint64_t>(mine, 2); ++k)
+          queue(k, cudaMemcpyDeviceToHost, l.slots[k % 2].get(), in + chunk(k).offset);
+        for (std::uint64_t k = 0; k < mine && !failed; ++k) {
+          cuda_check(cudaEventSynchronize(l.done[k % 2].get()), "a copy from the device failed");
+          const link_chunk c = chunk(k);
+          std::memcpy(out + c.offset, l.slots[k % 2].get(), c.size);
+          if (k + 2 < mine) queue(k + 2, cudaMemcpyDeviceToHost, l.slots[k % 2].get(), in + chunk(k + 2).offset);
+        }
+      }
+      cuda_check(cudaStreamSynchronize(l.stream.get()), "a copy between host and device failed");
+    } catch (...) {
+      std::lock_guard lock(m);
+      if (!failure) failure = std::current_exception();
+      failed = true;
+    }
+  };
+  std::vector<std::thread> pool;
+  try {
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  } catch (...) {
+    std::lock_guard lock(m);
+    if (!failure) failure = std::current_exception();
+    failed = true;
+  }
+  work(0);
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+link_rate measure_link(int device, std::uint64_t bytes) {
+  const device_scope on(device);
+  link_rate rate;
+  if (bytes == 0) return rate;
+  pinned_array<unsigned char> host;
+  device_array<unsigned char> dev;
+  cuda_check(allocate(host, bytes), "cannot allocate pinned memory");
+  cuda_check(allocate(dev, bytes), "cannot allocate device memory");
+  std::memset(host.get(), 0x5a, bytes);
+  owned_stream stream;
+  cuda_check(create(stream), "cannot create a stream");
+  stream_timer timer;
+  cuda_check(timer.init(), "cannot create an event");
+  for (int round = 0; round < 2; ++round) {  // the first warms the link up
+    cuda_check(timer.start(stream.get()), "cannot record an event");
+    cuda_check(cudaMemcpyAsync(dev.get(), host.get(), bytes, cudaMemcpyHostToDevice, stream.get()),
+               "a copy to the device failed");
+    cuda_check(timer.seconds(stream.get(), rate.to_device_seconds), "a copy to the device failed");
+    cuda_check(timer.start(stream.get()), "cannot record an event");
+    cuda_check(cudaMemcpyAsync(host.get(), dev.get(), bytes, cudaMemcpyDeviceToHost, stream.get()),
+               "a copy from the device failed");
+    cuda_check(timer.seconds(stream.get(), rate.to_host_seconds), "a copy from the device failed");
+  }
+  return rate;
+}
+
+}  // namespace gpusort::detail::external

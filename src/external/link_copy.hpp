@@ -1,0 +1,110 @@
+// Moving bytes between host memory and a GPU at the speed of its PCIe link (issue 71).
+//
+// Pinned host memory (cudaHostAlloc'd, or registered) goes straight over the link. Pageable
+// memory cannot: the copy engine reads and writes only pinned pages, and the driver's own
+// staging for cudaMemcpy of pageable memory moves 4.5-7 GB/s on H200 hosts. So pageable bytes
+// are staged through pinned slots by several host threads at once: each thread owns a stream
+// and two slots, and takes every `threads`-th chunk, filling one slot while the other is on
+// the link. A host thread copies about 8-10 GB/s, the link 50 GB/s each way: it takes several.
+// Or the caller registers its pageable memory (host_registration: cudaHostRegister) for the
+// call, and it is then copied straight.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpusort::detail::external {
+
+// Chunk c of a copy of `bytes` in chunks of `chunk_bytes`: [offset, offset + size).
+struct link_chunk {
+  std::uint64_t offset = 0, size = 0;
+};
+
+constexpr std::uint64_t link_chunk_count(std::uint64_t bytes, std::uint64_t chunk_bytes) {
+  return chunk_bytes == 0 ? 0 : (bytes + chunk_bytes - 1) / chunk_bytes;
+}
+
+constexpr link_chunk nth_link_chunk(std::uint64_t bytes, std::uint64_t chunk_bytes,
+                                    std::uint64_t c) {
+  const std::uint64_t offset = c * chunk_bytes;
+  if (offset >= bytes) return {bytes, 0};
+  return {offset, bytes - offset < chunk_bytes ? bytes - offset : chunk_bytes};
+}
+
+// How many of thread t's chunks there are when `threads` threads take chunks t, t + threads,
+// t + 2 threads ... of `chunks`.
+constexpr std::uint64_t chunks_of_thread(std::uint64_t chunks, std::uint64_t threads,
+                                         std::uint64_t t) {
+  return t >= chunks || threads == 0 ? 0 : (chunks - t + threads - 1) / threads;
+}
+
+// Staging threads for one GPU's link when `gpus` links share `cores` cores: enough to fill
+// the link (8 measure above it on H200 hosts), never more than the cores give each GPU, at
+// least 2 (one fills a slot while another's copy runs).
+constexpr unsigned link_threads(unsigned cores, unsigned gpus) {
+  const unsigned share = gpus == 0 ? cores : cores / gpus;
+  return share < 2 ? 2 : (share > 8 ? 8 : share);
+}
+
+inline constexpr std::uint64_t default_link_chunk_bytes = std::uint64_t{8} << 20;
+
+// What a copy did: its wall seconds, and whether the host memory was pinned (copied straight)
+// rather than staged.
+struct link_report {
+  double seconds = 0;
+  bool straight = false;
+};
+
+// Copies between host memory and device memory on one GPU, reusing its pinned slots and
+// streams from call to call. Calls run on the calling thread (plus the staging threads it
+// starts); the GPU need not be the calling thread's current one. Throws io_failure naming the
+// CUDA error.
+class link_copier {
+ public:
+  link_copier(int device, unsigned threads = 0,
+              std::uint64_t chunk_bytes = default_link_chunk_bytes);
+  ~link_copier();
+  link_copier(const link_copier&) = delete;
+  link_copier& operator=(const link_copier&) = delete;
+
+  link_report to_device(void* device_to, const void* host_from, std::uint64_t bytes);
+  link_report to_host(void* host_to, const void* device_from, std::uint64_t bytes);
+
+  int device() const { return device_; }
+  unsigned threads() const { return threads_; }
+
+ private:
+  struct lane;  // a staging thread's stream, slots and events
+  link_report copy(void* to, const void* from, std::uint64_t bytes, bool to_device);
+  void straight(void* to, const void* from, std::uint64_t bytes, bool to_device);
+  void staged(void* to, const void* from, std::uint64_t bytes, bool to_device);
+  int device_;
+  unsigned threads_;
+  std::uint64_t chunk_bytes_;
+  lane* lanes_ = nullptr;  // threads_ of them, made on first staged use
+};
+
+// Whether [p, p + bytes) is pinned host memory that the copy engines can reach directly.
+bool is_pinned_host_memory(const void* p, std::uint64_t bytes);
+
+// Host memory pinned (cudaHostRegister, portable: every GPU copies it straight) for the
+// object's life. io_failure when the driver refuses.
+class host_registration {
+ public:
+  host_registration(void* p, std::uint64_t bytes);
+  ~host_registration();
+  host_registration(const host_registration&) = delete;
+  host_registration& operator=(const host_registration&) = delete;
+
+ private:
+  void* p_;
+};
+
+// The bare link rate: seconds of a pinned cudaMemcpy of `bytes` each way on `device`, for the
+// benchmarks' "link" columns.
+struct link_rate {
+  double to_device_seconds = 0, to_host_seconds = 0;
+};
+link_rate measure_link(int device, std::uint64_t bytes);
+
+}  // namespace gpusort::detail::external
