@@ -39,13 +39,19 @@ constexpr std::uint64_t record_bytes() {
 unsigned host_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // The caller's pages pinned for the whole call when external_options::register_host_memory
-// asks (and they are not pinned already); the seconds that took, for the statistics.
+// asks (and they are not pinned already); the seconds that took, for the statistics. Where
+// the driver refuses (pages shared with memory registered already, a limit on locked memory),
+// the array is staged as if not asked.
 class pinned_for_call {
  public:
   pinned_for_call(void* p, std::uint64_t bytes, bool wanted) {
     if (!wanted || bytes == 0 || is_pinned_host_memory(p, bytes)) return;
     stage_clock clock;
-    registration_.emplace(p, bytes);
+    try {
+      registration_.emplace(p, bytes);
+    } catch (const io_failure&) {
+      cudaGetLastError();
+    }
     seconds_ = clock.lap();
   }
   double seconds() const { return seconds_; }

@@ -1,0 +1,373 @@
+// gpusort::sort of host arrays (gpusort/external.hpp, src/external/host_arrays.cpp): keys and
+// pairs of every key type against std::stable_sort, in both orders and NaN placements, from
+// pageable, pinned and registered memory, by each plan (one GPU, runs, spread over GPUs); the
+// link copier's chunking (src/external/link_copy.hpp) at sizes around its chunk and slot
+// boundaries; cancel and bad requests. Without a GPU the CPU backend sorts and the GPU cases
+// skip.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/distributions.hpp"
+#include "gpusort/external.hpp"
+#include "link_copy.hpp"
+#include "reference.hpp"
+
+namespace {
+
+namespace ext = gpusort::detail::external;
+
+int visible_gpus() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  cudaGetLastError();
+  return count;
+}
+
+// ---- the copier's index math ------------------------------------------------------------
+
+static_assert(ext::link_chunk_count(0, 8) == 0 && ext::link_chunk_count(8, 8) == 1 &&
+              ext::link_chunk_count(9, 8) == 2 && ext::link_chunk_count(5, 0) == 0);
+static_assert(ext::nth_link_chunk(20, 8, 2).offset == 16 && ext::nth_link_chunk(20, 8, 2).size == 4);
+static_assert(ext::nth_link_chunk(20, 8, 3).size == 0);
+static_assert(ext::link_threads(16, 1) == 8 && ext::link_threads(16, 4) == 4 &&
+              ext::link_threads(2, 4) == 2 && ext::link_threads(64, 4) == 8);
+
+TEST(LinkMath, ThreadsTakeEveryChunkOnceAndChunksTileTheBytes) {
+  for (const std::uint64_t bytes : std::vector<std::uint64_t>{0, 1, 4095, 4096, 4097, 65536 * 3 + 5})
+    for (const std::uint64_t chunk : std::vector<std::uint64_t>{1, 4096, 10000})
+      for (const std::uint64_t threads : std::vector<std::uint64_t>{1, 2, 3, 8}) {
+        const std::uint64_t chunks = ext::link_chunk_count(bytes, chunk);
+        std::uint64_t taken = 0;
+        for (std::uint64_t t = 0; t < threads; ++t) taken += ext::chunks_of_thread(chunks, threads, t);
+        EXPECT_EQ(taken, chunks) << bytes << " " << chunk << " " << threads;
+        std::uint64_t covered = 0;
+        for (std::uint64_t c = 0; c < chunks; ++c) {
+          const ext::link_chunk piece = ext::nth_link_chunk(bytes, chunk, c);
+          EXPECT_EQ(piece.offset, covered);
+          EXPECT_GT(piece.size, 0u);
+          covered += piece.size;
+        }
+        EXPECT_EQ(covered, bytes);
+      }
+}
+
+// ---- the copier on a GPU ----------------------------------------------------------------
+
+class LinkCopier : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (visible_gpus() < 1) GTEST_SKIP() << "needs a GPU";
+  }
+};
+
+// Round trips of bytes around the chunk (4096 here) and the slots' reuse (3 threads x 2
+// slots), from pageable and from pinned memory; the bytes around the copy stay untouched.
+TEST_F(LinkCopier, RoundTripsEveryByteAtSizesAroundChunksAndSlots) {
+  constexpr std::uint64_t chunk = 4096;
+  ext::link_copier link(0, 3, chunk);
+  std::mt19937_64 rng(7);
+  for (const std::uint64_t bytes : std::vector<std::uint64_t>{1, 4095, 4096, 4097, 6 * chunk - 1, 6 * chunk,
+                                                              6 * chunk + 1, 13 * chunk + 7, (1 << 20) + 3})
+    for (const bool pinned : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << bytes << " bytes, pinned " << pinned);
+      std::vector<unsigned char> pageable(bytes + 2);
+      unsigned char* pinned_bytes = nullptr;
+      if (pinned) ASSERT_EQ(cudaMallocHost(&pinned_bytes, bytes + 2), cudaSuccess);
+      unsigned char* host = pinned ? pinned_bytes : pageable.data();
+      for (std::uint64_t i = 0; i < bytes + 2; ++i) host[i] = static_cast<unsigned char>(rng());
+      const std::vector<unsigned char> original(host, host + bytes + 2);
+      unsigned char* device = nullptr;
+      ASSERT_EQ(cudaMalloc(&device, bytes), cudaSuccess);
+      const ext::link_report in = link.to_device(device, host + 1, bytes);
+      EXPECT_EQ(in.straight, pinned);
+      std::memset(host + 1, 0xEE, bytes);  // poisoned: every byte must come back
+      link.to_host(host + 1, device, bytes);
+      EXPECT_TRUE(std::equal(original.begin(), original.end(), host));
+      cudaFree(device);
+      if (pinned) cudaFreeHost(pinned_bytes);
+    }
+}
+
+TEST_F(LinkCopier, ReportsACudaFailureAsIoFailure) {
+  ext::link_copier link(0, 2, 4096);
+  std::vector<unsigned char> host(3 * 4096);
+  // Not a device address: the copy fails, and says so.
+  EXPECT_THROW(link.to_host(host.data(), reinterpret_cast<void*>(0x10), host.size()),
+               gpusort::io_failure);
+}
+
+// ---- host arrays ------------------------------------------------------------------------
+
+template <class K>
+std::vector<K> hostile_keys(std::size_t n, std::uint64_t seed) {
+  std::vector<K> keys = gpusort::tools::generate<K>(gpusort::tools::distribution::uniform, n, seed);
+  for (std::size_t i = 0; i < n; i += 3) keys[i] = keys[i % 97];  // repeats show stability
+  if constexpr (std::is_floating_point_v<K>) gpusort::testing::scatter_special_values(keys, seed);
+  return keys;
+}
+
+// Value i of a pairs test: the input position i in the value's first bytes.
+template <class V>
+V position_value(std::uint64_t i) {
+  if constexpr (std::is_integral_v<V>)
+    return static_cast<V>(i);
+  else
+    return gpusort::testing::payload_of_input<sizeof(V)>(i);
+}
+
+// Where the host array lives.
+enum class memory { pageable, pinned, registered };
+
+// n elements of T in host memory of the kind asked for, holding `values`.
+template <class T>
+class host_buffer {
+ public:
+  host_buffer(const std::vector<T>& values, memory kind) : n_(values.size()), kind_(kind) {
+    if (kind == memory::pinned) {
+      void* p = nullptr;
+      if (cudaMallocHost(&p, std::max<std::size_t>(n_, 1) * sizeof(T)) != cudaSuccess) throw std::bad_alloc();
+      data_ = static_cast<T*>(p);
+    } else {
+      pageable_ = values;
+      data_ = pageable_.data();
+    }
+    std::copy(values.begin(), values.end(), data_);
+  }
+  ~host_buffer() {
+    if (kind_ == memory::pinned) cudaFreeHost(data_);
+  }
+  std::span<T> span() { return {data_, n_}; }
+  std::vector<T> vector() const { return {data_, data_ + n_}; }
+
+ private:
+  std::size_t n_;
+  memory kind_;
+  std::vector<T> pageable_;
+  T* data_ = nullptr;
+};
+
+class HostArrays : public ::testing::Test {
+ protected:
+  static gpusort::external_options one_gpu(memory kind) {
+    gpusort::external_options opt;
+    if (visible_gpus() > 0) opt.devices = {0};
+    opt.register_host_memory = kind == memory::registered;
+    return opt;
+  }
+  static bool gpu() { return visible_gpus() > 0; }
+  static std::vector<memory> memories() {
+    return gpu() ? std::vector<memory>{memory::pageable, memory::pinned, memory::registered}
+                 : std::vector<memory>{memory::pageable};
+  }
+};
+
+GPUSORT_TYPED_SUITE(HostArrayKeys, HostArrays, gpusort::testing::key_types);
+
+// One GPU: in, sort, out. Sizes around the copier's 8 MiB chunks and its slots' reuse (8
+// threads x 2 slots = 128 MiB for 4-byte keys at 2^25 + 1).
+TYPED_TEST(HostArrayKeys, OneGpuMatchesStableSortInBothOrders) {
+  using K = TypeParam;
+  const std::size_t chunk_keys = ext::default_link_chunk_bytes / sizeof(K);
+  // The chunk boundaries matter on a GPU; the CPU backend gets the small sizes alone.
+  std::vector<std::size_t> sizes = {0, 1, 2, 3, 1009, 65537};
+  if (this->gpu()) sizes.insert(sizes.end(), {chunk_keys - 1, chunk_keys + 1, 3 * chunk_keys + 5, 16 * chunk_keys + 1});
+  for (const std::size_t n : sizes)
+    for (const bool descending : {false, true})
+      for (const gpusort::nan_order nans : {gpusort::nan_order::last, gpusort::nan_order::first})
+        for (const memory kind : this->memories()) {
+          if (!std::is_floating_point_v<K> && nans == gpusort::nan_order::first) continue;
+          if (kind != memory::pageable && n > 4 * chunk_keys) continue;
+          SCOPED_TRACE(::testing::Message() << "n=" << n << " descending=" << descending << " nans "
+                                            << gpusort::to_string(nans) << " memory " << int(kind));
+          const std::vector<K> input = hostile_keys<K>(n, n + descending);
+          host_buffer<K> keys(input, kind);
+          gpusort::external_options opt = this->one_gpu(kind);
+          opt.sort.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+          opt.sort.nans = nans;
+          const gpusort::file_sort_stats stats = gpusort::sort(keys.span(), opt);
+          EXPECT_TRUE(gpusort::testing::same_bits(keys.vector(),
+                                                  gpusort::testing::reference_sort(input, descending, nans)));
+          if (this->gpu() && n >= 2) {
+            EXPECT_NE(stats["plan"].find("on GPU 0 at once"), std::string::npos) << stats.text();
+            EXPECT_EQ(stats["host memory"].starts_with("pinned"), kind != memory::pageable) << stats.text();
+          }
+        }
+}
+
+// Pairs with 4-, 8- and 16-byte values, stable: the values are the input positions, so the
+// result is exactly std::stable_sort's.
+TYPED_TEST(HostArrayKeys, PairsMatchStableSortWithEveryValueSize) {
+  using K = TypeParam;
+  const auto check = [&]<class V>(V, std::size_t n, bool descending, memory kind) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n << " value bytes " << sizeof(V) << " descending="
+                                      << descending << " memory " << int(kind));
+    const std::vector<K> input = hostile_keys<K>(n, 3 * n + descending);
+    std::vector<V> positions(n);
+    for (std::size_t i = 0; i < n; ++i) positions[i] = position_value<V>(i);
+    host_buffer<K> keys(input, kind);
+    host_buffer<V> values(positions, kind);
+    gpusort::external_options opt = this->one_gpu(kind);
+    opt.sort.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+    opt.sort.stable = true;
+    gpusort::sort(keys.span(), values.span(), opt);
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    const gpusort::testing::sort_order<K> before{descending, gpusort::nan_order::last};
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return before(input[a], input[b]); });
+    std::vector<K> want_keys(n);
+    std::vector<V> want_values(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      want_keys[i] = input[order[i]];
+      want_values[i] = positions[order[i]];
+    }
+    EXPECT_TRUE(gpusort::testing::same_bits(keys.vector(), want_keys));
+    const std::vector<V> got = values.vector();
+    EXPECT_EQ(std::memcmp(got.data(), want_values.data(), n * sizeof(V)), 0);
+  };
+  const std::size_t chunk_keys = ext::default_link_chunk_bytes / sizeof(K);
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7919}, this->gpu() ? chunk_keys + 3 : 65537})
+    for (const bool descending : {false, true})
+      for (const memory kind : this->memories()) {
+        check(std::uint32_t{}, n, descending, kind);
+        check(std::uint64_t{}, n, descending, kind);
+        check(gpusort::detail::payload<16>{}, n, descending, kind);
+      }
+}
+
+// Narrow keys on one GPU: the library's order of their bits (the device sorts them as they are).
+TEST_F(HostArrays, NarrowKeysSortOnOneGpuAsTheLibraryOrdersThem) {
+  const std::size_t n = gpu() ? 3 * (ext::default_link_chunk_bytes / 2) + 11 : 65537;
+  std::vector<std::uint16_t> input(n);
+  std::mt19937 rng(5);
+  for (auto& k : input) k = static_cast<std::uint16_t>(rng());
+  for (const bool descending : {false, true}) {
+    std::vector<std::uint16_t> keys = input;
+    gpusort::external_options opt = one_gpu(memory::pageable);
+    opt.sort.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+    gpusort::sort(std::span<std::uint16_t>(keys), opt);
+    std::vector<std::uint16_t> want = input;
+    std::sort(want.begin(), want.end());
+    if (descending) std::reverse(want.begin(), want.end());
+    EXPECT_EQ(keys, want);
+  }
+}
+
+// A device budget below the keys and their workspace: the runs pipeline for keys, the CPU for
+// pairs; both right.
+TEST_F(HostArrays, BeyondTheBudgetKeysGoByRunsAndPairsByTheCpu) {
+  if (!gpu()) GTEST_SKIP() << "needs a GPU";
+  const std::size_t n = 100003;
+  const std::vector<std::uint32_t> input = hostile_keys<std::uint32_t>(n, 11);
+  gpusort::external_options opt = one_gpu(memory::pageable);
+  opt.device_budget_bytes = 4096 * 2 * (4 + 16);
+  std::vector<std::uint32_t> keys = input;
+  const gpusort::file_sort_stats by_runs = gpusort::sort(std::span<std::uint32_t>(keys), opt);
+  EXPECT_EQ(keys, gpusort::testing::reference_sort(input));
+  EXPECT_NE(by_runs["plan"].find("runs of"), std::string::npos) << by_runs.text();
+  keys = input;
+  std::vector<std::uint32_t> values(n);
+  std::iota(values.begin(), values.end(), 0u);
+  const gpusort::file_sort_stats on_cpu =
+      gpusort::sort(std::span<std::uint32_t>(keys), std::span<std::uint32_t>(values), opt);
+  EXPECT_EQ(keys, gpusort::testing::reference_sort(input));
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(input[values[i]], keys[i]) << i;
+  EXPECT_NE(on_cpu["plan"].find("on the CPU"), std::string::npos) << on_cpu.text();
+}
+
+TEST_F(HostArrays, RefusesBadRequestsBeforeTouchingTheKeys) {
+  std::vector<std::uint32_t> keys = hostile_keys<std::uint32_t>(1000, 3);
+  const std::vector<std::uint32_t> before = keys;
+  std::vector<std::uint32_t> values(999);
+  EXPECT_THROW(gpusort::sort(std::span<std::uint32_t>(keys), std::span<std::uint32_t>(values),
+                             gpusort::external_options{}),
+               gpusort::invalid_request);
+  if (gpu()) {
+    gpusort::external_options opt;
+    opt.devices = {visible_gpus()};  // no such GPU
+    EXPECT_THROW(gpusort::sort(std::span<std::uint32_t>(keys), opt), gpusort::invalid_request);
+    opt.devices = {0, 0};
+    EXPECT_THROW(gpusort::sort(std::span<std::uint32_t>(keys), opt), gpusort::invalid_request);
+  }
+  EXPECT_EQ(keys, before);
+}
+
+TEST_F(HostArrays, CancelStopsBeforeTheWorkAndLeavesTheKeys) {
+  std::vector<std::uint32_t> keys = hostile_keys<std::uint32_t>(1 << 20, 4);
+  const std::vector<std::uint32_t> before = keys;
+  const std::atomic<bool> stop{true};
+  gpusort::external_options opt = one_gpu(memory::pageable);
+  opt.cancel = &stop;
+  EXPECT_THROW(gpusort::sort(std::span<std::uint32_t>(keys), opt), gpusort::cancelled);
+  EXPECT_EQ(keys, before);
+}
+
+TEST_F(HostArrays, ProgressNamesEachPhaseOfTheOneGpuPlan) {
+  if (!gpu()) GTEST_SKIP() << "needs a GPU";
+  std::vector<float> keys = hostile_keys<float>(1 << 20, 9);
+  std::vector<std::string> phases;
+  gpusort::external_options opt = one_gpu(memory::pageable);
+  opt.progress = [&](std::string_view phase, std::uint64_t, std::uint64_t) { phases.emplace_back(phase); };
+  gpusort::sort(std::span<float>(keys), opt);
+  EXPECT_EQ(phases, (std::vector<std::string>{"copying to the GPU", "sorting", "copying back"}));
+}
+
+// ---- several GPUs -----------------------------------------------------------------------
+
+class HostArraysOnSeveralGpus : public HostArrays {
+ protected:
+  void SetUp() override {
+    if (visible_gpus() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  }
+};
+
+// At 1 GiB and more the array is spread over the GPUs: gpusort::dist sorts the slices. The
+// result is checked in full (order, and every key by an order-independent multiset hash), for
+// keys and stable pairs, in both orders, pageable and pinned.
+TEST_F(HostArraysOnSeveralGpus, LargeArraysSpreadOverEveryGpu) {
+  const std::size_t n = (std::size_t{1} << 28) + 3;  // 1 GiB of u32 keys, and 3
+  std::vector<std::uint32_t> input = gpusort::tools::generate<std::uint32_t>(
+      gpusort::tools::distribution::uniform, n, 21);
+  for (std::size_t i = 0; i < n; i += 5) input[i] = input[i % 1013];
+  const auto hash_sum = [](const std::vector<std::uint32_t>& v) {
+    std::uint64_t sum = 0;
+    for (const std::uint32_t k : v) sum += ext::mix64(k);
+    return sum;
+  };
+  const std::uint64_t want = hash_sum(input);
+  for (const bool descending : {false, true}) {
+    std::vector<std::uint32_t> keys = input;
+    gpusort::external_options opt;
+    opt.sort.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+    const gpusort::file_sort_stats stats = gpusort::sort(std::span<std::uint32_t>(keys), opt);
+    EXPECT_NE(stats["plan"].find("spread over " + std::to_string(visible_gpus()) + " GPUs"),
+              std::string::npos) << stats.text();
+    EXPECT_EQ(hash_sum(keys), want);
+    const gpusort::testing::sort_order<std::uint32_t> before{descending, gpusort::nan_order::last};
+    EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end(), before));
+  }
+  // Stable pairs: each value is its key's input position; equal keys keep their input order.
+  std::vector<std::uint32_t> keys = input, values(n);
+  std::iota(values.begin(), values.end(), 0u);
+  gpusort::external_options opt;
+  opt.sort.stable = true;
+  const gpusort::file_sort_stats stats =
+      gpusort::sort(std::span<std::uint32_t>(keys), std::span<std::uint32_t>(values), opt);
+  EXPECT_NE(stats["plan"].find("spread over"), std::string::npos) << stats.text();
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(input[values[i]], keys[i]) << i;
+    if (i > 0) ASSERT_TRUE(keys[i - 1] < keys[i] || (keys[i - 1] == keys[i] && values[i - 1] < values[i])) << i;
+  }
+}
+
+}  // namespace
