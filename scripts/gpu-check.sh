@@ -7,7 +7,8 @@
 #   LOG_DIR=/tmp/x scripts/gpu-check.sh
 #   GPUSORT_GTEST_SOURCE_DIR=/path/to/googletest scripts/gpu-check.sh   (no libgtest-dev)
 #   scripts/gpu-check.sh --build-only   only the build; a second call then skips it (a cold
-#                                       build on 16 cores takes about 6 of a 10-minute slot)
+#                                       build on 16 cores takes about 6 of a 10-minute slot);
+#                                       BUILD_TARGETS="t1 t2" builds those targets alone
 #   scripts/gpu-check.sh --multi        the multi-GPU tests (label multigpu, gpusort::dist over
 #                                       NCCL; again on 3 GPUs where there are 4 or more) and a
 #                                       short scaling run instead; needs 2+ GPUs. Builds only
@@ -63,7 +64,9 @@ fi
 # --multi runs the binaries holding the multigpu label and the scaling run's: only those.
 targets=()
 [ "${1:-}" = "--multi" ] &&
-  targets=(--target test_gpu_dist test_cpu_external_api gpusort_dist_bench)
+  targets=(--target test_gpu_dist test_cpu_external_api test_cpu_host_arrays gpusort_dist_bench)
+# --build-only with BUILD_TARGETS="a b": those targets alone (a benchmark before the rest).
+[ "${1:-}" = "--build-only" ] && [ -n "${BUILD_TARGETS:-}" ] && targets=(--target $BUILD_TARGETS)
 if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUILD_RECORD_BENCH=ON \
          -DCMAKE_CUDA_ARCHITECTURES="$archs" -DPython_EXECUTABLE="$venv/bin/python" \
          "${gtest_arg[@]}" &&
