@@ -31,7 +31,14 @@ namespace gpusort::detail::external {
 
 namespace {
 
-using impl::cuda_check;
+// A CUDA failure (an allocation, the sort): gpusort::error with its code, as the library's.
+void cuda_check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    gpusort::detail::throw_error(e, what);
+  }
+}
+
 template <class P>
 constexpr bool has_values = !std::is_same_v<P, no_value>;
 
@@ -63,8 +70,7 @@ class pinned_for_call {
     stage_clock clock;
     try {
       registration_.emplace(p, bytes);
-    } catch (const io_failure&) {
-      cudaGetLastError();
+    } catch (const gpusort::error&) {
     }
     seconds_ = clock.lap();
   }
@@ -113,7 +119,8 @@ file_sort_stats sort_on_one_gpu(K* keys, P* values, std::uint64_t n, const exter
   cuda_check(run_sort(nullptr), "the sort's workspace query failed");
   device_array<char> temp;
   cuda_check(allocate(temp, temp_bytes), "cannot allocate the sort's workspace");
-  link_copier link(device, staging_threads(1));
+  const unsigned threads = staging_threads(1);
+  link_copier link(device, threads, link_chunk_bytes_for(n * std::max(sizeof(K), sizeof(P)), threads));
   const pinned_for_call pinned_keys(keys, n * sizeof(K), opt.register_host_memory);
   const pinned_for_call pinned_values(values, has_values<P> ? n * sizeof(P) : 0, opt.register_host_memory);
   stats.add_seconds("allocate", clock.lap());
@@ -219,8 +226,10 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
     try {
       const gpusort::dist::communicator& comm = comms[r];
       const device_scope on(comm.device());
-      link_copier link(comm.device(), staging_threads(static_cast<unsigned>(p)));
       const std::uint64_t begin = n * r / p, count = n * (r + 1) / p - begin;
+      const unsigned threads = staging_threads(static_cast<unsigned>(p));
+      // The range a GPU copies out is at most a few per cent above its slice.
+      link_copier link(comm.device(), threads, link_chunk_bytes_for(count * std::max(sizeof(K), sizeof(P)), threads));
       // A slice that cannot be allocated or copied goes in as a null shard: dist::sort then
       // fails on every rank instead of leaving the others waiting in NCCL.
       device_array<K> d_keys;

@@ -14,13 +14,24 @@
 #include <vector>
 
 #include "gpusort/detail/core/cuda_resources.hpp"
+#include "gpusort/detail/core/entry.hpp"  // throw_error
 #include "gpusort/error.hpp"
 #include "gpusort/external/gpu_pipeline.hpp"  // device_scope, impl::cuda_check
 #include "gpusort/external/stats.hpp"         // stage_clock
 
 namespace gpusort::detail::external {
 
-using impl::cuda_check;
+namespace {
+
+// A CUDA failure of a copy: gpusort::error, with the CUDA error's code.
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    gpusort::detail::throw_error(e, what);
+  }
+}
+
+}  // namespace
 
 struct link_copier::lane {
   owned_stream stream;

@@ -47,6 +47,17 @@ constexpr unsigned link_threads(unsigned cores, unsigned gpus) {
 }
 
 inline constexpr std::uint64_t default_link_chunk_bytes = std::uint64_t{8} << 20;
+inline constexpr std::uint64_t smallest_link_chunk_bytes = std::uint64_t{64} << 10;
+
+// The chunk for copies of up to `bytes` over `threads` threads: default_link_chunk_bytes, less
+// for a small array (a chunk a thread, in 64 KiB steps), which then pins no more slots than it
+// needs (8 threads' slots of 8 MiB are 128 MiB).
+constexpr std::uint64_t link_chunk_bytes_for(std::uint64_t bytes, unsigned threads) {
+  const std::uint64_t share = (bytes + (threads == 0 ? 1 : threads) - 1) / (threads == 0 ? 1 : threads);
+  const std::uint64_t steps = (share + smallest_link_chunk_bytes - 1) / smallest_link_chunk_bytes;
+  const std::uint64_t chunk = (steps == 0 ? 1 : steps) * smallest_link_chunk_bytes;
+  return chunk < default_link_chunk_bytes ? chunk : default_link_chunk_bytes;
+}
 
 // What a copy did: its wall seconds, and whether the host memory was pinned (copied straight)
 // rather than staged.
@@ -88,7 +99,7 @@ class link_copier {
 bool is_pinned_host_memory(const void* p, std::uint64_t bytes);
 
 // Host memory pinned (cudaHostRegister, portable: every GPU copies it straight) for the
-// object's life. io_failure when the driver refuses.
+// object's life. gpusort::error when the driver refuses.
 class host_registration {
  public:
   host_registration(void* p, std::uint64_t bytes);

@@ -39,6 +39,11 @@ static_assert(ext::link_chunk_count(0, 8) == 0 && ext::link_chunk_count(8, 8) ==
               ext::link_chunk_count(9, 8) == 2 && ext::link_chunk_count(5, 0) == 0);
 static_assert(ext::nth_link_chunk(20, 8, 2).offset == 16 && ext::nth_link_chunk(20, 8, 2).size == 4);
 static_assert(ext::nth_link_chunk(20, 8, 3).size == 0);
+static_assert(ext::link_chunk_bytes_for(0, 8) == ext::smallest_link_chunk_bytes &&
+              ext::link_chunk_bytes_for(1, 8) == ext::smallest_link_chunk_bytes &&
+              ext::link_chunk_bytes_for(8 * (65536 + 1), 8) == 2 * 65536 &&
+              ext::link_chunk_bytes_for(std::uint64_t{1} << 40, 8) == ext::default_link_chunk_bytes &&
+              ext::link_chunk_bytes_for(100, 0) == ext::smallest_link_chunk_bytes);
 static_assert(ext::link_threads(16, 1) == 8 && ext::link_threads(16, 4) == 4 &&
               ext::link_threads(2, 4) == 2 && ext::link_threads(64, 4) == 8);
 
@@ -98,12 +103,12 @@ TEST_F(LinkCopier, RoundTripsEveryByteAtSizesAroundChunksAndSlots) {
     }
 }
 
-TEST_F(LinkCopier, ReportsACudaFailureAsIoFailure) {
+TEST_F(LinkCopier, ReportsACudaFailureAsTheLibrarysError) {
   ext::link_copier link(0, 2, 4096);
   std::vector<unsigned char> host(3 * 4096);
   // Not a device address: the copy fails, and says so.
   EXPECT_THROW(link.to_host(host.data(), reinterpret_cast<void*>(0x10), host.size()),
-               gpusort::io_failure);
+               gpusort::error);
 }
 
 // ---- host arrays ------------------------------------------------------------------------
