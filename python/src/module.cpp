@@ -599,12 +599,26 @@ void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::u
     using K = decltype(key);
     with_value_size(value_bytes, "values", [&](auto value) {
       using V = decltype(value);
+      if (rows <= 1) {
+        // One row sorts in place in the caller's buffer by the host-array plans (external.hpp:
+        // in over the link, one sort, out; several GPUs or runs when large; the CPU backend
+        // without a GPU), with no copy on the host beside the link's staging.
+        const std::uint64_t n = static_cast<std::uint64_t>(keys.size());
+        std::span<K> k(static_cast<K*>(keys.mutable_data()), n);
+        const gpusort::external_options host_opt{.sort = opt};
+        py::gil_scoped_release unlocked;
+        if constexpr (std::is_same_v<V, no_value>)
+          gpusort::sort(k, host_opt);
+        else
+          gpusort::sort(k, std::span<V>(static_cast<V*>(values.mutable_data()), n), host_opt);
+        return;
+      }
       std::vector<K> k = to_vector<K>(keys);
       std::vector<V> v;
       if constexpr (!std::is_same_v<V, no_value>) v = to_vector<V>(values);
       {
         py::gil_scoped_release unlocked;
-        if (rows > 1 && stable) {
+        if (stable) {
           for (std::uint64_t r = 0; r < rows; ++r) {
             std::vector<K> row_keys(k.begin() + r * row_len, k.begin() + (r + 1) * row_len);
             if constexpr (std::is_same_v<V, no_value>) {
@@ -616,25 +630,10 @@ void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::u
             }
             std::copy(row_keys.begin(), row_keys.end(), k.begin() + r * row_len);
           }
-        } else if (rows > 1) {
-          if constexpr (std::is_same_v<V, no_value>)
-            gpusort::sort_batched(k, rows, row_len, opt);
-          else
-            gpusort::sort_batched(k, v, rows, row_len, opt);
+        } else if constexpr (std::is_same_v<V, no_value>) {
+          gpusort::sort_batched(k, rows, row_len, opt);
         } else {
-          // Large arrays of keys alone go through the host-array sort: pinned copies, and
-          // beyond one GPU's memory runs sorted and merged on every GPU (external.hpp; the
-          // CPU without one). Small ones do not pay for its pinned buffers. Narrow keys
-          // travel through it as 32-bit codes.
-          constexpr std::uint64_t pipeline_bytes = std::uint64_t{1} << 30;
-          if constexpr (std::is_same_v<V, no_value>) {
-            if (k.size() * sizeof(K) >= pipeline_bytes)
-              gpusort::sort(std::span<K>(k), gpusort::external_options{.sort = opt});
-            else
-              gpusort::sort(k, opt);
-          } else {
-            gpusort::sort(k, v, opt);
-          }
+          gpusort::sort_batched(k, v, rows, row_len, opt);
         }
       }
       copy_back(k, keys);

@@ -141,8 +141,11 @@ file_sort_stats sort_on_one_gpu(K* keys, P* values, std::uint64_t n, const exter
   link_report out = link.to_host(keys, d_keys.get(), n * sizeof(K));
   if constexpr (has_values<P>) out.seconds += link.to_host(values, d_values.get(), n * sizeof(P)).seconds;
   const double bytes = static_cast<double>(n * record_bytes<K, P>());
-  stats.add("host memory", in.straight ? "pinned: copied straight" :
-                           "pageable: staged through pinned buffers by " + std::to_string(link.threads()) + " threads");
+  stats.add("host memory", in.straight ? "pinned: copied straight"
+                           : n * sizeof(K) < staged_min_bytes
+                               ? "pageable: copied by the driver (small)"
+                               : "pageable: staged through pinned buffers by " +
+                                     std::to_string(link.threads()) + " threads");
   stats.add_seconds("copy in", in.seconds);
   stats.add_seconds("sort", sort_s);
   stats.add_seconds("copy out", out.seconds);

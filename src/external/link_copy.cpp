@@ -39,10 +39,12 @@ struct link_copier::lane {
   std::array<owned_event, 2> done;
 };
 
-link_copier::link_copier(int device, unsigned threads, std::uint64_t chunk_bytes)
+link_copier::link_copier(int device, unsigned threads, std::uint64_t chunk_bytes,
+                         std::uint64_t staged_from)
     : device_(device),
       threads_(threads > 0 ? threads : link_threads(std::max(1u, std::thread::hardware_concurrency()), 1)),
-      chunk_bytes_(std::max<std::uint64_t>(chunk_bytes, 4096)) {}
+      chunk_bytes_(std::max<std::uint64_t>(chunk_bytes, 4096)),
+      staged_from_(staged_from) {}
 
 link_copier::~link_copier() {
   if (!lanes_) return;
@@ -88,7 +90,7 @@ link_report link_copier::copy(void* to, const void* from, std::uint64_t bytes, b
   const device_scope on(device_);
   void* host = to_device ? const_cast<void*>(from) : to;
   report.straight = is_pinned_host_memory(host, bytes);
-  if (report.straight)
+  if (report.straight || bytes < staged_from_)
     straight(to, from, bytes, to_device);
   else
     staged(to, from, bytes, to_device);
@@ -96,7 +98,8 @@ link_report link_copier::copy(void* to, const void* from, std::uint64_t bytes, b
   return report;
 }
 
-// Pinned memory: one copy on one stream runs at the link's rate.
+// Pinned memory: one copy on one stream runs at the link's rate (small pageable copies go this
+// way too, through the driver's staging).
 void link_copier::straight(void* to, const void* from, std::uint64_t bytes, bool to_device) {
   owned_stream stream;
   cuda_check(create(stream), "cannot create a stream");

@@ -48,6 +48,9 @@ constexpr unsigned link_threads(unsigned cores, unsigned gpus) {
 
 inline constexpr std::uint64_t default_link_chunk_bytes = std::uint64_t{8} << 20;
 inline constexpr std::uint64_t smallest_link_chunk_bytes = std::uint64_t{64} << 10;
+// Below this, pageable memory goes through the driver's own staging (a plain cudaMemcpy): as
+// fast for so few bytes, with no slots to pin and no threads to start.
+inline constexpr std::uint64_t staged_min_bytes = std::uint64_t{4} << 20;
 
 // The chunk for copies of up to `bytes` over `threads` threads: default_link_chunk_bytes, less
 // for a small array (a chunk a thread, in 64 KiB steps), which then pins no more slots than it
@@ -72,8 +75,10 @@ struct link_report {
 // CUDA error.
 class link_copier {
  public:
+  // Pageable copies of fewer than staged_from bytes go through the driver's staging.
   link_copier(int device, unsigned threads = 0,
-              std::uint64_t chunk_bytes = default_link_chunk_bytes);
+              std::uint64_t chunk_bytes = default_link_chunk_bytes,
+              std::uint64_t staged_from = staged_min_bytes);
   ~link_copier();
   link_copier(const link_copier&) = delete;
   link_copier& operator=(const link_copier&) = delete;
@@ -92,6 +97,7 @@ class link_copier {
   int device_;
   unsigned threads_;
   std::uint64_t chunk_bytes_;
+  std::uint64_t staged_from_;
   lane* lanes_ = nullptr;  // threads_ of them, made on first staged use
 };
 

@@ -79,7 +79,7 @@ class LinkCopier : public ::testing::Test {
 // slots), from pageable and from pinned memory; the bytes around the copy stay untouched.
 TEST_F(LinkCopier, RoundTripsEveryByteAtSizesAroundChunksAndSlots) {
   constexpr std::uint64_t chunk = 4096;
-  ext::link_copier link(0, 3, chunk);
+  ext::link_copier link(0, 3, chunk, 0);  // staged at every size
   std::mt19937_64 rng(7);
   for (const std::uint64_t bytes : std::vector<std::uint64_t>{1, 4095, 4096, 4097, 6 * chunk - 1, 6 * chunk,
                                                               6 * chunk + 1, 13 * chunk + 7, (1 << 20) + 3})
