@@ -80,8 +80,10 @@ struct external_options {
   const std::atomic<bool>* cancel = nullptr;
   // Host arrays (gpusort::sort of a span): pin the caller's pageable memory for the call
   // (cudaHostRegister) and copy it straight, instead of staging it through pinned buffers that
-  // several threads fill. Pinning costs time of its own (docs/performance.md measures both);
-  // memory that is already pinned is always copied straight.
+  // several threads fill. On one GPU the array is pinned in pieces as it is copied in (the
+  // pinning overlaps the copies), copied back straight, then unpinned; spread over several
+  // GPUs it is pinned whole first. Pinning costs time of its own (docs/performance.md
+  // measures both); memory that is already pinned is always copied straight.
   bool register_host_memory = false;
 };
 

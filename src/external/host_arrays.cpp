@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <cstdint>
 #include <exception>
 #include <span>
@@ -81,6 +82,46 @@ class pinned_for_call {
   double seconds_ = 0;
 };
 
+// How one host array travels over one GPU's link: pinned piece by piece as it goes
+// (register_host_memory, for pageable arrays of staged_min_bytes or more: pinned_pieces), else
+// through the copier (staged, or straight when the caller's memory is pinned already).
+class array_link {
+ public:
+  array_link(link_copier& copier, void* host, std::uint64_t bytes, bool pin_in_pieces)
+      : copier_(copier), host_(host), bytes_(bytes) {
+    if (pin_in_pieces && bytes >= staged_min_bytes && !is_pinned_host_memory(host, bytes))
+      pieces_.emplace(host, bytes, copier.threads());
+  }
+  link_report to_device(void* device_to) {
+    if (!pieces_) return report_ = copier_.to_device(device_to, host_, bytes_);
+    return {pieces_->to_device(copier_.device(), device_to), false};
+  }
+  link_report to_host(const void* device_from) {
+    if (!pieces_) return copier_.to_host(host_, device_from, bytes_);
+    return {pieces_->to_host(copier_.device(), device_from), false};
+  }
+  double unpin() { return pieces_ ? pieces_->unpin() : 0.0; }
+  bool pins_in_pieces() const { return pieces_.has_value(); }
+  // For the statistics.
+  std::string how() const {
+    if (pieces_)
+      return "pageable: pinned in pieces of " + std::to_string(default_pin_piece_bytes >> 20) +
+             " MiB as copied (" +
+             std::to_string(pieces_->pinned_bytes() * 100 / std::max<std::uint64_t>(bytes_, 1)) +
+             "% pinned), " + std::to_string(copier_.threads()) + " threads";
+    if (report_.straight) return "pinned: copied straight";
+    if (bytes_ < staged_min_bytes) return "pageable: copied by the driver (small)";
+    return "pageable: staged through pinned buffers by " + std::to_string(copier_.threads()) + " threads";
+  }
+
+ private:
+  link_copier& copier_;
+  void* host_;
+  std::uint64_t bytes_;
+  std::optional<pinned_pieces> pieces_;
+  link_report report_;
+};
+
 // The one-GPU plan's device memory for n records: keys, values and the sort's workspace, or
 // UINT64_MAX when the workspace query fails.
 template <class K, class P>
@@ -121,14 +162,13 @@ file_sort_stats sort_on_one_gpu(K* keys, P* values, std::uint64_t n, const exter
   cuda_check(allocate(temp, temp_bytes), "cannot allocate the sort's workspace");
   const unsigned threads = staging_threads(1);
   link_copier link(device, threads, link_chunk_bytes_for(n * std::max(sizeof(K), sizeof(P)), threads));
-  const pinned_for_call pinned_keys(keys, n * sizeof(K), opt.register_host_memory);
-  const pinned_for_call pinned_values(values, has_values<P> ? n * sizeof(P) : 0, opt.register_host_memory);
+  array_link keys_link(link, keys, n * sizeof(K), opt.register_host_memory);
+  std::optional<array_link> values_link;
+  if constexpr (has_values<P>) values_link.emplace(link, values, n * sizeof(P), opt.register_host_memory);
   stats.add_seconds("allocate", clock.lap());
-  if (opt.register_host_memory) stats.add_seconds("pin host memory", pinned_keys.seconds() + pinned_values.seconds());
 
-  link_report in = link.to_device(d_keys.get(), keys, n * sizeof(K));
-  if constexpr (has_values<P>) in.seconds += link.to_device(d_values.get(), values, n * sizeof(P)).seconds;
-  clock.lap();
+  link_report in = keys_link.to_device(d_keys.get());
+  if constexpr (has_values<P>) in.seconds += values_link->to_device(d_values.get()).seconds;
   meter.phase("sorting", false);
   stream_timer timer;
   cuda_check(timer.init(), "cannot create an event");
@@ -138,14 +178,11 @@ file_sort_stats sort_on_one_gpu(K* keys, P* values, std::uint64_t n, const exter
   cuda_check(timer.seconds(stream.get(), sort_s), "the sort failed");
   temp.reset();
   meter.phase("copying back", false);
-  link_report out = link.to_host(keys, d_keys.get(), n * sizeof(K));
-  if constexpr (has_values<P>) out.seconds += link.to_host(values, d_values.get(), n * sizeof(P)).seconds;
+  link_report out = keys_link.to_host(d_keys.get());
+  if constexpr (has_values<P>) out.seconds += values_link->to_host(d_values.get()).seconds;
+  const double unpin_s = keys_link.unpin() + (values_link ? values_link->unpin() : 0.0);
   const double bytes = static_cast<double>(n * record_bytes<K, P>());
-  stats.add("host memory", in.straight ? "pinned: copied straight"
-                           : n * sizeof(K) < staged_min_bytes
-                               ? "pageable: copied by the driver (small)"
-                               : "pageable: staged through pinned buffers by " +
-                                     std::to_string(link.threads()) + " threads");
+  stats.add("host memory", keys_link.how());
   stats.add_seconds("copy in", in.seconds);
   stats.add_seconds("sort", sort_s);
   stats.add_seconds("copy out", out.seconds);
@@ -153,6 +190,7 @@ file_sort_stats sort_on_one_gpu(K* keys, P* values, std::uint64_t n, const exter
   std::snprintf(rates, sizeof rates, "%.1f GB/s in, %.1f GB/s out", bytes / in.seconds / 1e9,
                 bytes / out.seconds / 1e9);
   stats.add("copy rates", rates);
+  if (keys_link.pins_in_pieces()) stats.add_seconds("unpin", unpin_s);
   meter.finish();
   return stats;
 }

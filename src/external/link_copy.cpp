@@ -2,6 +2,7 @@
 #include "link_copy.hpp"
 
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -184,6 +185,130 @@ void link_copier::staged(void* to, const void* from, std::uint64_t bytes, bool t
   work(0);
   for (std::thread& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
+}
+
+pinned_pieces::pinned_pieces(void* host, std::uint64_t bytes, unsigned threads,
+                             std::uint64_t piece_bytes)
+    : host_(static_cast<unsigned char*>(host)),
+      bytes_(bytes),
+      threads_(std::max(1u, threads)),
+      piece_bytes_(std::max<std::uint64_t>(piece_bytes, 4096)) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  pages_ = whole_pages(reinterpret_cast<std::uintptr_t>(host), bytes,
+                       page > 0 ? static_cast<std::uint64_t>(page) : 4096);
+  pinned_.assign(link_chunk_count(pages_.end - pages_.begin, piece_bytes_), 0);
+}
+
+pinned_pieces::~pinned_pieces() { unpin(); }
+
+std::uint64_t pinned_pieces::pinned_bytes() const {
+  std::uint64_t total = 0;
+  for (std::size_t piece = 0; piece < pinned_.size(); ++piece)
+    if (pinned_[piece]) total += nth_link_chunk(pages_.end - pages_.begin, piece_bytes_, piece).size;
+  return total;
+}
+
+// work(thread, stream) on threads_ threads (the calling one among them) with `device` current
+// and a stream each, which is synchronized after; the first exception is rethrown.
+template <class Work>
+void pinned_pieces::on_threads(int device, Work&& work) {
+  const unsigned threads = static_cast<unsigned>(
+      std::clamp<std::uint64_t>(pinned_.size(), 1, threads_));
+  std::exception_ptr failure;
+  std::mutex m;
+  const auto run = [&](unsigned t) {
+    try {
+      cuda_check(cudaSetDevice(device), "cannot use the GPU");
+      owned_stream stream;
+      cuda_check(create(stream), "cannot create a stream");
+      work(t, threads, stream.get());
+      cuda_check(cudaStreamSynchronize(stream.get()), "a copy between host and device failed");
+    } catch (...) {
+      std::lock_guard lock(m);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  {
+    const device_scope on(device);
+    std::vector<std::thread> pool;
+    try {
+      for (unsigned t = 1; t < threads; ++t) pool.emplace_back(run, t);
+    } catch (...) {  // fewer threads: the pieces of the missing ones go undone, so fail
+      std::lock_guard lock(m);
+      if (!failure) failure = std::current_exception();
+    }
+    run(0);
+    for (std::thread& t : pool) t.join();
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+double pinned_pieces::to_device(int device, void* device_to) {
+  stage_clock clock;
+  auto* out = static_cast<unsigned char*>(device_to);
+  const std::uint64_t interior = pages_.end - pages_.begin;
+  on_threads(device, [&](unsigned t, unsigned threads, cudaStream_t stream) {
+    if (t == 0 && bytes_ > 0) {  // the partial pages at the ends
+      cuda_check(cudaMemcpyAsync(out, host_, pages_.begin == pages_.end ? bytes_ : pages_.begin,
+                                 cudaMemcpyHostToDevice, stream), "a copy to the device failed");
+      if (pages_.end > pages_.begin && pages_.end < bytes_)
+        cuda_check(cudaMemcpyAsync(out + pages_.end, host_ + pages_.end, bytes_ - pages_.end,
+                                   cudaMemcpyHostToDevice, stream), "a copy to the device failed");
+    }
+    for (std::uint64_t piece = t; piece < pinned_.size(); piece += threads) {
+      const link_chunk c = nth_link_chunk(interior, piece_bytes_, piece);
+      unsigned char* at = host_ + pages_.begin + c.offset;
+      pinned_[piece] = cudaHostRegister(at, c.size, cudaHostRegisterPortable) == cudaSuccess;
+      if (!pinned_[piece]) cudaGetLastError();  // staged by the driver instead
+      cuda_check(cudaMemcpyAsync(out + pages_.begin + c.offset, at, c.size, cudaMemcpyHostToDevice, stream),
+                 "a copy to the device failed");
+    }
+  });
+  return clock.lap();
+}
+
+double pinned_pieces::to_host(int device, const void* device_from) {
+  stage_clock clock;
+  const auto* in = static_cast<const unsigned char*>(device_from);
+  const std::uint64_t interior = pages_.end - pages_.begin;
+  on_threads(device, [&](unsigned t, unsigned threads, cudaStream_t stream) {
+    if (t == 0 && bytes_ > 0) {
+      cuda_check(cudaMemcpyAsync(host_, in, pages_.begin == pages_.end ? bytes_ : pages_.begin,
+                                 cudaMemcpyDeviceToHost, stream), "a copy from the device failed");
+      if (pages_.end > pages_.begin && pages_.end < bytes_)
+        cuda_check(cudaMemcpyAsync(host_ + pages_.end, in + pages_.end, bytes_ - pages_.end,
+                                   cudaMemcpyDeviceToHost, stream), "a copy from the device failed");
+    }
+    for (std::uint64_t piece = t; piece < pinned_.size(); piece += threads) {
+      const link_chunk c = nth_link_chunk(interior, piece_bytes_, piece);
+      cuda_check(cudaMemcpyAsync(host_ + pages_.begin + c.offset, in + pages_.begin + c.offset, c.size,
+                                 cudaMemcpyDeviceToHost, stream), "a copy from the device failed");
+    }
+  });
+  return clock.lap();
+}
+
+double pinned_pieces::unpin() noexcept {
+  stage_clock clock;
+  const unsigned threads = static_cast<unsigned>(std::clamp<std::uint64_t>(pinned_.size(), 1, threads_));
+  const auto run = [&](unsigned t) {
+    for (std::uint64_t piece = t; piece < pinned_.size(); piece += threads)
+      if (pinned_[piece]) {
+        cudaHostUnregister(host_ + pages_.begin + piece * piece_bytes_);
+        pinned_[piece] = 0;
+      }
+  };
+  std::vector<std::thread> pool;
+  try {
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(run, t);
+  } catch (...) {  // the calling thread unpins what the missing threads would have
+    for (std::thread& t : pool) t.join();
+    pool.clear();
+    for (unsigned t = 0; t < threads; ++t) run(t);
+  }
+  run(0);
+  for (std::thread& t : pool) t.join();
+  return clock.lap();
 }
 
 link_rate measure_link(int device, std::uint64_t bytes) {

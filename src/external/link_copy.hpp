@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace gpusort::detail::external {
 
@@ -115,6 +116,54 @@ class host_registration {
 
  private:
   void* p_;
+};
+
+// The part of [address, address + bytes) made of whole pages of `page` bytes: offsets
+// [begin, end) from address; begin == end where no whole page fits. The partial pages at the
+// ends may be shared with other memory (pinned already, say), so they are never pinned.
+struct page_span {
+  std::uint64_t begin = 0, end = 0;
+};
+constexpr page_span whole_pages(std::uint64_t address, std::uint64_t bytes, std::uint64_t page) {
+  const std::uint64_t first = (address + page - 1) / page * page;
+  const std::uint64_t last = (address + bytes) / page * page;
+  if (page == 0 || first >= last || first - address >= bytes) return {0, 0};
+  return {first - address, last - address};
+}
+
+inline constexpr std::uint64_t default_pin_piece_bytes = std::uint64_t{64} << 20;
+
+// A pageable array pinned piece by piece as it is copied to the device: several threads each
+// pin a piece of whole pages (cudaHostRegister) and queue its copy at once, so that pinning
+// overlaps the copies instead of preceding them. The pieces stay pinned for the copy back
+// (straight, no staging) and are unpinned, again on several threads, when the object goes. The
+// partial pages at the ends, and a piece the driver refuses to pin, go through the driver's
+// own staging. Throws gpusort::error on a failed copy.
+class pinned_pieces {
+ public:
+  pinned_pieces(void* host, std::uint64_t bytes, unsigned threads,
+                std::uint64_t piece_bytes = default_pin_piece_bytes);
+  ~pinned_pieces();
+  pinned_pieces(const pinned_pieces&) = delete;
+  pinned_pieces& operator=(const pinned_pieces&) = delete;
+
+  // The whole array to device_to on `device`, pinning as it goes; the wall seconds.
+  double to_device(int device, void* device_to);
+  // The whole array back from device_from; the wall seconds.
+  double to_host(int device, const void* device_from);
+  // Unpins every piece now (else the destructor does); the wall seconds.
+  double unpin() noexcept;
+  std::uint64_t pinned_bytes() const;
+
+ private:
+  template <class Work>
+  void on_threads(int device, Work&& work);
+  unsigned char* host_;
+  std::uint64_t bytes_;
+  unsigned threads_;
+  std::uint64_t piece_bytes_;
+  page_span pages_;
+  std::vector<unsigned char> pinned_;  // per piece: 1 once registered
 };
 
 // The bare link rate: seconds of a pinned cudaMemcpy of `bytes` each way on `device`, for the
