@@ -34,6 +34,7 @@
 #include "cli.hpp"  // parse_count
 #include "gpusort/external.hpp"
 #include "link_copy.hpp"  // measure_link (src/external)
+#include "records.hpp"    // mix64
 
 namespace {
 

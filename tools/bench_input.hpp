@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cli.hpp"  // the file machinery's names
-#include "gpusort/external/records.hpp"  // records, record_bytes
+#include "records.hpp"  // records, record_bytes
 
 namespace gpusort::tools {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli.hpp"  // usage_error, io_error, and the file machinery's names
-#include "gpusort/external/records.hpp"  // file_handle, pending_file
+#include "records.hpp"  // file_handle, pending_file
 
 namespace gpusort::tools {
 

@@ -13,7 +13,7 @@
 
 #include "cli.hpp"  // segment_spec, less, key_traits, the file machinery's names
 #include "common/distributions.hpp"
-#include "gpusort/external/records.hpp"  // records, checksum, order_report
+#include "records.hpp"  // records, checksum, order_report
 
 namespace gpusort::tools {
 

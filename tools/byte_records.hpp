@@ -1,6 +1,6 @@
 // The tool's side of records sorted by a byte key: the options that describe them
 // (--record-bytes B --key-bytes K [--key-offset O]) and gen's records of that kind. Sorting
-// and checking them is the library's (gpusort/external/record_sort.hpp).
+// and checking them is the library's (src/external/record_sort.hpp).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include "cli.hpp"
 #include "common/distributions.hpp"
-#include "gpusort/external/record_sort.hpp"
+#include "record_sort.hpp"
 #include "progress.hpp"
 
 namespace gpusort::tools {

@@ -15,13 +15,13 @@
 #include "byte_records.hpp"
 #include "gpusort/external.hpp"
 #include "gpusort/notices.hpp"
-#include "gpusort/external/external_sort.hpp"
-#include "gpusort/external/nan_move.hpp"
+#include "external_sort.hpp"
+#include "nan_move.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
 #include "plot.hpp"
 #include "standard_descriptors.hpp"
-#include "gpusort/external/records.hpp"
+#include "records.hpp"
 
 namespace {
 

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <thread>
 
-#include "gpusort/external/progress.hpp"
+#include "progress_sink.hpp"
 
 namespace gpusort::tools {
 

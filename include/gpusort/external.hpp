@@ -8,7 +8,8 @@
 // more than 64 runs) they are cut into runs that fit the budgets, each sorted with
 // gpusort::sort (the CPU backend without a GPU), and merged on the CPU.
 //
-//   #include "gpusort/external.hpp"   // link gpusort::external (the library and OpenMP)
+//   #include "gpusort/external.hpp"   // link gpusort::external (compiled in src/external/;
+//                                      // this is its one public header)
 //   gpusort::external_options opt{.device_budget_bytes = 4ull << 30};
 //   opt.progress = [](std::string_view phase, std::uint64_t done, std::uint64_t total) { ... };
 //   gpusort::sort_file<float>("in.f32", "out.f32", opt);
@@ -33,21 +34,50 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include "gpusort/external/external_sort.hpp"
-#include "gpusort/external/nan_move.hpp"
-#include "gpusort/external/record_sort.hpp"
 #include "gpusort/error.hpp"
 #include "gpusort/key_traits.hpp"
 #include "gpusort/options.hpp"
+#include "gpusort/sort.hpp"  // sortable_key, supported_value, payload_of
 
 namespace gpusort {
+
+// What a file or host-array sort did, item by item as `gpusort sort --stats` prints them: the
+// algorithm, the plan (in memory, on the GPU at once, spread, or runs and how they were merged)
+// and the busy seconds of each stage ("read", "sort", "copy in"...: stages of a pipeline
+// overlap).
+struct file_sort_stats {
+  std::vector<std::pair<std::string, std::string>> items;
+
+  void add(std::string name, std::string value) {
+    items.emplace_back(std::move(name), std::move(value));
+  }
+  void add_seconds(std::string name, double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f s", seconds);
+    add(std::move(name), text);
+  }
+  // The value of the first item called `name`, or "" without one.
+  std::string operator[](std::string_view name) const {
+    for (const auto& [item, value] : items)
+      if (item == name) return value;
+    return "";
+  }
+  // "name: value", a line each.
+  std::string text() const {
+    std::string lines;
+    for (const auto& [item, value] : items) lines += item + ": " + value + "\n";
+    return lines;
+  }
+};
 
 struct external_options {
   // The sort of each run: algorithm, direction and NaN placement (the stream is not used).
@@ -96,64 +126,15 @@ struct record_format {
 
 namespace detail::external {
 
-// external_options' callback and cancel flag as the machinery's progress sink.
-class callback_progress final : public progress_sink {
- public:
-  explicit callback_progress(const gpusort::external_options& opt)
-      : report_(opt.progress), cancel_(opt.cancel) {}
-  void phase(std::string_view name, bool counted) override {
-    stop_if_asked();
-    phase_ = name;
-    if (report_ && !counted) report_(phase_, 0, 0);
-  }
-  void advance(std::uint64_t done, std::uint64_t total) override {
-    stop_if_asked();
-    if (report_) report_(phase_, done, total);
-  }
-
- private:
-  void stop_if_asked() const {
-    if (cancel_ && cancel_->load(std::memory_order_relaxed))
-      throw gpusort::cancelled("the sort was cancelled; nothing was written");
-  }
-  const std::function<void(std::string_view, std::uint64_t, std::uint64_t)>& report_;
-  const std::atomic<bool>* cancel_;
-  std::string phase_;
-};
-
-inline sort_request request_of(const std::string& in, const std::string& out, bool pairs,
-                               const gpusort::external_options& opt, progress_sink& meter,
-                               gpusort::file_sort_stats& stats) {
-  return sort_request{.input = in,
-                      .output = out,
-                      .pairs = pairs,
-                      .opt = with_nans_largest(opt.sort),
-                      .device_budget_given = opt.device_budget_bytes > 0,
-                      .device_budget_bytes = opt.device_budget_bytes,
-                      .host_budget_bytes = opt.host_budget_bytes,
-                      .devices = opt.devices,
-                      .stats = &stats,
-                      .meter = &meter};
-}
-
-inline void throw_if_wrong(int status, const std::string& out) {
-  if (status != 0)
-    throw wrong_result("the sort returned a wrong result; " + out + " was not written");
-}
-
+// Compiled in src/external/: files.cpp (every key type but bool), host_arrays.cpp (every key
+// type and value size).
 template <class K>
 gpusort::file_sort_stats sort_typed_file(const std::string& in, const std::string& out,
-                                         bool pairs, const gpusort::external_options& opt) {
-  callback_progress meter(opt);
-  gpusort::file_sort_stats stats;
-  sort_request request = request_of(in, out, pairs, opt, meter, stats);
-  narrow_file_request<K>(request, opt.sort, "");
-  pending_file output(out, true, opt.scratch_directory);
-  place_nans_on_commit<K>(output, opt.sort, pairs, false);
-  throw_if_wrong(sort_keys_file<K>(request, false, "", output), out);
-  return stats;
-}
-
+                                         bool pairs, const gpusort::external_options& opt);
+gpusort::file_sort_stats sort_records_file(const std::string& in, const std::string& out,
+                                           const gpusort::record_format& format,
+                                           const gpusort::external_options& opt);
+void set_signal_cleanup(bool on);
 // Host arrays (src/external/host_arrays.cpp, compiled for every key type and value size).
 template <class K>
 gpusort::file_sort_stats sort_host_keys(std::span<K> keys, const gpusort::external_options& opt);
@@ -206,7 +187,7 @@ file_sort_stats sort(std::span<K> host_keys, std::span<V> host_values, const ext
 // leaves those signals to their default (a command-line tool, as gpusort's); a program that
 // handles them itself (a Python interpreter, a server) stops sorts through
 // external_options::cancel instead.
-inline void set_signal_cleanup(bool on) { detail::external::signal_cleanup_allowed.store(on); }
+inline void set_signal_cleanup(bool on) { detail::external::set_signal_cleanup(on); }
 
 // Sorts the keys of type K in the file `in` into `out`. Returns what it did (the plan and
 // the seconds of each stage, as `gpusort sort --stats` prints them). Narrow keys (int8 ...
@@ -232,17 +213,7 @@ file_sort_stats sort_pairs_file(const std::string& in, const std::string& out,
 inline file_sort_stats sort_records_file(const std::string& in, const std::string& out,
                                          const record_format& format,
                                          const external_options& opt = {}) {
-  namespace ext = detail::external;
-  const ext::record_layout layout{format.record_bytes, format.key_offset, format.key_bytes,
-                                  ext::key_kind::bytes,
-                                  opt.sort.direction == order::descending};
-  ext::check_layout(layout);
-  ext::callback_progress meter(opt);
-  file_sort_stats stats;
-  const ext::sort_request request = ext::request_of(in, out, false, opt, meter, stats);
-  ext::pending_file output(out, true, opt.scratch_directory);
-  ext::throw_if_wrong(ext::sort_byte_records_file(request, layout, "", output), out);
-  return stats;
+  return detail::external::sort_records_file(in, out, format, opt);
 }
 
 }  // namespace gpusort

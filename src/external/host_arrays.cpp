@@ -6,7 +6,7 @@
 //            shape of RMG sort, Ilic et al., BTW 2023). Needs gpusort::dist (NCCL).
 //   one GPU: the array and the sort's workspace fit one GPU: in over the link, one sort, out.
 //   runs:    keys beyond that: runs sorted and merged in windows on every GPU
-//            (sort_keys_through_gpu, gpusort/external/gpu_pipeline.hpp); pairs on the CPU.
+//            (sort_keys_through_gpu, src/external/gpu_pipeline.hpp); pairs on the CPU.
 // Without a GPU the CPU backend sorts in place.
 #include <barrier>
 #include <cstdlib>
@@ -21,8 +21,12 @@
 #include <thread>
 #include <vector>
 
+#include "callback_progress.hpp"
+#include "external_sort.hpp"
+#include "gpu_pipeline.hpp"
 #include "gpusort/external.hpp"
 #include "link_copy.hpp"
+#include "nan_move.hpp"
 
 #if GPUSORT_EXTERNAL_WITH_DIST
 #include "gpusort/dist.hpp"

@@ -17,8 +17,8 @@
 #include "gpusort/detail/core/cuda_resources.hpp"
 #include "gpusort/detail/core/entry.hpp"  // throw_error
 #include "gpusort/error.hpp"
-#include "gpusort/external/gpu_pipeline.hpp"  // device_scope, impl::cuda_check
-#include "gpusort/external/stats.hpp"         // stage_clock
+#include "gpu_pipeline.hpp"  // device_scope, impl::cuda_check
+#include "stats.hpp"         // stage_clock
 
 namespace gpusort::detail::external {
 

@@ -1,6 +1,6 @@
-// Out-of-core sorting on the CPU (gpusort/external/run_plan.hpp, external/run_merge.hpp):
+// Out-of-core sorting on the CPU (src/external/run_plan.hpp, src/external/run_merge.hpp):
 // the plan's arithmetic, the cuts of sorted runs into merge windows
-// (gpusort/external/merge_windows.hpp), runs cut, sorted, written and merged in one or more
+// (src/external/merge_windows.hpp), runs cut, sorted, written and merged in one or more
 // passes against a stable sort of the whole input (identical bytes: stable and nothing lost), and
 // cleanup of the scratch files on an exception, a full disk and a signal.
 #include <gtest/gtest.h>
@@ -22,9 +22,9 @@
 #include <utility>
 #include <vector>
 
-#include "gpusort/external/merge_windows.hpp"
-#include "gpusort/external/run_merge.hpp"
-#include "gpusort/external/run_plan.hpp"
+#include "merge_windows.hpp"
+#include "run_merge.hpp"
+#include "run_plan.hpp"
 #include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;

@@ -21,6 +21,7 @@
 
 #include "gpusort/external.hpp"
 #include "gpusort/notices.hpp"
+#include "records.hpp"  // key_code
 #include "reference.hpp"
 #include "scratch_dir.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gpusort/external/file_io.hpp"
+#include "file_io.hpp"
 
 namespace fs = std::filesystem;
 namespace tools = gpusort::detail::external;

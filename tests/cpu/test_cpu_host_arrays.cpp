@@ -21,6 +21,7 @@
 #include "common/distributions.hpp"
 #include "gpusort/external.hpp"
 #include "link_copy.hpp"
+#include "records.hpp"  // mix64
 #include "reference.hpp"
 
 namespace {

@@ -33,7 +33,7 @@
 #include "common/distributions.hpp"
 #include "common/segments.hpp"
 #include "progress.hpp"
-#include "gpusort/external/records.hpp"
+#include "records.hpp"
 
 #include "cpu/tool_fixture.hpp"
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "cpu/tool_fixture.hpp"
-#include "gpusort/external/run_plan.hpp"
-#include "gpusort/external/streams.hpp"
+#include "run_plan.hpp"
+#include "streams.hpp"
 
 namespace {
 

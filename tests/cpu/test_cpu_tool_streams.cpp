@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cpu/tool_fixture.hpp"
-#include "gpusort/external/streams.hpp"
+#include "streams.hpp"
 
 namespace {
 

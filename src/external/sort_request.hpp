@@ -10,9 +10,9 @@
 
 #include "gpusort/error.hpp"
 #include "gpusort/detail/core/cuda_resources.hpp"
-#include "gpusort/external/progress.hpp"
-#include "gpusort/external/run_plan.hpp"
-#include "gpusort/external/stats.hpp"
+#include "progress_sink.hpp"
+#include "run_plan.hpp"
+#include "stats.hpp"
 #include "gpusort/sort.hpp"
 
 namespace gpusort::detail::external {

@@ -6,7 +6,7 @@
 // When the keys and the sort's workspace fit the device budget, that is the whole sort: read and
 // upload, sort, download and write. Otherwise the input is cut into runs that fit; each is
 // uploaded, sorted and stored (in host memory when it fits there, else in a scratch file), and the
-// runs are merged in windows (gpusort/external/merge_windows.hpp): each window's slices are
+// runs are merged in windows (src/external/merge_windows.hpp): each window's slices are
 // gathered from the stored runs into the device buffer, sorted there, and written to their place in
 // the output. Every key thus crosses the bus four times, but the merge costs one GPU sort per
 // window instead of a CPU heap merge.
@@ -44,14 +44,14 @@
 #include <vector>
 
 #include "gpusort/detail/core/cuda_resources.hpp"
-#include "gpusort/external/run_merge.hpp"
-#include "gpusort/external/run_plan.hpp"
-#include "gpusort/external/file_io.hpp"
-#include "gpusort/external/merge_windows.hpp"
-#include "gpusort/external/stats.hpp"
+#include "run_merge.hpp"
+#include "run_plan.hpp"
+#include "file_io.hpp"
+#include "merge_windows.hpp"
+#include "stats.hpp"
 #include "gpusort/sort.hpp"
-#include "gpusort/external/progress.hpp"
-#include "gpusort/external/records.hpp"
+#include "progress_sink.hpp"
+#include "records.hpp"
 
 namespace gpusort::detail::external {
 

@@ -32,10 +32,10 @@
 
 #include "gpusort/detail/core/narrow_keys.hpp"
 #include "gpusort/error.hpp"
-#include "gpusort/external/file_io.hpp"
+#include "file_io.hpp"
 #include "gpusort/key_traits.hpp"
-#include "gpusort/external/progress.hpp"
-#include "gpusort/external/streams.hpp"
+#include "progress_sink.hpp"
+#include "streams.hpp"
 
 namespace gpusort::detail::external {
 

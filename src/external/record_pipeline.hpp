@@ -27,11 +27,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "gpusort/external/gpu_pipeline.hpp"
-#include "gpusort/external/merge_windows.hpp"
+#include "gpu_pipeline.hpp"
+#include "merge_windows.hpp"
 #include "gpusort/sort.hpp"
-#include "gpusort/external/record_host.hpp"
-#include "gpusort/external/sort_request.hpp"
+#include "record_host.hpp"
+#include "sort_request.hpp"
 #include "gpusort/sort.hpp"
 
 namespace gpusort::detail::external {

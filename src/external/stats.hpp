@@ -1,5 +1,5 @@
-// What a file sort reports (gpusort sort --stats, the library's file_sort_stats): the
-// algorithm as named for the user, the plan, and the seconds of each stage.
+// The pieces of what a file sort reports (gpusort sort --stats, the library's file_sort_stats,
+// declared in gpusort/external.hpp): stage clocks, the algorithm as named for the user.
 #pragma once
 
 #include <chrono>
@@ -10,39 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "gpusort/external.hpp"  // file_sort_stats
 #include "gpusort/sort.hpp"
 
-namespace gpusort {
-
-// What a file sort did, item by item as `gpusort sort --stats` prints them: the algorithm,
-// the plan (in memory, on the GPU at once, or runs and how they were merged) and the busy
-// seconds of each stage ("read", "sort", "merge"...: stages of the GPU pipeline overlap).
-struct file_sort_stats {
-  std::vector<std::pair<std::string, std::string>> items;
-
-  void add(std::string name, std::string value) {
-    items.emplace_back(std::move(name), std::move(value));
-  }
-  void add_seconds(std::string name, double seconds) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3f s", seconds);
-    add(std::move(name), text);
-  }
-  // The value of the first item called `name`, or "" without one.
-  std::string operator[](std::string_view name) const {
-    for (const auto& [item, value] : items)
-      if (item == name) return value;
-    return "";
-  }
-  // "name: value", a line each.
-  std::string text() const {
-    std::string lines;
-    for (const auto& [item, value] : items) lines += item + ": " + value + "\n";
-    return lines;
-  }
-};
-
-}  // namespace gpusort
 
 namespace gpusort::detail::external {
 

@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "gpusort/error.hpp"
-#include "gpusort/external/run_plan.hpp"
+#include "run_plan.hpp"
 #include "gpusort/key_traits.hpp"
-#include "gpusort/external/records.hpp"
+#include "records.hpp"
 
 namespace gpusort::detail::external {
 

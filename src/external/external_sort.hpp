@@ -26,17 +26,17 @@
 #include <vector>
 
 #include "gpusort/error.hpp"
-#include "gpusort/external/gpu_pipeline.hpp"
-#include "gpusort/external/host_sort.hpp"
-#include "gpusort/external/record_host.hpp"
-#include "gpusort/external/run_merge.hpp"
-#include "gpusort/external/run_plan.hpp"
+#include "gpu_pipeline.hpp"
+#include "host_sort.hpp"
+#include "record_host.hpp"
+#include "run_merge.hpp"
+#include "run_plan.hpp"
 #include "gpusort/sort.hpp"
-#include "gpusort/external/progress.hpp"
-#include "gpusort/external/record_pipeline.hpp"
-#include "gpusort/external/records.hpp"
-#include "gpusort/external/sort_request.hpp"
-#include "gpusort/external/stats.hpp"
+#include "progress_sink.hpp"
+#include "record_pipeline.hpp"
+#include "records.hpp"
+#include "sort_request.hpp"
+#include "stats.hpp"
 
 namespace gpusort::detail::external {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gpusort/key_traits.hpp"
-#include "gpusort/external/records.hpp"
+#include "records.hpp"
 
 namespace gpusort::detail::external {
 

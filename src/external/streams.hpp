@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "gpusort/error.hpp"
-#include "gpusort/external/file_io.hpp"
-#include "gpusort/external/progress.hpp"
+#include "file_io.hpp"
+#include "progress_sink.hpp"
 
 namespace gpusort::detail::external {
 

@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "gpusort/external/file_io.hpp"
-#include "gpusort/external/records.hpp"
+#include "file_io.hpp"
+#include "records.hpp"
 #include "gpusort/detail/network/nan_block.hpp"
 #include "gpusort/options.hpp"
 

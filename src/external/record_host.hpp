@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpusort/external/records.hpp"
-#include "gpusort/external/run_merge.hpp"
+#include "records.hpp"
+#include "run_merge.hpp"
 
 namespace gpusort::detail::external {
 

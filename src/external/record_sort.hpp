@@ -26,13 +26,13 @@
 #include <vector>
 
 #include "gpusort/error.hpp"
-#include "gpusort/external/external_sort.hpp"
-#include "gpusort/external/run_merge.hpp"
-#include "gpusort/external/run_plan.hpp"
-#include "gpusort/external/file_io.hpp"
-#include "gpusort/external/progress.hpp"
-#include "gpusort/external/records.hpp"
-#include "gpusort/external/stats.hpp"
+#include "external_sort.hpp"
+#include "run_merge.hpp"
+#include "run_plan.hpp"
+#include "file_io.hpp"
+#include "progress_sink.hpp"
+#include "records.hpp"
+#include "stats.hpp"
 
 namespace gpusort::detail::external {
 
