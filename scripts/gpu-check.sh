@@ -64,7 +64,8 @@ fi
 # --multi runs the binaries holding the multigpu label and the scaling run's: only those.
 targets=()
 [ "${1:-}" = "--multi" ] &&
-  targets=(--target test_gpu_dist test_cpu_external_api test_cpu_host_arrays gpusort_dist_bench)
+  targets=(--target test_gpu_dist test_cpu_external_api test_cpu_host_arrays gpusort_dist_bench
+           gpusort_host_keys)
 # --build-only with BUILD_TARGETS="a b": those targets alone (a benchmark before the rest).
 [ "${1:-}" = "--build-only" ] && [ -n "${BUILD_TARGETS:-}" ] && targets=(--target $BUILD_TARGETS)
 if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUILD_RECORD_BENCH=ON \
@@ -97,12 +98,15 @@ if [ "${1:-}" = "--multi" ]; then
   "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 \
     --values 0,4 --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1
   bench_rc=$?
+  # A host array spread over the GPUs (2 GiB: above the spread's 1 GiB), against the link rate.
+  "$build/tools/gpusort_host_keys" 29 0 u32 "$list" nocpu >"$logs/host-keys.log" 2>&1 || bench_rc=1
   echo "== gpu-check --multi on $gpus x ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
   grep -E "tests passed|tests failed" "$logs/tests-multi.log"
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Exception)" "$logs/tests-multi.log"
   skipped=$(grep -c "(Skipped)" "$logs/tests-multi.log")
   echo "skipped tests: $skipped"
   cat "$logs/dist-bench.log"
+  grep -E "^# [0-9]+ GPU" "$logs/host-keys.log"
   if [ "$gpus" -lt 2 ] || [ "$skipped" -gt 0 ] || [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
     echo "gpu-check --multi: FAILED (GPUs: $gpus, tests rc=$tests_rc, bench rc=$bench_rc; logs in $logs)"
     exit 1
@@ -129,6 +133,9 @@ bench_rc=$?
 # Records with a user comparator against thrust::sort and CUB's merge sort with it.
 "$build/tools/gpusort" bench --types rec16,rec32,u64pair --sizes 2^20,2^24 --reps 5 \
   --csv "$logs/records.csv" >"$logs/records.log" 2>&1 || bench_rc=1
+# A host array on one GPU (1 GiB of u32 keys, pageable) against the link rate, and pairs.
+{ "$build/tools/gpusort_host_keys" 28 0 u32 1 nocpu &&
+  "$build/tools/gpusort_host_keys" 27 0 u32+u32 1 nocpu; } >"$logs/host-keys.log" 2>&1 || bench_rc=1
 # The Python package's tests (PyTorch and CuPy on the GPU): the wheel from this build (nothing
 # recompiles) installed in the venv, tested from an empty folder so that python/gpusort
 # cannot be imported instead.
@@ -165,6 +172,7 @@ skipped=$(grep -c "(Skipped)" "$logs/tests.log")
 echo "skipped GPU tests: $skipped"
 cat "$logs/bench.log"
 cat "$logs/records.log"
+grep -E "^# [0-9]+ GPU|^# link" "$logs/host-keys.log"
 echo "pytest: $(tail -1 "$logs/pytest.log")"
 if [ -z "$gpu" ] || [ "$skipped" -gt 0 ]; then
   echo "gpu-check: FAILED (no GPU, or GPU tests skipped)"
