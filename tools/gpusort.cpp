@@ -16,6 +16,8 @@
 #include "gpusort/external.hpp"
 #include "gpusort/notices.hpp"
 #include "external_sort.hpp"
+#include "bench_algorithms.hpp"  // is_host_sort
+#include "host_sort.hpp"
 #include "nan_move.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
@@ -438,12 +440,15 @@ int sort(const arguments& args) {
   request.input = in.path();
   progress meter;
   request.meter = &meter;
-  const int status =
-      layout ? sort_byte_records_file(request, *layout, host_sort, out)
-             : with_file_key_type(args.required("type"), [&]<class K>() {
-                 place_nans_on_commit<K>(out, opt, pairs, args.has("text"));
-                 return sort_keys_file<K>(request, args.has("text"), host_sort, out);
-               });
+  // The library's sorts, or a CPU baseline in their place (host_sort.hpp).
+  const auto sort_with = [&](const auto& sorter) {
+    return layout ? sort_byte_records_file(request, *layout, out, sorter)
+                  : with_file_key_type(args.required("type"), [&]<class K>() {
+                      place_nans_on_commit<K>(out, opt, pairs, args.has("text"));
+                      return sort_keys_file<K>(request, args.has("text"), out, sorter);
+                    });
+  };
+  const int status = host_sort.empty() ? sort_with(no_host_sort{}) : sort_with(gpusort::tools::host_sort{host_sort});
   meter.finish();
   if (status == 0) std::fputs(stats.text().c_str(), stdout);
   return status;

@@ -27,7 +27,6 @@
 
 #include "gpusort/error.hpp"
 #include "gpu_pipeline.hpp"
-#include "host_sort.hpp"
 #include "record_host.hpp"
 #include "run_merge.hpp"
 #include "run_plan.hpp"
@@ -299,6 +298,22 @@ int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_
       });
 }
 
+// The in-memory paths sort with the library (no_host_sort), or with a sort in host memory in
+// its place, the tool's CPU baselines (tools/host_sort.hpp): a type with
+//   std::string name;
+//   void sort(records<K>&, bool descending) const;                 keys, pairs stably
+//   template <class Index> std::vector<Index> order(bytes, layout) const;   byte-key records
+struct no_host_sort {};
+template <class H>
+inline constexpr bool replaces_sort = !std::is_same_v<H, no_host_sort>;
+
+// The name a sort goes by in --stats and errors: the host sort's, else "".
+template <class H>
+std::string host_sort_name(const H& host) {
+  if constexpr (replaces_sort<H>) return host.name;
+  else return "";
+}
+
 // A sort whose output failed the checks: throw_wrong_result, with the sort's name.
 [[noreturn]] inline void report_wrong_result(const sort_request& request,
                                              const std::string& host_sort,
@@ -308,12 +323,13 @@ int sort_out_of_core(const sort_request& request, const run_plan& plan, pending_
 }
 
 // Sorts the keys or pairs of request.input (raw binary, or the tool's text) in memory into
-// `out`: read, sorted (by gpusort::sort, or the host sort `host_sort` when not empty),
-// checked (in order, the same records), written and committed. 0, or 3 when the sort returned
-// a wrong result (nothing written).
-template <class K>
-int sort_keys_file_in_memory(const sort_request& request, bool text, const std::string& host_sort,
+// `out`: read, sorted (by gpusort::sort, or the host sort `host`), checked (in order, the same
+// records), written and committed. 0, or 3 when the sort returned a wrong result (nothing
+// written).
+template <class K, class H>
+int sort_keys_file_in_memory(const sort_request& request, bool text, const H& host,
                              pending_file& out) {
+  const std::string host_sort = host_sort_name(host);
   progress_sink& meter = request.meter ? *request.meter : silent_progress();
   const bool descending = request.opt.direction == gpusort::order::descending;
   stage_clock clock;
@@ -325,9 +341,9 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const std::
       host_sort.empty() ? describe_algorithm<K>(request.opt, r.keys.size(), request.pairs)
                         : host_sort;
   meter.phase("sorting", false);
-  if (!host_sort.empty()) {
+  if constexpr (replaces_sort<H>) {
     if constexpr (!narrow_key<K>)  // narrow keys have none (narrow_file_request)
-      sort_on_host(r, descending, host_sort == "cpu_parallel");
+      host.sort(r, descending);
   } else if (request.pairs)
     gpusort::sort(r.keys, r.values, request.opt);
   else
@@ -375,17 +391,17 @@ void narrow_file_request(sort_request& request, const gpusort::options& asked,
 // Narrow keys (i8 ... bf16) take the keys pipeline, as codes, where a device list asks for it
 // (several GPUs); otherwise, and for their pairs, the run path out of core, else memory
 // (narrow_file_request checks the request first).
-template <class K>
-int sort_keys_file(const sort_request& request, bool text, const std::string& host_sort,
-                   pending_file& out) {
+template <class K, class H = no_host_sort>
+int sort_keys_file(const sort_request& request, bool text, pending_file& out, const H& host = {}) {
+  constexpr bool library_sort = !replaces_sort<H>;
   if constexpr (narrow_key<K>) {
-    if (!text && host_sort.empty()) {
+    if (!text && library_sort) {
       if (!request.devices.empty() && sorts_keys_on_gpu(request))
         return sort_keys_file_on_gpu<K>(request, out);
       if (const auto plan = plan_out_of_core<K>(request))
         return sort_out_of_core<K>(request, *plan, out);
     }
-  } else if (!text && host_sort.empty()) {
+  } else if (!text && library_sort) {
     if (sorts_keys_on_gpu(request)) return sort_keys_file_on_gpu<K>(request, out);
     const bool descending = request.opt.direction == gpusort::order::descending;
     if (request.pairs && impl::gpu_present() &&
@@ -396,7 +412,7 @@ int sort_keys_file(const sort_request& request, bool text, const std::string& ho
     if (const auto plan = plan_out_of_core<K>(request))
       return sort_out_of_core<K>(request, *plan, out);
   }
-  return sort_keys_file_in_memory<K>(request, text, host_sort, out);
+  return sort_keys_file_in_memory<K>(request, text, host, out);
 }
 
 }  // namespace gpusort::detail::external

@@ -76,26 +76,6 @@ std::vector<Index> byte_key_sort_order(std::span<const unsigned char> data,
   return index;
 }
 
-// The same order from a host sort (--algo std_sort on one core, cpu_parallel on all): a stable
-// sort of the indices by the whole key.
-template <class Index>
-std::vector<Index> byte_key_host_order(std::span<const unsigned char> data,
-                                       const record_layout& layout, bool parallel) {
-  const std::size_t bytes = layout.record_bytes;
-  std::vector<Index> index(data.size() / bytes);
-  std::iota(index.begin(), index.end(), Index{0});
-  const byte_key_order before{layout.key_offset, layout.key_bytes, layout.descending};
-  const auto by_key = [&](Index a, Index b) {
-    return before(data.data() + static_cast<std::size_t>(a) * bytes,
-                  data.data() + static_cast<std::size_t>(b) * bytes);
-  };
-  if (parallel)
-    __gnu_parallel::stable_sort(index.begin(), index.end(), by_key);
-  else
-    std::stable_sort(index.begin(), index.end(), by_key);
-  return index;
-}
-
 template <class Index>
 void sort_byte_records_run(std::span<unsigned char> data, const record_layout& layout,
                            const gpusort::options& opt) {
@@ -229,9 +209,10 @@ namespace impl {
 
 // Sorts the whole file in memory: read on all cores, sorted by index, gathered in pieces that
 // are checked and written to the output, committed. 0, or 3 for a wrong result (nothing written).
-template <class Index>
+template <class Index, class H>
 int sort_byte_records_in_memory(const sort_request& request, const record_layout& layout,
-                                const std::string& host_sort, pending_file& out) {
+                                const H& host, pending_file& out) {
+  const std::string host_sort = host_sort_name(host);
   progress_sink& meter = request.meter ? *request.meter : silent_progress();
   stage_clock clock;
   const std::uint64_t size = input_file_size(request.input);
@@ -249,9 +230,11 @@ int sort_byte_records_in_memory(const sort_request& request, const record_layout
   meter.phase("checking", false);
   const checksum input_sum = checksum_of_byte_records(input, bytes);
   meter.phase("sorting", false);
-  std::vector<Index> order =
-      host_sort.empty() ? byte_key_sort_order<Index>(input, layout, request.opt)
-                        : byte_key_host_order<Index>(input, layout, host_sort == "cpu_parallel");
+  std::vector<Index> order;
+  if constexpr (replaces_sort<H>)
+    order = host.template order<Index>(input, layout);
+  else
+    order = byte_key_sort_order<Index>(input, layout, request.opt);
   const double sort_s = clock.lap();
   const output_file output(::fileno(out.get()), size, out.path());
   record_tally tally;
@@ -279,10 +262,13 @@ int sort_byte_records_in_memory(const sort_request& request, const record_layout
 // Sorts the records of `layout` in request.input into `out` (request.output's pending file,
 // created before any work): on a GPU in the record pipeline (record_pipeline.hpp) unless its
 // plan has too many runs; else in memory or out of core (plan_byte_records_out_of_core), with
-// the host sort `host_sort` if not empty. 0, or 3 for a wrong result (nothing written).
-inline int sort_byte_records_file(const sort_request& request, const record_layout& layout,
-                                  const std::string& host_sort, pending_file& out) {
-  if (host_sort.empty() && impl::gpu_present()) {
+// the host sort `host` in place of the library's (no_host_sort, external_sort.hpp). 0, or 3
+// for a wrong result (nothing written).
+template <class H = no_host_sort>
+int sort_byte_records_file(const sort_request& request, const record_layout& layout,
+                           pending_file& out, const H& host = {}) {
+  constexpr bool library_sort = !replaces_sort<H>;
+  if (library_sort && impl::gpu_present()) {
     const std::uint64_t size = input_file_size(request.input);
     if (size % layout.record_bytes != 0)
       throw invalid_request(request.input + ": " + std::to_string(size) +
@@ -290,7 +276,7 @@ inline int sort_byte_records_file(const sort_request& request, const record_layo
     if (const auto status = sort_records_file_on_gpu<std::uint64_t>(request, layout, out))
       return *status;
   }
-  if (const auto plan = plan_byte_records_out_of_core(request, layout, !host_sort.empty()))
+  if (const auto plan = plan_byte_records_out_of_core(request, layout, !library_sort))
     return sort_runs_and_merge(
         request, *plan, layout, out,
         [&](std::span<unsigned char> run) {
@@ -301,8 +287,8 @@ inline int sort_byte_records_file(const sort_request& request, const record_layo
         });
   if (input_file_size(request.input) / layout.record_bytes <=
       std::numeric_limits<std::uint32_t>::max())
-    return impl::sort_byte_records_in_memory<std::uint32_t>(request, layout, host_sort, out);
-  return impl::sort_byte_records_in_memory<std::uint64_t>(request, layout, host_sort, out);
+    return impl::sort_byte_records_in_memory<std::uint32_t>(request, layout, host, out);
+  return impl::sort_byte_records_in_memory<std::uint64_t>(request, layout, host, out);
 }
 
 // ---- check --------------------------------------------------------------------------
