@@ -357,6 +357,49 @@ TEST_F(HostArrays, RefusesBadRequestsBeforeTouchingTheKeys) {
   EXPECT_EQ(keys, before);
 }
 
+// Takes all but `leave` bytes of GPU `device`'s free memory for the scope: a GPU that fails.
+class device_memory_hog {
+ public:
+  device_memory_hog(int device, std::size_t leave) : device_(device) {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice(device);
+    std::size_t free_bytes = 0, total = 0;
+    cudaMemGetInfo(&free_bytes, &total);
+    for (std::size_t take = free_bytes > leave ? free_bytes - leave : 0; take > (std::size_t{64} << 20);
+         take -= std::size_t{64} << 20)
+      if (cudaMalloc(&p_, take) == cudaSuccess) break;
+    cudaGetLastError();
+    cudaSetDevice(previous);
+  }
+  ~device_memory_hog() {
+    if (p_) cudaFree(p_);
+  }
+  device_memory_hog(const device_memory_hog&) = delete;
+  device_memory_hog& operator=(const device_memory_hog&) = delete;
+
+ private:
+  int device_;
+  void* p_ = nullptr;
+};
+
+// A GPU without room for what its budget promised: the library's error, and the keys as they
+// were (nothing is copied back before the sort succeeds).
+TEST_F(HostArrays, AGpuWithoutRoomFailsAndLeavesTheKeys) {
+  if (!gpu()) GTEST_SKIP() << "needs a GPU";
+  std::vector<std::uint32_t> keys = hostile_keys<std::uint32_t>(std::size_t{1} << 24, 12);
+  const std::vector<std::uint32_t> before = keys;
+  gpusort::external_options opt = one_gpu(memory::pageable);
+  opt.device_budget_bytes = std::uint64_t{1} << 30;  // believed, though the GPU has 32 MiB left
+  {
+    const device_memory_hog hog(0, std::size_t{32} << 20);
+    EXPECT_THROW(gpusort::sort(std::span<std::uint32_t>(keys), opt), gpusort::error);
+  }
+  EXPECT_EQ(keys, before);
+  gpusort::sort(std::span<std::uint32_t>(keys), opt);  // the GPU is usable again
+  EXPECT_EQ(keys, gpusort::testing::reference_sort(before));
+}
+
 TEST_F(HostArrays, CancelStopsBeforeTheWorkAndLeavesTheKeys) {
   std::vector<std::uint32_t> keys = hostile_keys<std::uint32_t>(1 << 20, 4);
   const std::vector<std::uint32_t> before = keys;
@@ -410,6 +453,21 @@ TEST_F(HostArraysOnSeveralGpus, LargeArraysSpreadOverEveryGpu) {
     EXPECT_EQ(hash_sum(keys), want);
     const gpusort::testing::sort_order<std::uint32_t> before{descending, gpusort::nan_order::last};
     EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end(), before));
+  }
+  // A GPU that cannot hold its slice: every rank fails (none is left waiting in NCCL), the
+  // keys stay as they were, and the GPUs sort again afterwards.
+  {
+    std::vector<std::uint32_t> keys = input;
+    gpusort::external_options opt;
+    opt.device_budget_bytes = std::uint64_t{16} << 30;  // believed, though GPU 1 has 32 MiB left
+    {
+      const device_memory_hog hog(1, std::size_t{32} << 20);
+      EXPECT_THROW(gpusort::sort(std::span<std::uint32_t>(keys), opt), gpusort::error);
+    }
+    EXPECT_EQ(hash_sum(keys), want);
+    EXPECT_TRUE(keys == input);
+    gpusort::sort(std::span<std::uint32_t>(keys), opt);
+    EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
   }
   // Stable pairs: each value is its key's input position; equal keys keep their input order.
   std::vector<std::uint32_t> keys = input, values(n);
