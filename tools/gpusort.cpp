@@ -18,6 +18,7 @@
 #include "external_sort.hpp"
 #include "bench_algorithms.hpp"  // is_host_sort
 #include "host_sort.hpp"
+#include "text_records.hpp"
 #include "nan_move.hpp"
 #include "gpusort/detail/network/sample_sort.hpp"
 #include "gpusort/sort.hpp"
@@ -382,7 +383,7 @@ int gen(const arguments& args) {
       r.values.resize(n);
       for (std::uint64_t i = 0; i < n; ++i) r.values[i] = static_cast<std::uint32_t>(i);
     }
-    write_records(file, r, args.has("text"), meter);
+    with_records_format(args.has("text"), [&](const auto& format) { format.write(file, r, meter); });
     return 0;
   });
 }
@@ -445,7 +446,9 @@ int sort(const arguments& args) {
     return layout ? sort_byte_records_file(request, *layout, out, sorter)
                   : with_file_key_type(args.required("type"), [&]<class K>() {
                       place_nans_on_commit<K>(out, opt, pairs, args.has("text"));
-                      return sort_keys_file<K>(request, args.has("text"), out, sorter);
+                      return with_records_format(args.has("text"), [&](const auto& format) {
+                        return sort_keys_file<K>(request, out, sorter, format);
+                      });
                     });
   };
   const int status = host_sort.empty() ? sort_with(no_host_sort{}) : sort_with(gpusort::tools::host_sort{host_sort});
@@ -490,7 +493,9 @@ int check(const arguments& args) {
                         r.order, r.sum);
   }
   return with_file_key_type(args.required("type"), [&]<class K>() {
-    const records<K> r = read_records<K>(in.path(), pairs, args.has("text"), meter);
+    const records<K> r = with_records_format(args.has("text"), [&](const auto& format) {
+      return format.template read<K>(in.path(), pairs, meter);
+    });
     meter.phase("checking", false);
     const order_report order =
         scan_order(r.keys, descending, gpusort::nans_lowest(opt_direction(descending), parse_nans(args)));

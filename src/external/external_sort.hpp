@@ -322,18 +322,18 @@ std::string host_sort_name(const H& host) {
                      out_of_order, "records", kept, request.output);
 }
 
-// Sorts the keys or pairs of request.input (raw binary, or the tool's text) in memory into
-// `out`: read, sorted (by gpusort::sort, or the host sort `host`), checked (in order, the same
-// records), written and committed. 0, or 3 when the sort returned a wrong result (nothing
-// written).
-template <class K, class H>
-int sort_keys_file_in_memory(const sort_request& request, bool text, const H& host,
+// Sorts the keys or pairs of request.input (in `format`: raw binary, binary_records, or the
+// tool's text) in memory into `out`: read, sorted (by gpusort::sort, or the host sort `host`),
+// checked (in order, the same records), written and committed. 0, or 3 when the sort returned
+// a wrong result (nothing written).
+template <class K, class H, class F>
+int sort_keys_file_in_memory(const sort_request& request, const H& host, const F& format,
                              pending_file& out) {
   const std::string host_sort = host_sort_name(host);
   progress_sink& meter = request.meter ? *request.meter : silent_progress();
   const bool descending = request.opt.direction == gpusort::order::descending;
   stage_clock clock;
-  records<K> r = read_records<K>(request.input, request.pairs, text, meter);
+  records<K> r = format.template read<K>(request.input, request.pairs, meter);
   const double read_s = clock.lap();
   meter.phase("checking", false);
   const checksum input_sum = checksum_of(r);
@@ -359,7 +359,7 @@ int sort_keys_file_in_memory(const sort_request& request, bool text, const H& ho
     report_wrong_result(request, host_sort, order.out_of_order, records_kept);
   }
   const double sort_s = clock.lap();  // with both checks
-  write_records(out, r, text, meter);
+  format.write(out, r, meter);
   const double write_s = clock.lap();
   meter.finish();
   if (request.stats) {
@@ -391,9 +391,11 @@ void narrow_file_request(sort_request& request, const gpusort::options& asked,
 // Narrow keys (i8 ... bf16) take the keys pipeline, as codes, where a device list asks for it
 // (several GPUs); otherwise, and for their pairs, the run path out of core, else memory
 // (narrow_file_request checks the request first).
-template <class K, class H = no_host_sort>
-int sort_keys_file(const sort_request& request, bool text, pending_file& out, const H& host = {}) {
+template <class K, class H = no_host_sort, class F = binary_records>
+int sort_keys_file(const sort_request& request, pending_file& out, const H& host = {},
+                   const F& format = {}) {
   constexpr bool library_sort = !replaces_sort<H>;
+  constexpr bool text = !F::binary;
   if constexpr (narrow_key<K>) {
     if (!text && library_sort) {
       if (!request.devices.empty() && sorts_keys_on_gpu(request))
@@ -412,7 +414,7 @@ int sort_keys_file(const sort_request& request, bool text, pending_file& out, co
     if (const auto plan = plan_out_of_core<K>(request))
       return sort_out_of_core<K>(request, *plan, out);
   }
-  return sort_keys_file_in_memory<K>(request, text, host, out);
+  return sort_keys_file_in_memory<K>(request, host, format, out);
 }
 
 }  // namespace gpusort::detail::external

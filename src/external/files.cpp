@@ -44,7 +44,7 @@ gpusort::file_sort_stats sort_typed_file(const std::string& in, const std::strin
   narrow_file_request<K>(request, opt.sort, "");
   pending_file output(out, true, opt.scratch_directory);
   place_nans_on_commit<K>(output, opt.sort, pairs, false);
-  throw_if_wrong(sort_keys_file<K>(request, false, output), out);
+  throw_if_wrong(sort_keys_file<K>(request, output), out);
   return stats;
 }
 
