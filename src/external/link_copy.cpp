@@ -244,45 +244,40 @@ void pinned_pieces::on_threads(int device, Work&& work) {
 }
 
 double pinned_pieces::to_device(int device, void* device_to) {
-  stage_clock clock;
-  auto* out = static_cast<unsigned char*>(device_to);
-  const std::uint64_t interior = pages_.end - pages_.begin;
-  on_threads(device, [&](unsigned t, unsigned threads, cudaStream_t stream) {
-    if (t == 0 && bytes_ > 0) {  // the partial pages at the ends
-      cuda_check(cudaMemcpyAsync(out, host_, pages_.begin == pages_.end ? bytes_ : pages_.begin,
-                                 cudaMemcpyHostToDevice, stream), "a copy to the device failed");
-      if (pages_.end > pages_.begin && pages_.end < bytes_)
-        cuda_check(cudaMemcpyAsync(out + pages_.end, host_ + pages_.end, bytes_ - pages_.end,
-                                   cudaMemcpyHostToDevice, stream), "a copy to the device failed");
-    }
-    for (std::uint64_t piece = t; piece < pinned_.size(); piece += threads) {
-      const link_chunk c = nth_link_chunk(interior, piece_bytes_, piece);
-      unsigned char* at = host_ + pages_.begin + c.offset;
-      pinned_[piece] = cudaHostRegister(at, c.size, cudaHostRegisterPortable) == cudaSuccess;
-      if (!pinned_[piece]) cudaGetLastError();  // staged by the driver instead
-      cuda_check(cudaMemcpyAsync(out + pages_.begin + c.offset, at, c.size, cudaMemcpyHostToDevice, stream),
-                 "a copy to the device failed");
-    }
-  });
-  return clock.lap();
+  return copy(device, static_cast<unsigned char*>(device_to), true);
 }
 
 double pinned_pieces::to_host(int device, const void* device_from) {
+  return copy(device, static_cast<unsigned char*>(const_cast<void*>(device_from)), false);
+}
+
+// Either way: the partial pages at the ends on the first thread, the pieces on every thread
+// (each pinned just before its copy on the way in).
+double pinned_pieces::copy(int device, unsigned char* device_bytes, bool to_device) {
   stage_clock clock;
-  const auto* in = static_cast<const unsigned char*>(device_from);
+  const cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  const char* failed = to_device ? "a copy to the device failed" : "a copy from the device failed";
+  // Bytes [offset, offset + size) of the array, queued on `stream`.
+  const auto move = [&](std::uint64_t offset, std::uint64_t size, cudaStream_t stream) {
+    if (size == 0) return;
+    unsigned char* host = host_ + offset;
+    unsigned char* dev = device_bytes + offset;
+    cuda_check(cudaMemcpyAsync(to_device ? dev : host, to_device ? host : dev, size, kind, stream), failed);
+  };
   const std::uint64_t interior = pages_.end - pages_.begin;
   on_threads(device, [&](unsigned t, unsigned threads, cudaStream_t stream) {
-    if (t == 0 && bytes_ > 0) {
-      cuda_check(cudaMemcpyAsync(host_, in, pages_.begin == pages_.end ? bytes_ : pages_.begin,
-                                 cudaMemcpyDeviceToHost, stream), "a copy from the device failed");
-      if (pages_.end > pages_.begin && pages_.end < bytes_)
-        cuda_check(cudaMemcpyAsync(host_ + pages_.end, in + pages_.end, bytes_ - pages_.end,
-                                   cudaMemcpyDeviceToHost, stream), "a copy from the device failed");
+    if (t == 0) {  // all of it when no whole page fits
+      move(0, pages_.begin == pages_.end ? bytes_ : pages_.begin, stream);
+      if (pages_.end > pages_.begin) move(pages_.end, bytes_ - pages_.end, stream);
     }
     for (std::uint64_t piece = t; piece < pinned_.size(); piece += threads) {
       const link_chunk c = nth_link_chunk(interior, piece_bytes_, piece);
-      cuda_check(cudaMemcpyAsync(host_ + pages_.begin + c.offset, in + pages_.begin + c.offset, c.size,
-                                 cudaMemcpyDeviceToHost, stream), "a copy from the device failed");
+      if (to_device) {
+        pinned_[piece] =
+            cudaHostRegister(host_ + pages_.begin + c.offset, c.size, cudaHostRegisterPortable) == cudaSuccess;
+        if (!pinned_[piece]) cudaGetLastError();  // staged by the driver instead
+      }
+      move(pages_.begin + c.offset, c.size, stream);
     }
   });
   return clock.lap();

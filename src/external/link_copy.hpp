@@ -158,6 +158,7 @@ class pinned_pieces {
  private:
   template <class Work>
   void on_threads(int device, Work&& work);
+  double copy(int device, unsigned char* device_bytes, bool to_device);
   unsigned char* host_;
   std::uint64_t bytes_;
   unsigned threads_;
