@@ -36,14 +36,6 @@ namespace gpusort::detail::external {
 
 namespace {
 
-// A CUDA failure (an allocation, the sort): gpusort::error with its code, as the library's.
-void cuda_check(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    gpusort::detail::throw_error(e, what);
-  }
-}
-
 template <class P>
 constexpr bool has_values = !std::is_same_v<P, no_value>;
 

@@ -22,17 +22,12 @@
 
 namespace gpusort::detail::external {
 
-namespace {
-
-// A CUDA failure of a copy: gpusort::error, with the CUDA error's code.
-void cuda_check(cudaError_t e, const char* what) {
+void cuda_check(cudaError_t e, const std::string& what) {
   if (e != cudaSuccess) {
     cudaGetLastError();
     gpusort::detail::throw_error(e, what);
   }
 }
-
-}  // namespace
 
 struct link_copier::lane {
   owned_stream stream;

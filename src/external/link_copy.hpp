@@ -10,11 +10,18 @@
 // call, and it is then copied straight.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace gpusort::detail::external {
+
+// A CUDA failure of the host-array layer (a copy, an allocation, the sort): gpusort::error with
+// the CUDA error's code, as the library's own.
+void cuda_check(cudaError_t e, const std::string& what);
 
 // Chunk c of a copy of `bytes` in chunks of `chunk_bytes`: [offset, offset + size).
 struct link_chunk {
