@@ -1,6 +1,7 @@
 // gpusort::sort of keys (and pairs) in host memory (gpusort/external.hpp), compiled once per
 // key type. Three plans, the first that fits:
-//   spread:  several GPUs and a large array that fits their sum: each GPU copies its slice in
+//   spread:  several GPUs and a large array that fits their sum, where spreading pays (the
+//            array is pinned, or does not fit one GPU): each GPU copies its slice in
 //            over its own link, gpusort::dist sorts the slices (exchanging keys between the
 //            GPUs), and each GPU copies its range of the result out over its own link (the
 //            shape of RMG sort, Ilic et al., BTW 2023). Needs gpusort::dist (NCCL).
@@ -195,6 +196,19 @@ file_sort_stats sort_on_one_gpu(K* keys, P* values, std::uint64_t n, const exter
 // Arrays of at least this many bytes are spread over several GPUs; below it one GPU (or the
 // runs) is as fast, without the communicators' set-up.
 constexpr std::uint64_t spread_min_bytes = std::uint64_t{1} << 30;
+
+// Whether spreading pays where it fits. Pageable memory is staged by host threads, whose
+// memcpy (about 40 GB/s in all on a 2x H200 host) limits the copies however many links carry
+// them: there one GPU is as fast where the array fits it (2^33 u32: 1.92 s on one H200, 2.00 s
+// spread over two). Pinned memory goes straight over each link: 2^32 u32 took 0.75 s on one
+// H200 and 0.54 s spread over two.
+template <class K, class P>
+bool spread_pays(bool fits_one_gpu, const K* keys, const P* values, std::uint64_t n) {
+  if (!fits_one_gpu) return true;
+  if (!is_pinned_host_memory(keys, n * sizeof(K))) return false;
+  if constexpr (has_values<P>) return is_pinned_host_memory(values, n * sizeof(P));
+  return true;
+}
 
 // Whether n records spread evenly over `devices` fit each one's budget: its slice, what it
 // receives (about a slice) and the merged result (a slice), with a quarter slice of slack for
@@ -424,15 +438,15 @@ file_sort_stats sort_host_records(K* keys, P* values, std::uint64_t n, const ext
     return done;
   };
   if (n < 2) return finish(on_the_cpu(keys, values, n, opt, meter, "in memory (fewer than 2 records)"));
+  const bool fits_one_gpu = [&] {
+    const device_scope on(devices.front());
+    return one_gpu_bytes<K, P>(n, opt.sort) <= impl::device_budget(request);
+  }();
 #if GPUSORT_EXTERNAL_WITH_DIST
-  if (spread_fits<K, P>(n, devices, request))
+  if (spread_pays(fits_one_gpu, keys, values, n) && spread_fits<K, P>(n, devices, request))
     return finish(sort_spread_over_gpus(keys, values, n, opt, devices, meter));
 #endif
-  {
-    const device_scope on(devices.front());
-    if (one_gpu_bytes<K, P>(n, opt.sort) <= impl::device_budget(request))
-      return finish(sort_on_one_gpu(keys, values, n, opt, devices.front(), meter));
-  }
+  if (fits_one_gpu) return finish(sort_on_one_gpu(keys, values, n, opt, devices.front(), meter));
   if constexpr (has_values<P>)
     return finish(on_the_cpu(keys, values, n, opt, meter,
                              "on the CPU: pairs beyond the GPUs' memory (sort_pairs_file takes them in runs)"));

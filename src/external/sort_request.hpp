@@ -52,17 +52,18 @@ std::uint64_t device_workspace_bytes(std::uint64_t n, bool pairs, const gpusort:
   if (n == 0) return 0;
   device_array<K> keys;
   device_array<V> values;
-  if (allocate(keys, n, memory_kind::managed) != cudaSuccess ||
-      (pairs && allocate(values, n, memory_kind::managed) != cudaSuccess)) {
+  // A failure here is the GPU's (out of memory, a lost device): the library's CUDA error.
+  cudaError_t e = allocate(keys, n, memory_kind::managed);
+  if (e == cudaSuccess && pairs) e = allocate(values, n, memory_kind::managed);
+  if (e != cudaSuccess) {
     cudaGetLastError();
-    throw io_failure("cannot query the sort's device workspace for " + std::to_string(n) +
-                     " records");
+    throw gpusort::error(e, "cannot query the sort's device workspace for " + std::to_string(n) +
+                                " records");
   }
   std::size_t bytes = 0;
-  const cudaError_t e = pairs ? gpusort::sort_pairs(nullptr, bytes, keys.get(), values.get(), n, opt)
-                              : gpusort::sort_keys(nullptr, bytes, keys.get(), n, opt);
-  if (e != cudaSuccess)
-    throw io_failure(std::string("the sort's workspace query failed: ") + cudaGetErrorString(e));
+  e = pairs ? gpusort::sort_pairs(nullptr, bytes, keys.get(), values.get(), n, opt)
+            : gpusort::sort_keys(nullptr, bytes, keys.get(), n, opt);
+  if (e != cudaSuccess) throw gpusort::error(e, "the sort's workspace query failed");
   return bytes;
 }
 

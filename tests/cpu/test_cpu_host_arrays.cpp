@@ -384,8 +384,10 @@ class device_memory_hog {
 };
 
 // A GPU without room for what its budget promised: the library's error, and the keys as they
-// were (nothing is copied back before the sort succeeds).
-TEST_F(HostArrays, AGpuWithoutRoomFailsAndLeavesTheKeys) {
+// were (nothing is copied back before the sort succeeds). It fills GPU 0, so ctest runs it
+// alone (RUN_SERIAL): beside it, other tests' plans would find no room either.
+using HostArraysFillingTheGpu = HostArrays;
+TEST_F(HostArraysFillingTheGpu, AGpuWithoutRoomFailsAndLeavesTheKeys) {
   if (!gpu()) GTEST_SKIP() << "needs a GPU";
   std::vector<std::uint32_t> keys = hostile_keys<std::uint32_t>(std::size_t{1} << 24, 12);
   const std::vector<std::uint32_t> before = keys;
@@ -429,37 +431,50 @@ class HostArraysOnSeveralGpus : public HostArrays {
   }
 };
 
-// At 1 GiB and more the array is spread over the GPUs: gpusort::dist sorts the slices. The
+// The array is spread over the GPUs (gpusort::dist sorts the slices) where that pays: pinned
+// arrays of 1 GiB and more, and pageable ones that do not fit one GPU (here: a budget of
+// 1.75 GiB a GPU, below one GPU's need for 1 GiB of keys, above each one's for its slice). The
 // result is checked in full (order, and every key by an order-independent multiset hash), for
 // keys and stable pairs, in both orders, pageable and pinned.
 TEST_F(HostArraysOnSeveralGpus, LargeArraysSpreadOverEveryGpu) {
   const std::size_t n = (std::size_t{1} << 28) + 3;  // 1 GiB of u32 keys, and 3
+  const std::uint64_t below_one_gpu = std::uint64_t{7} << 28;
   std::vector<std::uint32_t> input = gpusort::tools::generate<std::uint32_t>(
       gpusort::tools::distribution::uniform, n, 21);
   for (std::size_t i = 0; i < n; i += 5) input[i] = input[i % 1013];
-  const auto hash_sum = [](const std::vector<std::uint32_t>& v) {
+  const auto hash_sum = [](std::span<const std::uint32_t> v) {
     std::uint64_t sum = 0;
     for (const std::uint32_t k : v) sum += ext::mix64(k);
     return sum;
   };
   const std::uint64_t want = hash_sum(input);
-  for (const bool descending : {false, true}) {
+  const std::string spread = "spread over " + std::to_string(visible_gpus()) + " GPUs";
+  for (const bool descending : {false, true})
+    for (const memory kind : {memory::pageable, memory::pinned}) {
+      SCOPED_TRACE(::testing::Message() << "descending=" << descending << " memory " << int(kind));
+      host_buffer<std::uint32_t> keys(input, kind);
+      gpusort::external_options opt;
+      if (kind == memory::pageable) opt.device_budget_bytes = below_one_gpu;
+      opt.sort.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+      const gpusort::file_sort_stats stats = gpusort::sort(keys.span(), opt);
+      EXPECT_NE(stats["plan"].find(spread), std::string::npos) << stats.text();
+      EXPECT_EQ(hash_sum(keys.span()), want);
+      const gpusort::testing::sort_order<std::uint32_t> before{descending, gpusort::nan_order::last};
+      EXPECT_TRUE(std::is_sorted(keys.span().begin(), keys.span().end(), before));
+    }
+  // A pageable array that fits one GPU stays on one: its staging, not the links, limits it.
+  {
     std::vector<std::uint32_t> keys = input;
-    gpusort::external_options opt;
-    opt.sort.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
-    const gpusort::file_sort_stats stats = gpusort::sort(std::span<std::uint32_t>(keys), opt);
-    EXPECT_NE(stats["plan"].find("spread over " + std::to_string(visible_gpus()) + " GPUs"),
-              std::string::npos) << stats.text();
-    EXPECT_EQ(hash_sum(keys), want);
-    const gpusort::testing::sort_order<std::uint32_t> before{descending, gpusort::nan_order::last};
-    EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end(), before));
+    const gpusort::file_sort_stats stats = gpusort::sort(std::span<std::uint32_t>(keys), gpusort::external_options{});
+    EXPECT_NE(stats["plan"].find("on GPU 0 at once"), std::string::npos) << stats.text();
+    EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
   }
   // A GPU that cannot hold its slice: every rank fails (none is left waiting in NCCL), the
   // keys stay as they were, and the GPUs sort again afterwards.
   {
     std::vector<std::uint32_t> keys = input;
     gpusort::external_options opt;
-    opt.device_budget_bytes = std::uint64_t{16} << 30;  // believed, though GPU 1 has 32 MiB left
+    opt.device_budget_bytes = below_one_gpu;  // believed, though GPU 1 has 32 MiB left
     {
       const device_memory_hog hog(1, std::size_t{32} << 20);
       EXPECT_THROW(gpusort::sort(std::span<std::uint32_t>(keys), opt), gpusort::error);
@@ -469,17 +484,19 @@ TEST_F(HostArraysOnSeveralGpus, LargeArraysSpreadOverEveryGpu) {
     gpusort::sort(std::span<std::uint32_t>(keys), opt);
     EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
   }
-  // Stable pairs: each value is its key's input position; equal keys keep their input order.
-  std::vector<std::uint32_t> keys = input, values(n);
-  std::iota(values.begin(), values.end(), 0u);
+  // Stable pairs, pinned: each value is its key's input position; equal keys keep their input
+  // order.
+  std::vector<std::uint32_t> positions(n);
+  std::iota(positions.begin(), positions.end(), 0u);
+  host_buffer<std::uint32_t> keys(input, memory::pinned), values(positions, memory::pinned);
   gpusort::external_options opt;
   opt.sort.stable = true;
-  const gpusort::file_sort_stats stats =
-      gpusort::sort(std::span<std::uint32_t>(keys), std::span<std::uint32_t>(values), opt);
-  EXPECT_NE(stats["plan"].find("spread over"), std::string::npos) << stats.text();
+  const gpusort::file_sort_stats stats = gpusort::sort(keys.span(), values.span(), opt);
+  EXPECT_NE(stats["plan"].find(spread), std::string::npos) << stats.text();
+  const std::span<const std::uint32_t> k = keys.span(), v = values.span();
   for (std::size_t i = 0; i < n; ++i) {
-    ASSERT_EQ(input[values[i]], keys[i]) << i;
-    if (i > 0) ASSERT_TRUE(keys[i - 1] < keys[i] || (keys[i - 1] == keys[i] && values[i - 1] < values[i])) << i;
+    ASSERT_EQ(input[v[i]], k[i]) << i;
+    if (i > 0) ASSERT_TRUE(k[i - 1] < k[i] || (k[i - 1] == k[i] && v[i - 1] < v[i])) << i;
   }
 }
 
