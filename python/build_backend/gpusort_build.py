@@ -240,12 +240,28 @@ def _settings(config_settings):
     return settings
 
 
+def _tool_env():
+    """The environment of the programs this backend runs: without the folder pip's build
+    isolation puts on PYTHONPATH, which hides the installed packages from every interpreter.
+    CMake installed by pip is a Python script (`from cmake import cmake`) that fails there, and
+    the GPU hosts' CMake is that one: `pip install ./python` asked an index for CMake."""
+    env = dict(os.environ)
+    kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+            if p and "pip-build-env" not in p]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
 def _cmake():
     cmake = shutil.which("cmake")
     if not cmake:
         return None, None
     try:
-        out = subprocess.run([cmake, "--version"], capture_output=True, text=True).stdout
+        out = subprocess.run([cmake, "--version"], capture_output=True, text=True,
+                             env=_tool_env()).stdout
     except OSError:
         return None, None
     match = re.search(r"version\s+(\d+)\.(\d+)", out)
@@ -268,7 +284,17 @@ def _pybind11_cmake_dir():
     try:
         import pybind11
     except ImportError:
-        return None
+        # Under pip's build isolation this interpreter's own packages are hidden; ask it
+        # again without the isolation's PYTHONPATH.
+        try:
+            out = subprocess.run(
+                [sys.executable, "-c", "import pybind11; print(pybind11.get_cmake_dir())"],
+                capture_output=True, text=True, timeout=60, env=_tool_env(),
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        found = out.stdout.strip()
+        return found if out.returncode == 0 and found and Path(found).is_dir() else None
     return pybind11.get_cmake_dir()
 
 
@@ -287,7 +313,10 @@ def _jobs():
     level = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "").strip()
     if level.isdigit() and int(level) > 0:
         return int(level)
-    return os.cpu_count() or 1
+    try:
+        return len(os.sched_getaffinity(0)) or 1  # the cores this process may use (taskset)
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def _cache(build_dir):
@@ -355,7 +384,7 @@ def _check_tools():
 def _build(settings, staging):
     """Configures and builds the module, installs it under `staging`; returns its path."""
     cmake = _check_tools()
-    env = dict(os.environ)
+    env = _tool_env()
     tag = _wheel_tag()
 
     given_dir = settings.get("build-dir")
