@@ -1,10 +1,8 @@
-// The unsigned segmented sort of 8-bit codes and the CUB segmented sorts it calls, for the
-// narrow keys (src/segmented_narrow.cu).
-#include "baselines.cuh"
+// The unsigned segmented sort of 8-bit codes for the narrow keys (src/segmented_narrow.cu):
+// keys alone and with 4-byte values. 8- and 16-byte values are in segmented_u8_wide.cu and
+// the CUB segmented sorts it calls in baselines_segmented_u8.cu: three units that compile
+// side by side (one took about 290 s for one architecture).
 #include "segmented_impl.cuh"
 
-namespace gpusort::detail::device {
-GPUSORT_SEGMENTED_BASELINES_FOR_KEY(std::uint8_t)
-}
-
-GPUSORT_INSTANTIATE_SEGMENTS_FOR_KEY(std::uint8_t)
+GPUSORT_INSTANTIATE_SEGMENTS(std::uint8_t, gpusort::detail::no_value)
+GPUSORT_INSTANTIATE_SEGMENTS(std::uint8_t, gpusort::detail::payload<4>)

@@ -1,0 +1,6 @@
+// The unsigned segmented sort of 16-bit codes with 8- and 16-byte values (segmented_u16.cu
+// has the rest).
+#include "segmented_impl.cuh"
+
+GPUSORT_INSTANTIATE_SEGMENTS(std::uint16_t, gpusort::detail::payload<8>)
+GPUSORT_INSTANTIATE_SEGMENTS(std::uint16_t, gpusort::detail::payload<16>)
