@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "gpusort/detail/core/cuda_resources.hpp"
+#include "concurrency.hpp"
 #include "run_merge.hpp"
 #include "run_plan.hpp"
 #include "file_io.hpp"
@@ -132,51 +133,37 @@ void share_out(std::size_t workers, std::uint64_t pieces, shared_progress& progr
   std::atomic<bool> stop{false};
   std::mutex m;
   std::condition_variable finished;
-  std::size_t running = 0;
-  std::exception_ptr failure;
-  const auto fail = [&](std::exception_ptr e) {
-    std::lock_guard lock(m);
-    if (!failure) failure = e;
-    stop = true;
-  };
-  std::vector<std::thread> threads;
-  try {
-    for (std::size_t w = 0; w < workers; ++w) {
-      {
-        std::lock_guard lock(m);
-        ++running;
-      }
-      threads.emplace_back([&, w] {
-        try {
-          for (std::uint64_t piece = next++; piece < pieces && !stop; piece = next++) work(w, piece);
-        } catch (...) {
-          fail(std::current_exception());
-        }
+  std::size_t running = workers;
+  // Worker 0 is the calling thread, which watches; 1..workers take pieces.
+  run_concurrently(static_cast<unsigned>(workers + 1), [&](unsigned w) {
+    if (w > 0) {
+      try {
+        for (std::uint64_t piece = next++; piece < pieces && !stop; piece = next++) work(w - 1, piece);
+      } catch (...) {
+        stop = true;
         std::lock_guard lock(m);
         --running;
         finished.notify_all();
-      });
+        throw;
+      }
+      std::lock_guard lock(m);
+      --running;
+      finished.notify_all();
+      return;
     }
-  } catch (...) {  // no thread for this worker: the others stop
-    std::lock_guard lock(m);
-    --running;
-    if (!failure) failure = std::current_exception();
-    stop = true;
-  }
-  std::unique_lock lock(m);
-  while (running > 0) {
-    finished.wait_for(lock, std::chrono::milliseconds(50));
-    lock.unlock();
-    try {
-      if (!stop) progress.report();
-    } catch (...) {
-      fail(std::current_exception());
+    std::unique_lock lock(m);
+    while (running > 0) {
+      finished.wait_for(lock, std::chrono::milliseconds(50));
+      lock.unlock();
+      try {
+        if (!stop) progress.report();
+      } catch (...) {
+        stop = true;  // a cancel: the workers stop before their next piece
+        throw;
+      }
+      lock.lock();
     }
-    lock.lock();
-  }
-  lock.unlock();
-  for (std::thread& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
+  });
   progress.report();
 }
 

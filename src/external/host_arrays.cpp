@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "callback_progress.hpp"
+#include "concurrency.hpp"
 #include "external_sort.hpp"
 #include "gpu_pipeline.hpp"
 #include "gpusort/external.hpp"
@@ -324,10 +325,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
       sizes_known.arrive_and_drop();
     }
   };
-  std::vector<std::thread> threads;
-  for (int r = 1; r < p; ++r) threads.emplace_back(work, r);
-  work(0);
-  for (std::thread& t : threads) t.join();
+  run_concurrently(static_cast<unsigned>(p), [&](unsigned r) { work(static_cast<int>(r)); });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   const double total_s = clock.lap();

@@ -17,6 +17,7 @@
 #include "gpusort/detail/core/cuda_resources.hpp"
 #include "gpusort/detail/core/entry.hpp"  // throw_error
 #include "gpusort/error.hpp"
+#include "concurrency.hpp"
 #include "gpu_pipeline.hpp"  // device_scope, impl::cuda_check
 #include "stats.hpp"         // stage_clock
 
@@ -169,16 +170,7 @@ void link_copier::staged(void* to, const void* from, std::uint64_t bytes, bool t
       failed = true;
     }
   };
-  std::vector<std::thread> pool;
-  try {
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  } catch (...) {
-    std::lock_guard lock(m);
-    if (!failure) failure = std::current_exception();
-    failed = true;
-  }
-  work(0);
-  for (std::thread& t : pool) t.join();
+  run_concurrently(threads, work);
   if (failure) std::rethrow_exception(failure);
 }
 
@@ -225,15 +217,7 @@ void pinned_pieces::on_threads(int device, Work&& work) {
   };
   {
     const device_scope on(device);
-    std::vector<std::thread> pool;
-    try {
-      for (unsigned t = 1; t < threads; ++t) pool.emplace_back(run, t);
-    } catch (...) {  // fewer threads: the pieces of the missing ones go undone, so fail
-      std::lock_guard lock(m);
-      if (!failure) failure = std::current_exception();
-    }
-    run(0);
-    for (std::thread& t : pool) t.join();
+    run_concurrently(threads, run);
   }
   if (failure) std::rethrow_exception(failure);
 }
@@ -288,16 +272,11 @@ double pinned_pieces::unpin() noexcept {
         pinned_[piece] = 0;
       }
   };
-  std::vector<std::thread> pool;
   try {
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(run, t);
-  } catch (...) {  // the calling thread unpins what the missing threads would have
-    for (std::thread& t : pool) t.join();
-    pool.clear();
+    run_concurrently(threads, run);
+  } catch (...) {  // no threads: the calling thread unpins it all
     for (unsigned t = 0; t < threads; ++t) run(t);
   }
-  run(0);
-  for (std::thread& t : pool) t.join();
   return clock.lap();
 }
 

@@ -5,16 +5,17 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <future>
 #include <memory>
-#include <parallel/algorithm>
+#include <semaphore>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "concurrency.hpp"
 #include "records.hpp"
 #include "run_merge.hpp"
 
@@ -82,8 +83,8 @@ inline std::uint64_t key_prefix(const unsigned char* key, std::size_t key_bytes)
   return __builtin_bswap64(word);  // the host is little-endian (records.hpp)
 }
 
-// Groups of equal keys at least this long are put in order one at a time on all cores (GCC's
-// parallel mode sort); shorter ones side by side, one per thread.
+// Groups of equal keys at least this long are put in order one at a time on all cores
+// (parallel_sort); shorter ones side by side, one per thread.
 inline constexpr std::size_t large_tie_group = std::size_t{1} << 16;
 
 // Puts in order, by `tie_less` (a strict order on indices), the indices of every group of
@@ -113,7 +114,7 @@ void order_tie_groups(std::size_t n, Index* index, Same&& same, TieLess tie_less
       begin = end;
     }
   }
-  for (const auto& [begin, end] : large) __gnu_parallel::sort(index + begin, index + end, tie_less);
+  for (const auto& [begin, end] : large) parallel_sort(index + begin, index + end, tie_less);
 }
 
 // out[i] = record index[i] of `data` (records of `bytes` bytes) for i < n, on all cores.
@@ -155,8 +156,8 @@ struct record_tally {
 };
 
 // Records index[0..n) of `data`, gathered on all cores in pieces of about 64 MiB, each
-// checked (into `tally`, when not null) and handed to put(first, piece, count) on another
-// thread, which writes it while the next piece is gathered. The calling thread reports
+// checked (into `tally`, when not null) and handed to put(first, piece, count) on a second
+// worker, which writes it while the next piece is gathered. The calling thread reports
 // progress(done) after each piece (progress sinks run on the caller's thread).
 template <class Index, class Put, class Progress>
 void gather_in_pieces(const unsigned char* data, const Index* index, std::uint64_t n,
@@ -167,17 +168,40 @@ void gather_in_pieces(const unsigned char* data, const Index* index, std::uint64
   const std::uint64_t buffer_bytes = std::min(piece, n) * bytes;
   const std::array<std::unique_ptr<unsigned char[]>, 2> buffers{uninitialized_bytes(buffer_bytes),
                                                                  uninitialized_bytes(buffer_bytes)};
-  std::future<void> writing;
-  for (std::uint64_t first = 0, k = 0; first < n; first += piece, ++k) {
-    const std::uint64_t count = std::min(piece, n - first);
-    unsigned char* buffer = buffers[k % 2].get();
-    gather_records(data, index + first, count, bytes, buffer);
-    if (tally) tally->add_in_order(std::span<const unsigned char>(buffer, count * bytes), layout);
-    if (writing.valid()) writing.get();  // the other buffer's write
-    writing = std::async(std::launch::async, [&put, buffer, first, count] { put(first, buffer, count); });
-    progress(first + count);
-  }
-  if (writing.valid()) writing.get();
+  const std::uint64_t pieces = (n + piece - 1) / piece;
+  // Buffers handed from the gatherer (the calling thread) to the writer and back. A failure
+  // on either side opens both ways so that the other stops instead of waiting.
+  std::counting_semaphore<> gathered(0), written(2);
+  std::atomic<bool> failed{false};
+  const auto stop_both = [&] {
+    failed = true;
+    gathered.release();
+    written.release();
+  };
+  run_concurrently(2, [&](unsigned worker) {
+    try {
+      for (std::uint64_t k = 0; k < pieces; ++k) {
+        const std::uint64_t first = k * piece, count = std::min(piece, n - first);
+        unsigned char* buffer = buffers[k % 2].get();
+        if (worker == 0) {
+          written.acquire();
+          if (failed) return;
+          gather_records(data, index + first, count, bytes, buffer);
+          if (tally) tally->add_in_order(std::span<const unsigned char>(buffer, count * bytes), layout);
+          gathered.release();
+          progress(first + count);
+        } else {
+          gathered.acquire();
+          if (failed) return;
+          put(first, buffer, count);
+          written.release();
+        }
+      }
+    } catch (...) {
+      stop_both();
+      throw;
+    }
+  });
 }
 
 }  // namespace gpusort::detail::external

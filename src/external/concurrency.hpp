@@ -1,0 +1,87 @@
+// How the host layer runs work at once. Two tools, each for one kind of work:
+//   - OpenMP loops for data-parallel work over host memory (checksums, order scans, gathers,
+//     the pieces of a file's I/O, parallel_sort below): its threads are kept between loops,
+//     which matters for the many short loops of a pipeline;
+//   - run_concurrently for workers that must all run at the same time because they wait on
+//     each other or on a GPU (a rank per GPU at a barrier or in NCCL, a staging lane per
+//     slot pair, a writer beside the next gather). OpenMP may give a nested region a single
+//     thread, which would leave such workers waiting forever.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <iterator>
+#include <latch>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gpusort::detail::external {
+
+// work(w) for every w in [0, workers) at the same time, w = 0 on the calling thread. All start
+// or none does: a worker may wait for another, so none begins before every thread exists, and
+// where one cannot be made none runs. The first exception (a worker's, or the failure to make
+// a thread) is rethrown once every worker has returned.
+template <class Work>
+void run_concurrently(unsigned workers, Work&& work) {
+  if (workers <= 1) {
+    if (workers == 1) work(0u);
+    return;
+  }
+  std::mutex m;
+  std::exception_ptr failure;
+  const auto record = [&](std::exception_ptr e) {
+    std::lock_guard lock(m);
+    if (!failure) failure = std::move(e);
+  };
+  std::latch all_made(1);
+  bool abandoned = false;  // written before all_made opens, read after
+  const auto run = [&](unsigned w) {
+    all_made.wait();
+    if (abandoned) return;
+    try {
+      work(w);
+    } catch (...) {
+      record(std::current_exception());
+    }
+  };
+  std::vector<std::thread> pool;
+  try {
+    pool.reserve(workers - 1);
+    for (unsigned w = 1; w < workers; ++w) pool.emplace_back(run, w);
+  } catch (...) {
+    abandoned = true;
+    record(std::current_exception());
+  }
+  all_made.count_down();
+  run(0);
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// Sorts [first, last) by `less` on all cores: a piece a thread sorted side by side, then the
+// pieces merged pairwise, each round's merges side by side. Not stable; with a strict total
+// order (ties broken by index, as the record sorts do) the result is the one std::sort gives.
+template <class It, class Less>
+void parallel_sort(It first, It last, Less less) {
+  const std::int64_t n = std::distance(first, last);
+  constexpr std::int64_t smallest_piece = std::int64_t{1} << 14;
+  const std::int64_t pieces = std::clamp<std::int64_t>(n / smallest_piece, 1, omp_get_max_threads());
+  if (pieces == 1) {
+    std::sort(first, last, less);
+    return;
+  }
+  const auto bound = [&](std::int64_t p) { return first + std::min(n, p * ((n + pieces - 1) / pieces)); };
+#pragma omp parallel for schedule(static, 1)
+  for (std::int64_t p = 0; p < pieces; ++p) std::sort(bound(p), bound(p + 1), less);
+  for (std::int64_t width = 1; width < pieces; width *= 2) {
+#pragma omp parallel for schedule(static, 1)
+    for (std::int64_t p = 0; p < pieces - width; p += 2 * width)
+      std::inplace_merge(bound(p), bound(p + width), bound(std::min(pieces, p + 2 * width)), less);
+  }
+}
+
+}  // namespace gpusort::detail::external
