@@ -39,7 +39,7 @@ from ._arrays import KEY_DTYPES, NARROW_KEY_DTYPES
 # Keys of files (sort_file): every key type but bool (narrow ones on one GPU or the CPU).
 FILE_KEY_DTYPES = KEY_DTYPES + tuple(d for d in NARROW_KEY_DTYPES if d != "bool")
 from ._core import ALGORITHM_TRAITS, ALGORITHMS, AlgorithmTraits
-from . import _out
+from . import _ops, _out
 from ._extension import ext as _ext
 from ._extension import needs_module as _needs_module
 
@@ -134,6 +134,10 @@ __all__ = [
     "sort_file",
     "sort_records_file",
     "sort_lines",
+    "unique",
+    "searchsorted",
+    "bucketize",
+    "lexsort",
     "gpu_available",
     "Error",
     "ALGORITHMS",
@@ -417,3 +421,20 @@ def sort_lines(text, *, key=(), separator=None, numeric=False, reverse=False,
     joined = terminator.join(encoded) + (terminator if encoded else b"")
     return [text[i] for i in _ext.sort_lines_order(joined, *options).tolist()]
 
+
+
+unique = _needs_module(_ops.unique)
+searchsorted = _needs_module(_ops.searchsorted)
+bucketize = _needs_module(_ops.bucketize)
+
+
+@_needs_module
+def lexsort(keys, axis=_LAST, *, dim=_LAST, descending=False):
+    """The indices (int64) that sort by several keys, like numpy.lexsort: the last key is the
+    primary one, ties broken by the one before it, and so on; stable (full ties keep their
+    input order). keys: a sequence of arrays of one shape (or an array, its rows the keys),
+    sorted along axis (dim=, torch's name, is the same argument). descending: one bool for
+    every key, or one per key (NumPy has none). Integer keys whose ranges fit 64 bits
+    together are sorted as one packed int64 code (three random int32 keys: two sorts instead
+    of three); floats one sort each, NaNs last, -0.0 equal to +0.0."""
+    return _ops.lexsort(keys, _dim(dim, axis), descending=descending)

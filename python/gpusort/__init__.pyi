@@ -38,6 +38,10 @@ __all__ = [
     "sort_file",
     "sort_records_file",
     "sort_lines",
+    "unique",
+    "searchsorted",
+    "bucketize",
+    "lexsort",
     "gpu_available",
     "Error",
     "ALGORITHMS",
@@ -280,3 +284,31 @@ def sort_lines(
     stable: bool = False,
     zero_terminated: bool = False,
 ) -> list[_L]: ...
+def unique(
+    x: _A,
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: SupportsIndex | None = None,
+    *,
+    axis: SupportsIndex | None = None,
+    return_index: bool = False,
+    equal_nan: bool | None = None,
+) -> Any: ...  # x's type, or a tuple of it (NumPy's order) with any return_ flag
+def searchsorted(
+    sorted_sequence: _A,
+    values: _A,
+    side: Literal["left", "right"] | None = None,
+    sorter: _A | None = None,
+    *,
+    right: bool = False,
+    out_int32: bool = False,
+) -> _A: ...
+def bucketize(input: _A, boundaries: _A, *, out_int32: bool = False, right: bool = False) -> _A: ...
+def lexsort(
+    keys: Sequence[_A],
+    axis: SupportsIndex = -1,
+    *,
+    dim: SupportsIndex = -1,
+    descending: bool | Sequence[bool] = False,
+) -> _A: ...
