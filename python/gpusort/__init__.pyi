@@ -295,6 +295,17 @@ def unique(
     return_index: bool = False,
     equal_nan: bool | None = None,
 ) -> Any: ...  # x's type, or a tuple of it (NumPy's order) with any return_ flag
+@overload
+def searchsorted(
+    sorted_sequence: _NumPy[Any],
+    values: _NumPy[Any],
+    side: Literal["left", "right"] | None = None,
+    sorter: _NumPy[Any] | None = None,
+    *,
+    right: bool = False,
+    out_int32: bool = False,
+) -> _Indices: ...
+@overload
 def searchsorted(
     sorted_sequence: _A,
     values: _A,
@@ -304,7 +315,21 @@ def searchsorted(
     right: bool = False,
     out_int32: bool = False,
 ) -> _A: ...
+@overload
+def bucketize(
+    input: _NumPy[Any], boundaries: _NumPy[Any], *, out_int32: bool = False, right: bool = False
+) -> _Indices: ...
+@overload
 def bucketize(input: _A, boundaries: _A, *, out_int32: bool = False, right: bool = False) -> _A: ...
+@overload
+def lexsort(
+    keys: Sequence[_NumPy[Any]],
+    axis: SupportsIndex = -1,
+    *,
+    dim: SupportsIndex = -1,
+    descending: bool | Sequence[bool] = False,
+) -> _Int64: ...
+@overload
 def lexsort(
     keys: Sequence[_A],
     axis: SupportsIndex = -1,

@@ -93,6 +93,10 @@ def test_a_missing_module_raises_an_import_error_that_says_how_to_build_it():
             "sort_file": lambda: gpusort.sort_file("in", "out", "int32"),
             "sort_records_file": lambda: gpusort.sort_records_file("in", "out", 8, 4),
             "sort_lines": lambda: gpusort.sort_lines(b"b a"),
+            "unique": lambda: gpusort.unique(x),
+            "searchsorted": lambda: gpusort.searchsorted(x, x),
+            "bucketize": lambda: gpusort.bucketize(x, x),
+            "lexsort": lambda: gpusort.lexsort([x]),
             "gpu_available": gpusort.gpu_available,
             "a bad argument": lambda: gpusort.sort("not an array", dim=99, algorithm="none"),
         }
@@ -203,6 +207,10 @@ stats: dict[str, str] = gpusort.sort_file("in", "out", np.float32, progress=lamb
 gpusort.sort_records_file(b"in", "out", 100, 10, 0, memory=2**30)
 lines_out: bytes = gpusort.sort_lines(b"b,2 a,1", key="2,2n", separator=",")
 words: list[str] = gpusort.sort_lines(["b", "a"], unique=True)
+distinct = gpusort.unique(flat, return_counts=True)
+places: npt.NDArray[np.signedinteger[npt.NBitBase]] = gpusort.searchsorted(flat, flat, "right")
+buckets: npt.NDArray[np.signedinteger[npt.NBitBase]] = gpusort.bucketize(flat, flat, right=True)
+by_keys: npt.NDArray[np.int64] = gpusort.lexsort([flat, flat], descending=[True, False])
 traits: bool = gpusort.ALGORITHM_TRAITS["bitonic"].stable
 names: tuple[str, ...] = gpusort.ALGORITHMS
 version: str = gpusort.__version__

@@ -108,6 +108,8 @@ CALLS_WITH_A_DIM = {
     "kthvalue": lambda x, **d: gpusort.kthvalue(x, 2, **d).values,
     "partition": lambda x, **d: gpusort.partition(x, 1, **d),
     "argpartition": lambda x, **d: gpusort.argpartition(x, 1, **d),
+    "unique": lambda x, **d: gpusort.unique(x, **d),
+    "lexsort": lambda x, **d: gpusort.lexsort([x], **d),
 }
 
 
