@@ -77,7 +77,7 @@ def test_unique_matches_numpy(lib, dtype, n, shape, rng):
     assert np.array_equal(inverse.reshape(-1), want[2].reshape(-1)) and inverse.shape == a.shape
     assert np.array_equal(counts, want[3])
     # The bare call gives the keys alone, of the caller's type.
-    alone = gpusort.unique(to(a))
+    alone = gpusort.unique(to(a), equal_nan=True)
     assert type(alone) is type(to(a)) and _same(back(alone), want[0])
 
 
@@ -125,7 +125,12 @@ def test_searchsorted_matches_numpy(lib, dtype, m, side, rng):
     if np.dtype(dtype).kind == "f" and m:
         queries[:: max(1, m // 7)] = np.nan
         sequence[-3:] = np.nan  # NumPy's sorted order: NaNs last
-    want = np.searchsorted(sequence, queries, side=side)
+    # The array's library decides where NaNs go: NumPy (and CuPy) after every number, torch
+    # by its own comparisons.
+    if name.startswith("torch"):
+        want = back(_torch_searchsorted(to(sequence), to(queries), side))
+    else:
+        want = np.searchsorted(sequence, queries, side=side)
     got = back(gpusort.searchsorted(to(sequence), to(queries), side))
     assert got.dtype == np.int64 and np.array_equal(got, want)
     right = back(gpusort.searchsorted(to(sequence), to(queries), right=side == "right", out_int32=True))
@@ -145,6 +150,12 @@ def test_searchsorted_takes_a_sorter_and_keeps_the_queries_shape(lib, rng):
         gpusort.searchsorted(to(sequence), to(queries), "middle")
     with pytest.raises(ValueError, match="side"):
         gpusort.searchsorted(to(sequence), to(queries), "left", right=True)
+
+
+def _torch_searchsorted(sequence, queries, side):
+    import torch
+
+    return torch.searchsorted(sequence, queries, side=side)
 
 
 def _lexsort_reference(keys, descending):
@@ -217,3 +228,15 @@ def test_lexsort_refuses_bad_keys(rng):
         gpusort.lexsort([np.arange(3), np.arange(3)], descending=[True])
     with pytest.raises(ValueError, match="axis"):
         gpusort.lexsort([np.arange(3)], 1)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_unique_matches_torch_s(dtype, rng):
+    torch = pytest.importorskip("torch")
+    a = _keys(dtype, 3000, rng, "few")
+    for device in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+        t = torch.from_numpy(a).to(device)
+        got = gpusort.unique(t, True, True, True)
+        want = torch.unique(t, sorted=True, return_inverse=True, return_counts=True)
+        for g, w in zip(got, want):
+            assert g.device == t.device and g.dtype == w.dtype and torch.equal(g, w)
