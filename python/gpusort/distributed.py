@@ -1,0 +1,186 @@
+"""A sort of keys spread over the ranks of a torch.distributed process group (issue 74): each
+rank gives its shard and gets back its range of the global order.
+
+    import torch.distributed as dist, gpusort.distributed
+    dist.init_process_group("nccl")          # torchrun, mpirun or srun start the ranks
+    keys, values, counts = gpusort.distributed.sort(shard, values=payload)
+
+It is a sample sort over the group's own collectives, so it runs wherever the group does: NCCL
+between GPUs of one host or of many, Gloo between CPU processes. Each rank sorts its shard
+with gpusort, the ranks agree on splitters from regular samples, exchange their buckets with
+one all_to_all, and each sorts what it received. Keys are ordered by an int64 code of the
+order asked for (direction, NaN placement), ties by rank and position, so that stable=True
+gives the order of the shards concatenated in rank order."""
+
+from collections import namedtuple
+
+DistSortResult = namedtuple("DistSortResult", ["keys", "values", "counts"])
+
+# Samples a rank contributes per rank of the group: more give splitters closer to even shares.
+_SAMPLES_PER_RANK = 64
+_KEY_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+_NANS = ("last", "first")
+
+
+def _order_codes(torch, keys, descending, nans):
+    """int64 codes whose ascending order is the order asked for: integers as they are (bitwise
+    not when descending, which reverses without overflow); floats by their bits made
+    two's-complement ordered (-0.0 before +0.0), every NaN one code, after (or before) every
+    number in both directions."""
+    if keys.dtype.is_floating_point:
+        bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[keys.element_size()]
+        raw = keys.view(bits)
+        magnitude = torch.iinfo(bits).max
+        codes = torch.where(raw < 0, raw ^ magnitude, raw).to(torch.int64)
+        if descending:
+            codes = ~codes
+        extreme = torch.iinfo(torch.int64).max if nans == "last" else torch.iinfo(torch.int64).min
+        return torch.where(torch.isnan(keys), torch.full_like(codes, extreme), codes)
+    codes = keys.to(torch.int64)
+    return ~codes if descending else codes
+
+
+def _agree(dist, group, error, signature):
+    """Every rank's verdict on its arguments, and the call's signature, shared before any key
+    moves: a rank whose arguments are wrong raises its own error, the others an error naming
+    it, and none is left waiting in a collective. So are calls whose signatures differ."""
+    verdicts = [None] * dist.get_world_size(group)
+    dist.all_gather_object(verdicts, (None if error is None else (type(error).__name__, str(error)), signature),
+                           group=group)
+    if error is not None:
+        raise error
+    for rank, (wrong, _) in enumerate(verdicts):
+        if wrong is not None:
+            raise ValueError(f"rank {rank} refused the sort: {wrong[0]}: {wrong[1]}")
+    for rank, (_, theirs) in enumerate(verdicts):
+        if theirs != signature:
+            raise ValueError(f"the ranks disagree on the call: rank {rank} asked for {theirs}, "
+                             f"this rank for {signature}")
+
+
+def _check(torch, keys, values, descending, stable, nans):
+    if not isinstance(keys, torch.Tensor):
+        raise TypeError(f"keys: must be a torch.Tensor, got {type(keys).__name__}")
+    name = str(keys.dtype).removeprefix("torch.")
+    if name not in _KEY_DTYPES:
+        raise TypeError(f"keys: dtype must be one of {', '.join(_KEY_DTYPES)}, got {name}")
+    if keys.dim() != 1:
+        raise ValueError(f"keys: must be 1-D (a rank's shard), got {keys.dim()} dims")
+    if values is not None:
+        if not isinstance(values, torch.Tensor):
+            raise TypeError(f"values: must be a torch.Tensor, got {type(values).__name__}")
+        if values.shape[:1] != keys.shape or values.device != keys.device:
+            raise ValueError("values: must have the keys' length in its first dim and be on their device")
+    for argument, flag in (("descending", descending), ("stable", stable)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{argument}: must be a bool, got {type(flag).__name__}")
+    if nans not in _NANS:
+        raise ValueError(f"nans: must be 'last' or 'first', got {nans!r}")
+
+
+def _splitters(torch, dist, group, codes, rank):
+    """p - 1 splitters (code, rank, position) from regular samples of every rank's sorted
+    codes, as a (p - 1, 3) int64 tensor in their total order. Every rank gives the same
+    number of samples, each standing for shard size / samples keys: the splitters are the
+    weighted quantiles, so that uneven shards still give near even ranges."""
+    world = dist.get_world_size(group)
+    n = codes.shape[0]
+    count = _SAMPLES_PER_RANK * world
+    samples = torch.zeros((count, 4), dtype=torch.int64, device=codes.device)
+    if n > 0:
+        at = (torch.arange(count, device=codes.device) * n) // count
+        samples[:, 0] = codes[at]
+        samples[:, 1] = rank
+        samples[:, 2] = at
+        samples[:, 3] = n  # the shard's size (rows of an empty shard stay 0: no sample)
+    gathered = [torch.empty_like(samples) for _ in range(world)]
+    dist.all_gather(gathered, samples, group=group)
+    every = torch.cat(gathered)
+    every = every[every[:, 3] > 0]
+    if every.shape[0] == 0:
+        return every[:, :3]
+    for column in (2, 1, 0):  # least significant first, each stable: (code, rank, position)
+        every = every[torch.sort(every[:, column], stable=True).indices]
+    covered = torch.cumsum(every[:, 3].to(torch.float64) / count, 0)
+    targets = torch.arange(1, world, device=every.device, dtype=torch.float64) * (covered[-1] / world)
+    picks = torch.searchsorted(covered, targets).clamp(max=every.shape[0] - 1)
+    return every[picks, :3]
+
+
+def _bucket_bounds(torch, codes, splitters, rank, world):
+    """The world + 1 bounds of the buckets of this rank's sorted codes: each splitter cuts
+    before the keys that follow it in (code, rank, position) order. Without splitters (no
+    rank has a key) every bucket is empty."""
+    n = codes.shape[0]
+    bounds = torch.zeros(world + 1, dtype=torch.int64, device=codes.device)
+    bounds[-1] = n
+    if splitters.shape[0] == 0 or n == 0:
+        return bounds
+    keys, ranks, positions = splitters[:, 0].contiguous(), splitters[:, 1], splitters[:, 2]
+    left = torch.searchsorted(codes, keys, side="left")
+    right = torch.searchsorted(codes, keys, side="right")
+    cut = torch.where(ranks > rank, right, torch.where(ranks < rank, left, positions))
+    bounds[1:-1] = cut.clamp(0, n)
+    return bounds
+
+
+def sort(keys, values=None, *, descending=False, stable=False, nans="last", group=None):
+    """Sorts the keys of every rank of `group` (torch.distributed's default group if None)
+    together: each rank passes its shard, a 1-D tensor (on its GPU with NCCL, on the host with
+    Gloo), and gets back DistSortResult(keys, values, counts): its range of the global order
+    (rank 0 the first keys), the values that came with them (values: a tensor whose first dim
+    is the keys', or None), and counts, an int64 tensor of how many keys every rank holds now.
+    Every rank must call it with the same dtype, direction, stability, NaN placement and with
+    values or without. Ranges are near even (regular samples), not exactly even.
+
+    descending, stable and nans as for gpusort.sort (stable=True: equal keys in the order of
+    the shards concatenated by rank). Errors are checked on every rank before any key moves:
+    a rank with a wrong argument raises it, the others a ValueError naming that rank."""
+    import torch
+    import torch.distributed as dist
+
+    from . import sort as local_sort
+
+    rank = dist.get_rank(group)
+    error = None
+    try:
+        _check(torch, keys, values, descending, stable, nans)
+    except (TypeError, ValueError) as caught:
+        error = caught
+    signature = (str(getattr(keys, "dtype", None)), descending, stable, nans,
+                 None if values is None else (str(values.dtype), tuple(values.shape[1:])))
+    _agree(dist, group, error, signature)
+
+    world = dist.get_world_size(group)
+    codes = _order_codes(torch, keys, descending, nans)
+    codes, order = local_sort(codes, stable=True)
+    local_keys = keys[order]
+    local_values = None if values is None else values[order]
+    if world == 1:
+        counts = torch.tensor([keys.shape[0]], dtype=torch.int64, device=keys.device)
+        return DistSortResult(local_keys, local_values, counts)
+
+    bounds = _bucket_bounds(torch, codes, _splitters(torch, dist, group, codes, rank), rank, world)
+    send_counts = (bounds[1:] - bounds[:-1]).to(torch.int64)
+    receive_counts = torch.empty_like(send_counts)
+    dist.all_to_all_single(receive_counts, send_counts, group=group)
+    sends, receives = send_counts.tolist(), receive_counts.tolist()
+
+    def exchange(tensor):
+        out = torch.empty((sum(receives),) + tuple(tensor.shape[1:]), dtype=tensor.dtype,
+                          device=tensor.device)
+        dist.all_to_all_single(out, tensor.contiguous(), receives, sends, group=group)
+        return out
+
+    received_codes = exchange(codes)
+    received_keys = exchange(local_keys)
+    received_values = None if values is None else exchange(local_values)
+    # The runs arrive in rank order, each sorted: a stable sort of their codes keeps ties
+    # in (rank, position) order.
+    _, merge = local_sort(received_codes, stable=True)
+    counts = [torch.empty(1, dtype=torch.int64, device=keys.device) for _ in range(world)]
+    dist.all_gather(counts, torch.tensor([sum(receives)], dtype=torch.int64, device=keys.device),
+                    group=group)
+    return DistSortResult(received_keys[merge],
+                          None if received_values is None else received_values[merge],
+                          torch.cat(counts))

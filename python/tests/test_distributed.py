@@ -1,0 +1,146 @@
+"""gpusort.distributed.sort over torch.distributed (issue 74): processes started as
+torch.multiprocessing starts them, 2, 3 and 4 ranks, Gloo on the host (here and in CI) and NCCL
+on GPUs where there are enough. The ranks' results, concatenated, must be NumPy's stable sort
+of the shards concatenated, with every value beside its key; wrong calls raise on every rank."""
+
+import datetime
+import os
+import pickle
+import traceback
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+if not dist.is_available():
+    pytest.skip("torch.distributed is not available", allow_module_level=True)
+import torch.multiprocessing as mp  # noqa: E402
+
+from reference import float_specials, order_key, random_keys  # noqa: E402
+
+
+def _shard(case, rank, world):
+    """Rank `rank`'s keys for a case (NumPy), from a seed of its own."""
+    rng = np.random.default_rng(1000 * world + rank)
+    n = {0: 3000, 1: 5, 2: 0, 3: 4097}.get(rank, 1000)
+    if case == "int32":
+        return random_keys("int32", n, rng)
+    if case == "equal":
+        return np.full(n, 7, np.int64)
+    if case == "floats":
+        return float_specials("float32", rng, n)[:n] if n else np.zeros(0, np.float32)
+    if case == "float64 few":
+        return random_keys("float64", n, rng, distinct=5)
+    if case == "empty":
+        return np.zeros(0, np.int32)
+    raise AssertionError(case)
+
+
+def _one_call(rank, world, device, case, options):
+    """What rank `rank` gets from one call (or the error it raised)."""
+    import gpusort.distributed
+
+    try:
+        keys = torch.from_numpy(_shard(case, rank, world)).to(device)
+        if options.get("bad_rank") == rank:
+            keys = keys.reshape(1, -1)  # 2-D: refused on this rank
+        if options.get("other_dtype_rank") == rank:
+            keys = keys.to(torch.float64)
+        offset = sum(_shard(case, r, world).shape[0] for r in range(rank))
+        positions = torch.arange(offset, offset + keys.numel(), dtype=torch.int64, device=device)
+        values = torch.stack([positions, -positions], 1)  # a 2-D payload
+        out = gpusort.distributed.sort(keys, values, descending=options.get("descending", False),
+                                       stable=True, nans=options.get("nans", "last"))
+        return {"keys": out.keys.cpu().numpy(), "values": out.values.cpu().numpy(),
+                "counts": out.counts.cpu().numpy()}
+    except Exception as error:  # every rank reports what it raised
+        return {"error": (type(error).__name__, str(error), traceback.format_exc())}
+
+
+def _worker(rank, world, backend, init, folder, calls):
+    """One process of the group: every call in turn, the results in folder/rank<r>.pkl."""
+    results = []
+    try:
+        # A collective that waits longer fails instead of hanging the test.
+        dist.init_process_group(backend, init_method=init, rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=60))
+        device = "cpu"
+        if backend == "nccl":
+            torch.cuda.set_device(rank)
+            device = f"cuda:{rank}"
+        results = [_one_call(rank, world, device, case, options) for case, options in calls]
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        with open(os.path.join(folder, f"rank{rank}.pkl"), "wb") as f:
+            pickle.dump(results, f)
+
+
+def _run(folder, world, calls, backend="gloo"):
+    """Each rank's results of the calls (a list per rank), the ranks started as
+    torch.multiprocessing starts them and the group made through a file store."""
+    mp.spawn(_worker, args=(world, backend, f"file://{folder / 'store'}", str(folder), calls),
+             nprocs=world)
+    results = []
+    for rank in range(world):
+        with open(folder / f"rank{rank}.pkl", "rb") as f:
+            results.append(pickle.load(f))
+    return [[ranks[i] for ranks in results] for i in range(len(calls))]
+
+
+def _stable_reference(keys, descending, nans):
+    """The stable order: order_key's codes, flipped for descending, NaNs placed as asked."""
+    code = order_key(keys).astype(np.uint64)
+    if descending:
+        code = ~code
+    if keys.dtype.kind == "f":
+        nan = np.isnan(keys)
+        return np.lexsort((np.where(nan, 0, code), nan if nans == "last" else ~nan))
+    return np.argsort(code, kind="stable")
+
+
+BACKENDS = ["gloo"] + (["nccl"] if torch.cuda.is_available() and torch.cuda.device_count() >= 2 else [])
+CALLS = [
+    ("int32", {}), ("int32", {"descending": True}), ("equal", {}),
+    ("floats", {}), ("floats", {"descending": True, "nans": "first"}), ("float64 few", {}),
+    ("empty", {}),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_the_ranks_hold_the_global_stable_order(tmp_path, world, backend):
+    if backend == "nccl" and torch.cuda.device_count() < world:
+        pytest.skip(f"needs {world} GPUs")
+    for (case, options), results in zip(CALLS, _run(tmp_path, world, CALLS, backend)):
+        for rank, result in enumerate(results):
+            assert "error" not in result, (case, rank, result.get("error"))
+        shards = [_shard(case, r, world) for r in range(world)]
+        everything = np.concatenate(shards)
+        order = _stable_reference(everything, options.get("descending", False),
+                                  options.get("nans", "last"))
+        keys = np.concatenate([r["keys"] for r in results])
+        values = np.concatenate([r["values"] for r in results])
+        assert keys.view(np.uint8).tobytes() == everything[order].view(np.uint8).tobytes(), case
+        assert np.array_equal(values[:, 0], order) and np.array_equal(values[:, 1], -order), case
+        counts = [r["keys"].shape[0] for r in results]
+        for result in results:
+            assert result["counts"].tolist() == counts, case
+        if case in ("int32", "equal"):  # regular samples, ties cut by position: near even
+            assert max(counts) <= 1.5 * everything.shape[0] / world + 64 * world, (case, counts)
+
+
+def test_a_wrong_call_raises_on_every_rank_and_none_hangs(tmp_path):
+    """A rank with a 2-D shard raises its own error and the others one naming it; a rank
+    with another dtype makes every rank raise. The group still sorts afterwards."""
+    calls = [("int32", {"bad_rank": 1}), ("int32", {"other_dtype_rank": 0}), ("int32", {})]
+    wrong_shape, other_dtype, fine = _run(tmp_path, 3, calls)
+    for rank, result in enumerate(wrong_shape):
+        kind, message, _ = result["error"]
+        expected = "1-D" if rank == 1 else "rank 1 refused"
+        assert kind == "ValueError" and expected in message, (rank, message)
+    for rank, result in enumerate(other_dtype):
+        kind, message, _ = result["error"]
+        assert kind == "ValueError" and "disagree" in message, (rank, message)
+    assert all("error" not in result for result in fine)
