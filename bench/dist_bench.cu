@@ -784,9 +784,8 @@ std::uint64_t parse_size(const gpusort::tools::arguments& args, const std::strin
 
 // The configuration, or none for --help.
 std::optional<config> parse(int argc, char** argv) {
-  const gpusort::tools::arguments args(argc - 1, argv + 1,
-                                       {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv"},
-                                       {"help"});
+  const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
+      argc, argv, {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv"}, {"help"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
   config cfg;

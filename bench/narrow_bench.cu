@@ -286,8 +286,8 @@ const char* const usage =
     "                            [--row 4096] [--reps 9] [--seed 1] [--csv FILE]\n";
 
 config parse(int argc, char** argv) {
-  const gpusort::tools::arguments args(argc - 1, argv + 1,
-                                       {"sizes", "types", "row", "reps", "seed", "csv"}, {});
+  const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
+      argc, argv, {"sizes", "types", "row", "reps", "seed", "csv"}, {});
   args.positional(0, "options only");
   config cfg;
   if (args.has("sizes")) cfg.sizes = gpusort::tools::parse_sizes(args.get("sizes"));

@@ -12,5 +12,11 @@ if [ ! -f build/CMakeCache.txt ]; then
   config=(-DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_FLAGS="$cuda_flags")
 fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${config[@]}" >/dev/null
+# The tool needs CLI11; without it the build has no such target.
+if ! cmake --build build --target help | grep -q '^gpusort_tool:'; then
+  echo "demo: the gpusort tool is not built: it needs CLI11 (apt-get install libcli11-dev," \
+       "or GPUSORT_CLI11_DIR=<a folder holding CLI/CLI.hpp>)" >&2
+  exit 1
+fi
 cmake --build build --target gpusort_tool
 build/tools/gpusort demo "$@"

@@ -6,6 +6,7 @@
 #   scripts/gpu-check.sh            build in build-gpu/, logs in build-gpu/logs/
 #   LOG_DIR=/tmp/x scripts/gpu-check.sh
 #   GPUSORT_GTEST_SOURCE_DIR=/path/to/googletest scripts/gpu-check.sh   (no libgtest-dev)
+#   GPUSORT_CLI11_DIR=/path/holding/CLI scripts/gpu-check.sh   (no libcli11-dev; the tool needs it)
 #   scripts/gpu-check.sh --build-only   only the build; a second call then skips it (a cold
 #                                       build on 16 cores takes about 6 of a 10-minute slot);
 #                                       BUILD_TARGETS="t1 t2" builds those targets alone
@@ -28,6 +29,7 @@ mkdir -p "$logs"
 
 gtest_arg=()
 [ -n "${GPUSORT_GTEST_SOURCE_DIR:-}" ] && gtest_arg=(-DGPUSORT_GTEST_SOURCE_DIR="$GPUSORT_GTEST_SOURCE_DIR")
+[ -n "${GPUSORT_CLI11_DIR:-}" ] && gtest_arg+=(-DGPUSORT_CLI11_DIR="$GPUSORT_CLI11_DIR")
 # A copy without .git names its commit for the benchmark rows: GPUSORT_COMMIT=<id>.
 [ -n "${GPUSORT_COMMIT:-}" ] && gtest_arg+=(-DGPUSORT_COMMIT="$GPUSORT_COMMIT")
 # NCCL for gpusort::dist: the CUDA toolkit's, else the nvidia-nccl Python wheel's.
@@ -74,6 +76,12 @@ if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUIL
        cmake --build "$build" -j "$(nproc)" "${targets[@]}"; } >"$logs/build.log" 2>&1; then
   tail -30 "$logs/build.log"
   echo "gpu-check: BUILD FAILED (log: $logs/build.log)"
+  exit 1
+fi
+# Without CLI11 the build has no tool (tools/CMakeLists.txt): a failure here.
+if ! cmake --build "$build" --target help 2>/dev/null | grep -q '^gpusort_tool:'; then
+  echo "gpu-check: BUILD FAILED (no gpusort tool: CLI11 not found; set GPUSORT_CLI11_DIR to a" \
+       "folder holding CLI/CLI.hpp)"
   exit 1
 fi
 if [ "${1:-}" = "--build-only" ]; then

@@ -1,18 +1,17 @@
-// Command-line plumbing of the gpusort tool: the two failure kinds (and their exit codes),
-// option parsing, counts such as 2^20, and the key-type names.
+// Command-line plumbing of the gpusort tool: the parsed arguments (arguments.hpp), counts
+// such as 2^20, byte counts, and the key-type names.
 #pragma once
 
 #include <bit>
 #include <charconv>
 #include <cstdint>
 #include <limits>
-#include <map>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "arguments.hpp"
 #include "common/segments.hpp"
 #include "gpusort/error.hpp"
 #include "gpusort/key_traits.hpp"
@@ -22,74 +21,9 @@ namespace gpusort::detail::external {}
 
 namespace gpusort::tools {
 
-// Bad input or usage (a file that is missing, unreadable or malformed; an output that cannot
-// be created): exit code 2. A read or write failed midway (disk full, I/O error): exit code 3
-// (as CUDA failures). The library's file work raises the same two.
-using usage_error = gpusort::invalid_request;
-using io_error = gpusort::io_failure;
-
 // The library's file machinery (record files, pending outputs, the out-of-core sort) is the
 // tool's vocabulary.
 using namespace gpusort::detail::external;
-
-// One subcommand's arguments: `--name value` (or `--name=value`) for the names in
-// `valued`, `--name` for those in `flags`, everything else positional.
-class arguments {
- public:
-  arguments(int argc, char** argv, std::set<std::string_view> valued,
-            std::set<std::string_view> flags) {
-    for (int i = 0; i < argc; ++i) {
-      std::string_view arg = argv[i];
-      if (arg == "--") {  // the end of options: a file may be called --x
-        positional_.insert(positional_.end(), argv + i + 1, argv + argc);
-        break;
-      }
-      if (!arg.starts_with("--")) {
-        positional_.emplace_back(arg);
-        continue;
-      }
-      std::string name(arg.substr(2)), value;
-      const bool inline_value = name.find('=') != std::string::npos;
-      if (inline_value) {
-        value = name.substr(name.find('=') + 1);
-        name.resize(name.find('='));
-      }
-      if (flags.contains(name)) {
-        if (inline_value) throw usage_error("--" + name + " takes no value");
-        values_[name] = "";
-      } else if (valued.contains(name)) {
-        if (!inline_value && ++i == argc) throw usage_error("--" + name + " needs a value");
-        values_[name] = inline_value ? value : argv[i];
-      } else {
-        throw usage_error("unknown option --" + name);
-      }
-    }
-  }
-
-  bool has(const std::string& name) const { return values_.contains(name); }
-  std::string get(const std::string& name, const std::string& fallback = "") const {
-    const auto it = values_.find(name);
-    return it == values_.end() ? fallback : it->second;
-  }
-  std::string required(const std::string& name) const {
-    if (!has(name)) throw usage_error("--" + name + " is required");
-    return get(name);
-  }
-  // Exactly `count` positional arguments, named in the message if they are not there.
-  // An empty one is refused: no file has that name, and a sort must not run to find out.
-  const std::vector<std::string>& positional(std::size_t count, std::string_view names) const {
-    if (positional_.size() != count)
-      throw usage_error("expected " + std::string(names) + ", got " +
-                        std::to_string(positional_.size()) + " file argument(s)");
-    for (const std::string& name : positional_)
-      if (name.empty()) throw usage_error("a file argument is empty: expected " + std::string(names));
-    return positional_;
-  }
-
- private:
-  std::map<std::string, std::string, std::less<>> values_;
-  std::vector<std::string> positional_;
-};
 
 inline std::vector<std::string> split(std::string_view text, char separator) {
   std::vector<std::string> parts;

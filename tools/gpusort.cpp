@@ -1,6 +1,7 @@
-// gpusort: generate, sort, check and benchmark files of keys (docs/tool.md; the tool's place
-// in docs/design.md, Layers). Exit codes: 0 success, 1 `check` found disorder, 2 bad input or usage, 3 a CUDA or
-// I/O failure.
+// gpusort: generate, sort, check and benchmark files of keys, and sort text lines with GNU
+// sort's command line (docs/tool.md; the tool's place in docs/design.md, Layers). Command
+// lines are parsed by CLI11 (arguments.cpp, text_sort.cpp). Exit codes: 0 success, 1 `check`
+// (or `sort -c`) found disorder, 2 bad input or usage, 3 a CUDA or I/O failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include "plot.hpp"
 #include "standard_descriptors.hpp"
 #include "records.hpp"
+#include "text_sort.hpp"
 
 namespace {
 
@@ -48,7 +50,7 @@ const std::string distribution_names = join_names(all_distributions);
 
 const std::string main_help = R"(usage: gpusort <command> [options]
   gen     write a file of generated keys
-  sort    sort a file
+  sort    sort text lines as `LC_ALL=C sort` does (GNU sort's options), or a file of keys
   check   tell whether a file is sorted, and its checksum
   bench   time the algorithms side by side
   demo    sort one array with every algorithm and compare them
@@ -66,7 +68,8 @@ gen -  | sort - - | check -  is a pipeline. An output that is not a regular file
 in place once complete and never replaced; a link's target is replaced, the link kept.
 gen, sort and check draw a progress line on stderr when it is a terminal and they run over a
 second (GPUSORT_PROGRESS=0: never, =1: always); it never goes to stdout.
-Exit codes: 0 success, 1 check found disorder, 2 bad input or usage, 3 CUDA or I/O failure.
+Exit codes: 0 success, 1 check (or sort -c) found disorder, 2 bad input or usage, 3 CUDA or
+I/O failure. gpusort --version prints the version.
 )";
 
 const std::string gen_help =
@@ -104,11 +107,34 @@ key of K bytes at offset O (default 0). OUT may be - (standard output, not a ter
 )";
 
 const std::string sort_help =
-    R"(usage: gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--nans last|first] [--text]
+    R"(usage: gpusort sort [OPTION]... [FILE]...
+       gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--nans last|first] [--text]
                     [--device-memory BYTES] [--memory BYTES] [--gpus LIST] [--tmp DIR] [--stats]
                     IN OUT
        gpusort sort --record-bytes B --key-bytes K [--key-offset O] [--algo A] [--desc]
                     [--device-memory BYTES] [--memory BYTES] [--tmp DIR] [--stats] IN OUT
+Without --type or --record-bytes: text lines, sorted as `LC_ALL=C sort` sorts them (bytes in
+the C locale's order whatever LC_ALL, LC_COLLATE or LANG say), with GNU sort's options. The
+FILEs one after the other (a last line without a newline gets one), standard input when none
+or `-`; the output on standard output, or in -o FILE, which may be one of the inputs.
+  -k, --key=POS1[,POS2]  a key from field POS1 to POS2 (F[.C][bnr], counted from 1), or to
+               the end of the line; several keys in order of precedence
+  -t, --field-separator=SEP  fields end at the byte SEP (\0: NUL), not at blanks
+  -n, --numeric-sort     keys are decimal numbers (sign, digits, a decimal point)
+  -r, --reverse   -u, --unique   -s, --stable (no last-resort whole-line comparison)
+  -b, --ignore-leading-blanks   -z, --zero-terminated (lines end with NUL)
+  -o, --output=FILE      written under a temporary name beside FILE, then renamed over it
+  -c, --check[=diagnose-first]  exit 1 at the first line out of order, named on stderr
+  -C, --check=quiet|silent      the same, silently
+  -m, --merge    inputs already sorted (they are sorted again: the same output)
+  -S, --buffer-size=SIZE  -T, --temporary-directory=DIR  --parallel=N  --batch-size=N
+               --compress-program=PROG: accepted; lines sort in memory (-T: where an output
+               stream is spooled until complete)
+  --sort=numeric (-n), --version, --help
+Refused (exit 2), as the engine lacks them: -d, -f, -i, -g, -M, -V, -R, --random-source,
+--debug, --files0-from, --sort with other orders, and -h, which is GNU sort's
+--human-numeric-sort (the help is --help).
+With --type T or --record-bytes B:
 Sorts the records of IN by key into OUT, on the GPU if there is one, else on the CPU.
 OUT appears only when complete and checked: a regular file is written under a temporary name
 beside it, then renamed over it; a symbolic link is followed to its final target, which is
@@ -297,15 +323,6 @@ std::vector<int> parse_gpus(const std::string& list) {
       throw usage_error("--gpus: there is no GPU " + std::to_string(device) +
                         " (this machine has " + std::to_string(count) + ")");
   return devices;
-}
-
-// A file argument that names a standard descriptor closed when the tool started (`-`,
-// /dev/stdin, /dev/fd/1...): refused, since /dev/null now stands in for it.
-void refuse_closed_descriptor(const std::string& file, int dash_fd) {
-  const int fd = named_descriptor(file, dash_fd);
-  if (fd >= 0 && fd <= 2 && standard_descriptor_was_closed(fd))
-    throw usage_error(file + ": standard " + std::string(fd == 0 ? "input" : fd == 1 ? "output" : "error") +
-                      " is closed");
 }
 
 // --max-input BYTES: the longest stream IN spooled to scratch (default: no limit).
@@ -697,12 +714,34 @@ int plot(const arguments& args) {
   return drawn.status;
 }
 
+struct command;
+
+// Parses a command's arguments (argv[0] is its name) and runs it.
+int run_long_options(const command& cmd, int argc, const char* const* argv);
+int run_sort_command_line(const command& cmd, int argc, const char* const* argv);
+
 struct command {
   std::string_view name;
   const std::string& help;
   int (*run)(const arguments&);
   std::set<std::string_view> valued, flags;
+  int (*parse_and_run)(const command&, int, const char* const*) = run_long_options;
+  bool dash_h_is_help = true;  // not for sort, where -h is GNU sort's --human-numeric-sort
 };
+
+int run_long_options(const command& cmd, int argc, const char* const* argv) {
+  return cmd.run(parse_arguments(argc, argv, cmd.valued, cmd.flags));
+}
+
+// gpusort sort: typed records, or GNU sort's command line over text lines.
+int run_sort_command_line(const command& cmd, int argc, const char* const* argv) {
+  const sort_command_line line = parse_sort_command_line(argc, argv, cmd.valued, cmd.flags);
+  if (line.version) {
+    std::printf("gpusort sort (gpusort) %s\n", GPUSORT_VERSION);
+    return 0;
+  }
+  return line.text ? sort_text_lines(*line.text) : cmd.run(line.typed);
+}
 
 const command commands[] = {
     {"gen",
@@ -716,7 +755,9 @@ const command commands[] = {
      sort,
      {"type", "pairs", "algo", "device-memory", "memory", "gpus", "record-bytes", "key-bytes",
       "key-offset", "tmp", "nans", "max-input"},
-     {"desc", "text", "stats"}},
+     {"desc", "text", "stats"},
+     run_sort_command_line,
+     false},
     {"check", check_help, check,
      {"type", "pairs", "record-bytes", "key-bytes", "key-offset", "tmp", "nans", "max-input"},
      {"desc", "text"}},
@@ -734,6 +775,14 @@ const command commands[] = {
 
 bool asks_for_help(std::string_view arg) { return arg == "--help" || arg == "-h" || arg == "help"; }
 
+// A command's own --help (or -h) before any `--`.
+bool asks_for_command_help(const command& cmd, int argc, char** argv) {
+  for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i)
+    if (std::string_view(argv[i]) == "--help" || (cmd.dash_h_is_help && std::string_view(argv[i]) == "-h"))
+      return true;
+  return false;
+}
+
 const command* find_command(std::string_view name) {
   for (const command& c : commands)
     if (c.name == name) return &c;
@@ -749,6 +798,10 @@ int main(int argc, char** argv) {
   gpusort::set_notice_handler([](std::string_view notice) {
     std::fprintf(stderr, "gpusort: %.*s\n", static_cast<int>(notice.size()), notice.data());
   });
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::printf("gpusort %s\n", GPUSORT_VERSION);
+    return 0;
+  }
   if (argc < 2 || asks_for_help(argv[1])) {
     const command* topic = argc > 2 ? find_command(argv[2]) : nullptr;  // gpusort help sort
     std::fputs(topic ? topic->help.c_str() : main_help.c_str(), argc < 2 ? stderr : stdout);
@@ -762,18 +815,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpusort: unknown command %s (%s)\n", quote_input(argv[1]).c_str(), names.c_str());
     return 2;
   }
-  for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i) {
-    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
-      std::fputs(cmd->help.c_str(), stdout);
-      return 0;
-    }
+  if (asks_for_command_help(*cmd, argc, argv)) {
+    std::fputs(cmd->help.c_str(), stdout);
+    return 0;
   }
   const auto fail = [&](const char* message, int code) {
     std::fprintf(stderr, "gpusort %s: %s\n", argv[1], one_line(shown_names::in(message)).c_str());
     return code;
   };
   try {
-    return cmd->run(arguments(argc - 2, argv + 2, cmd->valued, cmd->flags));
+    return cmd->parse_and_run(*cmd, argc - 1, argv + 1);
   } catch (const usage_error& e) {
     return fail(e.what(), 2);
   } catch (const io_error& e) {

@@ -9,6 +9,10 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <string>
+
+#include "arguments.hpp"  // usage_error
+#include "streams.hpp"    // named_descriptor
 
 namespace gpusort::tools {
 
@@ -28,5 +32,14 @@ inline void open_dev_null_onto_closed_standard_descriptors() {
 
 // Whether standard descriptor fd (0, 1 or 2) was closed when the tool started.
 inline bool standard_descriptor_was_closed(int fd) { return detail::closed_at_start[fd]; }
+
+// A file argument that names a standard descriptor closed when the tool started (`-`,
+// /dev/stdin, /dev/fd/1...): refused, since /dev/null now stands in for it.
+inline void refuse_closed_descriptor(const std::string& file, int dash_fd) {
+  const int fd = gpusort::detail::external::named_descriptor(file, dash_fd);
+  if (fd >= 0 && fd <= 2 && standard_descriptor_was_closed(fd))
+    throw usage_error(file + ": standard " +
+                      std::string(fd == 0 ? "input" : fd == 1 ? "output" : "error") + " is closed");
+}
 
 }  // namespace gpusort::tools

@@ -602,7 +602,8 @@ TEST_F(Tool, UsageErrorsNameTheProblem) {
       {"sort --type u32 --pairs u64 " + file("in") + " " + file("out"), "u64"},
       {"sort --type u32 --frobnicate " + file("in") + " " + file("out"), "--frobnicate"},
       {"sort --type u32 " + file("in"), "IN and OUT"},
-      {"sort " + file("in") + " " + file("out"), "--type"},
+      // Without --type, text lines: both files are inputs, and OUT is missing.
+      {"sort " + file("in") + " " + file("out"), file("out") + ": cannot open"},
       {"sort --type u32 --desc=yes " + file("in") + " " + file("out"), "--desc"},
       {"gen --type u32 --n lots " + file("out"), "lots"},
       {"gen --type u32 --n 2^64 " + file("out"), "2^64"},

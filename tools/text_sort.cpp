@@ -1,0 +1,261 @@
+// gpusort sort's GNU command line and its text-line sort (text_sort.hpp).
+#include "text_sort.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "cli.hpp"  // parse_unsigned, and the file machinery's names
+#include "cli11_options.hpp"
+#include "records.hpp"  // pending_file
+#include "standard_descriptors.hpp"
+
+namespace gpusort::tools {
+
+namespace {
+
+const std::string typed_group = "typed", text_group = "text";
+
+// GNU sort's options that the text sort lacks, refused with the reason.
+struct refused_option {
+  const char* names;
+  bool valued;
+  const char* reason;
+};
+
+constexpr refused_option refused_options[] = {
+    {"-d,--dictionary-order", false, "keys compare as raw bytes, in the C locale's order"},
+    {"-f,--ignore-case", false, "keys compare as raw bytes, in the C locale's order"},
+    {"-i,--ignore-nonprinting", false, "keys compare as raw bytes, in the C locale's order"},
+    {"-g,--general-numeric-sort", false,
+     "-n reads decimal numbers (sign, digits, a decimal point), not floats with exponents"},
+    {"-h,--human-numeric-sort", false, "sizes such as 2K are not read (the help is --help)"},
+    {"-M,--month-sort", false, "month names are not read"},
+    {"-V,--version-sort", false, "version numbers are not read"},
+    {"-R,--random-sort", false, "no random order is offered"},
+    {"--random-source", true, "no random order is offered"},
+    {"--debug", false, "keys are not annotated"},
+    {"--files0-from", true, "name the inputs as arguments"},
+};
+
+// "-f (--ignore-case)" for "-f,--ignore-case".
+std::string shown_names(std::string_view names) {
+  const std::size_t comma = names.find(',');
+  if (comma == std::string_view::npos) return std::string(names);
+  return std::string(names.substr(0, comma)) + " (" + std::string(names.substr(comma + 1)) + ")";
+}
+
+void refuse_missing_features(const CLI::App& app, std::string_view sort_word) {
+  for (const refused_option& refused : refused_options) {
+    const std::string names = refused.names;
+    if (app.count(names.substr(0, names.find(','))) > 0)
+      throw usage_error(shown_names(names) + " is not supported: " + refused.reason);
+  }
+  if (!sort_word.empty() && sort_word != "numeric")
+    throw usage_error("--sort=" + std::string(sort_word) +
+                      " is not supported: only --sort=numeric (-n) is");
+}
+
+// An option of typed sorts among text ones, or the other way round, is refused by name.
+void refuse_other_mode(const CLI::App& app, bool typed) {
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->count() == 0) continue;
+    if (typed && option->get_group() == text_group)
+      throw usage_error(option->get_name() + " is an option of text-line sorts (without --type "
+                                             "or --record-bytes)");
+    if (!typed && option->get_group() == typed_group)
+      throw usage_error(option->get_name() + " goes with --type or --record-bytes; text lines "
+                                             "take GNU sort's options (gpusort sort --help)");
+  }
+}
+
+// -t SEP: one byte, or `\0` for the NUL byte.
+char parse_separator(const std::string& text) {
+  if (text == "\\0") return '\0';
+  if (text.size() != 1) throw usage_error("-t takes one byte, not " + quote_input(text));
+  return text[0];
+}
+
+// -S SIZE as GNU sort writes it: a number, then one of b K M G T P E (K when none) or %.
+// Checked only: text lines sort in memory whatever it says.
+void check_buffer_size(const std::string& text) {
+  const std::size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
+  const std::string_view suffix = std::string_view(text).substr(digits);
+  if (digits == 0 || suffix.size() > 1 ||
+      (suffix.size() == 1 && std::string_view("bkKmMgGtTpPeE%").find(suffix[0]) == std::string_view::npos))
+    throw usage_error("-S: " + quote_input(text) +
+                      " is not a size (a number, then K, M, G, T, P, E, b or %)");
+  parse_unsigned(text.substr(0, digits), "-S");
+}
+
+// A count that must be at least `least`: --parallel N, --batch-size N (accepted, not used).
+void check_count_at_least(const std::string& text, std::string_view option, std::uint64_t least) {
+  if (parse_unsigned(text, option) < least)
+    throw usage_error(std::string(option) + " must be at least " + std::to_string(least));
+}
+
+order_check parse_check(const CLI::App& app, const std::string& check_word) {
+  const bool diagnose = app.count("-c") > 0 || check_word == "diagnose-first";
+  const bool quiet = app.count("-C") > 0 || check_word == "quiet" || check_word == "silent";
+  if (!check_word.empty() && !diagnose && !quiet)
+    throw usage_error("--check=" + check_word + ": diagnose-first, quiet or silent");
+  if (diagnose && quiet) throw usage_error("-c and -C: one or the other");
+  return quiet ? order_check::quiet : diagnose ? order_check::diagnose : order_check::none;
+}
+
+// The values GNU sort's options take, bound to CLI11.
+struct gnu_values {
+  std::vector<std::string> keys;
+  std::string separator, output, buffer_size, scratch_dir, parallel, batch_size, sort_word,
+      check_word;
+};
+
+void declare_gnu_options(CLI::App& app, gnu_values& v) {
+  app.add_option("-k,--key", v.keys)
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(text_group);
+  const auto valued = [&](const std::string& names, std::string& into) {
+    app.add_option(names, into)->group(text_group);
+  };
+  valued("-t,--field-separator", v.separator);
+  valued("-o,--output", v.output);
+  valued("-S,--buffer-size", v.buffer_size);
+  valued("-T,--temporary-directory", v.scratch_dir);
+  valued("--parallel", v.parallel);
+  valued("--batch-size", v.batch_size);
+  valued("--sort", v.sort_word);
+  app.add_option("--compress-program")->group(text_group);  // accepted, not used
+  for (const char* flag : {"-r,--reverse", "-n,--numeric-sort", "-u,--unique", "-s,--stable",
+                           "-z,--zero-terminated", "-b,--ignore-leading-blanks", "-m,--merge",
+                           "-c", "-C", "--version"})
+    app.add_flag(flag)->group(text_group);
+  app.add_flag("--check{diagnose-first}", v.check_word)->group(text_group);
+  for (const refused_option& refused : refused_options) {
+    if (refused.valued)
+      app.add_option(refused.names)->group(text_group);
+    else
+      app.add_flag(refused.names)->group(text_group);
+  }
+}
+
+text_sort_request text_request(const CLI::App& app, const gnu_values& v,
+                               std::vector<std::string> files) {
+  text_sort_request request;
+  line_order& order = request.order;
+  for (const std::string& key : v.keys) order.keys.push_back(gpusort::parse_line_key(key));
+  if (app.count("-t") > 0) order.separator = parse_separator(v.separator);
+  order.numeric = app.count("-n") > 0 || v.sort_word == "numeric";
+  order.reverse = app.count("-r") > 0;
+  order.skip_blanks = app.count("-b") > 0;
+  order.unique = app.count("-u") > 0;
+  order.stable = app.count("-s") > 0;
+  order.terminator = app.count("-z") > 0 ? '\0' : '\n';
+  if (app.count("-S") > 0) check_buffer_size(v.buffer_size);
+  if (app.count("--parallel") > 0) check_count_at_least(v.parallel, "--parallel", 1);
+  if (app.count("--batch-size") > 0) check_count_at_least(v.batch_size, "--batch-size", 2);
+  request.check = parse_check(app, v.check_word);
+  if (request.check != order_check::none && files.size() > 1)
+    throw usage_error("-c and -C check one input, not " + std::to_string(files.size()));
+  if (request.check != order_check::none && app.count("-o") > 0)
+    throw usage_error("-c and -C write no output: no -o");
+  request.inputs = files.empty() ? std::vector<std::string>{"-"} : std::move(files);
+  if (app.count("-o") > 0) request.output = v.output;
+  request.scratch_dir = v.scratch_dir;
+  return request;
+}
+
+// Appends input `name` (`-`: standard input) to `text`, with a terminator after a last line
+// that lacks one, as GNU sort reads each input.
+void append_input(const std::string& name, char terminator, std::string& text) {
+  if (name.empty()) throw usage_error("an empty input file name");
+  refuse_closed_descriptor(name, STDIN_FILENO);
+  const int named = named_descriptor(name, STDIN_FILENO);
+  const unique_fd opened(named >= 0 ? -1 : ::open(name.c_str(), O_RDONLY | O_CLOEXEC));
+  const int fd = named >= 0 ? named : opened.fd;
+  if (fd < 0) throw usage_error(name + ": cannot open: " + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && S_ISDIR(info.st_mode)) throw usage_error(name + ": is a directory");
+  if (S_ISREG(info.st_mode)) text.reserve(text.size() + static_cast<std::size_t>(info.st_size) + 1);
+  const std::size_t start = text.size();
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw io_error(name + ": read failed: " + std::strerror(errno));
+    if (got == 0) break;
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+  if (text.size() > start && text.back() != terminator) text.push_back(terminator);
+}
+
+// The inputs, one after the other.
+std::string read_inputs(const text_sort_request& request) {
+  std::string text;
+  for (const std::string& name : request.inputs) append_input(name, request.order.terminator, text);
+  return text;
+}
+
+// -c and -C: exit code 1 at the first line that must not follow the one before it (with -u,
+// also a line equal to it); -c names it on stderr as GNU sort does.
+int check_lines(const text_sort_request& request) {
+  const std::string& name = request.inputs.front();
+  const std::string text = read_inputs(request);
+  const std::vector<std::uint64_t> starts = gpusort::line_starts(text, request.order.terminator);
+  const gpusort::line_comparator compare(request.order);
+  for (std::uint64_t i = 1; i + 1 < starts.size(); ++i) {
+    const std::string_view line = gpusort::line_at(text, starts, i);
+    const int c = compare(gpusort::line_at(text, starts, i - 1), line);
+    if (c < 0 || (c == 0 && !request.order.unique)) continue;
+    if (request.check == order_check::diagnose) {
+      std::fprintf(stderr, "gpusort sort: %s:%llu: disorder: ", name.c_str(),
+                   static_cast<unsigned long long>(i + 1));
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      std::fputc('\n', stderr);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+sort_command_line parse_sort_command_line(int argc, const char* const* argv,
+                                          const std::set<std::string_view>& typed_valued,
+                                          const std::set<std::string_view>& typed_flags) {
+  CLI::App app("", argv[0]);
+  set_tool_rules(app);
+  declare_long_options(app, typed_valued, typed_flags, typed_group);
+  gnu_values gnu;
+  declare_gnu_options(app, gnu);
+  std::vector<std::string> files;
+  app.add_option("files", files);
+  parse_command_line(app, argc, argv);
+  if (app.count("--version") > 0) return {.version = true};
+  refuse_missing_features(app, gnu.sort_word);
+  option_values typed = given_long_options(app, typed_valued, typed_flags);
+  const bool is_typed = typed.contains("type") || typed.contains("record-bytes");
+  refuse_other_mode(app, is_typed);
+  if (is_typed) return {.typed = arguments(std::move(typed), std::move(files))};
+  return {.text = text_request(app, gnu, std::move(files))};
+}
+
+int sort_text_lines(const text_sort_request& request) {
+  if (request.check != order_check::none) return check_lines(request);
+  refuse_closed_descriptor(request.output, STDOUT_FILENO);
+  // The output first: one that cannot be created fails before any work. It may be an input:
+  // it is replaced only once every input was read and the lines sorted.
+  pending_file out(request.output, false, request.scratch_dir);
+  const std::string sorted = gpusort::sort_text(read_inputs(request), request.order);
+  if (std::fwrite(sorted.data(), 1, sorted.size(), out.get()) != sorted.size())
+    throw io_error(request.output + ": write failed: " + std::strerror(errno));
+  out.commit();
+  return 0;
+}
+
+}  // namespace gpusort::tools
