@@ -11,7 +11,8 @@
 #                                       build on 16 cores takes about 6 of a 10-minute slot);
 #                                       BUILD_TARGETS="t1 t2" builds those targets alone
 #   scripts/gpu-check.sh --multi        the multi-GPU tests (label multigpu, gpusort::dist over
-#                                       NCCL; again on 3 GPUs where there are 4 or more) and a
+#                                       NCCL; again over NCCL's sockets on the loopback; again
+#                                       on 3 GPUs where there are 4 or more) and a
 #                                       short scaling run instead; needs 2+ GPUs. Builds only
 #                                       what those run (about 55 of 139 steps)
 #   GPUSORT_CUDA_ARCHITECTURES=90 scripts/gpu-check.sh   (default: native, this host's GPU)
@@ -102,18 +103,29 @@ if [ "${1:-}" = "--multi" ]; then
     CUDA_VISIBLE_DEVICES=0,1,2 ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 \
       --timeout 300 >>"$logs/tests-multi.log" 2>&1 || tests_rc=1
   fi
+  # Again over NCCL's network transport (sockets on the loopback interface), the path of
+  # ranks on hosts without NVLink between them (issue 74).
+  NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo \
+    ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 --timeout 300 \
+    >"$logs/tests-multi-sockets.log" 2>&1 || tests_rc=1
   list=1; [ "$gpus" -ge 2 ] && list=1,2; [ "$gpus" -ge 4 ] && list=1,2,4
   "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 \
     --values 0,4 --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1
   bench_rc=$?
   # A host array spread over the GPUs (2 GiB: above the spread's 1 GiB), against the link rate.
   "$build/tools/gpusort_host_keys" 29 0 u32 "$list" nocpu >"$logs/host-keys.log" 2>&1 || bench_rc=1
+  # The exchange's GB/s over sockets, beside NCCL's own all-to-all on the same transport.
+  NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo \
+    "$build/tools/gpusort-dist-bench" --gpus "$gpus" --per-gpu 2^24 --total 2^25 --reps 3 \
+    --values 0 >"$logs/dist-bench-sockets.log" 2>&1 || bench_rc=1
   echo "== gpu-check --multi on $gpus x ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
   grep -E "tests passed|tests failed" "$logs/tests-multi.log"
+  echo "over sockets: $(grep -E "tests passed|tests failed" "$logs/tests-multi-sockets.log")"
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Exception)" "$logs/tests-multi.log"
   skipped=$(grep -c "(Skipped)" "$logs/tests-multi.log")
   echo "skipped tests: $skipped"
   cat "$logs/dist-bench.log"
+  grep -E "^(weak|strong) " "$logs/dist-bench-sockets.log" | sed 's/^/sockets: /'
   grep -E "^# [0-9]+ GPU" "$logs/host-keys.log"
   if [ "$gpus" -lt 2 ] || [ "$skipped" -gt 0 ] || [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
     echo "gpu-check --multi: FAILED (GPUs: $gpus, tests rc=$tests_rc, bench rc=$bench_rc; logs in $logs)"
