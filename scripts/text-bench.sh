@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# gpusort sort against GNU sort on text (issue 75): generates a file of 100-byte lines and a
+# CSV with a numeric third column, sorts each with both (whole lines; -t, -k3,3n), checks the
+# outputs are byte-identical, and prints one line per run:
+#   shape,bytes,tool,seconds,MB/s
+#   scripts/text-bench.sh [GIB=1] [TOOL=build/tools/gpusort] [DIR=/tmp]
+# GNU sort runs with every core and half the memory (LC_ALL=C sort --parallel=N -S 50%); the
+# file is read once before each run, so both start from the page cache.
+set -euo pipefail
+gib=${1:-1}
+tool=${2:-build/tools/gpusort}
+dir=${3:-/tmp}
+cores=$(nproc)
+bytes=$(python3 -c "print(int(float('$gib') * 2**30))")
+lines=$((bytes / 100))
+text=$dir/gpusort-bench-lines.txt csv=$dir/gpusort-bench.csv
+ours=$dir/gpusort-bench-ours.out gnu=$dir/gpusort-bench-gnu.out
+trap 'rm -f "$text" "$csv" "$ours" "$gnu"' EXIT
+# 99 printable bytes and a newline a line; the CSV: word,word,signed decimal,padding.
+python3 - "$lines" "$text" "$csv" <<'PY'
+import random, sys
+n, text, csv = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+rng = random.Random(7)
+letters = bytes(range(33, 127))
+with open(text, "wb") as t, open(csv, "wb") as c:
+    block = 1 << 14
+    for start in range(0, n, block):
+        count = min(block, n - start)
+        t.write(b"".join(bytes(rng.choices(letters, k=99)) + b"\n" for _ in range(count)))
+        rows = []
+        for _ in range(count):
+            number = f"{rng.uniform(-1e6, 1e6):.3f}".encode()
+            head = bytes(rng.choices(letters[33:59], k=8)) + b"," + bytes(rng.choices(letters[33:59], k=6)) + b","
+            row = head + number + b","
+            rows.append(row + b"x" * max(0, 99 - len(row)) + b"\n")
+        c.write(b"".join(rows))
+PY
+echo "shape,bytes,tool,seconds,MB/s"
+run() {  # shape file label command...
+  local shape=$1 file=$2 label=$3; shift 3
+  cat "$file" >/dev/null
+  local start end
+  start=$(date +%s%N)
+  "$@"
+  end=$(date +%s%N)
+  python3 -c "s=($end-$start)/1e9; print(f'$shape,$(stat -c %s "$file"),$label,{s:.3f},{$(stat -c %s "$file")/s/1e6:.0f}')"
+}
+for shape in lines csv; do
+  file=$text; keys=()
+  [ "$shape" = csv ] && file=$csv keys=(-t, -k3,3n)
+  run "$shape" "$file" gpusort "$tool" sort "${keys[@]}" "$file" -o "$ours"
+  run "$shape" "$file" "gnu-sort-$cores" env LC_ALL=C sort --parallel="$cores" -S 50% "${keys[@]}" "$file" -o "$gnu"
+  cmp -s "$ours" "$gnu" || { echo "text-bench: $shape outputs differ" >&2; exit 1; }
+done
