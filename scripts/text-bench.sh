@@ -11,29 +11,34 @@ gib=${1:-1}
 tool=${2:-build/tools/gpusort}
 dir=${3:-/tmp}
 cores=$(nproc)
-bytes=$(python3 -c "print(int(float('$gib') * 2**30))")
+py=python3; $py -c 'import numpy' 2>/dev/null || py=/usr/bin/python3  # one with NumPy
+bytes=$($py -c "print(int(float('$gib') * 2**30))")
 lines=$((bytes / 100))
 text=$dir/gpusort-bench-lines.txt csv=$dir/gpusort-bench.csv
 ours=$dir/gpusort-bench-ours.out gnu=$dir/gpusort-bench-gnu.out
 trap 'rm -f "$text" "$csv" "$ours" "$gnu"' EXIT
-# 99 printable bytes and a newline a line; the CSV: word,word,signed decimal,padding.
-python3 - "$lines" "$text" "$csv" <<'PY'
-import random, sys
+# 99 printable bytes and a newline a line; the CSV: word,word,signed decimal,padding to 100.
+$py - "$lines" "$text" "$csv" <<'PY'
+import sys
+import numpy as np
 n, text, csv = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-rng = random.Random(7)
-letters = bytes(range(33, 127))
+rng = np.random.default_rng(7)
 with open(text, "wb") as t, open(csv, "wb") as c:
-    block = 1 << 14
+    block = 1 << 20
     for start in range(0, n, block):
         count = min(block, n - start)
-        t.write(b"".join(bytes(rng.choices(letters, k=99)) + b"\n" for _ in range(count)))
-        rows = []
-        for _ in range(count):
-            number = f"{rng.uniform(-1e6, 1e6):.3f}".encode()
-            head = bytes(rng.choices(letters[33:59], k=8)) + b"," + bytes(rng.choices(letters[33:59], k=6)) + b","
-            row = head + number + b","
-            rows.append(row + b"x" * max(0, 99 - len(row)) + b"\n")
-        c.write(b"".join(rows))
+        rows = rng.integers(33, 127, (count, 100), dtype=np.uint8)
+        rows[:, 99] = 10
+        rows.tofile(t)
+        words = rng.integers(97, 123, (count, 16), dtype=np.uint8)
+        words[:, 8] = words[:, 15] = 44  # word,word,
+        numbers = np.char.mod("%.3f", rng.uniform(-1e6, 1e6, count)).astype("S20")
+        out = np.full((count, 100), ord("x"), np.uint8)
+        out[:, :16] = words
+        digits = numbers.view(np.uint8).reshape(count, 20)
+        out[:, 16:36] = np.where(digits == 0, ord(","), digits)  # the number, then commas
+        out[:, 99] = 10
+        out.tofile(c)
 PY
 echo "shape,bytes,tool,seconds,MB/s"
 run() {  # shape file label command...
@@ -43,7 +48,7 @@ run() {  # shape file label command...
   start=$(date +%s%N)
   "$@"
   end=$(date +%s%N)
-  python3 -c "s=($end-$start)/1e9; print(f'$shape,$(stat -c %s "$file"),$label,{s:.3f},{$(stat -c %s "$file")/s/1e6:.0f}')"
+  $py -c "s=($end-$start)/1e9; print(f'$shape,$(stat -c %s "$file"),$label,{s:.3f},{$(stat -c %s "$file")/s/1e6:.0f}')"
 }
 for shape in lines csv; do
   file=$text; keys=()
