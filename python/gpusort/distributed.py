@@ -78,12 +78,9 @@ def _check(torch, keys, values, descending, stable, nans):
         raise ValueError(f"nans: must be 'last' or 'first', got {nans!r}")
 
 
-def _splitters(torch, dist, group, codes, rank):
-    """p - 1 splitters (code, rank, position) from regular samples of every rank's sorted
-    codes, as a (p - 1, 3) int64 tensor in their total order. Every rank gives the same
-    number of samples, each standing for shard size / samples keys: the splitters are the
-    weighted quantiles, so that uneven shards still give near even ranges."""
-    world = dist.get_world_size(group)
+def _samples(torch, codes, rank, world):
+    """This rank's regular samples of its sorted codes: _SAMPLES_PER_RANK * world rows of
+    (code, rank, position, shard size); an empty shard's rows are all 0 (no sample)."""
     n = codes.shape[0]
     count = _SAMPLES_PER_RANK * world
     samples = torch.zeros((count, 4), dtype=torch.int64, device=codes.device)
@@ -92,10 +89,16 @@ def _splitters(torch, dist, group, codes, rank):
         samples[:, 0] = codes[at]
         samples[:, 1] = rank
         samples[:, 2] = at
-        samples[:, 3] = n  # the shard's size (rows of an empty shard stay 0: no sample)
-    gathered = [torch.empty_like(samples) for _ in range(world)]
-    dist.all_gather(gathered, samples, group=group)
-    every = torch.cat(gathered)
+        samples[:, 3] = n
+    return samples
+
+
+def _splitters(torch, every, world):
+    """world - 1 splitters (code, rank, position), a (world - 1, 3) int64 tensor in their
+    total order, from every rank's samples. Every rank gives the same number of samples, each
+    standing for shard size / samples keys: the splitters are the weighted quantiles, so that
+    uneven shards still give near even ranges."""
+    count = _SAMPLES_PER_RANK * world
     every = every[every[:, 3] > 0]
     if every.shape[0] == 0:
         return every[:, :3]
@@ -124,6 +127,45 @@ def _bucket_bounds(torch, codes, splitters, rank, world):
     return bounds
 
 
+def _sort_list(torch, local_sort, keys, values, descending, stable, nans):
+    """The sort of a list of shards on several devices of this process: the same steps as
+    over a group, the buckets moved between devices by the tensors' own copies (over NVLink
+    between GPUs that have it)."""
+    if values is not None and (not isinstance(values, (list, tuple)) or len(values) != len(keys)):
+        raise ValueError("values: must be a list of one tensor per shard, or None")
+    shards = []
+    for i, shard in enumerate(keys):
+        value = None if values is None else values[i]
+        try:
+            _check(torch, shard, value, descending, stable, nans)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"shard {i}: {error}") from None
+        shards.append((shard, value))
+    if len({shard.dtype for shard, _ in shards}) > 1:
+        raise TypeError("keys: every shard must have the same dtype")
+    if values is not None and len({(v.dtype, tuple(v.shape[1:])) for _, v in shards}) > 1:
+        raise TypeError("values: every shard's values must have the same dtype and shape")
+    world = len(shards)
+    local = []
+    for shard, value in shards:
+        codes, order = local_sort(_order_codes(torch, shard, descending, nans), stable=True)
+        local.append((codes, shard[order], None if value is None else value[order]))
+    every = torch.cat([_samples(torch, codes, i, world).cpu() for i, (codes, _, _) in enumerate(local)])
+    splitters = _splitters(torch, every, world)
+    bounds = [_bucket_bounds(torch, codes, splitters.to(codes.device), i, world).tolist()
+              for i, (codes, _, _) in enumerate(local)]
+    out_keys, out_values = [], []
+    for j, (shard, _) in enumerate(shards):
+        def bucket(part):
+            return torch.cat([local[i][part][bounds[i][j]:bounds[i][j + 1]].to(shard.device)
+                              for i in range(world)])
+        _, merge = local_sort(bucket(0), stable=True)
+        out_keys.append(bucket(1)[merge])
+        out_values.append(None if values is None else bucket(2)[merge])
+    counts = torch.tensor([k.shape[0] for k in out_keys], dtype=torch.int64)
+    return DistSortResult(out_keys, None if values is None else out_values, counts)
+
+
 def sort(keys, values=None, *, descending=False, stable=False, nans="last", group=None):
     """Sorts the keys of every rank of `group` (torch.distributed's default group if None)
     together: each rank passes its shard, a 1-D tensor (on its GPU with NCCL, on the host with
@@ -135,11 +177,20 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
 
     descending, stable and nans as for gpusort.sort (stable=True: equal keys in the order of
     the shards concatenated by rank). Errors are checked on every rank before any key moves:
-    a rank with a wrong argument raises it, the others a ValueError naming that rank."""
+    a rank with a wrong argument raises it, the others a ValueError naming that rank.
+
+    keys may also be a list of shards on several devices of this process (values a list, or
+    None), without a process group: the result's keys and values are then lists, shard i's
+    range on shard i's device, and counts is on the host."""
     import torch
-    import torch.distributed as dist
 
     from . import sort as local_sort
+
+    if isinstance(keys, (list, tuple)):
+        if not keys:
+            raise ValueError("keys: an empty list of shards")
+        return _sort_list(torch, local_sort, list(keys), values, descending, stable, nans)
+    import torch.distributed as dist
 
     rank = dist.get_rank(group)
     error = None
@@ -160,7 +211,10 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
         counts = torch.tensor([keys.shape[0]], dtype=torch.int64, device=keys.device)
         return DistSortResult(local_keys, local_values, counts)
 
-    bounds = _bucket_bounds(torch, codes, _splitters(torch, dist, group, codes, rank), rank, world)
+    samples = _samples(torch, codes, rank, world)
+    gathered = [torch.empty_like(samples) for _ in range(world)]
+    dist.all_gather(gathered, samples, group=group)
+    bounds = _bucket_bounds(torch, codes, _splitters(torch, torch.cat(gathered), world), rank, world)
     send_counts = (bounds[1:] - bounds[:-1]).to(torch.int64)
     receive_counts = torch.empty_like(send_counts)
     dist.all_to_all_single(receive_counts, send_counts, group=group)

@@ -144,3 +144,42 @@ def test_a_wrong_call_raises_on_every_rank_and_none_hangs(tmp_path):
         kind, message, _ = result["error"]
         assert kind == "ValueError" and "disagree" in message, (rank, message)
     assert all("error" not in result for result in fine)
+
+
+@pytest.mark.parametrize("case,options", CALLS)
+@pytest.mark.parametrize("shards", [1, 2, 3])
+def test_a_list_of_shards_in_one_process(shards, case, options):
+    """gpusort.distributed.sort([t0, t1, ...]) without a group: on the host here, and on one
+    GPU a shard where there are enough."""
+    import gpusort.distributed
+
+    devices = ([f"cuda:{i}" for i in range(shards)]
+               if torch.cuda.is_available() and torch.cuda.device_count() >= shards else ["cpu"] * shards)
+    arrays = [_shard(case, r, shards) for r in range(shards)]
+    offsets = np.cumsum([0] + [a.shape[0] for a in arrays])
+    keys = [torch.from_numpy(a).to(d) for a, d in zip(arrays, devices)]
+    values = [torch.arange(offsets[r], offsets[r + 1], dtype=torch.int64, device=d)
+              for r, d in enumerate(devices)]
+    out = gpusort.distributed.sort(keys, values, descending=options.get("descending", False),
+                                   stable=True, nans=options.get("nans", "last"))
+    everything = np.concatenate(arrays)
+    order = _stable_reference(everything, options.get("descending", False), options.get("nans", "last"))
+    for shard, device in zip(out.keys, devices):
+        assert str(shard.device) == device
+    got = np.concatenate([k.cpu().numpy() for k in out.keys])
+    assert got.view(np.uint8).tobytes() == everything[order].view(np.uint8).tobytes()
+    assert np.array_equal(np.concatenate([v.cpu().numpy() for v in out.values]), order)
+    assert out.counts.tolist() == [k.shape[0] for k in out.keys]
+
+
+def test_a_list_of_shards_refuses_what_does_not_match():
+    import gpusort.distributed
+
+    with pytest.raises(ValueError, match="empty list"):
+        gpusort.distributed.sort([])
+    with pytest.raises(TypeError, match="same dtype"):
+        gpusort.distributed.sort([torch.zeros(3, dtype=torch.int32), torch.zeros(3, dtype=torch.int64)])
+    with pytest.raises(ValueError, match="shard 1: keys: must be 1-D"):
+        gpusort.distributed.sort([torch.zeros(3), torch.zeros(2, 2)])
+    with pytest.raises(ValueError, match="one tensor per shard"):
+        gpusort.distributed.sort([torch.zeros(3)], [torch.zeros(3), torch.zeros(3)])
