@@ -211,6 +211,9 @@ distinct = gpusort.unique(flat, return_counts=True)
 places: npt.NDArray[np.signedinteger[npt.NBitBase]] = gpusort.searchsorted(flat, flat, "right")
 buckets: npt.NDArray[np.signedinteger[npt.NBitBase]] = gpusort.bucketize(flat, flat, right=True)
 by_keys: npt.NDArray[np.int64] = gpusort.lexsort([flat, flat], descending=[True, False])
+import gpusort.distributed
+ranges = gpusort.distributed.sort([flat, flat], stable=True, nans="first")
+held = ranges.counts
 traits: bool = gpusort.ALGORITHM_TRAITS["bitonic"].stable
 names: tuple[str, ...] = gpusort.ALGORITHMS
 version: str = gpusort.__version__
