@@ -127,9 +127,10 @@ or `-`; the output on standard output, or in -o FILE, which may be one of the in
   -c, --check[=diagnose-first]  exit 1 at the first line out of order, named on stderr
   -C, --check=quiet|silent      the same, silently
   -m, --merge    inputs already sorted (they are sorted again: the same output)
-  -S, --buffer-size=SIZE  -T, --temporary-directory=DIR  --parallel=N  --batch-size=N
-               --compress-program=PROG: accepted; lines sort in memory (-T: where an output
-               stream is spooled until complete)
+  -S, --buffer-size=SIZE  lines sorted in memory at once (K M G T P E b or %; default half
+               the memory); past it, sorted runs merged out of core
+  -T, --temporary-directory=DIR  where the runs (and an output stream's spool) go
+  --parallel=N  --batch-size=N  --compress-program=PROG: accepted, without effect
   --sort=numeric (-n), --version, --help
 Refused (exit 2), as the engine lacks them: -d, -f, -i, -g, -M, -V, -R, --random-source,
 --debug, --files0-from, --sort with other orders, and -h, which is GNU sort's

@@ -5,13 +5,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <memory>
+#include <queue>
 
 #include "cli.hpp"  // parse_unsigned, and the file machinery's names
 #include "cli11_options.hpp"
 #include "records.hpp"  // pending_file
+#include "run_plan.hpp"  // host_memory_bytes, default_host_budget
 #include "standard_descriptors.hpp"
 
 namespace gpusort::tools {
@@ -80,16 +85,22 @@ char parse_separator(const std::string& text) {
   return text[0];
 }
 
-// -S SIZE as GNU sort writes it: a number, then one of b K M G T P E (K when none) or %.
-// Checked only: text lines sort in memory whatever it says.
-void check_buffer_size(const std::string& text) {
+// -S SIZE as GNU sort writes it: a number, then one of b K M G T P E (K when none) or % (of
+// the host's memory); the bytes it names.
+std::uint64_t parse_buffer_size(const std::string& text) {
   const std::size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
   const std::string_view suffix = std::string_view(text).substr(digits);
+  const std::string_view units = "bkKmMgGtTpPeE%";
   if (digits == 0 || suffix.size() > 1 ||
-      (suffix.size() == 1 && std::string_view("bkKmMgGtTpPeE%").find(suffix[0]) == std::string_view::npos))
+      (suffix.size() == 1 && units.find(suffix[0]) == std::string_view::npos))
     throw usage_error("-S: " + quote_input(text) +
                       " is not a size (a number, then K, M, G, T, P, E, b or %)");
-  parse_unsigned(text.substr(0, digits), "-S");
+  const std::uint64_t number = parse_unsigned(text.substr(0, digits), "-S");
+  const char unit = suffix.empty() ? 'K' : suffix[0];
+  if (unit == '%') return host_memory_bytes() / 100 * std::min<std::uint64_t>(number, 100);
+  const int shift = unit == 'b' ? 0 : 10 * static_cast<int>(units.find(std::toupper(unit)) / 2);
+  if (shift > 0 && number > (~std::uint64_t{0} >> shift)) return ~std::uint64_t{0};
+  return number << shift;
 }
 
 // A count that must be at least `least`: --parallel N, --batch-size N (accepted, not used).
@@ -156,7 +167,7 @@ text_sort_request text_request(const CLI::App& app, const gnu_values& v,
   order.unique = app.count("-u") > 0;
   order.stable = app.count("-s") > 0;
   order.terminator = app.count("-z") > 0 ? '\0' : '\n';
-  if (app.count("-S") > 0) check_buffer_size(v.buffer_size);
+  if (app.count("-S") > 0) request.buffer_bytes = parse_buffer_size(v.buffer_size);
   if (app.count("--parallel") > 0) check_count_at_least(v.parallel, "--parallel", 1);
   if (app.count("--batch-size") > 0) check_count_at_least(v.batch_size, "--batch-size", 2);
   request.check = parse_check(app, v.check_word);
@@ -170,9 +181,10 @@ text_sort_request text_request(const CLI::App& app, const gnu_values& v,
   return request;
 }
 
-// Appends input `name` (`-`: standard input) to `text`, with a terminator after a last line
-// that lacks one, as GNU sort reads each input.
-void append_input(const std::string& name, char terminator, std::string& text) {
+// Reads input `name` (`-`, or /dev/stdin and the like: standard input) a block at a time into
+// take(bytes); whether it held any byte.
+template <class Take>
+bool read_blocks(const std::string& name, Take&& take) {
   if (name.empty()) throw usage_error("an empty input file name");
   refuse_closed_descriptor(name, STDIN_FILENO);
   const int named = named_descriptor(name, STDIN_FILENO);
@@ -181,17 +193,23 @@ void append_input(const std::string& name, char terminator, std::string& text) {
   if (fd < 0) throw usage_error(name + ": cannot open: " + std::strerror(errno));
   struct stat info {};
   if (::fstat(fd, &info) == 0 && S_ISDIR(info.st_mode)) throw usage_error(name + ": is a directory");
-  if (S_ISREG(info.st_mode)) text.reserve(text.size() + static_cast<std::size_t>(info.st_size) + 1);
-  const std::size_t start = text.size();
   char buffer[1 << 16];
+  bool any = false;
   for (;;) {
     const ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) throw io_error(name + ": read failed: " + std::strerror(errno));
-    if (got == 0) break;
-    text.append(buffer, static_cast<std::size_t>(got));
+    if (got == 0) return any;
+    take(std::string_view(buffer, static_cast<std::size_t>(got)));
+    any = true;
   }
-  if (text.size() > start && text.back() != terminator) text.push_back(terminator);
+}
+
+// Appends input `name` to `text`, with a terminator after a last line that lacks one, as GNU
+// sort reads each input.
+void append_input(const std::string& name, char terminator, std::string& text) {
+  if (read_blocks(name, [&](std::string_view bytes) { text.append(bytes); }) && text.back() != terminator)
+    text.push_back(terminator);
 }
 
 // The inputs, one after the other.
@@ -199,6 +217,156 @@ std::string read_inputs(const text_sort_request& request) {
   std::string text;
   for (const std::string& name : request.inputs) append_input(name, request.order.terminator, text);
   return text;
+}
+
+// A run of sorted lines in an unlinked scratch file (gone when closed, even after a kill),
+// read back a line at a time.
+class line_run {
+ public:
+  line_run(const std::filesystem::path& dir, std::string_view sorted)
+      : file_{create_unlinked_file(dir)}, path_((dir / "(a run of sorted lines)").string()) {
+    if (file_.fd < 0) throw io_error(dir.string() + ": cannot create a scratch file: " + std::strerror(errno));
+    write_at(file_.fd, 0, sorted.data(), sorted.size(), path_);
+    size_ = sorted.size();
+  }
+  int fd() const { return file_.fd; }
+  std::uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  unique_fd file_;
+  std::string path_;
+  std::uint64_t size_ = 0;
+};
+
+class run_lines {
+ public:
+  run_lines(const line_run& run, char terminator) : run_(run), terminator_(terminator) {}
+  // The next line (without its terminator) into line(); false after the last.
+  bool next() {
+    line_.clear();
+    for (;;) {
+      const std::size_t end = buffer_.find(terminator_, at_);
+      if (end != std::string::npos) {
+        line_.append(buffer_, at_, end - at_);
+        at_ = end + 1;
+        return true;
+      }
+      line_.append(buffer_, at_);
+      if (offset_ == run_.size()) return !line_.empty();
+      buffer_.resize(std::min<std::uint64_t>(std::uint64_t{1} << 20, run_.size() - offset_));
+      read_at(run_.fd(), offset_, buffer_.data(), buffer_.size(), run_.path());
+      offset_ += buffer_.size();
+      at_ = 0;
+    }
+  }
+  std::string_view line() const { return line_; }
+
+ private:
+  const line_run& run_;
+  char terminator_;
+  std::uint64_t offset_ = 0;
+  std::string buffer_, line_;
+  std::size_t at_ = 0;
+};
+
+// Lines sorted in memory while they fit `chunk_bytes`, else out of core: each full chunk (cut
+// at a line's end) sorted by sort_text into a run, and the runs merged by GNU's comparison,
+// runs_at_once at a time (the earlier runs first, so that equal lines keep their input order
+// and -u keeps the first of them). Several merge passes where the input makes more runs.
+class line_runs {
+ public:
+  static constexpr std::size_t runs_at_once = 64;
+
+  line_runs(const line_order& order, std::filesystem::path scratch, std::uint64_t chunk_bytes)
+      : order_(order), compare_(order), scratch_(std::move(scratch)), chunk_bytes_(chunk_bytes) {}
+
+  // Bytes of an input, whole lines or not.
+  void append(std::string_view bytes) {
+    chunk_.append(bytes);
+    if (chunk_.size() < chunk_bytes_) return;
+    const std::size_t last = chunk_.rfind(order_.terminator);
+    if (last == std::string::npos) return;  // one line longer than a chunk: it grows
+    spill(std::string_view(chunk_).substr(0, last + 1));
+    chunk_.erase(0, last + 1);
+  }
+  // The end of an input: a last line without a terminator gets one, as GNU sort reads it.
+  void end_input(bool had_bytes) {
+    if (had_bytes && !chunk_.empty() && chunk_.back() != order_.terminator) chunk_.push_back(order_.terminator);
+  }
+  // The sorted lines into `out` (named `name` in errors).
+  void finish(std::FILE* out, const std::string& name) {
+    if (runs_.empty()) {
+      put(out, name, gpusort::sort_text(chunk_, order_));
+      return;
+    }
+    if (!chunk_.empty()) spill(chunk_);
+    merge(runs_, [&](std::string_view line) { put_line(out, name, line); });
+  }
+
+ private:
+  void spill(std::string_view lines) {
+    runs_.push_back(std::make_unique<line_run>(scratch_, gpusort::sort_text(lines, order_)));
+    if (runs_.size() < runs_at_once) return;
+    std::string merged;
+    merge(runs_, [&](std::string_view line) {
+      merged.append(line);
+      merged.push_back(order_.terminator);
+    });
+    runs_.clear();
+    runs_.push_back(std::make_unique<line_run>(scratch_, merged));
+  }
+
+  // Every line of `runs` in order to emit(line); with -u the first of each run of lines that
+  // compare equal.
+  template <class Emit>
+  void merge(const std::vector<std::unique_ptr<line_run>>& runs, Emit&& emit) {
+    std::vector<run_lines> readers;
+    readers.reserve(runs.size());
+    for (const auto& run : runs) readers.emplace_back(*run, order_.terminator);
+    // Ties go to the earlier run: min-heap on (line, run).
+    const auto after = [&](std::size_t a, std::size_t b) {
+      const int c = compare_(readers[a].line(), readers[b].line());
+      return c != 0 ? c > 0 : a > b;
+    };
+    std::priority_queue<std::size_t, std::vector<std::size_t>, decltype(after)> next(after);
+    for (std::size_t r = 0; r < readers.size(); ++r)
+      if (readers[r].next()) next.push(r);
+    std::string last;
+    bool any = false;
+    while (!next.empty()) {
+      const std::size_t r = next.top();
+      next.pop();
+      if (!(order_.unique && any && compare_(last, readers[r].line()) == 0)) {
+        emit(readers[r].line());
+        if (order_.unique) last.assign(readers[r].line());
+        any = true;
+      }
+      if (readers[r].next()) next.push(r);
+    }
+  }
+
+  void put(std::FILE* out, const std::string& name, std::string_view bytes) {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), out) != bytes.size())
+      throw io_error(name + ": write failed: " + std::strerror(errno));
+  }
+  void put_line(std::FILE* out, const std::string& name, std::string_view line) {
+    put(out, name, line);
+    if (std::fputc(static_cast<unsigned char>(order_.terminator), out) == EOF)
+      throw io_error(name + ": write failed: " + std::strerror(errno));
+  }
+
+  const line_order& order_;
+  gpusort::line_comparator compare_;
+  std::filesystem::path scratch_;
+  std::uint64_t chunk_bytes_;
+  std::string chunk_;
+  std::vector<std::unique_ptr<line_run>> runs_;
+};
+
+// Input `name` (`-`: standard input) into `runs`, a block at a time.
+void read_input(const std::string& name, line_runs& runs) {
+  runs.end_input(read_blocks(name, [&](std::string_view bytes) { runs.append(bytes); }));
 }
 
 // -c and -C: exit code 1 at the first line that must not follow the one before it (with -u,
@@ -251,9 +419,10 @@ int sort_text_lines(const text_sort_request& request) {
   // The output first: one that cannot be created fails before any work. It may be an input:
   // it is replaced only once every input was read and the lines sorted.
   pending_file out(request.output, false, request.scratch_dir);
-  const std::string sorted = gpusort::sort_text(read_inputs(request), request.order);
-  if (std::fwrite(sorted.data(), 1, sorted.size(), out.get()) != sorted.size())
-    throw io_error(request.output + ": write failed: " + std::strerror(errno));
+  const std::uint64_t budget = request.buffer_bytes > 0 ? request.buffer_bytes : default_host_budget();
+  line_runs runs(request.order, out.scratch_dir(), std::max<std::uint64_t>(budget / 3, 4096));
+  for (const std::string& name : request.inputs) read_input(name, runs);
+  runs.finish(out.get(), request.output);
   out.commit();
   return 0;
 }

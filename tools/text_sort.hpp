@@ -3,6 +3,7 @@
 // (docs/tool.md, "Text lines").
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,7 +21,8 @@ struct text_sort_request {
   gpusort::line_order order;
   std::vector<std::string> inputs;  // `-` is standard input
   std::string output = "-";         // -o
-  std::string scratch_dir;          // -T: where an output stream is spooled until complete
+  std::string scratch_dir;          // -T: where runs and an output stream's spool go
+  std::uint64_t buffer_bytes = 0;   // -S: the lines sorted in memory at once (0: half the host's)
   order_check check = order_check::none;
 };
 
