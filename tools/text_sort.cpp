@@ -224,7 +224,7 @@ std::string read_inputs(const text_sort_request& request) {
 class line_run {
  public:
   line_run(const std::filesystem::path& dir, std::string_view sorted)
-      : file_{create_unlinked_file(dir)}, path_((dir / "(a run of sorted lines)").string()) {
+      : file_{create_unlinked_file(dir)}, path_(dir.string() + " (a scratch run of sorted lines)") {
     if (file_.fd < 0) throw io_error(dir.string() + ": cannot create a scratch file: " + std::strerror(errno));
     write_at(file_.fd, 0, sorted.data(), sorted.size(), path_);
     size_ = sorted.size();

@@ -239,6 +239,25 @@ TEST_F(ToolGnu, PastTheBufferSizeRunsAreMerged) {
   EXPECT_TRUE(fs::is_empty(file("tmp")));
 }
 
+// A run or the output that cannot be written (here: a file size limit, as a full disk): exit
+// code 3, the old output as it was, and no scratch file left beside it.
+TEST_F(ToolGnu, AFailedRunWriteLeavesTheOutputAsItWas) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += std::to_string(i * 7919 % 20011) + " line\n";
+  write("big", text);
+  write("out", "the old output\n");
+  // -S 600K: runs of 200 KB, past the 64 KiB limit; -S 12K: runs of 4 KiB, and the output
+  // past it.
+  for (const std::string size : {"600K", "12K"}) {
+    const outcome o = shell("trap '' XFSZ; ulimit -f 64; \"$GPUSORT\" sort -S " + size + " -o " +
+                            file("out") + " " + file("big"));
+    EXPECT_EQ(o.code, 3) << o.err;
+    EXPECT_NE(o.err.find("write failed"), std::string::npos) << o.err;
+    EXPECT_EQ(slurp(file("out")), "the old output\n");
+    EXPECT_EQ(listing(), (std::vector<std::string>{"big", "out"}));
+  }
+}
+
 TEST_F(ToolGnu, AcceptsGnuSizesAndTemporaryDirectory) {
   write("in", "b\na\n");
   fs::create_directory(file("tmp"));
