@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>  // mkfifo
+
 #include "cpu/tool_fixture.hpp"
 
 namespace {
@@ -256,6 +258,30 @@ TEST_F(ToolGnu, AFailedRunWriteLeavesTheOutputAsItWas) {
     EXPECT_EQ(slurp(file("out")), "the old output\n");
     EXPECT_EQ(listing(), (std::vector<std::string>{"big", "out"}));
   }
+}
+
+// A text sort stopped mid-way (its runs spilled, waiting on a FIFO input): SIGTERM leaves the
+// old output and nothing else; SIGKILL leaves the old output and a temporary one, which the
+// next run removes. The runs are unlinked files: gone with the process either way.
+TEST_F(ToolGnu, AStoppedTextSortKeepsTheOldOutput) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += std::to_string(i * 7919 % 20011) + " line\n";
+  write("big", text);
+  ASSERT_EQ(::mkfifo(file("fifo").c_str(), 0600), 0);
+  for (const auto& [signal_name, code] : {std::pair{"TERM", 143}, std::pair{"KILL", 137}}) {
+    write("out", "old");
+    const outcome o = shell("\"$GPUSORT\" sort -S 12K -o " + file("out") + " " + file("big") + " " +
+                            file("fifo") + " & pid=$!\n"
+                            "for i in $(seq 1 200); do ls -a '" + file("") + "' | grep -q '^\\.out\\.' && break; "
+                            "sleep 0.05; done\nsleep 0.3\n"
+                            "kill -" + signal_name + " $pid; wait $pid; echo \"stopped $?\"");
+    ASSERT_NE(o.out.find("stopped " + std::to_string(code)), std::string::npos) << o.out << o.err;
+    EXPECT_EQ(slurp(file("out")), "old") << signal_name;
+    if (code == 143) EXPECT_EQ(listing(), (std::vector<std::string>{"big", "fifo", "out"}));
+  }
+  ASSERT_EQ(ours("-S 12K -o " + file("out") + " " + file("big")).code, 0);
+  EXPECT_EQ(listing(), (std::vector<std::string>{"big", "fifo", "out"}));
+  EXPECT_TRUE(slurp(file("out")) == gnu(file("big")).out);
 }
 
 TEST_F(ToolGnu, AcceptsGnuSizesAndTemporaryDirectory) {
