@@ -32,6 +32,10 @@ def _shard(case, rank, world):
         return float_specials("float32", rng, n)[:n] if n else np.zeros(0, np.float32)
     if case == "float64 few":
         return random_keys("float64", n, rng, distinct=5)
+    if case == "float16":
+        return float_specials("float16", rng, n)[:n] if n else np.zeros(0, np.float16)
+    if case == "int8":
+        return random_keys("int8", n, rng)
     if case == "empty":
         return np.zeros(0, np.int32)
     raise AssertionError(case)
@@ -104,7 +108,7 @@ BACKENDS = ["gloo"] + (["nccl"] if torch.cuda.is_available() and torch.cuda.devi
 CALLS = [
     ("int32", {}), ("int32", {"descending": True}), ("equal", {}),
     ("floats", {}), ("floats", {"descending": True, "nans": "first"}), ("float64 few", {}),
-    ("empty", {}),
+    ("float16", {"descending": True}), ("int8", {}), ("empty", {}),
 ]
 
 
