@@ -198,8 +198,10 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
         _check(torch, keys, values, descending, stable, nans)
     except (TypeError, ValueError) as caught:
         error = caught
+    # Read without trusting the arguments: a rank must reach the agreement whatever it got.
     signature = (str(getattr(keys, "dtype", None)), descending, stable, nans,
-                 None if values is None else (str(values.dtype), tuple(values.shape[1:])))
+                 None if values is None else (str(getattr(values, "dtype", None)),
+                                              tuple(getattr(values, "shape", ())[1:])))
     _agree(dist, group, error, signature)
 
     world = dist.get_world_size(group)

@@ -54,6 +54,8 @@ def _one_call(rank, world, device, case, options):
         offset = sum(_shard(case, r, world).shape[0] for r in range(rank))
         positions = torch.arange(offset, offset + keys.numel(), dtype=torch.int64, device=device)
         values = torch.stack([positions, -positions], 1)  # a 2-D payload
+        if options.get("list_values_rank") == rank:
+            values = values.tolist()  # not a tensor: refused on this rank
         out = gpusort.distributed.sort(keys, values, descending=options.get("descending", False),
                                        stable=True, nans=options.get("nans", "last"))
         return {"keys": out.keys.cpu().numpy(), "values": out.values.cpu().numpy(),
@@ -138,8 +140,9 @@ def test_the_ranks_hold_the_global_stable_order(tmp_path, world, backend):
 def test_a_wrong_call_raises_on_every_rank_and_none_hangs(tmp_path):
     """A rank with a 2-D shard raises its own error and the others one naming it; a rank
     with another dtype makes every rank raise. The group still sorts afterwards."""
-    calls = [("int32", {"bad_rank": 1}), ("int32", {"other_dtype_rank": 0}), ("int32", {})]
-    wrong_shape, other_dtype, fine = _run(tmp_path, 3, calls)
+    calls = [("int32", {"bad_rank": 1}), ("int32", {"other_dtype_rank": 0}),
+             ("int32", {"list_values_rank": 2}), ("int32", {})]
+    wrong_shape, other_dtype, list_values, fine = _run(tmp_path, 3, calls)
     for rank, result in enumerate(wrong_shape):
         kind, message, _ = result["error"]
         expected = "1-D" if rank == 1 else "rank 1 refused"
@@ -147,6 +150,10 @@ def test_a_wrong_call_raises_on_every_rank_and_none_hangs(tmp_path):
     for rank, result in enumerate(other_dtype):
         kind, message, _ = result["error"]
         assert kind == "ValueError" and "disagree" in message, (rank, message)
+    for rank, result in enumerate(list_values):
+        kind, message, _ = result["error"]
+        expected = ("TypeError", "values: must be a torch.Tensor") if rank == 2 else ("ValueError", "rank 2 refused")
+        assert kind == expected[0] and expected[1] in message, (rank, message)
     assert all("error" not in result for result in fine)
 
 
