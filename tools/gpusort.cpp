@@ -26,6 +26,7 @@
 #include "plot.hpp"
 #include "standard_descriptors.hpp"
 #include "records.hpp"
+#include "unique_keys.hpp"
 #include "text_sort.hpp"
 
 namespace {
@@ -108,7 +109,7 @@ key of K bytes at offset O (default 0). OUT may be - (standard output, not a ter
 
 const std::string sort_help =
     R"(usage: gpusort sort [OPTION]... [FILE]...
-       gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--nans last|first] [--text]
+       gpusort sort --type T [--pairs u32] [--algo A] [--desc] [--nans last|first] [--text] [-u]
                     [--device-memory BYTES] [--memory BYTES] [--gpus LIST] [--tmp DIR] [--stats]
                     IN OUT
        gpusort sort --record-bytes B --key-bytes K [--key-offset O] [--algo A] [--desc]
@@ -185,6 +186,8 @@ raw binary files only (no --text).
                --desc --nans first). Runs are merged with NaNs as the largest keys; the NaN
                block of the finished output is moved (two more passes) where it must
   --pairs u32  records are (key, u32 value)
+  -u, --unique the first record of each key alone (equal values, NaNs one key; pairs sort
+               stably, so it is the key's first record in IN); not with --text or --record-bytes
   --text       IN and OUT hold one number (or "key value") per line
   --record-bytes B, --key-bytes K, --key-offset O  records of B bytes (1 to 65536) sorted
                by K bytes at offset O (default 0; O + K <= B) compared as unsigned bytes
@@ -422,9 +425,15 @@ int sort(const arguments& args) {
   if (layout && args.has("nans")) throw usage_error("--nans is for float keys, not --record-bytes");
   const std::uint64_t max_input = parse_max_input(args);
   const bool pairs = parse_pairs(args);
+  const bool unique = args.has("unique");
+  if (unique && (layout || args.has("text")))
+    throw usage_error("-u keeps the first record of each key of --type files, not of --record-bytes "
+                      "or --text ones");
+  // -u keeps each key's first record in the input: pairs sort stably.
   gpusort::options opt{.direction =
                            descending ? gpusort::order::descending : gpusort::order::ascending,
                        .nans = parse_nans(args)};
+  opt.stable = unique && pairs;
   const std::string host_sort = args.has("algo") && is_host_sort(args.get("algo")) ? args.get("algo") : "";
   if (args.has("algo") && host_sort.empty() && !gpusort::parse_method(args.get("algo"), opt))
     throw usage_error("--algo: unknown algorithm '" + args.get("algo") + "' (" + algorithm_names +
@@ -464,6 +473,7 @@ int sort(const arguments& args) {
     return layout ? sort_byte_records_file(request, *layout, out, sorter)
                   : with_file_key_type(args.required("type"), [&]<class K>() {
                       place_nans_on_commit<K>(out, opt, pairs, args.has("text"));
+                      if (unique) keep_unique_keys_on_commit<K>(out, pairs);
                       return with_records_format(args.has("text"), [&](const auto& format) {
                         return sort_keys_file<K>(request, out, sorter, format);
                       });

@@ -65,10 +65,11 @@ void refuse_missing_features(const CLI::App& app, std::string_view sort_word) {
                       " is not supported: only --sort=numeric (-n) is");
 }
 
-// An option of typed sorts among text ones, or the other way round, is refused by name.
+// An option of typed sorts among text ones, or the other way round, is refused by name; -u
+// serves both (typed keys: the first record of each key).
 void refuse_other_mode(const CLI::App& app, bool typed) {
   for (const CLI::Option* option : app.get_options()) {
-    if (option->count() == 0) continue;
+    if (option->count() == 0 || option->check_name("-u")) continue;
     if (typed && option->get_group() == text_group)
       throw usage_error(option->get_name() + " is an option of text-line sorts (without --type "
                                              "or --record-bytes)");
@@ -409,7 +410,10 @@ sort_command_line parse_sort_command_line(int argc, const char* const* argv,
   option_values typed = given_long_options(app, typed_valued, typed_flags);
   const bool is_typed = typed.contains("type") || typed.contains("record-bytes");
   refuse_other_mode(app, is_typed);
-  if (is_typed) return {.typed = arguments(std::move(typed), std::move(files))};
+  if (is_typed) {
+    if (app.count("-u") > 0) typed["unique"] = "";
+    return {.typed = arguments(std::move(typed), std::move(files))};
+  }
   return {.text = text_request(app, gnu, std::move(files))};
 }
 

@@ -335,20 +335,21 @@ class pending_file {
     return anchor.has_parent_path() ? anchor.parent_path() : std::filesystem::path(".");
   }
 
-  // Work on the complete output before it becomes visible (fd and its size in bytes): the
-  // NaN move of a sort asked for NaNs as its smallest keys (nan_move.hpp).
+  // Work on the complete output before it becomes visible (fd and its size in bytes), in the
+  // order given: the NaN move of a sort asked for NaNs as its smallest keys (nan_move.hpp),
+  // then dropping repeated keys (unique_keys.hpp). Each may change the size.
   void before_commit(std::function<void(int fd, std::uint64_t bytes)> work) {
-    before_commit_ = std::move(work);
+    before_commit_.push_back(std::move(work));
   }
 
   void commit() {
-    if (before_commit_) {
+    for (const auto& work : before_commit_) {
       if (std::fflush(file_.get()) != 0)
         throw io_failure(path_ + ": write failed: " + system_error_text());
       struct stat info {};
       if (::fstat(::fileno(file_.get()), &info) != 0)
         throw io_failure(path_ + ": " + system_error_text());
-      before_commit_(::fileno(file_.get()), static_cast<std::uint64_t>(info.st_size));
+      work(::fileno(file_.get()), static_cast<std::uint64_t>(info.st_size));
     }
     if (stream()) {
       if (std::fflush(file_.get()) != 0)
@@ -418,7 +419,7 @@ class pending_file {
   int stream_ = -1;                      // a stream output's descriptor
   file_handle file_;
   bool committed_ = false;
-  std::function<void(int, std::uint64_t)> before_commit_;
+  std::vector<std::function<void(int, std::uint64_t)>> before_commit_;
 };
 
 // Size of a regular file, or invalid_request naming why it cannot be input.

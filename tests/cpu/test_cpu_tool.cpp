@@ -297,6 +297,44 @@ TEST_F(Tool, PairsKeepTheirValues) {
   }
 }
 
+// sort -u of typed keys (issue 73): the first record of each key, in order; equal values are
+// one key, NaNs too, and -0.0 is +0.0; with pairs the record kept is the key's first in the
+// input. In memory, out of core (budgets), to a stream, and descending.
+TEST_F(Tool, UniqueKeepsTheFirstRecordOfEachKey) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> floats;
+  for (int i = 0; i < 3000; ++i) floats.push_back(static_cast<float>(i * 37 % 101) - 50.0f);
+  for (const float special : {nan, -nan, -0.0f, 0.0f, nan, -0.0f}) floats.push_back(special);
+  write_array(file("floats"), floats);
+  for (const std::string& options : {"", " --desc", " --device-memory 16K --memory 64K"}) {
+    SCOPED_TRACE(options);
+    ASSERT_EQ(run("sort --type f32 -u" + options + " " + file("floats") + " " + file("out")).code, 0);
+    const std::vector<float> out = read_array<float>(file("out"));
+    ASSERT_EQ(out.size(), 101u + 1u);  // 101 numbers (0 among them, once) and one NaN
+    const bool descending = !options.empty() && options.find("desc") != std::string::npos;
+    for (std::size_t i = 1; i + 1 < out.size(); ++i)
+      EXPECT_TRUE(descending ? out[i] > out[i + 1] || std::isnan(out[i + 1]) : out[i - 1] < out[i]) << i;
+    EXPECT_EQ(std::count_if(out.begin(), out.end(), [](float f) { return std::isnan(f); }), 1);
+  }
+  // Pairs: (key, position in the input); the kept value is each key's first position.
+  std::vector<std::uint32_t> pairs;
+  for (std::uint32_t i = 0; i < 5000; ++i) pairs.insert(pairs.end(), {i * 7919 % 53, i});
+  write_array(file("pairs"), pairs);
+  const outcome streamed = run("sort --type u32 --pairs u32 --unique " + file("pairs") + " -");
+  ASSERT_EQ(streamed.code, 0) << streamed.err;
+  std::vector<std::uint32_t> out(streamed.out.size() / 4);
+  std::memcpy(out.data(), streamed.out.data(), out.size() * 4);
+  ASSERT_EQ(out.size(), 2u * 53);
+  for (std::uint32_t k = 0; k < 53; ++k) {
+    EXPECT_EQ(out[2 * k], k);
+    std::uint32_t first = 0;
+    while (pairs[2 * first] != k) ++first;
+    EXPECT_EQ(out[2 * k + 1], first) << k;
+  }
+  EXPECT_TRUE(usage_failure(run("sort --type u32 -u --text " + file("pairs") + " " + file("x")),
+                            "sort", "-u keeps the first record"));
+}
+
 TEST_F(Tool, TextFiles) {
   ASSERT_EQ(run("gen --type f32 --n 1000 --seed 3 --text " + file("in.txt")).code, 0);
   const std::string text = slurp(file("in.txt"));
