@@ -14,6 +14,9 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -581,45 +584,67 @@ TEST(DistWorker, SortsItsShard) {
     << (out.empty() ? 0 : out.back()) << " " << std::is_sorted(out.begin(), out.end()) << "\n";
 }
 
-TEST_F(DistMultiProcess, OneProcessPerGpuThroughAnIdFile) {
-  const int ranks = 2;
-  const std::string dir = ::testing::TempDir() + "gpusort_dist_" + std::to_string(getpid());
-  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
-  std::vector<pid_t> pids(ranks);
-  for (int r = 0; r < ranks; ++r) {
-    std::vector<std::string> env_strings = {
-        "GPUSORT_RANK=" + std::to_string(r), "GPUSORT_WORLD_SIZE=" + std::to_string(ranks),
-        "GPUSORT_NCCL_ID_FILE=" + dir + "/id", "GPUSORT_TEST_RESULT=" + dir + "/rank" + std::to_string(r),
-        "NCCL_NVLS_ENABLE=0"};
-    for (char** e = environ; *e; ++e)
-      if (std::strncmp(*e, "GPUSORT_", 8) != 0) env_strings.push_back(*e);
-    std::vector<char*> envp;
-    for (auto& e : env_strings) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    std::string self = "/proc/self/exe", filter = "--gtest_filter=DistWorker.SortsItsShard";
-    char* argv[] = {self.data(), filter.data(), nullptr};
-    ASSERT_EQ(posix_spawn(&pids[r], "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
-  }
-  for (int r = 0; r < ranks; ++r) {
-    int status = 0;
-    waitpid(pids[r], &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << r;
-  }
-  std::uint64_t total = 0, last = 0;
-  for (int r = 0; r < ranks; ++r) {
-    std::ifstream f(dir + "/rank" + std::to_string(r));
-    std::uint64_t size = 0, front = 0, back = 0;
-    int sorted = 0;
-    ASSERT_TRUE(f >> size >> front >> back >> sorted) << "rank " << r << " wrote no result";
-    EXPECT_TRUE(sorted) << "rank " << r;
-    if (size > 0) {
-      EXPECT_LE(last, front) << "rank " << r << " starts below the previous rank's end";
-      last = back;
+// The variables each launcher sets for rank r of n (one host: the local rank is the rank).
+std::vector<std::string> launcher_environment(const std::string& launcher, int r, int n) {
+  const std::string rank = std::to_string(r), size = std::to_string(n);
+  if (launcher == "torchrun")
+    return {"RANK=" + rank, "WORLD_SIZE=" + size, "LOCAL_RANK=" + rank, "LOCAL_WORLD_SIZE=" + size};
+  if (launcher == "mpirun")
+    return {"OMPI_COMM_WORLD_RANK=" + rank, "OMPI_COMM_WORLD_SIZE=" + size,
+            "OMPI_COMM_WORLD_LOCAL_RANK=" + rank};
+  if (launcher == "srun") return {"SLURM_PROCID=" + rank, "SLURM_NTASKS=" + size, "SLURM_LOCALID=" + rank};
+  return {"GPUSORT_RANK=" + rank, "GPUSORT_WORLD_SIZE=" + size};
+}
+
+// One process per GPU, on every GPU, started with each launcher's variables in turn; the NCCL
+// id goes through a file. The ranks' results, in rank order, are one sorted array of every key.
+TEST_F(DistMultiProcess, OneProcessPerGpuAsEachLauncherStartsThem) {
+  const int ranks = device_count();
+  for (const std::string launcher : {"gpusort", "torchrun", "mpirun", "srun"}) {
+    SCOPED_TRACE(launcher);
+    const std::string dir = ::testing::TempDir() + "gpusort_dist_" + std::to_string(getpid()) + launcher;
+    ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+    std::vector<pid_t> pids(ranks);
+    for (int r = 0; r < ranks; ++r) {
+      std::vector<std::string> env_strings = launcher_environment(launcher, r, ranks);
+      env_strings.push_back("GPUSORT_NCCL_ID_FILE=" + dir + "/id");
+      env_strings.push_back("GPUSORT_TEST_RESULT=" + dir + "/rank" + std::to_string(r));
+      env_strings.push_back("NCCL_NVLS_ENABLE=0");
+      for (char** e = environ; *e; ++e) {
+        const std::string_view v = *e;
+        if (!v.starts_with("GPUSORT_") && !v.starts_with("RANK=") && !v.starts_with("WORLD_SIZE=") &&
+            !v.starts_with("LOCAL_RANK=") && !v.starts_with("OMPI_COMM_WORLD_") && !v.starts_with("SLURM_"))
+          env_strings.push_back(*e);
+      }
+      std::vector<char*> envp;
+      for (auto& e : env_strings) envp.push_back(e.data());
+      envp.push_back(nullptr);
+      std::string self = "/proc/self/exe", filter = "--gtest_filter=DistWorker.SortsItsShard";
+      char* argv[] = {self.data(), filter.data(), nullptr};
+      ASSERT_EQ(posix_spawn(&pids[r], "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
     }
-    total += size;
+    for (int r = 0; r < ranks; ++r) {
+      int status = 0;
+      waitpid(pids[r], &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << r;
+    }
+    std::uint64_t total = 0, last = 0;
+    for (int r = 0; r < ranks; ++r) {
+      std::ifstream f(dir + "/rank" + std::to_string(r));
+      std::uint64_t size = 0, front = 0, back = 0;
+      int sorted = 0;
+      ASSERT_TRUE(f >> size >> front >> back >> sorted) << "rank " << r << " wrote no result";
+      EXPECT_TRUE(sorted) << "rank " << r;
+      if (size > 0) {
+        EXPECT_LE(last, front) << "rank " << r << " starts below the previous rank's end";
+        last = back;
+      }
+      total += size;
+    }
+    // Rank r sorts 100000 + 37 r keys.
+    EXPECT_EQ(total, 100000u * ranks + 37u * ranks * (ranks - 1) / 2);
+    ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
   }
-  EXPECT_EQ(total, 100000u * ranks + 37);
-  ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
 }
 
 // ---- one rank: any GPU --------------------------------------------------------------------
