@@ -159,8 +159,9 @@ def _sort_list(torch, local_sort, keys, values, descending, stable, nans):
         def bucket(part):
             return torch.cat([local[i][part][bounds[i][j]:bounds[i][j + 1]].to(shard.device)
                               for i in range(world)])
-        _, merge = local_sort(bucket(0), stable=True)
-        out_keys.append(bucket(1)[merge])
+        received = bucket(1)
+        _, merge = local_sort(_order_codes(torch, received, descending, nans), stable=True)
+        out_keys.append(received[merge])
         out_values.append(None if values is None else bucket(2)[merge])
     counts = torch.tensor([k.shape[0] for k in out_keys], dtype=torch.int64)
     return DistSortResult(out_keys, None if values is None else out_values, counts)
@@ -228,12 +229,11 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
         dist.all_to_all_single(out, tensor.contiguous(), receives, sends, group=group)
         return out
 
-    received_codes = exchange(codes)
     received_keys = exchange(local_keys)
     received_values = None if values is None else exchange(local_values)
-    # The runs arrive in rank order, each sorted: a stable sort of their codes keeps ties
-    # in (rank, position) order.
-    _, merge = local_sort(received_codes, stable=True)
+    # The runs arrive in rank order, each sorted: a stable sort of their codes (made again
+    # here rather than sent) keeps ties in (rank, position) order.
+    _, merge = local_sort(_order_codes(torch, received_keys, descending, nans), stable=True)
     counts = [torch.empty(1, dtype=torch.int64, device=keys.device) for _ in range(world)]
     dist.all_gather(counts, torch.tensor([sum(receives)], dtype=torch.int64, device=keys.device),
                     group=group)
