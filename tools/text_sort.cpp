@@ -224,11 +224,14 @@ std::string read_inputs(const text_sort_request& request) {
 // read back a line at a time.
 class line_run {
  public:
-  line_run(const std::filesystem::path& dir, std::string_view sorted)
+  explicit line_run(const std::filesystem::path& dir)
       : file_{create_unlinked_file(dir)}, path_(dir.string() + " (a scratch run of sorted lines)") {
     if (file_.fd < 0) throw io_error(dir.string() + ": cannot create a scratch file: " + std::strerror(errno));
-    write_at(file_.fd, 0, sorted.data(), sorted.size(), path_);
-    size_ = sorted.size();
+  }
+  // Appends bytes to the run.
+  void append(std::string_view bytes) {
+    write_at(file_.fd, size_, bytes.data(), bytes.size(), path_);
+    size_ += bytes.size();
   }
   int fd() const { return file_.fd; }
   std::uint64_t size() const { return size_; }
@@ -307,15 +310,23 @@ class line_runs {
 
  private:
   void spill(std::string_view lines) {
-    runs_.push_back(std::make_unique<line_run>(scratch_, gpusort::sort_text(lines, order_)));
+    runs_.push_back(std::make_unique<line_run>(scratch_));
+    runs_.back()->append(gpusort::sort_text(lines, order_));
     if (runs_.size() < runs_at_once) return;
-    std::string merged;
+    // The runs merged into one, written a megabyte at a time (not held in memory).
+    auto merged = std::make_unique<line_run>(scratch_);
+    std::string pending;
     merge(runs_, [&](std::string_view line) {
-      merged.append(line);
-      merged.push_back(order_.terminator);
+      pending.append(line);
+      pending.push_back(order_.terminator);
+      if (pending.size() >= (std::size_t{1} << 20)) {
+        merged->append(pending);
+        pending.clear();
+      }
     });
+    merged->append(pending);
     runs_.clear();
-    runs_.push_back(std::make_unique<line_run>(scratch_, merged));
+    runs_.push_back(std::move(merged));
   }
 
   // Every line of `runs` in order to emit(line); with -u the first of each run of lines that
