@@ -21,6 +21,23 @@
 
 namespace gpusort::detail::external {
 
+// True on a thread that is one of many sharing the cores already (a staging lane of
+// link_copier): the host layer's OpenMP loops run serially there instead of starting a team
+// of every core on each of the many threads.
+inline thread_local bool one_of_many = false;
+
+// Sets one_of_many for its scope (as it was after).
+class one_of_many_scope {
+ public:
+  explicit one_of_many_scope(bool on) : before_(one_of_many) { one_of_many = on; }
+  ~one_of_many_scope() { one_of_many = before_; }
+  one_of_many_scope(const one_of_many_scope&) = delete;
+  one_of_many_scope& operator=(const one_of_many_scope&) = delete;
+
+ private:
+  bool before_;
+};
+
 // work(w) for every w in [0, workers) at the same time, w = 0 on the calling thread. All start
 // or none does: a worker may wait for another, so none begins before every thread exists, and
 // where one cannot be made none runs. The first exception (a worker's, or the failure to make

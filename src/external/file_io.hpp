@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "concurrency.hpp"
 #include "gpusort/error.hpp"
 
 namespace gpusort::detail::external {
@@ -31,7 +32,7 @@ int in_parallel_pieces(std::uint64_t size, Move&& move) {
   if (pieces <= 1)  // no threads for a record or two (a merge's key lookups)
     return size == 0 || move(std::uint64_t{0}, size) ? 0 : (errno != 0 ? errno : EIO);
   std::atomic<int> failure{0};
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) if (!one_of_many)
   for (std::int64_t p = 0; p < pieces; ++p) {
     if (failure.load(std::memory_order_relaxed) != 0) continue;
     const std::uint64_t offset = static_cast<std::uint64_t>(p) * io_piece_bytes;

@@ -45,6 +45,7 @@
 
 #include "gpusort/detail/core/cuda_resources.hpp"
 #include "concurrency.hpp"
+#include "link_copy.hpp"
 #include "run_merge.hpp"
 #include "run_plan.hpp"
 #include "file_io.hpp"
@@ -221,6 +222,9 @@ class device_keys {
     }
   }
 
+  // The device buffer, for copies that fill or drain it another way (link_copier).
+  K* data() { return keys_.get(); }
+
   // Sorts the first n keys of the device buffer; the seconds it took on the device.
   double sort(std::uint64_t n) {
     using impl::cuda_check;
@@ -361,7 +365,7 @@ class key_tally {
   void add(const K* keys, std::uint64_t count) {
     std::uint64_t total = 0, x = 0;
     const std::int64_t n = static_cast<std::int64_t>(count);
-#pragma omp parallel for reduction(+ : total) reduction(^ : x)
+#pragma omp parallel for reduction(+ : total) reduction(^ : x) if (!one_of_many)
     for (std::int64_t i = 0; i < n; ++i) {
       std::uint64_t bits = 0;
       std::memcpy(&bits, &keys[i], sizeof(K));
@@ -379,7 +383,7 @@ class key_tally {
     if (count == 0) return;
     std::uint64_t bad = 0;
     const std::int64_t n = static_cast<std::int64_t>(count);
-#pragma omp parallel for reduction(+ : bad)
+#pragma omp parallel for reduction(+ : bad) if (!one_of_many)
     for (std::int64_t i = 1; i < n; ++i) bad += wrong(keys[i - 1], keys[i]) ? 1 : 0;
     std::lock_guard lock(m_);
     inside_ += bad;
@@ -528,12 +532,36 @@ keys_pipeline_report sort_keys_through_gpu(std::uint64_t count, std::uint64_t ru
   };
 
   if (runs == 1) {
+    // One run: in and out over the link by several staging threads at once, each reading
+    // (writing) its own chunks of the input (output) straight into (out of) its pinned slots.
     meter.phase("sorting", true);
     shared_progress progress(meter, count);
-    on_device(0, count, read_input(0, 0), [&](const K* slot, std::uint64_t first, std::uint64_t n) {
-      timed(busy[0].write, [&] { write(first, slot, n); });
-      progress.add(n);
+    const device_scope on(gpus[0]);
+    link_copier link(gpus[0], link_threads(std::max(1u, std::thread::hardware_concurrency()), 1));
+    std::atomic<double> read_s{0}, write_s{0};  // summed over the staging threads
+    const auto timed_by_threads = [](std::atomic<double>& seconds, auto&& work) {
+      stage_clock clock;
+      work();
+      seconds += clock.lap();
+    };
+    timed(busy[0].upload, [&] {
+      link.to_device_through(device[0]->data(), count * sizeof(K),
+                             [&](std::uint64_t offset, unsigned char* slot, std::uint64_t size) {
+        timed_by_threads(read_s, [&] { read(reinterpret_cast<K*>(slot), offset / sizeof(K), size / sizeof(K)); });
+      });
     });
+    busy[0].sort += device[0]->sort(count);
+    timed(busy[0].download, [&] {
+      link.to_host_through(device[0]->data(), count * sizeof(K),
+                           [&](std::uint64_t offset, unsigned char* slot, std::uint64_t size) {
+        timed_by_threads(write_s, [&] {
+          write(offset / sizeof(K), reinterpret_cast<const K*>(slot), size / sizeof(K));
+        });
+        progress.add(size / sizeof(K));
+      });
+    });
+    busy[0].read += read_s;
+    busy[0].write += write_s;
   } else if (runs > 1) {
     const scratch_directory scratch(scratch_anchor);
     report.runs_in_memory = runs_fit_in_memory(count * sizeof(K), host_budget_bytes, slot_bytes);

@@ -87,10 +87,21 @@ link_report link_copier::copy(void* to, const void* from, std::uint64_t bytes, b
   const device_scope on(device_);
   void* host = to_device ? const_cast<void*>(from) : to;
   report.straight = is_pinned_host_memory(host, bytes);
-  if (report.straight || bytes < staged_from_)
+  if (report.straight || bytes < staged_from_) {
     straight(to, from, bytes, to_device);
-  else
-    staged(to, from, bytes, to_device);
+  } else if (to_device) {
+    const auto* source = static_cast<const unsigned char*>(from);
+    staged(static_cast<unsigned char*>(to), bytes, true,
+           [source](std::uint64_t offset, unsigned char* slot, std::uint64_t size) {
+             std::memcpy(slot, source + offset, size);
+           });
+  } else {
+    auto* target = static_cast<unsigned char*>(to);
+    staged(static_cast<unsigned char*>(const_cast<void*>(from)), bytes, false,
+           [target](std::uint64_t offset, unsigned char* slot, std::uint64_t size) {
+             std::memcpy(target + offset, slot, size);
+           });
+  }
   report.seconds = clock.lap();
   return report;
 }
@@ -108,9 +119,10 @@ void link_copier::straight(void* to, const void* from, std::uint64_t bytes, bool
 }
 
 // Pageable memory: thread t takes chunks t, t + threads, ...; to the device it fills a slot
-// and queues its copy while its other slot's copy runs; to the host it queues two chunks'
-// copies ahead and drains each slot as its copy lands.
-void link_copier::staged(void* to, const void* from, std::uint64_t bytes, bool to_device) {
+// (host_side) and queues its copy while its other slot's copy runs; to the host it queues two
+// chunks' copies ahead and drains each slot (host_side) as its copy lands.
+void link_copier::staged(unsigned char* device_bytes, std::uint64_t bytes, bool to_device,
+                         const host_bytes& host_side) {
   const std::uint64_t chunks = link_chunk_count(bytes, chunk_bytes_);
   const unsigned threads = static_cast<unsigned>(std::min<std::uint64_t>(threads_, chunks));
   if (!lanes_) {
@@ -129,12 +141,11 @@ void link_copier::staged(void* to, const void* from, std::uint64_t bytes, bool t
     }
     lanes_ = lanes;
   }
-  auto* out = static_cast<unsigned char*>(to);
-  const auto* in = static_cast<const unsigned char*>(from);
   std::atomic<bool> failed{false};
   std::exception_ptr failure;
   std::mutex m;
   const auto work = [&](unsigned t) {
+    const one_of_many_scope lane_thread(threads > 1);
     try {
       cuda_check(cudaSetDevice(device_), "cannot use the GPU");
       lane& l = lanes_[t];
@@ -150,17 +161,18 @@ void link_copier::staged(void* to, const void* from, std::uint64_t bytes, bool t
           unsigned char* slot = l.slots[k % 2].get();
           if (k >= 2) cuda_check(cudaEventSynchronize(l.done[k % 2].get()), "a copy to the device failed");
           const link_chunk c = chunk(k);
-          std::memcpy(slot, in + c.offset, c.size);
-          queue(k, cudaMemcpyHostToDevice, out + c.offset, slot);
+          host_side(c.offset, slot, c.size);
+          queue(k, cudaMemcpyHostToDevice, device_bytes + c.offset, slot);
         }
       } else {
         for (std::uint64_t k = 0; k < std::min<std::uint64_t>(mine, 2); ++k)
-          queue(k, cudaMemcpyDeviceToHost, l.slots[k % 2].get(), in + chunk(k).offset);
+          queue(k, cudaMemcpyDeviceToHost, l.slots[k % 2].get(), device_bytes + chunk(k).offset);
         for (std::uint64_t k = 0; k < mine && !failed; ++k) {
           cuda_check(cudaEventSynchronize(l.done[k % 2].get()), "a copy from the device failed");
           const link_chunk c = chunk(k);
-          std::memcpy(out + c.offset, l.slots[k % 2].get(), c.size);
-          if (k + 2 < mine) queue(k + 2, cudaMemcpyDeviceToHost, l.slots[k % 2].get(), in + chunk(k + 2).offset);
+          host_side(c.offset, l.slots[k % 2].get(), c.size);
+          if (k + 2 < mine)
+            queue(k + 2, cudaMemcpyDeviceToHost, l.slots[k % 2].get(), device_bytes + chunk(k + 2).offset);
         }
       }
       cuda_check(cudaStreamSynchronize(l.stream.get()), "a copy between host and device failed");
@@ -172,6 +184,28 @@ void link_copier::staged(void* to, const void* from, std::uint64_t bytes, bool t
   };
   run_concurrently(threads, work);
   if (failure) std::rethrow_exception(failure);
+}
+
+link_report link_copier::to_device_through(void* device_to, std::uint64_t bytes,
+                                           const host_bytes& fill) {
+  link_report report;
+  if (bytes == 0) return report;
+  stage_clock clock;
+  const device_scope on(device_);
+  staged(static_cast<unsigned char*>(device_to), bytes, true, fill);
+  report.seconds = clock.lap();
+  return report;
+}
+
+link_report link_copier::to_host_through(const void* device_from, std::uint64_t bytes,
+                                         const host_bytes& drain) {
+  link_report report;
+  if (bytes == 0) return report;
+  stage_clock clock;
+  const device_scope on(device_);
+  staged(static_cast<unsigned char*>(const_cast<void*>(device_from)), bytes, false, drain);
+  report.seconds = clock.lap();
+  return report;
 }
 
 pinned_pieces::pinned_pieces(void* host, std::uint64_t bytes, unsigned threads,

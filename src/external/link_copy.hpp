@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,19 @@ class link_copier {
   link_report to_device(void* device_to, const void* host_from, std::uint64_t bytes);
   link_report to_host(void* host_to, const void* device_from, std::uint64_t bytes);
 
+  // The host side of a staged copy, called on the staging threads at once for disjoint
+  // ranges: fills `slot` with bytes [offset, offset + size) of the source (to the device), or
+  // takes them from it (to the host). Its exception ends the copy and is rethrown. The chunks
+  // are whole multiples of the chunk size but the last, so records of a size dividing it are
+  // never split.
+  using host_bytes = std::function<void(std::uint64_t offset, unsigned char* slot, std::uint64_t size)>;
+  // `bytes` to or from device memory staged through the slots whatever their size, the host
+  // side given by a function (a file read or written in place, a conversion) instead of an
+  // array.
+  link_report to_device_through(void* device_to, std::uint64_t bytes, const host_bytes& fill);
+  link_report to_host_through(const void* device_from, std::uint64_t bytes, const host_bytes& drain);
+  std::uint64_t chunk_bytes() const { return chunk_bytes_; }
+
   int device() const { return device_; }
   unsigned threads() const { return threads_; }
 
@@ -101,7 +115,8 @@ class link_copier {
   struct lane;  // a staging thread's stream, slots and events
   link_report copy(void* to, const void* from, std::uint64_t bytes, bool to_device);
   void straight(void* to, const void* from, std::uint64_t bytes, bool to_device);
-  void staged(void* to, const void* from, std::uint64_t bytes, bool to_device);
+  void staged(unsigned char* device_bytes, std::uint64_t bytes, bool to_device,
+              const host_bytes& host_side);
   int device_;
   unsigned threads_;
   std::uint64_t chunk_bytes_;
