@@ -55,6 +55,9 @@ class _Lib:
     def cumsum(self, x, dtype):
         return self.m.cumsum(x, 0, dtype=self.dtype(dtype)) if self.name == "torch" else x.cumsum(dtype=dtype)
 
+    def copy(self, x):
+        return x.clone() if self.name == "torch" else x.copy()
+
     def astype(self, x, dtype):
         return x.to(self.dtype(dtype)) if self.name == "torch" else x.astype(dtype)
 
@@ -64,10 +67,40 @@ class _Lib:
         return self.m.take_along_axis(x, indices, axis)
 
 
+_INT_OF_WIDTH = {2: "int16", 4: "int32", 8: "int64"}
+
+
+def _bits(lib, x):
+    """Float keys as the signed integers of their bits (a view). Comparisons and arithmetic
+    on these are exact where CuPy's float32 kernels flush subnormals to zero (-ftz=true):
+    there 1e-45 == 0.0 and 1e-45 + 0.0 is 0.0."""
+    width = x.element_size() if lib.name == "torch" else x.dtype.itemsize
+    return x.view(lib.dtype(_INT_OF_WIDTH[width]))
+
+
 def _plus_zero(lib, x):
     """Float keys with -0.0 made +0.0, which it equals (gpusort's order puts it first): ties
-    of the two then keep their input order, as NumPy's do."""
-    return x + 0.0 if lib.is_float(x) else x
+    of the two then keep their input order, as NumPy's do. On the bits: a float sum would
+    flush subnormals in CuPy."""
+    if not lib.is_float(x):
+        return x
+    bits = _bits(lib, x)
+    negative_zero = bits == lib.m.iinfo(bits.dtype).min
+    return lib.m.where(negative_zero, lib.m.zeros_like(bits), bits).view(x.dtype)
+
+
+def _neighbours_differ(lib, rows, equal_nan):
+    """For rows sorted by gpusort (n x columns, n > 1): whether each row but the first differs
+    from the one before, compared on the keys' bits (exact, even where CuPy flushes
+    subnormals; -0.0 is already +0.0). NaNs with equal_nan are one key whatever their bits,
+    else each is a key of its own, as torch's are."""
+    if not lib.is_float(rows):
+        return (rows[1:] != rows[:-1]).any(1)
+    bits = _bits(lib, rows)
+    differ = bits[1:] != bits[:-1]
+    both_nan = lib.m.isnan(rows[1:]) & lib.m.isnan(rows[:-1])
+    differ = (differ & ~both_nan) if equal_nan else (differ | both_nan)
+    return differ.any(1)
 
 
 def _flags(x, argument):
@@ -89,7 +122,7 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None, 
     torch's (equal_nan=None: the array's library's). -0.0 and +0.0 are one key, +0.0.
     sorted=False is accepted; the keys come sorted. One stable sort of x with gpusort (of the
     slices: lexsort), the rest in the array's library."""
-    from . import sort
+    from . import sort, sort_
 
     lib = _Lib(x, "x")
     for name, flag in (("sorted", sorted), ("return_inverse", return_inverse),
@@ -103,7 +136,10 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None, 
     with lib.device:
         if dim is None:
             keys = _plus_zero(lib, x.reshape(-1))
-            values, order = sort(keys, stable=True)
+            if return_index or return_inverse:
+                values, order = sort(keys, stable=True)
+            else:  # the keys alone: a sort of keys moves half the bytes of one with indices
+                values = sort_(keys if lib.is_float(keys) else lib.copy(keys))  # (a new array)
             sorted_rows = values.reshape(-1, 1)
         else:
             if x.ndim == 0:
@@ -116,10 +152,7 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None, 
         n = sorted_rows.shape[0]
         starts = lib.full(sorted_rows, n, True, "bool")
         if n > 1:
-            differ = sorted_rows[1:] != sorted_rows[:-1]
-            if equal_nan and lib.is_float(sorted_rows):
-                differ &= ~(lib.m.isnan(sorted_rows[1:]) & lib.m.isnan(sorted_rows[:-1]))
-            starts[1:] = differ.any(1)
+            starts[1:] = _neighbours_differ(lib, sorted_rows, equal_nan)
         first = lib.nonzero(starts)
         if dim is None:
             results = [values[first]]

@@ -76,9 +76,14 @@ def test_unique_matches_numpy(lib, dtype, n, shape, rng):
     assert index.dtype == np.int64 and np.array_equal(index, want[1])
     assert np.array_equal(inverse.reshape(-1), want[2].reshape(-1)) and inverse.shape == a.shape
     assert np.array_equal(counts, want[3])
-    # The bare call gives the keys alone, of the caller's type.
-    alone = gpusort.unique(to(a), equal_nan=True)
-    assert type(alone) is type(to(a)) and _same(back(alone), want[0])
+    # The bare call gives the keys alone, of the caller's type; with counts alone the keys
+    # are sorted without indices (another path). Neither touches the caller's array.
+    pristine, given = a.copy(), to(a)
+    alone = gpusort.unique(given, equal_nan=True)
+    assert type(alone) is type(given) and _same(back(alone), want[0])
+    values, counts = gpusort.unique(given, return_counts=True, equal_nan=True)
+    assert _same(back(values), want[0]) and np.array_equal(back(counts), want[3])
+    assert np.array_equal(back(given), pristine, equal_nan=a.dtype.kind == "f")
 
 
 def test_unique_nans_follow_the_library_or_equal_nan(lib):
