@@ -111,7 +111,52 @@ def _cases(torch, quick):
     cases.append(("sort_ in place float32", big, "float32", {
         "gpusort bitonic": lambda x: gpusort.sort_(x, algorithm="bitonic"),
     }))
+    return cases + _operation_cases(torch, big)
+
+
+def _operation_cases(torch, big):
+    """The sort-based operations (issue 73) against torch's and CuPy's own."""
+    cupy = _cupy()
+    cases = []
+    for dtype in ("int32", "float32"):
+        calls = {"gpusort": lambda x: gpusort.unique(x, return_counts=True),
+                 "torch.unique": lambda x: torch.unique(x, sorted=True, return_counts=True)}
+        if cupy is not None:
+            calls["cupy.unique"] = lambda x: cupy.unique(cupy.from_dlpack(x), return_counts=True)
+        cases.append((f"unique {dtype} with counts", big, dtype, calls))
+    # Queries (2^24) in a sorted sequence of `big` keys, made on first use.
+    sequence = {}
+
+    def sorted_keys():
+        if "keys" not in sequence:
+            sequence["keys"] = torch.sort(torch.rand(big, device="cuda"))[0]
+        return sequence["keys"]
+
+    cases.append((f"searchsorted in {big} float32", 2**24, "float32", {
+        "gpusort": lambda x: gpusort.searchsorted(sorted_keys(), x),
+        "torch.searchsorted": lambda x: torch.searchsorted(sorted_keys(), x),
+    }))
+
+    def stable_argsort_recipe(keys):  # torch's usual lexsort: the last key most significant
+        order = torch.argsort(keys[0], stable=True)
+        for key in keys[1:]:
+            order = order[torch.argsort(key[order], stable=True)]
+        return order
+
+    calls = {"gpusort": lambda x: gpusort.lexsort(x.view(3, -1)),
+             "torch argsort(stable) per key": lambda x: stable_argsort_recipe(x.view(3, -1))}
+    if cupy is not None:
+        calls["cupy.lexsort"] = lambda x: cupy.lexsort(cupy.from_dlpack(x).reshape(3, -1))
+    cases.append(("lexsort 3 int32 keys", 3 * (big // 4), "int32", calls))
     return cases
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        return None
+    return cupy
 
 
 def _call_overhead_us(torch, run, x, calls=2000):
