@@ -1,0 +1,112 @@
+"""gpusort.distributed.sort over NCCL, one process a GPU, against one GPU sorting the whole
+array (gpusort.sort and torch.sort on rank 0's GPU); over Gloo on the CPU where there is no GPU
+(a check of the script more than a benchmark). Start it once per GPU:
+
+    torchrun --nproc-per-node 4 scripts/dist-bench.py [--total 2^28] [--dtype float32] [--reps 5]
+
+Each rank makes its shard of `total` random keys (the same keys whatever the rank count), the
+ranks sort them together (warm-up, then the median of --reps, timed from a barrier to a barrier,
+so the slowest rank counts), and rank 0 prints one line: keys/s, and the ratio to one GPU. The
+result is checked: every rank's range in order and its bounds in order with its neighbours', and
+the counts adding up to the total."""
+
+import argparse
+import os
+import statistics
+import time
+
+
+def count(text):
+    """A count as the tool writes them: 1000, 2^28 or 2^28+5."""
+    total = 0
+    for term in text.split("+"):
+        base, _, power = term.partition("^")
+        total += int(base) ** int(power) if power else int(base)
+    return total
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--total", type=count, default=2**28)
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+
+    import torch
+    import torch.distributed as dist
+
+    import gpusort
+    import gpusort.distributed
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local)
+        device = torch.device("cuda", local)
+        dist.init_process_group("nccl", device_id=device)
+        synchronize, name = torch.cuda.synchronize, torch.cuda.get_device_name()
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+        synchronize, name = (lambda: None), "CPU (Gloo)"
+    dtype = getattr(torch, args.dtype)
+    shard = args.total // world + (1 if rank < args.total % world else 0)
+    generator = torch.Generator(device=device).manual_seed(1234 + rank)
+    if dtype.is_floating_point:
+        keys = torch.rand(shard, generator=generator, device=device, dtype=torch.float32).to(dtype)
+    else:
+        info = torch.iinfo(dtype)
+        keys = torch.randint(info.min, info.max, (shard,), generator=generator, device=device,
+                             dtype=torch.int64).to(dtype)
+
+    def timed(call):
+        dist.barrier()
+        synchronize()
+        start = time.perf_counter()
+        result = call()
+        synchronize()
+        dist.barrier()
+        return time.perf_counter() - start, result
+
+    call = lambda: gpusort.distributed.sort(keys)  # noqa: E731
+    timed(call)
+    runs = [timed(call) for _ in range(args.reps)]
+    seconds = statistics.median(run[0] for run in runs)
+    result = runs[-1][1]
+    local_ok = bool((result.keys[1:] >= result.keys[:-1]).all()) if result.keys.numel() > 1 else True
+    bounds = torch.tensor([result.keys.min().item() if result.keys.numel() else float("inf"),
+                           result.keys.max().item() if result.keys.numel() else float("-inf")],
+                          device=device, dtype=torch.float64)
+    every = [torch.empty_like(bounds) for _ in range(world)]
+    dist.all_gather(every, bounds)
+    flags = torch.tensor([int(local_ok)], device=device)
+    dist.all_reduce(flags, op=dist.ReduceOp.MIN)
+    if rank == 0:
+        ordered = all(every[i][1] <= every[i + 1][0] for i in range(world - 1)
+                      if torch.isfinite(every[i][1]) and torch.isfinite(every[i + 1][0]))
+        correct = bool(flags.item()) and ordered and int(result.counts.sum()) == args.total
+        whole = torch.rand(args.total, device=device, dtype=torch.float32).to(dtype) \
+            if dtype.is_floating_point else torch.randint(0, 1 << 30, (args.total,), device=device).to(dtype)
+        one = {}
+        for method, sorter in (("gpusort", lambda: gpusort.sort(whole)), ("torch", lambda: torch.sort(whole))):
+            sorter()
+            times = []
+            for _ in range(args.reps):
+                synchronize()
+                start = time.perf_counter()
+                sorter()
+                synchronize()
+                times.append(time.perf_counter() - start)
+            one[method] = statistics.median(times)
+        print(f"dist-bench {name} x{world} {args.dtype} total={args.total} "
+              f"correct={correct} dist={seconds * 1e3:.2f} ms ({args.total / seconds / 1e6:.1f} Mkeys/s) "
+              f"one-GPU gpusort={one['gpusort'] * 1e3:.2f} ms torch.sort={one['torch'] * 1e3:.2f} ms "
+              f"speedup vs gpusort={one['gpusort'] / seconds:.2f}x vs torch={one['torch'] / seconds:.2f}x",
+              flush=True)
+        if not correct:
+            raise SystemExit(1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
