@@ -7,6 +7,7 @@ Where a CSV holds several rows of one point, the last one wins.
 
   scripts/perf_tables.py [--single | --segmented] [CSV]   print the tables (default CSV:
                                                           docs/results/h100.csv)
+  scripts/perf_tables.py --scaling-model [ARGS]           scripts/scaling_model.py's output
   scripts/perf_tables.py --update FILE...                 rewrite FILE's generated regions
   scripts/perf_tables.py --check FILE...                  exit 1 if a region is out of date
 
@@ -43,7 +44,12 @@ def rows(path):
 
 
 def tables(args):
-    """The lines that `perf_tables.py ARGS` prints, for ARGS = [--single | --segmented] [CSV]."""
+    """The lines that `perf_tables.py ARGS` prints, for ARGS = [--single | --segmented] [CSV],
+    or --scaling-model ARGS: scripts/scaling_model.py's (docs/distributed.md)."""
+    if args and args[0] == "--scaling-model":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import scaling_model
+        return scaling_model.lines(args[1:])
     parts = {"--single": [single_array_tables], "--segmented": [segmented_tables]}
     make = [single_array_tables, segmented_tables]
     path = "docs/results/h100.csv"

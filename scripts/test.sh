@@ -41,9 +41,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTUR
   -DCMAKE_CUDA_FLAGS="$cuda_flags" "${python[@]}" >/dev/null
 cmake --build build
 ctest --test-dir build --output-on-failure -j "$(nproc)"
-# docs/performance.md's generated tables must be what scripts/perf_tables.py prints from
+# The generated tables of docs/performance.md and docs/distributed.md must be what
+# scripts/perf_tables.py prints from
 # docs/results (after a new run: scripts/perf_tables.py --update docs/performance.md).
-python3 scripts/perf_tables.py --check docs/performance.md
+python3 scripts/perf_tables.py --check docs/performance.md docs/distributed.md
 
 # pytest after ctest, so that its summary ends the log (GPU tests skip without a GPU).
 if [ -z "$base" ] || ! ls build/python/_gpusort*.so >/dev/null 2>&1; then
