@@ -522,6 +522,32 @@ def partition(x, kth, axis, want_indices):
     return back(xp.take_along(xp.contiguous(moved), order, -1))
 
 
+# The key types of the library's unique (include/gpusort/operations.hpp).
+UNIQUE_DTYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")
+
+
+@_on_device_of_x
+def unique_counts(x):
+    """(distinct keys, int64 counts) of a 1-D torch or CuPy array on a GPU, by one call of the
+    library's unique (every NaN one key, -0.0 and +0.0 two); None for any other array, which
+    the caller then takes another way. Waits for the number of distinct keys."""
+    xp = _arrays.namespace_of(x, "x")
+    if (xp.name not in ("torch", "cupy") or not xp.on_device(x) or len(xp.shape(x)) != 1
+            or xp.dtype_name(x) not in UNIQUE_DTYPES):
+        return None
+    if not xp.is_contiguous(x):
+        x = xp.copy(x)
+    stream = xp.stream(x)
+    n = xp.shape(x)[0]
+    keys = xp.empty(x, (n,), xp.dtype_name(x))
+    counts = xp.empty(x, (n,), "int64")
+    found = xp.empty(x, (1,), "int64")
+    _ext.unique_device(*_handles(xp, stream, x, keys, counts, found), stream,
+                       _alloc(xp, x, stream))
+    distinct = int(found[0])
+    return keys[:distinct], counts[:distinct]
+
+
 @_on_device_of_x
 def approx_sort(x, intervals, descending):
     """(values, offsets) of the 1-D x moved into `intervals` ordered intervals."""

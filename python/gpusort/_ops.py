@@ -134,6 +134,10 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None, 
     if equal_nan is None:
         equal_nan = lib.name != "torch"
     with lib.device:
+        if dim is None and not (return_index or return_inverse):
+            found = _unique_on_gpu(lib, _plus_zero(lib, x.reshape(-1)), equal_nan)
+            if found is not None:
+                return found if return_counts else found[0]
         if dim is None:
             keys = _plus_zero(lib, x.reshape(-1))
             if return_index or return_inverse:
@@ -168,6 +172,23 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None, 
         if return_counts:
             results.append(lib.m.diff(lib.cat([first, lib.full(first, 1, n, "int64")])))
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def _unique_on_gpu(lib, keys, equal_nan):
+    """(keys, counts) of a 1-D array on a GPU by the library's unique in one call, or None
+    where it does not take the array. It counts every NaN as one key; without equal_nan each
+    is a key of its own (torch's), so the NaN entry is spread out again."""
+    from . import _core
+
+    found = _core.unique_counts(keys)
+    if found is None:
+        return None
+    values, counts = found
+    if not equal_nan and lib.is_float(values) and values.shape[0] > 0 and bool(lib.m.isnan(values[-1])):
+        nans = int(counts[-1])
+        values = lib.cat([values[:-1], values[-1:].repeat(nans)])
+        counts = lib.cat([counts[:-1], lib.full(counts, nans, 1, "int64")])
+    return values, counts
 
 
 def _moved_to_front(lib, x, dim):

@@ -24,6 +24,7 @@
 #include "gpusort/detail/core/half_keys.hpp"
 #include "gpusort/external.hpp"
 #include "gpusort/lines.hpp"
+#include "gpusort/operations.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 
@@ -465,6 +466,32 @@ void topk_indices_device(py::object keys_obj, py::object out_keys_obj, py::objec
                                temp, bytes, in, n, out,
                                static_cast<std::int64_t*>(out_indices.data), k, opt);
                          });
+}
+
+// The distinct keys of one array and how often each occurs (gpusort::unique_keys, the six
+// built-in key types): out_keys and out_counts (int64) hold room for every key, num_unique
+// (one int64) gets their number.
+void unique_device(py::object keys_obj, py::object out_keys_obj, py::object out_counts_obj,
+                   py::object num_unique_obj, std::uintptr_t stream, py::object alloc) {
+  const gpusort::options opt = make_options(false, "automatic", stream);
+  const array_view keys = device_view(keys_obj, "x");
+  const array_view out_keys = device_view(out_keys_obj, "out_keys");
+  const array_view out_counts = device_view(out_counts_obj, "out_counts");
+  const array_view num_unique = device_view(num_unique_obj, "num_unique");
+  const std::uint64_t n = keys.size();
+  expect_size(out_keys, n, "out_keys");
+  expect_size(out_counts, n, "out_counts");
+  expect_size(num_unique, 1, "num_unique");
+  if (out_counts.item_bytes != 8 || num_unique.item_bytes != 8)
+    throw py::type_error("out_counts, num_unique: must be int64");
+  run_keys_to_keys<false>(keys, out_keys, out_counts, opt, alloc,
+                          "gpusort.unique: " + describe(opt, keys.type, 8),
+                          [&](void* temp, std::size_t& bytes, const auto* in, auto* out) {
+                            return gpusort::unique_keys(
+                                temp, bytes, in, n, out,
+                                static_cast<std::uint64_t*>(out_counts.data),
+                                static_cast<std::uint64_t*>(num_unique.data), opt);
+                          });
 }
 
 // The k smallest (descending: largest) keys of each of `rows` rows, sorted, and their columns
@@ -912,6 +939,9 @@ PYBIND11_MODULE(_gpusort, m) {
   m.def("topk_rows_indices_device", &topk_rows_indices_device, py::arg("keys"),
         py::arg("out_keys"), py::arg("out_indices"), py::arg("k"), py::arg("descending"),
         py::arg("stream"), py::arg("alloc").none(true), py::arg("rows"));
+  m.def("unique_device", &unique_device, py::arg("keys"), py::arg("out_keys"),
+        py::arg("out_counts"), py::arg("num_unique"), py::arg("stream"),
+        py::arg("alloc").none(true));
   m.def("approx_sort_device", &approx_sort_device, py::arg("keys"), py::arg("out_keys"),
         py::arg("offsets"), py::arg("intervals"), py::arg("descending"), py::arg("stream"),
         py::arg("alloc").none(true));

@@ -1,0 +1,147 @@
+// Operations built on the sort (issue 73): unique (the distinct keys, with how often each
+// occurs) and searchsorted (where keys would go in a sorted array), for the built-in 32- and
+// 64-bit keys (u32, i32, u64, i64, float, double).
+//
+// Keys are equal when neither comes before the other in the library's order (key_traits.hpp):
+// every NaN is one key (the largest), and -0.0 and +0.0 are two (-0.0 first). Python's
+// gpusort.unique makes -0.0 +0.0 first, as NumPy counts them as one.
+//
+// Two layers, as sort.hpp's:
+//  * the core, CUB-style: a workspace pointer and its size (temp == nullptr: a query that only
+//    writes temp_bytes, never 0), device arrays, ordered on opt.stream, no waiting, no
+//    allocation, no exceptions: cudaSuccess or the error, bad arrays reported before any data
+//    is touched;
+//  * the convenience layer on std::vector (host memory): the sort on the GPU when there is
+//    one (gpusort::sort), the rest on the host; without a GPU the CPU backend.
+//
+// Example:
+//   std::vector<float> v = ...;
+//   const auto [keys, counts] = gpusort::unique(v);           // numpy.unique(v, return_counts=True)
+//   const auto where = gpusort::searchsorted(keys, queries);   // numpy.searchsorted(keys, queries)
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpusort/sort.hpp"
+
+namespace gpusort {
+
+// Which place of a run of keys equal to the query searchsorted gives: before the run (left,
+// numpy's default) or after it (right).
+enum class side { left, right };
+
+namespace detail {
+// Defined in src/operations.cu for the six built-in key types.
+template <class K>
+cudaError_t unique_keys(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
+                        K* unique_out, std::uint64_t* counts_out, std::uint64_t* num_unique,
+                        const options& opt);
+template <class K>
+cudaError_t searchsorted(void* temp, std::size_t& temp_bytes, const K* sorted, std::uint64_t n,
+                         const K* queries, std::uint64_t m, std::int64_t* positions, side where,
+                         const options& opt);
+
+// The first key of each run of equal keys of sorted[0, n) (in the library's order), and how
+// many there are of it: the host's half of the convenience layer's unique.
+template <class K>
+void unique_of_sorted(const std::vector<K>& sorted, std::vector<K>& keys,
+                      std::vector<std::uint64_t>& counts) {
+  keys.clear();
+  counts.clear();
+  const less<K> before;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (i == 0 || before(sorted[i - 1], sorted[i])) {
+      keys.push_back(sorted[i]);
+      counts.push_back(0);
+    }
+    ++counts.back();
+  }
+}
+}  // namespace detail
+
+// ---- core layer -----------------------------------------------------------------------
+
+// The distinct keys of keys[0, n), in ascending order, into unique_out[0, *num_unique); and
+// where counts_out is not null, counts_out[i] = how many keys equal unique_out[i]. keys is
+// not changed. unique_out and counts_out hold room for n; num_unique is one std::uint64_t in
+// device memory. Of NaNs of different bits one is kept (with opt.stable, the first). opt.algo
+// picks the sort (float keys take automatic for cub_radix, whose bare order differs);
+// opt.direction must be ascending and opt.nans last (numpy.unique's order): else
+// cudaErrorInvalidValue. Workspace: a sorted copy of the keys, n 8-byte positions and the
+// sort's own.
+template <supported_key K, std::integral N>
+cudaError_t unique_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* unique_out,
+                        std::uint64_t* counts_out, std::uint64_t* num_unique,
+                        const options& opt = {}) {
+  if (detail::negative(n)) return cudaErrorInvalidValue;
+  return detail::never_zero(temp, temp_bytes,
+                            detail::unique_keys<K>(temp, temp_bytes, keys,
+                                                   static_cast<std::uint64_t>(n), unique_out,
+                                                   counts_out, num_unique, opt));
+}
+
+// For each queries[j], j < m, the place in sorted[0, n) where it would go to keep the array in
+// order, into positions[j]: the first place (side::left: the number of keys before it) or the
+// last (side::right: the number not after it). sorted must be in ascending order (NaNs last),
+// as gpusort::sort leaves it. Many queries are sorted first (a copy, with their positions), so
+// that neighbouring searches share their path through the array. Workspace: for m >= 2^16, a
+// copy of the queries, m 8-byte positions and the sort's own.
+template <supported_key K, std::integral N, std::integral M>
+cudaError_t searchsorted(void* temp, std::size_t& temp_bytes, const K* sorted, N n,
+                         const K* queries, M m, std::int64_t* positions, side where = side::left,
+                         const options& opt = {}) {
+  if (detail::negative(n) || detail::negative(m)) return cudaErrorInvalidValue;
+  return detail::never_zero(temp, temp_bytes,
+                            detail::searchsorted<K>(temp, temp_bytes, sorted,
+                                                    static_cast<std::uint64_t>(n), queries,
+                                                    static_cast<std::uint64_t>(m), positions,
+                                                    where, opt));
+}
+
+// ---- convenience layer ----------------------------------------------------------------
+
+template <supported_key K>
+struct unique_result {
+  std::vector<K> keys;                 // the distinct keys, ascending
+  std::vector<std::uint64_t> counts;   // how many of each
+};
+
+// numpy.unique(host_keys, return_counts=True), in the library's order (see the top): the sort
+// on the GPU when there is one, else on the CPU. host_keys is not changed.
+template <supported_key K>
+unique_result<K> unique(const std::vector<K>& host_keys, const options& opt = {}) {
+  if (opt.direction != order::ascending || opt.nans != nan_order::last)
+    detail::throw_error(cudaErrorInvalidValue,
+                        "gpusort::unique: the keys come out ascending, NaNs last (the "
+                        "options ask for another order)");
+  std::vector<K> sorted = host_keys;
+  gpusort::sort(sorted, opt);
+  unique_result<K> result;
+  detail::unique_of_sorted(sorted, result.keys, result.counts);
+  return result;
+}
+
+// numpy.searchsorted(sorted, queries, side): on the host (the searches read each query once).
+// sorted must be ascending in the library's order (NaNs last); gpusort::invalid_request if it
+// is not.
+template <supported_key K>
+std::vector<std::int64_t> searchsorted(const std::vector<K>& sorted, const std::vector<K>& queries,
+                                       side where = side::left) {
+  const less<K> before;
+  if (std::is_sorted(sorted.begin(), sorted.end(), before) == false)
+    throw invalid_request("gpusort::searchsorted: the array searched is not in ascending order");
+  std::vector<std::int64_t> positions(queries.size());
+  std::transform(queries.begin(), queries.end(), positions.begin(), [&](const K& q) {
+    const auto at = where == side::left ? std::lower_bound(sorted.begin(), sorted.end(), q, before)
+                                        : std::upper_bound(sorted.begin(), sorted.end(), q, before);
+    return static_cast<std::int64_t>(at - sorted.begin());
+  });
+  return positions;
+}
+
+}  // namespace gpusort

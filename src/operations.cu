@@ -1,0 +1,209 @@
+// unique and searchsorted on the device (include/gpusort/operations.hpp): the library's sort,
+// then a few light kernels and one scan of CUB's. The kernels compare keys with less<K>, the
+// library's order, so that equal means what the sort means (every NaN one key).
+#include <algorithm>
+
+#include <cub/device/device_scan.cuh>
+
+#include "gpusort/operations.hpp"
+
+namespace gpusort::detail {
+namespace {
+
+constexpr unsigned threads_per_block = 256;
+
+unsigned blocks_for(std::uint64_t n) {
+  return static_cast<unsigned>(
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>((n + threads_per_block - 1) / threads_per_block, 65536)));
+}
+
+__device__ std::uint64_t first_index() { return std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
+__device__ std::uint64_t grid_stride() { return std::uint64_t{gridDim.x} * blockDim.x; }
+
+// starts[i] = 1 where sorted[i] begins a run of equal keys, else 0.
+template <class K>
+__global__ void mark_run_starts(const K* sorted, std::uint64_t n, std::uint64_t* starts) {
+  const less<K> before;
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride())
+    starts[i] = (i == 0 || before(sorted[i - 1], sorted[i])) ? 1 : 0;
+}
+
+// runs[i]: the inclusive scan of the starts, so sorted[i] is in run runs[i] - 1. The first key
+// of each run goes to unique_out, the last key's position + 1 to ends (when counts are asked
+// for), and the number of runs to *num_unique.
+template <class K>
+__global__ void gather_runs(const K* sorted, std::uint64_t n, const std::uint64_t* runs,
+                            K* unique_out, std::uint64_t* ends, std::uint64_t* num_unique) {
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) {
+    const std::uint64_t run = runs[i] - 1;
+    if (i == 0 || runs[i - 1] != runs[i]) unique_out[run] = sorted[i];
+    if (ends && (i + 1 == n || runs[i + 1] != runs[i])) ends[run] = i + 1;
+    if (i + 1 == n) *num_unique = runs[i];
+  }
+}
+
+// lengths[j] = ends[j] - ends[j - 1] (ends[-1] = 0) for the *num_unique runs: into another
+// array, as the neighbours read ends.
+__global__ void run_lengths(const std::uint64_t* ends, const std::uint64_t* num_unique,
+                            std::uint64_t* lengths) {
+  const std::uint64_t runs = *num_unique;
+  for (std::uint64_t j = first_index(); j < runs; j += grid_stride())
+    lengths[j] = ends[j] - (j == 0 ? 0 : ends[j - 1]);
+}
+
+__global__ void copy_runs(const std::uint64_t* from, const std::uint64_t* num_unique,
+                          std::uint64_t* to) {
+  const std::uint64_t runs = *num_unique;
+  for (std::uint64_t j = first_index(); j < runs; j += grid_stride()) to[j] = from[j];
+}
+
+// The place of q in sorted[0, n): the first where it can go (left) or the last (right).
+template <class K>
+__device__ std::uint64_t place_of(const K* sorted, std::uint64_t n, K q, side where) {
+  const less<K> before;
+  std::uint64_t low = 0, high = n;
+  while (low < high) {
+    const std::uint64_t mid = low + (high - low) / 2;
+    const bool after_mid = where == side::left ? before(sorted[mid], q) : !before(q, sorted[mid]);
+    if (after_mid)
+      low = mid + 1;
+    else
+      high = mid;
+  }
+  return low;
+}
+
+// positions[origin[j]] (or positions[j] without origin) = the place of queries[j].
+template <class K>
+__global__ void search_each(const K* sorted, std::uint64_t n, const K* queries,
+                            const std::uint64_t* origin, std::uint64_t m,
+                            std::int64_t* positions, side where) {
+  for (std::uint64_t j = first_index(); j < m; j += grid_stride())
+    positions[origin ? origin[j] : j] = static_cast<std::int64_t>(place_of(sorted, n, queries[j], where));
+}
+
+bool ascending_nans_last(const options& opt) {
+  return opt.direction == order::ascending && opt.nans == nan_order::last;
+}
+
+// The sort's options: the caller's, except that float keys never take cub_radix bare (CUB's
+// own order puts negative NaNs first and ties -0.0 with +0.0; automatic fixes that up).
+template <class K>
+options sort_options(const options& opt) {
+  options sort_opt = opt;
+  if (std::is_floating_point_v<K> && sort_opt.algo == algorithm::cub_radix)
+    sort_opt.algo = algorithm::automatic;
+  return sort_opt;
+}
+
+// Queries sorted first from this many on: their searches then walk the array in order.
+constexpr std::uint64_t sorted_queries_from = std::uint64_t{1} << 16;
+
+}  // namespace
+
+template <class K>
+cudaError_t unique_keys(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
+                        K* unique_out, std::uint64_t* counts_out, std::uint64_t* num_unique,
+                        const options& opt) {
+  if (!ascending_nans_last(opt)) return cudaErrorInvalidValue;
+  const options sort_opt = sort_options<K>(opt);
+  const std::size_t copy_bytes = align_workspace(sizeof(K) * n);
+  const std::size_t runs_bytes = align_workspace(sizeof(std::uint64_t) * n);
+  std::size_t sort_bytes = 0, scan_bytes = 0;
+  cudaError_t e = detail::sort_keys<K>(nullptr, sort_bytes, const_cast<K*>(keys), n, sort_opt);
+  if (e != cudaSuccess) return e;
+  e = cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, static_cast<std::uint64_t*>(nullptr), n,
+                                    opt.stream);
+  if (e != cudaSuccess) return e;
+  const std::size_t shared_bytes = std::max(sort_bytes, scan_bytes);  // one after the other
+  if (!temp) {
+    temp_bytes = copy_bytes + runs_bytes + shared_bytes;
+    return cudaSuccess;
+  }
+  if (temp_bytes < copy_bytes + runs_bytes + shared_bytes) return cudaErrorInvalidValue;
+  e = validate_device_array(num_unique, 1, sizeof(std::uint64_t), alignof(std::uint64_t));
+  if (e == cudaSuccess && n > 0) e = validate_device_array(keys, n, sizeof(K), alignof(K));
+  if (e == cudaSuccess && n > 0) e = validate_device_array(unique_out, n, sizeof(K), alignof(K));
+  if (e == cudaSuccess && n > 0 && counts_out)
+    e = validate_device_array(counts_out, n, sizeof(std::uint64_t), alignof(std::uint64_t));
+  if (e != cudaSuccess) return e;
+  if (n == 0) return cudaMemsetAsync(num_unique, 0, sizeof(std::uint64_t), opt.stream);
+
+  auto* sorted = static_cast<K*>(temp);
+  auto* runs = reinterpret_cast<std::uint64_t*>(static_cast<char*>(temp) + copy_bytes);
+  void* shared = static_cast<char*>(temp) + copy_bytes + runs_bytes;
+  e = cudaMemcpyAsync(sorted, keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, opt.stream);
+  if (e == cudaSuccess) e = detail::sort_keys<K>(shared, sort_bytes, sorted, n, sort_opt);
+  if (e != cudaSuccess) return e;
+  const unsigned blocks = blocks_for(n);
+  mark_run_starts<<<blocks, threads_per_block, 0, opt.stream>>>(sorted, n, runs);
+  e = cub::DeviceScan::InclusiveSum(shared, scan_bytes, runs, n, opt.stream);
+  if (e != cudaSuccess) return e;
+  gather_runs<<<blocks, threads_per_block, 0, opt.stream>>>(sorted, n, runs, unique_out, counts_out,
+                                                             num_unique);
+  if (counts_out) {  // counts_out holds the runs' ends; runs is free again
+    run_lengths<<<blocks, threads_per_block, 0, opt.stream>>>(counts_out, num_unique, runs);
+    copy_runs<<<blocks, threads_per_block, 0, opt.stream>>>(runs, num_unique, counts_out);
+  }
+  return cudaGetLastError();
+}
+
+template <class K>
+cudaError_t searchsorted(void* temp, std::size_t& temp_bytes, const K* sorted, std::uint64_t n,
+                         const K* queries, std::uint64_t m, std::int64_t* positions, side where,
+                         const options& opt) {
+  if (!ascending_nans_last(opt)) return cudaErrorInvalidValue;
+  const options sort_opt = sort_options<K>(opt);
+  const bool sort_queries = m >= sorted_queries_from;
+  const std::size_t copy_bytes = sort_queries ? align_workspace(sizeof(K) * m) : 0;
+  const std::size_t origin_bytes = sort_queries ? align_workspace(sizeof(std::uint64_t) * m) : 0;
+  std::size_t sort_bytes = 0;
+  using P = payload<sizeof(std::uint64_t)>;
+  if (sort_queries) {
+    const cudaError_t q = detail::sort_pairs<K, P>(nullptr, sort_bytes, const_cast<K*>(queries),
+                                                   nullptr, m, sort_opt);
+    if (q != cudaSuccess) return q;
+  }
+  if (!temp) {
+    temp_bytes = copy_bytes + origin_bytes + sort_bytes;
+    return cudaSuccess;
+  }
+  if (temp_bytes < copy_bytes + origin_bytes + sort_bytes) return cudaErrorInvalidValue;
+  cudaError_t e = cudaSuccess;
+  if (n > 0) e = validate_device_array(sorted, n, sizeof(K), alignof(K));
+  if (e == cudaSuccess && m > 0) e = validate_device_array(queries, m, sizeof(K), alignof(K));
+  if (e == cudaSuccess && m > 0)
+    e = validate_device_array(positions, m, sizeof(std::int64_t), alignof(std::int64_t));
+  if (e != cudaSuccess || m == 0) return e;
+  const K* searched = queries;
+  std::uint64_t* origin = nullptr;
+  if (sort_queries) {
+    auto* copy = static_cast<K*>(temp);
+    origin = reinterpret_cast<std::uint64_t*>(static_cast<char*>(temp) + copy_bytes);
+    void* sort_temp = static_cast<char*>(temp) + copy_bytes + origin_bytes;
+    e = cudaMemcpyAsync(copy, queries, sizeof(K) * m, cudaMemcpyDeviceToDevice, opt.stream);
+    if (e == cudaSuccess) e = fill_indices(origin, m, opt.stream);
+    if (e == cudaSuccess)
+      e = detail::sort_pairs<K, P>(sort_temp, sort_bytes, copy, reinterpret_cast<P*>(origin), m, sort_opt);
+    if (e != cudaSuccess) return e;
+    searched = copy;
+  }
+  search_each<<<blocks_for(m), threads_per_block, 0, opt.stream>>>(sorted, n, searched, origin, m,
+                                                                    positions, where);
+  return cudaGetLastError();
+}
+
+#define GPUSORT_OPERATIONS(K)                                                                      \
+  template cudaError_t unique_keys<K>(void*, std::size_t&, const K*, std::uint64_t, K*,          \
+                                      std::uint64_t*, std::uint64_t*, const options&);            \
+  template cudaError_t searchsorted<K>(void*, std::size_t&, const K*, std::uint64_t, const K*,   \
+                                       std::uint64_t, std::int64_t*, side, const options&);
+GPUSORT_OPERATIONS(std::uint32_t)
+GPUSORT_OPERATIONS(std::int32_t)
+GPUSORT_OPERATIONS(std::uint64_t)
+GPUSORT_OPERATIONS(std::int64_t)
+GPUSORT_OPERATIONS(float)
+GPUSORT_OPERATIONS(double)
+#undef GPUSORT_OPERATIONS
+
+}  // namespace gpusort::detail

@@ -1,0 +1,127 @@
+// unique_keys and searchsorted of the core layer (include/gpusort/operations.hpp) on the
+// device: hostile inputs of every built-in key type, poisoned outputs and workspaces, guard
+// zones, the queries' sorted path and the unsorted one, and the refusals.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "device_buffer.hpp"
+#include "gpusort/operations.hpp"
+#include "operations_reference.hpp"
+#include "reference.hpp"
+
+namespace gpusort::testing {
+namespace {
+
+GPUSORT_TYPED_SUITE(GpuOperations, GpuTest, key_types);
+
+// unique_keys through its two calls, outputs poisoned: the distinct keys and their counts (or
+// none when counts are not asked for).
+template <class K>
+void device_unique(const std::vector<K>& keys, bool with_counts, std::vector<K>& unique_out,
+                   std::vector<std::uint64_t>& counts, const options& opt = {}) {
+  const guarded_buffer<K> d_keys(keys);
+  const guarded_buffer<K> d_unique(std::vector<K>(keys.size()));
+  const guarded_buffer<std::uint64_t> d_counts(std::vector<std::uint64_t>(keys.size(), ~0ull));
+  const guarded_buffer<std::uint64_t> d_num(std::vector<std::uint64_t>{~0ull});
+  cudaMemset(d_unique.data(), poison, sizeof(K) * keys.size());
+  std::size_t bytes = 0;
+  std::uint64_t* counts_ptr = with_counts ? d_counts.data() : nullptr;
+  CUDA_OK(unique_keys(nullptr, bytes, d_keys.data(), keys.size(), d_unique.data(), counts_ptr,
+                      d_num.data(), opt));
+  const poisoned_workspace temp(bytes);
+  CUDA_OK(unique_keys(temp.ptr, bytes, d_keys.data(), keys.size(), d_unique.data(), counts_ptr,
+                      d_num.data(), opt));
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::uint64_t num = d_num.to_host()[0];
+  ASSERT_LE(num, keys.size());
+  unique_out = d_unique.to_host();
+  unique_out.resize(num);
+  counts = d_counts.to_host();
+  if (with_counts) counts.resize(num);
+  EXPECT_EQ(codes_of(d_keys.to_host()), codes_of(keys)) << "the input changed";
+  EXPECT_TRUE(d_keys.guard_intact() && d_unique.guard_intact() && d_counts.guard_intact() &&
+              d_num.guard_intact());
+}
+
+TYPED_TEST(GpuOperations, UniqueMatchesATallyOfTheKeys) {
+  using K = TypeParam;
+  for_each_hostile_input<K>(1 << 18, 17, [](const std::vector<K>& keys, bool descending) {
+    std::vector<K> got;
+    std::vector<std::uint64_t> counts;
+    device_unique(keys, /*with_counts=*/!descending, got, counts);  // both forms, one each pass
+    const unique_reference<K> want = reference_unique(keys);
+    EXPECT_EQ(codes_of(got), want.codes);
+    if (!descending) {
+      EXPECT_EQ(counts, want.counts);
+    } else {
+      EXPECT_TRUE(std::all_of(counts.begin(), counts.end(), [](auto c) { return c == ~0ull; }))
+          << "counts written though not asked for";
+    }
+  });
+}
+
+TYPED_TEST(GpuOperations, UniqueTakesEachSortAndRefusesAnotherOrder) {
+  using K = TypeParam;
+  std::vector<K> keys = tools::generate<K>(tools::distribution::few_unique, 5000, 3);
+  scatter_special_values(keys, 3);
+  const unique_reference<K> want = reference_unique(keys);
+  for (algorithm a : {algorithm::bitonic, algorithm::cub_radix, algorithm::cub_merge,
+                      algorithm::sample_sort}) {
+    SCOPED_TRACE(to_string(a));
+    std::vector<K> got;
+    std::vector<std::uint64_t> counts;
+    device_unique(keys, true, got, counts, {.algo = a});
+    EXPECT_EQ(codes_of(got), want.codes);
+    EXPECT_EQ(counts, want.counts);
+  }
+  std::size_t bytes = 0;
+  std::uint64_t* none = nullptr;
+  EXPECT_EQ(unique_keys(nullptr, bytes, static_cast<const K*>(nullptr), 10, static_cast<K*>(nullptr),
+                        none, none, {.direction = order::descending}),
+            cudaErrorInvalidValue);
+  // A host array is refused before anything is written.
+  const guarded_buffer<std::uint64_t> d_num(std::vector<std::uint64_t>{7});
+  const guarded_buffer<K> d_unique(std::vector<K>(keys.size()));
+  CUDA_OK(unique_keys(nullptr, bytes, keys.data(), keys.size(), d_unique.data(), none,
+                      d_num.data()));
+  const poisoned_workspace temp(bytes);
+  EXPECT_NE(unique_keys(temp.ptr, bytes, keys.data(), keys.size(), d_unique.data(), none,
+                        d_num.data()),
+            cudaSuccess);
+  EXPECT_EQ(d_num.to_host()[0], 7u);
+}
+
+TYPED_TEST(GpuOperations, SearchsortedMatchesTheHostOnBothPaths) {
+  using K = TypeParam;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{1} << 20}) {
+    // Below and above the count from which the queries are sorted first.
+    for (std::size_t m : {std::size_t{0}, std::size_t{1}, std::size_t{4097}, (std::size_t{1} << 16) + 3}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " m=" << m);
+      std::vector<K> sorted = tools::generate<K>(tools::distribution::few_unique, n, n + m);
+      scatter_special_values(sorted, n + m);
+      gpusort::sort(sorted);
+      std::vector<K> queries = tools::generate<K>(tools::distribution::uniform, m, n + m + 1);
+      scatter_special_values(queries, n + m + 1);
+      for (std::size_t j = 0; j < std::min(n, m); j += 3) queries[j] = sorted[j];  // equals
+      const guarded_buffer<K> d_sorted(sorted), d_queries(queries);
+      for (side where : {side::left, side::right}) {
+        const guarded_buffer<std::int64_t> d_places(std::vector<std::int64_t>(m, -1));
+        std::size_t bytes = 0;
+        CUDA_OK(searchsorted(nullptr, bytes, d_sorted.data(), n, d_queries.data(), m,
+                             d_places.data(), where));
+        const poisoned_workspace temp(bytes);
+        CUDA_OK(searchsorted(temp.ptr, bytes, d_sorted.data(), n, d_queries.data(), m,
+                             d_places.data(), where));
+        CUDA_OK(cudaDeviceSynchronize());
+        EXPECT_EQ(d_places.to_host(), gpusort::searchsorted(sorted, queries, where));
+        EXPECT_TRUE(d_places.guard_intact());
+        EXPECT_EQ(codes_of(d_queries.to_host()), codes_of(queries)) << "the queries changed";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpusort::testing
