@@ -2,11 +2,14 @@
 array (gpusort.sort and torch.sort on rank 0's GPU); over Gloo on the CPU where there is no GPU
 (a check of the script more than a benchmark). Start it once per GPU:
 
-    torchrun --nproc-per-node 4 scripts/dist-bench.py [--total 2^28] [--dtype float32] [--reps 5]
+    torchrun --nproc-per-node 4 scripts/dist-bench.py [--total 2^28 | --per-rank 2^29]
+                                                      [--dtype float32] [--reps 5]
 
 Each rank makes its shard of `total` random keys (the same keys whatever the rank count), the
 ranks sort them together (warm-up, then the median of --reps, timed from a barrier to a barrier,
-so the slowest rank counts), and rank 0 prints one line: keys/s, and the ratio to one GPU. The
+so the slowest rank counts), and rank 0 prints one line: keys/s, the ratio to one GPU, and
+torch.distributed.all_to_all_single of the same bytes (each rank's keys in equal parts to every
+rank), the bare exchange the sort's own all-to-all is to be measured against. The
 result is checked: every rank's range in order and its bounds in order with its neighbours', and
 the counts adding up to the total."""
 
@@ -28,6 +31,7 @@ def count(text):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--total", type=count, default=2**28)
+    parser.add_argument("--per-rank", type=count, help="keys a rank (weak scaling); overrides --total")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
@@ -50,6 +54,8 @@ def main():
         dist.init_process_group("gloo")
         synchronize, name = (lambda: None), "CPU (Gloo)"
     dtype = getattr(torch, args.dtype)
+    if args.per_rank is not None:
+        args.total = args.per_rank * world
     shard = args.total // world + (1 if rank < args.total % world else 0)
     generator = torch.Generator(device=device).manual_seed(1234 + rank)
     if dtype.is_floating_point:
@@ -73,6 +79,14 @@ def main():
     runs = [timed(call) for _ in range(args.reps)]
     seconds = statistics.median(run[0] for run in runs)
     result = runs[-1][1]
+    # The bare exchange of the same bytes: the keys in world near-equal parts to every rank.
+    parts = [shard // world + (1 if r < shard % world else 0) for r in range(world)]
+    incoming = torch.tensor(parts, device=device)
+    dist.all_to_all_single(incoming, torch.tensor(parts, device=device))
+    received = torch.empty(int(incoming.sum()), device=device, dtype=dtype)
+    exchange = lambda: dist.all_to_all_single(received, keys, incoming.tolist(), parts)  # noqa: E731
+    timed(exchange)
+    exchange_seconds = statistics.median(timed(exchange)[0] for _ in range(args.reps))
     local_ok = bool((result.keys[1:] >= result.keys[:-1]).all()) if result.keys.numel() > 1 else True
     bounds = torch.tensor([result.keys.min().item() if result.keys.numel() else float("inf"),
                            result.keys.max().item() if result.keys.numel() else float("-inf")],
@@ -101,7 +115,8 @@ def main():
         print(f"dist-bench {name} x{world} {args.dtype} total={args.total} "
               f"correct={correct} dist={seconds * 1e3:.2f} ms ({args.total / seconds / 1e6:.1f} Mkeys/s) "
               f"one-GPU gpusort={one['gpusort'] * 1e3:.2f} ms torch.sort={one['torch'] * 1e3:.2f} ms "
-              f"speedup vs gpusort={one['gpusort'] / seconds:.2f}x vs torch={one['torch'] / seconds:.2f}x",
+              f"speedup vs gpusort={one['gpusort'] / seconds:.2f}x vs torch={one['torch'] / seconds:.2f}x "
+              f"all_to_all_single of the keys={exchange_seconds * 1e3:.2f} ms",
               flush=True)
         if not correct:
             raise SystemExit(1)
