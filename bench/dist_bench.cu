@@ -83,6 +83,11 @@ constexpr const char* usage_text =
                 made from its key so that the verification can tell it followed its key
   --seed S      the keys' seed (the same keys as `gpusort bench --seed S`)
   --csv FILE    append the rows to FILE (the header is written if the file is new)
+  --processes   this process is one rank of a job that a launcher started, one process a
+                GPU (torchrun, mpirun, srun, scripts/dist-launch.sh: docs/distributed.md):
+                weak (--per-gpu a rank) and strong (--total) scaling on the job's ranks, as
+                modes weak-proc and strong-proc, printed by rank 0; no single-GPU rows, and
+                --gpus is the job's size
 Sizes: plain numbers or 2^k (2^k+c, 2^k-c).
 )";
 
@@ -94,6 +99,7 @@ struct config {
   std::vector<int> value_bytes{0};  // 0: keys alone; 4, 8: pairs with values of that size
   std::uint64_t seed = 1;
   std::string csv;
+  bool processes = false;  // one rank of a job a launcher started
 };
 
 void cuda_check(cudaError_t e, const std::string& what) {
@@ -382,11 +388,11 @@ outcome run_single(const config& cfg, gpusort::algorithm algo, std::uint64_t n) 
 // benchmark lets each GPU's pool keep its memory while it measures, and trims it after.
 class pool_kept_warm {
  public:
-  explicit pool_kept_warm(int gpus) : pools_(gpus) {
-    for (int d = 0; d < gpus; ++d) {
-      cuda_check(cudaDeviceGetDefaultMemPool(&pools_[d], d), "cudaDeviceGetDefaultMemPool");
+  explicit pool_kept_warm(const std::vector<int>& devices) : pools_(devices.size()) {
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      cuda_check(cudaDeviceGetDefaultMemPool(&pools_[i], devices[i]), "cudaDeviceGetDefaultMemPool");
       std::uint64_t keep = ~std::uint64_t{0};
-      cuda_check(cudaMemPoolSetAttribute(pools_[d], cudaMemPoolAttrReleaseThreshold, &keep),
+      cuda_check(cudaMemPoolSetAttribute(pools_[i], cudaMemPoolAttrReleaseThreshold, &keep),
                  "cudaMemPoolSetAttribute");
     }
   }
@@ -441,27 +447,104 @@ class rank_team {
   std::barrier<stamp_time> meet_;
 };
 
-// dist::sort over counts.size() GPUs (rank r on device r, counts[r] keys).
+// The ranks of a run driven by one thread each in this process, rank r on GPU r: its
+// communicators made for the run (ncclCommInitAll), its meetings at a std::barrier.
+class thread_ranks {
+ public:
+  explicit thread_ranks(int g) : team_(g) {
+    std::vector<int> devices(g);
+    std::iota(devices.begin(), devices.end(), 0);
+    comms_ = dist::communicators_for_devices(devices);
+  }
+  const dist::communicator& comm(int r) const { return comms_[r]; }
+  std::vector<int> devices() const {
+    std::vector<int> all;
+    for (const dist::communicator& c : comms_) all.push_back(c.device());
+    return all;
+  }
+  bool together() { return team_.together(); }
+  clock_type::time_point stamp() const { return team_.stamp(); }
+  template <class Work>
+  void run(const Work& work) {
+    team_.run(work);
+  }
+  // One address space: every rank's entry is already in v.
+  template <class T>
+  void share(std::vector<T>&) {}
+
+ private:
+  rank_team team_;
+  std::vector<dist::communicator> comms_;
+};
+
+// This process as one rank of a job that a launcher started (--processes: torchrun, mpirun,
+// srun or scripts/dist-launch.sh; dist::communicator_from_environment). Meetings are an NCCL
+// all-reduce waited for on the host, so a rank's clock starts when the all-reduce returns, the
+// last rank having arrived; results are shared by NCCL all-gathers.
+class process_ranks {
+ public:
+  explicit process_ranks(const dist::communicator& comm) : comm_(comm), flag_(sizeof(int)) {
+    require(flag_, "the meeting flag");
+  }
+  int rank() const { return comm_.rank(); }
+  int size() const { return comm_.size(); }
+  const dist::communicator& comm(int) const { return comm_; }
+  std::vector<int> devices() const { return {comm_.device()}; }
+  bool together() {
+    if (ncclAllReduce(flag_.as<int>(), flag_.as<int>(), 1, ncclInt32, ncclSum, comm_.get(),
+                      stream_.get()) != ncclSuccess)
+      throw std::runtime_error("ncclAllReduce (a meeting of the ranks)");
+    cuda_check(cudaStreamSynchronize(stream_.get()), "a meeting of the ranks");
+    stamp_ = clock_type::now();
+    return true;
+  }
+  clock_type::time_point stamp() const { return stamp_; }
+  template <class Work>
+  void run(const Work& work) {
+    work(comm_.rank());
+  }
+  // v[rank()] to every rank's v (v has an entry per rank).
+  template <class T>
+  void share(std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const device_buffer all(sizeof(T) * v.size());
+    require(all, "the shared results");
+    char* mine = all.as<char>() + sizeof(T) * rank();
+    cuda_check(cudaMemcpy(mine, &v[rank()], sizeof(T), cudaMemcpyHostToDevice), "sharing results");
+    if (ncclAllGather(mine, all.as<char>(), sizeof(T), ncclUint8, comm_.get(), stream_.get()) !=
+        ncclSuccess)
+      throw std::runtime_error("ncclAllGather (the results)");
+    cuda_check(cudaStreamSynchronize(stream_.get()), "sharing results");
+    cuda_check(cudaMemcpy(v.data(), all.as<char>(), sizeof(T) * v.size(), cudaMemcpyDeviceToHost),
+               "sharing results");
+  }
+
+ private:
+  const dist::communicator& comm_;
+  owned_stream stream_;
+  device_buffer flag_;
+  clock_type::time_point stamp_;
+};
+
+// Why counts[r] keys (and values) do not fit on GPU `device` (5 shards' worth: the input, its
+// pristine copy, the local sort's workspace or the two receive buffers, and room for the
+// merge), or "" where they do.
 template <class K, class V>
-outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
+std::string no_room_for_shard(std::uint64_t n, int device) {
+  cuda_check(cudaSetDevice(device), "cudaSetDevice");
+  std::size_t free_bytes = 0, total_bytes = 0;
+  cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  const std::uint64_t need = 5 * n * (sizeof(K) + value_size<V>());
+  return need + margin_bytes > free_bytes ? no_room(need, free_bytes, device) : "";
+}
+
+// dist::sort over counts.size() ranks (counts[r] keys on rank r), driven by `ranks`
+// (thread_ranks or process_ranks). The shards must fit (no_room_for_shard).
+template <class K, class V, class Ranks>
+outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts, Ranks& ranks) {
   outcome o;
   const int g = static_cast<int>(counts.size());
-  // 5 shards' worth per GPU: the input, its pristine copy, the local sort's workspace (or the
-  // two receive buffers of about a shard each, later), and room for the merge.
-  for (int r = 0; r < g; ++r) {
-    cuda_check(cudaSetDevice(r), "cudaSetDevice");
-    std::size_t free_bytes = 0, total_bytes = 0;
-    cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-    const std::uint64_t need = 5 * counts[r] * (sizeof(K) + value_size<V>());
-    if (need + margin_bytes > free_bytes) {
-      o.skipped = no_room(need, free_bytes, r);
-      return o;
-    }
-  }
-  std::vector<int> devices(g);
-  std::iota(devices.begin(), devices.end(), 0);
-  const std::vector<dist::communicator> comms = dist::communicators_for_devices(devices);
-  const pool_kept_warm pools(g);
+  const pool_kept_warm pools(ranks.devices());
   std::vector<std::uint64_t> first(g, 0);  // the global index of each rank's first key
   for (int r = 1; r < g; ++r) first[r] = first[r - 1] + counts[r - 1];
   const std::uint64_t total = first.back() + counts.back();
@@ -470,9 +553,8 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
   std::vector<std::vector<dist::phase_times>> times(cfg.reps, std::vector<dist::phase_times>(g));
   std::vector<std::uint64_t> sizes(g), descents(g), in_sums(g), out_sums(g), astray(g);
   std::vector<K> first_key(g), last_key(g);
-  rank_team team(g);
-  team.run([&](int r) {
-    cuda_check(cudaSetDevice(comms[r].device()), "cudaSetDevice");
+  ranks.run([&](int r) {
+    cuda_check(cudaSetDevice(ranks.comm(r).device()), "cudaSetDevice");
     const owned_stream s;
     const std::uint64_t n = counts[r];
     // Values, if any, follow the keys in the same buffers.
@@ -493,18 +575,18 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
                                  cudaMemcpyDeviceToDevice, s.get()),
                  "restoring the shard");
       cuda_check(cudaDeviceSynchronize(), "restoring the shard");
-      if (!team.together()) return;  // every GPU idle: the clock starts
-      if (r == 0) start = team.stamp();
+      if (!ranks.together()) return;  // every GPU idle: the clock starts
+      if (r == 0) start = ranks.stamp();
       if constexpr (has_values<V>)
-        result = dist::sort(comms[r], std::span<K>(keys.as<K>(), n),
+        result = dist::sort(ranks.comm(r), std::span<K>(keys.as<K>(), n),
                             std::span<V>(reinterpret_cast<V*>(keys.as<K>() + n), n), opt);
       else
-        result = dist::sort(comms[r], std::span<K>(keys.as<K>(), n), opt);
-      if (!team.together()) return;  // every rank's sort has returned: the clock stops
+        result = dist::sort(ranks.comm(r), std::span<K>(keys.as<K>(), n), opt);
+      if (!ranks.together()) return;  // every rank's sort has returned: the clock stops
       if (rep == 0) continue;
       times[rep - 1][r] = result.times();
       if (r == 0)
-        o.ms.push_back(std::chrono::duration<double, std::milli>(team.stamp() - start).count());
+        o.ms.push_back(std::chrono::duration<double, std::milli>(ranks.stamp() - start).count());
     }
     sizes[r] = result.size();
     const check_sums out = check(result.keys().data(), result.size(), s.get());
@@ -521,6 +603,11 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
                  "verification");
     }
   });
+  for (std::vector<dist::phase_times>& rep : times) ranks.share(rep);
+  for (std::vector<std::uint64_t>* v : {&sizes, &descents, &in_sums, &out_sums, &astray})
+    ranks.share(*v);
+  ranks.share(first_key);
+  ranks.share(last_key);
 
   // The phases: max over ranks in each rep, then the mean over reps.
   for (const std::vector<dist::phase_times>& rep : times) {
@@ -582,18 +669,17 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts) {
 // torch.distributed's all_to_all does) and copies its own part locally. Timed as run_dist
 // (barrier to barrier, the slowest rank); exchange_ms holds the max over ranks of CUDA events
 // around the group, and bytes_sent what a rank sends to the others.
+template <class Ranks>
 outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts,
-                     std::uint64_t item_bytes) {
+                     std::uint64_t item_bytes, Ranks& ranks) {
   outcome o;
   const int g = static_cast<int>(counts.size());
-  std::vector<int> devices(g);
-  std::iota(devices.begin(), devices.end(), 0);
-  const std::vector<dist::communicator> comms = dist::communicators_for_devices(devices);
-  std::vector<std::vector<double>> event_ms(g);
+  // event_ms[rep][r]: each rank's entries, shared after the run.
+  std::vector<std::vector<double>> event_ms(cfg.reps, std::vector<double>(g, 0.0));
   const auto chunk = [&](int r) { return counts[r] / g; };  // keys rank r sends to each rank
-  rank_team team(g);
-  team.run([&](int r) {
-    cuda_check(cudaSetDevice(comms[r].device()), "cudaSetDevice");
+  ranks.run([&](int r) {
+    const dist::communicator& comm = ranks.comm(r);
+    cuda_check(cudaSetDevice(comm.device()), "cudaSetDevice");
     const owned_stream s;
     std::uint64_t received = 0;
     for (int q = 0; q < g; ++q) received += chunk(q);
@@ -604,8 +690,8 @@ outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts
     clock_type::time_point wall_start;
     for (int rep = 0; rep <= cfg.reps; ++rep) {
       cuda_check(cudaDeviceSynchronize(), "all-to-all");
-      if (!team.together()) return;
-      if (r == 0) wall_start = team.stamp();
+      if (!ranks.together()) return;
+      if (r == 0) wall_start = ranks.stamp();
       cuda_check(cudaEventRecord(start.get(), s.get()), "cudaEventRecord");
       std::uint64_t at = 0;
       if (ncclGroupStart() != ncclSuccess) throw std::runtime_error("ncclGroupStart");
@@ -617,9 +703,9 @@ outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts
                                      s.get()),
                      "all-to-all: the local part");
         } else {
-          if (ncclSend(out, chunk(r) * item_bytes, ncclUint8, q, comms[r].get(), s.get()) !=
+          if (ncclSend(out, chunk(r) * item_bytes, ncclUint8, q, comm.get(), s.get()) !=
                   ncclSuccess ||
-              ncclRecv(in, chunk(q) * item_bytes, ncclUint8, q, comms[r].get(), s.get()) !=
+              ncclRecv(in, chunk(q) * item_bytes, ncclUint8, q, comm.get(), s.get()) !=
                   ncclSuccess)
             throw std::runtime_error("ncclSend/ncclRecv");
         }
@@ -628,20 +714,19 @@ outcome run_alltoall(const config& cfg, const std::vector<std::uint64_t>& counts
       if (ncclGroupEnd() != ncclSuccess) throw std::runtime_error("ncclGroupEnd");
       cuda_check(cudaEventRecord(stop.get(), s.get()), "cudaEventRecord");
       cuda_check(cudaStreamSynchronize(s.get()), "all-to-all");
-      if (!team.together()) return;
+      if (!ranks.together()) return;
       if (rep == 0) continue;
       float ms = 0;
       cuda_check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
-      event_ms[r].push_back(ms);
+      event_ms[rep - 1][r] = ms;
       if (r == 0)
         o.ms.push_back(
-            std::chrono::duration<double, std::milli>(team.stamp() - wall_start).count());
+            std::chrono::duration<double, std::milli>(ranks.stamp() - wall_start).count());
     }
   });
-  for (int rep = 0; rep < cfg.reps; ++rep) {
-    double slowest = 0;
-    for (int r = 0; r < g; ++r) slowest = std::max(slowest, event_ms[r][rep]);
-    o.phases.exchange_ms += slowest / cfg.reps;
+  for (std::vector<double>& rep : event_ms) {
+    ranks.share(rep);
+    o.phases.exchange_ms += *std::ranges::max_element(rep) / cfg.reps;
   }
   for (int r = 0; r < g; ++r)
     o.phases.bytes_sent = std::max(o.phases.bytes_sent, (g - 1) * chunk(r) * item_bytes);
@@ -785,7 +870,8 @@ std::uint64_t parse_size(const gpusort::tools::arguments& args, const std::strin
 // The configuration, or none for --help.
 std::optional<config> parse(int argc, char** argv) {
   const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
-      argc, argv, {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv"}, {"help"});
+      argc, argv, {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv"},
+      {"help", "processes"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
   config cfg;
@@ -819,6 +905,7 @@ std::optional<config> parse(int argc, char** argv) {
   }
   if (args.has("seed")) cfg.seed = gpusort::tools::parse_unsigned(args.get("seed"), "--seed");
   cfg.csv = args.get("csv");
+  cfg.processes = args.has("processes");
   return cfg;
 }
 
@@ -885,33 +972,70 @@ void run_key_type(const config& cfg, reporter& out, int device_count) {
       if (!weak)  // as even as can be: the first total % g ranks hold one key more
         for (int r = 0; r < g; ++r)
           counts[r] = cfg.total / g + (static_cast<std::uint64_t>(r) < cfg.total % g ? 1 : 0);
-      out.report(mode, dist_name, keys, g, n, run_dist<K, V>(cfg, counts));
+      std::string no_room;
+      for (int r = 0; r < g && no_room.empty(); ++r) no_room = no_room_for_shard<K, V>(counts[r], r);
+      if (!no_room.empty()) {
+        out.skip(mode, dist_name, keys, g, n, no_room);
+        continue;
+      }
+      thread_ranks ranks(g);
+      out.report(mode, dist_name, keys, g, n, run_dist<K, V>(cfg, counts, ranks));
       if (g > 1)
         out.report(mode, "nccl_alltoall", keys, g, n,
-                   run_alltoall(cfg, counts, sizeof(K) + value_size<V>()));
+                   run_alltoall(cfg, counts, sizeof(K) + value_size<V>(), ranks));
     }
   }
 }
 
-int run(const config& cfg) {
-  int device_count = 0;
-  cuda_check(cudaGetDeviceCount(&device_count), "cudaGetDeviceCount");
-  if (device_count == 0) throw gpusort::error(cudaErrorNoDevice, "no CUDA device");
-  const std::string gpu_name = print_environment(cfg, device_count);
-  reporter out(cfg.csv, gpu_name);
-  reporter::print_header();
+// --processes: this process is one rank of the job; weak and strong scaling on the job's
+// ranks, reported by rank 0 (out is null on the others) as modes weak-proc and strong-proc.
+template <class K, class V>
+void run_key_type_in_processes(const config& cfg, reporter* out, process_ranks& ranks) {
+  const std::string dist_name = "dist_sample_sort";
+  const std::string_view keys = gpusort::key_traits<K>::name;
+  if (out) out->set_values(value_name<V>());
+  const int g = ranks.size();
+  for (const char* mode : {"weak-proc", "strong-proc"}) {
+    const bool weak = std::string_view(mode) == "weak-proc";
+    const std::uint64_t n = weak ? cfg.per_gpu * g : cfg.total;
+    std::vector<std::uint64_t> counts(g, cfg.per_gpu);
+    if (!weak)
+      for (int r = 0; r < g; ++r)
+        counts[r] = cfg.total / g + (static_cast<std::uint64_t>(r) < cfg.total % g ? 1 : 0);
+    std::vector<int> fits(g, 0);
+    fits[ranks.rank()] = no_room_for_shard<K, V>(counts[ranks.rank()], ranks.comm(0).device()).empty();
+    ranks.share(fits);
+    if (std::ranges::find(fits, 0) != fits.end()) {
+      if (out) out->skip(mode, dist_name, keys, g, n, "does not fit on every rank's GPU");
+      continue;
+    }
+    const outcome sorted = run_dist<K, V>(cfg, counts, ranks);
+    if (out) out->report(mode, dist_name, keys, g, n, sorted);
+    if (g > 1) {
+      const outcome exchanged = run_alltoall(cfg, counts, sizeof(K) + value_size<V>(), ranks);
+      if (out) out->report(mode, "nccl_alltoall", keys, g, n, exchanged);
+    }
+  }
+}
+
+// Each key and value type's rows: run_key_type (threads) or run_key_type_in_processes.
+template <class Each>
+void for_each_type(const config& cfg, const Each& each) {
   for (const std::string& type : cfg.types) {
     gpusort::tools::with_key_type(type, [&]<class K>() {
       for (int value_bytes : cfg.value_bytes) {
         if (value_bytes == 0)
-          run_key_type<K, keys_only>(cfg, out, device_count);
+          each.template operator()<K, keys_only>();
         else if (value_bytes == 4)
-          run_key_type<K, std::uint32_t>(cfg, out, device_count);
+          each.template operator()<K, std::uint32_t>();
         else
-          run_key_type<K, std::uint64_t>(cfg, out, device_count);
+          each.template operator()<K, std::uint64_t>();
       }
     });
   }
+}
+
+int verdict(const reporter& out) {
   if (out.wrong() > 0) {
     std::printf("%d result(s) WRONG (see stderr)\n", out.wrong());
     return 1;
@@ -919,6 +1043,35 @@ int run(const config& cfg) {
   std::printf("every result verified: sorted, in order across GPUs, the same keys as the input, "
               "every value beside its key\n");
   return 0;
+}
+
+int run_in_processes(const config& cfg) {
+  const dist::communicator comm = dist::communicator_from_environment();
+  process_ranks ranks(comm);
+  std::optional<reporter> out;
+  if (ranks.rank() == 0) {
+    int device_count = 0;
+    cuda_check(cudaGetDeviceCount(&device_count), "cudaGetDeviceCount");
+    std::printf("%d processes, one GPU each (rank 0 on GPU %d)\n", ranks.size(), comm.device());
+    out.emplace(cfg.csv, print_environment(cfg, device_count));
+    reporter::print_header();
+  }
+  for_each_type(cfg, [&]<class K, class V>() {
+    run_key_type_in_processes<K, V>(cfg, out ? &*out : nullptr, ranks);
+  });
+  return out ? verdict(*out) : 0;
+}
+
+int run(const config& cfg) {
+  if (cfg.processes) return run_in_processes(cfg);
+  int device_count = 0;
+  cuda_check(cudaGetDeviceCount(&device_count), "cudaGetDeviceCount");
+  if (device_count == 0) throw gpusort::error(cudaErrorNoDevice, "no CUDA device");
+  const std::string gpu_name = print_environment(cfg, device_count);
+  reporter out(cfg.csv, gpu_name);
+  reporter::print_header();
+  for_each_type(cfg, [&]<class K, class V>() { run_key_type<K, V>(cfg, out, device_count); });
+  return verdict(out);
 }
 
 }  // namespace

@@ -13,7 +13,8 @@
 #   scripts/gpu-check.sh --multi        the multi-GPU tests (label multigpu, gpusort::dist over
 #                                       NCCL; again over NCCL's sockets on the loopback; again
 #                                       on 3 GPUs where there are 4 or more) and a
-#                                       short scaling run instead; needs 2+ GPUs. Builds only
+#                                       short scaling run (threads, then processes) instead;
+#                                       needs 2+ GPUs. Builds only
 #                                       what those run (about 55 of 139 steps)
 #   GPUSORT_CUDA_ARCHITECTURES=90 scripts/gpu-check.sh   (default: native, this host's GPU)
 # The venv ($build/venv) is made from python3 with the system's packages visible (PyTorch,
@@ -112,6 +113,9 @@ if [ "${1:-}" = "--multi" ]; then
   "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 \
     --values 0,4 --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1
   bench_rc=$?
+  # The same in processes, one a GPU, as a launcher starts them (issue 74): beside the threads.
+  scripts/dist-launch.sh -n "$gpus" "$build/tools/gpusort-dist-bench" --processes --per-gpu 2^26 \
+    --total 2^28 --reps 3 --values 0 >"$logs/dist-bench-processes.log" 2>&1 || bench_rc=1
   # A host array spread over the GPUs (2 GiB: above the spread's 1 GiB), against the link rate.
   "$build/tools/gpusort_host_keys" 29 0 u32 "$list" nocpu >"$logs/host-keys.log" 2>&1 || bench_rc=1
   # The exchange's GB/s over sockets, beside NCCL's own all-to-all on the same transport.
@@ -126,6 +130,7 @@ if [ "${1:-}" = "--multi" ]; then
   echo "skipped tests: $skipped"
   cat "$logs/dist-bench.log"
   grep -E "^(weak|strong) " "$logs/dist-bench-sockets.log" | sed 's/^/sockets: /'
+  grep -E "^(weak|strong)-proc " "$logs/dist-bench-processes.log" | sed 's/^/processes: /'
   grep -E "^# [0-9]+ GPU" "$logs/host-keys.log"
   if [ "$gpus" -lt 2 ] || [ "$skipped" -gt 0 ] || [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
     echo "gpu-check --multi: FAILED (GPUs: $gpus, tests rc=$tests_rc, bench rc=$bench_rc; logs in $logs)"
