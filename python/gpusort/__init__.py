@@ -39,7 +39,7 @@ from ._arrays import KEY_DTYPES, NARROW_KEY_DTYPES
 # Keys of files (sort_file): every key type but bool (narrow ones on one GPU or the CPU).
 FILE_KEY_DTYPES = KEY_DTYPES + tuple(d for d in NARROW_KEY_DTYPES if d != "bool")
 from ._core import ALGORITHM_TRAITS, ALGORITHMS, AlgorithmTraits
-from . import _ops, _out
+from . import _ops, _out, _sampling
 from ._extension import ext as _ext
 from ._extension import needs_module as _needs_module
 
@@ -138,6 +138,7 @@ __all__ = [
     "searchsorted",
     "bucketize",
     "lexsort",
+    "sample_top_k_top_p",
     "gpu_available",
     "Error",
     "ALGORITHMS",
@@ -426,6 +427,9 @@ def sort_lines(text, *, key=(), separator=None, numeric=False, reverse=False,
 unique = _needs_module(_ops.unique)
 searchsorted = _needs_module(_ops.searchsorted)
 bucketize = _needs_module(_ops.bucketize)
+
+
+sample_top_k_top_p = _needs_module(_sampling.sample_top_k_top_p)
 
 
 @_needs_module

@@ -42,6 +42,7 @@ __all__ = [
     "searchsorted",
     "bucketize",
     "lexsort",
+    "sample_top_k_top_p",
     "gpu_available",
     "Error",
     "ALGORITHMS",
@@ -336,4 +337,11 @@ def lexsort(
     *,
     dim: SupportsIndex = -1,
     descending: bool | Sequence[bool] = False,
+) -> _A: ...
+def sample_top_k_top_p(
+    logits: _A,
+    k: int,
+    p: float = 1.0,
+    temperature: float = 1.0,
+    generator: Any = None,
 ) -> _A: ...

@@ -108,6 +108,22 @@ def _cases(torch, quick):
                 "gpusort": lambda x, r=rows, k=k: gpusort.topk(x.view(r, -1), k),
                 "torch.topk": lambda x, r=rows, k=k: torch.topk(x.view(r, -1), k),
             }))
+    # Decoding's sampling: top-k, then top-p at a temperature, one token a row (issue 76),
+    # against torch's usual recipe on torch.topk.
+    def torch_sampling(x, rows, k, p=0.9, temperature=0.7):
+        values, indices = torch.topk(x.view(rows, -1), k)
+        probabilities = torch.softmax(values.float() / temperature, dim=-1)
+        more_likely = probabilities.cumsum(-1) - probabilities
+        probabilities = probabilities.masked_fill(more_likely >= p, 0.0)
+        return indices.gather(-1, torch.multinomial(probabilities, 1))
+
+    for rows, columns, k in ((64, 131072, 50), (256, 32000, 50), (1, 262144, 50)):
+        cases.append((f"sample top-k top-p {rows}x{columns} k={k} bfloat16", rows * columns,
+                      "bfloat16", {
+                          "gpusort": lambda x, r=rows, k=k: gpusort.sample_top_k_top_p(
+                              x.view(r, -1), k, 0.9, 0.7),
+                          "torch recipe": lambda x, r=rows, k=k: torch_sampling(x, r, k),
+                      }))
     cases.append(("sort_ in place float32", big, "float32", {
         "gpusort bitonic": lambda x: gpusort.sort_(x, algorithm="bitonic"),
     }))

@@ -97,6 +97,7 @@ def test_a_missing_module_raises_an_import_error_that_says_how_to_build_it():
             "searchsorted": lambda: gpusort.searchsorted(x, x),
             "bucketize": lambda: gpusort.bucketize(x, x),
             "lexsort": lambda: gpusort.lexsort([x]),
+            "sample_top_k_top_p": lambda: gpusort.sample_top_k_top_p(x, 2),
             "gpu_available": gpusort.gpu_available,
             "a bad argument": lambda: gpusort.sort("not an array", dim=99, algorithm="none"),
         }
@@ -211,6 +212,7 @@ distinct = gpusort.unique(flat, return_counts=True)
 places: npt.NDArray[np.signedinteger[npt.NBitBase]] = gpusort.searchsorted(flat, flat, "right")
 buckets: npt.NDArray[np.signedinteger[npt.NBitBase]] = gpusort.bucketize(flat, flat, right=True)
 by_keys: npt.NDArray[np.int64] = gpusort.lexsort([flat, flat], descending=[True, False])
+tokens = gpusort.sample_top_k_top_p(x, 5, p=0.9, temperature=0.7)
 import gpusort.distributed
 ranges = gpusort.distributed.sort([flat, flat], stable=True, nans="first")
 held = ranges.counts
