@@ -1,9 +1,16 @@
 // unique and searchsorted on the device (include/gpusort/operations.hpp): the library's sort,
-// then a few light kernels and one scan of CUB's. The kernels compare keys with less<K>, the
-// library's order, so that equal means what the sort means (every NaN one key).
+// then CUB's run-length encoding (or, past INT_MAX keys, light kernels and a scan), or binary
+// searches. Keys compare in the library's order (less<K>, or its order codes), so that equal
+// means what the sort means (every NaN one key).
 #include <algorithm>
 
+#include <climits>
+
+#include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
+#include <thrust/iterator/discard_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include <thrust/iterator/transform_output_iterator.h>
 
 #include "gpusort/operations.hpp"
 
@@ -82,6 +89,45 @@ __global__ void search_each(const K* sorted, std::uint64_t n, const K* queries,
     positions[origin ? origin[j] : j] = static_cast<std::int64_t>(place_of(sorted, n, queries[j], where));
 }
 
+// A key's order code (key_traits.hpp) and back: equal codes are equal keys in the library's
+// order (every NaN one code, -0.0 and +0.0 two), so CUB's run-length encoding, which compares
+// with ==, finds the library's runs on the codes. A NaN comes back as one NaN of its type.
+template <class K>
+struct to_order_code {
+  __device__ typename key_traits<K>::ordered_type operator()(K key) const {
+    return key_traits<K>::ordered(key);
+  }
+};
+
+template <class K>
+struct from_order_code {
+  using U = typename key_traits<K>::ordered_type;
+  __device__ K operator()(U code) const {
+    constexpr U sign = U{1} << (sizeof(U) * 8 - 1);
+    if constexpr (std::is_floating_point_v<K>)
+      return bit_cast<K>(static_cast<U>((code & sign) ? (code & ~sign) : ~code));
+    else
+      return static_cast<K>(code ^ (std::is_signed_v<K> ? sign : U{0}));
+  }
+};
+
+// The runs of n sorted keys (n <= INT_MAX, CUB's count type) by CUB's run-length encoding:
+// one pass over the keys.
+template <class K>
+cudaError_t encode_runs(void* temp, std::size_t& temp_bytes, const K* sorted, std::uint64_t n,
+                        K* unique_out, std::uint64_t* counts_out, std::uint64_t* num_unique,
+                        cudaStream_t stream) {
+  const auto codes = thrust::make_transform_iterator(sorted, to_order_code<K>{});
+  const auto keys_out = thrust::make_transform_output_iterator(unique_out, from_order_code<K>{});
+  const int items = static_cast<int>(n);
+  if (counts_out)
+    return cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, codes, keys_out, counts_out,
+                                              num_unique, items, stream);
+  return cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, codes, keys_out,
+                                            thrust::make_discard_iterator(), num_unique, items,
+                                            stream);
+}
+
 bool ascending_nans_last(const options& opt) {
   return opt.direction == order::ascending && opt.nans == nan_order::last;
 }
@@ -107,15 +153,20 @@ cudaError_t unique_keys(void* temp, std::size_t& temp_bytes, const K* keys, std:
                         const options& opt) {
   if (!ascending_nans_last(opt)) return cudaErrorInvalidValue;
   const options sort_opt = sort_options<K>(opt);
+  // Up to INT_MAX keys the runs are CUB's run-length encoding of the sorted keys; beyond, the
+  // run starts are marked, scanned (8 bytes a key) and gathered.
+  const bool by_cub = n <= INT_MAX;
   const std::size_t copy_bytes = align_workspace(sizeof(K) * n);
-  const std::size_t runs_bytes = align_workspace(sizeof(std::uint64_t) * n);
-  std::size_t sort_bytes = 0, scan_bytes = 0;
+  const std::size_t runs_bytes = by_cub ? 0 : align_workspace(sizeof(std::uint64_t) * n);
+  std::size_t sort_bytes = 0, runs_temp_bytes = 0;
   cudaError_t e = detail::sort_keys<K>(nullptr, sort_bytes, const_cast<K*>(keys), n, sort_opt);
   if (e != cudaSuccess) return e;
-  e = cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, static_cast<std::uint64_t*>(nullptr), n,
-                                    opt.stream);
+  e = by_cub ? encode_runs<K>(nullptr, runs_temp_bytes, keys, n, unique_out, counts_out,
+                              num_unique, opt.stream)
+             : cub::DeviceScan::InclusiveSum(nullptr, runs_temp_bytes,
+                                             static_cast<std::uint64_t*>(nullptr), n, opt.stream);
   if (e != cudaSuccess) return e;
-  const std::size_t shared_bytes = std::max(sort_bytes, scan_bytes);  // one after the other
+  const std::size_t shared_bytes = std::max(sort_bytes, runs_temp_bytes);  // one after the other
   if (!temp) {
     temp_bytes = copy_bytes + runs_bytes + shared_bytes;
     return cudaSuccess;
@@ -135,9 +186,12 @@ cudaError_t unique_keys(void* temp, std::size_t& temp_bytes, const K* keys, std:
   e = cudaMemcpyAsync(sorted, keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, opt.stream);
   if (e == cudaSuccess) e = detail::sort_keys<K>(shared, sort_bytes, sorted, n, sort_opt);
   if (e != cudaSuccess) return e;
+  if (by_cub)
+    return encode_runs<K>(shared, runs_temp_bytes, sorted, n, unique_out, counts_out, num_unique,
+                          opt.stream);
   const unsigned blocks = blocks_for(n);
   mark_run_starts<<<blocks, threads_per_block, 0, opt.stream>>>(sorted, n, runs);
-  e = cub::DeviceScan::InclusiveSum(shared, scan_bytes, runs, n, opt.stream);
+  e = cub::DeviceScan::InclusiveSum(shared, runs_temp_bytes, runs, n, opt.stream);
   if (e != cudaSuccess) return e;
   gather_runs<<<blocks, threads_per_block, 0, opt.stream>>>(sorted, n, runs, unique_out, counts_out,
                                                              num_unique);

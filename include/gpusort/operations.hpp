@@ -72,8 +72,8 @@ void unique_of_sorted(const std::vector<K>& sorted, std::vector<K>& keys,
 // device memory. Of NaNs of different bits one is kept (with opt.stable, the first). opt.algo
 // picks the sort (float keys take automatic for cub_radix, whose bare order differs);
 // opt.direction must be ascending and opt.nans last (numpy.unique's order): else
-// cudaErrorInvalidValue. Workspace: a sorted copy of the keys, n 8-byte positions and the
-// sort's own.
+// cudaErrorInvalidValue. Workspace: a sorted copy of the keys and the sort's own (past INT_MAX
+// keys, n 8-byte run numbers more).
 template <supported_key K, std::integral N>
 cudaError_t unique_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* unique_out,
                         std::uint64_t* counts_out, std::uint64_t* num_unique,

@@ -93,6 +93,50 @@ TYPED_TEST(GpuOperations, UniqueTakesEachSortAndRefusesAnotherOrder) {
   EXPECT_EQ(d_num.to_host()[0], 7u);
 }
 
+__global__ void thirteen_values(std::uint32_t* keys, std::uint64_t n) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x)
+    keys[i] = static_cast<std::uint32_t>(i * 7919 % 13);
+}
+
+// Past INT_MAX keys unique_keys marks and scans the runs itself (CUB's encoding counts in
+// int): 2^31 + 5 keys of 13 values, made on the device, their counts by arithmetic.
+TEST_F(GpuTest, UniqueOfMoreThanIntMaxKeys) {
+  const std::uint64_t n = (std::uint64_t{1} << 31) + 5;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (free_bytes < 76 * (n / 2))  // keys, the output and counts, and the workspace
+    GTEST_SKIP() << "needs about " << 38 * n / (1ull << 30) << " GiB of free device memory";
+  std::uint32_t *keys = nullptr, *unique_out = nullptr;
+  std::uint64_t *counts = nullptr, *num = nullptr;
+  CUDA_OK(cudaMalloc(&keys, n * 4));
+  CUDA_OK(cudaMalloc(&unique_out, n * 4));
+  CUDA_OK(cudaMalloc(&counts, n * 8));
+  CUDA_OK(cudaMalloc(&num, 8));
+  thirteen_values<<<4096, 256>>>(keys, n);
+  std::size_t bytes = 0;
+  CUDA_OK(unique_keys(nullptr, bytes, keys, n, unique_out, counts, num));
+  const poisoned_workspace temp(bytes);
+  ASSERT_NE(temp.ptr, nullptr);
+  CUDA_OK(unique_keys(temp.ptr, bytes, keys, n, unique_out, counts, num));
+  CUDA_OK(cudaDeviceSynchronize());
+  std::uint64_t found = 0;
+  std::uint32_t got_keys[13] = {};
+  std::uint64_t got_counts[13] = {};
+  CUDA_OK(cudaMemcpy(&found, num, 8, cudaMemcpyDeviceToHost));
+  ASSERT_EQ(found, 13u);
+  CUDA_OK(cudaMemcpy(got_keys, unique_out, sizeof got_keys, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(got_counts, counts, sizeof got_counts, cudaMemcpyDeviceToHost));
+  for (std::uint64_t first = 0; first < 13; ++first) {  // value first * 7919 % 13 starts at first
+    const std::uint64_t value = first * 7919 % 13;
+    EXPECT_EQ(got_keys[value], value);
+    EXPECT_EQ(got_counts[value], (n - 1 - first) / 13 + 1) << "value " << value;
+  }
+  for (void* p : {static_cast<void*>(keys), static_cast<void*>(unique_out),
+                  static_cast<void*>(counts), static_cast<void*>(num)})
+    cudaFree(p);
+}
+
 TYPED_TEST(GpuOperations, SearchsortedMatchesTheHostOnBothPaths) {
   using K = TypeParam;
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{1} << 20}) {
