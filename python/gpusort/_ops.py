@@ -62,6 +62,10 @@ class _Lib:
         return x.to(self.dtype(dtype)) if self.name == "torch" else x.astype(dtype)
 
     def take_along(self, x, indices, axis):
+        """x's entries at indices along axis; 1-D arrays take int32 indices too (torch's
+        gather takes int64 alone, its index_select both)."""
+        if x.ndim == 1:
+            return self.m.index_select(x, 0, indices) if self.name == "torch" else x[indices]
         if self.name == "torch":
             return self.m.gather(x, axis, indices)
         return self.m.take_along_axis(x, indices, axis)
@@ -328,9 +332,13 @@ def lexsort(keys, axis=-1, *, descending=False):
         passes = _packed_groups(lib, keys[::-1], descending[::-1])
         if not passes:  # every key constant: the input order
             return argsort(lib.astype(keys[0], "int64") * 0, axis, stable=True)
+        # One row of fewer than 2^31 keys: the passes carry int32 positions, which the sorts
+        # move in half the bytes of int64 ones; the answer is int64, as NumPy's.
+        narrow = len(shape) == 1 and shape[0] < 2**31
         order = None
         for key, down in reversed(passes):  # least significant first, each stable
             along = key if order is None else lib.take_along(key, order, axis)
-            step = argsort(along, axis, descending=down, stable=True)
+            step = argsort(along, axis, descending=down, stable=True,
+                           indices_dtype="int32" if narrow else "int64")
             order = step if order is None else lib.take_along(order, step, axis)
-        return order
+        return lib.astype(order, "int64") if narrow else order
