@@ -44,7 +44,7 @@ void check_counts_and_types(const bench_config& config) {
       with_file_key_type(type, [&]<class K>() {
         if constexpr (gpusort::narrow_key<K>)
           throw usage_error("--types: " + type + ": narrow keys are measured by "
-                            "gpusort-narrow-bench (bench/narrow_bench.cu), against CUB and f32");
+                            "gpusort-narrow-bench (tools/bench/narrow_bench.cu), against CUB and f32");
       });
     } else if (!config.segments.empty()) {
       throw usage_error("--types: " + type + " sorts single arrays, not --segments");
