@@ -545,7 +545,8 @@ def unique_counts(x):
     _ext.unique_device(*_handles(xp, stream, x, keys, counts, found), stream,
                        _alloc(xp, x, stream))
     distinct = int(found[0])
-    return keys[:distinct], counts[:distinct]
+    # Copies of the distinct part, so that the room for every key is given back.
+    return xp.copy(keys[:distinct]), xp.copy(counts[:distinct])
 
 
 @_on_device_of_x
