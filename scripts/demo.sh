@@ -5,11 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
 # A new build folder gets one CUDA architecture, the GPU's here (as scripts/test.sh's, which
-# shares it; scripts/cuda_build_flags.sh); an existing one keeps its own.
+# shares it; scripts/cuda_build_flags.sh), and no gpusort::dist, which the demo does not use
+# (a tenth of the build; scripts/test.sh turns it back on where NCCL is); an existing folder
+# keeps its own.
 config=()
 if [ ! -f build/CMakeCache.txt ]; then
   source scripts/cuda_build_flags.sh
-  config=(-DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_FLAGS="$cuda_flags")
+  config=(-DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_FLAGS="$cuda_flags"
+          -DGPUSORT_BUILD_DIST=OFF)
 fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${config[@]}" >/dev/null
 # The tool needs CLI11; without it the build has no such target.

@@ -37,8 +37,9 @@ if [ -n "$base" ]; then
 fi
 # One architecture: the GPU's here, else PTX of sm_90 (scripts/cuda_build_flags.sh).
 source scripts/cuda_build_flags.sh
+# -U: gpusort::dist as the default has it (on where NCCL is), whatever scripts/demo.sh left.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$archs" \
-  -DCMAKE_CUDA_FLAGS="$cuda_flags" "${python[@]}" >/dev/null
+  -DCMAKE_CUDA_FLAGS="$cuda_flags" -UGPUSORT_BUILD_DIST "${python[@]}" >/dev/null
 cmake --build build
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 # The generated tables of docs/performance.md and docs/distributed.md must be what
