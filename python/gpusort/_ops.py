@@ -145,7 +145,10 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None, 
         if dim is None:
             keys = _plus_zero(lib, x.reshape(-1))
             if return_index or return_inverse:
-                values, order = sort(keys, stable=True)
+                # The first position of each key (return_index) needs equal keys in input
+                # order; the inverse alone does not, and a sort free to be unstable takes the
+                # radix sort for float keys too.
+                values, order = sort(keys, stable=return_index)
             else:  # the keys alone: a sort of keys moves half the bytes of one with indices
                 values = sort_(keys if lib.is_float(keys) else lib.copy(keys))  # (a new array)
             sorted_rows = values.reshape(-1, 1)

@@ -83,6 +83,9 @@ def test_unique_matches_numpy(lib, dtype, n, shape, rng):
     assert type(alone) is type(given) and _same(back(alone), want[0])
     values, counts = gpusort.unique(given, return_counts=True, equal_nan=True)
     assert _same(back(values), want[0]) and np.array_equal(back(counts), want[3])
+    values, inverse = gpusort.unique(given, return_inverse=True, equal_nan=True)  # no stable sort
+    assert _same(back(values), want[0])
+    assert np.array_equal(back(inverse).reshape(-1), want[2].reshape(-1))
     assert np.array_equal(back(given), pristine, equal_nan=a.dtype.kind == "f")
 
 
