@@ -440,5 +440,6 @@ def lexsort(keys, axis=_LAST, *, dim=_LAST, descending=False):
     sorted along axis (dim=, torch's name, is the same argument). descending: one bool for
     every key, or one per key (NumPy has none). Integer keys whose ranges fit 64 bits
     together are sorted as one packed int64 code (three random int32 keys: two sorts instead
-    of three); floats one sort each, NaNs last, -0.0 equal to +0.0."""
+    of three); float keys go as integer codes of their order (NaNs last in either direction,
+    -0.0 equal to +0.0), so they pack too and take the stable radix sort."""
     return _ops.lexsort(keys, _dim(dim, axis), descending=descending)
