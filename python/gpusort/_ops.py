@@ -161,8 +161,13 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None, 
             if return_index or return_inverse:
                 # The first position of each key (return_index) needs equal keys in input
                 # order; the inverse alone does not, and a sort free to be unstable takes the
-                # radix sort for float keys too.
-                values, order = sort(keys, stable=return_index)
+                # radix sort for float keys too. A stable sort of floats goes by their integer
+                # order codes (the radix sort again), the keys gathered after.
+                if return_index and lib.is_float(keys):
+                    _, order = sort(_float_order_codes(lib, keys, False), stable=True)
+                    values = keys[order]
+                else:
+                    values, order = sort(keys, stable=return_index)
             else:  # the keys alone: a sort of keys moves half the bytes of one with indices
                 values = sort_(keys if lib.is_float(keys) else lib.copy(keys))  # (a new array)
             sorted_rows = values.reshape(-1, 1)
