@@ -206,6 +206,8 @@ def _unique_on_gpu(lib, keys, equal_nan):
     is a key of its own (torch's), so the NaN entry is spread out again."""
     from . import _core
 
+    if lib.name == "torch":
+        keys = keys.detach()  # distinct keys carry no gradient (torch.unique's neither)
     found = _core.unique_counts(keys)
     if found is None:
         return None

@@ -248,3 +248,12 @@ def test_unique_matches_torch_s(dtype, rng):
         want = torch.unique(t, sorted=True, return_inverse=True, return_counts=True)
         for g, w in zip(got, want):
             assert g.device == t.device and g.dtype == w.dtype and torch.equal(g, w)
+
+
+def test_unique_and_lexsort_take_tensors_that_require_grad():
+    torch = pytest.importorskip("torch")
+    for device in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+        t = torch.tensor([2.0, -1.0, 2.0, 0.5], device=device, requires_grad=True)
+        values, counts = gpusort.unique(t, return_counts=True)
+        assert values.tolist() == [-1.0, 0.5, 2.0] and counts.tolist() == [1, 1, 2]
+        assert gpusort.lexsort([t, t]).tolist() == [1, 3, 0, 2]
