@@ -78,8 +78,9 @@ def _bits(lib, x):
     """Float keys as the signed integers of their bits (a view). Comparisons and arithmetic
     on these are exact where CuPy's float32 kernels flush subnormals to zero (-ftz=true):
     there 1e-45 == 0.0 and 1e-45 + 0.0 is 0.0."""
-    width = x.element_size() if lib.name == "torch" else x.dtype.itemsize
-    return x.view(lib.dtype(_INT_OF_WIDTH[width]))
+    if lib.name == "torch":  # bits carry no gradient, and view(dtype) wants none
+        return x.detach().view(lib.dtype(_INT_OF_WIDTH[x.element_size()]))
+    return x.view(lib.dtype(_INT_OF_WIDTH[x.dtype.itemsize]))
 
 
 def _plus_zero(lib, x):
