@@ -64,29 +64,14 @@ __global__ void copy_runs(const std::uint64_t* from, const std::uint64_t* num_un
   for (std::uint64_t j = first_index(); j < runs; j += grid_stride()) to[j] = from[j];
 }
 
-// The place of q in sorted[0, n): the first where it can go (left) or the last (right).
-template <class K>
-__device__ std::uint64_t place_of(const K* sorted, std::uint64_t n, K q, side where) {
-  const less<K> before;
-  std::uint64_t low = 0, high = n;
-  while (low < high) {
-    const std::uint64_t mid = low + (high - low) / 2;
-    const bool after_mid = where == side::left ? before(sorted[mid], q) : !before(q, sorted[mid]);
-    if (after_mid)
-      low = mid + 1;
-    else
-      high = mid;
-  }
-  return low;
-}
-
 // positions[origin[j]] (or positions[j] without origin) = the place of queries[j].
 template <class K>
 __global__ void search_each(const K* sorted, std::uint64_t n, const K* queries,
                             const std::uint64_t* origin, std::uint64_t m,
                             std::int64_t* positions, side where) {
   for (std::uint64_t j = first_index(); j < m; j += grid_stride())
-    positions[origin ? origin[j] : j] = static_cast<std::int64_t>(place_of(sorted, n, queries[j], where));
+    positions[origin ? origin[j] : j] =
+        static_cast<std::int64_t>(place_in_sorted(sorted, n, queries[j], where));
 }
 
 // A key's order code (key_traits.hpp) and back: equal codes are equal keys in the library's

@@ -46,6 +46,24 @@ cudaError_t searchsorted(void* temp, std::size_t& temp_bytes, const K* sorted, s
                          const K* queries, std::uint64_t m, std::int64_t* positions, side where,
                          const options& opt);
 
+// The place of q in sorted[0, n), ascending in the library's order: the first where it can go
+// (side::left: the keys before it) or the last (side::right: the keys not after it). The
+// device's searches and the host's run this one binary search.
+template <class K>
+GPUSORT_HD std::uint64_t place_in_sorted(const K* sorted, std::uint64_t n, const K& q, side where) {
+  const less<K> before;
+  std::uint64_t low = 0, high = n;
+  while (low < high) {
+    const std::uint64_t mid = low + (high - low) / 2;
+    const bool after_mid = where == side::left ? before(sorted[mid], q) : !before(q, sorted[mid]);
+    if (after_mid)
+      low = mid + 1;
+    else
+      high = mid;
+  }
+  return low;
+}
+
 // The first key of each run of equal keys of sorted[0, n) (in the library's order), and how
 // many there are of it: the host's half of the convenience layer's unique.
 template <class K>
@@ -137,9 +155,7 @@ std::vector<std::int64_t> searchsorted(const std::vector<K>& sorted, const std::
     throw invalid_request("gpusort::searchsorted: the array searched is not in ascending order");
   std::vector<std::int64_t> positions(queries.size());
   std::transform(queries.begin(), queries.end(), positions.begin(), [&](const K& q) {
-    const auto at = where == side::left ? std::lower_bound(sorted.begin(), sorted.end(), q, before)
-                                        : std::upper_bound(sorted.begin(), sorted.end(), q, before);
-    return static_cast<std::int64_t>(at - sorted.begin());
+    return static_cast<std::int64_t>(detail::place_in_sorted(sorted.data(), sorted.size(), q, where));
   });
   return positions;
 }
