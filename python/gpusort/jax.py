@@ -24,7 +24,10 @@ def _registered():
         return ("gpusort.jax: the compiled module has no XLA FFI handlers (it was built where "
                 "JAX's FFI headers were not found; rebuild with JAX installed: "
                 "pip install --no-build-isolation ./python)")
-    import jax.ffi
+    try:
+        import jax.ffi
+    except ImportError:  # available() answers False where JAX is missing, rather than raising
+        return "gpusort.jax: JAX (with jax.ffi) is not installed"
 
     for name, capsule in handlers.items():
         jax.ffi.register_ffi_target(name, capsule, platform="CUDA")
@@ -57,10 +60,14 @@ def sort(x, dim=-1, descending=False, stable=False, *, nans="last"):
         raise ValueError("x: a 0-d array has nothing to sort along")
     moved = jnp.moveaxis(x, dim, -1)
     index_dtype = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+    # The handler sorts every row of the last axis, so under vmap it is the same call with the
+    # batch axis in front ("broadcast_all"). Without a vmap_method, JAX's default is a
+    # sequential loop of calls, deprecated (to become an error).
     call = jax.ffi.ffi_call(
         "gpusort_sort",
         (jax.ShapeDtypeStruct(moved.shape, moved.dtype),
-         jax.ShapeDtypeStruct(moved.shape, index_dtype)))
+         jax.ShapeDtypeStruct(moved.shape, index_dtype)),
+        vmap_method="broadcast_all")
     values, indices = call(moved, descending=descending, stable=stable,
                            nans_first=nans == "first")
     return jnp.moveaxis(values, -1, dim), jnp.moveaxis(indices, -1, dim)

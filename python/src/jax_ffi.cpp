@@ -7,9 +7,13 @@
 // last dimension's length) to `values`, and each key's position in its row to `indices`
 // (int32 or int64, as JAX's x64 setting makes them). Attributes: descending, stable,
 // nans_first (NaNs before every number; otherwise after, NumPy's).
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include <cuda_bf16.h>  // __nv_bfloat16: BF16 keys
+#include <cuda_fp16.h>  // __half: F16 keys
 #include <cuda_runtime_api.h>
 
 #include "gpusort/sort.hpp"
@@ -59,17 +63,20 @@ ffi::Error sort_rows(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::An
   opt.nans = nans_first ? gpusort::nan_order::first : gpusort::nan_order::last;
   opt.stable = stable;
   opt.stream = stream;
-  cudaError_t e = cudaMemcpyAsync(values->untyped_data(), keys.untyped_data(), keys.size_bytes(),
-                                  cudaMemcpyDeviceToDevice, stream);
-  if (e != cudaSuccess) return failed(e, "copying the keys");
+  // These refusals come before any work goes on the stream.
   const ffi::DataType index_type = indices->element_type();
   if (index_type != ffi::DataType::S32 && index_type != ffi::DataType::S64)
     return ffi::Error::InvalidArgument("gpusort.jax.sort: indices must be int32 or int64");
+  // int32 holds the positions 0 .. 2^31 - 1: rows of up to 2^31 keys.
   if (index_type == ffi::DataType::S32 && row_len > (std::uint64_t{1} << 31))
-    return ffi::Error::InvalidArgument("gpusort.jax.sort: rows of 2^31 keys or more need int64 "
-                                       "indices (jax_enable_x64)");
+    return ffi::Error::InvalidArgument("gpusort.jax.sort: rows of more than 2^31 keys need "
+                                       "int64 indices (jax_enable_x64)");
   return with_key_type(keys.element_type(), [&](auto key) -> ffi::Error {
     using K = decltype(key);
+    // The sort is in place: the keys go to `values` first, on the same stream.
+    const cudaError_t e = cudaMemcpyAsync(values->untyped_data(), keys.untyped_data(),
+                                          keys.size_bytes(), cudaMemcpyDeviceToDevice, stream);
+    if (e != cudaSuccess) return failed(e, "copying the keys");
     K* k = static_cast<K*>(values->untyped_data());
     const auto sort = [&](auto* index) -> ffi::Error {
       const auto call = [&](void* temp, std::size_t& bytes) {

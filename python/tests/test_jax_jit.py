@@ -84,6 +84,16 @@ def test_jit_sort_along_another_dim_and_argsort(rng):
     assert np.array_equal(np.asarray(order), np.argsort(-a, axis=0, kind="stable"))
 
 
+def test_vmap_sorts_every_row(rng):
+    a = rng.integers(-50, 50, (5, 7, 30)).astype(np.int32)
+    x = jnp.asarray(a)
+    values, indices = jax.jit(jax.vmap(lambda v: gpusort.jax.sort(v, stable=True)))(x)
+    assert np.array_equal(np.asarray(values), np.sort(a, axis=-1, kind="stable"))
+    assert np.array_equal(np.asarray(indices), np.argsort(a, axis=-1, kind="stable"))
+    order = jax.vmap(lambda v: gpusort.jax.argsort(v, dim=0, stable=True))(x)
+    assert np.array_equal(np.asarray(order), np.argsort(a, axis=1, kind="stable"))
+
+
 def test_refusals():
     with pytest.raises(ValueError, match="nans"):
         gpusort.jax.sort(jnp.arange(3), nans="middle")
