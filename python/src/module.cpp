@@ -27,6 +27,9 @@
 #include "gpusort/operations.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
+#ifdef GPUSORT_JAX_FFI
+#include "jax_ffi.hpp"
+#endif
 
 #ifndef GPUSORT_VERSION  // set by python/CMakeLists.txt from the project's version
 #define GPUSORT_VERSION "unknown"
@@ -939,6 +942,14 @@ PYBIND11_MODULE(_gpusort, m) {
   m.def("topk_rows_indices_device", &topk_rows_indices_device, py::arg("keys"),
         py::arg("out_keys"), py::arg("out_indices"), py::arg("k"), py::arg("descending"),
         py::arg("stream"), py::arg("alloc").none(true), py::arg("rows"));
+#ifdef GPUSORT_JAX_FFI
+  // The XLA FFI handlers for gpusort.jax (jax.ffi.register_ffi_target takes each capsule).
+  m.def("jax_handlers", [] {
+    py::dict handlers;
+    handlers["gpusort_sort"] = py::capsule(gpusort::python::jax_sort_handler());
+    return handlers;
+  });
+#endif
   m.def("unique_device", &unique_device, py::arg("keys"), py::arg("out_keys"),
         py::arg("out_counts"), py::arg("num_unique"), py::arg("stream"),
         py::arg("alloc").none(true));
