@@ -10,7 +10,6 @@
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/discard_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
-#include <thrust/iterator/transform_output_iterator.h>
 
 #include "gpusort/operations.hpp"
 
@@ -74,9 +73,9 @@ __global__ void search_each(const K* sorted, std::uint64_t n, const K* queries,
         static_cast<std::int64_t>(place_in_sorted(sorted, n, queries[j], where));
 }
 
-// A key's order code (key_traits.hpp) and back: equal codes are equal keys in the library's
-// order (every NaN one code, -0.0 and +0.0 two), so CUB's run-length encoding, which compares
-// with ==, finds the library's runs on the codes. A NaN comes back as one NaN of its type.
+// A key's order code (key_traits.hpp): equal codes are equal keys in the library's order (every
+// NaN one code, -0.0 and +0.0 two), so CUB's run-length encoding, which compares with ==, finds
+// the library's runs on the codes. A NaN comes back (codes_to_keys) as one NaN of its type.
 template <class K>
 struct to_order_code {
   __device__ typename key_traits<K>::ordered_type operator()(K key) const {
@@ -84,17 +83,22 @@ struct to_order_code {
   }
 };
 
+// Order codes back to keys, in place: unique_out[j] for the *num_unique runs. (CUB's run-length
+// encoding writes codes: through an output iterator that made keys, it would store each code
+// in the iterator's value type first, and a u32 code does not survive a float.)
 template <class K>
-struct from_order_code {
+__global__ void codes_to_keys(K* unique_out, const std::uint64_t* num_unique) {
   using U = typename key_traits<K>::ordered_type;
-  __device__ K operator()(U code) const {
-    constexpr U sign = U{1} << (sizeof(U) * 8 - 1);
+  constexpr U sign = U{1} << (sizeof(U) * 8 - 1);
+  const std::uint64_t runs = *num_unique;
+  for (std::uint64_t j = first_index(); j < runs; j += grid_stride()) {
+    const U code = bit_cast<U>(unique_out[j]);
     if constexpr (std::is_floating_point_v<K>)
-      return bit_cast<K>(static_cast<U>((code & sign) ? (code & ~sign) : ~code));
+      unique_out[j] = bit_cast<K>(static_cast<U>((code & sign) ? (code & ~sign) : ~code));
     else
-      return static_cast<K>(code ^ (std::is_signed_v<K> ? sign : U{0}));
+      unique_out[j] = static_cast<K>(code ^ (std::is_signed_v<K> ? sign : U{0}));
   }
-};
+}
 
 // The runs of n sorted keys (n <= INT_MAX, CUB's count type) by CUB's run-length encoding:
 // one pass over the keys.
@@ -102,15 +106,19 @@ template <class K>
 cudaError_t encode_runs(void* temp, std::size_t& temp_bytes, const K* sorted, std::uint64_t n,
                         K* unique_out, std::uint64_t* counts_out, std::uint64_t* num_unique,
                         cudaStream_t stream) {
+  using U = typename key_traits<K>::ordered_type;
   const auto codes = thrust::make_transform_iterator(sorted, to_order_code<K>{});
-  const auto keys_out = thrust::make_transform_output_iterator(unique_out, from_order_code<K>{});
+  auto* codes_out = reinterpret_cast<U*>(unique_out);  // same size: the codes, then the keys
   const int items = static_cast<int>(n);
-  if (counts_out)
-    return cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, codes, keys_out, counts_out,
-                                              num_unique, items, stream);
-  return cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, codes, keys_out,
-                                            thrust::make_discard_iterator(), num_unique, items,
-                                            stream);
+  const cudaError_t e =
+      counts_out ? cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, codes, codes_out,
+                                                      counts_out, num_unique, items, stream)
+                 : cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, codes, codes_out,
+                                                      thrust::make_discard_iterator(), num_unique,
+                                                      items, stream);
+  if (e != cudaSuccess || !temp) return e;
+  codes_to_keys<<<blocks_for(n), threads_per_block, 0, stream>>>(unique_out, num_unique);
+  return cudaGetLastError();
 }
 
 bool ascending_nans_last(const options& opt) {
@@ -144,7 +152,7 @@ cudaError_t unique_keys(void* temp, std::size_t& temp_bytes, const K* keys, std:
   const std::size_t copy_bytes = align_workspace(sizeof(K) * n);
   const std::size_t runs_bytes = by_cub ? 0 : align_workspace(sizeof(std::uint64_t) * n);
   std::size_t sort_bytes = 0, runs_temp_bytes = 0;
-  cudaError_t e = detail::sort_keys<K>(nullptr, sort_bytes, const_cast<K*>(keys), n, sort_opt);
+  cudaError_t e = sort_workspace_bytes<K, no_value>(n, sort_opt, sort_bytes);  // keys unchecked yet
   if (e != cudaSuccess) return e;
   e = by_cub ? encode_runs<K>(nullptr, runs_temp_bytes, keys, n, unique_out, counts_out,
                               num_unique, opt.stream)
@@ -199,8 +207,7 @@ cudaError_t searchsorted(void* temp, std::size_t& temp_bytes, const K* sorted, s
   std::size_t sort_bytes = 0;
   using P = payload<sizeof(std::uint64_t)>;
   if (sort_queries) {
-    const cudaError_t q = detail::sort_pairs<K, P>(nullptr, sort_bytes, const_cast<K*>(queries),
-                                                   nullptr, m, sort_opt);
+    const cudaError_t q = sort_workspace_bytes<K, P>(m, sort_opt, sort_bytes);  // of the copies
     if (q != cudaSuccess) return q;
   }
   if (!temp) {

@@ -482,7 +482,9 @@ void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt) {
   template gpusort::algorithm gpusort::detail::automatic_algorithm<K, P>(std::uint64_t,       \
                                                                       const options&);       \
   template void gpusort::detail::cpu_sort_pairs<K, P>(K*, P*, std::uint64_t, const options&); \
-  template void gpusort::detail::cpu_run_core<K, P>(K*, P*, std::uint64_t, const options&);
+  template void gpusort::detail::cpu_run_core<K, P>(K*, P*, std::uint64_t, const options&);   \
+  template cudaError_t gpusort::detail::sort_workspace_bytes<K, P>(std::uint64_t, const options&, \
+                                                                   std::size_t&);
 
 #define GPUSORT_INSTANTIATE_KEY(K)                                                           \
   template cudaError_t gpusort::detail::sort_keys<K>(void*, std::size_t&, K*, std::uint64_t,   \
@@ -494,6 +496,8 @@ void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt) {
   template void gpusort::detail::cpu_sort_keys<K>(K*, std::uint64_t, const options&);        \
   template void gpusort::detail::cpu_run_core<K, gpusort::detail::no_value>(                   \
       K*, gpusort::detail::no_value*, std::uint64_t, const options&);                          \
+  template cudaError_t gpusort::detail::sort_workspace_bytes<K, gpusort::detail::no_value>(    \
+      std::uint64_t, const options&, std::size_t&);                                            \
   GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<4>)                                  \
   GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<8>)                                  \
   GPUSORT_INSTANTIATE_PAIRS(K, gpusort::detail::payload<16>)

@@ -541,6 +541,8 @@ def unique_counts(x):
     n = xp.shape(x)[0]
     keys = xp.empty(x, (n,), xp.dtype_name(x))
     counts = xp.empty(x, (n,), "int64")
+    if n == 0:  # nothing to hand the library (an empty array has no device address to check)
+        return keys, counts
     found = xp.empty(x, (1,), "int64")
     _ext.unique_device(*_handles(xp, stream, x, keys, counts, found), stream,
                        _alloc(xp, x, stream))

@@ -1,12 +1,14 @@
 // gpusort's sort as an XLA FFI handler, so that it runs inside jax.jit (issue 73). gpusort.jax
 // registers it with jax.ffi.register_ffi_target for the CUDA platform. XLA gives the handler
-// its stream and a scratch allocator: the workspace comes from XLA's own memory, the work is
-// ordered on XLA's stream, and nothing waits for the device.
+// its stream and a scratch allocator: the workspace comes from XLA's memory (or, where XLA has
+// none to give, CUDA's stream-ordered allocator), the work is ordered on XLA's stream, and
+// nothing waits for the device.
 //
 // gpusort_sort: the keys (any shape, sorted along the last dimension: one row or rows of the
 // last dimension's length) to `values`, and each key's position in its row to `indices`
 // (int32 or int64, as JAX's x64 setting makes them). Attributes: descending, stable,
 // nans_first (NaNs before every number; otherwise after, NumPy's).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -86,12 +88,25 @@ ffi::Error sort_rows(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::An
       std::size_t bytes = 0;
       cudaError_t status = call(nullptr, bytes);
       if (status != cudaSuccess) return failed(status, "the workspace query");
-      const std::optional<void*> temp = scratch.Allocate(bytes, 256);
-      if (!temp.has_value())
-        return ffi::Error(ffi::ErrorCode::kResourceExhausted,
-                          "gpusort.jax.sort: no room for the workspace (" +
-                              std::to_string(bytes) + " bytes)");
+      // XLA's scratch memory where it gives some; else CUDA's stream-ordered allocator, freed
+      // on the same stream once the sort is queued (JAX 0.8's GPU runtime refused every size).
+      const std::size_t asked = std::max<std::size_t>(bytes, 1);  // a workspace is never null
+      std::optional<void*> temp = scratch.Allocate(asked, 256);
+      void* owned = nullptr;
+      if (!temp.has_value()) {
+        if (cudaMallocAsync(&owned, asked, stream) != cudaSuccess) {
+          cudaGetLastError();
+          return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                            "gpusort.jax.sort: no room for the workspace (" +
+                                std::to_string(bytes) + " bytes)");
+        }
+        temp = owned;
+      }
       status = call(*temp, bytes);
+      if (owned) {
+        const cudaError_t freed = cudaFreeAsync(owned, stream);
+        if (status == cudaSuccess) status = freed;
+      }
       return status == cudaSuccess ? ffi::Error::Success() : failed(status, "the sort");
     };
     // The library's indices are unsigned; int32 and int64 hold the same positions.

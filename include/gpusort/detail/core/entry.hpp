@@ -39,7 +39,8 @@ void cpu_sort_keys(K* keys, std::uint64_t n, const options& opt);
 template <class K, class P>
 void cpu_sort_pairs(K* keys, P* values, std::uint64_t n, const options& opt);
 // The workspace sort_keys (V = no_value) or sort_pairs asks for, without arrays to check: for a
-// sort that runs this one on keys of its own making (narrow keys' codes). u32 only.
+// call that sorts arrays of its own making in its workspace (narrow keys' codes, unique's copy,
+// searchsorted's queries), before those exist.
 template <class K, class V>
 cudaError_t sort_workspace_bytes(std::uint64_t n, const options& opt, std::size_t& bytes);
 
