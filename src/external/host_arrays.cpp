@@ -15,8 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <semaphore>
 #include <cstdint>
 #include <exception>
+#include <future>
 #include <span>
 #include <string>
 #include <thread>
@@ -225,12 +227,25 @@ bool spread_fits(std::uint64_t n, const std::vector<int>& devices, const sort_re
   return true;
 }
 
-// The communicators of a GPU list, made once per process (ncclCommInitAll takes 0.4 s on two
-// H200s, more than sorting 4 GiB) and kept to its end; one spread sort at a time on each list.
+// The communicators of a GPU list, made once per process (ncclCommInitAll takes 0.4-1 s, more
+// than sorting 4 GiB) and kept to its end; one spread sort at a time on each list (`busy`: a
+// semaphore, as the thread that takes it is not the one that gives it back).
 struct gpu_list_communicators {
-  std::mutex busy;
+  std::binary_semaphore busy{1};
   std::vector<gpusort::dist::communicator> comms;
 };
+
+// NCCL connects peers at their first collective: a sort of one key a GPU makes it connect now,
+// while the caller's first slices are still on the links, not in the first real sort.
+void connect_peers(const std::vector<gpusort::dist::communicator>& comms) {
+  run_concurrently(static_cast<unsigned>(comms.size()), [&](unsigned r) {
+    const device_scope on(comms[r].device());
+    device_array<std::uint32_t> one;
+    cuda_check(allocate(one, 1), "cannot allocate a key on a GPU");
+    cuda_check(cudaMemset(one.get(), 0, sizeof(std::uint32_t)), "cannot clear a key on a GPU");
+    gpusort::dist::detail::sort<std::uint32_t, no_value>(comms[r], one.get(), nullptr, 1, {});
+  });
+}
 
 std::shared_ptr<gpu_list_communicators> communicators_of(const std::vector<int>& devices) {
   static std::mutex m;
@@ -241,6 +256,7 @@ std::shared_ptr<gpu_list_communicators> communicators_of(const std::vector<int>&
   if (!entry) {
     auto fresh = std::make_shared<gpu_list_communicators>();
     fresh->comms = gpusort::dist::communicators_for_devices(devices);
+    connect_peers(fresh->comms);
     entry = std::move(fresh);
   }
   return entry;
@@ -253,11 +269,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   file_sort_stats stats;
   stage_clock clock;
   meter.phase("sorting", false);
-  const std::shared_ptr<gpu_list_communicators> list = communicators_of(devices);
-  const std::lock_guard one_at_a_time(list->busy);
-  const std::vector<gpusort::dist::communicator>& comms = list->comms;
-  const double communicators_s = clock.lap();
-  const int p = static_cast<int>(comms.size());
+  const int p = static_cast<int>(devices.size());
   gpusort::dist::options dopt;
   dopt.direction = opt.sort.direction;
   dopt.nans = opt.sort.nans;
@@ -266,7 +278,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   const pinned_for_call pinned_values(values, has_values<P> ? n * sizeof(P) : 0, opt.register_host_memory);
   const double pin_s = clock.lap();
   struct rank_times {
-    double in = 0, out = 0;
+    double in = 0, out = 0, waited = 0;  // waited: for the communicators, after the copy in
     gpusort::dist::phase_times sort;
   };
   std::vector<rank_times> times(p);
@@ -274,14 +286,26 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   std::vector<std::exception_ptr> errors(p);
   std::barrier sizes_known(p);
   bool straight = false;
+  // The communicators are made (the first time for this GPU list) on one more thread while the
+  // GPUs copy their slices in; each GPU waits for them before its sort.
+  std::promise<std::shared_ptr<gpu_list_communicators>> made;
+  const std::shared_future<std::shared_ptr<gpu_list_communicators>> ready = made.get_future().share();
+  const auto make_communicators = [&] {
+    try {
+      std::shared_ptr<gpu_list_communicators> list = communicators_of(devices);
+      list->busy.acquire();
+      made.set_value(std::move(list));
+    } catch (...) {
+      made.set_exception(std::current_exception());
+    }
+  };
   const auto work = [&](int r) {
     try {
-      const gpusort::dist::communicator& comm = comms[r];
-      const device_scope on(comm.device());
+      const device_scope on(devices[r]);
       const std::uint64_t begin = n * r / p, count = n * (r + 1) / p - begin;
       const unsigned threads = staging_threads(static_cast<unsigned>(p));
       // The range a GPU copies out is at most a few per cent above its slice.
-      link_copier link(comm.device(), threads, link_chunk_bytes_for(count * std::max(sizeof(K), sizeof(P)), threads));
+      link_copier link(devices[r], threads, link_chunk_bytes_for(count * std::max(sizeof(K), sizeof(P)), threads));
       // A slice that cannot be allocated or copied goes in as a null shard: dist::sort then
       // fails on every rank instead of leaving the others waiting in NCCL.
       device_array<K> d_keys;
@@ -301,6 +325,9 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
         d_keys.reset();
         d_values.reset();
       }
+      stage_clock wait;
+      const gpusort::dist::communicator& comm = ready.get()->comms[r];
+      times[r].waited = wait.lap();
       gpusort::dist::shard<K, P> part;
       try {
         part = gpusort::dist::detail::sort<K, P>(comm, d_keys.get(), has_values<P> ? d_values.get() : nullptr,
@@ -325,7 +352,16 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
       sizes_known.arrive_and_drop();
     }
   };
-  run_concurrently(static_cast<unsigned>(p), [&](unsigned r) { work(static_cast<int>(r)); });
+  run_concurrently(static_cast<unsigned>(p) + 1, [&](unsigned r) {
+    if (r == static_cast<unsigned>(p))
+      make_communicators();
+    else
+      work(static_cast<int>(r));
+  });
+  try {  // the list is given back however the ranks ended
+    ready.get()->busy.release();
+  } catch (...) {  // no list was made: every rank failed with that error, rethrown below
+  }
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   const double total_s = clock.lap();
@@ -337,7 +373,10 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   stats.add("host memory", straight ? "pinned: copied straight"
                                     : "pageable: staged through pinned buffers, " +
                                           std::to_string(staging_threads(static_cast<unsigned>(p))) + " threads a GPU");
-  stats.add_seconds("communicators (made once per GPU list)", communicators_s);
+  double waited = 0;
+  for (const rank_times& t : times) waited = std::max(waited, t.waited);
+  stats.add_seconds("waiting for the communicators after the copy in (made once per GPU list)",
+                    waited);
   if (opt.register_host_memory) stats.add_seconds("pin host memory", pin_s);
   double in = 0, out = 0, local = 0, sampling = 0, exchange = 0, merge = 0;
   for (const rank_times& t : times) {  // the slowest GPU's, phase by phase
