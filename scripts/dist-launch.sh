@@ -5,13 +5,17 @@
 # (docs/distributed.md). Waits for every rank; exits with the first failing rank's code, and
 # stops the others 30 s after a failure (a rank that failed outside the library's checks can
 # leave them waiting in NCCL).
-#   scripts/dist-launch.sh [-n RANKS] PROGRAM [ARGS...]     (-n: default, the GPUs nvidia-smi lists)
+#   scripts/dist-launch.sh [-n RANKS] PROGRAM [ARGS...]   (-n: default, one a visible GPU)
 set -uo pipefail
 ranks=""
 if [ "${1:-}" = "-n" ]; then ranks=$2; shift 2; fi
 if [ $# -eq 0 ]; then
   echo "usage: scripts/dist-launch.sh [-n RANKS] PROGRAM [ARGS...]" >&2
   exit 2
+fi
+# By default one rank a visible GPU: CUDA_VISIBLE_DEVICES's list where it is set.
+if [ -z "$ranks" ] && [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+  ranks=$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)
 fi
 [ -n "$ranks" ] || ranks=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if ! [ "$ranks" -ge 1 ] 2>/dev/null; then
