@@ -1,8 +1,11 @@
-"""gpusort inside jax.jit (issue 73): the sort as an XLA FFI call on JAX's own stream, its
-workspace from XLA's allocator, without PyTorch or CuPy.
+"""gpusort inside jax.jit (issue 73): sort, argsort, topk and unique as XLA FFI calls on JAX's
+own stream, their workspace from XLA's allocator (or CUDA's stream-ordered one), without
+PyTorch or CuPy.
 
     import jax, jax.numpy as jnp, gpusort.jax
     values, indices = jax.jit(gpusort.jax.sort)(jnp.asarray(x))
+    values, indices = jax.jit(lambda v: gpusort.jax.topk(v, 8))(x)
+    distinct, counts = jax.jit(lambda v: gpusort.jax.unique(v, size=100, return_counts=True))(x)
 
 The handlers are in the compiled module where it was built against JAX's FFI headers (JAX
 installed in the interpreter that built it: `pip install --no-build-isolation ./python`);
@@ -39,6 +42,12 @@ def available():
     return _registered() is None
 
 
+def _ready():
+    problem = _registered()
+    if problem is not None:
+        raise RuntimeError(problem)
+
+
 def sort(x, dim=-1, descending=False, stable=False, *, nans="last"):
     """(values, indices) of x sorted along dim, like gpusort.sort and jax.lax.sort_key_val with
     the positions: traceable, so it runs inside jax.jit. indices are int64 with
@@ -47,9 +56,7 @@ def sort(x, dim=-1, descending=False, stable=False, *, nans="last"):
     import jax
     import jax.numpy as jnp
 
-    problem = _registered()
-    if problem is not None:
-        raise RuntimeError(problem)
+    _ready()
     if nans not in _NANS:
         raise ValueError(f"nans: must be 'last' or 'first', got {nans!r}")
     for name, flag in (("descending", descending), ("stable", stable)):
@@ -76,3 +83,81 @@ def sort(x, dim=-1, descending=False, stable=False, *, nans="last"):
 def argsort(x, dim=-1, descending=False, stable=False, *, nans="last"):
     """The indices that sort x along dim (sort's second result), traceable under jax.jit."""
     return sort(x, dim, descending, stable, nans=nans)[1]
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    """(values, indices) of the k largest (largest=False: smallest) keys along dim, in order,
+    like torch.topk and jax.lax.top_k; NaNs count as the largest keys. Traceable under jax.jit;
+    indices as sort's. sorted=False is accepted: the k come in order either way."""
+    import jax
+    import jax.numpy as jnp
+
+    _ready()
+    for name, flag in (("largest", largest), ("sorted", sorted)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name}: must be a bool, got {type(flag).__name__}")
+    x = jnp.asarray(x)
+    if x.ndim == 0:
+        raise ValueError("x: a 0-d array has no dimension to select along")
+    moved = jnp.moveaxis(x, dim, -1)
+    if not 0 <= k <= moved.shape[-1]:
+        raise ValueError(f"k: must be between 0 and {moved.shape[-1]}, got {k}")
+    index_dtype = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+    shape = moved.shape[:-1] + (k,)
+    call = jax.ffi.ffi_call(
+        "gpusort_top_k",
+        (jax.ShapeDtypeStruct(shape, moved.dtype), jax.ShapeDtypeStruct(shape, index_dtype)),
+        vmap_method="broadcast_all")
+    values, indices = call(moved, largest=largest)
+    return jnp.moveaxis(values, -1, dim), jnp.moveaxis(indices, -1, dim)
+
+
+# The key types the library's unique takes; jnp.unique does the others.
+_UNIQUE_DTYPES = ("float32", "float64", "int32", "uint32", "int64", "uint64")
+
+
+def unique(x, *, size, fill_value=None, return_counts=False):
+    """The distinct keys of x (flattened) in order, as jnp.unique(x, size=size, ...): traceable
+    under jax.jit because the result has a fixed length. The first `size` distinct keys; where
+    there are fewer, the rest are fill_value (default: the smallest key, 0 for an empty x)
+    with counts 0. Every NaN is one key (equal_nan=True), and -0.0 equals +0.0. With
+    return_counts=True, (values, counts) with counts int64 under jax_enable_x64, else int32.
+    Keys of other types than 32- and 64-bit ones go to jnp.unique."""
+    import jax
+    import jax.numpy as jnp
+
+    _ready()
+    if not isinstance(size, int) or size < 0:
+        raise ValueError(f"size: must be an int of 0 or more, got {size!r}")
+    x = jnp.ravel(jnp.asarray(x))
+    if x.dtype.name not in _UNIQUE_DTYPES:
+        if fill_value is None and x.size == 0:
+            fill_value = 0  # jnp.unique has no smallest key to fill with
+        return jnp.unique(x, size=size, fill_value=fill_value, return_counts=return_counts)
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        x = jnp.where(x == 0, jnp.zeros_like(x), x)  # -0.0 as +0.0, as jnp.unique compares
+    call = jax.ffi.ffi_call(
+        "gpusort_unique",
+        (jax.ShapeDtypeStruct((size,), x.dtype),
+         jax.ShapeDtypeStruct((size, 2), jnp.uint32),   # uint64 counts as pairs of uint32
+         jax.ShapeDtypeStruct((2,), jnp.uint32)))      # the number of distinct keys, likewise
+    values, count_words, found_words = call(x)
+    count_dtype = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+    # Little-endian words: the low one holds any count below 2^32 (int32 results need no more).
+    if count_dtype == jnp.int64:
+        found = found_words[0].astype(jnp.int64) | (found_words[1].astype(jnp.int64) << 32)
+        counts = count_words[:, 0].astype(jnp.int64) | (count_words[:, 1].astype(jnp.int64) << 32)
+    else:
+        found = found_words[0].astype(jnp.int32)
+        counts = count_words[:, 0].astype(jnp.int32)
+    if size == 0:
+        return (values, counts) if return_counts else values
+    present = jnp.arange(size) < found
+    if fill_value is None:  # the smallest key, as jnp.unique's default; 0 for no keys
+        fill = jnp.where(found > 0, values[0], jnp.zeros((), x.dtype))
+    else:
+        fill = jnp.asarray(fill_value, x.dtype)
+    values = jnp.where(present, values, fill)
+    if not return_counts:
+        return values
+    return values, jnp.where(present, counts, jnp.zeros_like(counts))

@@ -8,6 +8,11 @@
 // last dimension's length) to `values`, and each key's position in its row to `indices`
 // (int32 or int64, as JAX's x64 setting makes them). Attributes: descending, stable,
 // nans_first (NaNs before every number; otherwise after, NumPy's).
+// gpusort_top_k: the k = values' last dimension largest (or smallest) keys of each row of the
+// last dimension, sorted, and their columns (torch.topk, jax.lax.top_k). Attribute: largest.
+// gpusort_unique: the distinct keys of the flattened keys in order (every NaN one key), the
+// first `size` of them to `values` (size: values' length), their counts and the number of
+// distinct keys as uint64 in pairs of uint32 (int64 does not exist without jax_enable_x64).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +23,8 @@
 #include <cuda_fp16.h>  // __half: F16 keys
 #include <cuda_runtime_api.h>
 
+#include "gpusort/approx.hpp"
+#include "gpusort/operations.hpp"
 #include "gpusort/sort.hpp"
 #include "jax_ffi.hpp"
 #include "xla/ffi/api/ffi.h"
@@ -28,7 +35,7 @@ namespace {
 
 // f(K{}) for the key type of an XLA element type, as the library sorts it.
 template <class F>
-ffi::Error with_key_type(ffi::DataType type, F&& f) {
+ffi::Error with_key_type(ffi::DataType type, const char* call, F&& f) {
   switch (type) {
     case ffi::DataType::F32: return f(float{});
     case ffi::DataType::F64: return f(double{});
@@ -43,21 +50,71 @@ ffi::Error with_key_type(ffi::DataType type, F&& f) {
     case ffi::DataType::PRED: return f(std::uint8_t{});  // bools: one byte, 0 or 1
     case ffi::DataType::F16: return f(__half{});
     case ffi::DataType::BF16: return f(__nv_bfloat16{});
-    default: return ffi::Error::InvalidArgument("gpusort.jax.sort: keys of an unsupported type");
+    default: return ffi::Error::InvalidArgument(std::string(call) + ": keys of an unsupported type");
   }
 }
 
-ffi::Error failed(cudaError_t e, const char* what) {
-  return ffi::Error::Internal(std::string("gpusort.jax.sort: ") + what + ": " +
-                              cudaGetErrorString(e));
+ffi::Error failed(const char* call, cudaError_t e, const char* what) {
+  return ffi::Error::Internal(std::string(call) + ": " + what + ": " + cudaGetErrorString(e));
+}
+
+// One library call with its workspace: the size query (run(nullptr, bytes)), the memory
+// (XLA's scratch where it gives some; else CUDA's stream-ordered allocator, given back on the
+// same stream once the call is queued: JAX 0.8's GPU runtime refused every size), the call.
+// `extra` bytes before the library's workspace are the caller's (returned in *front).
+template <class Run>
+ffi::Error with_workspace(cudaStream_t stream, ffi::ScratchAllocator& scratch, const char* call,
+                          std::size_t extra, Run&& run, void** front = nullptr) {
+  std::size_t bytes = 0;
+  cudaError_t status = run(nullptr, bytes);
+  if (status != cudaSuccess) return failed(call, status, "the workspace query");
+  const std::size_t asked = std::max<std::size_t>(extra + bytes, 1);  // never a null workspace
+  std::optional<void*> temp = scratch.Allocate(asked, 256);
+  void* owned = nullptr;
+  if (!temp.has_value()) {
+    if (cudaMallocAsync(&owned, asked, stream) != cudaSuccess) {
+      cudaGetLastError();
+      return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                        std::string(call) + ": no room for the workspace (" +
+                            std::to_string(asked) + " bytes)");
+    }
+    temp = owned;
+  }
+  if (front) *front = *temp;
+  status = run(static_cast<char*>(*temp) + extra, bytes);
+  if (owned) {
+    const cudaError_t freed = cudaFreeAsync(owned, stream);
+    if (status == cudaSuccess) status = freed;
+  }
+  return status == cudaSuccess ? ffi::Error::Success() : failed(call, status, "the call");
+}
+
+// Room for n items of `bytes` each, rounded up to 256 bytes (each part of a workspace aligned).
+std::size_t aligned_bytes(std::uint64_t n, std::size_t bytes) { return (n * bytes + 255) / 256 * 256; }
+
+// The index type of a result: int32 or int64 (JAX's x64 setting), or an error.
+std::optional<ffi::Error> refuse_index_type(const char* call, ffi::DataType type,
+                                            std::uint64_t row_length) {
+  if (type != ffi::DataType::S32 && type != ffi::DataType::S64)
+    return ffi::Error::InvalidArgument(std::string(call) + ": indices must be int32 or int64");
+  // int32 holds the positions 0 .. 2^31 - 1: rows of up to 2^31 keys.
+  if (type == ffi::DataType::S32 && row_length > (std::uint64_t{1} << 31))
+    return ffi::Error::InvalidArgument(std::string(call) + ": rows of more than 2^31 keys need "
+                                       "int64 indices (jax_enable_x64)");
+  return std::nullopt;
+}
+
+std::uint64_t row_length_of(const ffi::AnyBuffer& buffer) {
+  const auto dims = buffer.dimensions();
+  return dims.size() == 0 ? 1 : static_cast<std::uint64_t>(dims.back());
 }
 
 ffi::Error sort_rows(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyBuffer keys,
                      ffi::Result<ffi::AnyBuffer> values, ffi::Result<ffi::AnyBuffer> indices,
                      bool descending, bool stable, bool nans_first) {
-  const auto dims = keys.dimensions();
+  constexpr const char* call = "gpusort.jax.sort";
   const std::uint64_t n = keys.element_count();
-  const std::uint64_t row_len = dims.size() == 0 ? 1 : static_cast<std::uint64_t>(dims.back());
+  const std::uint64_t row_len = row_length_of(keys);
   const std::uint64_t rows = row_len == 0 ? 0 : n / row_len;
   if (n == 0) return ffi::Error::Success();
   gpusort::options opt;
@@ -65,55 +122,111 @@ ffi::Error sort_rows(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::An
   opt.nans = nans_first ? gpusort::nan_order::first : gpusort::nan_order::last;
   opt.stable = stable;
   opt.stream = stream;
-  // These refusals come before any work goes on the stream.
   const ffi::DataType index_type = indices->element_type();
-  if (index_type != ffi::DataType::S32 && index_type != ffi::DataType::S64)
-    return ffi::Error::InvalidArgument("gpusort.jax.sort: indices must be int32 or int64");
-  // int32 holds the positions 0 .. 2^31 - 1: rows of up to 2^31 keys.
-  if (index_type == ffi::DataType::S32 && row_len > (std::uint64_t{1} << 31))
-    return ffi::Error::InvalidArgument("gpusort.jax.sort: rows of more than 2^31 keys need "
-                                       "int64 indices (jax_enable_x64)");
-  return with_key_type(keys.element_type(), [&](auto key) -> ffi::Error {
+  if (auto refused = refuse_index_type(call, index_type, row_len)) return *refused;  // before any work
+  return with_key_type(keys.element_type(), call, [&](auto key) -> ffi::Error {
     using K = decltype(key);
     // The sort is in place: the keys go to `values` first, on the same stream.
     const cudaError_t e = cudaMemcpyAsync(values->untyped_data(), keys.untyped_data(),
                                           keys.size_bytes(), cudaMemcpyDeviceToDevice, stream);
-    if (e != cudaSuccess) return failed(e, "copying the keys");
+    if (e != cudaSuccess) return failed(call, e, "copying the keys");
     K* k = static_cast<K*>(values->untyped_data());
-    const auto sort = [&](auto* index) -> ffi::Error {
-      const auto call = [&](void* temp, std::size_t& bytes) {
+    const auto sort = [&](auto* index) {
+      return with_workspace(stream, scratch, call, 0, [&](void* temp, std::size_t& bytes) {
         if (rows <= 1) return gpusort::sort_with_indices(temp, bytes, k, index, n, opt);
         return gpusort::sort_batched_with_indices(temp, bytes, k, index, rows, row_len, opt);
-      };
-      std::size_t bytes = 0;
-      cudaError_t status = call(nullptr, bytes);
-      if (status != cudaSuccess) return failed(status, "the workspace query");
-      // XLA's scratch memory where it gives some; else CUDA's stream-ordered allocator, freed
-      // on the same stream once the sort is queued (JAX 0.8's GPU runtime refused every size).
-      const std::size_t asked = std::max<std::size_t>(bytes, 1);  // a workspace is never null
-      std::optional<void*> temp = scratch.Allocate(asked, 256);
-      void* owned = nullptr;
-      if (!temp.has_value()) {
-        if (cudaMallocAsync(&owned, asked, stream) != cudaSuccess) {
-          cudaGetLastError();
-          return ffi::Error(ffi::ErrorCode::kResourceExhausted,
-                            "gpusort.jax.sort: no room for the workspace (" +
-                                std::to_string(bytes) + " bytes)");
-        }
-        temp = owned;
-      }
-      status = call(*temp, bytes);
-      if (owned) {
-        const cudaError_t freed = cudaFreeAsync(owned, stream);
-        if (status == cudaSuccess) status = freed;
-      }
-      return status == cudaSuccess ? ffi::Error::Success() : failed(status, "the sort");
+      });
     };
     // The library's indices are unsigned; int32 and int64 hold the same positions.
     if (index_type == ffi::DataType::S32)
       return sort(static_cast<std::uint32_t*>(indices->untyped_data()));
     return sort(static_cast<std::uint64_t*>(indices->untyped_data()));
   });
+}
+
+ffi::Error top_k_rows(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyBuffer keys,
+                      ffi::Result<ffi::AnyBuffer> values, ffi::Result<ffi::AnyBuffer> indices,
+                      bool largest) {
+  constexpr const char* call = "gpusort.jax.topk";
+  const std::uint64_t n = keys.element_count();
+  const std::uint64_t row_len = row_length_of(keys);
+  const std::uint64_t rows = row_len == 0 ? 0 : n / row_len;
+  const std::uint64_t k = row_length_of(*values);
+  if (k > row_len)
+    return ffi::Error::InvalidArgument(std::string(call) + ": k is larger than a row");
+  if (rows == 0 || k == 0) return ffi::Error::Success();
+  gpusort::options opt;
+  opt.direction = largest ? gpusort::order::descending : gpusort::order::ascending;
+  opt.stream = stream;  // NaNs the largest keys, as torch.topk takes them
+  const ffi::DataType index_type = indices->element_type();
+  if (auto refused = refuse_index_type(call, index_type, row_len)) return *refused;
+  return with_key_type(keys.element_type(), call, [&](auto key) -> ffi::Error {
+    using K = decltype(key);
+    const K* in = static_cast<const K*>(keys.untyped_data());
+    K* out = static_cast<K*>(values->untyped_data());
+    const auto select = [&](auto* index) {
+      return with_workspace(stream, scratch, call, 0, [&](void* temp, std::size_t& bytes) {
+        return gpusort::top_k_rows_indices(temp, bytes, in, rows, row_len, out, index, k, opt);
+      });
+    };
+    if (index_type == ffi::DataType::S32)
+      return select(static_cast<std::int32_t*>(indices->untyped_data()));
+    return select(static_cast<std::int64_t*>(indices->untyped_data()));
+  });
+}
+
+ffi::Error unique_keys(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyBuffer keys,
+                       ffi::Result<ffi::AnyBuffer> values, ffi::Result<ffi::AnyBuffer> counts,
+                       ffi::Result<ffi::AnyBuffer> found) {
+  constexpr const char* call = "gpusort.jax.unique";
+  const std::uint64_t n = keys.element_count();
+  const std::uint64_t size = values->element_count();
+  // counts: size pairs of uint32 (each pair a uint64); found: one pair.
+  if (counts->size_bytes() != size * 8 || found->size_bytes() != 8)
+    return ffi::Error::InvalidArgument(std::string(call) + ": counts must hold `size` uint64, "
+                                       "found one");
+  if (n == 0) {
+    const cudaError_t e = cudaMemsetAsync(found->untyped_data(), 0, 8, stream);
+    return e == cudaSuccess ? ffi::Error::Success() : failed(call, e, "clearing the count");
+  }
+  const auto run = [&](auto key) -> ffi::Error {
+    using K = decltype(key);
+    // Room for every distinct key and its count before the library's own workspace; the
+    // first `size` of each then go to the results.
+    const std::size_t keys_room = aligned_bytes(n, sizeof(K));
+    const std::size_t counts_room = aligned_bytes(n, 8);
+    void* front = nullptr;
+    const ffi::Error done = with_workspace(
+        stream, scratch, call, keys_room + counts_room,
+        [&](void* temp, std::size_t& bytes) {
+          // The query comes first (temp null), with `front` not yet known.
+          char* base = temp ? static_cast<char*>(temp) - keys_room - counts_room : nullptr;
+          return gpusort::unique_keys(temp, bytes, static_cast<const K*>(keys.untyped_data()), n,
+                                      reinterpret_cast<K*>(base),
+                                      reinterpret_cast<std::uint64_t*>(base + keys_room),
+                                      static_cast<std::uint64_t*>(found->untyped_data()),
+                                      gpusort::options{.stream = stream});
+        },
+        &front);
+    if (!done.success()) return done;
+    // The workspace is given back on the stream after these copies (stream order).
+    const std::uint64_t kept = std::min(size, n);
+    cudaError_t e = cudaMemcpyAsync(values->untyped_data(), front, kept * sizeof(K),
+                                    cudaMemcpyDeviceToDevice, stream);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(counts->untyped_data(), static_cast<char*>(front) + keys_room, kept * 8,
+                          cudaMemcpyDeviceToDevice, stream);
+    return e == cudaSuccess ? ffi::Error::Success() : failed(call, e, "copying the results");
+  };
+  switch (keys.element_type()) {  // the types gpusort::unique_keys takes (the rest: jnp.unique)
+    case ffi::DataType::F32: return run(float{});
+    case ffi::DataType::F64: return run(double{});
+    case ffi::DataType::S32: return run(std::int32_t{});
+    case ffi::DataType::U32: return run(std::uint32_t{});
+    case ffi::DataType::S64: return run(std::int64_t{});
+    case ffi::DataType::U64: return run(std::uint64_t{});
+    default: return ffi::Error::InvalidArgument(std::string(call) + ": keys of an unsupported type");
+  }
 }
 
 }  // namespace
@@ -129,4 +242,26 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(gpusort_jax_sort, sort_rows,
                                   .Attr<bool>("stable")
                                   .Attr<bool>("nans_first"));
 
-void* gpusort::python::jax_sort_handler() { return reinterpret_cast<void*>(&gpusort_jax_sort); }
+XLA_FFI_DEFINE_HANDLER_SYMBOL(gpusort_jax_top_k, top_k_rows,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Ctx<ffi::ScratchAllocator>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Attr<bool>("largest"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(gpusort_jax_unique, unique_keys,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Ctx<ffi::ScratchAllocator>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>());
+
+std::vector<std::pair<const char*, void*>> gpusort::python::jax_handlers() {
+  return {{"gpusort_sort", reinterpret_cast<void*>(&gpusort_jax_sort)},
+          {"gpusort_top_k", reinterpret_cast<void*>(&gpusort_jax_top_k)},
+          {"gpusort_unique", reinterpret_cast<void*>(&gpusort_jax_unique)}};
+}

@@ -946,7 +946,8 @@ PYBIND11_MODULE(_gpusort, m) {
   // The XLA FFI handlers for gpusort.jax (jax.ffi.register_ffi_target takes each capsule).
   m.def("jax_handlers", [] {
     py::dict handlers;
-    handlers["gpusort_sort"] = py::capsule(gpusort::python::jax_sort_handler());
+    for (const auto& [name, address] : gpusort::python::jax_handlers())
+      handlers[name] = py::capsule(address);
     return handlers;
   });
 #endif
