@@ -6,7 +6,9 @@
 Each case: float32 keys on the GPU, one warm-up, then the median wall time of --reps calls,
 each waited for (block_until_ready). Methods: jax.jit(gpusort.jax.sort) (the XLA FFI call,
 values and int32 positions), gpusort.sort on the JAX array (eager, through DLPack and PyTorch
-or CuPy), and jax.jit of jax.lax.sort_key_val with the positions (JAX's own sort)."""
+or CuPy), and jax.jit of jax.lax.sort_key_val with the positions (JAX's own sort). Then
+top-k (k = 64 of rows of 2^17: LLM decoding's shape) against jax.lax.top_k, and unique with
+counts (size = n) against jnp.unique, each under jit."""
 
 import argparse
 import os
@@ -63,6 +65,20 @@ def main():
         print(f"n={n:>10d}  jit(gpusort.jax.sort) {ours:8.3f}  gpusort.sort eager {eager:8.3f} "
               f"({eager / ours:.2f}x)  jit(lax.sort_key_val) {theirs:8.3f} ({theirs / ours:.2f}x)  "
               f"checked={ok}", flush=True)
+    rows, k = 64, 64
+    x = jax.device_put(jax.random.uniform(jax.random.key(1), (rows, 2**17), jnp.float32), gpu)
+    ours = median_ms(jax.jit(lambda v: gpusort.jax.topk(v, k)), x, args.reps)
+    theirs = median_ms(jax.jit(lambda v: jax.lax.top_k(v, k)), x, args.reps)
+    print(f"top-k {rows} x 2^17, k={k}: jit(gpusort.jax.topk) {ours:8.3f}  jit(lax.top_k) "
+          f"{theirs:8.3f} ({theirs / ours:.2f}x)", flush=True)
+    for n in (count(s) for s in args.sizes.split(",")):
+        x = jax.device_put(jax.random.randint(jax.random.key(n), (n,), 0, n // 4 + 1), gpu)
+        ours = median_ms(jax.jit(lambda v: gpusort.jax.unique(v, size=n, return_counts=True)),
+                         x, args.reps)
+        theirs = median_ms(jax.jit(lambda v: jnp.unique(v, size=n, return_counts=True)), x,
+                           args.reps)
+        print(f"unique n={n:>10d} int32 with counts: jit(gpusort.jax.unique) {ours:8.3f}  "
+              f"jit(jnp.unique) {theirs:8.3f} ({theirs / ours:.2f}x)", flush=True)
 
 
 if __name__ == "__main__":
