@@ -74,7 +74,7 @@ inline device::approx_config exact_config(const options& opt, std::uint64_t n,
   device::approx_config cfg{approx_intervals(opt), opt.interval_splitters == splitters::sampled,
                             opt.direction == order::descending};
   if (opt.intervals == 0) {
-    cfg.intervals = network::exact_intervals(n, slot_bytes);
+    cfg.intervals = index_math::exact_intervals(n, slot_bytes);
     cfg.sampled = true;
   }
   return cfg;
@@ -146,7 +146,7 @@ cudaError_t top_k_rows_positions(void* temp, std::size_t& temp_bytes, const K* k
     if (e == cudaSuccess) e = validate_arrays(out_keys, out_columns, rows * k);
     if (e != cudaSuccess) return e;
   }
-  if (network::row_select_fits(row_length, k))
+  if (index_math::row_select_fits(row_length, k))
     return device::top_k_rows_by_select(temp, temp_bytes, keys, device::positions<P>{}, rows,
                                         row_length, out_keys, out_columns, k, descending,
                                         opt.stream);

@@ -12,7 +12,7 @@
 
 #include "gpusort/detail/device/baselines.hpp"
 #include "gpusort/detail/device/merge_sort.cuh"
-#include "gpusort/detail/network/segments.hpp"
+#include "gpusort/detail/index_math/segments.hpp"
 #include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
 
@@ -124,7 +124,7 @@ cudaError_t thrust_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
 // int64 offset >= 2^63 included) reads as the empty segment [0, 0), so that CUB skips it as
 // the library's own sorts do, instead of reading and writing out of bounds.
 struct segment_bound {
-  network::segment_list segs;
+  index_math::segment_list segs;
   bool end;
   std::uint64_t n;
   __host__ __device__ std::int64_t operator()(std::int64_t i) const {
@@ -140,7 +140,7 @@ struct segment_bound {
 // in the second buffer, which is then copied back.
 template <class K, class V, class Sort>
 cudaError_t cub_segmented(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                          std::uint64_t n, const network::segment_list& segs,
+                          std::uint64_t n, const index_math::segment_list& segs,
                           cudaStream_t stream, Sort&& sort) {
   double_buffers<K, V> b(temp, temp_bytes, keys, values, n);
   if (!b.fits) return cudaErrorInvalidValue;
@@ -166,7 +166,7 @@ cudaError_t cub_segmented(void* temp, std::size_t& temp_bytes, K* keys, V* value
 
 template <class K, class V>
 cudaError_t cub_segmented_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                                     std::uint64_t n, const network::segment_list& segs,
+                                     std::uint64_t n, const index_math::segment_list& segs,
                                      bool descending, cudaStream_t stream) {
   if (n > static_cast<std::uint64_t>(INT32_MAX) || segs.count > INT32_MAX)
     return cudaErrorNotSupported;  // CUB's segmented radix sort counts in int
@@ -188,7 +188,7 @@ cudaError_t cub_segmented_radix_sort(void* temp, std::size_t& temp_bytes, K* key
 
 template <class K, class V>
 cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                               std::uint64_t n, const network::segment_list& segs,
+                               std::uint64_t n, const index_math::segment_list& segs,
                                bool descending, cudaStream_t stream) {
   const auto items = static_cast<std::int64_t>(n);
   const auto count = static_cast<std::int64_t>(segs.count);
@@ -208,10 +208,10 @@ cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* 
 // The segmented ones alone: the narrow keys' codes (src/segmented_narrow.cu) need no others.
 #define GPUSORT_SEGMENTED_BASELINES(K, V)                                                     \
   template cudaError_t cub_segmented_radix_sort<K, V>(                                        \
-      void*, std::size_t&, K*, V*, std::uint64_t, const network::segment_list&, bool,         \
+      void*, std::size_t&, K*, V*, std::uint64_t, const index_math::segment_list&, bool,         \
       cudaStream_t);                                                                          \
   template cudaError_t cub_segmented_sort<K, V>(void*, std::size_t&, K*, V*, std::uint64_t,   \
-                                                const network::segment_list&, bool,           \
+                                                const index_math::segment_list&, bool,           \
                                                 cudaStream_t);
 #define GPUSORT_BASELINES(K, V)                                                               \
   template cudaError_t cub_radix_sort<K, V>(void*, std::size_t&, K*, V*, std::uint64_t, bool, \

@@ -30,7 +30,7 @@ namespace gpusort::detail {
 template <class K, class V>
 cudaError_t sample_sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                             std::uint64_t n, const options& opt) {
-  const int bits = network::bucket_bits_of(opt.buckets);
+  const int bits = index_math::bucket_bits_of(opt.buckets);
   if (bits < 0) return cudaErrorInvalidValue;
   const device::sample_sort_knobs knobs{bits, opt.sampler == sampling::random};
   auto sort_buckets = [](void* t, std::size_t& bytes, K* k, V* v, std::uint64_t count,
@@ -160,7 +160,7 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
   std::size_t at = 0, bytes = 0;
   cudaError_t e = cudaSuccess;
   if (p.tie_break) {
-    if (!network::tie_break_fits(n)) return cudaErrorNotSupported;
+    if (!index_math::tie_break_fits(n)) return cudaErrorNotSupported;
     p.composites_at = align_workspace(4 * n);
     p.gathered_at = p.composites_at + align_workspace(8 * n);
     at = p.gathered_at + (std::is_same_v<V, no_value> ? 0 : align_workspace(sizeof(V) * n));
@@ -259,7 +259,7 @@ cudaError_t run_sort_step(const sort_plan& p, char* base, K* keys, V* values, st
   return e;
 }
 
-// The stable tie-break (network/tie_break.hpp): positions sorted with the keys, composites of
+// The stable tie-break (index_math/tie_break.hpp): positions sorted with the keys, composites of
 // (run start, position), those sorted with the keys moving along, values gathered by position.
 template <class K, class V>
 cudaError_t run_tie_break(const sort_plan& p, char* base, K* keys, V* values, std::uint64_t n) {
@@ -392,13 +392,13 @@ void cpu_run_core(K* keys, V* values, std::uint64_t n, const options& opt) {
           return;
         }
         cpu::sample_sort_config cfg;
-        const int bits = network::bucket_bits_of(opt.buckets);
+        const int bits = index_math::bucket_bits_of(opt.buckets);
         if (bits < 0)
           throw_error(cudaErrorInvalidValue,
                       "gpusort::sort: options.buckets must be 0 or a power of two from 2 to 1024");
         if (bits > 0) cfg.max_bucket_bits = cfg.finish_bucket_bits = bits;
         cfg.random = opt.sampler == sampling::random;
-        cpu::sample_sort(keys, values, n, network::directed<less<K>>{{}, descending}, cfg);
+        cpu::sample_sort(keys, values, n, index_math::directed<less<K>>{{}, descending}, cfg);
         return;
       }
       break;
@@ -412,7 +412,7 @@ void cpu_run_core(K* keys, V* values, std::uint64_t n, const options& opt) {
       if constexpr (!std::is_same_v<V, no_value>) v.assign(values, values + n);
       options approx = opt;
       if (approx.intervals == 0) {
-        approx.intervals = network::exact_intervals(n, sizeof(K) + (values ? sizeof(V) : 0));
+        approx.intervals = index_math::exact_intervals(n, sizeof(K) + (values ? sizeof(V) : 0));
         approx.interval_splitters = splitters::sampled;
       }
       std::vector<std::uint64_t> offsets(approx_intervals(approx) + std::size_t{1});

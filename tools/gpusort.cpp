@@ -21,7 +21,7 @@
 #include "host_sort.hpp"
 #include "text_records.hpp"
 #include "nan_move.hpp"
-#include "gpusort/detail/network/sample_sort.hpp"
+#include "gpusort/detail/index_math/sample_sort.hpp"
 #include "gpusort/sort.hpp"
 #include "plot.hpp"
 #include "standard_descriptors.hpp"
@@ -560,7 +560,7 @@ int bench(const arguments& args) {
   config.arrays = static_cast<int>(arrays);
   config.seed = parse_unsigned(args.get("seed", "1"), "--seed");
   config.buckets = static_cast<unsigned>(parse_unsigned(args.get("buckets", "0"), "--buckets"));
-  if (gpusort::detail::network::bucket_bits_of(config.buckets) < 0)
+  if (gpusort::detail::index_math::bucket_bits_of(config.buckets) < 0)
     throw usage_error("--buckets must be a power of two from 2 to 1024");
   const std::uint64_t intervals = parse_count(args.get("intervals", "0"), "--intervals");
   if (intervals > (std::uint64_t{1} << 24))

@@ -37,14 +37,14 @@
 #include <vector>
 
 #include "gpusort/detail/core/narrow_keys.hpp"
-#include "gpusort/detail/network/approx.hpp"
+#include "gpusort/detail/index_math/approx.hpp"
 #include "gpusort/sort.hpp"
 
 namespace gpusort {
 
 // The interval count an approximate sort of n keys uses with these options.
 constexpr std::uint32_t approx_intervals(const options& opt) {
-  return opt.intervals ? opt.intervals : detail::network::default_intervals;
+  return opt.intervals ? opt.intervals : detail::index_math::default_intervals;
 }
 
 // How close an approximate sort is to the exact one. A key's distance is how far it lies from
@@ -217,7 +217,7 @@ cudaError_t approx_sort_pairs(void* temp, std::size_t& temp_bytes, const K* keys
 
 // The k smallest keys in ascending order (descending: the k largest, largest first) into
 // out_keys[0, k). Workspace: about k keys (and values) and a radix sort's of as many, on any
-// input (network::candidate_capacity).
+// input (index_math::candidate_capacity).
 template <sortable_key K, std::integral N>
 cudaError_t top_k_keys(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
                        std::uint64_t k, const options& opt = {}) {

@@ -36,13 +36,13 @@
 #include "gpusort/detail/core/entry.hpp"
 #include "gpusort/detail/core/float_order.hpp"
 #include "gpusort/detail/core/narrow_keys.hpp"
-#include "gpusort/detail/network/segments.hpp"
+#include "gpusort/detail/index_math/segments.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort {
 
 namespace detail {
-using network::segment_list;
+using index_math::segment_list;
 
 template <class O>
 concept offset_type = std::integral<O> && (sizeof(O) == 4 || sizeof(O) == 8);

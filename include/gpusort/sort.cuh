@@ -69,7 +69,7 @@ cudaError_t sort_with(void* temp, std::size_t& temp_bytes, K* keys, V* values, s
   }
   const bool descending = opt.direction == order::descending;
   if (opt.algo == algorithm::sample_sort) {
-    const int bits = network::bucket_bits_of(opt.buckets);
+    const int bits = index_math::bucket_bits_of(opt.buckets);
     if (bits < 0) return cudaErrorInvalidValue;
     auto sort_buckets = [comp](void* t, std::size_t& bytes, K* k, V* v, std::uint64_t count,
                                const segment_list& segs, bool desc, cudaStream_t stream) {

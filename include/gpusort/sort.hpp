@@ -26,7 +26,7 @@
 // (its query then asks for a nonzero workspace). options::stable = true makes every algorithm
 // stable (sort.cuh's user comparators refuse it): automatic picks a stable sort whatever the memory
 // (cub_merge for floats, cub_radix, adaptive_bitonic where CUB's sorts are not built); the others
-// sort (key, position) and then the positions of each run of equal keys (network/tie_break.hpp),
+// sort (key, position) and then the positions of each run of equal keys (index_math/tie_break.hpp),
 // for 4 + 8 bytes (plus a value) per key of workspace, up to 2^32 keys. NaNs of different bits keep
 // their order in the comparison sorts; cub_radix orders them by sign.
 // Memory: bitonic uses 0 extra bytes; sample_sort a second buffer of n keys (and values)

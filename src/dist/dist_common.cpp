@@ -102,7 +102,7 @@ void rank_status::try_allocate(device_memory& memory, std::size_t bytes, cudaStr
 std::vector<std::uint64_t> agree(const communicator& comm, const rank_status& status,
                                  std::uint64_t n, std::uint64_t signature, cudaStream_t stream,
                                  const std::string& call, const char* data_state) {
-  namespace math = gpusort::detail::network::dist;
+  namespace math = gpusort::detail::index_math::dist;
   constexpr int words = 3;  // n, status, signature
   const int p = comm.size();
   device_memory buffer(sizeof(std::uint64_t) * words * (p + 1), stream, call);

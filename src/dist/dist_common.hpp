@@ -10,12 +10,12 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "gpusort/detail/network/dist.hpp"
+#include "gpusort/detail/index_math/dist.hpp"
 #include "gpusort/dist.hpp"
 
 namespace gpusort::dist::detail {
 
-using gpusort::detail::network::dist::exchange_plan;
+using gpusort::detail::index_math::dist::exchange_plan;
 
 // Ranks that are threads on one device: they meet at a barrier and copy from each other's
 // posted buffers.
@@ -97,7 +97,7 @@ class rank_status {
 };
 
 // Collective: every rank's (n, status, signature). Throws on every rank, naming the first
-// rank that failed, or that called with another signature (network/dist.hpp call_signature)
+// rank that failed, or that called with another signature (index_math/dist.hpp call_signature)
 // than rank 0, and what became of the data (data_state); else returns every rank's n.
 std::vector<std::uint64_t> agree(const communicator& comm, const rank_status& status,
                                  std::uint64_t n, std::uint64_t signature, cudaStream_t stream,

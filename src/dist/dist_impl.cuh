@@ -1,5 +1,5 @@
 // gpusort::dist::sort and sort_spread (include/gpusort/dist.hpp), instantiated per key type in
-// dist_<key>.cu. The index math is in detail/network/dist.hpp.
+// dist_<key>.cu. The index math is in detail/index_math/dist.hpp.
 #pragma once
 
 #include <algorithm>
@@ -13,12 +13,12 @@
 #include <cub/device/device_merge.cuh>
 
 #include "dist_common.hpp"
-#include "gpusort/detail/network/dist.hpp"
+#include "gpusort/detail/index_math/dist.hpp"
 #include "gpusort/dist.hpp"
 
 namespace gpusort::dist::detail {
 
-namespace math = gpusort::detail::network::dist;
+namespace math = gpusort::detail::index_math::dist;
 using gpusort::detail::no_value;
 using math::splitter;
 

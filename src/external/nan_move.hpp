@@ -3,7 +3,7 @@
 // the smallest (descending with NaNs last, ascending with NaNs first), the finished output's
 // NaN block is rotated to the other end before the output is committed: binary records by two
 // reversals in bounded memory (each part, then the whole file: the same index math as the
-// device's, network/nan_block.hpp), text (always small enough to sort in memory) line by line.
+// device's, index_math/nan_block.hpp), text (always small enough to sort in memory) line by line.
 // Two more passes over the output, only when there are NaNs to move.
 #pragma once
 
@@ -17,7 +17,7 @@
 
 #include "file_io.hpp"
 #include "records.hpp"
-#include "gpusort/detail/network/nan_block.hpp"
+#include "gpusort/detail/index_math/nan_block.hpp"
 #include "gpusort/options.hpp"
 
 namespace gpusort::detail::external {
@@ -70,9 +70,9 @@ void move_file_nans(int fd, const std::string& path, std::uint64_t file_bytes,
     else
       high = mid;
   }
-  const std::uint64_t m = network::nan_block_count(low, n, descending);
-  if (network::nan_block_stays(m, n)) return;
-  const std::uint64_t split = network::nan_block_split(m, n, descending);
+  const std::uint64_t m = index_math::nan_block_count(low, n, descending);
+  if (index_math::nan_block_stays(m, n)) return;
+  const std::uint64_t split = index_math::nan_block_split(m, n, descending);
   reverse_records(fd, path, 0, split, record_bytes);
   reverse_records(fd, path, split, n, record_bytes);
   reverse_records(fd, path, 0, n, record_bytes);

@@ -1,4 +1,4 @@
-// The device schedule of GPU-ABiSort (network/adaptive_bitonic.hpp) replayed on the host:
+// The device schedule of GPU-ABiSort (index_math/adaptive_bitonic.hpp) replayed on the host:
 // block sorts, the overlapped steps of the adaptive stages (instances of a step in either
 // order, as the GPU may run them), the gather of each depth-m subtree and its block merge.
 // Checks the index math against std::stable_sort, and the comparison count formula.
@@ -9,9 +9,9 @@
 #include <set>
 #include <vector>
 
-#include "gpusort/detail/network/adaptive_bitonic.hpp"
+#include "gpusort/detail/index_math/adaptive_bitonic.hpp"
 
-namespace abisort = gpusort::detail::network::abisort;
+namespace abisort = gpusort::detail::index_math::abisort;
 using abisort::index_t;
 
 TEST(AdaptiveSchedule, SlotsAreDistinctAndInRange) {

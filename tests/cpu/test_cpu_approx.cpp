@@ -1,5 +1,5 @@
 // The approximate sort (interval projection, Xiao et al.) on the CPU: its index math
-// (network/approx.hpp), the CPU backend (cpu/approx.hpp) against std::stable_sort for every
+// (index_math/approx.hpp), the CPU backend (cpu/approx.hpp) against std::stable_sort for every
 // key type, both interval modes and both directions, the sampled mode's balance, top_k, the
 // quality measure, and the errors of the host API.
 #include <gtest/gtest.h>
@@ -17,13 +17,13 @@
 
 #include "gpusort/approx.hpp"
 #include "gpusort/detail/cpu/approx.hpp"
-#include "gpusort/detail/network/approx.hpp"
-#include "gpusort/detail/network/row_select.hpp"
+#include "gpusort/detail/index_math/approx.hpp"
+#include "gpusort/detail/index_math/row_select.hpp"
 #include "reference.hpp"
 
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
-namespace net = gpusort::detail::network;
+namespace net = gpusort::detail::index_math;
 namespace cpu = gpusort::detail::cpu;
 using net::index_t;
 
@@ -669,7 +669,7 @@ TYPED_TEST(ApproxMath, RadixSelectFindsTheKthCode) {
   }
 }
 
-// The per-row select's digits (network/row_select.hpp) cover a code's bits once each, from
+// The per-row select's digits (index_math/row_select.hpp) cover a code's bits once each, from
 // the top, 11 at most; its search (the device's select_row_digit_kernel, step for step: the
 // prefix and mask of the digits found, the keys below them, the early end when the bucket
 // holds exactly the keys still needed) finds the k-th code, and the gather's two groups

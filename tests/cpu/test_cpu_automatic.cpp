@@ -1,5 +1,5 @@
 // algorithm::automatic on the CPU: its decision table (detail/core/automatic.hpp), and the float
-// fix-up's index math after CUB's radix sort (network/radix_floats.hpp), checked by sorting
+// fix-up's index math after CUB's radix sort (index_math/radix_floats.hpp), checked by sorting
 // in CUB's order of float bits, applying the rotation, and comparing with std::stable_sort in
 // gpusort's total order.
 #include <gtest/gtest.h>
@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "gpusort/detail/core/automatic.hpp"
-#include "gpusort/detail/network/radix_floats.hpp"
+#include "gpusort/detail/index_math/radix_floats.hpp"
 #include "gpusort/key_traits.hpp"
 #include "gpusort/sort.hpp"
 #include "float_keys.hpp"
 
 namespace {
 
-namespace net = gpusort::detail::network;
+namespace net = gpusort::detail::index_math;
 using gpusort::algorithm;
 
 // The table: nothing to sort or no CUB build -> bitonic; CUB's merge sort up to the measured

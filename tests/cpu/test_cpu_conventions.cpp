@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "float_keys.hpp"
-#include "gpusort/detail/network/nan_block.hpp"
-#include "gpusort/detail/network/tie_break.hpp"
+#include "gpusort/detail/index_math/nan_block.hpp"
+#include "gpusort/detail/index_math/tie_break.hpp"
 #include "gpusort/detail/core/address_range.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
@@ -38,7 +38,7 @@ TEST(NanPlacement, LowestIsTheOneQuestion) {
 
 // The rotation by two reversals, run on the CPU with the index functions the kernels use.
 TEST(NanPlacement, TwoReversalsRotateTheBlock) {
-  namespace net = gpusort::detail::network;
+  namespace net = gpusort::detail::index_math;
   for (std::uint64_t n : {2u, 3u, 8u, 11u}) {
     for (std::uint64_t m = 0; m <= n; ++m) {
       for (bool in_front : {false, true}) {
@@ -186,7 +186,7 @@ TEST(ConventionsSegments, NansPlacedInEverySegment) {
 // The tie-break's ranks rise along a sorted array and tie exactly where the order ties.
 TYPED_TEST(Conventions, TieBreakRanksFollowTheOrder) {
   using K = TypeParam;
-  namespace net = gpusort::detail::network;
+  namespace net = gpusort::detail::index_math;
   const std::vector<K> input = tied_keys<K>(2000, 99);
   for (const order dir : both_orders) {
     for (const nan_order nans : both_placements) {

@@ -1,4 +1,4 @@
-// The distributed sample sort's index math (detail/network/dist.hpp), and the whole algorithm
+// The distributed sample sort's index math (detail/index_math/dist.hpp), and the whole algorithm
 // simulated on the CPU with p shards: the output must be the stable sort by (key, rank,
 // position), and no rank may receive more than the stated bound, whatever the input.
 #include <gtest/gtest.h>
@@ -11,13 +11,13 @@
 #include <tuple>
 #include <vector>
 
-#include "gpusort/detail/network/dist.hpp"
+#include "gpusort/detail/index_math/dist.hpp"
 #include "gpusort/key_traits.hpp"
 #include "reference.hpp"
 
 namespace {
 
-namespace math = gpusort::detail::network::dist;
+namespace math = gpusort::detail::index_math::dist;
 using math::splitter;
 
 TEST(DistMath, SampleStrideCoversOversampling) {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "gpusort/approx.hpp"
-#include "gpusort/detail/network/dist.hpp"
+#include "gpusort/detail/index_math/dist.hpp"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
 
@@ -136,7 +136,7 @@ TYPED_TEST(NarrowKeys, SegmentedCodecMakesTheCodes) {
   }
 }
 
-// gpusort::dist's order code of a narrow key (network/dist.hpp; splitters, bucket bounds and
+// gpusort::dist's order code of a narrow key (index_math/dist.hpp; splitters, bucket bounds and
 // the merge compare it): every key, both orders, both NaN placements, the codes distinct and in
 // the reference order of the keys (unsigned: the order the local sort gives).
 TYPED_TEST(NarrowKeys, DistOrderCodesFollowTheSortOrder) {
@@ -144,7 +144,7 @@ TYPED_TEST(NarrowKeys, DistOrderCodesFollowTheSortOrder) {
   for (const bool descending : {false, true})
     for (const auto nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
       const gpusort::order direction = descending ? gpusort::order::descending : gpusort::order::ascending;
-      const gpusort::detail::network::dist::order_code<K> code(direction, nans);
+      const gpusort::detail::index_math::dist::order_code<K> code(direction, nans);
       std::vector<std::pair<std::uint64_t, K>> coded;
       for (const K key : every_key<K>()) coded.push_back({code(key), key});
       std::sort(coded.begin(), coded.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

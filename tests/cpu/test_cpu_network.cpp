@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "gpusort/detail/cpu/bitonic.hpp"
-#include "gpusort/detail/network/bitonic.hpp"
-#include "gpusort/detail/network/group_steps.hpp"
-#include "gpusort/detail/network/segments.hpp"
+#include "gpusort/detail/index_math/bitonic.hpp"
+#include "gpusort/detail/index_math/group_steps.hpp"
+#include "gpusort/detail/index_math/segments.hpp"
 #include "gpusort/key_traits.hpp"
 #include "reference.hpp"
 
-namespace net = gpusort::detail::network;
+namespace net = gpusort::detail::index_math;
 using gpusort::detail::no_value;
 using gpusort::detail::cpu::bitonic_sort;
 using gpusort::detail::cpu::cpu_schedule;

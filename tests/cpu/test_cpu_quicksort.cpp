@@ -1,4 +1,4 @@
-// The GPU quicksort's math (network/quicksort.hpp) and its rounds on the host
+// The GPU quicksort's math (index_math/quicksort.hpp) and its rounds on the host
 // (cpu/quicksort.hpp): order against std::stable_sort, values, and the round bound that lets
 // the device queue every round without waiting.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
 namespace cpu = gpusort::detail::cpu;
-namespace qs = gpusort::detail::network::quicksort;
+namespace qs = gpusort::detail::index_math::quicksort;
 using gpusort::detail::payload;
 
 namespace {

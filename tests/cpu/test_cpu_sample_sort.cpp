@@ -1,7 +1,7 @@
 // The sample sort's index math and its CPU backend: the plan, the bucket bound on adversarial
 // inputs (every level's largest bucket against the bound), and the sort against
 // std::stable_sort for every key type, both samplings, keys and pairs; the merge of sorted
-// runs (network/merge_runs.hpp) that finishes the final buckets.
+// runs (index_math/merge_runs.hpp) that finishes the final buckets.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -9,14 +9,14 @@
 #include <utility>
 
 #include "gpusort/detail/cpu/sample_sort.hpp"
-#include "gpusort/detail/network/merge_runs.hpp"
-#include "gpusort/detail/network/sample_sort.hpp"
+#include "gpusort/detail/index_math/merge_runs.hpp"
+#include "gpusort/detail/index_math/sample_sort.hpp"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
 
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
-namespace net = gpusort::detail::network;
+namespace net = gpusort::detail::index_math;
 namespace cpu = gpusort::detail::cpu;
 using net::index_t;
 
@@ -177,7 +177,7 @@ TEST(SampleSortPlan, RandomSamplesStayInTheTileAndVary) {
   EXPECT_EQ(net::random_sample(1, 2, 1000, 3), net::random_sample(1, 2, 1000, 3));
 }
 
-// network::classify against a count of the splitters at or below (key, position), over
+// index_math::classify against a count of the splitters at or below (key, position), over
 // splitters with ties, repeated keys at other positions, and splitters above every key.
 TEST(SampleSortPlan, ClassifyCountsTheSplittersAtOrBelowTheKey) {
   std::mt19937 rng(11);

@@ -13,8 +13,8 @@
 
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
-using gpusort::detail::network::segment_classes;
-using gpusort::detail::network::segment_list;
+using gpusort::detail::index_math::segment_classes;
+using gpusort::detail::index_math::segment_list;
 
 TEST(CpuSegmentClasses, EveryClassHasAWorkerAndAList) {
   for (int slot_bytes : {4, 8, 12, 16, 24}) {
@@ -43,7 +43,7 @@ TEST(CpuSegmentClasses, EveryClassHasAWorkerAndAList) {
 }
 
 TEST(CpuSegmentClasses, NthSetBitFindsTheLaneOfEachSegment) {
-  using gpusort::detail::network::nth_set_bit;
+  using gpusort::detail::index_math::nth_set_bit;
   for (std::uint32_t mask : {0u, 1u, 0x80000000u, 0xffffffffu, 0xaaaaaaaau, 0x00f0f00fu,
                              0x12345678u, 0x80000001u}) {
     unsigned k = 0;
@@ -55,7 +55,7 @@ TEST(CpuSegmentClasses, NthSetBitFindsTheLaneOfEachSegment) {
 }
 
 TEST(CpuSegmentClasses, NthSetBitOfWindowFindsEachSegmentInReadOrder) {
-  using gpusort::detail::network::nth_set_bit_of_window;
+  using gpusort::detail::index_math::nth_set_bit_of_window;
   const std::uint32_t windows[][4] = {{0u, 0u, 0u, 0u},
                                       {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
                                       {0u, 0x80000000u, 0u, 1u},
@@ -72,7 +72,7 @@ TEST(CpuSegmentClasses, NthSetBitOfWindowFindsEachSegmentInReadOrder) {
 }
 
 TEST(CpuSegmentClasses, WorkspaceListsHoldEveryTileAndLongSegmentOfAnyLayout) {
-  using gpusort::detail::network::segment_workspace;
+  using gpusort::detail::index_math::segment_workspace;
   for (int slot_bytes : {4, 8, 12, 16}) {
     const segment_classes classes{slot_bytes};
     for (std::uint64_t seed = 1; seed <= 4; ++seed) {
@@ -128,8 +128,8 @@ TEST(CpuSegmentClasses, WindowWorkerListsWhenSegmentsAverage64KeysOrFewer) {
 }
 
 TEST(CpuSegmentClasses, LongQueueHasAStagePerPassAndATicketPerUnit) {
-  using gpusort::detail::network::long_queue;
-  using gpusort::detail::network::pass;
+  using gpusort::detail::index_math::long_queue;
+  using gpusort::detail::index_math::pass;
   using kind = long_queue::stage_kind;
   for (const int longest : {14, 17, 24})
     for (const bool mapped : {false, true}) {
@@ -137,7 +137,7 @@ TEST(CpuSegmentClasses, LongQueueHasAStagePerPassAndATicketPerUnit) {
                          {13, 4}, 512, mapped, mapped};
       SCOPED_TRACE(::testing::Message() << "longest " << longest << ", mapped " << mapped);
       std::vector<pass> passes;
-      gpusort::detail::network::for_each_pass(std::uint64_t{1} << longest, q.shape,
+      gpusort::detail::index_math::for_each_pass(std::uint64_t{1} << longest, q.shape,
                                               [&](const pass& ps) { passes.push_back(ps); });
       std::vector<long_queue::stage> stages;
       const std::uint64_t tickets = q.for_each_stage([&](const auto& s) { stages.push_back(s); });
@@ -180,7 +180,7 @@ TEST(CpuSegmentClasses, LongQueueHasAStagePerPassAndATicketPerUnit) {
 // units done reach its stage's first ticket. That must mean every earlier stage is done, and
 // the queue must drain whatever the order (no block waits for one that has not started).
 TEST(CpuSegmentClasses, LongQueueRunsStagesInOrderWhateverBlocksFinishFirst) {
-  using gpusort::detail::network::long_queue;
+  using gpusort::detail::index_math::long_queue;
   const long_queue q{15, std::uint64_t{5} << 14, {13, 4}, 512, true, true};
   std::vector<long_queue::stage> stages;
   const std::uint64_t tickets = q.for_each_stage([&](const auto& s) { stages.push_back(s); });

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "device_buffer.hpp"
-#include "gpusort/detail/network/adaptive_bitonic.hpp"
+#include "gpusort/detail/index_math/adaptive_bitonic.hpp"
 #include "gpusort/sort.cuh"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
@@ -12,7 +12,7 @@
 
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
-namespace abisort = gpusort::detail::network::abisort;
+namespace abisort = gpusort::detail::index_math::abisort;
 
 GPUSORT_TYPED_SUITE(GpuAdaptiveBitonic, GpuTest, key_types);
 
@@ -42,7 +42,7 @@ TYPED_TEST(GpuAdaptiveBitonic, PlainAlgorithmWithoutBlockSteps) {
   }
 }
 
-// The counter sees every comparison: the formula of network/adaptive_bitonic.hpp, which for
+// The counter sees every comparison: the formula of index_math/adaptive_bitonic.hpp, which for
 // the plain algorithm is under 2 N log2 N (N: n padded to a power of two).
 TEST(GpuAdaptiveBitonicCount, ComparisonsMatchTheFormula) {
   GPUSORT_REQUIRE_GPU();

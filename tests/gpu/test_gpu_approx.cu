@@ -10,7 +10,7 @@
 #include "device_buffer.hpp"
 #include "gpusort/approx.hpp"
 #include "gpusort/detail/core/half_keys.hpp"
-#include "gpusort/detail/network/row_select.hpp"
+#include "gpusort/detail/index_math/row_select.hpp"
 #include "reference.hpp"
 #include "shuffled_keys.cuh"
 
@@ -224,12 +224,12 @@ TYPED_TEST(GpuApprox, TopKIsTheSortedPrefix) {
 // top_k when its sample misjudges: every sampled position holds the first key of the order
 // (far fewer than k keys lie before the upper splitter) or the last one (nearly all of them
 // do, more than the candidate buffer holds), so the radix select must find the k first keys
-// (network::sample_position says where the samples are taken).
+// (index_math::sample_position says where the samples are taken).
 TYPED_TEST(GpuApprox, TopKWhenTheSampleMisjudges) {
   using K = TypeParam;
-  namespace network = gpusort::detail::network;
+  namespace index_math = gpusort::detail::index_math;
   const std::size_t n = std::size_t{1} << 20, k = 1000;
-  const std::uint64_t samples = network::focus_sample_count(n);
+  const std::uint64_t samples = index_math::focus_sample_count(n);
   std::vector<std::uint32_t> values(n);
   for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<std::uint32_t>(i);
   guarded_buffer<std::uint32_t> dv(values);
@@ -239,7 +239,7 @@ TYPED_TEST(GpuApprox, TopKWhenTheSampleMisjudges) {
     std::vector<K> keys = tools::generate<K>(tools::distribution::uniform, n, 11);
     const K lowest = std::numeric_limits<K>::lowest(), highest = std::numeric_limits<K>::max();
     const K sampled = descending == sampled_first ? highest : lowest;
-    for (std::uint64_t j = 0; j < samples; ++j) keys[network::sample_position(j, samples, n)] = sampled;
+    for (std::uint64_t j = 0; j < samples; ++j) keys[index_math::sample_position(j, samples, n)] = sampled;
     guarded_buffer<K> dk(keys);
     const gpusort::options opt{.direction = descending ? gpusort::order::descending
                                                        : gpusort::order::ascending};
@@ -517,7 +517,7 @@ TYPED_TEST(GpuApprox, TopKRowsIndicesPointAtTheirKeys) {
 template <class K>
 std::vector<K> rows_against_the_sample(std::size_t rows, std::size_t row_length, bool descending,
                                        bool samples_first, int seed) {
-  namespace net = gpusort::detail::network;
+  namespace net = gpusort::detail::index_math;
   std::vector<K> keys = tools::generate<K>(tools::distribution::uniform, rows * row_length, seed);
   std::vector<bool> sampled(row_length);
   for (std::size_t j = 0; j < net::row_samples; ++j) sampled[j * row_length / net::row_samples] = true;
@@ -552,7 +552,7 @@ template <class H>
 void check_float16_rows() {
   std::mt19937 rng(16);
   for (const row_case& c : row_select_cases) {
-    if (c.row_length < gpusort::detail::network::row_select_least_row) continue;
+    if (c.row_length < gpusort::detail::index_math::row_select_least_row) continue;
     std::vector<H> keys(c.rows * c.row_length);
     for (std::size_t i = 0; i < keys.size(); ++i)
       keys[i].bits = static_cast<std::uint16_t>(i % 3 ? rng() : rng() % 8 * 0x1111u);

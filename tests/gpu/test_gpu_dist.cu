@@ -27,7 +27,7 @@
 
 #include "common/rank_threads.hpp"
 #include "device_buffer.hpp"
-#include "gpusort/detail/network/dist.hpp"
+#include "gpusort/detail/index_math/dist.hpp"
 #include "gpusort/dist.hpp"
 #include "reference.hpp"
 #include "shuffled_keys.cuh"
@@ -202,7 +202,7 @@ std::vector<std::vector<K>> dist_sort(comm_set& comms, const std::vector<std::ve
   share_parts(comms, bounds);
   std::uint64_t total = 0;
   for (auto& s : shards) total += s.size();
-  const std::uint64_t w = gpusort::detail::network::dist::sample_stride(total, ranks, opt.oversampling);
+  const std::uint64_t w = gpusort::detail::index_math::dist::sample_stride(total, ranks, opt.oversampling);
   for (int r = 0; r < ranks; ++r) {
     EXPECT_EQ(bounds[r], bounds[0]);
     EXPECT_LE(out[r].size(), bounds[r].at(0)) << "rank " << r << " above the bound";

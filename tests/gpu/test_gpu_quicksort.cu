@@ -4,14 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "device_buffer.hpp"
-#include "gpusort/detail/network/quicksort.hpp"
+#include "gpusort/detail/index_math/quicksort.hpp"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
 #include "shuffled_keys.cuh"
 
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
-namespace qs = gpusort::detail::network::quicksort;
+namespace qs = gpusort::detail::index_math::quicksort;
 
 GPUSORT_TYPED_SUITE(GpuQuicksort, GpuTest, key_types);
 

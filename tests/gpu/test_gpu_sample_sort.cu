@@ -15,7 +15,7 @@
 
 using namespace gpusort::testing;
 namespace tools = gpusort::tools;
-namespace net = gpusort::detail::network;
+namespace net = gpusort::detail::index_math;
 
 GPUSORT_TYPED_SUITE(GpuSampleSort, GpuTest, key_types);
 

@@ -16,7 +16,7 @@
 
 #include "device_buffer.hpp"
 #include "gpusort/detail/core/float_order.hpp"
-#include "gpusort/detail/network/segments.hpp"
+#include "gpusort/detail/index_math/segments.hpp"
 #include "gpusort/sort.cuh"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
@@ -52,7 +52,7 @@ void check_segmented(const std::vector<K>& keys, const layout& l, bool descendin
                                          end.data(), count, opt),
             cudaSuccess);
   if (algo == gpusort::algorithm::automatic) {
-    // network::segment_workspace: up to 8 lists of 4-byte entries, each with room for every
+    // index_math::segment_workspace: up to 8 lists of 4-byte entries, each with room for every
     // segment but never more in all than n / 32 entries; 8 bytes per possible long segment
     // (over 2^10 keys at any slot size); 128 bytes of counters.
     const std::uint64_t n = keys.size();
@@ -341,7 +341,7 @@ TYPED_TEST(GpuSegmented, PairsWhoseKeysEqualThePaddingKeepTheirValues) {
     for (bool descending : {false, true})
       for (bool nans_lowest : {false, true})
         extremes.push_back(gpusort::detail::float_order<K>::from_code(
-            gpusort::detail::network::padding_key<bits>(descending), nans_lowest));
+            gpusort::detail::index_math::padding_key<bits>(descending), nans_lowest));
   std::vector<std::uint64_t> sizes;
   for (std::uint64_t m : {3, 5, 17, 33, 100, 129, 200, 300, 513, 1000, 2000, 3000, 5000})
     for (int copies = 0; copies < 40; ++copies) sizes.push_back(m);

@@ -4,7 +4,7 @@
 //
 // The tile's address bits are cut into digits of DIGIT bits. The steps of a phase run from
 // its top bit down, one digit at a time: each thread loads the 2^k slots that differ in the
-// k step bits of the digit into registers, runs the k steps there (network::group_steps) and
+// k step bits of the digit into registers, runs the k steps there (index_math::group_steps) and
 // stores them back, so there is one barrier per digit rather than per step. Because a
 // digit's lowest bit is a compile-time constant, the member offsets in shared memory are
 // constants folded into the load and store instructions.
@@ -14,13 +14,13 @@
 
 #include "gpusort/detail/core/config.hpp"
 #include "gpusort/detail/core/float_order.hpp"
-#include "gpusort/detail/network/bitonic.hpp"
-#include "gpusort/detail/network/group_steps.hpp"
+#include "gpusort/detail/index_math/bitonic.hpp"
+#include "gpusort/detail/index_math/group_steps.hpp"
 #include "gpusort/detail/core/types.hpp"
 
 namespace gpusort::detail::block {
 
-using network::index_t;
+using index_math::index_t;
 
 // The threads that share a tile: a whole block (barriers are __syncthreads) or a single
 // warp with its own tile (barriers are __syncwarp; the block's other warps work on theirs).
@@ -53,8 +53,8 @@ __device__ __forceinline__ V value_or_position(const V* values, std::uint64_t i,
 template <class K, class V, int TILE_BITS>
 struct tile_storage {
   static constexpr unsigned slots = 1u << TILE_BITS;
-  static constexpr unsigned pad = network::tile_pad(sizeof(K), has_values<K, V>);
-  GPUSORT_HD static constexpr unsigned index(unsigned l) { return network::tile_index<pad>(l); }
+  static constexpr unsigned pad = index_math::tile_pad(sizeof(K), has_values<K, V>);
+  GPUSORT_HD static constexpr unsigned index(unsigned l) { return index_math::tile_index<pad>(l); }
   K keys[index(slots)];
   V values[has_values<K, V> ? index(slots) : 1];
 };
@@ -113,7 +113,7 @@ struct tile_network {
   }
 
   // Loads a tile whose slots from n on are padding, `filler` in each (a key that sorts after
-  // every real one: network::padding_key), all loads in flight at once. Padding values are
+  // every real one: index_math::padding_key), all loads in flight at once. Padding values are
   // never read: run_whole leaves every filler in its slot.
   __device__ void load_filled(const K* keys, const V* values, K filler, key_codec<K> codec = {},
                               bool positions = false) {
@@ -155,7 +155,7 @@ struct tile_network {
     // shorter than the tile, else a bit of the tile's first slot.
     const bool local_direction = phase < TILE_BITS;
     const unsigned boundary_bit = static_cast<unsigned>(((n - 1) >> phase) & 1u);
-    const bool tile_asc = network::ascending(first_slot, phase, n, descending);
+    const bool tile_asc = index_math::ascending(first_slot, phase, n, descending);
     for (unsigned q = Team::rank(); q < sets; q += THREADS) {
       const unsigned local0 =
           ((q >> LOWEST) << (LOWEST + COUNT)) | (q & ((1u << LOWEST) - 1));
@@ -164,7 +164,7 @@ struct tile_network {
                            : tile_asc;
       int real = members;
       if constexpr (PARTIAL) {
-        real = network::real_members(first_slot + local0, LOWEST, COUNT, n);
+        real = index_math::real_members(first_slot + local0, LOWEST, COUNT, n);
         if (real == 0) continue;
       }
       const unsigned base = storage::index(local0);
@@ -176,7 +176,7 @@ struct tile_network {
         if constexpr (has_values<K, V>)
           v[r] = smem.values[base + storage::index(static_cast<unsigned>(r) << LOWEST)];
       }
-      network::group_steps<COUNT, PARTIAL>(k, v, asc, real, comp);
+      index_math::group_steps<COUNT, PARTIAL>(k, v, asc, real, comp);
 #pragma unroll
       for (int r = 0; r < members; ++r) {
         smem.keys[base + storage::index(static_cast<unsigned>(r) << LOWEST)] = k[r];
@@ -217,7 +217,7 @@ struct tile_network {
   }
 
   // Phases 1..DIGIT, whose steps stay inside one member set of the lowest digit, in a single
-  // round (network::sort_first_phases) instead of one round per phase. No padding. Measured
+  // round (index_math::sort_first_phases) instead of one round per phase. No padding. Measured
   // on an H100 (batches of 2^24 u32 keys): segments of 256 keys 0.177 -> 0.148 ms, 1,024
   // 0.162 -> 0.139, 4,096 0.217 -> 0.186 (with a select per comparator instead of a branch
   // per phase, 1,024 and 4,096 were slower than one round per phase: 0.188, 0.235).
@@ -233,7 +233,7 @@ struct tile_network {
         k[r] = smem.keys[base + storage::index(static_cast<unsigned>(r))];
         if constexpr (has_values<K, V>) v[r] = smem.values[base + storage::index(static_cast<unsigned>(r))];
       }
-      network::sort_first_phases<DIGIT>(k, v, first_slot + (q << DIGIT), n, descending, comp);
+      index_math::sort_first_phases<DIGIT>(k, v, first_slot + (q << DIGIT), n, descending, comp);
 #pragma unroll
       for (int r = 0; r < members; ++r) {
         smem.keys[base + storage::index(static_cast<unsigned>(r))] = k[r];
@@ -245,12 +245,12 @@ struct tile_network {
   // Runs the steps [ps.first_step, ps.end_step) (whole phases, or the tail of one) on the
   // loaded tile.
   template <bool PARTIAL>
-  __device__ void run_steps(const network::pass& ps) {
-    const network::step first = network::step_at(ps.first_step);
-    const network::step last = network::step_at(ps.end_step - 1);
+  __device__ void run_steps(const index_math::pass& ps) {
+    const index_math::step first = index_math::step_at(ps.first_step);
+    const index_math::step last = index_math::step_at(ps.end_step - 1);
     int first_phase = first.phase;
     if constexpr (!PARTIAL && DIGIT <= TILE_BITS) {
-      if (ps.first_step == 0 && ps.end_step >= network::steps_through_phase(DIGIT)) {
+      if (ps.first_step == 0 && ps.end_step >= index_math::steps_through_phase(DIGIT)) {
         Team::sync();
         run_first_phases();
         first_phase = DIGIT + 1;
@@ -263,7 +263,7 @@ struct tile_network {
     Team::sync();
   }
 
-  __device__ void run(const network::pass& ps) {
+  __device__ void run(const index_math::pass& ps) {
     if (partial())
       run_steps<true>(ps);
     else
@@ -272,9 +272,9 @@ struct tile_network {
 
   // After load_filled: every comparator runs, fillers included, with no padding check. The
   // directions still follow n, so a comparator between a real slot and a padding slot
-  // always puts the padding last: each filler stays in its slot (network::ascending), and
+  // always puts the padding last: each filler stays in its slot (index_math::ascending), and
   // the real keys and values end as run() would leave them.
-  __device__ void run_whole(const network::pass& ps) { run_steps<false>(ps); }
+  __device__ void run_whole(const index_math::pass& ps) { run_steps<false>(ps); }
 };
 
 }  // namespace gpusort::detail::block

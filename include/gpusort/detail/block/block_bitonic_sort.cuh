@@ -15,7 +15,7 @@ namespace gpusort::detail::block {
 
 template <class K, class V, int THREADS, int ITEMS, class Compare>
 struct block_bitonic_sort {
-  static constexpr int bits = network::ceil_log2(static_cast<index_t>(THREADS) * ITEMS);
+  static constexpr int bits = index_math::ceil_log2(static_cast<index_t>(THREADS) * ITEMS);
   static_assert((1 << bits) == THREADS * ITEMS, "THREADS * ITEMS must be a power of two");
   static constexpr int digit = sizeof(K) + (has_values<K, V> ? sizeof(V) : 0) <= 8 ? 5 : 4;
   using engine = tile_network<K, V, block_team<THREADS>, bits, digit, Compare>;
@@ -50,17 +50,17 @@ struct block_bitonic_sort {
         if constexpr (has_values<K, V>) temp.values[temp_storage::index(l)] = values[i];
       }
     }
-    const network::window tile{bits, bits, 0};
+    const index_math::window tile{bits, bits, 0};
     engine net{temp, 0, valid, descending, comp};
     if (valid >= 2) {
       if (!merge_only) {
-        net.run(network::pass{tile, 0, network::steps_through_phase(bits)});
+        net.run(index_math::pass{tile, 0, index_math::steps_through_phase(bits)});
       } else {
         __syncthreads();
         mirror_step(valid, descending, comp);
         if (bits >= 2)
-          net.run(network::pass{tile, network::step_index(bits, bits - 2),
-                                network::step_index(bits, 0) + 1});
+          net.run(index_math::pass{tile, index_math::step_index(bits, bits - 2),
+                                index_math::step_index(bits, 0) + 1});
       }
     }
     __syncthreads();

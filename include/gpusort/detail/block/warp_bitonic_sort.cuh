@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "gpusort/detail/network/bitonic.hpp"
-#include "gpusort/detail/network/group_steps.hpp"
+#include "gpusort/detail/index_math/bitonic.hpp"
+#include "gpusort/detail/index_math/group_steps.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::block {
@@ -46,14 +46,14 @@ __device__ __forceinline__ T shuffle_from(const T& value, int source) {
 
 template <class K, class V, int ITEMS, class Compare>
 struct warp_bitonic_sort {
-  static constexpr int item_bits = network::ceil_log2(ITEMS);
+  static constexpr int item_bits = index_math::ceil_log2(ITEMS);
   static constexpr int bits = item_bits + 5;
   static_assert((1 << item_bits) == ITEMS, "ITEMS must be a power of two");
 
   // All 32 lanes must call it. Sorts positions [0, valid) ascending by comp (or descending).
   __device__ void sort(K (&keys)[ITEMS], V (&values)[ITEMS], unsigned valid, bool descending,
                        Compare comp) const {
-    const int phases = network::ceil_log2(valid < (1u << bits) ? valid : (1u << bits));
+    const int phases = index_math::ceil_log2(valid < (1u << bits) ? valid : (1u << bits));
     run<bits>(keys, values, threadIdx.x & 31u, phases, valid, descending, comp);
   }
 
@@ -103,7 +103,7 @@ struct warp_bitonic_sort {
     }(std::make_integer_sequence<int, N>{});
   }
 
-  // network::ascending in 32 bits: positions here are below 2^bits.
+  // index_math::ascending in 32 bits: positions here are below 2^bits.
   __device__ __forceinline__ static bool ascending(unsigned lo, int phase, unsigned valid,
                                                    bool descending) {
     return (((lo >> phase) & 1u) == (((valid - 1u) >> phase) & 1u)) != descending;
@@ -122,9 +122,9 @@ struct warp_bitonic_sort {
       if (!FULL && lo + (1u << bit) >= valid) continue;
       const bool asc = ascending(lo, phase, valid, descending);
       if (asc)
-        network::compare_exchange<true>(keys[i], keys[j], values[i], values[j], comp);
+        index_math::compare_exchange<true>(keys[i], keys[j], values[i], values[j], comp);
       else
-        network::compare_exchange<false>(keys[i], keys[j], values[i], values[j], comp);
+        index_math::compare_exchange<false>(keys[i], keys[j], values[i], values[j], comp);
     }
   }
 

@@ -3,7 +3,7 @@
 // (docs/performance.md, "automatic"):
 //  - built-in keys alone or with 4- or 8-byte values, where CUB's sorts are built: CUB's merge sort
 //    for small arrays (up to merge_limit_bits below: it wins on launch count), else CUB's radix
-//    sort; float keys after the radix sort get the NaN fix-up (network/radix_floats.hpp), two
+//    sort; float keys after the radix sort get the NaN fix-up (index_math/radix_floats.hpp), two
 //    launches that move nothing when no negative NaN is there;
 //  - otherwise, or when that workspace (a second buffer) does not fit, or when the caller
 //    passes 0 workspace bytes: the in-place bitonic sort, which needs no memory at all;

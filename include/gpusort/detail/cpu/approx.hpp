@@ -1,5 +1,5 @@
 // CPU backend of the approximate sort, top_k and the quality measure: the same intervals as
-// the device (network/approx.hpp), so the offsets match the GPU's exactly; inside an interval
+// the device (index_math/approx.hpp), so the offsets match the GPU's exactly; inside an interval
 // keys keep their input order.
 #pragma once
 
@@ -8,8 +8,8 @@
 #include <numeric>
 #include <vector>
 
-#include "gpusort/detail/network/approx.hpp"
-#include "gpusort/detail/network/sample_sort.hpp"
+#include "gpusort/detail/index_math/approx.hpp"
+#include "gpusort/detail/index_math/sample_sort.hpp"
 #include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
 
@@ -20,38 +20,38 @@ template <class K>
 std::vector<std::uint32_t> interval_of_each(const K* keys, std::uint64_t n,
                                             std::uint32_t intervals, bool sampled,
                                             bool descending) {
-  using U = network::ordered_t<K>;
+  using U = index_math::ordered_t<K>;
   std::vector<std::uint32_t> index(n);
   if (n == 0) return index;
   if (!sampled) {
     U lo = ~U{0}, hi = 0;
     for (std::uint64_t i = 0; i < n; ++i) {
-      if (!network::finite_key(keys[i])) continue;
+      if (!index_math::finite_key(keys[i])) continue;
       const U u = key_traits<K>::ordered(keys[i]);
       lo = std::min(lo, u);
       hi = std::max(hi, u);
     }
-    const auto proj = network::linear_projection<K>::make(lo, hi, intervals);
+    const auto proj = index_math::linear_projection<K>::make(lo, hi, intervals);
     for (std::uint64_t i = 0; i < n; ++i)
-      index[i] = network::directed_interval(proj(keys[i]), intervals, descending);
+      index[i] = index_math::directed_interval(proj(keys[i]), intervals, descending);
     return index;
   }
-  const std::uint64_t count = network::sample_count(n, intervals);
-  std::vector<network::sample<K>> samples(count);
+  const std::uint64_t count = index_math::sample_count(n, intervals);
+  std::vector<index_math::sample<K>> samples(count);
   for (std::uint64_t j = 0; j < count; ++j) {
-    const std::uint64_t pos = network::sample_position(j, count, n);
+    const std::uint64_t pos = index_math::sample_position(j, count, n);
     samples[j] = {pos, keys[pos], 0};
   }
-  const network::sample_less<less<K>> by_key_then_position{};
+  const index_math::sample_less<less<K>> by_key_then_position{};
   std::sort(samples.begin(), samples.end(), by_key_then_position);
-  std::vector<network::sample<K>> splitters;
+  std::vector<index_math::sample<K>> splitters;
   for (std::uint64_t r = 1; r < intervals; ++r)
-    splitters.push_back(samples[network::splitter_sample(r, count, intervals)]);
+    splitters.push_back(samples[index_math::splitter_sample(r, count, intervals)]);
   for (std::uint64_t i = 0; i < n; ++i) {
-    const network::sample<K> me{i, keys[i], 0};
+    const index_math::sample<K> me{i, keys[i], 0};
     const auto below = std::lower_bound(splitters.begin(), splitters.end(), me,
                                         by_key_then_position) - splitters.begin();
-    index[i] = network::directed_interval(static_cast<std::uint32_t>(below), intervals,
+    index[i] = index_math::directed_interval(static_cast<std::uint32_t>(below), intervals,
                                           descending);
   }
   return index;
@@ -96,7 +96,7 @@ void top_k(const K* keys, const V* values, std::uint64_t n, K* out_keys, V* out_
   std::vector<std::uint64_t> candidates;
   for (std::uint64_t i = 0; i < n; ++i)
     if (index[i] <= last) candidates.push_back(i);
-  const network::directed<less<K>> before{{}, descending};
+  const index_math::directed<less<K>> before{{}, descending};
   std::stable_sort(candidates.begin(), candidates.end(),
                    [&](std::uint64_t a, std::uint64_t b) { return before(keys[a], keys[b]); });
   for (std::uint64_t i = 0; i < k; ++i) {
@@ -111,7 +111,7 @@ template <class K, class V>
 void top_k_rows(const K* keys, const V* values, std::uint64_t rows, std::uint64_t row_length,
                 K* out_keys, V* out_values, std::uint64_t k, bool descending) {
   if (k == 0) return;
-  const network::directed<less<K>> before{{}, descending};
+  const index_math::directed<less<K>> before{{}, descending};
   std::vector<std::uint64_t> order(row_length);
   for (std::uint64_t r = 0; r < rows; ++r) {
     const K* row = keys + r * row_length;
@@ -131,7 +131,7 @@ template <class K>
 void approx_quality(const K* keys, std::uint64_t n, const std::uint64_t* offsets,
                     std::uint32_t intervals, bool descending, unsigned long long (&words)[4]) {
   std::fill(words, words + 4, 0ull);
-  const network::directed<less<K>> before{{}, descending};
+  const index_math::directed<less<K>> before{{}, descending};
   for (std::uint32_t j = 0; j < intervals; ++j) {
     const std::uint64_t first = offsets[j], end = offsets[j + 1];
     words[0] = std::max<unsigned long long>(words[0], end - first);
@@ -139,7 +139,7 @@ void approx_quality(const K* keys, std::uint64_t n, const std::uint64_t* offsets
     std::sort(sorted.begin(), sorted.end(), before);
     for (std::uint64_t p = first; p < end; ++p) {
       const auto range = std::equal_range(sorted.begin(), sorted.end(), keys[p], before);
-      const std::uint64_t d = network::distance_to(p, first + (range.first - sorted.begin()),
+      const std::uint64_t d = index_math::distance_to(p, first + (range.first - sorted.begin()),
                                                    first + (range.second - sorted.begin()));
       words[1] += d > 0;
       words[2] += d;

@@ -1,17 +1,17 @@
 // The in-place bitonic sort on host threads. It runs the very schedule of the GPU sort
-// (network/bitonic.hpp): the same passes, windows and step groups, a window per task.
+// (index_math/bitonic.hpp): the same passes, windows and step groups, a window per task.
 #pragma once
 
 #include <algorithm>
 #include <thread>
 #include <vector>
 
-#include "gpusort/detail/network/bitonic.hpp"
-#include "gpusort/detail/network/group_steps.hpp"
+#include "gpusort/detail/index_math/bitonic.hpp"
+#include "gpusort/detail/index_math/group_steps.hpp"
 
 namespace gpusort::detail::cpu {
 
-using network::index_t;
+using index_math::index_t;
 
 // Runs f(i) for i in [0, count) on up to `threads` host threads (0: all cores).
 template <class F>
@@ -35,16 +35,16 @@ void parallel_for(index_t count, unsigned threads, F&& f) {
 
 // Executes one step group on window w with up to 2^MAX_GROUP keys per member set.
 template <int COUNT, class K, class V, class Compare>
-void run_group(K* keys, V* values, index_t n, const network::pass& ps, index_t w,
-               const network::step_group& grp, bool descending, Compare comp) {
+void run_group(K* keys, V* values, index_t n, const index_math::pass& ps, index_t w,
+               const index_math::step_group& grp, bool descending, Compare comp) {
   constexpr int members = 1 << COUNT;
-  const network::window& win = ps.win;
+  const index_math::window& win = ps.win;
   const int lowest = grp.top_local_bit - COUNT + 1;
   const int low_global = lowest < win.low_bits ? lowest : win.group_lo + (lowest - win.low_bits);
   const index_t sets = index_t{1} << (win.local_bits() - COUNT);
   for (index_t q = 0; q < sets; ++q) {
-    const index_t slot0 = win.slot(w, network::group_member(q, lowest, COUNT, 0));
-    const int real = network::real_members(slot0, low_global, COUNT, n);
+    const index_t slot0 = win.slot(w, index_math::group_member(q, lowest, COUNT, 0));
+    const int real = index_math::real_members(slot0, low_global, COUNT, n);
     if (real == 0) continue;
     K k[members];
     V v[members];
@@ -53,11 +53,11 @@ void run_group(K* keys, V* values, index_t n, const network::pass& ps, index_t w
       k[r] = keys[s];
       if constexpr (!std::is_same_v<V, no_value>) v[r] = values[s];
     }
-    const bool asc = network::ascending(slot0, grp.phase, n, descending);
+    const bool asc = index_math::ascending(slot0, grp.phase, n, descending);
     if (real == members)
-      network::group_steps<COUNT, false>(k, v, asc, real, comp);
+      index_math::group_steps<COUNT, false>(k, v, asc, real, comp);
     else
-      network::group_steps<COUNT, true>(k, v, asc, real, comp);
+      index_math::group_steps<COUNT, true>(k, v, asc, real, comp);
     for (int r = 0; r < real; ++r) {
       const index_t s = slot0 | (static_cast<index_t>(r) << low_global);
       keys[s] = k[r];
@@ -67,7 +67,7 @@ void run_group(K* keys, V* values, index_t n, const network::pass& ps, index_t w
 }
 
 struct cpu_schedule {
-  network::schedule_shape shape{12, 5};
+  index_math::schedule_shape shape{12, 5};
   int group = 3;         // steps per register group, 1..4
   unsigned threads = 0;  // 0: all cores
 };
@@ -79,10 +79,10 @@ void bitonic_sort(K* keys, V* values, index_t n, Compare comp, bool descending,
                   cpu_schedule sched = {}) {
   if (n < 2) return;
   const unsigned threads = n < (index_t{1} << 16) ? 1u : sched.threads;
-  network::for_each_pass(n, sched.shape, [&](const network::pass& ps) {
+  index_math::for_each_pass(n, sched.shape, [&](const index_math::pass& ps) {
     parallel_for(ps.win.count(n), threads, [&](index_t w) {
       if (ps.win.slot(w, 0) >= n) return;
-      network::for_each_step_group(ps, sched.group, [&](const network::step_group& g) {
+      index_math::for_each_step_group(ps, sched.group, [&](const index_math::step_group& g) {
         switch (g.count) {
           case 1: run_group<1>(keys, values, n, ps, w, g, descending, comp); break;
           case 2: run_group<2>(keys, values, n, ps, w, g, descending, comp); break;

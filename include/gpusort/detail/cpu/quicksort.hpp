@@ -1,24 +1,24 @@
 // The GPU quicksort's rounds on the host: the CPU backend of algorithm::quicksort and the
 // check of its round bound. Each round partitions every large sequence three ways from the
 // buffer holding it into the other, with the pivots, part fates and buffers of the device
-// version (network/quicksort.hpp); small parts are finished by the bitonic sort.
+// version (index_math/quicksort.hpp); small parts are finished by the bitonic sort.
 #pragma once
 
 #include <type_traits>
 #include <vector>
 
 #include "gpusort/detail/cpu/bitonic.hpp"
-#include "gpusort/detail/network/quicksort.hpp"
+#include "gpusort/detail/index_math/quicksort.hpp"
 #include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::cpu {
 
 // Sorts keys[0, n) (values alongside unless V is no_value), ascending or descending; not
-// stable. Returns the rounds it took (never more than network::quicksort::max_rounds).
+// stable. Returns the rounds it took (never more than index_math::quicksort::max_rounds).
 template <class K, class V>
 int quicksort(K* keys, V* values, index_t n, bool descending) {
-  namespace qs = network::quicksort;
+  namespace qs = index_math::quicksort;
   using U = typename key_traits<K>::ordered_type;
   constexpr bool has_values = !std::is_same_v<V, no_value>;
   const U flip = descending ? static_cast<U>(~U{0}) : U{0};

@@ -1,7 +1,7 @@
-// The sample sort on host threads: the device algorithm's levels (network/sample_sort.hpp)
+// The sample sort on host threads: the device algorithm's levels (index_math/sample_sort.hpp)
 // step by step, tiles and problems spread over the threads. Regular sampling sorts the tiles
 // and locates the splitters in them; randomized sampling classifies every key instead
-// (network::classify). It is the CPU backend, and it reports every level's largest bucket,
+// (index_math::classify). It is the CPU backend, and it reports every level's largest bucket,
 // so the bound is tested where CI runs.
 #pragma once
 
@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "gpusort/detail/cpu/bitonic.hpp"
-#include "gpusort/detail/network/merge_runs.hpp"
-#include "gpusort/detail/network/sample_sort.hpp"
+#include "gpusort/detail/index_math/merge_runs.hpp"
+#include "gpusort/detail/index_math/sample_sort.hpp"
 #include "gpusort/detail/core/types.hpp"
 
 namespace gpusort::detail::cpu {
 
-using network::sample;
-using network::sample_less;
+using index_math::sample;
+using index_math::sample_less;
 
 struct sample_sort_config {
   int tile_bits = 14;            // M
@@ -25,18 +25,18 @@ struct sample_sort_config {
   int max_bucket_bits = 8;       // s at most 2^this
   int finish_bucket_bits = 10;   // or up to 2^this when that makes a level the last
   bool random = false;           // sampling::random
-  int min_stride_bits = 64;      // its densest samples (network::thin_random_samples)
+  int min_stride_bits = 64;      // its densest samples (index_math::thin_random_samples)
   index_t seed = 0x5EED;
 };
 
 // What a run did: the plan, and the largest bucket each level produced.
 struct sample_sort_report {
-  network::sample_plan plan;
-  index_t largest_bucket[network::sample_plan::max_levels] = {};
+  index_math::sample_plan plan;
+  index_t largest_bucket[index_math::sample_plan::max_levels] = {};
 };
 
 // Merges the sorted runs [runs[r], runs[r + 1]) of keys (and values) into one, in rounds of
-// pairwise merges (network/merge_runs.hpp, one worker): log2(runs) passes. runs[0] is 0.
+// pairwise merges (index_math/merge_runs.hpp, one worker): log2(runs) passes. runs[0] is 0.
 template <class K, class V, class Compare>
 void merge_sorted_runs(K* keys, V* values, std::vector<index_t> runs, Compare comp) {
   constexpr bool has_values = !std::is_same_v<V, no_value>;
@@ -44,8 +44,8 @@ void merge_sorted_runs(K* keys, V* values, std::vector<index_t> runs, Compare co
   std::vector<K> merged_keys(n);
   std::vector<V> merged_values(has_values ? n : 0);
   for (auto count = static_cast<index_t>(runs.size() - 1); count > 1;
-       count = network::next_merge_round(runs.data(), count)) {
-    network::merge_round_part(
+       count = index_math::next_merge_round(runs.data(), count)) {
+    index_math::merge_round_part(
         runs.data(), count, 0, n, [&](index_t i) -> const K& { return keys[i]; },
         [&](index_t from, index_t to) {
           merged_keys[to] = keys[from];
@@ -62,12 +62,12 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
                  sample_sort_report* report = nullptr) {
   constexpr bool has_values = !std::is_same_v<V, no_value>;
   // Randomized sampling plans by the buckets' mean (as the GPU's does), regular by its bound.
-  network::sample_plan plan =
-      cfg.random ? network::thin_random_samples(network::plan_random_sample_sort(
+  index_math::sample_plan plan =
+      cfg.random ? index_math::thin_random_samples(index_math::plan_random_sample_sort(
                                                     n, cfg.tile_bits, cfg.final_cap,
                                                     cfg.finish_bucket_bits, 4),
                                                 cfg.min_stride_bits)
-                 : network::plan_sample_sort(n, cfg.tile_bits, cfg.final_cap, cfg.max_bucket_bits,
+                 : index_math::plan_sample_sort(n, cfg.tile_bits, cfg.final_cap, cfg.max_bucket_bits,
                                              cfg.finish_bucket_bits);
   if (report) *report = {plan, {}};
   std::vector<K> buffer_keys(plan.count ? n : 0);
@@ -76,7 +76,7 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
   std::vector<index_t> run_starts;     // the last level's: bucket q's run of tile slot t
   index_t runs_per_bucket = 0;         // at run_starts[q * runs_per_bucket + t]
   for (int level = 0; level < plan.count; ++level) {
-    const network::sample_level& lv = plan.levels[level];
+    const index_math::sample_level& lv = plan.levels[level];
     const index_t M = lv.tile(), T = lv.tiles(), s = lv.buckets();
     const auto stride = static_cast<unsigned>(lv.stride());
     std::vector<sample<K>> samples(lv.sample_slots(n));
@@ -102,8 +102,8 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
           }
         }
         for (unsigned i = 0; i < length / stride; ++i) {
-          const unsigned at = cfg.random ? network::random_sample(start, i, length, cfg.seed)
-                                         : network::regular_sample(i, stride);
+          const unsigned at = cfg.random ? index_math::random_sample(start, i, length, cfg.seed)
+                                         : index_math::regular_sample(i, stride);
           samples[lv.first_sample(begins[p]) + tile * lv.tile_samples() + i] = {
               start + at, buffer_keys[start + at], static_cast<std::uint32_t>(2 * p)};
         }
@@ -128,10 +128,10 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
         const sample<K>& g = samples[lv.first_sample(begins[p]) + rank];
         const index_t lower = std::lower_bound(first, first + length, g.key, comp) - first;
         const index_t upper = std::upper_bound(first, first + length, g.key, comp) - first;
-        bounds[j] = network::below_splitter(lower, upper, start, length, g.pos);
+        bounds[j] = index_math::below_splitter(lower, upper, start, length, g.pos);
       }
     };
-    // Randomized sampling: every key's bucket, classified once (network::classify) by its
+    // Randomized sampling: every key's bucket, classified once (index_math::classify) by its
     // problem's splitters, gathered per problem first in the tree's order.
     const auto bits = static_cast<unsigned>(lv.bucket_bits);
     std::vector<sample<K>> splitters(cfg.random ? lv.problems * s : 0);
@@ -143,14 +143,14 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
         finite[p] = static_cast<unsigned>(lv.finite_splitters(S));
         for (unsigned v = 1; finite[p] > 0 && v < s; ++v) {
           const index_t rank =
-              network::tree_sample_rank(lv, v, network::tree_depth(v), S, finite[p]);
+              index_math::tree_sample_rank(lv, v, index_math::tree_depth(v), S, finite[p]);
           splitters[p * s + v] = samples[lv.first_sample(begins[p]) + rank];
         }
       });
     auto classify = [&](index_t p, index_t i) {
       const sample<K>* tree = splitters.data() + p * s;
-      return network::classify(bits, finite[p], [&](unsigned v, unsigned) {
-        return network::splitter_above(buffer_keys[i], i, tree[v].key, tree[v].pos, comp);
+      return index_math::classify(bits, finite[p], [&](unsigned v, unsigned) {
+        return index_math::splitter_above(buffer_keys[i], i, tree[v].key, tree[v].pos, comp);
       });
     };
     parallel_for(lv.problems * T, 0, [&](index_t job) {
@@ -217,11 +217,11 @@ void sample_sort(K* keys, V* values, index_t n, Compare comp, const sample_sort_
     V* bucket_values = nullptr;
     if constexpr (has_values) bucket_values = values + begins[p];
     if (merge_runs) {
-      const network::problem_list buckets{run_starts.data(), runs_per_bucket,
+      const index_math::problem_list buckets{run_starts.data(), runs_per_bucket,
                                           static_cast<index_t>(begins.size() - 1), n};
       std::vector<index_t> runs(runs_per_bucket + 1);
       for (index_t r = 0; r <= runs_per_bucket; ++r)
-        runs[r] = network::final_bucket_run_bound(buckets, p, r, false);
+        runs[r] = index_math::final_bucket_run_bound(buckets, p, r, false);
       merge_sorted_runs(keys + begins[p], bucket_values, std::move(runs), comp);
       return;
     }

@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "gpusort/detail/cpu/bitonic.hpp"
-#include "gpusort/detail/network/segments.hpp"
+#include "gpusort/detail/index_math/segments.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::cpu {
 
 // Segments with end < begin or end > n are skipped, as on the device.
 template <class K, class V, class Compare>
-void segmented_sort(K* keys, V* values, index_t n, const network::segment_list& segs,
+void segmented_sort(K* keys, V* values, index_t n, const index_math::segment_list& segs,
                     Compare comp, bool descending) {
   constexpr index_t long_segment = index_t{1} << 16;  // where bitonic_sort goes parallel
   auto sort_one = [&](index_t i, cpu_schedule sched) {
@@ -36,7 +36,7 @@ void segmented_sort(K* keys, V* values, index_t n, const network::segment_list& 
 // The same, stable (the CUB baselines and options::stable): every segment by std::stable_sort
 // of its positions, then gathered.
 template <class K, class V>
-void stable_segmented_sort(K* keys, V* values, index_t n, const network::segment_list& segs,
+void stable_segmented_sort(K* keys, V* values, index_t n, const index_math::segment_list& segs,
                            bool descending) {
   parallel_for(segs.count, 0, [&](index_t i) {
     if (!segs.valid(i, n)) return;

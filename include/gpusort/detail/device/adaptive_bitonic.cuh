@@ -1,4 +1,4 @@
-// GPU-ABiSort on CUDA (Greß & Zachmann; index math in network/adaptive_bitonic.hpp).
+// GPU-ABiSort on CUDA (Greß & Zachmann; index math in index_math/adaptive_bitonic.hpp).
 //
 // One sort of N = 2^L items (keys' ordered bits and positions, sentinels past n):
 //  1. block sort: every tile of 2^b items sorted in shared memory, alternating directions
@@ -17,12 +17,12 @@
 #include <type_traits>
 
 #include "gpusort/detail/block/bitonic_tile.cuh"
-#include "gpusort/detail/network/adaptive_bitonic.hpp"
+#include "gpusort/detail/index_math/adaptive_bitonic.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::device {
 
-namespace abisort = network::abisort;
+namespace abisort = index_math::abisort;
 
 // Threads of the block sort and block merge: 16 items each. At most 64 registers a thread
 // (4 steps per shared-memory round trip, 3 for 16-byte items), so that 1024 threads' worth of blocks fit on
@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(abi_threads<BITS>, abi_min_blocks<BITS>)
   abisort::item_t<U>* tile_items = items + (static_cast<abisort::index_t>(blockIdx.x) << BITS);
   tile_t tile{smem, 0, tile_t::slots, (blockIdx.x & 1u) != 0, {}};
   tile.load(tile_items, nullptr);
-  tile.run(network::pass{network::window{BITS, BITS, 0}, 0, network::steps_through_phase(BITS)});
+  tile.run(index_math::pass{index_math::window{BITS, BITS, 0}, 0, index_math::steps_through_phase(BITS)});
   tile.store(tile_items, nullptr);
   if (counter && threadIdx.x == 0)
     atomicAdd(counter, static_cast<unsigned long long>(BITS * (BITS + 1) / 2) << (BITS - 1));
@@ -198,8 +198,8 @@ __global__ void __launch_bounds__(abi_threads<BITS>, abi_min_blocks<BITS>)
   }
 
   tile_t tile{smem, 0, slots, (tree & 1u) != 0, {}};
-  tile.run(network::pass{network::window{BITS, BITS, 0}, network::step_index(BITS, BITS - 1),
-                         network::step_index(BITS, 0) + 1});
+  tile.run(index_math::pass{index_math::window{BITS, BITS, 0}, index_math::step_index(BITS, BITS - 1),
+                         index_math::step_index(BITS, 0) + 1});
   tile.store(out + (tree << j) + (s << BITS), nullptr);
   if (counter && threadIdx.x == 0)
     atomicAdd(counter, static_cast<unsigned long long>(BITS) << (BITS - 1));

@@ -1,5 +1,5 @@
 // Device approximate sort by interval projection (Xiao et al.), its exact refinement and
-// top_k; the interval index math is network/approx.hpp.
+// top_k; the interval index math is index_math/approx.hpp.
 //
 // Schedule of approx_scatter (n keys, K intervals):
 //  1. the mapping: linear: extremes_kernel, a min/max reduction (one read of the keys);
@@ -26,16 +26,16 @@
 #include "gpusort/detail/device/launch.cuh"
 #include "gpusort/detail/device/radix_select.cuh"
 #include "gpusort/detail/device/row_select.cuh"
-#include "gpusort/detail/network/approx.hpp"
-#include "gpusort/detail/network/sample_sort.hpp"
-#include "gpusort/detail/network/segments.hpp"
+#include "gpusort/detail/index_math/approx.hpp"
+#include "gpusort/detail/index_math/sample_sort.hpp"
+#include "gpusort/detail/index_math/segments.hpp"
 
 namespace gpusort::detail::device {
 
-using network::ordered_t;
+using index_math::ordered_t;
 
 struct approx_config {
-  std::uint32_t intervals = network::default_intervals;
+  std::uint32_t intervals = index_math::default_intervals;
   bool sampled = false;
   bool descending = false;
   index_t focus_k = 0;  // top_k: 3 sampled intervals split around the k-th key
@@ -53,7 +53,7 @@ struct approx_policy {
 
 // Counters in shared memory (32-bit, so positions below 2^32) or global 64-bit atomics.
 constexpr bool shared_counters(index_t n, std::uint32_t intervals) {
-  return intervals <= network::shared_intervals_max && n < (index_t{1} << 32);
+  return intervals <= index_math::shared_intervals_max && n < (index_t{1} << 32);
 }
 
 // ---- interval mappers -------------------------------------------------------------------
@@ -65,15 +65,15 @@ struct linear_mapper {
   bool descending;
 
   struct bound {
-    network::linear_projection<K> proj;
+    index_math::linear_projection<K> proj;
     bool descending;
     __device__ std::uint32_t operator()(K key, index_t) const {
-      return network::directed_interval(proj(key), proj.intervals, descending);
+      return index_math::directed_interval(proj(key), proj.intervals, descending);
     }
   };
   std::size_t shared_bytes() const { return 0; }
   __device__ bound bind(void*) const {
-    return {network::linear_projection<K>::make(extremes[0], extremes[1], intervals), descending};
+    return {index_math::linear_projection<K>::make(extremes[0], extremes[1], intervals), descending};
   }
 };
 
@@ -104,18 +104,18 @@ struct sampled_mapper {
   }
   __device__ std::uint32_t operator()(K key, index_t pos) const {
     const less<K> lt;
-    const std::uint32_t i = network::descend(levels, [&](std::uint32_t node) {
+    const std::uint32_t i = index_math::descend(levels, [&](std::uint32_t node) {
       const K s = tree_keys[node];
       if (lt(s, key)) return true;
       if (lt(key, s)) return false;
       return __ldg(tree_pos + node) < pos;
     });
-    return network::directed_interval(i, intervals, descending);
+    return index_math::directed_interval(i, intervals, descending);
   }
 };
 
 // top_k's candidates: the keys before its bound, in the order of their select codes
-// (network::select_code) and then of their positions (ascending: up to the bound's position;
+// (index_math::select_code) and then of their positions (ascending: up to the bound's position;
 // descending: after it), which is the order of the focused plan's intervals: ascending, the
 // keys up to the upper splitter; descending, those after the lower one. A key whose code lies
 // above the bound's is no candidate, whatever its position: one compare decides for nearly
@@ -127,8 +127,8 @@ struct candidate_bound {
   index_t pos;
   bool descending;
 
-  __device__ static candidate_bound of(const network::sample<K>& splitter, bool descending) {
-    return {network::select_code(splitter.key, descending), splitter.pos, descending};
+  __device__ static candidate_bound of(const index_math::sample<K>& splitter, bool descending) {
+    return {index_math::select_code(splitter.key, descending), splitter.pos, descending};
   }
   __device__ __forceinline__ bool holds(U key_code, index_t i) const {
     return key_code < code || (key_code == code && (descending ? i > pos : i <= pos));
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(THREADS)
   for (index_t i = blockIdx.x * index_t{THREADS} + threadIdx.x; i < n;
        i += index_t{gridDim.x} * THREADS) {
     const K k = keys[i];
-    if (!network::finite_key(k)) continue;
+    if (!index_math::finite_key(k)) continue;
     const U u = key_traits<K>::ordered(k);
     lo = u < lo ? u : lo;
     hi = u > hi ? u : hi;
@@ -170,26 +170,26 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 template <class K>
-__global__ void gather_samples_kernel(const K* keys, index_t n, network::sample<K>* samples,
+__global__ void gather_samples_kernel(const K* keys, index_t n, index_math::sample<K>* samples,
                                       index_t count) {
   const index_t j = blockIdx.x * index_t{blockDim.x} + threadIdx.x;
   if (j >= count) return;
-  const index_t pos = network::sample_position(j, count, n);
+  const index_t pos = index_math::sample_position(j, count, n);
   samples[j] = {pos, keys[pos], 0};
 }
 
 template <class K>
-__global__ void build_tree_kernel(const network::sample<K>* samples, network::splitter_plan plan,
+__global__ void build_tree_kernel(const index_math::sample<K>* samples, index_math::splitter_plan plan,
                                   int levels, K* tree_keys, index_t* tree_pos) {
   const std::uint64_t node = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (node == 0 || node >= (std::uint64_t{1} << levels)) return;
-  const std::uint64_t r = network::in_order_rank(node, levels);
+  const std::uint64_t r = index_math::in_order_rank(node, levels);
   if (r < plan.intervals) {
-    const network::sample<K> s = samples[plan.sample_of(r)];
+    const index_math::sample<K> s = samples[plan.sample_of(r)];
     tree_keys[node] = s.key;
     tree_pos[node] = s.pos;
   } else {  // after every key
-    tree_keys[node] = network::from_ordered<K>(~ordered_t<K>{0});
+    tree_keys[node] = index_math::from_ordered<K>(~ordered_t<K>{0});
     tree_pos[node] = ~index_t{0};
   }
 }
@@ -325,7 +325,7 @@ struct approx_workspace {
   using U = ordered_t<K>;
   U* extremes = nullptr;
   void* counts = nullptr;  // 32-bit (shared counters) or 64-bit
-  network::sample<K>* samples = nullptr;
+  index_math::sample<K>* samples = nullptr;
   K* tree_keys = nullptr;
   index_t* tree_pos = nullptr;
   index_t sample_count = 0;
@@ -337,10 +337,10 @@ struct approx_workspace {
     extremes = b.take<U>(2);
     counts = b.take<std::uint64_t>(cfg.intervals);
     if (cfg.sampled) {
-      sample_count = cfg.focus_k ? network::focus_sample_count(n)
-                                 : network::sample_count(n, cfg.intervals);
-      levels = network::tree_levels(cfg.intervals);
-      samples = b.take<network::sample<K>>(sample_count);
+      sample_count = cfg.focus_k ? index_math::focus_sample_count(n)
+                                 : index_math::sample_count(n, cfg.intervals);
+      levels = index_math::tree_levels(cfg.intervals);
+      samples = b.take<index_math::sample<K>>(sample_count);
       tree_keys = b.take<K>(index_t{1} << levels);
       tree_pos = b.take<index_t>(index_t{1} << levels);
     }
@@ -361,7 +361,7 @@ cudaError_t sort_samples(const K* keys, index_t n, const approx_workspace<K>& ws
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess)
     e = bitonic_sort(ws.samples, static_cast<no_value*>(nullptr), ws.sample_count,
-                     network::sample_less<less<K>>{}, false, stream);
+                     index_math::sample_less<less<K>>{}, false, stream);
   return e;
 }
 
@@ -388,7 +388,7 @@ cudaError_t with_mapper(const K* keys, index_t n, const approx_config& cfg,
   e = sort_samples(keys, n, ws, stream);
   if (e != cudaSuccess) return e;
   build_tree_kernel<<<blocks_for(index_t{1} << ws.levels, 256), 256, 0, stream>>>(
-      ws.samples, network::splitter_plan{ws.sample_count, cfg.intervals}, ws.levels,
+      ws.samples, index_math::splitter_plan{ws.sample_count, cfg.intervals}, ws.levels,
       ws.tree_keys, ws.tree_pos);
   e = cudaGetLastError();
   if (e != cudaSuccess) return e;
@@ -490,7 +490,7 @@ cudaError_t approx_scatter(void* temp, std::size_t& temp_bytes, const K* keys, K
 template <int THREADS, int ITEMS, class K, class V, class Values>
 __global__ void __launch_bounds__(THREADS, 2048 / THREADS / (ITEMS >= 16 ? 2 : 1))
     gather_candidates_kernel(const K* keys, Values values, index_t n,
-                             const network::sample<K>* splitter, bool descending,
+                             const index_math::sample<K>* splitter, bool descending,
                              index_t capacity, std::uint64_t* gathered, K* out_keys,
                              V* out_values) {
   constexpr index_t tile_keys = index_t{THREADS} * ITEMS;
@@ -504,7 +504,7 @@ __global__ void __launch_bounds__(THREADS, 2048 / THREADS / (ITEMS >= 16 ? 2 : 1
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
       const index_t i = tile + j * THREADS + threadIdx.x;
-      take[j] = i < n && bound.holds(network::select_code(key[j] = keys[i], descending), i);
+      take[j] = i < n && bound.holds(index_math::select_code(key[j] = keys[i], descending), i);
       any |= take[j];
     }
     if (!__any_sync(0xffffffffu, any)) continue;
@@ -537,7 +537,7 @@ __global__ void __launch_bounds__(THREADS)
                     std::uint32_t intervals, bool descending, unsigned long long* quality) {
   using reduce = cub::BlockReduce<unsigned long long, THREADS>;
   __shared__ typename reduce::TempStorage temp[3];
-  const network::directed<less<K>> before{{}, descending};
+  const index_math::directed<less<K>> before{{}, descending};
   unsigned long long misplaced = 0, sum = 0, largest = 0, widest = 0;
   for (index_t p = blockIdx.x * index_t{THREADS} + threadIdx.x; p < n;
        p += index_t{gridDim.x} * THREADS) {
@@ -562,7 +562,7 @@ __global__ void __launch_bounds__(THREADS)
       if (before(k, sorted[m])) d = m;
       else c = m + 1;
     }
-    const std::uint64_t dist = network::distance_to(p, a, c);
+    const std::uint64_t dist = index_math::distance_to(p, a, c);
     misplaced += dist > 0;
     sum += dist;
     largest = std::max<unsigned long long>(largest, dist);
@@ -587,7 +587,7 @@ __global__ void __launch_bounds__(THREADS)
 
 template <class K, class V>
 std::size_t segments_bytes(index_t n, index_t segments) {
-  return network::segment_workspace{n, segments,
+  return index_math::segment_workspace{n, segments,
                                     {bitonic_policy<K, V, false>::slot_bytes}}.bytes();
 }
 
@@ -620,7 +620,7 @@ cudaError_t approx_refine(void* temp, std::size_t& temp_bytes, K* keys, V* value
     e = approx_scatter<K, V>(scratch, scatter_bytes, buffer_keys, keys, buffer_values, values, n,
                              offsets, cfg, stream);
   if (e != cudaSuccess) return e;
-  const network::segment_list intervals{offsets, offsets + 1, cfg.intervals, 0, 8};
+  const index_math::segment_list intervals{offsets, offsets + 1, cfg.intervals, 0, 8};
   return sort_segments(scratch, segment_bytes, keys, values, n, intervals, cfg.descending, stream);
 }
 
@@ -634,7 +634,7 @@ __global__ void encode_candidates_kernel(const K* candidates, const std::uint64_
   const index_t used = *count;
   for (index_t i = blockIdx.x * index_t{blockDim.x} + threadIdx.x; i < capacity;
        i += index_t{gridDim.x} * blockDim.x) {
-    codes[i] = i < used ? network::select_code(candidates[i], descending) : ~ordered_t<K>{0};
+    codes[i] = i < used ? index_math::select_code(candidates[i], descending) : ~ordered_t<K>{0};
     places[i] = static_cast<I>(i);
   }
 }
@@ -652,7 +652,7 @@ __global__ void emit_candidates_kernel(const K* keys, const V* values, const I* 
 }
 
 // top_k: two sampled splitters bracket the k-th key (focused_splitters); one pass gathers
-// every key before the upper one into a buffer of network::candidate_capacity keys (k plus
+// every key before the upper one into a buffer of index_math::candidate_capacity keys (k plus
 // part of an interval, with high probability). If the sample misjudged (fewer than k
 // candidates, or more than the capacity), the radix select puts exactly the k first keys in
 // the buffer instead; otherwise its kernels return at once. The candidates' select codes and
@@ -673,7 +673,7 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
   using I = std::uint32_t;
   if (k > n) return cudaErrorInvalidValue;
   const approx_workspace<K> sizes(nullptr, n, cfg);
-  const index_t capacity = network::candidate_capacity(k, n, sizes.sample_count);
+  const index_t capacity = index_math::candidate_capacity(k, n, sizes.sample_count);
   const bool sort_places = capacity <= 0xffffffffu;
   std::size_t sort_bytes = 0;
   cudaError_t e = sort_places ? sort_codes(nullptr, sort_bytes, static_cast<U*>(nullptr),
@@ -706,13 +706,13 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
   e = cudaMemsetAsync(zeroed, 0, sizeof(counters), stream);
   if (e == cudaSuccess) e = sort_samples(keys, n, ws, stream);
   if (e != cudaSuccess) return e;
-  const network::splitter_plan plan =
-      network::focused_splitters(k, n, ws.sample_count, cfg.descending);
+  const index_math::splitter_plan plan =
+      index_math::focused_splitters(k, n, ws.sample_count, cfg.descending);
   // Where more than one key in 256 is expected to be a candidate (the samples up to the
   // upper splitter over all samples), tiles of 16 rows: a quarter of the atomics (H100, 2^28
   // keys, k = 10^6: 1.36 ms against 1.76); sparser, 4 rows (k = 1000: 0.77 ms against 1.15).
   const bool dense =
-      (network::focused_upper_rank(k, n, ws.sample_count) + 1) * 256 > ws.sample_count;
+      (index_math::focused_upper_rank(k, n, ws.sample_count) + 1) * 256 > ws.sample_count;
   constexpr int threads = 512, sparse_items = 4, dense_items = 16;
   auto gather = dense ? gather_candidates_kernel<threads, dense_items, K, V, Values>
                       : gather_candidates_kernel<threads, sparse_items, K, V, Values>;
@@ -733,7 +733,7 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
                               select_input{capacity, bounds + 2, nullptr, 0}, k, cfg.descending,
                               &zeroed->select_candidates, out_keys, out_values, nullptr, stream);
   if (!sort_places) {
-    const network::segment_list candidates{bounds, bounds + 2, 1, 0, 8};
+    const index_math::segment_list candidates{bounds, bounds + 2, 1, 0, 8};
     e = sort_segments(scratch, sort_bytes, buffer_keys, buffer_values, capacity, candidates,
                       cfg.descending, stream);
     if (e == cudaSuccess)
@@ -784,7 +784,7 @@ constexpr bool warp_top_k_fits(index_t rows, index_t row_length, index_t k) {
 }
 
 // top_k of every row of a rows x row_length matrix. Where warp_top_k_fits: one warp per row
-// (no workspace). Where network::row_select_fits (k up to 2048 of rows of 2048 keys or more):
+// (no workspace). Where index_math::row_select_fits (k up to 2048 of rows of 2048 keys or more):
 // a radix select per row (device/row_select.cuh). Otherwise the rows are copied to a buffer,
 // sorted there by the batched sort, and the first k keys (and values) of each row copied out
 // with one 2-D copy; with k the whole row, copied to the output and sorted there. Workspace:
@@ -810,7 +810,7 @@ cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const
                                                out_values, static_cast<unsigned>(k), descending);
     return cudaGetLastError();
   }
-  if (network::row_select_fits(row_length, k))
+  if (index_math::row_select_fits(row_length, k))
     return top_k_rows_by_select(temp, temp_bytes, keys, values, rows, row_length, out_keys,
                                 out_values, k, descending, stream);
   const index_t n = rows * row_length;
@@ -826,7 +826,7 @@ cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const
   }
   if (temp_bytes < b.total) return cudaErrorInvalidValue;
   if (k == 0 || rows == 0) return cudaSuccess;
-  const network::segment_list batch{nullptr, nullptr, rows, row_length, 8};
+  const index_math::segment_list batch{nullptr, nullptr, rows, row_length, 8};
   cudaError_t e = cudaMemcpyAsync(buffer_keys, keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, stream);
   if (e == cudaSuccess && block::has_values<K, V>)
     e = cudaMemcpyAsync(buffer_values, values, sizeof(V) * n, cudaMemcpyDeviceToDevice, stream);
@@ -848,7 +848,7 @@ cudaError_t approx_quality(void* temp, std::size_t& temp_bytes, const K* keys, i
                            bool descending, unsigned long long* quality,
                            SortSegments sort_segments, cudaStream_t stream) {
   std::size_t segment_bytes = segments_bytes<K, no_value>(n, intervals);
-  const network::segment_list segs{offsets, offsets + 1, intervals, 0, 8};
+  const index_math::segment_list segs{offsets, offsets + 1, intervals, 0, 8};
   bump b{static_cast<char*>(temp)};
   K* sorted = b.take<K>(n);
   void* scratch = b.take<char>(segment_bytes);

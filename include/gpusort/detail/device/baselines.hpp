@@ -9,7 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "gpusort/detail/network/segments.hpp"
+#include "gpusort/detail/index_math/segments.hpp"
 #include "gpusort/options.hpp"
 
 namespace gpusort::detail::device {
@@ -30,11 +30,11 @@ cudaError_t thrust_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
 // cub::DeviceSegmentedSort. The workspace includes a second key (and value) buffer.
 template <class K, class V>
 cudaError_t cub_segmented_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                                     std::uint64_t n, const network::segment_list& segs,
+                                     std::uint64_t n, const index_math::segment_list& segs,
                                      bool descending, cudaStream_t stream);
 template <class K, class V>
 cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                               std::uint64_t n, const network::segment_list& segs,
+                               std::uint64_t n, const index_math::segment_list& segs,
                                bool descending, cudaStream_t stream);
 
 // Whether the baselines were built for this key/value combination: keys alone, 4-byte values

@@ -1,6 +1,6 @@
 // Device-wide in-place bitonic sort (Peters et al.; passes after Capannini et al.).
 //
-// Schedule (network::for_each_pass), one kernel launch per pass, each one read and one write
+// Schedule (index_math::for_each_pass), one kernel launch per pass, each one read and one write
 // of the keys:
 //  * tile passes (bitonic_tile_kernel): a block sorts or merges a tile of 2^m consecutive
 //    keys in shared memory: phases 1..m in the first pass, then the last m steps of every
@@ -17,11 +17,11 @@
 #include <cuda_runtime.h>
 
 #include "gpusort/detail/block/bitonic_tile.cuh"
-#include "gpusort/detail/network/bitonic.hpp"
+#include "gpusort/detail/index_math/bitonic.hpp"
 
 namespace gpusort::detail::device {
 
-using network::index_t;
+using index_math::index_t;
 
 // Tunables, by the bytes one slot occupies (key plus value). SMALL: the schedule for arrays
 // of up to small_sort_limit keys, whose few large tiles would leave most SMs idle during the
@@ -39,7 +39,7 @@ struct bitonic_policy {
   static constexpr int digit_bits = slot_bytes <= 8 ? 5 : 4;  // tile steps per round trip
   static constexpr int register_threads = 256;
   static constexpr int register_bits = slot_bytes <= 4 ? 6 : slot_bytes <= 8 ? 5 : 3;
-  static constexpr network::schedule_shape shape{tile_bits, register_bits};
+  static constexpr index_math::schedule_shape shape{tile_bits, register_bits};
 };
 
 // Measured on an H100: 16 KiB tiles win for u32 up to 2^20 keys (2^16: 67 -> 46 us, 2^20:
@@ -51,7 +51,7 @@ constexpr index_t small_sort_limit =
 
 template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::tile_threads)
-    bitonic_tile_kernel(K* keys, V* values, index_t n, network::pass ps, bool descending,
+    bitonic_tile_kernel(K* keys, V* values, index_t n, index_math::pass ps, bool descending,
                         Compare comp) {
   using tile_t = block::tile_network<K, V, block::block_team<Policy::tile_threads>, Policy::tile_bits,
                                      Policy::digit_bits, Compare>;
@@ -69,8 +69,8 @@ __device__ __forceinline__ void register_group(K* keys, V* values, index_t n, in
                                                int lo, int phase, bool descending,
                                                Compare comp) {
   constexpr int members = 1 << COUNT;
-  const bool asc = network::ascending(slot0, phase, n, descending);
-  const int real = network::real_members(slot0, lo, COUNT, n);
+  const bool asc = index_math::ascending(slot0, phase, n, descending);
+  const int real = index_math::real_members(slot0, lo, COUNT, n);
   K k[members];
   V v[members];
   if (real == members) {
@@ -79,7 +79,7 @@ __device__ __forceinline__ void register_group(K* keys, V* values, index_t n, in
       k[r] = keys[slot0 + (index_t(r) << lo)];
       if constexpr (block::has_values<K, V>) v[r] = values[slot0 + (index_t(r) << lo)];
     }
-    network::group_steps<COUNT, false>(k, v, asc, real, comp);
+    index_math::group_steps<COUNT, false>(k, v, asc, real, comp);
 #pragma unroll
     for (int r = 0; r < members; ++r) {
       keys[slot0 + (index_t(r) << lo)] = k[r];
@@ -92,7 +92,7 @@ __device__ __forceinline__ void register_group(K* keys, V* values, index_t n, in
         k[r] = keys[slot0 + (index_t(r) << lo)];
         if constexpr (block::has_values<K, V>) v[r] = values[slot0 + (index_t(r) << lo)];
       }
-    network::group_steps<COUNT, true>(k, v, asc, real, comp);
+    index_math::group_steps<COUNT, true>(k, v, asc, real, comp);
 #pragma unroll
     for (int r = 0; r < members; ++r)
       if (r < real) {
@@ -104,7 +104,7 @@ __device__ __forceinline__ void register_group(K* keys, V* values, index_t n, in
 
 template <class Policy, int COUNT, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::register_threads)
-    bitonic_register_kernel(K* keys, V* values, index_t n, network::window win, int phase,
+    bitonic_register_kernel(K* keys, V* values, index_t n, index_math::window win, int phase,
                             bool descending, Compare comp) {
   const index_t t = static_cast<index_t>(blockIdx.x) * Policy::register_threads + threadIdx.x;
   const index_t slot0 = win.slot(t, 0);
@@ -125,7 +125,7 @@ cudaError_t run_bitonic_schedule(K* keys, V* values, index_t n, Compare comp, bo
     if (e != cudaSuccess) return e;
   }
   cudaError_t status = cudaSuccess;
-  network::for_each_pass(n, policy::shape, [&](const network::pass& ps) {
+  index_math::for_each_pass(n, policy::shape, [&](const index_math::pass& ps) {
     if (status != cudaSuccess) return;
     if (ps.win.contiguous()) {
       const index_t tiles = ((n - 1) >> policy::tile_bits) + 1;
@@ -135,7 +135,7 @@ cudaError_t run_bitonic_schedule(K* keys, V* values, index_t n, Compare comp, bo
       const index_t threads = ps.win.count(n);
       const auto blocks = static_cast<unsigned>((threads + policy::register_threads - 1) /
                                                 policy::register_threads);
-      const int phase = network::step_at(ps.first_step).phase;
+      const int phase = index_math::step_at(ps.first_step).phase;
       auto launch = [&](auto kernel) {
         kernel<<<blocks, policy::register_threads, 0, stream>>>(keys, values, n, ps.win, phase,
                                                                 descending, comp);

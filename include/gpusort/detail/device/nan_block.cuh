@@ -1,4 +1,4 @@
-// The NaN move on the device (index math in network/nan_block.hpp): two in-place launches.
+// The NaN move on the device (index math in index_math/nan_block.hpp): two in-place launches.
 // The first reverses both parts, each block finding the NaN block by k-ary search (the
 // reversal keeps every position NaN or number, so the searches agree) and block 0 noting its
 // size in 8 bytes of the caller's workspace; the second reverses the whole array. With no
@@ -13,7 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "gpusort/detail/device/radix_floats.cuh"
-#include "gpusort/detail/network/nan_block.hpp"
+#include "gpusort/detail/index_math/nan_block.hpp"
 #include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
 
@@ -33,7 +33,7 @@ __device__ std::uint64_t count(const K* keys, std::uint64_t n, bool nans_in_fron
   const std::uint64_t end = radix_floats::prefix_end(keys, n, [&](U bits) {
     return is_nan_key(bit_cast<K>(bits)) == nans_in_front;
   });
-  return network::nan_block_count(end, n, nans_in_front);
+  return index_math::nan_block_count(end, n, nans_in_front);
 }
 
 template <class K, class V>
@@ -55,11 +55,11 @@ __global__ void __launch_bounds__(radix_floats::threads)
                          std::uint64_t* nan_count) {
   const std::uint64_t m = count(keys, n, nans_in_front);
   if (blockIdx.x == 0 && threadIdx.x == 0) *nan_count = m;
-  if (network::nan_block_stays(m, n)) return;
-  const std::uint64_t split = network::nan_block_split(m, n, nans_in_front);
+  if (index_math::nan_block_stays(m, n)) return;
+  const std::uint64_t split = index_math::nan_block_split(m, n, nans_in_front);
   for (std::uint64_t i = blockIdx.x * std::uint64_t{radix_floats::threads} + threadIdx.x;
        i < n; i += std::uint64_t{gridDim.x} * radix_floats::threads) {
-    const std::uint64_t j = network::part_mirror(i, split, n);
+    const std::uint64_t j = index_math::part_mirror(i, split, n);
     if (i < j) swap_items(keys, values, i, j);
   }
 }
@@ -68,10 +68,10 @@ __global__ void __launch_bounds__(radix_floats::threads)
 template <class K, class V>
 __global__ void __launch_bounds__(radix_floats::threads)
     reverse_whole_kernel(K* keys, V* values, std::uint64_t n, const std::uint64_t* nan_count) {
-  if (network::nan_block_stays(*nan_count, n)) return;
+  if (index_math::nan_block_stays(*nan_count, n)) return;
   for (std::uint64_t i = blockIdx.x * std::uint64_t{radix_floats::threads} + threadIdx.x;
        i < n / 2; i += std::uint64_t{gridDim.x} * radix_floats::threads)
-    swap_items(keys, values, i, network::whole_mirror(i, n));
+    swap_items(keys, values, i, index_math::whole_mirror(i, n));
 }
 
 }  // namespace nan_block

@@ -1,6 +1,6 @@
 // GPU quicksort (Cederman & Tsigas), the baseline of the Capannini and Peters papers.
 //
-// Rounds (network/quicksort.hpp) of three kernels, all on persistent grids that read their
+// Rounds (index_math/quicksort.hpp) of three kernels, all on persistent grids that read their
 // work from device memory, so the host only queues max_rounds rounds and never waits:
 //  1. count:   each block takes a chunk of a sequence, counts its keys below, equal to and
 //              above the pivot and their smallest and largest, and reserves its places in
@@ -21,12 +21,12 @@
 
 #include "gpusort/detail/block/block_bitonic_sort.cuh"
 #include "gpusort/detail/device/launch.cuh"
-#include "gpusort/detail/network/quicksort.hpp"
+#include "gpusort/detail/index_math/quicksort.hpp"
 #include "gpusort/key_traits.hpp"
 
 namespace gpusort::detail::device {
 
-namespace qs = network::quicksort;
+namespace qs = index_math::quicksort;
 
 template <class U>
 struct qs_sequence {
@@ -48,7 +48,7 @@ struct qs_part {
   unsigned in_spare;
 };
 
-// The lists' fill levels: packed reservations (network/quicksort.hpp) of the sequences of
+// The lists' fill levels: packed reservations (index_math/quicksort.hpp) of the sequences of
 // the rounds of each parity, and the parts to finish after the current round.
 struct qs_state {
   unsigned long long sequences[2];

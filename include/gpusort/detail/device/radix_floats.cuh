@@ -1,4 +1,4 @@
-// The float fix-up after CUB's radix sort (network/radix_floats.hpp), through the radix
+// The float fix-up after CUB's radix sort (index_math/radix_floats.hpp), through the radix
 // sort's workspace, free again once it ran. Three launches: every block finds the run of
 // zeros and the negative NaNs by k-ary search and counts the leading zeros of its share of the
 // run; then each key that must move (the run of zeros when it mixes both signs, every key when
@@ -15,7 +15,7 @@
 #include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
 
-#include "gpusort/detail/network/radix_floats.hpp"
+#include "gpusort/detail/index_math/radix_floats.hpp"
 #include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
 
@@ -31,12 +31,12 @@ inline constexpr unsigned max_blocks = 512;  // grid-stride loops: enough to fil
 template <class K, class Inside>
 __device__ std::uint64_t prefix_end(const K* keys, std::uint64_t n, Inside inside) {
   using U = typename key_traits<K>::ordered_type;
-  network::search_range r{0, n};
+  index_math::search_range r{0, n};
   while (r.low < r.high) {
-    const std::uint64_t step = network::kary_step(r, threads);
+    const std::uint64_t step = index_math::kary_step(r, threads);
     const std::uint64_t at = r.low + threadIdx.x * step;
     const bool holds = at < r.high && inside(bit_cast<U>(keys[at]));
-    r = network::kary_narrow(r, step, static_cast<unsigned>(__syncthreads_count(holds)));
+    r = index_math::kary_narrow(r, step, static_cast<unsigned>(__syncthreads_count(holds)));
   }
   return r.low;
 }
@@ -65,24 +65,24 @@ __global__ void __launch_bounds__(threads)
                 std::uint64_t* leading) {
   using U = typename key_traits<K>::ordered_type;
   const std::uint64_t first =
-      prefix_end(keys, n, [&](U b) { return network::before_zero_run(b, descending); });
+      prefix_end(keys, n, [&](U b) { return index_math::before_zero_run(b, descending); });
   const std::uint64_t last =
-      prefix_end(keys, n, [&](U b) { return network::not_after_zero_run(b, descending); });
+      prefix_end(keys, n, [&](U b) { return index_math::not_after_zero_run(b, descending); });
   const std::uint64_t chunk = zero_run_chunk(last - first);
   const std::uint64_t begin = std::min(last, first + blockIdx.x * chunk);
   const std::uint64_t end = std::min(last, begin + chunk);
   unsigned mine = 0;
   for (std::uint64_t i = begin + threadIdx.x; i < end; i += threads)
-    mine += network::leads_zero_run(bit_cast<U>(keys[i]), descending);
+    mine += index_math::leads_zero_run(bit_cast<U>(keys[i]), descending);
   using reduce = cub::BlockReduce<std::uint64_t, threads>;
   __shared__ typename reduce::TempStorage storage;
   const std::uint64_t total = reduce(storage).Sum(std::uint64_t{mine});
   if (threadIdx.x == 0) leading[blockIdx.x] = total;
   if (blockIdx.x != 0) return;
   const std::uint64_t first_other = prefix_end(
-      keys, n, [&](U b) { return network::is_negative_nan_bits(b) != descending; });
+      keys, n, [&](U b) { return index_math::is_negative_nan_bits(b) != descending; });
   if (threadIdx.x == 0)
-    *plan = {first, last, 0, network::negative_nan_count(first_other, n, descending), 0, 0};
+    *plan = {first, last, 0, index_math::negative_nan_count(first_other, n, descending), 0, 0};
 }
 
 // Writes every key that moves (with its value) to its place in the second buffer: the zeros
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(threads)
   }
   if (!zeros && m == 0) return;
   const auto move = [&](std::uint64_t from, std::uint64_t to) {
-    to = network::negative_nan_target(to, n, m, descending);  // the identity when m == 0
+    to = index_math::negative_nan_target(to, n, m, descending);  // the identity when m == 0
     keys_out[to] = keys[from];
     if constexpr (!std::is_same_v<V, no_value>) values_out[to] = values[from];
   };
@@ -138,12 +138,12 @@ __global__ void __launch_bounds__(threads)
       const std::uint64_t r = tile + threadIdx.x;
       const bool inside = r < end;
       const bool leads =
-          inside && network::leads_zero_run(bit_cast<U>(keys[p.zeros_first + r]), descending);
+          inside && index_math::leads_zero_run(bit_cast<U>(keys[p.zeros_first + r]), descending);
       unsigned rank = 0, tile_leading = 0;
       scan(scan_storage).ExclusiveSum(unsigned{leads}, rank, tile_leading);
       if (inside)
         move(p.zeros_first + r,
-             p.zeros_first + network::zero_run_target(r, leads, before + rank, p.leading_zeros));
+             p.zeros_first + index_math::zero_run_target(r, leads, before + rank, p.leading_zeros));
       before += tile_leading;
       __syncthreads();
     }

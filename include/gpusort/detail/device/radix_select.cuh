@@ -1,7 +1,7 @@
 // The k first keys (and their values) of an array, exactly, by radix select: the k-th key's
-// code (network::select_code) is found a digit at a time from the top, one pass over the keys
+// code (index_math::select_code) is found a digit at a time from the top, one pass over the keys
 // per digit counting the keys that share the digits found so far; the last block of a pass
-// picks the digit (network::pick_digit). A last pass gathers every key before the k-th and as
+// picks the digit (index_math::pick_digit). A last pass gathers every key before the k-th and as
 // many keys equal to it as k needs. It reads the keys bits / 8 + 1 times, on any input.
 //
 // Two uses (select_input says which): top_k's fallback, whose every kernel first reads how
@@ -15,7 +15,7 @@
 
 #include "gpusort/detail/device/gather.cuh"
 #include "gpusort/detail/device/launch.cuh"
-#include "gpusort/detail/network/approx.hpp"
+#include "gpusort/detail/index_math/approx.hpp"
 
 namespace gpusort::detail::device {
 
@@ -61,7 +61,7 @@ template <int THREADS, class K>
 __global__ void __launch_bounds__(THREADS)
     select_digit_kernel(const K* keys, select_input input, bool descending, int shift,
                         index_t k, radix_select_state* state) {
-  using U = network::ordered_t<K>;
+  using U = index_math::ordered_t<K>;
   if (!input.runs(k)) return;
   const index_t n = input.size();
   __shared__ unsigned counts[select_buckets];
@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(THREADS)
   const U high = above >= static_cast<int>(sizeof(U) * 8) ? U{0} : static_cast<U>(~U{0} << above);
   for (index_t i = blockIdx.x * index_t{THREADS} + threadIdx.x; i < n;
        i += index_t{gridDim.x} * THREADS) {
-    const U code = network::select_code(keys[i], descending);
+    const U code = index_math::select_code(keys[i], descending);
     if (((code ^ prefix) & high) == 0) atomicAdd(&counts[(code >> shift) & (select_buckets - 1)], 1u);
   }
   __syncthreads();
@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(THREADS)
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    const network::digit_pick pick = network::pick_digit(totals, select_buckets, k - state->below);
+    const index_math::digit_pick pick = index_math::pick_digit(totals, select_buckets, k - state->below);
     state->prefix |= static_cast<unsigned long long>(pick.digit) << shift;
     state->below += pick.before;
     state->blocks_done = 0;
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(THREADS)
     select_gather_kernel(const K* keys, Values values, select_input input, bool descending,
                          index_t k, radix_select_state* state, K* out_keys, V* out_values,
                          std::uint64_t* out_count) {
-  using U = network::ordered_t<K>;
+  using U = index_math::ordered_t<K>;
   const bool needed = input.runs(k);
   if (out_count && blockIdx.x == 0 && threadIdx.x == 0) *out_count = needed ? k : *input.gathered;
   if (!needed) return;
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(THREADS)
     const bool inside = i < n;
     K key{};
     U code{};
-    if (inside) code = network::select_code(key = keys[i], descending);
+    if (inside) code = index_math::select_code(key = keys[i], descending);
     const bool before = inside && code < kth, equal = inside && code == kth;
     const unsigned long long at_before = warp_reserve(before, &state->cursors[0]);
     const unsigned long long at_equal = warp_reserve(equal, &state->cursors[1]);
@@ -151,7 +151,7 @@ cudaError_t radix_select(const K* keys, Values values, select_input input, index
   cudaError_t e = resident_blocks(select_digit_kernel<threads, K>, threads, 0, blocks);
   if (e != cudaSuccess) return e;
   blocks = std::max(1u, std::min(blocks, wanted));
-  for (int shift = static_cast<int>(sizeof(network::ordered_t<K>) * 8) - select_digit_bits;
+  for (int shift = static_cast<int>(sizeof(index_math::ordered_t<K>) * 8) - select_digit_bits;
        shift >= 0; shift -= select_digit_bits) {
     select_digit_kernel<threads, K><<<blocks, threads, 0, stream>>>(keys, input, descending,
                                                                     shift, k, state);

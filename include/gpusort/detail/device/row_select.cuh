@@ -1,5 +1,5 @@
 // Top-k of wide rows (LLM decoding: 1-512 rows of 32k-256k logits, k up to 2048) by a select
-// per row, in one of two ways (network/row_select.hpp says which):
+// per row, in one of two ways (index_math/row_select.hpp says which):
 // - Sampled (k small against the row): one block a row finds a threshold among 2048 evenly
 //   spaced keys that at least k keys lie at or below with near certainty; several blocks a row
 //   gather the columns of those keys (a few thousand) through shared memory; one block a row
@@ -30,8 +30,8 @@
 #include "gpusort/detail/block/warp_top_k.cuh"
 #include "gpusort/detail/device/gather.cuh"
 #include "gpusort/detail/device/launch.cuh"
-#include "gpusort/detail/network/approx.hpp"
-#include "gpusort/detail/network/row_select.hpp"
+#include "gpusort/detail/index_math/approx.hpp"
+#include "gpusort/detail/index_math/row_select.hpp"
 
 namespace gpusort::detail::device {
 
@@ -43,7 +43,7 @@ struct row_select_state {
   unsigned below;                // keys of the row whose code lies below the prefix
   unsigned done;                 // the prefix's bucket holds exactly the keys still needed
   unsigned blocks_done;          // blocks of the current pass that have added their counts
-  unsigned counts[network::row_digit_buckets];  // the current digit's counts
+  unsigned counts[index_math::row_digit_buckets];  // the current digit's counts
 };
 
 // Keys each thread loads before it uses one: 16 bytes of them, so that a warp keeps several
@@ -79,7 +79,7 @@ __device__ __forceinline__ void count_row_digit(const K* row, index_t first, ind
 #pragma unroll
     for (int u = 0; u < unroll; ++u) {
       const index_t i = start + index_t{THREADS} * u;
-      codes[u] = i < last ? network::select_code(row[i], descending) : static_cast<U>(~prefix);
+      codes[u] = i < last ? index_math::select_code(row[i], descending) : static_cast<U>(~prefix);
     }
 #pragma unroll
     for (int u = 0; u < unroll; ++u)
@@ -90,7 +90,7 @@ __device__ __forceinline__ void count_row_digit(const K* row, index_t first, ind
 
 // Buckets of a digit each thread of a block of THREADS scans.
 template <int THREADS>
-inline constexpr unsigned row_buckets_per_thread = network::row_digit_buckets / THREADS;
+inline constexpr unsigned row_buckets_per_thread = index_math::row_digit_buckets / THREADS;
 
 // From the digit's counts (bucket threadIdx.x * row_buckets_per_thread + j in mine[j]), the
 // digit that holds the k-th code: search's prefix, mask, below and done (a row_select_state, or
@@ -100,7 +100,7 @@ __device__ __forceinline__ void pick_row_digit(const unsigned (&mine)[row_bucket
                                                U prefix, U mask, unsigned below, unsigned k,
                                                int shift, unsigned digit_mask, Search& search) {
   constexpr unsigned per_thread = row_buckets_per_thread<THREADS>;
-  static_assert(THREADS * per_thread == network::row_digit_buckets);
+  static_assert(THREADS * per_thread == index_math::row_digit_buckets);
   using scan = cub::BlockScan<unsigned, THREADS>;
   __shared__ typename scan::TempStorage scan_storage;
   unsigned sum = 0;
@@ -137,7 +137,7 @@ __device__ __forceinline__ void gather_row_part(const K* row, index_t first, ind
 #pragma unroll
     for (int u = 0; u < unroll; ++u) {
       const index_t i = start + index_t{THREADS} * u + threadIdx.x;
-      high[u] = i < last ? static_cast<U>(network::select_code(row[i], descending) & mask) : U{0};
+      high[u] = i < last ? static_cast<U>(index_math::select_code(row[i], descending) & mask) : U{0};
     }
 #pragma unroll
     for (int u = 0; u < unroll; ++u) {
@@ -160,8 +160,8 @@ __global__ void __launch_bounds__(THREADS)
     select_row_digit_kernel(const K* keys, index_t row_length, unsigned blocks_per_row,
                             bool descending, int shift, int bits, unsigned k,
                             row_select_state* states) {
-  using U = network::ordered_t<K>;
-  constexpr unsigned buckets = network::row_digit_buckets;
+  using U = index_math::ordered_t<K>;
+  constexpr unsigned buckets = index_math::row_digit_buckets;
   const row_part p = part_of_row(blocks_per_row, row_length);
   row_select_state& s = states[p.row];
   if (s.done) return;
@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(THREADS)
     gather_row_columns_kernel(const K* keys, index_t row_length, unsigned blocks_per_row,
                               bool descending, unsigned k, row_select_state* states,
                               std::uint32_t* columns) {
-  using U = network::ordered_t<K>;
+  using U = index_math::ordered_t<K>;
   const row_part p = part_of_row(blocks_per_row, row_length);
   row_select_state& s = states[p.row];
   const unsigned below = s.below;
@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(THREADS)
                            s.taken, columns + p.row * k);
 }
 
-// ---- the sampled threshold (network/row_select.hpp) ----------------------------------------
+// ---- the sampled threshold (index_math/row_select.hpp) ----------------------------------------
 
 // The rank-th smallest (1-based, rank <= count) of the codes[0, count) in shared memory, and
 // how many codes lie below it: a radix select in shared memory, 8 bits a pass from the top.
@@ -258,7 +258,7 @@ struct sampled_row_state {
 
 // Candidates a row's block holds in shared memory (16 or 24 KB with their columns).
 template <class K>
-inline constexpr unsigned candidate_capacity = sizeof(network::ordered_t<K>) <= 4 ? 4096 : 2048;
+inline constexpr unsigned candidate_capacity = sizeof(index_math::ordered_t<K>) <= 4 ? 4096 : 2048;
 
 // One block per row of the batch: the row's threshold, the sample_rank-th smallest code of
 // row_samples evenly spaced keys; the row's candidate count zeroed.
@@ -266,8 +266,8 @@ template <int THREADS, class K>
 __global__ void __launch_bounds__(THREADS)
     sample_row_threshold_kernel(const K* keys, index_t row_length, bool descending,
                                 unsigned rank, sampled_row_state* states) {
-  using U = network::ordered_t<K>;
-  constexpr unsigned samples = network::row_samples;
+  using U = index_math::ordered_t<K>;
+  constexpr unsigned samples = index_math::row_samples;
   __shared__ U codes[samples];
   __shared__ unsigned counts[256];
   let_next_grid_start();  // the gather loads its first keys meanwhile
@@ -279,7 +279,7 @@ __global__ void __launch_bounds__(THREADS)
     sample[j] = row[(j * THREADS + threadIdx.x) * row_length / samples];
 #pragma unroll
   for (unsigned j = 0; j < samples / THREADS; ++j)
-    codes[j * THREADS + threadIdx.x] = network::select_code(sample[j], descending);
+    codes[j * THREADS + threadIdx.x] = index_math::select_code(sample[j], descending);
   __syncthreads();
   U kth;
   unsigned below;
@@ -313,7 +313,7 @@ __global__ void __launch_bounds__(THREADS)
     gather_row_candidates_kernel(const K* keys, index_t row_length, unsigned blocks_per_row,
                                  bool descending, sampled_row_state* states,
                                  std::uint32_t* candidates) {
-  using U = network::ordered_t<K>;
+  using U = index_math::ordered_t<K>;
   using warp_scan = cub::WarpScan<unsigned>;
   constexpr unsigned capacity = candidate_capacity<K>, group = row_group<K>;
   // A thread's groups a round: 32 keys of up to 4 bytes, 16 of 8 (64-128 bytes in flight: a
@@ -359,7 +359,7 @@ __global__ void __launch_bounds__(THREADS)
                                                       : 0u;
 #pragma unroll
       for (unsigned j = 0; j < group; ++j)
-        if (j < inside && network::select_code(group_keys[g][j], descending) <= threshold)
+        if (j < inside && index_math::select_code(group_keys[g][j], descending) <= threshold)
           taken |= 1u << (g * group + j);
     }
     unsigned before = 0, warp_total = 0;
@@ -469,7 +469,7 @@ __global__ void __launch_bounds__(THREADS)
                                index_t first_row, unsigned k, bool descending,
                                const sampled_row_state* states,
                                const std::uint32_t* candidates, K* out_keys, V* out_values) {
-  using U = network::ordered_t<K>;
+  using U = index_math::ordered_t<K>;
   constexpr unsigned capacity = candidate_capacity<K>;
   static_assert(capacity % THREADS == 0);
   __shared__ union {
@@ -477,7 +477,7 @@ __global__ void __launch_bounds__(THREADS)
       U codes[capacity];
       std::uint32_t columns[capacity];
     } found;
-    unsigned counts[network::row_digit_buckets];
+    unsigned counts[index_math::row_digit_buckets];
     typename row_sorter<K, THREADS, ITEMS>::TempStorage sort;
   } shared;
   __shared__ std::uint32_t winners[THREADS * ITEMS];
@@ -504,7 +504,7 @@ __global__ void __launch_bounds__(THREADS)
       const unsigned i = j * THREADS + threadIdx.x;
       if (i < found) {
         shared.found.columns[i] = columns[j];
-        shared.found.codes[i] = network::select_code(found_keys[j], descending);
+        shared.found.codes[i] = index_math::select_code(found_keys[j], descending);
       }
     }
     __syncthreads();
@@ -523,10 +523,10 @@ __global__ void __launch_bounds__(THREADS)
   } else {
     constexpr int width = sizeof(U) * 8;
     if (threadIdx.x == 0) search = {0, 0, 0, 0};
-    for (int pass = 0; pass < network::row_select_passes(width); ++pass) {
+    for (int pass = 0; pass < index_math::row_select_passes(width); ++pass) {
       __syncthreads();
       if (search.done) break;
-      const network::digit_window d = network::row_select_digit(width, pass);
+      const index_math::digit_window d = index_math::row_select_digit(width, pass);
       const unsigned digit_mask = (1u << d.bits) - 1;
       for (unsigned b = threadIdx.x; b <= digit_mask; b += THREADS) shared.counts[b] = 0;
       const U prefix = static_cast<U>(search.prefix), mask = static_cast<U>(search.mask);
@@ -556,7 +556,7 @@ __global__ void __launch_bounds__(THREADS)
 // Rows whose states and columns the workspace holds at once; more rows run in batches.
 inline constexpr index_t row_select_batch_rows = 4096;
 
-// top_k of every row (network::row_select_fits(row_length, k) must hold): keys and values
+// top_k of every row (index_math::row_select_fits(row_length, k) must hold): keys and values
 // (a device array of rows x row_length, or positions<V>: the columns) to out_keys and
 // out_values (rows x k), each row's in order. Rows whose k first keys a sample of 2048 keys
 // bounds (sampled_threshold_fits) take three kernels: the threshold, the candidates' gather
@@ -569,7 +569,7 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
                                  V* out_values, index_t k, bool descending, cudaStream_t stream) {
   const index_t batch = rows < row_select_batch_rows ? rows : row_select_batch_rows;
   constexpr unsigned capacity = candidate_capacity<K>;
-  const bool sampled = network::sampled_threshold_fits(row_length, k, capacity);
+  const bool sampled = index_math::sampled_threshold_fits(row_length, k, capacity);
   const std::size_t state_size = sampled ? sizeof(sampled_row_state) : sizeof(row_select_state);
   const std::size_t state_bytes = (state_size * batch + 255) / 256 * 256;
   const std::size_t list_bytes = sizeof(std::uint32_t) * batch * (sampled ? capacity : k);
@@ -586,11 +586,11 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
   constexpr int threads = 256;
   // The finish is one block a row and a chain of short steps (loads, select passes, a merge
   // sort): twice the warps of the other kernels, to hide their latency.
-  constexpr int finish_threads = network::row_finish_threads;
-  constexpr int width = sizeof(network::ordered_t<K>) * 8;
+  constexpr int finish_threads = index_math::row_finish_threads;
+  constexpr int width = sizeof(index_math::ordered_t<K>) * 8;
   const auto kk = static_cast<unsigned>(k);
   // The sampled path's gather and finish start while the kernel before them ends.
-  const int items = network::row_finish_items(k);
+  const int items = index_math::row_finish_items(k);
   const auto finish = items == 1   ? finish_sampled_rows_kernel<finish_threads, 1, K, Values, V>
                       : items == 2 ? finish_sampled_rows_kernel<finish_threads, 2, K, Values, V>
                                    : finish_sampled_rows_kernel<finish_threads, 4, K, Values, V>;
@@ -600,7 +600,7 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
   for (index_t first = 0; first < rows && e == cudaSuccess; first += batch) {
     const index_t count = rows - first < batch ? rows - first : batch;
     const auto per_row = static_cast<unsigned>(
-        network::row_select_blocks(count, row_length, 4 * static_cast<index_t>(sms)));
+        index_math::row_select_blocks(count, row_length, 4 * static_cast<index_t>(sms)));
     const auto grid = static_cast<unsigned>(count * per_row);
     const auto blocks = static_cast<unsigned>(count);
     // keys and values are indexed from the batch's first row; outputs from the matrix's.
@@ -608,7 +608,7 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
     if (sampled) {
       auto* states = static_cast<sampled_row_state*>(temp);
       sample_row_threshold_kernel<threads, K><<<blocks, threads, 0, stream>>>(
-          batch_keys, row_length, descending, network::sample_rank(k, row_length), states);
+          batch_keys, row_length, descending, index_math::sample_rank(k, row_length), states);
       e = cudaGetLastError();
       if (e == cudaSuccess)
         e = launch_overlapping(overlap, gather_row_candidates_kernel<threads, K>, grid, threads,
@@ -623,8 +623,8 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
     }
     auto* states = static_cast<row_select_state*>(temp);
     e = cudaMemsetAsync(states, 0, sizeof(row_select_state) * count, stream);
-    for (int pass = 0; pass < network::row_select_passes(width) && e == cudaSuccess; ++pass) {
-      const network::digit_window d = network::row_select_digit(width, pass);
+    for (int pass = 0; pass < index_math::row_select_passes(width) && e == cudaSuccess; ++pass) {
+      const index_math::digit_window d = index_math::row_select_digit(width, pass);
       select_row_digit_kernel<threads, K><<<grid, threads, 0, stream>>>(
           batch_keys, row_length, per_row, descending, d.shift, d.bits, kk, states);
       e = cudaGetLastError();

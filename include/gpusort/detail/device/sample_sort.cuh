@@ -1,6 +1,6 @@
 // Device sample sort: Dehne & Zaboli's deterministic GPU Bucket Sort (Algorithm 1), and with
 // random samples Leischner et al.'s randomized sample sort; the levels are planned by
-// network::plan_sample_sort.
+// index_math::plan_sample_sort.
 //
 // Schedule of one level (its problems are contiguous ranges of keys):
 //  1. sample_tile_kernel: a block sorts each tile of M keys on chip (keys of up to 8 bytes:
@@ -45,15 +45,15 @@
 #include "gpusort/detail/block/bitonic_tile.cuh"
 #include "gpusort/detail/device/bitonic.cuh"
 #include "gpusort/detail/device/launch.cuh"
-#include "gpusort/detail/network/merge_runs.hpp"
-#include "gpusort/detail/network/sample_sort.hpp"
-#include "gpusort/detail/network/segments.hpp"
+#include "gpusort/detail/index_math/merge_runs.hpp"
+#include "gpusort/detail/index_math/sample_sort.hpp"
+#include "gpusort/detail/index_math/segments.hpp"
 
 namespace gpusort::detail::device {
 
-using network::problem_list;
-using network::sample;
-using network::sample_level;
+using index_math::problem_list;
+using index_math::sample;
+using index_math::sample_level;
 
 template <class K, class V>
 struct sample_sort_policy {
@@ -81,7 +81,7 @@ struct sample_sort_policy {
   // sample per 16 records at least.
   static constexpr int sample_stride_bits = merge_tiles ? 4 : 0;
   // Randomized sampling takes several samples a bucket from each tile where a problem has few
-  // tiles (network::thin_random_samples), for records down to that stride: a record bucket
+  // tiles (index_math::thin_random_samples), for records down to that stride: a record bucket
   // above twice its mean overflows its tile. Keys' final buckets average a quarter of the
   // segmented sort's largest class, so keys keep a sample a bucket and tile.
   static constexpr int random_min_stride_bits = merge_tiles ? sample_stride_bits : 64;
@@ -107,7 +107,7 @@ struct sample_sort_policy {
   // Final buckets sorted by one block: a merge-sorted tile, or the segmented sort's classes.
   static constexpr index_t final_cap =
       merge_tiles ? index_t{1} << tile_bits
-                  : index_t{1} << network::segment_classes{slot_bytes}.tile_max_bits();
+                  : index_t{1} << index_math::segment_classes{slot_bytes}.tile_max_bits();
 };
 
 // The block-wide pieces of the tile sort: load (transposed through shared memory, so that
@@ -165,11 +165,11 @@ struct tile_merge_sort {
 
 // The levels for n keys; bucket_bits 0: the measured default, else s = 2^bucket_bits.
 template <class K, class V>
-network::sample_plan plan_for(index_t n, int bucket_bits) {
+index_math::sample_plan plan_for(index_t n, int bucket_bits) {
   using policy = sample_sort_policy<K, V>;
   if (bucket_bits > 0)
-    return network::plan_sample_sort(n, policy::tile_bits, policy::final_cap, bucket_bits);
-  return network::plan_sample_sort(n, policy::tile_bits, policy::final_cap,
+    return index_math::plan_sample_sort(n, policy::tile_bits, policy::final_cap, bucket_bits);
+  return index_math::plan_sample_sort(n, policy::tile_bits, policy::final_cap,
                                    policy::default_bucket_bits, policy::finish_bucket_bits);
 }
 
@@ -188,8 +188,8 @@ __device__ void take_tile_samples(const K* keys, index_t start, index_t length, 
   const auto stride = static_cast<unsigned>(lv.stride());
   const auto count = static_cast<unsigned>(length / stride);
   for (unsigned i = threadIdx.x; i < count; i += THREADS) {
-    const unsigned l = RANDOM ? network::random_sample(start, i, static_cast<unsigned>(length), seed)
-                              : network::regular_sample(i, stride);
+    const unsigned l = RANDOM ? index_math::random_sample(start, i, static_cast<unsigned>(length), seed)
+                              : index_math::regular_sample(i, stride);
     problem_samples[t * lv.tile_samples() + i] = {start + l, keys[start + l],
                                                   static_cast<std::uint32_t>(2 * p)};
   }
@@ -228,8 +228,8 @@ __global__ void __launch_bounds__(Policy::threads)
                       at(values, start), out_keys + start, at(out_values, start),
                       static_cast<int>(length), comp);
     } else {
-      const network::window whole{Policy::tile_bits, Policy::tile_bits, 0};
-      const network::pass sort_tile{whole, 0, network::steps_through_phase(Policy::tile_bits)};
+      const index_math::window whole{Policy::tile_bits, Policy::tile_bits, 0};
+      const index_math::pass sort_tile{whole, 0, index_math::steps_through_phase(Policy::tile_bits)};
       tile_t tile{*reinterpret_cast<typename tile_t::storage*>(shared_bytes), 0, length, false, comp};
       tile.load(keys + start, at(values, start));
       tile.run(sort_tile);
@@ -358,14 +358,14 @@ __global__ void __launch_bounds__(THREADS)
 
 // ---- randomized sampling: keys classified by the splitters (Leischner et al.) ----------
 // A level under randomized sampling sorts no tile: classify_count_kernel counts every tile's
-// keys per bucket (network::classify, by key and position) and keeps each key's bucket, and
+// keys per bucket (index_math::classify, by key and position) and keeps each key's bucket, and
 // classify_scatter_kernel moves them to those buckets in the other array (keys and the
 // buffer take turns), in the tile's order within a bucket (deterministic).
 
 // Threads of the classifying kernels (any tile size: a thread takes a key per round).
 inline constexpr int classifying_threads = 256;
 
-// Problem p's splitters for network::classify: copied to shared memory in the tree's order
+// Problem p's splitters for index_math::classify: copied to shared memory in the tree's order
 // (node v at entry v: a warp's reads of one depth are neighbours, not one bank's) for keys of
 // up to 32 bytes (the count kernel's static 48 KiB holds 1,024 of them with their positions),
 // else read from the sorted samples where they lie. A splitter's position is
@@ -392,7 +392,7 @@ struct splitter_table {
       const auto bits = static_cast<unsigned>(lv.bucket_bits);
       for (unsigned v = threadIdx.x + 1; finite > 0 && v < (1u << bits); v += blockDim.x) {
         const sample<K>& g =
-            samples[network::tree_sample_rank(lv, v, network::tree_depth(v), count, finite)];
+            samples[index_math::tree_sample_rank(lv, v, index_math::tree_depth(v), count, finite)];
         st.keys[v] = g.key;
         st.positions[v] = g.pos;
       }
@@ -402,9 +402,9 @@ struct splitter_table {
   template <class Compare>
   __device__ __forceinline__ unsigned bucket_of(const K& key, index_t pos, Compare comp) const {
     const auto bits = static_cast<unsigned>(lv.bucket_bits);
-    return network::classify(bits, finite, [&](unsigned v, unsigned d) {
-      const sample<K>& g = samples[network::tree_sample_rank(lv, v, d, count, finite)];
-      return network::splitter_above(key, pos, g.key, g.pos, comp);
+    return index_math::classify(bits, finite, [&](unsigned v, unsigned d) {
+      const sample<K>& g = samples[index_math::tree_sample_rank(lv, v, d, count, finite)];
+      return index_math::splitter_above(key, pos, g.key, g.pos, comp);
     });
   }
   // The buckets of N keys, live[i] saying which exist (~0u for the rest), key i at position
@@ -445,7 +445,7 @@ struct splitter_table {
           above |= !above & !comp(g, key[i]) & (pos(i) < st.positions[node[i]]);
           node[i] = 2 * node[i] + (above ? 0u : 1u);
         } else {
-          node[i] = network::descend_by_key(node[i], key[i], st.keys[node[i]], tie, comp);
+          node[i] = index_math::descend_by_key(node[i], key[i], st.keys[node[i]], tie, comp);
         }
       }
     }
@@ -672,7 +672,7 @@ inline constexpr std::size_t classify_scatter_smem =
 // (a level of 2^28 u32 keys has 8 M of them): `items` samples a thread, up to 512 threads
 // (128 KiB of samples: 8,192 of 4-byte keys) where a problem has many, up to 128 where the
 // plan's problems have no more. A problem with more samples than a block holds sorts an even
-// subset (network::kept_sample).
+// subset (index_math::kept_sample).
 template <class K>
 struct problem_sample_sort {
   static constexpr int items = std::clamp(static_cast<int>(256 / sizeof(sample<K>)), 1, 16);
@@ -694,7 +694,7 @@ struct problem_sample_sort {
 template <int THREADS, class K, class Compare>
 __global__ void __launch_bounds__(THREADS)
     sort_problem_samples_kernel(sample<K>* samples, problem_list probs, sample_level lv,
-                                network::sample_less<Compare> less) {
+                                index_math::sample_less<Compare> less) {
   constexpr int ITEMS = problem_sample_sort<K>::items;
   using sort_t = cub::BlockMergeSort<sample<K>, THREADS, ITEMS>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
@@ -706,7 +706,7 @@ __global__ void __launch_bounds__(THREADS)
   sample<K> item[ITEMS];
   for (int i = 0; i < ITEMS; ++i) {  // blocked: thread u holds u * ITEMS ..
     const index_t j = static_cast<index_t>(threadIdx.x) * ITEMS + i;
-    item[i] = first[network::kept_sample(j < kept ? j : 0, S, kept)];
+    item[i] = first[index_math::kept_sample(j < kept ? j : 0, S, kept)];
   }
   // Every read is done before the sort's first barrier, so the writes below overwrite nothing
   // a thread has yet to read.
@@ -724,7 +724,7 @@ static __global__ void bucket_segments_kernel(problem_list buckets, bool mirror,
                                               index_t* end, unsigned long long* largest) {
   const index_t q = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (q >= buckets.count) return;
-  const network::key_range r = network::final_bucket_range(buckets, q, mirror);
+  const index_math::key_range r = index_math::final_bucket_range(buckets, q, mirror);
   if (begin) {
     begin[q] = r.begin;
     end[q] = r.end;
@@ -757,16 +757,16 @@ __global__ void __launch_bounds__(Policy::threads)
   using tile_sort = tile_merge_sort<Policy, K, V>;
   __shared__ typename tile_sort::storage smem;
   const index_t q = blockIdx.x;
-  const network::key_range r = network::final_bucket_range(buckets, q, mirror);
+  const index_math::key_range r = index_math::final_bucket_range(buckets, q, mirror);
   const index_t size = r.end - r.begin;
-  const network::bucket_sorter by =
-      network::records_bucket_sorter(size, Policy::final_cap, twice_tile_cap<Policy, K, V>);
+  const index_math::bucket_sorter by =
+      index_math::records_bucket_sorter(size, Policy::final_cap, twice_tile_cap<Policy, K, V>);
   if (threadIdx.x == 0) {
     begin[q] = r.begin;
-    end[q] = by == network::bucket_sorter::segmented ? r.end : r.begin;
-    if (by == network::bucket_sorter::twice_tile) twice_list[atomicAdd(twice_listed, 1u)] = q;
+    end[q] = by == index_math::bucket_sorter::segmented ? r.end : r.begin;
+    if (by == index_math::bucket_sorter::twice_tile) twice_list[atomicAdd(twice_listed, 1u)] = q;
   }
-  if (by == network::bucket_sorter::tile && size > 1)
+  if (by == index_math::bucket_sorter::tile && size > 1)
     tile_sort::sort(smem, keys + r.begin, at(values, r.begin), keys + r.begin,
                     at(values, r.begin), static_cast<int>(size), comp);
 }
@@ -784,7 +784,7 @@ __global__ void __launch_bounds__(Policy::threads)
   auto& smem = *reinterpret_cast<typename tile_sort::storage*>(shared_bytes);
   const unsigned listed = *twice_listed;
   for (unsigned i = blockIdx.x; i < listed; i += gridDim.x) {
-    const network::key_range r = network::final_bucket_range(buckets, twice_list[i], mirror);
+    const index_math::key_range r = index_math::final_bucket_range(buckets, twice_list[i], mirror);
     tile_sort::sort(smem, keys + r.begin, at(values, r.begin), keys + r.begin,
                     at(values, r.begin), static_cast<int>(r.end - r.begin), comp);
     __syncthreads();  // the next bucket's load reuses the shared memory
@@ -811,7 +811,7 @@ constexpr std::size_t merge_bucket_smem_bytes(index_t cap) {
 
 // Each block merges one final bucket (at most `cap` keys) from its runs, the last level's share
 // of every tile slot of its problem (sorted runs under regular sampling: docs/sample_sort.md):
-// loaded into shared memory, merged in rounds of pairwise merges (network/merge_runs.hpp),
+// loaded into shared memory, merged in rounds of pairwise merges (index_math/merge_runs.hpp),
 // each thread a range of the outputs, between two buffers, and stored back. buckets: the last
 // level's scanned counts (bucket q's run t starts at offsets[q * stride + t], stride = its
 // tile slots). `mirror`: the buckets lie mirrored (a descending sort), each run reversed and
@@ -835,7 +835,7 @@ __global__ void __launch_bounds__(THREADS)
     value_buffer[1] = value_buffer[0] + cap;
   }
   for (index_t r = threadIdx.x; r <= slots; r += THREADS)
-    runs[r] = network::final_bucket_run_bound(buckets, q, r, mirror);
+    runs[r] = index_math::final_bucket_run_bound(buckets, q, r, mirror);
   for (index_t i = threadIdx.x; i < length; i += THREADS) {
     key_buffer[0][i] = keys[first + i];
     if constexpr (pairs) value_buffer[0][i] = values[first + i];
@@ -851,7 +851,7 @@ __global__ void __launch_bounds__(THREADS)
     const value_t* from_values = value_buffer[from];
     value_t* to_values = value_buffer[1 - from];
     if (mine < length)
-      network::merge_round_part(
+      index_math::merge_round_part(
           runs, count, mine, mine_end, [&](index_t i) -> const K& { return from_keys[i]; },
           [&](index_t at, index_t to) {
             to_keys[to] = from_keys[at];
@@ -859,7 +859,7 @@ __global__ void __launch_bounds__(THREADS)
           },
           comp);
     __syncthreads();  // every output of the round written, every bound read
-    if (threadIdx.x == 0) network::next_merge_round(runs, count);
+    if (threadIdx.x == 0) index_math::next_merge_round(runs, count);
     __syncthreads();
     from = 1 - from;
   }
@@ -886,7 +886,7 @@ struct sample_workspace {
   std::size_t scratch_bytes = 0;
   std::size_t total = 0;
 
-  sample_workspace(void* base, const network::sample_plan& plan, index_t n, bool random,
+  sample_workspace(void* base, const index_math::sample_plan& plan, index_t n, bool random,
                    std::size_t scan_bytes, std::size_t segment_bytes) {
     index_t max_samples = 0, max_counts = 0;
     for (int l = 0; l < plan.count; ++l) {
@@ -925,14 +925,14 @@ struct sample_sort_knobs {
 };
 
 // Randomized sampling's samples for a plan: how many each tile gives
-// (network::thin_random_samples), and each level's sorted_cap (network::block_sorted_cap): its
+// (index_math::thin_random_samples), and each level's sorted_cap (index_math::block_sorted_cap): its
 // problems' samples sorted one block a problem, or all of them by CUB's device merge sort (0).
 template <class K, class V>
-network::sample_plan with_random_samples(network::sample_plan plan) {
+index_math::sample_plan with_random_samples(index_math::sample_plan plan) {
   using samples_t = problem_sample_sort<K>;
-  plan = network::thin_random_samples(plan, sample_sort_policy<K, V>::random_min_stride_bits);
+  plan = index_math::thin_random_samples(plan, sample_sort_policy<K, V>::random_min_stride_bits);
   for (int l = 0; l < plan.count; ++l)
-    plan.levels[l].sorted_cap = network::block_sorted_cap(
+    plan.levels[l].sorted_cap = index_math::block_sorted_cap(
         plan.levels[l], samples_t::template cap<samples_t::small_threads>,
         samples_t::template cap<samples_t::large_threads>);
   return plan;
@@ -943,13 +943,13 @@ network::sample_plan with_random_samples(network::sample_plan plan) {
 // of sort_problem_samples_kernel sorts (16 samples a bucket at least); records' final buckets
 // at half their tile on average, keys' at a quarter of the segmented sort's largest class.
 template <class K, class V>
-network::sample_plan random_plan_for(index_t n) {
+index_math::sample_plan random_plan_for(index_t n) {
   using policy = sample_sort_policy<K, V>;
   using samples_t = problem_sample_sort<K>;
   constexpr int bits = std::min<int>(
       policy::max_bucket_bits,
       std::bit_width(static_cast<unsigned>(samples_t::template cap<samples_t::large_threads> / 16)) - 1);
-  return network::plan_random_sample_sort(n, policy::tile_bits, policy::final_cap, bits,
+  return index_math::plan_random_sample_sort(n, policy::tile_bits, policy::final_cap, bits,
                                           policy::merge_tiles ? 2 : 4);
 }
 
@@ -984,7 +984,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                         SortBuckets sort_buckets, cudaStream_t stream) {
   using policy = sample_sort_policy<K, V>;
   if (knobs.bucket_bits > policy::max_bucket_bits) return cudaErrorInvalidValue;
-  network::sample_plan plan = knobs.random && knobs.bucket_bits == 0 ? random_plan_for<K, V>(n)
+  index_math::sample_plan plan = knobs.random && knobs.bucket_bits == 0 ? random_plan_for<K, V>(n)
                                                                     : plan_for<K, V>(n, knobs.bucket_bits);
   if (knobs.random) plan = with_random_samples<K, V>(plan);
   if (plan.count == 0 || (knobs.bucket_bits == 0 && n <= policy::whole_bitonic_max)) {
@@ -1005,15 +1005,15 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
       max_samples = std::max(max_samples, plan.levels[l].sample_slots(n));
   }
   std::size_t scan_bytes = 0, samples_bytes = 0, segment_bytes = 0;
-  const network::sample_less<Compare> by_sample{comp};
+  const index_math::sample_less<Compare> by_sample{comp};
   cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<index_t*>(nullptr),
                                                 static_cast<index_t*>(nullptr), max_counts, stream);
   if (e == cudaSuccess && max_samples > 0)
     e = cub::DeviceMergeSort::SortKeys(nullptr, samples_bytes, static_cast<sample<K>*>(nullptr),
                                        max_samples, by_sample, stream);
   scan_bytes = std::max(scan_bytes, samples_bytes);
-  const network::segment_list final_segments{nullptr, nullptr, plan.final_problems, 0, 8};
-  network::segment_list query = final_segments;
+  const index_math::segment_list final_segments{nullptr, nullptr, plan.final_problems, 0, 8};
+  index_math::segment_list query = final_segments;
   // Any non-null address marks a segmented (not batched) shape; the query reads no offsets.
   // The keys' address passes the query's checks as device memory; a caller sizing the
   // workspace before its arrays exist passes none, and the segmented query then checks none.
@@ -1150,11 +1150,11 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                                                               policy::final_cap, descending, order);
       return cudaGetLastError();
     };
-    return descending ? launch(network::reversed<Compare>{comp}) : launch(comp);
+    return descending ? launch(index_math::reversed<Compare>{comp}) : launch(comp);
   }
   if constexpr (policy::merge_tiles) {
     e = descending ? sort_record_buckets<policy>(keys, values, probs, true, ws, !buckets_fit,
-                                                 network::reversed<Compare>{comp}, stream)
+                                                 index_math::reversed<Compare>{comp}, stream)
                    : sort_record_buckets<policy>(keys, values, probs, false, ws, !buckets_fit,
                                                  comp, stream);
     if (e != cudaSuccess || buckets_fit) return e;
@@ -1164,7 +1164,7 @@ cudaError_t sample_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
-  network::segment_list segs = final_segments;
+  index_math::segment_list segs = final_segments;
   segs.begin = ws.segment_begin;
   segs.end = ws.segment_end;
   std::size_t bytes = ws.scratch_bytes;

@@ -1,19 +1,19 @@
 // Batched and segmented sort: every segment sorted by its own bitonic network.
 //
-// Schedule (size classes of network/segments.hpp):
+// Schedule (size classes of index_math/segments.hpp):
 //  * shuffle classes (up to 128 keys): a warp loads segments into registers (ITEMS keys per
 //    lane), sorts with shuffles, stores: one read and one write of the keys. A batch, or the
 //    list of 65-128-key segments, goes to shuffle_list_kernel. A segmented sort's segments
 //    of up to 64 keys are sorted where shuffle_segments_kernel finds them in the offsets
 //    (the most numerous cost no list); every larger one is appended to its class's list
-//    (network::segment_workspace) by that kernel as it goes, or by classify_kernel first
+//    (index_math::segment_workspace) by that kernel as it goes, or by classify_kernel first
 //    (run_all says which), and the largest long class is recorded. Batched sorts know their
 //    single class on the host and need no lists;
 //  * tile classes: tile_kernel, one launch per class; a warp (up to 1024 slots) or a block
 //    loads a segment into shared memory, runs the whole network there, stores;
 //  * long segments: the device sort's passes (device/bitonic.cuh), each pass applied to
 //    every long segment at once by the whole grid; for a segmented sort as one launch that
-//    takes the passes' units from a queue (network::long_queue) up to the longest segment
+//    takes the passes' units from a queue (index_math::long_queue) up to the longest segment
 //    found.
 // Kernels are persistent: a fixed grid walks its class's segments, so a launch never
 // depends on counts that only the device knows. Within a tile launch all segments are of
@@ -32,17 +32,17 @@
 #include "gpusort/detail/block/warp_bitonic_sort.cuh"
 #include "gpusort/detail/device/bitonic.cuh"
 #include "gpusort/detail/device/launch.cuh"
-#include "gpusort/detail/network/segments.hpp"
+#include "gpusort/detail/index_math/segments.hpp"
 
 namespace gpusort::detail::device {
 
-using network::segment_classes;
-using network::segment_list;
+using index_math::segment_classes;
+using index_math::segment_list;
 
 template <class K, class V>
 constexpr segment_classes classes_for{bitonic_policy<K, V, false>::slot_bytes};
 
-// The class lists in the workspace (network::segment_workspace): counts[list], the
+// The class lists in the workspace (index_math::segment_workspace): counts[list], the
 // segment indices of each tile class and of the long segments, the long segments' work
 // offsets (long_units). counts[0] holds the largest class among the long segments instead
 // (0 if none), so that the long schedule's passes above it have nothing to do.
@@ -53,10 +53,10 @@ struct class_lists {
   unsigned long long* shuffle_cursor = nullptr;  // shuffle_segments_kernel's next window
   unsigned long long* long_ticket = nullptr;     // long_queue_kernel's next unit
   unsigned long long* long_done = nullptr;       // and its units finished
-  network::segment_workspace layout{};
+  index_math::segment_workspace layout{};
   std::uint64_t batch_count = 0;
 
-  static class_lists in(void* temp, const network::segment_workspace& layout) {
+  static class_lists in(void* temp, const index_math::segment_workspace& layout) {
     auto* bytes = static_cast<char*>(temp);
     const auto counter = [&](std::uint64_t offset) {
       return reinterpret_cast<unsigned long long*>(bytes + offset);
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(classify_threads)
 
 // ---- padding ---------------------------------------------------------------------------
 
-// Whether partial segments are filled with network::padding_key and sorted by the whole
+// Whether partial segments are filled with index_math::padding_key and sorted by the whole
 // network (integer keys in the default order; float keys are codes here), and whether a real
 // key equal to it sends a shuffle worker back to virtual padding. The shuffle classes run
 // the network of 2^C slots, whose directions move the fillers around: with values, a real
@@ -143,13 +143,13 @@ constexpr padding_policy fills_padding{
     std::is_integral_v<K> && std::is_same_v<Compare, gpusort::less<K>>,
     std::is_integral_v<K> && std::is_same_v<Compare, gpusort::less<K>> &&
         block::has_values<K, V>};
-using network::padding_key;
+using index_math::padding_key;
 
 // ---- shuffle classes ------------------------------------------------------------------
 
 constexpr int shuffle_threads = 256;
 
-// Class C: 2^C slots per segment, `items` keys per lane (network/segments.hpp), so a
+// Class C: 2^C slots per segment, `items` keys per lane (index_math/segments.hpp), so a
 // segment takes 2^C / items lanes and a warp sorts 32 / that many segments at once.
 // Steps inside a lane's registers cost no shuffle: more keys per lane is cheaper.
 template <class K, class V, int C>
@@ -271,7 +271,7 @@ __device__ __forceinline__ void shuffle_class_of_window(K* keys, V* values, cons
   const unsigned group = (threadIdx.x & 31u) >> shape::lanes_log2;
   for (unsigned taken = 0; taken < total; taken += shape::per_warp) {
     const unsigned q = taken + group;
-    const unsigned at = whole_window ? q : network::nth_set_bit_of_window(masks, q);
+    const unsigned at = whole_window ? q : index_math::nth_set_bit_of_window(masks, q);
     std::uint64_t first = 0;
     unsigned m = 0;
     if (at < 32u * shuffle_window) {
@@ -381,8 +381,8 @@ __global__ void __launch_bounds__(Policy::threads)
   const std::uint64_t teams = static_cast<std::uint64_t>(gridDim.x) * Policy::teams;
   const std::uint64_t count = lists.size(TILE_BITS);
   const std::uint64_t start = lists.counts ? lists.start(TILE_BITS) : 0;
-  const network::window whole{TILE_BITS, TILE_BITS, 0};
-  const network::pass sort_all{whole, 0, network::steps_through_phase(TILE_BITS)};
+  const index_math::window whole{TILE_BITS, TILE_BITS, 0};
+  const index_math::pass sort_all{whole, 0, index_math::steps_through_phase(TILE_BITS)};
   for (std::uint64_t e = static_cast<std::uint64_t>(blockIdx.x) * Policy::teams + team;
        e < count; e += teams) {
     const std::uint64_t s = lists.segment(TILE_BITS, e, start);
@@ -417,7 +417,7 @@ struct long_units {
   __device__ std::uint64_t count() const { return lists.size(list); }
   // Passes of a later phase than this have nothing to do.
   __device__ int longest_class() const {
-    return lists.counts ? lists.longest_long_class() : network::ceil_log2(batch_span);
+    return lists.counts ? lists.longest_long_class() : index_math::ceil_log2(batch_span);
   }
   __device__ std::uint64_t total_span() const {
     return lists.counts ? lists.long_prefix[count()] : count() * batch_span;
@@ -444,7 +444,7 @@ struct long_units {
 
 template <int TILE_BITS>
 GPUSORT_HD constexpr std::uint64_t long_span(std::uint64_t m) {
-  const int bits = network::ceil_log2(m);
+  const int bits = index_math::ceil_log2(m);
   return std::uint64_t{1} << (bits > TILE_BITS ? bits : TILE_BITS);
 }
 
@@ -521,13 +521,13 @@ __device__ void long_map(K* keys, V* values, const segment_list& segs, const lon
 // block takes tiles of the line in turn.
 template <class Policy, class K, class V, class Compare>
 __device__ void long_tile_pass(K* keys, V* values, const segment_list& segs,
-                               const long_units& units, const network::pass& ps, bool descending,
+                               const long_units& units, const index_math::pass& ps, bool descending,
                                Compare comp, unit_walk walk) {
   using tile_t = block::tile_network<K, V, block::block_team<Policy::tile_threads>,
                                      Policy::tile_bits, Policy::digit_bits, Compare>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   auto& smem = *reinterpret_cast<typename tile_t::storage*>(shared_bytes);
-  const int phase = network::step_at(ps.first_step).phase;
+  const int phase = index_math::step_at(ps.first_step).phase;
   if (phase > units.longest_class()) return;
   const std::uint64_t tiles = units.total_span() >> Policy::tile_bits;
   const std::uint64_t start = units.lists.counts ? units.lists.start(units.list) : 0;
@@ -537,7 +537,7 @@ __device__ void long_tile_pass(K* keys, V* values, const segment_list& segs,
     const std::uint64_t s = units.lists.segment(units.list, j, start);
     const std::uint64_t first = segs.first(s), m = segs.last(s) - first;
     const std::uint64_t first_slot = (f << Policy::tile_bits) - span_start;
-    if (phase > network::ceil_log2(m) || first_slot >= m) continue;  // sorted, or padding
+    if (phase > index_math::ceil_log2(m) || first_slot >= m) continue;  // sorted, or padding
     V* segment_values = nullptr;
     if constexpr (block::has_values<K, V>) segment_values = values + first;
     tile_t tile{smem, first_slot, m, descending, comp};
@@ -552,7 +552,7 @@ __device__ void long_tile_pass(K* keys, V* values, const segment_list& segs,
 // thread takes groups of the line in turn.
 template <int COUNT, class K, class V, class Compare>
 __device__ void long_register_pass(K* keys, V* values, const segment_list& segs,
-                                   const long_units& units, const network::window& win,
+                                   const long_units& units, const index_math::window& win,
                                    int phase, bool descending, Compare comp, unit_walk walk) {
   if (phase > units.longest_class()) return;
   const std::uint64_t groups = units.total_span() >> win.group_bits;
@@ -562,7 +562,7 @@ __device__ void long_register_pass(K* keys, V* values, const segment_list& segs,
     units.locate(f << win.group_bits, j, span_start);
     const std::uint64_t s = units.lists.segment(units.list, j, start);
     const std::uint64_t first = segs.first(s), m = segs.last(s) - first;
-    if (phase > network::ceil_log2(m)) continue;
+    if (phase > index_math::ceil_log2(m)) continue;
     const index_t slot0 = win.slot(((f << win.group_bits) - span_start) >> win.group_bits, 0);
     if (slot0 >= m) continue;
     V* segment_values = nullptr;
@@ -589,7 +589,7 @@ __global__ void long_map_kernel(K* keys, V* values, segment_list segs, long_unit
 
 template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::tile_threads)
-    long_tile_kernel(K* keys, V* values, segment_list segs, long_units units, network::pass ps,
+    long_tile_kernel(K* keys, V* values, segment_list segs, long_units units, index_math::pass ps,
                      bool descending, Compare comp) {
   long_tile_pass<Policy>(keys, values, segs, units, ps, descending, comp, unit_walk::blocks());
 }
@@ -597,14 +597,14 @@ __global__ void __launch_bounds__(Policy::tile_threads)
 template <class Policy, int COUNT, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::register_threads)
     long_register_kernel(K* keys, V* values, segment_list segs, long_units units,
-                         network::window win, int phase, bool descending, Compare comp) {
+                         index_math::window win, int phase, bool descending, Compare comp) {
   long_register_pass<COUNT>(keys, values, segs, units, win, phase, descending, comp,
                            unit_walk::threads());
 }
 
 // Segmented sorts: only the device knows whether any segment is long, and how long. One
 // launch takes the units of the whole schedule, up to the longest class that
-// classification found, from a queue (network::long_queue); with no long segment every
+// classification found, from a queue (index_math::long_queue); with no long segment every
 // block returns at once. (A launch per pass for segments up to n keys was 28 launches for 2^24 keys, mostly
 // empty, 3-5 us each on an H100. A cooperative launch with grid barriers had to run first
 // and alone, 3.7 us even with nothing to do: beside the tile workers its grid waited for room
@@ -613,7 +613,7 @@ __global__ void __launch_bounds__(Policy::register_threads)
 template <class Policy>
 struct long_queue_policy : Policy {
   static constexpr int register_bits = Policy::register_bits < 4 ? Policy::register_bits : 4;
-  static constexpr network::schedule_shape shape{Policy::tile_bits, register_bits};
+  static constexpr index_math::schedule_shape shape{Policy::tile_bits, register_bits};
 };
 
 // Thread 0 waits until `done` reaches `target`, then the block sees what those units wrote
@@ -639,7 +639,7 @@ template <class Policy, class K, class V, class Compare>
 __global__ void __launch_bounds__(Policy::tile_threads)
     long_queue_kernel(K* keys, V* values, segment_list segs, class_lists lists, int list,
                       bool descending, Compare comp, key_codec<K> codec, bool positions) {
-  using network::long_queue;
+  using index_math::long_queue;
   const int longest = lists.longest_long_class();
   if (longest == 0) return;
   const long_units units{lists, list, 0};
@@ -673,7 +673,7 @@ __global__ void __launch_bounds__(Policy::tile_threads)
                                unit_walk::block_unit(unit));
         break;
       case long_queue::stage_kind::registers: {
-        const int phase = network::step_at(st.ps.first_step).phase;
+        const int phase = index_math::step_at(st.ps.first_step).phase;
         with_group_bits<Policy::register_bits>(st.ps.win.group_bits, [&](auto bits) {
           long_register_pass<decltype(bits)::value>(keys, values, segs, units, st.ps.win, phase,
                                                     descending, comp,
@@ -819,13 +819,13 @@ struct segment_launcher {
     };
     status = map_long(true);
     if (status != cudaSuccess) return status;
-    network::for_each_pass(longest, policy::shape, [&](const network::pass& ps) {
+    index_math::for_each_pass(longest, policy::shape, [&](const index_math::pass& ps) {
       if (status != cudaSuccess) return;
       if (ps.win.contiguous()) {
         tile_kernel<<<tile_blocks, policy::tile_threads, smem_bytes, stream>>>(
             keys, values, segs, units, ps, descending, comp);
       } else {
-        const int phase = network::step_at(ps.first_step).phase;
+        const int phase = index_math::step_at(ps.first_step).phase;
         with_group_bits<policy::register_bits>(ps.win.group_bits, [&](auto bits) {
           auto kernel = long_register_kernel<policy, decltype(bits)::value, K, V, Compare>;
           unsigned blocks = 0;
@@ -935,7 +935,7 @@ struct segment_launcher {
 };
 
 // Sorts every segment of `segs` in keys[0, n), in the core layer's manner: temp == nullptr
-// only writes the workspace bytes (network::segment_workspace for a segmented sort, nothing
+// only writes the workspace bytes (index_math::segment_workspace for a segmented sort, nothing
 // for a batched one).
 template <class K, class V, class Compare>
 cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
@@ -943,7 +943,7 @@ cudaError_t segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
                            bool descending, cudaStream_t stream, key_codec<K> codec = {},
                            bool positions = false) {
   constexpr segment_classes classes = classes_for<K, V>;
-  const network::segment_workspace layout{n, segs.count, classes};
+  const index_math::segment_workspace layout{n, segs.count, classes};
   const std::size_t needed = segs.batched() ? 0 : layout.bytes();
   if (!temp) {
     temp_bytes = needed;

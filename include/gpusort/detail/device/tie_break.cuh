@@ -1,4 +1,4 @@
-// The stable tie-break's device passes (index math in network/tie_break.hpp): composites of
+// The stable tie-break's device passes (index math in index_math/tie_break.hpp): composites of
 // run start and position, and the values gathered by position afterwards.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include <cuda_runtime.h>
 
-#include "gpusort/detail/network/tie_break.hpp"
+#include "gpusort/detail/index_math/tie_break.hpp"
 #include "gpusort/detail/core/types.hpp"
 
 namespace gpusort::detail::device {
@@ -26,12 +26,12 @@ __global__ void composite_kernel(const K* sorted_keys, const std::uint32_t* posi
                                  std::uint64_t* composites, std::uint64_t n, bool descending,
                                  bool nans_lowest) {
   const auto rank_at = [&](std::uint64_t i) {
-    return network::order_rank(sorted_keys[i], descending, nans_lowest);
+    return index_math::order_rank(sorted_keys[i], descending, nans_lowest);
   };
   const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
   for (std::uint64_t i = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
     composites[i] =
-        network::tie_composite(network::run_start(rank_at, i + 1, rank_at(i)), positions[i]);
+        index_math::tie_composite(index_math::run_start(rank_at, i + 1, rank_at(i)), positions[i]);
 }
 
 template <class V>
@@ -39,7 +39,7 @@ __global__ void gather_kernel(const std::uint64_t* composites, const V* values, 
                               std::uint64_t n) {
   const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
   for (std::uint64_t i = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
-    out[i] = values[network::composite_position(composites[i])];
+    out[i] = values[index_math::composite_position(composites[i])];
 }
 
 }  // namespace tie_break

@@ -6,10 +6,10 @@
 #include <utility>
 
 #include "gpusort/detail/core/config.hpp"
-#include "gpusort/detail/network/bitonic.hpp"
+#include "gpusort/detail/index_math/bitonic.hpp"
 #include "gpusort/detail/core/types.hpp"
 
-namespace gpusort::detail::network {
+namespace gpusort::detail::index_math {
 
 // Orders (a, b): ASC puts the smaller first, else the larger. One comparison and selects
 // only (a min and a max for built-in keys): a warp never branches on the data. Equal keys
@@ -91,7 +91,7 @@ GPUSORT_HD GPUSORT_FORCEINLINE void first_phase_steps(K (&keys)[1 << COUNT],
 // Phases 1..COUNT of the network on the 2^COUNT consecutive slots slot0 .. slot0 + 2^COUNT - 1
 // (slot0 a multiple of 2^COUNT, none of them padding), held in registers: the first phases
 // of a sort in one pass over the keys instead of one per phase. Directions as
-// network::ascending gives them for n slots: ascending(slot0 | r, p, n) is bit p of r
+// index_math::ascending gives them for n slots: ascending(slot0 | r, p, n) is bit p of r
 // against one bit known at run time (uniform over a team for p < COUNT, since bit p of
 // slot0 is 0 there), so each phase branches once and every comparator has a constant
 // direction.
@@ -113,4 +113,4 @@ GPUSORT_HD GPUSORT_FORCEINLINE void sort_first_phases(K (&keys)[1 << COUNT],
   }(std::make_integer_sequence<int, COUNT>{});
 }
 
-}  // namespace gpusort::detail::network
+}  // namespace gpusort::detail::index_math

@@ -31,7 +31,7 @@
 #include "gpusort/key_traits.hpp"
 #include "gpusort/options.hpp"
 
-namespace gpusort::detail::network::dist {
+namespace gpusort::detail::index_math::dist {
 
 // The sample stride for N keys on p ranks with `oversampling` samples per rank on average.
 GPUSORT_HD constexpr std::uint64_t sample_stride(std::uint64_t total, int ranks,
@@ -273,4 +273,4 @@ inline std::string signature_difference(std::uint64_t a, std::uint64_t b) {
   return what;
 }
 
-}  // namespace gpusort::detail::network::dist
+}  // namespace gpusort::detail::index_math::dist

@@ -16,7 +16,7 @@
 
 #include "gpusort/detail/core/config.hpp"
 
-namespace gpusort::detail::network::quicksort {
+namespace gpusort::detail::index_math::quicksort {
 
 using index_t = std::uint64_t;
 
@@ -102,4 +102,4 @@ GPUSORT_HD constexpr int class_of(U key, U pivot) {
   return key < pivot ? 0 : (key == pivot ? 1 : 2);
 }
 
-}  // namespace gpusort::detail::network::quicksort
+}  // namespace gpusort::detail::index_math::quicksort

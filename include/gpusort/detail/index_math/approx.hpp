@@ -20,10 +20,10 @@
 #include <type_traits>
 
 #include "gpusort/detail/core/config.hpp"
-#include "gpusort/detail/network/bitonic.hpp"
+#include "gpusort/detail/index_math/bitonic.hpp"
 #include "gpusort/key_traits.hpp"
 
-namespace gpusort::detail::network {
+namespace gpusort::detail::index_math {
 
 // The interval count when options::intervals is 0 (the paper's NUM_INTERVAL).
 inline constexpr std::uint32_t default_intervals = 10000;
@@ -275,4 +275,4 @@ GPUSORT_HD constexpr std::uint64_t distance_to(std::uint64_t p, std::uint64_t lo
   return p < lo ? lo - p : p >= hi ? p - (hi - 1) : 0;
 }
 
-}  // namespace gpusort::detail::network
+}  // namespace gpusort::detail::index_math

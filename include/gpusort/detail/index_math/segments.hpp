@@ -22,9 +22,9 @@
 #include <type_traits>
 
 #include "gpusort/detail/core/config.hpp"
-#include "gpusort/detail/network/bitonic.hpp"
+#include "gpusort/detail/index_math/bitonic.hpp"
 
-namespace gpusort::detail::network {
+namespace gpusort::detail::index_math {
 
 // Where the segments lie. Batched: segment i is [i * batch_size, (i + 1) * batch_size), and
 // begin/end are null. Segmented: begin[i], end[i] in device (or, on the CPU, host) memory,
@@ -256,4 +256,4 @@ struct long_queue {
   }
 };
 
-}  // namespace gpusort::detail::network
+}  // namespace gpusort::detail::index_math

@@ -10,7 +10,7 @@
 
 #include "gpusort/detail/core/config.hpp"
 
-namespace gpusort::detail::network {
+namespace gpusort::detail::index_math {
 
 // The NaN count of a sorted array of n keys from the end of a prefix search: the NaNs are a
 // prefix (`nans_in_front`) ending at `prefix_end`, or a suffix starting at it.
@@ -42,4 +42,4 @@ GPUSORT_HD constexpr std::uint64_t whole_mirror(std::uint64_t i, std::uint64_t n
   return n - 1 - i;
 }
 
-}  // namespace gpusort::detail::network
+}  // namespace gpusort::detail::index_math

@@ -14,7 +14,7 @@
 #include "gpusort/detail/core/config.hpp"
 #include "gpusort/detail/core/types.hpp"
 
-namespace gpusort::detail::network {
+namespace gpusort::detail::index_math {
 
 // How many of a[0, a_len) are among the first `diagonal` items of the stable merge of a and
 // b[0, b_len) (0 <= diagonal <= a_len + b_len): the merge-path split. key_a(i), key_b(j) give
@@ -80,4 +80,4 @@ GPUSORT_HD inline index_t next_merge_round(index_t* runs, index_t run_count) {
   return next;
 }
 
-}  // namespace gpusort::detail::network
+}  // namespace gpusort::detail::index_math

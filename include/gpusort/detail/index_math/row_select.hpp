@@ -7,7 +7,7 @@
 
 #include "gpusort/detail/core/config.hpp"
 
-namespace gpusort::detail::network {
+namespace gpusort::detail::index_math {
 
 // 2^11 counters per digit: 8 KB of shared memory per block, and three passes for 32-bit
 // codes (two for 16-bit, six for 64-bit).
@@ -110,4 +110,4 @@ GPUSORT_HD constexpr bool sampled_threshold_fits(std::uint64_t row_length, std::
          4 * expected_candidates(k, row_length) <= 3 * capacity;
 }
 
-}  // namespace gpusort::detail::network
+}  // namespace gpusort::detail::index_math

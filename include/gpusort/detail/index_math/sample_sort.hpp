@@ -21,9 +21,9 @@
 #include <cstdint>
 
 #include "gpusort/detail/core/config.hpp"
-#include "gpusort/detail/network/bitonic.hpp"
+#include "gpusort/detail/index_math/bitonic.hpp"
 
-namespace gpusort::detail::network {
+namespace gpusort::detail::index_math {
 
 // comp with its arguments swapped: the descending order.
 template <class Compare>
@@ -407,4 +407,4 @@ GPUSORT_HD constexpr sample_plan thin_random_samples(sample_plan plan, int min_s
   return plan;
 }
 
-}  // namespace gpusort::detail::network
+}  // namespace gpusort::detail::index_math

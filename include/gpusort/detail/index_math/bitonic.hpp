@@ -22,7 +22,7 @@
 
 #include "gpusort/detail/core/config.hpp"
 
-namespace gpusort::detail::network {
+namespace gpusort::detail::index_math {
 
 using index_t = std::uint64_t;
 
@@ -207,4 +207,4 @@ GPUSORT_HD constexpr unsigned tile_index(unsigned l) {
   return l + (l >> 5) * PAD;
 }
 
-}  // namespace gpusort::detail::network
+}  // namespace gpusort::detail::index_math

@@ -16,7 +16,7 @@
 
 #include "gpusort/detail/core/config.hpp"
 
-namespace gpusort::detail::network {
+namespace gpusort::detail::index_math {
 
 // Whether float bits (U: the unsigned integer of the float's width) are a NaN with the sign
 // bit set: exponent all ones, mantissa not zero.
@@ -102,4 +102,4 @@ GPUSORT_HD constexpr search_range kary_narrow(search_range r, std::uint64_t step
   return {last_inside + 1, first_outside < r.high ? first_outside : r.high};
 }
 
-}  // namespace gpusort::detail::network
+}  // namespace gpusort::detail::index_math

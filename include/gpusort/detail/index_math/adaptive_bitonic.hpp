@@ -24,7 +24,7 @@
 
 #include "gpusort/detail/core/config.hpp"
 
-namespace gpusort::detail::network::abisort {
+namespace gpusort::detail::index_math::abisort {
 
 using index_t = std::uint64_t;
 
@@ -289,4 +289,4 @@ GPUSORT_HD constexpr index_t bfs_position(int b, int d, index_t t) {
   return ((2 * t + 1) << (b - 1 - d)) - 1;
 }
 
-}  // namespace gpusort::detail::network::abisort
+}  // namespace gpusort::detail::index_math::abisort

@@ -12,7 +12,7 @@
 #include "gpusort/detail/core/float_order.hpp"
 #include "gpusort/key_traits.hpp"
 
-namespace gpusort::detail::network {
+namespace gpusort::detail::index_math {
 
 // An unsigned rank that rises along an array sorted in the library's order with this
 // direction and NaN placement, equal exactly for keys the order calls equal (every NaN one).
@@ -56,4 +56,4 @@ GPUSORT_HD constexpr std::uint32_t composite_position(std::uint64_t composite) {
 // The tie-break sorts 32-bit positions: arrays of 2^32 keys or more take a stable algorithm.
 GPUSORT_HD constexpr bool tie_break_fits(std::uint64_t n) { return n <= (std::uint64_t{1} << 32); }
 
-}  // namespace gpusort::detail::network
+}  // namespace gpusort::detail::index_math
