@@ -144,7 +144,7 @@ int merge_runs(device_memory* keys_buf, device_memory* values_buf,
 
 template <class K, class V>
 shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
-                 const options& opt) {
+                 const options& opt, const std::function<void()>& input_done) {
   constexpr bool pairs = !std::is_same_v<V, no_value>;
   const int p = comm.size();
   const auto rank = static_cast<std::uint32_t>(comm.rank());
@@ -282,9 +282,12 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   }
 
   // 4. The exchange. Receive and merge buffers are allocated first, and every rank learns
-  //    whether all could (and whether every local sort ran), before any data moves.
+  //    whether all could (and whether every local sort ran), before any data moves. Where the
+  //    caller frees its keys once they have left (input_done), the merge's second buffer is
+  //    allocated after that instead.
   device_memory recv_keys[2], recv_values[2];
-  for (int b = 0; b < 2 && room.ok(); ++b) {
+  const int buffers_now = input_done ? 1 : 2;
+  for (int b = 0; b < buffers_now && room.ok(); ++b) {
     room.try_allocate(recv_keys[b], sizeof(K) * std::max<std::uint64_t>(b ? received : key_room, 1),
                       stream, failure::receive_buffers);
     if (pairs && room.ok())
@@ -325,14 +328,39 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in.length;
   }
   exchange(comm, transfers, stream, call + ": exchanging the keys");
+  // The rank's own run, kept where it is, or copied out before the caller frees the keys.
+  K* own_keys = keys + plan.send_offset(static_cast<int>(rank));
+  V* own_values = pairs ? values + plan.send_offset(static_cast<int>(rank)) : nullptr;
+  device_memory own_key_copy, own_value_copy;
+  if (input_done) {
+    const std::uint64_t own = plan.send_count(static_cast<int>(rank));
+    rank_status after;
+    after.try_allocate(own_key_copy, sizeof(K) * std::max<std::uint64_t>(own, 1), stream,
+                       failure::receive_buffers);
+    if (pairs && after.ok())
+      after.try_allocate(own_value_copy, sizeof(V) * std::max<std::uint64_t>(own, 1), stream,
+                         failure::receive_buffers);
+    if (after.ok()) {
+      copy_async(static_cast<K*>(own_key_copy.get()), own_keys, own, stream);
+      if constexpr (pairs) copy_async(static_cast<V*>(own_value_copy.get()), own_values, own, stream);
+      own_keys = static_cast<K*>(own_key_copy.get());
+      own_values = static_cast<V*>(own_value_copy.get());
+      check_cuda(cudaStreamSynchronize(stream), call + ": before the keys are given back");
+      input_done();
+      after.try_allocate(recv_keys[1], sizeof(K) * std::max<std::uint64_t>(received, 1), stream,
+                         failure::receive_buffers);
+      if (pairs && after.ok())
+        after.try_allocate(recv_values[1], sizeof(V) * std::max<std::uint64_t>(received, 1),
+                           stream, failure::receive_buffers);
+    }
+    agree(comm, after, 0, 0, stream, call, "every rank has room to merge");
+  }
   clock.mark(3);
 
   // 5. Merge the p received runs (rank order, so ties stay in (rank, position) order).
   std::vector<run_view<K, V>> views;
   for (const math::received_run& r : runs)
-    views.push_back(r.in_place ? run_view<K, V>{keys + plan.send_offset(r.from),
-                                                pairs ? values + plan.send_offset(r.from) : nullptr,
-                                                r.length}
+    views.push_back(r.in_place ? run_view<K, V>{own_keys, own_values, r.length}
                                : run_view<K, V>{received_keys + r.key_at,
                                                 pairs ? received_values + r.value_at : nullptr,
                                                 r.length});
@@ -409,7 +437,8 @@ void sort_spread(K* keys, V* values, std::uint64_t n, std::span<const int> devic
 
 #define GPUSORT_DIST_INSTANTIATE_VALUE(K, V)                                                   \
   template gpusort::dist::shard<K, V> gpusort::dist::detail::sort<K, V>(                        \
-      const gpusort::dist::communicator&, K*, V*, std::uint64_t, const gpusort::dist::options&); \
+      const gpusort::dist::communicator&, K*, V*, std::uint64_t, const gpusort::dist::options&, \
+      const std::function<void()>&);                                                            \
   template void gpusort::dist::detail::sort_spread<K, V>(K*, V*, std::uint64_t,                 \
                                                          std::span<const int>,                  \
                                                          const gpusort::dist::options&);

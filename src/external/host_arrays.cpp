@@ -222,7 +222,9 @@ bool spread_fits(std::uint64_t n, const std::vector<int>& devices, const sort_re
   const std::uint64_t slice_bytes = (n + devices.size() - 1) / devices.size() * record_bytes<K, P>();
   for (const int device : devices) {
     const device_scope on(device);
-    if (slice_bytes * 3 + slice_bytes / 4 > impl::device_budget(request)) return false;
+    // The slice, then its received range and the merge's second buffer (the slice is freed
+    // before that one is made: dist's input_done), and a quarter for imbalance and workspace.
+    if (slice_bytes * 2 + slice_bytes / 4 > impl::device_budget(request)) return false;
   }
   return true;
 }
@@ -330,8 +332,12 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
       times[r].waited = wait.lap();
       gpusort::dist::shard<K, P> part;
       try {
+        // The slice is freed once its keys have left: the merge's buffers take its place.
         part = gpusort::dist::detail::sort<K, P>(comm, d_keys.get(), has_values<P> ? d_values.get() : nullptr,
-                                                 count, dopt);
+                                                 count, dopt, [&] {
+                                                   d_keys.reset();
+                                                   d_values.reset();
+                                                 });
       } catch (...) {
         if (upload_failure) std::rethrow_exception(upload_failure);
         throw;
