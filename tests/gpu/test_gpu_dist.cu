@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -211,6 +212,30 @@ std::vector<std::vector<K>> dist_sort(comm_set& comms, const std::vector<std::ve
   return out;
 }
 
+// As dist_sort, through dist::detail::sort with input_done: the shard is freed when the sort
+// says so (the host-array spread's way), which it must do exactly once.
+template <class K>
+std::vector<std::vector<K>> dist_sort_freeing_input(comm_set& comms,
+                                                    const std::vector<std::vector<K>>& shards,
+                                                    const dist::options& opt) {
+  const int ranks = ranks_of(comms);
+  std::vector<std::vector<K>> out(ranks);
+  std::vector<int> calls(ranks);
+  on_ranks_here(comms, [&](int r, const dist::communicator& comm) {
+    auto keys = std::make_unique<device_array<K>>(comm.device(), shards[r]);
+    auto result = dist::detail::sort<K, gpusort::detail::no_value>(
+        comm, keys->ptr, nullptr, shards[r].size(), opt, [&] {
+          ++calls[r];
+          keys.reset();
+        });
+    out[r] = to_host(result.keys());
+  });
+  share_parts(comms, out);
+  for (int r = 0; r < ranks; ++r)
+    if (here(comms, r)) EXPECT_EQ(calls[r], 1) << "rank " << r;
+  return out;
+}
+
 template <class K>
 std::vector<K> concat(const std::vector<std::vector<K>>& parts) {
   std::vector<K> all;
@@ -296,6 +321,19 @@ void SmallAndEmptyShards(const std::vector<comm_set*>& sets) {
     }
     std::vector<std::vector<K>> empty(ranks);
     for (auto& part : dist_sort(*set, empty, {})) EXPECT_TRUE(part.empty());
+  }
+}
+
+template <class K>
+void TheInputFreedAfterTheExchangeSortsTheSame(const std::vector<comm_set*>& sets) {
+  for (comm_set* set : sets) {
+    const int ranks = ranks_of(*set);
+    SCOPED_TRACE(::testing::Message() << "ranks=" << ranks);
+    const auto shards = make_shards<K>(uneven_sizes(ranks, 200003), tools::distribution::zipf, 9);
+    dist::options opt;
+    opt.direction = gpusort::order::descending;
+    EXPECT_TRUE(same_bits(concat(dist_sort_freeing_input(*set, shards, opt)),
+                          reference_sort(concat(shards), true)));
   }
 }
 
@@ -399,6 +437,7 @@ GPUSORT_TYPED_SUITE(DistProcesses, ProcessRankTest, key_types);
 DIST_TYPED_TESTS(UnevenShardsEveryDistributionBothOrders)
 DIST_TYPED_TESTS(SmallAndEmptyShards)
 DIST_TYPED_TESTS(AllEqualKeysAreBalanced)
+DIST_TYPED_TESTS(TheInputFreedAfterTheExchangeSortsTheSame)
 DIST_TYPED_TESTS(PairsAreStableWithAStableLocalSort)
 DIST_TYPED_TESTS(PairsAreStableWhenAsked)
 DIST_TYPED_TESTS(SixteenByteValuesFollowTheirKeys)
