@@ -445,30 +445,117 @@ struct classify_scatter_storage {
 template <class K>
 inline constexpr int classify_items = sizeof(K) <= 8 ? 8 : sizeof(K) <= 16 ? 4 : 2;
 
+// The scatter's steps for one chunk of a tile (classify_scatter_kernel below), each by the
+// whole block between barriers.
+
+// Loads the chunk's keys and their buckets, ITEMS a thread (warp w the w-th part of the chunk,
+// 32 consecutive keys an item), and ranks each key among its warp's keys of its bucket so far
+// (st.ahead[w][bucket] counts them: zeroed before).
+template <int ITEMS, class Storage, class K>
+__device__ __forceinline__ void load_and_rank(const K* chunk_keys, const std::uint16_t* chunk_buckets,
+                                              unsigned count, unsigned bucket_bits, Storage& st,
+                                              K (&key)[ITEMS], unsigned (&bucket)[ITEMS],
+                                              unsigned (&rank)[ITEMS]) {
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  bool live[ITEMS];
+  for (int i = 0; i < ITEMS; ++i) {  // the loads first, in flight together
+    const unsigned c = warp * 32 * ITEMS + i * 32 + lane;  // the key's place in the chunk
+    live[i] = c < count;
+    bucket[i] = ~0u;
+    if (live[i]) {
+      key[i] = chunk_keys[c];
+      bucket[i] = chunk_buckets[c];
+    }
+  }
+  for (int i = 0; i < ITEMS; ++i) {
+    const unsigned same = lanes_with_label(bucket[i], bucket_bits);
+    const unsigned before = __popc(same & ((1u << lane) - 1));
+    const unsigned so_far = live[i] ? st.ahead[warp][bucket[i]] : 0u;
+    rank[i] = so_far + before;
+    __syncwarp();
+    if (live[i] && before == 0)
+      st.ahead[warp][bucket[i]] = static_cast<std::uint16_t>(so_far + __popc(same));
+    __syncwarp();
+  }
+}
+
+// The chunk's buckets in order: st.start[j], the chunk's first slot of bucket j (st.start[s] =
+// count), and st.ahead[w][j] turned from warp w's count into its first slot in bucket j
+// (bucket-major). Thread u takes buckets 4u..4u+3 (a row's 4 counts one 8-byte load; entries
+// from s on are zero), sums them over the warps, and the block scans the threads' sums.
+template <int THREADS, int MAX_BUCKETS, class Storage>
+__device__ __forceinline__ void bucket_starts(
+    Storage& st, typename cub::BlockScan<unsigned, THREADS>::TempStorage& scan_storage,
+    unsigned s, unsigned count) {
+  static_assert(MAX_BUCKETS == 4 * THREADS, "a thread scans 4 buckets");
+  const bool scans = 4 * threadIdx.x < s;
+  unsigned sum[4] = {0, 0, 0, 0};  // bucket 4u + k's keys over the warps
+  for (unsigned w = 0; scans && w < Storage::warps; ++w) {
+    const ushort4 c = reinterpret_cast<const ushort4*>(st.ahead[w])[threadIdx.x];
+    sum[0] += c.x;
+    sum[1] += c.y;
+    sum[2] += c.z;
+    sum[3] += c.w;
+  }
+  unsigned base = 0;
+  cub::BlockScan<unsigned, THREADS>(scan_storage).ExclusiveSum(sum[0] + sum[1] + sum[2] + sum[3], base);
+  unsigned at[4];
+  for (unsigned k = 0; k < 4; ++k) {
+    at[k] = base;
+    base += sum[k];
+    if (4 * threadIdx.x + k < s) st.start[4 * threadIdx.x + k] = at[k];
+  }
+  for (unsigned w = 0; scans && w < Storage::warps; ++w) {
+    ushort4& row = reinterpret_cast<ushort4*>(st.ahead[w])[threadIdx.x];
+    const ushort4 c = row;
+    row = make_ushort4(static_cast<std::uint16_t>(at[0]), static_cast<std::uint16_t>(at[1]),
+                       static_cast<std::uint16_t>(at[2]), static_cast<std::uint16_t>(at[3]));
+    at[0] += c.x;
+    at[1] += c.y;
+    at[2] += c.z;
+    at[3] += c.w;
+  }
+  if (threadIdx.x == 0) st.start[s] = count;
+}
+
+// Each loaded key to its slot in the chunk ordered by bucket, with its bucket and (pairs) its
+// place in the chunk.
+template <int ITEMS, bool PAIRS, class Storage, class K>
+__device__ __forceinline__ void place_in_chunk(Storage& st, unsigned count, const K (&key)[ITEMS],
+                                               const unsigned (&bucket)[ITEMS],
+                                               const unsigned (&rank)[ITEMS]) {
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int i = 0; i < ITEMS; ++i) {
+    const unsigned c = warp * 32 * ITEMS + i * 32 + lane;
+    if (c >= count) continue;
+    const unsigned slot = st.ahead[warp][bucket[i]] + rank[i];
+    st.keys[slot] = key[i];
+    st.bucket[slot] = static_cast<std::uint16_t>(bucket[i]);
+    if constexpr (PAIRS) st.from[slot] = static_cast<std::uint16_t>(c);
+  }
+}
+
 // Moves every tile's keys to their buckets (offsets: the scanned counts; buckets: each key's,
 // as classify_count_kernel found it), in the tile's order within a bucket, a chunk at a time:
-// each thread takes ITEMS keys (warp w the w-th part
-// of the chunk, 32 consecutive keys an item), the warps' counts per bucket give every key its
-// slot in the chunk ordered by bucket (shared memory), and the chunk is written out from
-// there, each bucket's keys of the chunk one contiguous run (coalesced stores). With
-// `mirror` a key bound for position i goes to n - 1 - i.
+// the warps' counts per bucket give every key its slot in the chunk ordered by bucket (shared
+// memory), and the chunk is written out from there, each bucket's keys of the chunk one
+// contiguous run (coalesced stores). With `mirror` a key bound for position i goes to
+// n - 1 - i.
 template <int THREADS, int MAX_BUCKETS, class K, class V>
 __global__ void __launch_bounds__(THREADS)
     classify_scatter_kernel(const K* keys, const V* values, K* out_keys, V* out_values,
                             problem_list probs, sample_level lv, const std::uint16_t* buckets,
                             const index_t* offsets, bool mirror) {
   constexpr int ITEMS = classify_items<K>;
+  constexpr bool pairs = block::has_values<K, V>;
   using storage_t = classify_scatter_storage<THREADS, ITEMS, MAX_BUCKETS, K, V>;
   constexpr unsigned chunk = storage_t::chunk, warps = storage_t::warps;
-  using scan_t = cub::BlockScan<unsigned, THREADS>;
-  __shared__ typename scan_t::TempStorage scan_storage;
+  __shared__ typename cub::BlockScan<unsigned, THREADS>::TempStorage scan_storage;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   storage_t& st = *reinterpret_cast<storage_t*>(shared_bytes);
   const block_tiles bt(probs, lv);
   const index_t T = lv.tiles(), M = lv.tile(), last = probs.n - 1;
   const unsigned s = static_cast<unsigned>(lv.buckets());
-  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const auto bucket_bits = static_cast<unsigned>(lv.bucket_bits);
   for (unsigned j = threadIdx.x; j < s; j += THREADS)
     st.dest[j] = offsets[lv.count_index(bt.p, j, bt.column)];
   for (index_t t = bt.column; t * M < bt.size; t += T) {
@@ -481,80 +568,21 @@ __global__ void __launch_bounds__(THREADS)
       for (unsigned i = threadIdx.x; i < warps * row_vectors; i += THREADS)
         reinterpret_cast<uint4*>(st.ahead[i / row_vectors])[i % row_vectors] = uint4{0, 0, 0, 0};
       __syncthreads();  // the zeroed counts, the last chunk written
-      // Each key's rank among its warp's keys of its bucket so far.
       K key[ITEMS];
       unsigned bucket[ITEMS], rank[ITEMS];
-      bool live[ITEMS];
-      for (int i = 0; i < ITEMS; ++i) {  // the loads first, in flight together
-        const unsigned c = warp * 32 * ITEMS + i * 32 + lane;  // the key's place in the chunk
-        live[i] = c < count;
-        bucket[i] = ~0u;
-        if (live[i]) {
-          key[i] = keys[tile_start + first + c];
-          bucket[i] = buckets[tile_start + first + c];
-        }
-      }
-      for (int i = 0; i < ITEMS; ++i) {
-        const unsigned same = lanes_with_label(bucket[i], bucket_bits);
-        const unsigned before = __popc(same & ((1u << lane) - 1));
-        const unsigned so_far = live[i] ? st.ahead[warp][bucket[i]] : 0u;
-        rank[i] = so_far + before;
-        __syncwarp();
-        if (live[i] && before == 0)
-          st.ahead[warp][bucket[i]] = static_cast<std::uint16_t>(so_far + __popc(same));
-        __syncwarp();
-      }
+      load_and_rank<ITEMS>(keys + tile_start + first, buckets + tile_start + first, count,
+                           static_cast<unsigned>(lv.bucket_bits), st, key, bucket, rank);
       __syncthreads();
-      // The chunk's buckets in order: thread u takes buckets 4u..4u+3 (a row's 4 counts one
-      // 8-byte load; entries from s on are zero), sums them over the warps, and the block
-      // scans the threads' sums.
-      static_assert(MAX_BUCKETS == 4 * THREADS, "a thread scans 4 buckets");
-      const bool scans = 4 * threadIdx.x < s;
-      unsigned sum[4] = {0, 0, 0, 0};  // bucket 4u + k's keys over the warps
-      for (unsigned w = 0; scans && w < warps; ++w) {
-        const ushort4 c = reinterpret_cast<const ushort4*>(st.ahead[w])[threadIdx.x];
-        sum[0] += c.x;
-        sum[1] += c.y;
-        sum[2] += c.z;
-        sum[3] += c.w;
-      }
-      unsigned base = 0;
-      scan_t(scan_storage).ExclusiveSum(sum[0] + sum[1] + sum[2] + sum[3], base);
-      // Bucket 4u + k's first slot, then each warp's first slot within it, bucket-major.
-      unsigned at[4];
-      for (unsigned k = 0; k < 4; ++k) {
-        at[k] = base;
-        base += sum[k];
-        if (4 * threadIdx.x + k < s) st.start[4 * threadIdx.x + k] = at[k];
-      }
-      for (unsigned w = 0; scans && w < warps; ++w) {
-        ushort4& row = reinterpret_cast<ushort4*>(st.ahead[w])[threadIdx.x];
-        const ushort4 c = row;
-        row = make_ushort4(static_cast<std::uint16_t>(at[0]), static_cast<std::uint16_t>(at[1]),
-                           static_cast<std::uint16_t>(at[2]), static_cast<std::uint16_t>(at[3]));
-        at[0] += c.x;
-        at[1] += c.y;
-        at[2] += c.z;
-        at[3] += c.w;
-      }
-      if (threadIdx.x == 0) st.start[s] = count;
+      bucket_starts<THREADS, MAX_BUCKETS>(st, scan_storage, s, count);
       __syncthreads();
-      for (int i = 0; i < ITEMS; ++i) {
-        const unsigned c = warp * 32 * ITEMS + i * 32 + lane;
-        if (c >= count) continue;
-        const unsigned slot = st.ahead[warp][bucket[i]] + rank[i];
-        st.keys[slot] = key[i];
-        st.bucket[slot] = static_cast<std::uint16_t>(bucket[i]);
-        if constexpr (block::has_values<K, V>) st.from[slot] = static_cast<std::uint16_t>(c);
-      }
+      place_in_chunk<ITEMS, pairs>(st, count, key, bucket, rank);
       __syncthreads();
       for (unsigned slot = threadIdx.x; slot < count; slot += THREADS) {
         const unsigned b = st.bucket[slot];
         index_t to = st.dest[b] + (slot - st.start[b]);
         if (mirror) to = last - to;
         out_keys[to] = st.keys[slot];
-        if constexpr (block::has_values<K, V>)
-          out_values[to] = values[tile_start + first + st.from[slot]];
+        if constexpr (pairs) out_values[to] = values[tile_start + first + st.from[slot]];
       }
       __syncthreads();
       for (unsigned j = threadIdx.x; j < s; j += THREADS) st.dest[j] += st.start[j + 1] - st.start[j];
