@@ -245,7 +245,18 @@ void connect_peers(const std::vector<gpusort::dist::communicator>& comms) {
     device_array<std::uint32_t> one;
     cuda_check(allocate(one, 1), "cannot allocate a key on a GPU");
     cuda_check(cudaMemset(one.get(), 0, sizeof(std::uint32_t)), "cannot clear a key on a GPU");
-    gpusort::dist::detail::sort<std::uint32_t, no_value>(comms[r], one.get(), nullptr, 1, {});
+    // A stream of its own that does not wait for (or hold up) the slices' copies.
+    cudaStream_t stream = nullptr;
+    cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cannot make a stream");
+    gpusort::dist::options opt;
+    opt.stream = stream;
+    try {
+      gpusort::dist::detail::sort<std::uint32_t, no_value>(comms[r], one.get(), nullptr, 1, opt);
+    } catch (...) {
+      cudaStreamDestroy(stream);
+      throw;
+    }
+    cudaStreamDestroy(stream);
   });
 }
 
