@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds everything (CUDA code included) and runs the tests. GPU tests skip without a GPU.
+# Builds everything (CUDA code included) and runs the tests. Without a GPU the GPU test
+# programs are not built (they would only skip; GPUSORT_BUILD_GPU_TESTS=ON builds them).
 # Then builds the Python package the way users install it (pip wheel from python/, reusing
 # this CMake build), installs the wheel in a venv (build/venv, with the system's packages
 # visible) and runs pytest against the installed package.
@@ -39,7 +40,8 @@ fi
 source scripts/cuda_build_flags.sh
 # -U: gpusort::dist as the default has it (on where NCCL is), whatever scripts/demo.sh left.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$archs" \
-  -DCMAKE_CUDA_FLAGS="$cuda_flags" -UGPUSORT_BUILD_DIST "${python[@]}" >/dev/null
+  -DCMAKE_CUDA_FLAGS="$cuda_flags" -DGPUSORT_BUILD_GPU_TESTS="$gpu_tests" -UGPUSORT_BUILD_DIST \
+  "${python[@]}" >/dev/null
 cmake --build build
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 # The generated tables of docs/performance.md and docs/distributed.md must be what
