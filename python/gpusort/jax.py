@@ -48,6 +48,22 @@ def _ready():
         raise RuntimeError(problem)
 
 
+def _rows_along(x, dim, verb, **flags):
+    """The checks sort and topk share (the handlers there, bool flags, an axis to work along):
+    x with dim moved last, and the indices' dtype (int64 with jax_enable_x64, else int32)."""
+    import jax
+    import jax.numpy as jnp
+
+    _ready()
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name}: must be a bool, got {type(flag).__name__}")
+    x = jnp.asarray(x)
+    if x.ndim == 0:
+        raise ValueError(f"x: a 0-d array has nothing to {verb} along")
+    return jnp.moveaxis(x, dim, -1), (jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
+
+
 def sort(x, dim=-1, descending=False, stable=False, *, nans="last"):
     """(values, indices) of x sorted along dim, like gpusort.sort and jax.lax.sort_key_val with
     the positions: traceable, so it runs inside jax.jit. indices are int64 with
@@ -56,17 +72,9 @@ def sort(x, dim=-1, descending=False, stable=False, *, nans="last"):
     import jax
     import jax.numpy as jnp
 
-    _ready()
     if nans not in _NANS:
         raise ValueError(f"nans: must be 'last' or 'first', got {nans!r}")
-    for name, flag in (("descending", descending), ("stable", stable)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name}: must be a bool, got {type(flag).__name__}")
-    x = jnp.asarray(x)
-    if x.ndim == 0:
-        raise ValueError("x: a 0-d array has nothing to sort along")
-    moved = jnp.moveaxis(x, dim, -1)
-    index_dtype = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+    moved, index_dtype = _rows_along(x, dim, "sort", descending=descending, stable=stable)
     # The handler sorts every row of the last axis, so under vmap it is the same call with the
     # batch axis in front ("broadcast_all"). Without a vmap_method, JAX's default is a
     # sequential loop of calls, deprecated (to become an error).
@@ -92,17 +100,9 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
     import jax
     import jax.numpy as jnp
 
-    _ready()
-    for name, flag in (("largest", largest), ("sorted", sorted)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name}: must be a bool, got {type(flag).__name__}")
-    x = jnp.asarray(x)
-    if x.ndim == 0:
-        raise ValueError("x: a 0-d array has no dimension to select along")
-    moved = jnp.moveaxis(x, dim, -1)
+    moved, index_dtype = _rows_along(x, dim, "select", largest=largest, sorted=sorted)
     if not 0 <= k <= moved.shape[-1]:
         raise ValueError(f"k: must be between 0 and {moved.shape[-1]}, got {k}")
-    index_dtype = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
     shape = moved.shape[:-1] + (k,)
     call = jax.ffi.ffi_call(
         "gpusort_top_k",

@@ -231,34 +231,35 @@ ffi::Error unique_keys(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::
 
 }  // namespace
 
+namespace {
+// What every handler binds first: XLA's stream, its scratch allocator, the keys.
+auto keys_on_xla_stream() {
+  return ffi::Ffi::Bind()
+      .Ctx<ffi::PlatformStream<cudaStream_t>>()
+      .Ctx<ffi::ScratchAllocator>()
+      .Arg<ffi::AnyBuffer>();
+}
+}  // namespace
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(gpusort_jax_sort, sort_rows,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                  .Ctx<ffi::ScratchAllocator>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
+                              keys_on_xla_stream()
+                                  .Ret<ffi::AnyBuffer>()  // values
+                                  .Ret<ffi::AnyBuffer>()  // indices
                                   .Attr<bool>("descending")
                                   .Attr<bool>("stable")
                                   .Attr<bool>("nans_first"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(gpusort_jax_top_k, top_k_rows,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                  .Ctx<ffi::ScratchAllocator>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
+                              keys_on_xla_stream()
+                                  .Ret<ffi::AnyBuffer>()  // values
+                                  .Ret<ffi::AnyBuffer>()  // indices
                                   .Attr<bool>("largest"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(gpusort_jax_unique, unique_keys,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                  .Ctx<ffi::ScratchAllocator>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>());
+                              keys_on_xla_stream()
+                                  .Ret<ffi::AnyBuffer>()   // values
+                                  .Ret<ffi::AnyBuffer>()   // counts
+                                  .Ret<ffi::AnyBuffer>());  // how many distinct keys
 
 std::vector<std::pair<const char*, void*>> gpusort::python::jax_handlers() {
   return {{"gpusort_sort", reinterpret_cast<void*>(&gpusort_jax_sort)},
