@@ -218,15 +218,14 @@ ffi::Error unique_keys(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::
                           cudaMemcpyDeviceToDevice, stream);
     return e == cudaSuccess ? ffi::Error::Success() : failed(call, e, "copying the results");
   };
-  switch (keys.element_type()) {  // the types gpusort::unique_keys takes (the rest: jnp.unique)
-    case ffi::DataType::F32: return run(float{});
-    case ffi::DataType::F64: return run(double{});
-    case ffi::DataType::S32: return run(std::int32_t{});
-    case ffi::DataType::U32: return run(std::uint32_t{});
-    case ffi::DataType::S64: return run(std::int64_t{});
-    case ffi::DataType::U64: return run(std::uint64_t{});
-    default: return ffi::Error::InvalidArgument(std::string(call) + ": keys of an unsupported type");
-  }
+  // The types gpusort::unique_keys takes (the rest go to jnp.unique in gpusort/jax.py).
+  return with_key_type(keys.element_type(), call, [&](auto key) -> ffi::Error {
+    using K = decltype(key);
+    if constexpr (sizeof(K) == 4 || sizeof(K) == 8)  // f32, f64, i32, u32, i64, u64
+      return run(key);
+    else
+      return ffi::Error::InvalidArgument(std::string(call) + ": keys of an unsupported type");
+  });
 }
 
 }  // namespace
