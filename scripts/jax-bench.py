@@ -5,10 +5,10 @@
 
 Each case: float32 keys on the GPU, one warm-up, then the median wall time of --reps calls,
 each waited for (block_until_ready). Methods: jax.jit(gpusort.jax.sort) (the XLA FFI call,
-values and int32 positions), gpusort.sort on the JAX array (eager, through DLPack and PyTorch
-or CuPy), and jax.jit of jax.lax.sort_key_val with the positions (JAX's own sort). Then
-top-k (k = 64 of rows of 2^17: LLM decoding's shape) against jax.lax.top_k, and unique with
-counts (size = n) against jnp.unique, each under jit."""
+values and int32 positions), gpusort.sort on the JAX array (eager, the same values and int32
+positions, through DLPack and PyTorch or CuPy), and jax.jit of jax.lax.sort_key_val with the
+positions (JAX's own sort). Then top-k (k = 64 of rows of 2^17: LLM decoding's shape) against
+jax.lax.top_k, and unique with counts (size = n) against jnp.unique, each under jit."""
 
 import argparse
 import os
@@ -58,7 +58,7 @@ def main():
     for n in (count(s) for s in args.sizes.split(",")):
         x = jax.device_put(jax.random.uniform(jax.random.key(n), (n,), jnp.float32), gpu)
         ours = median_ms(jit_sort, x, args.reps)
-        eager = median_ms(lambda v: gpusort.sort(v), x, args.reps)
+        eager = median_ms(lambda v: gpusort.sort(v, indices_dtype="int32"), x, args.reps)
         theirs = median_ms(jax_sort, x, args.reps)
         values, indices = jit_sort(x)
         ok = bool(jnp.all(values[1:] >= values[:-1])) and bool(jnp.all(x[indices] == values))

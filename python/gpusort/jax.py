@@ -130,9 +130,11 @@ def unique(x, *, size, fill_value=None, return_counts=False):
     if not isinstance(size, int) or size < 0:
         raise ValueError(f"size: must be an int of 0 or more, got {size!r}")
     x = jnp.ravel(jnp.asarray(x))
+    if x.size == 0:  # no keys: `size` fills (jnp.unique gave 0 counts for an empty array)
+        values = jnp.full((size,), 0 if fill_value is None else fill_value, x.dtype)
+        counts = jnp.zeros((size,), jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
+        return (values, counts) if return_counts else values
     if x.dtype.name not in _UNIQUE_DTYPES:
-        if fill_value is None and x.size == 0:
-            fill_value = 0  # jnp.unique has no smallest key to fill with
         return jnp.unique(x, size=size, fill_value=fill_value, return_counts=return_counts)
     if jnp.issubdtype(x.dtype, jnp.floating):
         x = jnp.where(x == 0, jnp.zeros_like(x), x)  # -0.0 as +0.0, as jnp.unique compares

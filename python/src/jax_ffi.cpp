@@ -1,7 +1,7 @@
 // gpusort's sort as an XLA FFI handler, so that it runs inside jax.jit (issue 73). gpusort.jax
 // registers it with jax.ffi.register_ffi_target for the CUDA platform. XLA gives the handler
 // its stream and a scratch allocator: the workspace comes from XLA's memory (or, where XLA has
-// none to give, CUDA's stream-ordered allocator), the work is ordered on XLA's stream, and
+// none to give, a stream-ordered pool of the module's), the work is ordered on XLA's stream, and
 // nothing waits for the device.
 //
 // gpusort_sort: the keys (any shape, sorted along the last dimension: one row or rows of the
@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -58,13 +59,83 @@ ffi::Error failed(const char* call, cudaError_t e, const char* what) {
   return ffi::Error::Internal(std::string(call) + ": " + what + ": " + cudaGetErrorString(e));
 }
 
+// The runtime's current device made the stream's for the handler's span, and put back after.
+// XLA runs a handler on its own threads, whose current device need not be the stream's; CUB's
+// queries (unique's run-length encoding) and the stream-ordered allocator ask the runtime.
+class on_stream_device {
+ public:
+  explicit on_stream_device(cudaStream_t stream) {
+    int device = -1;
+    if (cudaStreamGetDevice(stream, &device) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      cudaGetLastError();
+      previous_ = -1;
+    }
+    if (previous_ == device) return;
+    entered_ = cudaSetDevice(device) == cudaSuccess;
+    if (!entered_) cudaGetLastError();
+  }
+  ~on_stream_device() {
+    if (entered_ && previous_ >= 0) cudaSetDevice(previous_);
+  }
+  on_stream_device(const on_stream_device&) = delete;
+  on_stream_device& operator=(const on_stream_device&) = delete;
+
+ private:
+  int previous_ = -1;
+  bool entered_ = false;
+};
+
+// Where a workspace comes from when XLA's scratch gives none: one stream-ordered pool per
+// device that keeps what it has mapped between calls, as XLA's and PyTorch's allocators keep
+// theirs (the default pool gives its memory back at every synchronization, so each call would
+// map its workspace again). It holds at most the largest workspace a call has asked for.
+cudaError_t workspace_pool(cudaStream_t stream, cudaMemPool_t& pool) {
+  constexpr int max_devices = 64;
+  static std::mutex made;
+  static cudaMemPool_t pools[max_devices] = {};
+  int device = -1;
+  cudaError_t e = cudaStreamGetDevice(stream, &device);
+  if (e != cudaSuccess) return e;
+  if (device < 0 || device >= max_devices) return cudaErrorInvalidDevice;
+  const std::lock_guard<std::mutex> lock(made);
+  if (!pools[device]) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t created = nullptr;
+    e = cudaMemPoolCreate(&created, &props);
+    if (e != cudaSuccess) return e;
+    std::uint64_t keep = UINT64_MAX;
+    e = cudaMemPoolSetAttribute(created, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (e != cudaSuccess) {
+      cudaMemPoolDestroy(created);
+      return e;
+    }
+    pools[device] = created;
+  }
+  pool = pools[device];
+  return cudaSuccess;
+}
+
+// What runs after a call and before its workspace goes back: nothing, or the caller's copies
+// out of the `extra` bytes at the workspace's front.
+struct nothing_after {
+  cudaError_t operator()(void*) const { return cudaSuccess; }
+};
+
 // One library call with its workspace: the size query (run(nullptr, bytes)), the memory
-// (XLA's scratch where it gives some; else CUDA's stream-ordered allocator, given back on the
-// same stream once the call is queued: JAX 0.8's GPU runtime refused every size), the call.
-// `extra` bytes before the library's workspace are the caller's (returned in *front).
-template <class Run>
+// (XLA's scratch where it gives some; else workspace_pool's, given back on the same stream
+// once the call and `after` are queued: JAX 0.8's GPU runtime refused every size),
+// the call, then after(front), where front is the first of the `extra` bytes put before the
+// library's workspace for the caller.
+template <class Run, class After = nothing_after>
 ffi::Error with_workspace(cudaStream_t stream, ffi::ScratchAllocator& scratch, const char* call,
-                          std::size_t extra, Run&& run, void** front = nullptr) {
+                          std::size_t extra, Run&& run, After&& after = {}) {
   std::size_t bytes = 0;
   cudaError_t status = run(nullptr, bytes);
   if (status != cudaSuccess) return failed(call, status, "the workspace query");
@@ -72,7 +143,9 @@ ffi::Error with_workspace(cudaStream_t stream, ffi::ScratchAllocator& scratch, c
   std::optional<void*> temp = scratch.Allocate(asked, 256);
   void* owned = nullptr;
   if (!temp.has_value()) {
-    if (cudaMallocAsync(&owned, asked, stream) != cudaSuccess) {
+    cudaMemPool_t pool = nullptr;
+    if (workspace_pool(stream, pool) != cudaSuccess ||
+        cudaMallocFromPoolAsync(&owned, asked, pool, stream) != cudaSuccess) {
       cudaGetLastError();
       return ffi::Error(ffi::ErrorCode::kResourceExhausted,
                         std::string(call) + ": no room for the workspace (" +
@@ -80,13 +153,17 @@ ffi::Error with_workspace(cudaStream_t stream, ffi::ScratchAllocator& scratch, c
     }
     temp = owned;
   }
-  if (front) *front = *temp;
   status = run(static_cast<char*>(*temp) + extra, bytes);
+  const char* what = "the call";
+  if (status == cudaSuccess) {
+    status = after(*temp);
+    what = "copying the results";
+  }
   if (owned) {
     const cudaError_t freed = cudaFreeAsync(owned, stream);
     if (status == cudaSuccess) status = freed;
   }
-  return status == cudaSuccess ? ffi::Error::Success() : failed(call, status, "the call");
+  return status == cudaSuccess ? ffi::Error::Success() : failed(call, status, what);
 }
 
 // Room for n items of `bytes` each, rounded up to 256 bytes (each part of a workspace aligned).
@@ -113,6 +190,7 @@ ffi::Error sort_rows(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::An
                      ffi::Result<ffi::AnyBuffer> values, ffi::Result<ffi::AnyBuffer> indices,
                      bool descending, bool stable, bool nans_first) {
   constexpr const char* call = "gpusort.jax.sort";
+  const on_stream_device on_device(stream);
   const std::uint64_t n = keys.element_count();
   const std::uint64_t row_len = row_length_of(keys);
   const std::uint64_t rows = row_len == 0 ? 0 : n / row_len;
@@ -148,6 +226,7 @@ ffi::Error top_k_rows(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::A
                       ffi::Result<ffi::AnyBuffer> values, ffi::Result<ffi::AnyBuffer> indices,
                       bool largest) {
   constexpr const char* call = "gpusort.jax.topk";
+  const on_stream_device on_device(stream);
   const std::uint64_t n = keys.element_count();
   const std::uint64_t row_len = row_length_of(keys);
   const std::uint64_t rows = row_len == 0 ? 0 : n / row_len;
@@ -179,6 +258,7 @@ ffi::Error unique_keys(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::
                        ffi::Result<ffi::AnyBuffer> values, ffi::Result<ffi::AnyBuffer> counts,
                        ffi::Result<ffi::AnyBuffer> found) {
   constexpr const char* call = "gpusort.jax.unique";
+  const on_stream_device on_device(stream);
   const std::uint64_t n = keys.element_count();
   const std::uint64_t size = values->element_count();
   // counts: size pairs of uint32 (each pair a uint64); found: one pair.
@@ -195,11 +275,20 @@ ffi::Error unique_keys(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::
     // first `size` of each then go to the results.
     const std::size_t keys_room = aligned_bytes(n, sizeof(K));
     const std::size_t counts_room = aligned_bytes(n, 8);
-    void* front = nullptr;
-    const ffi::Error done = with_workspace(
+    // The first `size` distinct keys and counts go to the results before the workspace goes.
+    const auto copy_results = [&](void* front) {
+      const std::uint64_t kept = std::min(size, n);
+      cudaError_t e = cudaMemcpyAsync(values->untyped_data(), front, kept * sizeof(K),
+                                      cudaMemcpyDeviceToDevice, stream);
+      if (e == cudaSuccess)
+        e = cudaMemcpyAsync(counts->untyped_data(), static_cast<char*>(front) + keys_room,
+                            kept * 8, cudaMemcpyDeviceToDevice, stream);
+      return e;
+    };
+    return with_workspace(
         stream, scratch, call, keys_room + counts_room,
         [&](void* temp, std::size_t& bytes) {
-          // The query comes first (temp null), with `front` not yet known.
+          // The query comes first (temp null), with the front not yet known.
           char* base = temp ? static_cast<char*>(temp) - keys_room - counts_room : nullptr;
           return gpusort::unique_keys(temp, bytes, static_cast<const K*>(keys.untyped_data()), n,
                                       reinterpret_cast<K*>(base),
@@ -207,16 +296,7 @@ ffi::Error unique_keys(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::
                                       static_cast<std::uint64_t*>(found->untyped_data()),
                                       gpusort::options{.stream = stream});
         },
-        &front);
-    if (!done.success()) return done;
-    // The workspace is given back on the stream after these copies (stream order).
-    const std::uint64_t kept = std::min(size, n);
-    cudaError_t e = cudaMemcpyAsync(values->untyped_data(), front, kept * sizeof(K),
-                                    cudaMemcpyDeviceToDevice, stream);
-    if (e == cudaSuccess)
-      e = cudaMemcpyAsync(counts->untyped_data(), static_cast<char*>(front) + keys_room, kept * 8,
-                          cudaMemcpyDeviceToDevice, stream);
-    return e == cudaSuccess ? ffi::Error::Success() : failed(call, e, "copying the results");
+        copy_results);
   };
   // The types gpusort::unique_keys takes (the rest go to jnp.unique in gpusort/jax.py).
   return with_key_type(keys.element_type(), call, [&](auto key) -> ffi::Error {

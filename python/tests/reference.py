@@ -49,7 +49,7 @@ def random_keys(dtype, n, rng, distinct=None):
             keys = rng.integers(0, distinct, n).astype(dtype)
         return keys
     info = np.iinfo(dtype)
-    high = distinct if distinct else info.max
+    high = min(distinct, info.max) if distinct else info.max  # no more values than the type has
     low = 0 if distinct else info.min
     return rng.integers(low, high, n, dtype=dtype, endpoint=not distinct)
 
