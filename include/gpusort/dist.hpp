@@ -123,9 +123,13 @@ struct options {
 };
 
 // What one call did on this rank; times in milliseconds, from CUDA events and host clocks.
+// setup_ms (host clock) runs from the call to the start of the local sort: the checks, the
+// local sort's workspace, and the first agreement, which waits for the last rank to arrive.
 // sampling_ms runs from the end of the local sort to the start of the exchange: the samples,
-// the splitters, the counts, the receive buffers, and the wait for the slowest rank.
+// the splitters, the counts, the receive buffers, and the wait for the slowest rank. total_ms
+// runs from the local sort's start.
 struct phase_times {
+  double setup_ms = 0;
   double local_sort_ms = 0, sampling_ms = 0, exchange_ms = 0, merge_ms = 0, total_ms = 0;
   std::uint64_t bytes_sent = 0, bytes_received = 0;  // to and from other ranks
   std::uint64_t total_keys = 0;                     // N, all ranks together
@@ -174,6 +178,26 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
 template <class K, class V>
 void sort_spread(K* keys, V* values, std::uint64_t n, std::span<const int> devices,
                  const options& opt);
+
+// The device memory of a sort (dist's buffers, and the host-array spread's slices) comes from a
+// stream-ordered pool of gpusort's on each GPU. While a call_memory scope is open on a GPU, the
+// pool keeps what it has mapped, so that a buffer freed within the call (the local sort's
+// workspace, a slice) is reused by the next instead of unmapped and mapped again (CUDA's
+// default pool gives its memory back at every synchronization); when the last scope on the GPU
+// closes, what is unused goes back.
+class call_memory {
+ public:
+  explicit call_memory(int device);
+  ~call_memory();
+  call_memory(const call_memory&) = delete;
+  call_memory& operator=(const call_memory&) = delete;
+
+ private:
+  int device_ = -1;
+};
+// bytes from the current GPU's pool, ordered on `stream`; where the GPU is out of memory, the
+// pool's unused memory is given back and the allocation tried once more. The error is cleared.
+cudaError_t allocate_from_pool(void** out, std::size_t bytes, cudaStream_t stream);
 }  // namespace detail
 
 // Collective: sorts the keys of all ranks. `keys` is this rank's shard in device memory on

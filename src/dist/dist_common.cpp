@@ -1,5 +1,7 @@
 #include "dist_common.hpp"
 
+#include <cstdint>
+#include <mutex>
 #include <utility>
 
 namespace gpusort::dist::detail {
@@ -50,10 +52,93 @@ void device_memory::reset(cudaStream_t stream) {
 cudaError_t device_memory::allocate(std::size_t bytes, cudaStream_t stream) {
   reset(stream_);
   stream_ = stream;
-  const cudaError_t e = cudaMallocAsync(&ptr_, bytes, stream);
+  const cudaError_t e = allocate_from_pool(&ptr_, bytes, stream);
+  if (e != cudaSuccess) ptr_ = nullptr;
+  return e;
+}
+
+namespace {
+
+constexpr int max_devices = 64;
+
+// Each GPU's pool (made at its first use, never destroyed: allocations may outlive any call)
+// and how many call_memory scopes are open on it.
+struct call_pools {
+  std::mutex lock;
+  cudaMemPool_t pool[max_devices] = {};
+  int open_scopes[max_devices] = {};
+};
+
+call_pools& pools() {
+  static call_pools* made = new call_pools;  // never destroyed: frees may come at exit
+  return *made;
+}
+
+// The device's pool; the caller holds pools().lock.
+cudaError_t pool_of(int device, cudaMemPool_t& pool) {
+  if (device < 0 || device >= max_devices) return cudaErrorInvalidDevice;
+  cudaMemPool_t& slot = pools().pool[device];
+  if (!slot) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    const cudaError_t e = cudaMemPoolCreate(&slot, &props);
+    if (e != cudaSuccess) {
+      slot = nullptr;
+      return e;
+    }
+  }
+  pool = slot;
+  return cudaSuccess;
+}
+
+cudaError_t set_release_threshold(cudaMemPool_t pool, std::uint64_t bytes) {
+  return cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &bytes);
+}
+
+}  // namespace
+
+call_memory::call_memory(int device) {
+  const std::lock_guard<std::mutex> held(pools().lock);
+  cudaMemPool_t pool = nullptr;
+  if (pool_of(device, pool) != cudaSuccess) {
+    cudaGetLastError();
+    return;  // allocations then fail with the error, where they can report it
+  }
+  device_ = device;
+  if (pools().open_scopes[device]++ == 0 && set_release_threshold(pool, UINT64_MAX) != cudaSuccess)
+    cudaGetLastError();
+}
+
+call_memory::~call_memory() {
+  if (device_ < 0) return;
+  const std::lock_guard<std::mutex> held(pools().lock);
+  if (--pools().open_scopes[device_] > 0) return;
+  cudaMemPool_t pool = pools().pool[device_];
+  if (set_release_threshold(pool, 0) != cudaSuccess || cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
+    cudaGetLastError();
+}
+
+cudaError_t allocate_from_pool(void** out, std::size_t bytes, cudaStream_t stream) {
+  *out = nullptr;
+  int device = -1;
+  cudaMemPool_t pool = nullptr;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) {
+    const std::lock_guard<std::mutex> held(pools().lock);
+    e = pool_of(device, pool);
+  }
+  if (e == cudaSuccess) e = cudaMallocFromPoolAsync(out, bytes, pool, stream);
+  if (e == cudaErrorMemoryAllocation) {
+    // What the pool keeps for reuse may be the memory missing: give it back, then once more.
+    cudaGetLastError();
+    if (cudaStreamSynchronize(stream) == cudaSuccess && cudaMemPoolTrimTo(pool, 0) == cudaSuccess)
+      e = cudaMallocFromPoolAsync(out, bytes, pool, stream);
+  }
   if (e != cudaSuccess) {
     cudaGetLastError();
-    ptr_ = nullptr;
+    *out = nullptr;
   }
   return e;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <barrier>
+#include <chrono>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -152,7 +153,9 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   const std::string call = "gpusort::dist::sort" + std::string(pairs ? " (pairs)" : "") +
                            " <" + std::string(gpusort::detail::key_name<K>) + "> on rank " +
                            std::to_string(rank) + " of " + std::to_string(p);
+  const auto entered = std::chrono::steady_clock::now();
   check_cuda(cudaSetDevice(comm.device()), call + ": cudaSetDevice");
+  const call_memory kept_for_the_call(comm.device());  // freed buffers reused, not remapped
 
   // Everything that could fail on this rank alone is checked before the first collective,
   // which shares the verdict: all ranks go on, or all throw.
@@ -174,9 +177,16 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     e = gpusort::detail::sort_any_key<K, V>(nullptr, sort_bytes, keys, values, n, local);
     if (e != cudaSuccess) status.fail(failure::local_sort, e);
   }
+  // The workspace is made as large as the receive buffer for keys will likely be (every shard
+  // of n keys), so that the buffer, made once the workspace is freed, reuses its memory.
+  const std::size_t receive_bytes =
+      sizeof(K) * math::receive_buffer_elements(
+                      math::even_split_max_bucket(n * static_cast<std::uint64_t>(p), p,
+                                                  opt.oversampling ? opt.oversampling : 1),
+                      p, sizeof(K));
   device_memory sort_temp;
   if (status.ok())
-    status.try_allocate(sort_temp, std::max<std::size_t>(sort_bytes, 1), stream,
+    status.try_allocate(sort_temp, std::max<std::size_t>({sort_bytes, receive_bytes, 1}), stream,
                         failure::local_workspace);
   constexpr bool floating = std::is_floating_point_v<K> || gpusort::detail::float16_key<K>;
   const math::call_signature signature{
@@ -198,6 +208,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     return empty;
   }
 
+  times.setup_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - entered).count();
   event_timeline clock(stream, 5);
   clock.mark(0);
   // 1. Local sort. A sort that refuses its arguments now (it checks them before it moves a

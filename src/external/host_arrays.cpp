@@ -33,6 +33,7 @@
 #include "nan_move.hpp"
 
 #if GPUSORT_EXTERNAL_WITH_DIST
+#include "gpusort/detail/index_math/dist.hpp"
 #include "gpusort/dist.hpp"
 #endif
 
@@ -275,6 +276,35 @@ std::shared_ptr<gpu_list_communicators> communicators_of(const std::vector<int>&
   return entry;
 }
 
+// A GPU's slice from dist's pool, given back on the stream: within the call's call_memory
+// scope, the merge's buffer made after the slice is freed (input_done) reuses its memory.
+template <class T>
+class pooled_slice {
+ public:
+  pooled_slice() = default;
+  pooled_slice(const pooled_slice&) = delete;
+  pooled_slice& operator=(const pooled_slice&) = delete;
+  ~pooled_slice() { reset(); }
+
+  void allocate(std::uint64_t count, cudaStream_t stream) {
+    reset();
+    stream_ = stream;
+    void* p = nullptr;
+    cuda_check(gpusort::dist::detail::allocate_from_pool(&p, sizeof(T) * std::max<std::uint64_t>(count, 1), stream),
+               "cannot allocate a slice on a GPU");
+    ptr_ = static_cast<T*>(p);
+  }
+  T* get() const { return ptr_; }
+  void reset() {
+    if (ptr_) cudaFreeAsync(ptr_, stream_);
+    ptr_ = nullptr;
+  }
+
+ private:
+  T* ptr_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
 template <class K, class P>
 file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
                                       const external_options& opt, const std::vector<int>& devices,
@@ -291,7 +321,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   const pinned_for_call pinned_values(values, has_values<P> ? n * sizeof(P) : 0, opt.register_host_memory);
   const double pin_s = clock.lap();
   struct rank_times {
-    double in = 0, out = 0, waited = 0;  // waited: for the communicators, after the copy in
+    double allocate = 0, in = 0, out = 0, waited = 0;  // waited: for the communicators, after the copy in
     gpusort::dist::phase_times sort;
   };
   std::vector<rank_times> times(p);
@@ -315,20 +345,26 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   const auto work = [&](int r) {
     try {
       const device_scope on(devices[r]);
+      const gpusort::dist::detail::call_memory kept_for_the_call(devices[r]);
       const std::uint64_t begin = n * r / p, count = n * (r + 1) / p - begin;
+      // Room for what the GPU may receive, so that the merge's buffer fits the freed slice.
+      const std::uint64_t room = std::max(
+          count, gpusort::detail::index_math::dist::even_split_max_bucket(n, p, dopt.oversampling));
       const unsigned threads = staging_threads(static_cast<unsigned>(p));
       // The range a GPU copies out is at most a few per cent above its slice.
       link_copier link(devices[r], threads, link_chunk_bytes_for(count * std::max(sizeof(K), sizeof(P)), threads));
       // A slice that cannot be allocated or copied goes in as a null shard: dist::sort then
       // fails on every rank instead of leaving the others waiting in NCCL.
-      device_array<K> d_keys;
-      device_array<P> d_values;
+      pooled_slice<K> d_keys;
+      pooled_slice<P> d_values;
       std::exception_ptr upload_failure;
       try {
         stage_clock lap;
-        cuda_check(allocate(d_keys, std::max<std::uint64_t>(count, 1)), "cannot allocate a slice on a GPU");
-        if constexpr (has_values<P>)
-          cuda_check(allocate(d_values, std::max<std::uint64_t>(count, 1)), "cannot allocate a slice on a GPU");
+        d_keys.allocate(room, dopt.stream);
+        if constexpr (has_values<P>) d_values.allocate(room, dopt.stream);
+        // The link's copies run on streams of their own: the slice is theirs once made.
+        cuda_check(cudaStreamSynchronize(dopt.stream), "cannot allocate a slice on a GPU");
+        times[r].allocate = lap.lap();
         const link_report in = link.to_device(d_keys.get(), keys + begin, count * sizeof(K));
         if (r == 0) straight = in.straight;
         if constexpr (has_values<P>) link.to_device(d_values.get(), values + begin, count * sizeof(P));
@@ -395,16 +431,20 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   stats.add_seconds("waiting for the communicators after the copy in (made once per GPU list)",
                     waited);
   if (opt.register_host_memory) stats.add_seconds("pin host memory", pin_s);
-  double in = 0, out = 0, local = 0, sampling = 0, exchange = 0, merge = 0;
+  double allocate = 0, in = 0, out = 0, setup = 0, local = 0, sampling = 0, exchange = 0, merge = 0;
   for (const rank_times& t : times) {  // the slowest GPU's, phase by phase
+    allocate = std::max(allocate, t.allocate);
     in = std::max(in, t.in);
+    setup = std::max(setup, t.sort.setup_ms / 1e3);
     out = std::max(out, t.out);
     local = std::max(local, t.sort.local_sort_ms / 1e3);
     sampling = std::max(sampling, t.sort.sampling_ms / 1e3);
     exchange = std::max(exchange, t.sort.exchange_ms / 1e3);
     merge = std::max(merge, t.sort.merge_ms / 1e3);
   }
+  stats.add_seconds("allocating the slices", allocate);
   stats.add_seconds("copy in", in);
+  stats.add_seconds("set-up before the local sort (its workspace, the first agreement)", setup);
   stats.add_seconds("local sort", local);
   stats.add_seconds("sampling", sampling);
   stats.add_seconds("exchange", exchange);

@@ -158,6 +158,9 @@ TEST(DistMath, ReceivedRunsMatchWhatEachSenderSends) {
           if (run.value_lead > 0) EXPECT_EQ((value_from - 8 * run.value_lead) % 16, 0u);
         }
         EXPECT_EQ(total, plan.received());
+        // The receive buffers' room for the runs, leads and padding included.
+        EXPECT_LE(key_end, math::receive_buffer_elements(plan.received(), p, 4));
+        EXPECT_LE(value_end, math::receive_buffer_elements(plan.received(), p, 8));
       }
     }
 }
@@ -336,6 +339,11 @@ void check(const std::vector<std::vector<std::uint32_t>>& shards, std::uint64_t 
   });
   std::vector<item> got;
   const std::uint64_t w = math::sample_stride(total, p, oversampling);
+  // Shards split as the host-array spread splits an array: the bound in closed form is exact.
+  bool even_split = total > 0;
+  for (int r = 0; r < p; ++r)
+    even_split = even_split && shards[r].size() == total * (r + 1) / p - total * r / p;
+  if (even_split) EXPECT_EQ(math::even_split_max_bucket(total, p, oversampling), bound);
   for (int r = 0; r < p; ++r) {
     EXPECT_LE(out[r].size(), bound) << "rank " << r;
     // The closed form: below N / p + (p + 1) w.
@@ -365,6 +373,17 @@ std::vector<std::vector<std::uint32_t>> random_shards(const std::vector<std::siz
 TEST(DistSimulation, EvenShards) {
   for (int p : {2, 3, 4, 8})
     check(random_shards(std::vector<std::size_t>(p, 10007), 0xffffffffu, p), 16);
+}
+
+TEST(DistSimulation, AnArraySplitEvenlyMeetsItsBoundInClosedForm) {
+  for (int p : {2, 3, 4, 7}) {
+    const std::size_t total = 40009;  // prime: the slices differ by one key
+    std::vector<std::size_t> sizes;
+    for (int r = 0; r < p; ++r) sizes.push_back(total * (r + 1) / p - total * r / p);
+    check(random_shards(sizes, 0xffffffffu, 20 + p), 16);
+    check(random_shards(sizes, 3, 30 + p), 64);  // four distinct keys
+    check(random_shards(sizes, 0xffffffffu, 40 + p), 1 << 20);  // stride 1: every key a sample
+  }
 }
 
 TEST(DistSimulation, UnevenAndEmptyShards) {

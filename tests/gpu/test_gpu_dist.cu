@@ -63,6 +63,7 @@ using DistMultiProcess = TwoGpuTest;
 using DistOneGpuErrors = GpuTest;
 using DistOneGpuThreadsErrors = GpuTest;
 using DistOneGpuThreadsHuge = GpuTest;
+using DistOneGpuThreadsMemory = GpuTest;
 using DistMultiGpuNarrow = TwoGpuTest;
 using DistOneGpuThreadsNarrow = GpuTest;
 
@@ -706,6 +707,36 @@ TEST_F(DistOneGpuThreadsHuge, TwoToThe31PlusFiveKeys) {
   cudaMemGetInfo(&free_bytes, &total_bytes);
   if (free_bytes < (std::size_t{40} << 30)) GTEST_SKIP() << "needs 40 GiB of device memory";
   two_to_the_31_plus_5(threads_on_gpu0(2));
+}
+
+// A call keeps the memory its buffers free for its next buffers, and gives back what is unused
+// when it ends: once the shards are gone, the GPU's free memory is what it was before.
+TEST_F(DistOneGpuThreadsMemory, ACallGivesBackTheMemoryItKept) {
+  const comm_set& comms = threads_on_gpu0(3);
+  const int ranks = ranks_of(comms);
+  const std::uint64_t per_rank = std::uint64_t{1} << 24;  // 64 MiB of keys a rank
+  cudaSetDevice(0);
+  std::vector<std::uint32_t*> keys(ranks);
+  for (auto& k : keys) ASSERT_EQ(cudaMalloc(&k, sizeof(std::uint32_t) * per_rank), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::size_t before = 0, after = 0, total = 0;
+  cudaMemGetInfo(&before, &total);
+  std::vector<dist::shard<std::uint32_t>> results(ranks);
+  on_ranks_here(comms, [&](int r, const dist::communicator& comm) {
+    cudaSetDevice(comm.device());
+    fill_shuffled_range<<<1024, 256>>>(keys[r], per_rank * r, per_rank, per_rank * ranks);
+    results[r] = dist::sort(comm, std::span(keys[r], per_rank), {});
+  });
+  std::uint64_t sorted = 0;
+  for (const auto& result : results) sorted += result.size();
+  EXPECT_EQ(sorted, per_rank * ranks);
+  results.clear();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaMemGetInfo(&after, &total);
+  // A sort of these keys maps several hundred MiB; 32 MiB of slack for the driver's own.
+  EXPECT_GE(after + (std::size_t{32} << 20), before)
+      << (before - after) / (1 << 20) << " MiB still held after the call";
+  for (auto* k : keys) cudaFree(k);
 }
 
 // ---- one process per GPU: communicator_from_environment ------------------------------------

@@ -61,6 +61,21 @@ GPUSORT_HD constexpr std::uint64_t max_bucket(std::uint64_t samples, std::uint64
   return (samples + p - 1) / p * stride + p * (stride - 1);
 }
 
+// max_bucket where `total` keys are split evenly over the ranks (rank r holds keys
+// [total r / p, total (r + 1) / p)), as the host-array spread splits them. A buffer freed
+// before the receive buffers are made (the local sort's workspace, the spread's slice) is made
+// at least this large, so that the memory pool reuses its memory for them; correctness never
+// depends on it.
+GPUSORT_HD constexpr std::uint64_t even_split_max_bucket(std::uint64_t total, int ranks,
+                                                         std::uint64_t oversampling) {
+  const std::uint64_t p = static_cast<std::uint64_t>(ranks);
+  const std::uint64_t stride = sample_stride(total, ranks, oversampling);
+  std::uint64_t samples = 0;
+  for (std::uint64_t r = 0; r < p; ++r)
+    samples += sample_count(total * (r + 1) / p - total * r / p, stride);
+  return max_bucket(samples, stride, ranks);
+}
+
 // A key's place in the order a call asks for, as one unsigned integer: the library's total
 // order (key_traits::ordered, every NaN the largest), NaNs moved to the bottom where they go
 // first ascending or last descending, and complemented for descending. Splitters, bucket
@@ -146,13 +161,24 @@ GPUSORT_HD constexpr std::uint64_t lead_elements(std::uint64_t address, std::uin
   return off / element_bytes;
 }
 
+// The elements of one transfer alignment (one, for elements as large as it).
+GPUSORT_HD constexpr std::uint64_t elements_per_alignment(std::uint64_t element_bytes) {
+  return element_bytes >= transfer_alignment ? 1 : transfer_alignment / element_bytes;
+}
+
 // Where a received run starts, at or after `free`, so that its transfer (`lead` elements
 // earlier) starts aligned in a buffer that is: at most 16 bytes of padding besides the lead.
 GPUSORT_HD constexpr std::uint64_t aligned_start(std::uint64_t free, std::uint64_t lead,
                                                  std::uint64_t element_bytes) {
-  const std::uint64_t per =
-      element_bytes >= transfer_alignment ? 1 : transfer_alignment / element_bytes;
+  const std::uint64_t per = elements_per_alignment(element_bytes);
   return (free + per - 1) / per * per + lead;
+}
+
+// The most elements a receive buffer for `keys` received keys takes with its runs' leads and
+// padding (aligned_start): under two alignments' worth of elements a run, one run a rank.
+GPUSORT_HD constexpr std::uint64_t receive_buffer_elements(std::uint64_t keys, int ranks,
+                                                           std::uint64_t element_bytes) {
+  return keys + 2 * elements_per_alignment(element_bytes) * static_cast<std::uint64_t>(ranks);
 }
 
 // A run one rank takes part in its merge: from which rank, where its keys and values start in
