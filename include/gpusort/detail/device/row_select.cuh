@@ -459,6 +459,91 @@ struct row_search {
   unsigned below, done;
 };
 
+// A row's candidates (columns) and their select codes in shared memory.
+template <class U, unsigned CAPACITY>
+struct candidate_codes {
+  U codes[CAPACITY];
+  std::uint32_t columns[CAPACITY];
+};
+
+// The k first of a row's `found` candidates (k <= found <= capacity) into winners: their codes
+// loaded (every load in flight before the first is used), a radix select in shared memory,
+// then the keys before the k-th and as many of its ties as fit.
+template <int THREADS, class K, unsigned CAPACITY>
+__device__ void select_among_candidates(const K* in, const std::uint32_t* mine, unsigned found,
+                                        unsigned k, bool descending,
+                                        candidate_codes<index_math::ordered_t<K>, CAPACITY>& shared,
+                                        unsigned* select_counts, unsigned long long* taken,
+                                        std::uint32_t* winners) {
+  using U = index_math::ordered_t<K>;
+  constexpr unsigned per_thread = CAPACITY / THREADS;
+  std::uint32_t columns[per_thread];
+  K found_keys[per_thread];
+#pragma unroll
+  for (unsigned j = 0; j < per_thread; ++j)
+    columns[j] = j * THREADS + threadIdx.x < found ? mine[j * THREADS + threadIdx.x] : 0u;
+#pragma unroll
+  for (unsigned j = 0; j < per_thread; ++j) found_keys[j] = in[columns[j]];
+#pragma unroll
+  for (unsigned j = 0; j < per_thread; ++j) {
+    const unsigned i = j * THREADS + threadIdx.x;
+    if (i < found) {
+      shared.columns[i] = columns[j];
+      shared.codes[i] = index_math::select_code(found_keys[j], descending);
+    }
+  }
+  __syncthreads();
+  U kth;
+  unsigned below;
+  block_select<THREADS>(shared.codes, found, k, select_counts, kth, below);
+  for (unsigned first = 0; first < found; first += THREADS) {  // every lane: warp_reserve
+    const unsigned i = first + threadIdx.x;
+    const U code = i < found ? shared.codes[i] : kth;
+    const bool before_kth = i < found && code < kth, tied = i < found && code == kth;
+    const unsigned long long at = warp_reserve(before_kth, &taken[0]);
+    if (before_kth) winners[at] = shared.columns[i];
+    const unsigned long long tie = warp_reserve(tied, &taken[1]);
+    if (tied && tie < k - below) winners[below + tie] = shared.columns[i];
+  }
+}
+
+// The k first keys of a row into winners by the block's own radix passes over the row (for
+// rows whose candidates were too few or too many: ties, hostile rows): a digit at a time,
+// counted in shared memory and picked (pick_row_digit), then the keys before the k-th code
+// and enough of its ties gathered.
+template <int THREADS, class K>
+__device__ void select_by_row_passes(const K* in, index_t row_length, unsigned k,
+                                     bool descending, unsigned* counts, row_search& search,
+                                     unsigned long long* taken, std::uint32_t* winners) {
+  using U = index_math::ordered_t<K>;
+  constexpr int width = sizeof(U) * 8;
+  if (threadIdx.x == 0) search = {0, 0, 0, 0};
+  for (int pass = 0; pass < index_math::row_select_passes(width); ++pass) {
+    __syncthreads();
+    if (search.done) break;
+    const index_math::digit_window d = index_math::row_select_digit(width, pass);
+    const unsigned digit_mask = (1u << d.bits) - 1;
+    for (unsigned b = threadIdx.x; b <= digit_mask; b += THREADS) counts[b] = 0;
+    const U prefix = static_cast<U>(search.prefix), mask = static_cast<U>(search.mask);
+    const unsigned below = search.below;
+    __syncthreads();
+    count_row_digit<THREADS>(in, 0, row_length, descending, prefix, mask, d.shift, digit_mask,
+                             counts);
+    __syncthreads();
+    unsigned mine[row_buckets_per_thread<THREADS>];
+#pragma unroll
+    for (unsigned j = 0; j < row_buckets_per_thread<THREADS>; ++j) {
+      const unsigned b = threadIdx.x * row_buckets_per_thread<THREADS> + j;
+      mine[j] = b <= digit_mask ? counts[b] : 0u;
+    }
+    pick_row_digit<THREADS>(mine, prefix, mask, below, k, d.shift, digit_mask, search);
+  }
+  __syncthreads();
+  const unsigned below = search.below;
+  gather_row_part<THREADS>(in, 0, row_length, descending, static_cast<U>(search.prefix),
+                           static_cast<U>(search.mask), below, k - below, taken, winners);
+}
+
 // One block per row of the batch, after the sampled gather: the k first keys among the row's
 // candidates where they hold them and fit, found by a radix select in shared memory; otherwise
 // (too few or too many candidates: ties, hostile rows) by the block's own radix passes over
@@ -469,14 +554,10 @@ __global__ void __launch_bounds__(THREADS)
                                index_t first_row, unsigned k, bool descending,
                                const sampled_row_state* states,
                                const std::uint32_t* candidates, K* out_keys, V* out_values) {
-  using U = index_math::ordered_t<K>;
   constexpr unsigned capacity = candidate_capacity<K>;
   static_assert(capacity % THREADS == 0);
   __shared__ union {
-    struct {
-      U codes[capacity];
-      std::uint32_t columns[capacity];
-    } found;
+    candidate_codes<index_math::ordered_t<K>, capacity> found;
     unsigned counts[index_math::row_digit_buckets];
     typename row_sorter<K, THREADS, ITEMS>::TempStorage sort;
   } shared;
@@ -489,65 +570,12 @@ __global__ void __launch_bounds__(THREADS)
   wait_for_previous_grid();  // launch_overlapping: the gather's candidates
   const unsigned found = states[row].candidates;
   if (threadIdx.x < 2) taken[threadIdx.x] = 0;
-  if (found >= k && found <= capacity) {
-    const std::uint32_t* mine = candidates + row * capacity;
-    constexpr unsigned per_thread = capacity / THREADS;
-    std::uint32_t columns[per_thread];  // every load in flight before the first is used
-    K found_keys[per_thread];
-#pragma unroll
-    for (unsigned j = 0; j < per_thread; ++j)
-      columns[j] = j * THREADS + threadIdx.x < found ? mine[j * THREADS + threadIdx.x] : 0u;
-#pragma unroll
-    for (unsigned j = 0; j < per_thread; ++j) found_keys[j] = in[columns[j]];
-#pragma unroll
-    for (unsigned j = 0; j < per_thread; ++j) {
-      const unsigned i = j * THREADS + threadIdx.x;
-      if (i < found) {
-        shared.found.columns[i] = columns[j];
-        shared.found.codes[i] = index_math::select_code(found_keys[j], descending);
-      }
-    }
-    __syncthreads();
-    U kth;
-    unsigned below;
-    block_select<THREADS>(shared.found.codes, found, k, select_counts, kth, below);
-    for (unsigned first = 0; first < found; first += THREADS) {  // every lane: warp_reserve
-      const unsigned i = first + threadIdx.x;
-      const U code = i < found ? shared.found.codes[i] : kth;
-      const bool before_kth = i < found && code < kth, tied = i < found && code == kth;
-      const unsigned long long at = warp_reserve(before_kth, &taken[0]);
-      if (before_kth) winners[at] = shared.found.columns[i];
-      const unsigned long long tie = warp_reserve(tied, &taken[1]);
-      if (tied && tie < k - below) winners[below + tie] = shared.found.columns[i];
-    }
-  } else {
-    constexpr int width = sizeof(U) * 8;
-    if (threadIdx.x == 0) search = {0, 0, 0, 0};
-    for (int pass = 0; pass < index_math::row_select_passes(width); ++pass) {
-      __syncthreads();
-      if (search.done) break;
-      const index_math::digit_window d = index_math::row_select_digit(width, pass);
-      const unsigned digit_mask = (1u << d.bits) - 1;
-      for (unsigned b = threadIdx.x; b <= digit_mask; b += THREADS) shared.counts[b] = 0;
-      const U prefix = static_cast<U>(search.prefix), mask = static_cast<U>(search.mask);
-      const unsigned below = search.below;
-      __syncthreads();
-      count_row_digit<THREADS>(in, 0, row_length, descending, prefix, mask, d.shift, digit_mask,
-                               shared.counts);
-      __syncthreads();
-      unsigned mine[row_buckets_per_thread<THREADS>];
-#pragma unroll
-      for (unsigned j = 0; j < row_buckets_per_thread<THREADS>; ++j) {
-        const unsigned b = threadIdx.x * row_buckets_per_thread<THREADS> + j;
-        mine[j] = b <= digit_mask ? shared.counts[b] : 0u;
-      }
-      pick_row_digit<THREADS>(mine, prefix, mask, below, k, d.shift, digit_mask, search);
-    }
-    __syncthreads();
-    const unsigned below = search.below;
-    gather_row_part<THREADS>(in, 0, row_length, descending, static_cast<U>(search.prefix),
-                             static_cast<U>(search.mask), below, k - below, taken, winners);
-  }
+  if (found >= k && found <= capacity)
+    select_among_candidates<THREADS>(in, candidates + row * capacity, found, k, descending,
+                                     shared.found, select_counts, taken, winners);
+  else
+    select_by_row_passes<THREADS>(in, row_length, k, descending, shared.counts, search, taken,
+                                  winners);
   __syncthreads();  // winners complete; shared.found and shared.counts are the sort's now
   emit_row<THREADS, ITEMS>(keys, values, row_length, first_row, row, k, descending, winners,
                            out_keys, out_values, shared.sort);
