@@ -439,7 +439,9 @@ def lexsort(keys, axis=_LAST, *, dim=_LAST, descending=False):
     input order). keys: a sequence of arrays of one shape (or an array, its rows the keys),
     sorted along axis (dim=, torch's name, is the same argument). descending: one bool for
     every key, or one per key (NumPy has none). Integer keys whose ranges fit 64 bits
-    together are sorted as one packed int64 code (three random int32 keys: two sorts instead
-    of three); float keys go as integer codes of their order (NaNs last in either direction,
-    -0.0 equal to +0.0), so they pack too and take the stable radix sort."""
+    together are sorted as one packed int64 code; float keys go as integer codes of their
+    order (NaNs last in either direction, -0.0 equal to +0.0), so they pack too and take the
+    stable radix sort. A row is sorted by its most significant code first, and then only the
+    keys tied in it by the rest (three random int32 keys: one sort of the first two packed,
+    then the few ties by the third)."""
     return _ops.lexsort(keys, _dim(dim, axis), descending=descending)
