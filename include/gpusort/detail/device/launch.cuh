@@ -2,6 +2,9 @@
 #pragma once
 
 #include <array>
+#include <compare>
+#include <map>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -11,18 +14,60 @@
 
 namespace gpusort::detail::device {
 
+// What the runtime says about a kernel on a device, asked once per process: the occupancy
+// query and the function attributes cost microseconds each, on calls (top_k of decoding rows)
+// that take tens. A reset device (cudaDeviceReset) is not seen.
+namespace launch_facts {
+struct occupancy_key {
+  const void* kernel;
+  int device, threads, smem_bytes;
+  auto operator<=>(const occupancy_key&) const = default;
+};
+struct kernel_key {
+  const void* kernel;
+  int device;
+  auto operator<=>(const kernel_key&) const = default;
+};
+struct table {
+  std::mutex lock;
+  std::map<occupancy_key, unsigned> resident;   // blocks a persistent grid holds
+  std::map<kernel_key, int> shared_limit;       // the dynamic shared memory raised to
+  std::map<kernel_key, int> ptx_version;        // cudaFuncAttributes::ptxVersion
+  std::map<int, int> major;                     // compute capability's major number
+};
+inline table& facts() {
+  static table* made = new table;  // never destroyed: calls may come from threads at exit
+  return *made;
+}
+}  // namespace launch_facts
+
 // How many blocks of `kernel` fit on the device at once (a persistent grid); raises the
-// kernel's dynamic shared-memory limit first when it needs more than the default 48 KiB.
+// kernel's dynamic shared-memory limit first when it needs more than the default 48 KiB
+// (never lowers it: another launch of the kernel may need more).
 template <class Kernel>
 cudaError_t resident_blocks(Kernel kernel, int threads, int smem_bytes, unsigned& blocks) {
-  int device = 0, sms = 0, per_sm = 0;
+  int device = 0;
   cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess && smem_bytes > 48 * 1024)
+  if (e != cudaSuccess) return e;
+  const auto* address = reinterpret_cast<const void*>(kernel);
+  const launch_facts::occupancy_key key{address, device, threads, smem_bytes};
+  launch_facts::table& facts = launch_facts::facts();
+  const std::lock_guard<std::mutex> held(facts.lock);
+  if (const auto known = facts.resident.find(key); known != facts.resident.end()) {
+    blocks = known->second;
+    return cudaSuccess;
+  }
+  int sms = 0, per_sm = 0;
+  e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  int& limit = facts.shared_limit[{address, device}];
+  if (e == cudaSuccess && smem_bytes > 48 * 1024 && smem_bytes > limit) {
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+    if (e == cudaSuccess) limit = smem_bytes;
+  }
   if (e == cudaSuccess)
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes);
   blocks = static_cast<unsigned>(sms * (per_sm > 0 ? per_sm : 1));
+  if (e == cudaSuccess) facts.resident[key] = blocks;
   return e;
 }
 
@@ -61,16 +106,31 @@ cudaError_t launch_overlapping(bool overlap, void (*kernel)(Params...), dim3 gri
 // (code JIT-compiled from an older PTX has none: it must not start early).
 template <class... Kernels>
 cudaError_t overlapping_launches(bool& supported, Kernels... kernels) {
-  int device = 0, major = 0;
+  int device = 0;
   cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  supported = e == cudaSuccess && major >= 9;
+  supported = false;
+  if (e != cudaSuccess) return e;
+  launch_facts::table& facts = launch_facts::facts();
+  const std::lock_guard<std::mutex> held(facts.lock);
+  auto major = facts.major.find(device);
+  if (major == facts.major.end()) {
+    int value = 0;
+    e = cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, device);
+    if (e != cudaSuccess) return e;
+    major = facts.major.emplace(device, value).first;
+  }
   const auto made_for_9 = [&](auto kernel) {
-    cudaFuncAttributes attributes{};
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attributes, kernel);
-    return e == cudaSuccess && attributes.ptxVersion >= 90;
+    const launch_facts::kernel_key key{reinterpret_cast<const void*>(kernel), device};
+    auto known = facts.ptx_version.find(key);
+    if (known == facts.ptx_version.end()) {
+      cudaFuncAttributes attributes{};
+      if (e == cudaSuccess) e = cudaFuncGetAttributes(&attributes, kernel);
+      if (e != cudaSuccess) return false;
+      known = facts.ptx_version.emplace(key, attributes.ptxVersion).first;
+    }
+    return known->second >= 90;
   };
-  supported = supported && (made_for_9(kernels) && ...);
+  supported = major->second >= 9 && (made_for_9(kernels) && ...);
   return e;
 }
 
