@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include <climits>
+#include <type_traits>
 
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/discard_iterator.h>
@@ -73,9 +75,9 @@ __global__ void search_each(const K* sorted, std::uint64_t n, const K* queries,
         static_cast<std::int64_t>(place_in_sorted(sorted, n, queries[j], where));
 }
 
-// A key's order code (key_traits.hpp): equal codes are equal keys in the library's order (every
-// NaN one code, -0.0 and +0.0 two), so CUB's run-length encoding, which compares with ==, finds
-// the library's runs on the codes. A NaN comes back (codes_to_keys) as one NaN of its type.
+// A float key's order code (key_traits.hpp): equal codes are equal keys in the library's order
+// (every NaN one code, -0.0 and +0.0 two), so CUB's run-length encoding, which compares with ==,
+// finds the library's runs on the codes. A NaN comes back (codes_to_keys) as one NaN of its type.
 template <class K>
 struct to_order_code {
   __device__ typename key_traits<K>::ordered_type operator()(K key) const {
@@ -91,34 +93,41 @@ __global__ void codes_to_keys(K* unique_out, const std::uint64_t* num_unique) {
   using U = typename key_traits<K>::ordered_type;
   constexpr U sign = U{1} << (sizeof(U) * 8 - 1);
   const std::uint64_t runs = *num_unique;
+  static_assert(std::is_floating_point_v<K>, "integer keys' runs are found on the keys");
   for (std::uint64_t j = first_index(); j < runs; j += grid_stride()) {
     const U code = bit_cast<U>(unique_out[j]);
-    if constexpr (std::is_floating_point_v<K>)
-      unique_out[j] = bit_cast<K>(static_cast<U>((code & sign) ? (code & ~sign) : ~code));
-    else
-      unique_out[j] = static_cast<K>(code ^ (std::is_signed_v<K> ? sign : U{0}));
+    unique_out[j] = bit_cast<K>(static_cast<U>((code & sign) ? (code & ~sign) : ~code));
   }
 }
 
 // The runs of n sorted keys (n <= INT_MAX, CUB's count type) by CUB's run-length encoding:
-// one pass over the keys.
+// one pass over the keys. Integer keys are equal where their codes are, so their runs are
+// found on the keys themselves; float keys go as codes.
 template <class K>
 cudaError_t encode_runs(void* temp, std::size_t& temp_bytes, const K* sorted, std::uint64_t n,
                         K* unique_out, std::uint64_t* counts_out, std::uint64_t* num_unique,
                         cudaStream_t stream) {
-  using U = typename key_traits<K>::ordered_type;
-  const auto codes = thrust::make_transform_iterator(sorted, to_order_code<K>{});
-  auto* codes_out = reinterpret_cast<U*>(unique_out);  // same size: the codes, then the keys
   const int items = static_cast<int>(n);
-  const cudaError_t e =
-      counts_out ? cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, codes, codes_out,
-                                                      counts_out, num_unique, items, stream)
-                 : cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, codes, codes_out,
-                                                      thrust::make_discard_iterator(), num_unique,
-                                                      items, stream);
-  if (e != cudaSuccess || !temp) return e;
-  codes_to_keys<<<blocks_for(n), threads_per_block, 0, stream>>>(unique_out, num_unique);
-  return cudaGetLastError();
+  if constexpr (std::is_integral_v<K>) {
+    return counts_out ? cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, sorted, unique_out,
+                                                           counts_out, num_unique, items, stream)
+                      : cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, sorted, unique_out,
+                                                           thrust::make_discard_iterator(),
+                                                           num_unique, items, stream);
+  } else {
+    using U = typename key_traits<K>::ordered_type;
+    const auto codes = thrust::make_transform_iterator(sorted, to_order_code<K>{});
+    auto* codes_out = reinterpret_cast<U*>(unique_out);  // same size: the codes, then the keys
+    const cudaError_t e =
+        counts_out ? cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, codes, codes_out,
+                                                        counts_out, num_unique, items, stream)
+                   : cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, codes, codes_out,
+                                                        thrust::make_discard_iterator(), num_unique,
+                                                        items, stream);
+    if (e != cudaSuccess || !temp) return e;
+    codes_to_keys<<<blocks_for(n), threads_per_block, 0, stream>>>(unique_out, num_unique);
+    return cudaGetLastError();
+  }
 }
 
 bool ascending_nans_last(const options& opt) {
@@ -133,6 +142,24 @@ options sort_options(const options& opt) {
   if (std::is_floating_point_v<K> && sort_opt.algo == algorithm::cub_radix)
     sort_opt.algo = algorithm::automatic;
   return sort_opt;
+}
+
+// Integer keys in the sort of `automatic` (or cub_radix) go through CUB's radix sort straight
+// from the caller's keys into the sorted copy: no copy first (one pass over the keys less).
+template <class K>
+bool radix_sorts_the_copy(const options& opt, bool by_cub) {
+  return std::is_integral_v<K> && by_cub &&
+         (opt.algo == algorithm::automatic || opt.algo == algorithm::cub_radix);
+}
+
+template <class K>
+cudaError_t radix_sort_copy(void* temp, std::size_t& temp_bytes, const K* keys, K* sorted,
+                            std::uint64_t n, cudaStream_t stream) {
+  if constexpr (std::is_integral_v<K>)
+    return cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys, sorted, static_cast<int>(n), 0,
+                                          static_cast<int>(sizeof(K) * 8), stream);
+  else
+    return cudaErrorNotSupported;  // never asked: radix_sorts_the_copy
 }
 
 // Queries sorted first from this many on: their searches then walk the array in order.
@@ -151,8 +178,11 @@ cudaError_t unique_keys(void* temp, std::size_t& temp_bytes, const K* keys, std:
   const bool by_cub = n <= INT_MAX;
   const std::size_t copy_bytes = align_workspace(sizeof(K) * n);
   const std::size_t runs_bytes = by_cub ? 0 : align_workspace(sizeof(std::uint64_t) * n);
+  const bool radix_copy = radix_sorts_the_copy<K>(opt, by_cub);
   std::size_t sort_bytes = 0, runs_temp_bytes = 0;
-  cudaError_t e = sort_workspace_bytes<K, no_value>(n, sort_opt, sort_bytes);  // keys unchecked yet
+  cudaError_t e =
+      radix_copy ? radix_sort_copy<K>(nullptr, sort_bytes, keys, nullptr, n, opt.stream)
+                 : sort_workspace_bytes<K, no_value>(n, sort_opt, sort_bytes);  // keys unchecked yet
   if (e != cudaSuccess) return e;
   e = by_cub ? encode_runs<K>(nullptr, runs_temp_bytes, keys, n, unique_out, counts_out,
                               num_unique, opt.stream)
@@ -176,8 +206,12 @@ cudaError_t unique_keys(void* temp, std::size_t& temp_bytes, const K* keys, std:
   auto* sorted = static_cast<K*>(temp);
   auto* runs = reinterpret_cast<std::uint64_t*>(static_cast<char*>(temp) + copy_bytes);
   void* shared = static_cast<char*>(temp) + copy_bytes + runs_bytes;
-  e = cudaMemcpyAsync(sorted, keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, opt.stream);
-  if (e == cudaSuccess) e = detail::sort_keys<K>(shared, sort_bytes, sorted, n, sort_opt);
+  if (radix_copy) {
+    e = radix_sort_copy<K>(shared, sort_bytes, keys, sorted, n, opt.stream);
+  } else {
+    e = cudaMemcpyAsync(sorted, keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, opt.stream);
+    if (e == cudaSuccess) e = detail::sort_keys<K>(shared, sort_bytes, sorted, n, sort_opt);
+  }
   if (e != cudaSuccess) return e;
   if (by_cub)
     return encode_runs<K>(shared, runs_temp_bytes, sorted, n, unique_out, counts_out, num_unique,
