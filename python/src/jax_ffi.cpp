@@ -55,8 +55,18 @@ ffi::Error with_key_type(ffi::DataType type, const char* call, F&& f) {
   }
 }
 
+// The failure, with where the runtime stood (its current device and how many it sees): a
+// device error on XLA's threads is otherwise hard to place.
 ffi::Error failed(const char* call, cudaError_t e, const char* what) {
-  return ffi::Error::Internal(std::string(call) + ": " + what + ": " + cudaGetErrorString(e));
+  int device = -1, devices = -1;
+  const cudaError_t asked_device = cudaGetDevice(&device);
+  const cudaError_t counted = cudaGetDeviceCount(&devices);
+  cudaGetLastError();
+  return ffi::Error::Internal(
+      std::string(call) + ": " + what + ": " + cudaGetErrorString(e) + " (current device " +
+      (asked_device == cudaSuccess ? std::to_string(device) : cudaGetErrorString(asked_device)) +
+      " of " + (counted == cudaSuccess ? std::to_string(devices) : cudaGetErrorString(counted)) +
+      ")");
 }
 
 // The runtime's current device made the stream's for the handler's span, and put back after.
