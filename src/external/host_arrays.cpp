@@ -276,6 +276,37 @@ std::shared_ptr<gpu_list_communicators> communicators_of(const std::vector<int>&
   return entry;
 }
 
+// The points between the spread's phases where the caller's progress callback hears of the
+// next phase, and may cancel: on the calling thread (rank 0's: run_concurrently's worker 0),
+// once every rank has arrived; then every rank learns the answer, so that all stop or all go
+// on (none is left waiting in NCCL for one that stopped). A rank that fails leaves.
+class spread_checkpoints {
+ public:
+  explicit spread_checkpoints(int ranks) : arrived_(ranks), decided_(ranks) {}
+  // false where the caller cancelled (the cancellation kept for the call to throw).
+  bool pass(int rank, progress_sink& meter, const char* next_phase) {
+    arrived_.arrive_and_wait();
+    if (rank == 0) {
+      try {
+        meter.phase(next_phase, false);
+      } catch (...) {
+        stopped_ = std::current_exception();
+      }
+    }
+    decided_.arrive_and_wait();
+    return !stopped_;
+  }
+  void leave() {
+    arrived_.arrive_and_drop();
+    decided_.arrive_and_drop();
+  }
+  const std::exception_ptr& stopped() const { return stopped_; }
+
+ private:
+  std::barrier<> arrived_, decided_;
+  std::exception_ptr stopped_;
+};
+
 // A GPU's slice from dist's pool, given back on the stream: within the call's call_memory
 // scope, the merge's buffer made after the slice is freed (input_done) reuses its memory.
 template <class T>
@@ -311,7 +342,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
                                       progress_sink& meter) {
   file_sort_stats stats;
   stage_clock clock;
-  meter.phase("sorting", false);
+  meter.phase("copying to the GPUs", false);
   const int p = static_cast<int>(devices.size());
   gpusort::dist::options dopt;
   dopt.direction = opt.sort.direction;
@@ -327,7 +358,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   std::vector<rank_times> times(p);
   std::vector<std::uint64_t> result_sizes(p);
   std::vector<std::exception_ptr> errors(p);
-  std::barrier sizes_known(p);
+  spread_checkpoints checkpoints(p);
   bool straight = false;
   // The communicators are made (the first time for this GPU list) on one more thread while the
   // GPUs copy their slices in; each GPU waits for them before its sort.
@@ -374,6 +405,9 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
         d_keys.reset();
         d_values.reset();
       }
+      // Every slice is in (or failed, and goes in as a null shard): the host array is as it
+      // was, so a cancel here loses nothing.
+      if (!checkpoints.pass(r, meter, "sorting")) return;
       stage_clock wait;
       const gpusort::dist::communicator& comm = ready.get()->comms[r];
       times[r].waited = wait.lap();
@@ -393,7 +427,9 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
       d_values.reset();
       times[r].sort = part.times();
       result_sizes[r] = part.size();
-      sizes_known.arrive_and_wait();
+      // Every range is sorted on its GPU and its size known; the host array is still as it
+      // was until the copies back begin.
+      if (!checkpoints.pass(r, meter, "copying back")) return;
       std::uint64_t at = 0;
       for (int q = 0; q < r; ++q) at += result_sizes[q];
       stage_clock lap;
@@ -402,7 +438,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
       times[r].out = lap.lap();
     } catch (...) {
       errors[r] = std::current_exception();
-      sizes_known.arrive_and_drop();
+      checkpoints.leave();
     }
   };
   run_concurrently(static_cast<unsigned>(p) + 1, [&](unsigned r) {
@@ -417,6 +453,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   }
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+  if (checkpoints.stopped()) std::rethrow_exception(checkpoints.stopped());
   const double total_s = clock.lap();
   stats.add("algorithm", "gpusort::dist (sample sort over NCCL; local " +
                              describe_algorithm<K>(opt.sort, n / p, has_values<P>) + ")");

@@ -16,6 +16,8 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "common/distributions.hpp"
@@ -498,6 +500,42 @@ TEST_F(HostArraysOnSeveralGpus, LargeArraysSpreadOverEveryGpu) {
     ASSERT_EQ(input[v[i]], k[i]) << i;
     if (i > 0) ASSERT_TRUE(k[i - 1] < k[i] || (k[i - 1] == k[i] && v[i - 1] < v[i])) << i;
   }
+}
+
+// The spread reports its phases on the calling thread, and a cancel at either point between
+// them stops every GPU (none left waiting in NCCL) with the keys as they were; the GPUs sort
+// again afterwards.
+TEST_F(HostArraysOnSeveralGpus, TheSpreadReportsItsPhasesAndStopsBetweenThem) {
+  const std::size_t n = (std::size_t{1} << 28) + 3;  // 1 GiB: pinned, it is spread
+  const std::vector<std::uint32_t> input = gpusort::tools::generate<std::uint32_t>(
+      gpusort::tools::distribution::uniform, n, 23);
+  host_buffer<std::uint32_t> keys(input, memory::pinned);
+  const auto caller = std::this_thread::get_id();
+  for (const std::string stop_after : {"copying to the GPUs", "sorting"}) {
+    SCOPED_TRACE("cancelled after " + stop_after);
+    std::atomic<bool> stop{false};
+    std::vector<std::string> phases;
+    gpusort::external_options opt;
+    opt.cancel = &stop;
+    opt.progress = [&](std::string_view phase, std::uint64_t, std::uint64_t) {
+      EXPECT_EQ(std::this_thread::get_id(), caller);
+      phases.emplace_back(phase);
+      if (phase == stop_after) stop = true;
+    };
+    EXPECT_THROW(gpusort::sort(keys.span(), opt), gpusort::cancelled);
+    ASSERT_FALSE(phases.empty());
+    EXPECT_EQ(phases.back(), stop_after);
+    EXPECT_TRUE(std::equal(keys.span().begin(), keys.span().end(), input.begin()));
+  }
+  std::vector<std::string> phases;
+  gpusort::external_options opt;
+  opt.progress = [&](std::string_view phase, std::uint64_t, std::uint64_t) {
+    phases.emplace_back(phase);
+  };
+  const gpusort::file_sort_stats stats = gpusort::sort(keys.span(), opt);
+  EXPECT_NE(stats["plan"].find("spread over"), std::string::npos) << stats.text();
+  EXPECT_EQ(phases, (std::vector<std::string>{"copying to the GPUs", "sorting", "copying back"}));
+  EXPECT_TRUE(std::is_sorted(keys.span().begin(), keys.span().end()));
 }
 
 }  // namespace
