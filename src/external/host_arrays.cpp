@@ -9,6 +9,7 @@
 //   runs:    keys beyond that: runs sorted and merged in windows on every GPU
 //            (sort_keys_through_gpu, src/external/gpu_pipeline.hpp); pairs on the CPU.
 // Without a GPU the CPU backend sorts in place.
+#include <atomic>
 #include <barrier>
 #include <cstdlib>
 #include <map>
@@ -279,14 +280,16 @@ std::shared_ptr<gpu_list_communicators> communicators_of(const std::vector<int>&
 // The points between the spread's phases where the caller's progress callback hears of the
 // next phase, and may cancel: on the calling thread (rank 0's: run_concurrently's worker 0),
 // once every rank has arrived; then every rank learns the answer, so that all stop or all go
-// on (none is left waiting in NCCL for one that stopped). A rank that fails leaves.
+// on (none is left waiting in NCCL for one that stopped). A rank that fails leaves, and the
+// others stop at the next point too (its error is the call's).
 class spread_checkpoints {
  public:
   explicit spread_checkpoints(int ranks) : arrived_(ranks), decided_(ranks) {}
-  // false where the caller cancelled (the cancellation kept for the call to throw).
+  // false where the caller cancelled (the cancellation kept for the call to throw) or a rank
+  // has failed.
   bool pass(int rank, progress_sink& meter, const char* next_phase) {
     arrived_.arrive_and_wait();
-    if (rank == 0) {
+    if (rank == 0 && !left_) {
       try {
         meter.phase(next_phase, false);
       } catch (...) {
@@ -294,9 +297,10 @@ class spread_checkpoints {
       }
     }
     decided_.arrive_and_wait();
-    return !stopped_;
+    return !stopped_ && !left_;
   }
   void leave() {
+    left_ = true;
     arrived_.arrive_and_drop();
     decided_.arrive_and_drop();
   }
@@ -305,6 +309,7 @@ class spread_checkpoints {
  private:
   std::barrier<> arrived_, decided_;
   std::exception_ptr stopped_;
+  std::atomic<bool> left_{false};
 };
 
 // A GPU's slice from dist's pool, given back on the stream: within the call's call_memory
