@@ -5,12 +5,15 @@
 //   - run_concurrently for workers that must all run at the same time because they wait on
 //     each other or on a GPU (a rank per GPU at a barrier or in NCCL, a staging lane per
 //     slot pair, a writer beside the next gather). OpenMP may give a nested region a single
-//     thread, which would leave such workers waiting forever.
+//     thread, which would leave such workers waiting forever. rank_checkpoints are the points
+//     where such workers decide together to go on or stop.
 #pragma once
 
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <cstdint>
 #include <exception>
 #include <iterator>
@@ -100,5 +103,49 @@ void parallel_sort(It first, It last, Less less) {
       std::inplace_merge(bound(p), bound(p + width), bound(std::min(pieces, p + 2 * width)), less);
   }
 }
+
+// Points where the workers of run_concurrently meet (ranks that must stop or go on together:
+// none may be left waiting in NCCL for one that stopped). At each, once every worker has
+// arrived, worker 0 (the calling thread) runs `report`, which may throw (a cancel: kept for
+// the caller to rethrow); then every worker learns whether to go on. All stop where the
+// report threw, or where a worker has left (failed) before the point. The answer is taken
+// once a point, as the last worker arrives, so that every worker reads the same one.
+class rank_checkpoints {
+ public:
+  explicit rank_checkpoints(int workers) : arrived_(workers), decided_(workers, decide{this}) {}
+  rank_checkpoints(const rank_checkpoints&) = delete;
+  rank_checkpoints& operator=(const rank_checkpoints&) = delete;
+  template <class Report>
+  bool pass(int worker, Report&& report) {
+    arrived_.arrive_and_wait();
+    if (worker == 0 && !left_) {
+      try {
+        report();
+      } catch (...) {
+        stopped_ = std::current_exception();
+      }
+    }
+    decided_.arrive_and_wait();
+    return go_on_;
+  }
+  // A worker that failed: it meets no more points, and the others stop at the next.
+  void leave() {
+    left_ = true;
+    arrived_.arrive_and_drop();
+    decided_.arrive_and_drop();
+  }
+  const std::exception_ptr& stopped() const { return stopped_; }
+
+ private:
+  struct decide {
+    rank_checkpoints* points;
+    void operator()() noexcept { points->go_on_ = !points->stopped_ && !points->left_; }
+  };
+  std::barrier<> arrived_;
+  std::barrier<decide> decided_;
+  std::exception_ptr stopped_;
+  std::atomic<bool> left_{false};
+  bool go_on_ = true;  // written as a point's last worker arrives, read by all once released
+};
 
 }  // namespace gpusort::detail::external

@@ -277,41 +277,6 @@ std::shared_ptr<gpu_list_communicators> communicators_of(const std::vector<int>&
   return entry;
 }
 
-// The points between the spread's phases where the caller's progress callback hears of the
-// next phase, and may cancel: on the calling thread (rank 0's: run_concurrently's worker 0),
-// once every rank has arrived; then every rank learns the answer, so that all stop or all go
-// on (none is left waiting in NCCL for one that stopped). A rank that fails leaves, and the
-// others stop at the next point too (its error is the call's).
-class spread_checkpoints {
- public:
-  explicit spread_checkpoints(int ranks) : arrived_(ranks), decided_(ranks) {}
-  // false where the caller cancelled (the cancellation kept for the call to throw) or a rank
-  // has failed.
-  bool pass(int rank, progress_sink& meter, const char* next_phase) {
-    arrived_.arrive_and_wait();
-    if (rank == 0 && !left_) {
-      try {
-        meter.phase(next_phase, false);
-      } catch (...) {
-        stopped_ = std::current_exception();
-      }
-    }
-    decided_.arrive_and_wait();
-    return !stopped_ && !left_;
-  }
-  void leave() {
-    left_ = true;
-    arrived_.arrive_and_drop();
-    decided_.arrive_and_drop();
-  }
-  const std::exception_ptr& stopped() const { return stopped_; }
-
- private:
-  std::barrier<> arrived_, decided_;
-  std::exception_ptr stopped_;
-  std::atomic<bool> left_{false};
-};
-
 // A GPU's slice from dist's pool, given back on the stream: within the call's call_memory
 // scope, the merge's buffer made after the slice is freed (input_done) reuses its memory.
 template <class T>
@@ -363,7 +328,9 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   std::vector<rank_times> times(p);
   std::vector<std::uint64_t> result_sizes(p);
   std::vector<std::exception_ptr> errors(p);
-  spread_checkpoints checkpoints(p);
+  // Between the phases the calling thread (rank 0's) tells the caller the next phase, and may
+  // hear a cancel, once every GPU is there; all GPUs then stop or go on together.
+  rank_checkpoints checkpoints(p);
   bool straight = false;
   // The communicators are made (the first time for this GPU list) on one more thread while the
   // GPUs copy their slices in; each GPU waits for them before its sort.
@@ -412,7 +379,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
       }
       // Every slice is in (or failed, and goes in as a null shard): the host array is as it
       // was, so a cancel here loses nothing.
-      if (!checkpoints.pass(r, meter, "sorting")) return;
+      if (!checkpoints.pass(r, [&] { meter.phase("sorting", false); })) return;
       stage_clock wait;
       const gpusort::dist::communicator& comm = ready.get()->comms[r];
       times[r].waited = wait.lap();
@@ -434,7 +401,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
       result_sizes[r] = part.size();
       // Every range is sorted on its GPU and its size known; the host array is still as it
       // was until the copies back begin.
-      if (!checkpoints.pass(r, meter, "copying back")) return;
+      if (!checkpoints.pass(r, [&] { meter.phase("copying back", false); })) return;
       std::uint64_t at = 0;
       for (int q = 0; q < r; ++q) at += result_sizes[q];
       stage_clock lap;

@@ -1,5 +1,6 @@
-// The host layer's two ways of running work at once (src/external/concurrency.hpp), and the
-// writer beside the gatherer built on them (gather_in_pieces, record_host.hpp).
+// The host layer's two ways of running work at once (src/external/concurrency.hpp), the points
+// where concurrent workers decide together (rank_checkpoints), and the writer beside the
+// gatherer built on them (gather_in_pieces, record_host.hpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,6 +50,60 @@ TEST(RunConcurrently, RethrowsTheFirstFailureOnceEveryWorkerReturned) {
     EXPECT_STREQ(e.what(), "worker 3");
   }
   EXPECT_EQ(finished.load(), 5);
+}
+
+// Workers meeting at two points: worker 0 (the caller) reports at each, and every worker
+// learns the same answer; a report that throws stops all at that point, and so does a worker
+// that left before it. No case may hang.
+TEST(RankCheckpoints, AllGoOnOrAllStopTogether) {
+  constexpr unsigned workers = 5;
+  for (int stop_at : {-1, 0, 1}) {  // the report that throws: none, the first, the second
+    SCOPED_TRACE(stop_at);
+    ext::rank_checkpoints points(workers);
+    std::vector<int> passed(workers, 0);
+    std::vector<std::thread::id> reporters;
+    ext::run_concurrently(workers, [&](unsigned w) {
+      for (int point = 0; point < 2; ++point) {
+        const bool go_on = points.pass(static_cast<int>(w), [&] {
+          reporters.push_back(std::this_thread::get_id());
+          if (point == stop_at) throw std::runtime_error("cancelled");
+        });
+        if (!go_on) return;
+        ++passed[w];
+      }
+    });
+    const int expected = stop_at < 0 ? 2 : stop_at;
+    EXPECT_EQ(passed, std::vector<int>(workers, expected));
+    EXPECT_EQ(reporters, std::vector<std::thread::id>(stop_at < 0 ? 2 : stop_at + 1,
+                                                      std::this_thread::get_id()));
+    EXPECT_EQ(static_cast<bool>(points.stopped()), stop_at >= 0);
+  }
+}
+
+TEST(RankCheckpoints, AWorkerThatLeftStopsTheOthersAtTheNextPoint) {
+  constexpr unsigned workers = 4;
+  for (unsigned leaver : {0u, 2u}) {
+    for (int left_before : {0, 1}) {
+      SCOPED_TRACE(::testing::Message() << "worker " << leaver << " left before point " << left_before);
+      ext::rank_checkpoints points(workers);
+      std::vector<int> passed(workers, 0);
+      std::atomic<int> reports{0};
+      ext::run_concurrently(workers, [&](unsigned w) {
+        for (int point = 0; point < 2; ++point) {
+          if (w == leaver && point == left_before) {
+            points.leave();
+            return;
+          }
+          if (!points.pass(static_cast<int>(w), [&] { ++reports; })) return;
+          ++passed[w];
+        }
+      });
+      for (unsigned w = 0; w < workers; ++w)
+        EXPECT_EQ(passed[w], left_before) << "worker " << w;
+      EXPECT_EQ(reports.load(), left_before);  // none at the point a worker left before
+      EXPECT_FALSE(points.stopped());
+    }
+  }
 }
 
 TEST(ParallelSort, GivesStdSortsResultForAStrictOrder) {
