@@ -25,6 +25,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpusort/approx.hpp"
+#include "gpusort/detail/core/cuda_resources.hpp"
 #include "gpusort/operations.hpp"
 #include "gpusort/sort.hpp"
 #include "jax_ffi.hpp"
@@ -113,20 +114,8 @@ cudaError_t workspace_pool(cudaStream_t stream, cudaMemPool_t& pool) {
   if (device < 0 || device >= max_devices) return cudaErrorInvalidDevice;
   const std::lock_guard<std::mutex> lock(made);
   if (!pools[device]) {
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = device;
-    cudaMemPool_t created = nullptr;
-    e = cudaMemPoolCreate(&created, &props);
+    e = gpusort::detail::create_device_pool(device, UINT64_MAX, pools[device]);
     if (e != cudaSuccess) return e;
-    std::uint64_t keep = UINT64_MAX;
-    e = cudaMemPoolSetAttribute(created, cudaMemPoolAttrReleaseThreshold, &keep);
-    if (e != cudaSuccess) {
-      cudaMemPoolDestroy(created);
-      return e;
-    }
-    pools[device] = created;
   }
   pool = pools[device];
   return cudaSuccess;

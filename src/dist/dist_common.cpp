@@ -4,6 +4,8 @@
 #include <mutex>
 #include <utility>
 
+#include "gpusort/detail/core/cuda_resources.hpp"
+
 namespace gpusort::dist::detail {
 
 void check_cuda(cudaError_t e, const std::string& what) {
@@ -79,15 +81,8 @@ cudaError_t pool_of(int device, cudaMemPool_t& pool) {
   if (device < 0 || device >= max_devices) return cudaErrorInvalidDevice;
   cudaMemPool_t& slot = pools().pool[device];
   if (!slot) {
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = device;
-    const cudaError_t e = cudaMemPoolCreate(&slot, &props);
-    if (e != cudaSuccess) {
-      slot = nullptr;
-      return e;
-    }
+    const cudaError_t e = gpusort::detail::create_device_pool(device, 0, slot);
+    if (e != cudaSuccess) return e;
   }
   pool = slot;
   return cudaSuccess;

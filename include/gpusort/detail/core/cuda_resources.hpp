@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include <cuda_runtime_api.h>
@@ -34,6 +35,26 @@ using owned_stream = std::unique_ptr<CUstream_st, stream_destroy>;
 using owned_event = std::unique_ptr<CUevent_st, event_destroy>;
 
 enum class memory_kind { device, managed };
+
+// A stream-ordered memory pool of device memory on `device` (freed with cudaFreeAsync like any
+// other), holding up to `keep` bytes it has mapped between synchronizations (0, the default
+// pool's choice: everything unused goes back at each; UINT64_MAX: nothing does).
+inline cudaError_t create_device_pool(int device, std::uint64_t keep, cudaMemPool_t& pool) {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  cudaMemPool_t created = nullptr;
+  cudaError_t e = cudaMemPoolCreate(&created, &props);
+  if (e != cudaSuccess) return e;
+  e = cudaMemPoolSetAttribute(created, cudaMemPoolAttrReleaseThreshold, &keep);
+  if (e != cudaSuccess) {
+    cudaMemPoolDestroy(created);
+    return e;
+  }
+  pool = created;
+  return cudaSuccess;
+}
 
 // At least one element, so that an empty array is still a valid, distinct pointer.
 template <class T>
