@@ -198,6 +198,9 @@ class call_memory {
 // bytes from the current GPU's pool, ordered on `stream`; where the GPU is out of memory, the
 // pool's unused memory is given back and the allocation tried once more. The error is cleared.
 cudaError_t allocate_from_pool(void** out, std::size_t bytes, cudaStream_t stream);
+// What the GPU's pool holds mapped now (in use or kept), 0 before its first use: the device's
+// free memory also moves with other processes', this does not.
+std::uint64_t pool_reserved_bytes(int device);
 }  // namespace detail
 
 // Collective: sorts the keys of all ranks. `keys` is this rank's shard in device memory on

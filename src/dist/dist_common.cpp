@@ -138,6 +138,17 @@ cudaError_t allocate_from_pool(void** out, std::size_t bytes, cudaStream_t strea
   return e;
 }
 
+std::uint64_t pool_reserved_bytes(int device) {
+  const std::lock_guard<std::mutex> held(pools().lock);
+  if (device < 0 || device >= max_devices || !pools().pool[device]) return 0;
+  std::uint64_t bytes = 0;
+  if (cudaMemPoolGetAttribute(pools().pool[device], cudaMemPoolAttrReservedMemCurrent, &bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return bytes;
+}
+
 const char* describe(failure f) {
   switch (f) {
     case failure::none: return "no failure";
