@@ -12,7 +12,9 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <thread>
 
+#include "gpusort/detail/cpu/bitonic.hpp"  // parallel_for: the CPU backend's host threads
 #include "gpusort/error.hpp"
 #include "gpusort/sort.hpp"
 
@@ -182,6 +184,40 @@ void check_key(const line_key& key) {
   if (key.char1 == 0) throw invalid_request("sort_lines: a key's start character is zero");
 }
 
+using detail::cpu::parallel_for;
+
+// The steps over every line or byte run on all cores, in pieces of at least these.
+constexpr std::uint64_t piece_bytes = std::uint64_t{1} << 20;
+constexpr std::uint64_t piece_lines = std::uint64_t{1} << 14;
+
+// How many pieces to cut `count` items into: a few a core, none shorter than `least` (one, on
+// the calling thread, for a short range). Piece p of n is [count * p / n, count * (p + 1) / n).
+std::uint64_t piece_count(std::uint64_t count, std::uint64_t least) {
+  const std::uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp<std::uint64_t>(count / least, 1, threads * 4);
+}
+
+// f(begin, end) for the pieces of [0, count), on all cores; piece p of pieces.
+template <class F>
+void for_each_piece(std::uint64_t count, std::uint64_t pieces, F&& f) {
+  parallel_for(pieces, 0, [&](std::uint64_t p) { f(p, count * p / pieces, count * (p + 1) / pieces); });
+}
+
+// Sorts [first, last) by `before` on all cores: pieces by std::sort, then merged in pairs.
+template <class It, class Before>
+void parallel_sort(It first, It last, Before before) {
+  const std::uint64_t n = static_cast<std::uint64_t>(last - first);
+  const std::uint64_t pieces = piece_count(n, piece_lines);
+  const auto at = [&](std::uint64_t p) { return first + n * std::min(p, pieces) / pieces; };
+  parallel_for(pieces, 0, [&](std::uint64_t p) { std::sort(at(p), at(p + 1), before); });
+  for (std::uint64_t width = 1; width < pieces; width *= 2) {
+    parallel_for((pieces + 2 * width - 1) / (2 * width), 0, [&](std::uint64_t m) {
+      const std::uint64_t p = 2 * width * m;
+      std::inplace_merge(at(p), at(p + width), at(p + 2 * width), before);
+    });
+  }
+}
+
 }  // namespace
 
 line_key parse_line_key(std::string_view spec) {
@@ -234,14 +270,28 @@ line_key parse_line_key(std::string_view spec) {
 }
 
 std::vector<std::uint64_t> line_starts(std::string_view text, char terminator) {
-  std::vector<std::uint64_t> starts{0};
-  const char* const begin = text.data();
-  const char* const end = begin + text.size();
-  for (const char* p = begin; p != end;) {
-    const void* found = std::memchr(p, terminator, end - p);
-    p = found ? static_cast<const char*>(found) + 1 : end;
-    starts.push_back(found ? p - begin : text.size() + 1);
-  }
+  // Each piece of the text counts its terminators, then writes its lines' starts from where
+  // the counts before it end.
+  const std::uint64_t size = text.size(), pieces = piece_count(size, piece_bytes);
+  std::vector<std::uint64_t> ends_before(pieces + 1, 0);
+  for_each_piece(size, pieces, [&](std::uint64_t p, std::uint64_t begin, std::uint64_t end) {
+    ends_before[p + 1] = std::count(text.begin() + begin, text.begin() + end, terminator);
+  });
+  for (std::uint64_t p = 0; p < pieces; ++p) ends_before[p + 1] += ends_before[p];
+  const bool open_last_line = size > 0 && text.back() != terminator;
+  std::vector<std::uint64_t> starts(1 + ends_before[pieces] + (open_last_line ? 1 : 0));
+  starts[0] = 0;
+  for_each_piece(size, pieces, [&](std::uint64_t p, std::uint64_t begin, std::uint64_t end) {
+    std::uint64_t* out = starts.data() + 1 + ends_before[p];
+    const char* const base = text.data();
+    for (const char* q = base + begin; q != base + end;) {
+      const void* found = std::memchr(q, terminator, base + end - q);
+      if (!found) break;
+      q = static_cast<const char*>(found) + 1;
+      *out++ = static_cast<std::uint64_t>(q - base);
+    }
+  });
+  if (open_last_line) starts.back() = size + 1;  // as if it had its terminator
   return starts;
 }
 
@@ -293,11 +343,13 @@ std::vector<std::uint64_t> sort_lines(std::string_view text,
   const line_key first = compare.keys().empty() ? line_key{.reverse = order.reverse}
                                                 : compare.keys().front();
   std::vector<std::uint64_t> codes(n), lines(n);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const std::string_view key = lines_detail::key_text(line(i), first, order.separator);
-    codes[i] = first.numeric ? lines_detail::numeric_code(key) : lines_detail::bytes_code(key);
-    lines[i] = i;
-  }
+  for_each_piece(n, piece_count(n, piece_lines), [&](std::uint64_t, std::uint64_t b, std::uint64_t e) {
+    for (std::uint64_t i = b; i < e; ++i) {
+      const std::string_view key = lines_detail::key_text(line(i), first, order.separator);
+      codes[i] = first.numeric ? lines_detail::numeric_code(key) : lines_detail::bytes_code(key);
+      lines[i] = i;
+    }
+  });
   options by_code;
   by_code.direction = first.reverse ? gpusort::order::descending : gpusort::order::ascending;
   gpusort::sort(codes, lines, by_code);
@@ -308,10 +360,23 @@ std::vector<std::uint64_t> sort_lines(std::string_view text,
     const int c = compare(line(i), line(j));
     return c != 0 ? c < 0 : i < j;
   };
-  for (std::uint64_t b = 0, e = 0; b < n; b = e) {
-    for (e = b + 1; e < n && codes[e] == codes[b];) ++e;
-    if (e - b > 1) std::sort(lines.begin() + b, lines.begin() + e, before);
-  }
+  // Each piece orders the runs that start in it; a run too long for one core is left for
+  // parallel_sort afterwards.
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> long_runs(
+      piece_count(n, piece_lines));
+  for_each_piece(n, long_runs.size(), [&](std::uint64_t p, std::uint64_t begin, std::uint64_t end) {
+    std::uint64_t b = begin;
+    while (b > 0 && b < end && codes[b] == codes[b - 1]) ++b;  // its run started in a piece before
+    for (std::uint64_t e = b; b < end; b = e) {
+      for (e = b + 1; e < n && codes[e] == codes[b];) ++e;
+      if (e - b > piece_lines)
+        long_runs[p].emplace_back(b, e);
+      else if (e - b > 1)
+        std::sort(lines.begin() + b, lines.begin() + e, before);
+    }
+  });
+  for (const auto& runs : long_runs)
+    for (const auto& [b, e] : runs) parallel_sort(lines.begin() + b, lines.begin() + e, before);
   if (order.unique) {
     const auto equal = [&](std::uint64_t i, std::uint64_t j) {
       return compare(line(i), line(j)) == 0;
@@ -321,16 +386,52 @@ std::vector<std::uint64_t> sort_lines(std::string_view text,
   return lines;
 }
 
+namespace {
+
+// Where each piece of `lines` starts in the gathered output, and its end: each piece sums its
+// lines' bytes (terminators included), then the sums are added up.
+std::vector<std::uint64_t> gathered_offsets(std::span<const std::uint64_t> starts,
+                                            std::span<const std::uint64_t> lines,
+                                            std::uint64_t pieces) {
+  std::vector<std::uint64_t> offsets(pieces + 1, 0);
+  for_each_piece(lines.size(), pieces, [&](std::uint64_t p, std::uint64_t b, std::uint64_t e) {
+    for (std::uint64_t j = b; j < e; ++j) offsets[p + 1] += starts[lines[j] + 1] - starts[lines[j]];
+  });
+  for (std::uint64_t p = 0; p < pieces; ++p) offsets[p + 1] += offsets[p];
+  return offsets;
+}
+
+}  // namespace
+
+std::uint64_t gathered_bytes(std::span<const std::uint64_t> starts,
+                             std::span<const std::uint64_t> lines) {
+  return gathered_offsets(starts, lines, piece_count(lines.size(), piece_lines)).back();
+}
+
+std::uint64_t gather_lines(std::string_view text, std::span<const std::uint64_t> starts,
+                           std::span<const std::uint64_t> lines, std::span<char> out,
+                           char terminator) {
+  const std::uint64_t pieces = piece_count(lines.size(), piece_lines);
+  const std::vector<std::uint64_t> offsets = gathered_offsets(starts, lines, pieces);
+  if (offsets.back() > out.size())
+    throw invalid_request("gather_lines: the output holds " + std::to_string(out.size()) +
+                          " bytes, the lines " + std::to_string(offsets.back()));
+  for_each_piece(lines.size(), pieces, [&](std::uint64_t p, std::uint64_t b, std::uint64_t e) {
+    char* to = out.data() + offsets[p];
+    for (std::uint64_t j = b; j < e; ++j) {
+      const std::string_view line = line_at(text, starts, lines[j]);
+      std::memcpy(to, line.data(), line.size());
+      to += line.size();
+      *to++ = terminator;
+    }
+  });
+  return offsets.back();
+}
+
 std::string gather_lines(std::string_view text, std::span<const std::uint64_t> starts,
                          std::span<const std::uint64_t> lines, char terminator) {
-  std::size_t bytes = 0;
-  for (const std::uint64_t i : lines) bytes += starts[i + 1] - starts[i];
-  std::string out;
-  out.reserve(bytes);
-  for (const std::uint64_t i : lines) {
-    out += line_at(text, starts, i);
-    out += terminator;
-  }
+  std::string out(gathered_bytes(starts, lines), '\0');
+  gather_lines(text, starts, lines, std::span<char>(out), terminator);
   return out;
 }
 

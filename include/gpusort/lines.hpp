@@ -70,6 +70,13 @@ std::vector<std::uint64_t> sort_lines(std::string_view text,
 // The lines named by `lines`, in that order, each followed by `terminator`.
 std::string gather_lines(std::string_view text, std::span<const std::uint64_t> starts,
                          std::span<const std::uint64_t> lines, char terminator = '\n');
+// The same into `out`, which must hold gathered_bytes(starts, lines) (else invalid_request);
+// the bytes written. On all cores.
+std::uint64_t gathered_bytes(std::span<const std::uint64_t> starts,
+                             std::span<const std::uint64_t> lines);
+std::uint64_t gather_lines(std::string_view text, std::span<const std::uint64_t> starts,
+                           std::span<const std::uint64_t> lines, std::span<char> out,
+                           char terminator = '\n');
 
 // The bytes `LC_ALL=C sort` writes for `text`: line_starts, sort_lines and gather_lines.
 std::string sort_text(std::string_view text, const line_order& order = {});

@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -213,6 +214,50 @@ TEST(LineComparator, GlobalOptionsGoOnlyToKeysWithoutFlags) {
                 "a x", "a y"), 0);
   EXPECT_LT(gpusort::line_comparator({.stable = true})("a x", "a y"), 0);
   EXPECT_EQ(gpusort::line_comparator({.numeric = true, .unique = true})("01", "1"), 0);
+}
+
+// line_starts cuts a text of several megabytes into pieces for the cores: the same starts as
+// one scan, whether the pieces end inside lines or on terminators, with and without a last
+// terminator, and with lines longer than a piece.
+TEST(LineStarts, ManyPiecesGiveOneScansStarts) {
+  std::mt19937_64 rng(21);
+  std::string text;
+  while (text.size() < (std::size_t{6} << 20)) {
+    const std::size_t length = rng() % 16 == 0 ? rng() % (3 << 20) / 8 : rng() % 200;
+    text += std::string(length, static_cast<char>('a' + rng() % 26)) + '\n';
+  }
+  text += std::string(3 << 20, 'x') + '\n';  // one line across whole pieces
+  for (const bool last_terminator : {true, false}) {
+    if (!last_terminator) text += "no terminator";
+    std::vector<std::uint64_t> expected{0};
+    for (std::size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n') expected.push_back(i + 1);
+    if (!last_terminator) expected.push_back(text.size() + 1);
+    EXPECT_EQ(gpusort::line_starts(text), expected);
+  }
+}
+
+// gather_lines into a caller's buffer (the tool's output) on all cores: the bytes of the
+// string version, in several pieces of lines; a buffer one byte short is refused.
+TEST(SortLines, GathersIntoABufferOfItsSize) {
+  std::mt19937_64 rng(22);
+  std::string text;
+  for (int i = 0; i < 60000; ++i) text += std::string(rng() % 40, static_cast<char>('a' + rng() % 26)) + '\n';
+  text += "open last line";
+  const auto starts = gpusort::line_starts(text);
+  std::vector<std::uint64_t> lines(starts.size() - 1);
+  for (std::uint64_t i = 0; i < lines.size(); ++i) lines[i] = lines.size() - 1 - i;
+  lines.resize(lines.size() - 7);  // not every line
+  const std::string expected = gpusort::gather_lines(text, starts, lines, ';');
+  ASSERT_EQ(gpusort::gathered_bytes(starts, lines), expected.size());
+  std::string out(expected.size() + 1, '#');  // poisoned, one byte more than needed
+  EXPECT_EQ(gpusort::gather_lines(text, starts, lines, std::span<char>(out), ';'), expected.size());
+  EXPECT_EQ(out, expected + '#');
+  EXPECT_THROW(gpusort::gather_lines(text, starts, lines, std::span<char>(out).first(expected.size() - 1), ';'),
+               gpusort::invalid_request);
+  std::string one_line = "x";
+  EXPECT_EQ(gpusort::gather_lines(text, starts, {}, std::span<char>(one_line).first(0)), 0u)
+      << "no lines: nothing written";
 }
 
 TEST(SortLines, ReturnsTheOrderAndKeepsTheFirstOfEqualLines) {
@@ -444,6 +489,24 @@ TEST_F(LinesVsGnuSort, NulTerminatedRecords) {
   }
   text += "last record, no NUL";
   expect_gnu_output_everywhere(text, 106, 100, true);
+}
+
+// Runs of lines whose first 8 bytes are equal (one code), of every length: short ones, ones
+// across the pieces the cores take, and one of 40,000 lines that is ordered on all cores.
+TEST_F(LinesVsGnuSort, LongRunsOfEqualCodes) {
+  std::mt19937_64 rng(8);
+  std::vector<std::string> lines;
+  for (int group = 0; lines.size() < 100000; ++group) {
+    const std::string prefix = "group" + std::to_string(100 + group % 150);  // 8 bytes
+    const std::size_t count = group == 7 ? 40000 : 1 + rng() % 3000;
+    for (std::size_t i = 0; i < count; ++i)
+      lines.push_back(prefix + random_word(rng, 4) + " " + random_number(rng));
+  }
+  std::shuffle(lines.begin(), lines.end(), rng);
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  expect_gnu_output(text, {{}, {"-r"}, {"-u"}, {"-s", "-k1.1,1.8"}, {"-k1.1,1.8", "-k2,2n"},
+                           {"-u", "-k1.1,1.9"}});
 }
 
 // Lines of 1 MB that share long prefixes, so that only the exact comparison tells them apart.
