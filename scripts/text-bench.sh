@@ -44,6 +44,7 @@ echo "shape,bytes,tool,seconds,MB/s"
 run() {  # shape file label command...
   local shape=$1 file=$2 label=$3; shift 3
   cat "$file" >/dev/null
+  rm -f "$ours" "$gnu"  # both write a new file (an output that replaces one is fsync'ed first)
   local start end
   start=$(date +%s%N)
   "$@"

@@ -360,13 +360,18 @@ class pending_file {
       committed_ = true;
       return;
     }
-    // The data is on disk, with the replaced file's mode and owner, before the name points
-    // at it; never at a file planted meanwhile where the sticky rule forbids it.
+    // Where a file is replaced, the data is on disk, with its mode and owner, before the name
+    // points at it: a crash leaves the old file or the new one. A new name has nothing to
+    // lose, and is written as `sort -o` writes it (the page cache flushes it later): waiting
+    // for the disk there would cost a large output most of its time. Never a file planted
+    // meanwhile where the sticky rule forbids it.
     check_sticky_writable(target_, path_);
     if (std::fflush(file_.get()) != 0)
       throw io_failure(path_ + ": write failed: " + system_error_text());
     take_over_mode(::fileno(file_.get()));
-    if (::fsync(::fileno(file_.get())) != 0 || std::fclose(file_.release()) != 0)
+    struct stat replaced {};
+    const bool replaces = ::lstat(target_.c_str(), &replaced) == 0;
+    if ((replaces && ::fsync(::fileno(file_.get())) != 0) || std::fclose(file_.release()) != 0)
       throw io_failure(path_ + ": write failed: " + system_error_text());
     std::error_code ec;
     std::filesystem::rename(temp_, target_, ec);

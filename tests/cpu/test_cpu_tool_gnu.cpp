@@ -241,6 +241,17 @@ TEST_F(ToolGnu, PastTheBufferSizeRunsAreMerged) {
   EXPECT_TRUE(fs::is_empty(file("tmp")));
 }
 
+// The last merge runs in pieces on all cores, cut at sampled lines: where a cut falls inside
+// lines of equal keys, those of earlier runs (earlier input) still come first with -s. Three
+// keys over 300 KB: every cut falls inside one.
+TEST_F(ToolGnu, MergedPiecesKeepEqualKeysInInputOrder) {
+  std::string text;
+  for (int i = 0; i < 30000; ++i) text += "key" + std::to_string(i % 3) + " " + std::to_string(i) + "\n";
+  write("equal-keys", text);
+  for (const std::string options : {"-s -k1,1", "-s -k1,1r", "-k1,1"})
+    expect_as_gnu("-S 96K " + options + " " + file("equal-keys"));
+}
+
 // A run or the output that cannot be written (here: a file size limit, as a full disk): exit
 // code 3, the old output as it was, and no scratch file left beside it.
 TEST_F(ToolGnu, AFailedRunWriteLeavesTheOutputAsItWas) {
