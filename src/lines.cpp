@@ -12,9 +12,8 @@
 #include <iterator>
 #include <limits>
 #include <string>
-#include <thread>
 
-#include "gpusort/detail/cpu/bitonic.hpp"  // parallel_for: the CPU backend's host threads
+#include "gpusort/detail/cpu/parallel_for.hpp"
 #include "gpusort/error.hpp"
 #include "gpusort/sort.hpp"
 
@@ -185,17 +184,11 @@ void check_key(const line_key& key) {
 }
 
 using detail::cpu::parallel_for;
+using detail::cpu::piece_count;
 
 // The steps over every line or byte run on all cores, in pieces of at least these.
 constexpr std::uint64_t piece_bytes = std::uint64_t{1} << 20;
 constexpr std::uint64_t piece_lines = std::uint64_t{1} << 14;
-
-// How many pieces to cut `count` items into: a few a core, none shorter than `least` (one, on
-// the calling thread, for a short range). Piece p of n is [count * p / n, count * (p + 1) / n).
-std::uint64_t piece_count(std::uint64_t count, std::uint64_t least) {
-  const std::uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp<std::uint64_t>(count / least, 1, threads * 4);
-}
 
 // f(begin, end) for the pieces of [0, count), on all cores; piece p of pieces.
 template <class F>

@@ -10,6 +10,7 @@
 #include "gpusort/detail/cpu/approx.hpp"
 #include "gpusort/detail/cpu/bitonic.hpp"
 #include "gpusort/detail/cpu/quicksort.hpp"
+#include "gpusort/detail/cpu/radix_sort.hpp"
 #include "gpusort/detail/cpu/sample_sort.hpp"
 #include "gpusort/detail/cpu/segmented.hpp"
 #include "gpusort/detail/device/adaptive_bitonic.cuh"
@@ -405,6 +406,9 @@ void cpu_run_core(K* keys, V* values, std::uint64_t n, const options& opt) {
     case algorithm::adaptive_bitonic:
       cpu::adaptive_bitonic_sort(keys, values, n, less<K>{}, descending, opt.comparison_count);
       return;
+    case algorithm::cub_radix:
+      cpu::radix_sort(keys, values, n, descending);
+      return;
     case algorithm::approx_refine: {
       // The intervals (ascending or descending), then each interval sorted.
       std::vector<K> k(keys, keys + n);
@@ -427,16 +431,16 @@ void cpu_run_core(K* keys, V* values, std::uint64_t n, const options& opt) {
   cpu_index_stable_sort(keys, values, n, descending);
 }
 
-// The CPU backend, the device's plan without a workspace: automatic is the in-place bitonic
-// sort (stable: cub_merge, which is std::stable_sort here), options::stable by an algorithm
-// that is not is std::stable_sort of positions (the tie-break's result), float keys as the
-// device takes them (key_steps_of), so that both backends give the same order.
+// The CPU backend, the device's plan: automatic is the radix sort, as on the device (stable,
+// on all cores, with a second buffer of the keys and values where the device takes CUB's
+// workspace), options::stable by an algorithm that is not is std::stable_sort of positions
+// (the tie-break's result), float keys as the device takes them (key_steps_of), so that both
+// backends give the same order.
 template <class K, class V>
 void cpu_sort_any(K* keys, V* values, std::uint64_t n, const options& opt) {
   constexpr bool floating = std::is_floating_point_v<K>;
   options core = floating ? with_nans_largest(opt) : opt;
-  if (core.algo == algorithm::automatic)
-    core.algo = opt.stable ? algorithm::cub_merge : algorithm::bitonic;
+  if (core.algo == algorithm::automatic) core.algo = algorithm::cub_radix;
   const bool tie_break = opt.stable && !traits_of(core.algo).stable;
   // The tie-break sorts the floats themselves (NaNs largest), so no codes there.
   const key_steps steps = key_steps_of(tie_break ? algorithm::cub_merge : core.algo, floating, opt);

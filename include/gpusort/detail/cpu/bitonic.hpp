@@ -8,30 +8,11 @@
 
 #include "gpusort/detail/index_math/bitonic.hpp"
 #include "gpusort/detail/index_math/group_steps.hpp"
+#include "gpusort/detail/cpu/parallel_for.hpp"
 
 namespace gpusort::detail::cpu {
 
 using index_math::index_t;
-
-// Runs f(i) for i in [0, count) on up to `threads` host threads (0: all cores).
-template <class F>
-void parallel_for(index_t count, unsigned threads, F&& f) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  if (threads == 1 || count < 2) {
-    for (index_t i = 0; i < count; ++i) f(i);
-    return;
-  }
-  const unsigned workers = static_cast<unsigned>(std::min<index_t>(threads, count));
-  std::vector<std::thread> pool;
-  pool.reserve(workers);
-  for (unsigned t = 0; t < workers; ++t) {
-    pool.emplace_back([&, t] {
-      const index_t begin = count * t / workers, end = count * (t + 1) / workers;
-      for (index_t i = begin; i < end; ++i) f(i);
-    });
-  }
-  for (auto& th : pool) th.join();
-}
 
 // Executes one step group on window w with up to 2^MAX_GROUP keys per member set.
 template <int COUNT, class K, class V, class Compare>
