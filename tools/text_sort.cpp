@@ -10,10 +10,12 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <optional>
 #include <queue>
 #include <span>
@@ -526,6 +528,21 @@ std::optional<std::vector<regular_input>> regular_inputs(const std::vector<std::
   return inputs;
 }
 
+// Bytes for a buffer of gigabytes, in huge pages where the kernel offers them on request
+// (transparent huge pages in `madvise` mode): a 10 GB buffer takes 5,000 page faults instead
+// of 2.6 million.
+struct free_bytes {
+  void operator()(char* p) const { std::free(p); }
+};
+std::unique_ptr<char[], free_bytes> large_buffer(std::uint64_t bytes) {
+  constexpr std::uint64_t huge_page = std::uint64_t{2} << 20;
+  const std::uint64_t rounded = (std::max<std::uint64_t>(bytes, 1) + huge_page - 1) / huge_page * huge_page;
+  char* p = static_cast<char*>(std::aligned_alloc(huge_page, rounded));
+  if (!p) throw std::bad_alloc();
+  ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: without it, small pages
+  return std::unique_ptr<char[], free_bytes>(p);
+}
+
 // Regular input files that fit in memory, on all cores: read into one buffer by pread from
 // every core, the lines sorted (sort_lines), gathered, and written by pwrite from every core
 // into the reserved output. One read() stream and one write() stream would each take longer
@@ -535,7 +552,7 @@ void sort_files_in_memory(const text_sort_request& request, std::vector<regular_
   namespace ext = gpusort::detail::external;
   const char terminator = request.order.terminator;
   // A terminator after each input's last line that lacks one, as GNU sort reads inputs.
-  const std::unique_ptr<char[]> text(new char[input_bytes + inputs.size()]);
+  const auto text = large_buffer(input_bytes + inputs.size());
   std::uint64_t size = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     ext::read_at(inputs[i].file->fd, 0, text.get() + size, inputs[i].bytes, request.inputs[i]);
@@ -547,7 +564,7 @@ void sort_files_in_memory(const text_sort_request& request, std::vector<regular_
   const std::vector<std::uint64_t> starts = gpusort::line_starts(lines_text, terminator);
   const std::vector<std::uint64_t> order = gpusort::sort_lines(lines_text, starts, request.order);
   const std::uint64_t bytes = gpusort::gathered_bytes(starts, order);
-  const std::unique_ptr<char[]> sorted(new char[std::max<std::uint64_t>(bytes, 1)]);
+  const auto sorted = large_buffer(bytes);
   gpusort::gather_lines(lines_text, starts, order, std::span<char>(sorted.get(), bytes), terminator);
   if (std::fflush(out.get()) != 0) throw io_error(request.output + ": write failed: " + std::strerror(errno));
   // Reserved first, so that a full disk shows before any byte is written. No writeback is
