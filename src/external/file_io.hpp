@@ -120,19 +120,20 @@ inline void reserve_file(int fd, std::uint64_t size, const std::string& path) {
 // (reserve_file), so that a full disk shows before any record is written. Not a shared
 // mapping: on the H100 host (Linux 6.18) 10 GB went into the page cache at 3.7-4.7 GB/s by
 // pwrite against 1.7 GB/s by copies into a mapping, whose page faults the kernel serializes.
+// `start_writeback`: each piece's writeback starts as it is written, for an output that the
+// commit puts on disk (pending_file::replaces_a_file): the fsync then waits for little. A new
+// output is left to the page cache, which takes it at memory speed where the disk would pace
+// every piece.
 class output_file {
  public:
-  output_file(int fd, std::uint64_t size, std::string path)
-      : fd_(fd), size_(size), path_(std::move(path)) {
+  output_file(int fd, std::uint64_t size, std::string path, bool start_writeback)
+      : fd_(fd), size_(size), path_(std::move(path)), start_writeback_(start_writeback) {
     reserve_file(fd_, size_, path_);
   }
   std::uint64_t size() const { return size_; }
-  // Writes and starts the piece's writeback: the commit's fsync then waits for little, and
-  // dirty pages never pile up to where the kernel throttles every writer (a run after a
-  // large sort would pay for its predecessor's output).
   void write(std::uint64_t offset, const void* data, std::uint64_t size) const {
     write_at(fd_, offset, data, size, path_);
-    if (size > 0)
+    if (start_writeback_ && size > 0)
       ::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(size),
                         SYNC_FILE_RANGE_WRITE);  // a hint: failures show at the fsync
   }
@@ -141,6 +142,7 @@ class output_file {
   int fd_;
   std::uint64_t size_;
   std::string path_;
+  bool start_writeback_;
 };
 
 }  // namespace gpusort::detail::external

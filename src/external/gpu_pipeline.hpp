@@ -675,7 +675,7 @@ int sort_keys_on_gpu(const std::string& input, std::uint64_t count, std::uint64_
   const std::string algorithm_used = describe_algorithm<K>(opt, std::min(count, run_keys), false);
   const file_handle in = open_input(input);
   const int in_fd = ::fileno(in.get());
-  const output_file output(::fileno(out.get()), count * sizeof(K), out.path());
+  const output_file output(::fileno(out.get()), count * sizeof(K), out.path(), out.replaces_a_file());
   impl::key_tally<W> input_tally, output_tally(descending);
   const keys_pipeline_report report = sort_keys_through_gpu<W>(
       count, run_keys, opt, host_budget_bytes, out.scratch_anchor(), devices,

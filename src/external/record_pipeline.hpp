@@ -167,7 +167,7 @@ int sort_records_on_gpu(const sort_request& request, const record_layout& layout
 
   const file_handle in = open_input(request.input);
   const int in_fd = ::fileno(in.get());
-  const output_file output(::fileno(out.get()), count * bytes, out.path());
+  const output_file output(::fileno(out.get()), count * bytes, out.path(), out.replaces_a_file());
   std::unique_ptr<device_records<K>> device;
   if (count > 0) device = std::make_unique<device_records<K>>(batch_records, request.opt);
   const auto batch = uninitialized_bytes(batch_records * bytes);

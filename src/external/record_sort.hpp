@@ -236,7 +236,7 @@ int sort_byte_records_in_memory(const sort_request& request, const record_layout
   else
     order = byte_key_sort_order<Index>(input, layout, request.opt);
   const double sort_s = clock.lap();
-  const output_file output(::fileno(out.get()), size, out.path());
+  const output_file output(::fileno(out.get()), size, out.path(), out.replaces_a_file());
   record_tally tally;
   meter.phase("writing", true);
   gather_in_pieces(

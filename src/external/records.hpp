@@ -319,6 +319,12 @@ class pending_file {
   pending_file& operator=(const pending_file&) = delete;
 
   std::FILE* get() const { return file_.get(); }
+  // Whether the commit replaces a file (which it then puts on disk first: see commit()); a
+  // stream and a new name replace none.
+  bool replaces_a_file() const {
+    struct stat info {};
+    return !stream() && ::lstat(target_.c_str(), &info) == 0;
+  }
   const std::string& path() const { return path_; }
   bool stream() const { return stream_ >= 0; }
   // A path whose directory holds the scratch of this output (out-of-core runs, a spooled
@@ -369,9 +375,8 @@ class pending_file {
     if (std::fflush(file_.get()) != 0)
       throw io_failure(path_ + ": write failed: " + system_error_text());
     take_over_mode(::fileno(file_.get()));
-    struct stat replaced {};
-    const bool replaces = ::lstat(target_.c_str(), &replaced) == 0;
-    if ((replaces && ::fsync(::fileno(file_.get())) != 0) || std::fclose(file_.release()) != 0)
+    if ((replaces_a_file() && ::fsync(::fileno(file_.get())) != 0) ||
+        std::fclose(file_.release()) != 0)
       throw io_failure(path_ + ": write failed: " + system_error_text());
     std::error_code ec;
     std::filesystem::rename(temp_, target_, ec);
@@ -504,10 +509,12 @@ records<K> read_binary(const std::string& path, bool pairs, progress_sink& meter
 }
 
 template <class K>
-void write_binary(std::FILE* f, const records<K>& r, const std::string& path, progress_sink& meter) {
+void write_binary(pending_file& out, const records<K>& r, progress_sink& meter) {
+  std::FILE* const f = out.get();
+  const std::string& path = out.path();
   if (!r.pairs) {
     const auto* bytes_of_keys = reinterpret_cast<const unsigned char*>(r.keys.data());
-    const output_file output(::fileno(f), r.keys.size() * sizeof(K), path);
+    const output_file output(::fileno(f), r.keys.size() * sizeof(K), path, out.replaces_a_file());
     in_chunks(output.size(), meter, [&](std::uint64_t offset, std::size_t length) {
       output.write(offset, bytes_of_keys + offset, length);
     }, parallel_chunk_bytes);
@@ -516,7 +523,7 @@ void write_binary(std::FILE* f, const records<K>& r, const std::string& path, pr
   // Packed pairs: joined a chunk at a time on all cores, then written.
   constexpr std::size_t bytes = record_bytes<K>(true);
   const std::size_t n = r.keys.size(), chunk = parallel_chunk_bytes / bytes;
-  const output_file output(::fileno(f), n * bytes, path);
+  const output_file output(::fileno(f), n * bytes, path, out.replaces_a_file());
   std::vector<unsigned char> buffer(std::min(chunk, n) * bytes);
   for (std::size_t begin = 0; begin < n; begin += chunk) {
     const std::size_t count = std::min(chunk, n - begin);
@@ -543,7 +550,7 @@ struct binary_records {
   template <class K>
   void write(pending_file& out, const records<K>& r, progress_sink& meter) const {
     meter.phase("writing", true);
-    write_binary(out.get(), r, out.path(), meter);
+    write_binary(out, r, meter);
     out.commit();
   }
 };

@@ -56,11 +56,12 @@ TEST_F(FileIo, WriteAtAndReadAtRoundTripAtAnOffset) {
 
 TEST_F(FileIo, OutputFileHoldsWhatIsWrittenInPieces) {
   for (const std::uint64_t size : awkward_sizes()) {
+    const bool start_writeback = size % 2 == 0;  // both ways over the sizes
     const std::vector<unsigned char> data = pattern(size);
     const int fd = ::open(file("m").c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
     ASSERT_GE(fd, 0);
     {
-      const tools::output_file out(fd, size, file("m"));
+      const tools::output_file out(fd, size, file("m"), start_writeback);
       ASSERT_EQ(out.size(), size);
       ASSERT_EQ(fs::file_size(file("m")), size);  // reserved before anything is written
       const std::uint64_t half = size / 2;  // the second half first: any order works
