@@ -4,6 +4,7 @@
 #include "gpusort/lines.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <charconv>
 #include <climits>
@@ -353,23 +354,58 @@ std::vector<std::uint64_t> sort_lines(std::string_view text,
     const int c = compare(line(i), line(j));
     return c != 0 ? c < 0 : i < j;
   };
-  // Each piece orders the runs that start in it; a run too long for one core is left for
-  // parallel_sort afterwards.
-  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> long_runs(
-      piece_count(n, piece_lines));
-  for_each_piece(n, long_runs.size(), [&](std::uint64_t p, std::uint64_t begin, std::uint64_t end) {
-    std::uint64_t b = begin;
-    while (b > 0 && b < end && codes[b] == codes[b - 1]) ++b;  // its run started in a piece before
-    for (std::uint64_t e = b; b < end; b = e) {
-      for (e = b + 1; e < n && codes[e] == codes[b];) ++e;
-      if (e - b > piece_lines)
-        long_runs[p].emplace_back(b, e);
-      else if (e - b > 1)
-        std::sort(lines.begin() + b, lines.begin() + e, before);
-    }
-  });
-  for (const auto& runs : long_runs)
-    for (const auto& [b, e] : runs) parallel_sort(lines.begin() + b, lines.begin() + e, before);
+  // Codes of the next 8 bytes of the first key for the lines of a run [b, e), whose keys agree
+  // on their first 8 * depth bytes, sorted with them: whether any key went on that far.
+  const auto refine = [&](std::uint64_t b, std::uint64_t e, std::uint64_t depth) {
+    std::atomic<bool> longer{false};
+    for_each_piece(e - b, piece_count(e - b, piece_lines), [&](std::uint64_t, std::uint64_t x, std::uint64_t y) {
+      bool any = false;
+      for (std::uint64_t i = b + x; i < b + y; ++i) {
+        const std::string_view key = lines_detail::key_text(line(lines[i]), first, order.separator);
+        const std::string_view rest = key.size() > 8 * depth ? key.substr(8 * depth) : std::string_view();
+        codes[i] = lines_detail::bytes_code(rest);
+        any = any || !rest.empty();
+      }
+      if (any) longer = true;
+    });
+    if (!longer) return false;
+    std::vector<std::uint64_t> run_codes(codes.begin() + b, codes.begin() + e),
+        run_lines(lines.begin() + b, lines.begin() + e);
+    gpusort::sort(run_codes, run_lines, by_code);
+    std::copy(run_codes.begin(), run_codes.end(), codes.begin() + b);
+    std::copy(run_lines.begin(), run_lines.end(), lines.begin() + b);
+    return true;
+  };
+  // Orders lines [lo, hi), whose first keys agree on their first 8 * depth bytes and whose
+  // codes hold the next 8 (or the numbers): each piece of the range orders the runs of equal
+  // codes that start in it by the comparison. A run too long for one core is refined by its
+  // keys' next 8 bytes (a byte key, a few rounds at most), else ordered on all cores.
+  constexpr std::uint64_t most_refined_depth = 16;  // 128 bytes of common prefix
+  const std::function<void(std::uint64_t, std::uint64_t, std::uint64_t)> order_runs =
+      [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t depth) {
+        std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> long_runs(
+            piece_count(hi - lo, piece_lines));
+        for_each_piece(hi - lo, long_runs.size(), [&](std::uint64_t p, std::uint64_t x, std::uint64_t y) {
+          std::uint64_t b = lo + x;
+          const std::uint64_t end = lo + y;
+          while (b > lo && b < end && codes[b] == codes[b - 1]) ++b;  // its run began before
+          for (std::uint64_t e = b; b < end; b = e) {
+            for (e = b + 1; e < hi && codes[e] == codes[b];) ++e;
+            if (e - b > piece_lines)
+              long_runs[p].emplace_back(b, e);
+            else if (e - b > 1)
+              std::sort(lines.begin() + b, lines.begin() + e, before);
+          }
+        });
+        for (const auto& runs : long_runs)
+          for (const auto& [b, e] : runs) {
+            if (!first.numeric && depth < most_refined_depth && refine(b, e, depth + 1))
+              order_runs(b, e, depth + 1);
+            else
+              parallel_sort(lines.begin() + b, lines.begin() + e, before);
+          }
+      };
+  order_runs(0, n, 0);
   if (order.unique) {
     const auto equal = [&](std::uint64_t i, std::uint64_t j) {
       return compare(line(i), line(j)) == 0;

@@ -509,6 +509,21 @@ TEST_F(LinesVsGnuSort, LongRunsOfEqualCodes) {
                            {"-u", "-k1.1,1.9"}});
 }
 
+// A log's lines: 60,000 that share their first 17 bytes (a timestamp's date and hour), so the
+// codes of the first 8 bytes make one run, refined by the next 8 and the 8 after; and lines
+// equal for longer than the refinement goes (130 bytes), which the comparison orders.
+TEST_F(LinesVsGnuSort, LongCommonPrefixesAreRefined) {
+  std::mt19937_64 rng(9);
+  std::string text;
+  for (int i = 0; i < 60000; ++i) {
+    const int second = static_cast<int>(rng() % 60), micro = static_cast<int>(rng() % 1000);
+    text += "2026-11-28 12:34:" + std::to_string(10 + second) + "." + std::to_string(100 + micro) +
+            " " + random_word(rng) + "\n";
+  }
+  for (int i = 0; i < 20000; ++i) text += std::string(130, 'p') + random_word(rng) + "\n";
+  expect_gnu_output(text, {{}, {"-r"}, {"-u"}, {"-k1,1"}, {"-s", "-k2,2"}, {"-k3", "-r"}});
+}
+
 // Lines of 1 MB that share long prefixes, so that only the exact comparison tells them apart.
 TEST_F(LinesVsGnuSort, LongLines) {
   std::mt19937_64 rng(7);
