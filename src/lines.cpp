@@ -406,13 +406,26 @@ std::vector<std::uint64_t> sort_lines(std::string_view text,
           }
       };
   order_runs(0, n, 0);
-  if (order.unique) {
-    const auto equal = [&](std::uint64_t i, std::uint64_t j) {
-      return compare(line(i), line(j)) == 0;
-    };
-    lines.erase(std::unique(lines.begin(), lines.end(), equal), lines.end());
-  }
-  return lines;
+  if (!order.unique) return lines;
+  // -u: a line equal to the one before it goes (equality is transitive: the first of each run
+  // stays). Each piece marks its lines and counts those it keeps, then moves them down.
+  const std::uint64_t pieces = piece_count(n, piece_lines);
+  std::vector<std::uint8_t> kept(n);
+  std::vector<std::uint64_t> kept_before(pieces + 1, 0);
+  for_each_piece(n, pieces, [&](std::uint64_t p, std::uint64_t b, std::uint64_t e) {
+    for (std::uint64_t j = b; j < e; ++j) {
+      kept[j] = j == 0 || compare(line(lines[j - 1]), line(lines[j])) != 0;
+      kept_before[p + 1] += kept[j];
+    }
+  });
+  for (std::uint64_t p = 0; p < pieces; ++p) kept_before[p + 1] += kept_before[p];
+  std::vector<std::uint64_t> unique_lines(kept_before[pieces]);
+  for_each_piece(n, pieces, [&](std::uint64_t p, std::uint64_t b, std::uint64_t e) {
+    std::uint64_t to = kept_before[p];
+    for (std::uint64_t j = b; j < e; ++j)
+      if (kept[j]) unique_lines[to++] = lines[j];
+  });
+  return unique_lines;
 }
 
 namespace {
