@@ -4,8 +4,10 @@
 //
 // The lines' first keys become 64-bit codes that keep their order (the first 8 bytes of a byte
 // key, big-endian; a number's correctly rounded double), sorted with the line indices by
-// gpusort::sort (on the GPU when there is one, else the CPU backend); then each run of equal
-// codes is ordered by GNU's comparison, and -u keeps the first line of each run of equal keys.
+// gpusort::sort (on the GPU when there is one, else the CPU backend); a long run of equal
+// codes of a byte key is sorted again by its keys' next 8 bytes (up to 128 bytes in); then
+// each run of equal codes is ordered by GNU's comparison, and -u keeps the first line of each
+// run of equal keys. The host's steps run on all cores.
 //
 //   std::string out = gpusort::sort_text(csv, {.keys = {gpusort::parse_line_key("3,3n")},
 //                                              .separator = ','});  // sort -t, -k3,3n
