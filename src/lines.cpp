@@ -191,7 +191,7 @@ using detail::cpu::piece_count;
 constexpr std::uint64_t piece_bytes = std::uint64_t{1} << 20;
 constexpr std::uint64_t piece_lines = std::uint64_t{1} << 14;
 
-// f(begin, end) for the pieces of [0, count), on all cores; piece p of pieces.
+// f(p, begin, end) for each piece p of [0, count) cut into `pieces`, on all cores.
 template <class F>
 void for_each_piece(std::uint64_t count, std::uint64_t pieces, F&& f) {
   parallel_for(pieces, 0, [&](std::uint64_t p) { f(p, count * p / pieces, count * (p + 1) / pieces); });
