@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <new>
 #include <optional>
@@ -322,14 +323,20 @@ class line_runs {
   line_runs(const line_order& order, std::filesystem::path scratch, std::uint64_t chunk_bytes)
       : order_(order), compare_(order), scratch_(std::move(scratch)), chunk_bytes_(chunk_bytes) {}
 
-  // Bytes of an input, whole lines or not.
+  // Bytes of an input, whole lines or not, in blocks of any size: each chunk_bytes of them
+  // (cut after the last line that ends inside) sorted into a run.
   void append(std::string_view bytes) {
     chunk_.append(bytes);
-    if (chunk_.size() < chunk_bytes_) return;
-    const std::size_t last = chunk_.rfind(order_.terminator);
-    if (last == std::string::npos) return;  // one line longer than a chunk: it grows
-    spill(std::string_view(chunk_).substr(0, last + 1));
-    chunk_.erase(0, last + 1);
+    std::size_t from = 0;
+    while (chunk_.size() - from >= chunk_bytes_) {
+      const std::string_view rest = std::string_view(chunk_).substr(from);
+      std::size_t last = rest.rfind(order_.terminator, chunk_bytes_ - 1);
+      if (last == std::string_view::npos) last = rest.find(order_.terminator, chunk_bytes_);  // one long line
+      if (last == std::string_view::npos) break;  // a line longer than a chunk so far: it grows
+      spill(rest.substr(0, last + 1));
+      from += last + 1;
+    }
+    chunk_.erase(0, from);
   }
   // The end of an input: a last line without a terminator gets one, as GNU sort reads it.
   void end_input(bool had_bytes) {
@@ -342,10 +349,6 @@ class line_runs {
       return;
     }
     if (!chunk_.empty()) spill(chunk_);
-    if (order_.unique) {  // equal lines may straddle the pieces of merge_in_pieces
-      merge(runs_, [&](std::string_view line) { put_line(out, name, line); });
-      return;
-    }
     if (std::fflush(out) != 0) throw io_error(name + ": write failed: " + std::strerror(errno));
     merge_in_pieces(::fileno(out), name);
   }
@@ -403,7 +406,9 @@ class line_runs {
   // The runs merged into `fd` on all cores. The output is cut into pieces at lines sampled
   // from the runs: piece j holds, of every run, the lines between cuts j - 1 and j in the order
   // (line, run), which is the merge's (ties go to the earlier run). Each piece is merged by its
-  // own heap and written at its offset: the bytes of every run's lines before its cut.
+  // own heap and written at its offset: the bytes of every run's lines before its cut. With
+  // -u, a cut keeps lines equal to its own together in the later piece (so each piece drops
+  // its own repeats), and the pieces first merge without writing to count what they keep.
   void merge_in_pieces(int fd, const std::string& name) {
     std::vector<std::unique_ptr<mapped_run>> runs;
     std::uint64_t total_bytes = 0;
@@ -436,21 +441,51 @@ class line_runs {
     for (std::size_t j = 1; j < pieces; ++j) {
       const cut at = samples[samples.size() * j / pieces];
       for (std::size_t r = 0; r < k; ++r) {
-        std::uint64_t low = 0, high = runs[r]->lines();  // the first line not before `at`
-        if (r == at.run) low = high = at.index;
+        // The first line not before `at`; with -u, the first not below it.
+        const auto below = [&](std::uint64_t i) {
+          return order_.unique ? compare_(runs[r]->line(i), runs[at.run]->line(at.index)) < 0
+                               : before({r, i}, at);
+        };
+        std::uint64_t low = 0, high = runs[r]->lines();
+        if (r == at.run && !order_.unique) low = high = at.index;
         while (low < high) {
           const std::uint64_t mid = low + (high - low) / 2;
-          if (before({r, mid}, at)) low = mid + 1; else high = mid;
+          if (below(mid)) low = mid + 1; else high = mid;
         }
         bounds[j * k + r] = low;
       }
     }
-    reserve_file(fd, total_bytes, name);
+    // Where each piece starts in the output, and the output's size.
+    std::vector<std::uint64_t> offsets(pieces + 1, 0);
+    const auto piece_cuts = [&](std::size_t j) { return std::span(bounds).subspan(j * k, 2 * k); };
+    on_pieces(pieces, [&](std::size_t j) {
+      if (order_.unique) {
+        offsets[j + 1] = merge_piece(runs, piece_cuts(j), nullptr);
+      } else {
+        for (std::size_t r = 0; r < k; ++r)
+          offsets[j + 1] += runs[r]->bytes_before(bounds[(j + 1) * k + r]) - runs[r]->bytes_before(bounds[j * k + r]);
+      }
+    });
+    for (std::size_t j = 0; j < pieces; ++j) offsets[j + 1] += offsets[j];
+    reserve_file(fd, offsets[pieces], name);
+    on_pieces(pieces, [&](std::size_t j) {
+      const one_of_many_scope one_thread(true);  // its writes on this thread alone
+      std::uint64_t at = offsets[j];
+      merge_piece(runs, piece_cuts(j), [&](std::string_view bytes) {
+        write_at(fd, at, bytes.data(), bytes.size(), name);
+        at += bytes.size();
+      });
+    });
+  }
+
+  // work(j) for every piece j on all cores; the first exception is rethrown after all.
+  template <class Work>
+  static void on_pieces(std::size_t pieces, Work&& work) {
     std::vector<std::exception_ptr> failures(pieces);
 #pragma omp parallel for schedule(dynamic)
     for (std::size_t j = 0; j < pieces; ++j) {
       try {
-        merge_piece(runs, std::span(bounds).subspan(j * k, 2 * k), fd, name);
+        work(j);
       } catch (...) {
         failures[j] = std::current_exception();
       }
@@ -459,15 +494,14 @@ class line_runs {
       if (failure) std::rethrow_exception(failure);
   }
 
-  // One piece of merge_in_pieces: of run r the lines [cuts[r], cuts[k + r]), written from the
-  // offset where the piece starts, a few megabytes at a time.
-  void merge_piece(const std::vector<std::unique_ptr<mapped_run>>& runs,
-                   std::span<const std::uint64_t> cuts, int fd, const std::string& name) const {
-    const one_of_many_scope one_thread(true);  // its writes on this thread alone
+  // One piece of merge_in_pieces: of run r the lines [cuts[r], cuts[k + r]) in order (with
+  // -u, the first of each run of equal lines), given to write() a few megabytes at a time
+  // (none: only counted); the bytes it kept.
+  std::uint64_t merge_piece(const std::vector<std::unique_ptr<mapped_run>>& runs,
+                            std::span<const std::uint64_t> cuts,
+                            const std::function<void(std::string_view)>& write) const {
     const std::size_t k = runs.size();
-    std::uint64_t offset = 0;
     std::vector<std::uint64_t> next(cuts.begin(), cuts.begin() + k);
-    for (std::size_t r = 0; r < k; ++r) offset += runs[r]->bytes_before(cuts[r]);
     const auto after = [&](std::size_t a, std::size_t b) {
       const int c = compare_(runs[a]->line(next[a]), runs[b]->line(next[b]));
       return c != 0 ? c > 0 : a > b;
@@ -476,29 +510,32 @@ class line_runs {
     for (std::size_t r = 0; r < k; ++r)
       if (next[r] < cuts[k + r]) heap.push(r);
     std::string pending;
-    const auto flush = [&] {
-      write_at(fd, offset, pending.data(), pending.size(), name);
-      offset += pending.size();
-      pending.clear();
-    };
+    std::uint64_t kept = 0;
+    std::string_view last;  // the last line kept (the runs stay mapped)
     while (!heap.empty()) {
       const std::size_t r = heap.top();
       heap.pop();
-      pending.append(runs[r]->line(next[r]));
-      pending.push_back(order_.terminator);
-      if (pending.size() >= (std::size_t{8} << 20)) flush();
+      const std::string_view line = runs[r]->line(next[r]);
+      if (!order_.unique || kept == 0 || compare_(last, line) != 0) {
+        kept += line.size() + 1;
+        last = line;
+        if (write) {
+          pending.append(line);
+          pending.push_back(order_.terminator);
+          if (pending.size() >= (std::size_t{8} << 20)) {
+            write(pending);
+            pending.clear();
+          }
+        }
+      }
       if (++next[r] < cuts[k + r]) heap.push(r);
     }
-    flush();
+    if (write && !pending.empty()) write(pending);
+    return kept;
   }
 
   void put(std::FILE* out, const std::string& name, std::string_view bytes) {
     if (std::fwrite(bytes.data(), 1, bytes.size(), out) != bytes.size())
-      throw io_error(name + ": write failed: " + std::strerror(errno));
-  }
-  void put_line(std::FILE* out, const std::string& name, std::string_view line) {
-    put(out, name, line);
-    if (std::fputc(static_cast<unsigned char>(order_.terminator), out) == EOF)
       throw io_error(name + ": write failed: " + std::strerror(errno));
   }
 
