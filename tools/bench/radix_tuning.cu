@@ -1,0 +1,284 @@
+// CUB's onesweep radix sort under tunings of our own (issue 77): block threads, items per
+// thread and digit bits, against CUB's sm_90 default in the same process. One key kind per
+// build (RADIX_TUNING_KIND 0-4: u32, u64, u32+u32, u64+u32, f32). Prints CSV:
+//   kind,n,threads,items,bits,store,ms,gkeys_per_s,ratio_to_cub,identical
+// Each sort starts from the same pristine input (copied outside the timed region); a tuned
+// sort must produce output byte-identical to CUB's default (both are stable).
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#ifndef RADIX_TUNING_KIND
+#define RADIX_TUNING_KIND 0
+#endif
+
+namespace {
+
+#define CHECK(call)                                                                       \
+  do {                                                                                    \
+    cudaError_t e_ = (call);                                                              \
+    if (e_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));     \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+using offset_t = std::uint32_t;  // what cub::DeviceRadixSort picks for an int count
+
+// A policy hub of one sm_90 policy: the onesweep pass is ours, the rest (never run with
+// onesweep on sm_90, but instantiated) is CUB's own.
+template <class K, class V, int Threads, int Items, int Bits, cub::RadixSortStoreAlgorithm Store>
+struct tuned_hub {
+  using cub_policy = typename cub::detail::radix::policy_hub<K, V, offset_t>::Policy900;
+  using dominant = std::conditional_t<(sizeof(V) > sizeof(K)) && !std::is_same_v<V, cub::NullType>, V, K>;
+  struct MaxPolicy : cub::ChainedPolicy<900, MaxPolicy, MaxPolicy> {
+    static constexpr bool ONESWEEP = true;
+    static constexpr int ONESWEEP_RADIX_BITS = Bits;
+    using HistogramPolicy = cub::AgentRadixSortHistogramPolicy<128, 16, 1, K, Bits>;
+    using ExclusiveSumPolicy = cub::AgentRadixSortExclusiveSumPolicy<256, Bits>;
+    using OnesweepPolicy =
+        cub::AgentRadixSortOnesweepPolicy<Threads, Items, dominant, 1, cub::RADIX_RANK_MATCH_EARLY_COUNTS_ANY,
+                                          cub::BLOCK_SCAN_RAKING_MEMOIZE, Store, Bits>;
+    using ScanPolicy = typename cub_policy::ScanPolicy;
+    using DownsweepPolicy = typename cub_policy::DownsweepPolicy;
+    using AltDownsweepPolicy = typename cub_policy::AltDownsweepPolicy;
+    using UpsweepPolicy = typename cub_policy::UpsweepPolicy;
+    using AltUpsweepPolicy = typename cub_policy::AltUpsweepPolicy;
+    using SingleTilePolicy = typename cub_policy::SingleTilePolicy;
+    using SegmentedPolicy = typename cub_policy::SegmentedPolicy;
+    using AltSegmentedPolicy = typename cub_policy::AltSegmentedPolicy;
+  };
+};
+
+struct no_hub {};  // CUB's default policy hub
+
+template <class K, class V>
+struct buffers {
+  std::size_t n = 0;
+  K *pristine_keys = nullptr, *keys[2] = {}, *reference_keys = nullptr;
+  V *pristine_values = nullptr, *values[2] = {}, *reference_values = nullptr;
+  void* temp = nullptr;
+  std::size_t temp_bytes = 0;
+  static constexpr bool pairs = !std::is_same_v<V, cub::NullType>;
+};
+
+template <class K, class V, class Hub>
+cudaError_t dispatch(void* temp, std::size_t& temp_bytes, cub::DoubleBuffer<K>& keys, cub::DoubleBuffer<V>& values,
+                     std::size_t n, cudaStream_t stream) {
+  constexpr int bits = sizeof(K) * 8;
+  if constexpr (std::is_same_v<Hub, no_hub>) {
+    return cub::DispatchRadixSort<cub::SortOrder::Ascending, K, V, offset_t>::Dispatch(
+        temp, temp_bytes, keys, values, static_cast<offset_t>(n), 0, bits, true, stream);
+  } else {
+    return cub::DispatchRadixSort<cub::SortOrder::Ascending, K, V, offset_t, cub::detail::identity_decomposer_t,
+                                  Hub>::Dispatch(temp, temp_bytes, keys, values, static_cast<offset_t>(n), 0, bits,
+                                                 true, stream);
+  }
+}
+
+// Sorts the pristine input once per repetition; returns the median milliseconds and leaves
+// the sorted output where *keys_out/*values_out point.
+template <class K, class V, class Hub>
+float time_sort(buffers<K, V>& b, int reps, K** keys_out, V** values_out) {
+  std::size_t need = 0;
+  cub::DoubleBuffer<K> keys(b.keys[0], b.keys[1]);
+  cub::DoubleBuffer<V> values(b.values[0], b.values[1]);
+  CHECK((dispatch<K, V, Hub>(nullptr, need, keys, values, b.n, 0)));
+  if (need > b.temp_bytes) {
+    CHECK(cudaFree(b.temp));
+    CHECK(cudaMalloc(&b.temp, need));
+    b.temp_bytes = need;
+  }
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  std::vector<float> ms;
+  for (int r = 0; r < reps + 1; ++r) {  // the first is a warm-up
+    CHECK(cudaMemcpy(b.keys[0], b.pristine_keys, b.n * sizeof(K), cudaMemcpyDeviceToDevice));
+    if constexpr (buffers<K, V>::pairs)
+      CHECK(cudaMemcpy(b.values[0], b.pristine_values, b.n * sizeof(V), cudaMemcpyDeviceToDevice));
+    keys = cub::DoubleBuffer<K>(b.keys[0], b.keys[1]);
+    values = cub::DoubleBuffer<V>(b.values[0], b.values[1]);
+    std::size_t bytes = b.temp_bytes;
+    CHECK(cudaEventRecord(start));
+    CHECK((dispatch<K, V, Hub>(b.temp, bytes, keys, values, b.n, 0)));
+    CHECK(cudaEventRecord(stop));
+    CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, start, stop));
+    if (r > 0) ms.push_back(t);
+  }
+  CHECK(cudaEventDestroy(start));
+  CHECK(cudaEventDestroy(stop));
+  *keys_out = keys.Current();
+  *values_out = values.Current();
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+template <class T>
+bool same_bytes(const T* a, const T* b, std::size_t n) {
+  std::vector<T> x(n), y(n);
+  CHECK(cudaMemcpy(x.data(), a, n * sizeof(T), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(y.data(), b, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return std::memcmp(x.data(), y.data(), n * sizeof(T)) == 0;
+}
+
+template <class K, class V>
+struct sweep {
+  const char* kind;
+  buffers<K, V> b;
+  int reps;
+  float cub_ms = 0;
+
+  void reference() {
+    K* k;
+    V* v;
+    cub_ms = time_sort<K, V, no_hub>(b, reps, &k, &v);
+    CHECK(cudaMemcpy(b.reference_keys, k, b.n * sizeof(K), cudaMemcpyDeviceToDevice));
+    if constexpr (buffers<K, V>::pairs)
+      CHECK(cudaMemcpy(b.reference_values, v, b.n * sizeof(V), cudaMemcpyDeviceToDevice));
+    std::printf("%s,%zu,cub,cub,8,cub,%.4f,%.2f,1.000,yes\n", kind, b.n, cub_ms, b.n / cub_ms / 1e6);
+  }
+
+  template <int Threads, int Items, int Bits, cub::RadixSortStoreAlgorithm Store = cub::RADIX_SORT_STORE_DIRECT>
+  void run() {
+    K* k;
+    V* v;
+    float ms = time_sort<K, V, tuned_hub<K, V, Threads, Items, Bits, Store>>(b, reps, &k, &v);
+    bool same = same_bytes(k, b.reference_keys, b.n);
+    if constexpr (buffers<K, V>::pairs) same = same && same_bytes(v, b.reference_values, b.n);
+    std::printf("%s,%zu,%d,%d,%d,%s,%.4f,%.2f,%.3f,%s\n", kind, b.n, Threads, Items, Bits,
+                Store == cub::RADIX_SORT_STORE_DIRECT ? "direct" : "aligned", ms, b.n / ms / 1e6,
+                cub_ms / ms, same ? "yes" : "NO");
+    std::fflush(stdout);
+  }
+};
+
+template <class T>
+void fill_random(T* device, std::size_t n, std::uint64_t seed) {
+  std::vector<T> host(n);
+  std::mt19937_64 rng(seed);
+  for (auto& x : host) {
+    std::uint64_t bits = rng();
+    std::memcpy(&x, &bits, sizeof(T));
+    if constexpr (std::is_floating_point_v<T>)
+      if (x != x) x = T(0);  // NaN payloads sort by bits in CUB; keep the comparison simple
+  }
+  CHECK(cudaMemcpy(device, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+template <class T>
+T* device_alloc(std::size_t n) {
+  T* p = nullptr;
+  if (n) CHECK(cudaMalloc(&p, n * sizeof(T)));
+  return p;
+}
+
+}  // namespace
+
+// The tunings per kind: CUB's default first (a check that the hub reproduces it).
+template <class K, class V>
+void sweep_size(const char* kind, std::size_t n, int reps) {
+  sweep<K, V> s{kind, {}, reps};
+  s.b.n = n;
+  s.b.pristine_keys = device_alloc<K>(n);
+  s.b.keys[0] = device_alloc<K>(n);
+  s.b.keys[1] = device_alloc<K>(n);
+  s.b.reference_keys = device_alloc<K>(n);
+  fill_random(s.b.pristine_keys, n, 77 + n);
+  if constexpr (buffers<K, V>::pairs) {
+    s.b.pristine_values = device_alloc<V>(n);
+    s.b.values[0] = device_alloc<V>(n);
+    s.b.values[1] = device_alloc<V>(n);
+    s.b.reference_values = device_alloc<V>(n);
+    std::vector<V> index(n);
+    for (std::size_t i = 0; i < n; ++i) index[i] = static_cast<V>(i);
+    CHECK(cudaMemcpy(s.b.pristine_values, index.data(), n * sizeof(V), cudaMemcpyHostToDevice));
+  }
+  s.reference();
+#if RADIX_TUNING_KIND == 0 || RADIX_TUNING_KIND == 4  // u32, f32 keys: CUB 384 x 20 (f32 19)
+  s.template run<384, 20, 8>();
+  s.template run<384, 20, 8, cub::RADIX_SORT_STORE_ALIGNED>();
+  s.template run<256, 16, 8, cub::RADIX_SORT_STORE_ALIGNED>();
+  s.template run<256, 16, 8>();
+  s.template run<256, 20, 8>();
+  s.template run<256, 24, 8>();
+  s.template run<256, 28, 8>();
+  s.template run<384, 16, 8>();
+  s.template run<384, 24, 8>();
+  s.template run<384, 28, 8>();
+  s.template run<512, 12, 8>();
+  s.template run<512, 16, 8>();
+  s.template run<512, 20, 8>();
+  s.template run<512, 22, 8>();
+#elif RADIX_TUNING_KIND == 1  // u64 keys: CUB 384 x 30 nominal (15 eight-byte items)
+  s.template run<384, 30, 8>();
+  s.template run<384, 30, 8, cub::RADIX_SORT_STORE_ALIGNED>();
+  s.template run<256, 24, 8, cub::RADIX_SORT_STORE_ALIGNED>();
+  s.template run<256, 24, 8>();
+  s.template run<256, 32, 8>();
+  s.template run<256, 40, 8>();
+  s.template run<384, 16, 8>();
+  s.template run<384, 24, 8>();
+  s.template run<512, 16, 8>();
+  s.template run<512, 20, 8>();
+  s.template run<256, 24, 10>();
+  s.template run<256, 32, 10>();
+  s.template run<128, 40, 10>();
+#elif RADIX_TUNING_KIND == 2  // u32 + u32 pairs: CUB 384 x 23
+  s.template run<384, 23, 8>();
+  s.template run<384, 23, 8, cub::RADIX_SORT_STORE_ALIGNED>();
+  s.template run<256, 16, 8, cub::RADIX_SORT_STORE_ALIGNED>();
+  s.template run<256, 16, 8>();
+  s.template run<256, 20, 8>();
+  s.template run<256, 24, 8>();
+  s.template run<384, 16, 8>();
+  s.template run<384, 20, 8>();
+  s.template run<384, 28, 8>();
+  s.template run<512, 12, 8>();
+  s.template run<512, 16, 8>();
+  s.template run<512, 20, 8>();
+#else  // u64 + u32 pairs: CUB 384 x 30 nominal
+  s.template run<384, 30, 8>();
+  s.template run<384, 30, 8, cub::RADIX_SORT_STORE_ALIGNED>();
+  s.template run<256, 24, 8, cub::RADIX_SORT_STORE_ALIGNED>();
+  s.template run<256, 24, 8>();
+  s.template run<256, 32, 8>();
+  s.template run<256, 40, 8>();
+  s.template run<384, 24, 8>();
+  s.template run<512, 16, 8>();
+  s.template run<512, 20, 8>();
+  s.template run<256, 24, 10>();
+#endif
+  for (void* p : {(void*)s.b.pristine_keys, (void*)s.b.keys[0], (void*)s.b.keys[1], (void*)s.b.reference_keys,
+                  (void*)s.b.pristine_values, (void*)s.b.values[0], (void*)s.b.values[1],
+                  (void*)s.b.reference_values, s.b.temp})
+    CHECK(cudaFree(p));
+}
+
+int main(int argc, char** argv) {
+  int reps = argc > 1 ? std::atoi(argv[1]) : 9;
+  std::printf("kind,n,threads,items,bits,store,ms,gkeys_per_s,ratio_to_cub,identical\n");
+  for (int log2 : {20, 24, 26, 28}) {
+    std::size_t n = std::size_t{1} << log2;
+#if RADIX_TUNING_KIND == 0
+    sweep_size<std::uint32_t, cub::NullType>("u32", n, reps);
+#elif RADIX_TUNING_KIND == 1
+    sweep_size<std::uint64_t, cub::NullType>("u64", n, reps);
+#elif RADIX_TUNING_KIND == 2
+    sweep_size<std::uint32_t, std::uint32_t>("u32+u32", n, reps);
+#elif RADIX_TUNING_KIND == 3
+    sweep_size<std::uint64_t, std::uint32_t>("u64+u32", n, reps);
+#else
+    sweep_size<float, cub::NullType>("f32", n, reps);
+#endif
+  }
+  return 0;
+}
