@@ -1,5 +1,7 @@
 // CUB's onesweep radix sort under tunings of our own (issue 77): block threads, items per
-// thread and digit bits, against CUB's sm_90 default in the same process. One key kind per
+// thread and digit bits, against CUB's sm_90 defaults in the same process: "cub32" with a
+// 32-bit count, and "cub64" with the 64-bit count gpusort passes (CUB picks its items per
+// thread by the count's width); the ratio is to cub64, what `automatic` runs. One key kind per
 // build (RADIX_TUNING_KIND 0-4: u32, u64, u32+u32, u64+u32, f32). Prints CSV:
 //   kind,n,threads,items,bits,store,ms,gkeys_per_s,ratio_to_cub,identical
 // Each sort starts from the same pristine input (copied outside the timed region); a tuned
@@ -14,6 +16,9 @@
 #include <random>
 #include <vector>
 
+#ifndef RADIX_TUNING_SET
+#define RADIX_TUNING_SET 1
+#endif
 #ifndef RADIX_TUNING_KIND
 #define RADIX_TUNING_KIND 0
 #endif
@@ -29,7 +34,7 @@ namespace {
     }                                                                                     \
   } while (0)
 
-using offset_t = std::uint32_t;  // what cub::DeviceRadixSort picks for an int count
+using offset_t = std::uint32_t;  // the tunings' count: every n here is below 2^32
 
 // A policy hub of one sm_90 policy: the onesweep pass is ours, the rest (never run with
 // onesweep on sm_90, but instantiated) is CUB's own.
@@ -56,7 +61,8 @@ struct tuned_hub {
   };
 };
 
-struct no_hub {};  // CUB's default policy hub
+template <class Offset>
+struct cub_hub {};  // CUB's default policy hub, with a count of this type
 
 template <class K, class V>
 struct buffers {
@@ -72,9 +78,10 @@ template <class K, class V, class Hub>
 cudaError_t dispatch(void* temp, std::size_t& temp_bytes, cub::DoubleBuffer<K>& keys, cub::DoubleBuffer<V>& values,
                      std::size_t n, cudaStream_t stream) {
   constexpr int bits = sizeof(K) * 8;
-  if constexpr (std::is_same_v<Hub, no_hub>) {
-    return cub::DispatchRadixSort<cub::SortOrder::Ascending, K, V, offset_t>::Dispatch(
-        temp, temp_bytes, keys, values, static_cast<offset_t>(n), 0, bits, true, stream);
+  if constexpr (std::is_same_v<Hub, cub_hub<std::uint32_t>> || std::is_same_v<Hub, cub_hub<unsigned long long>>) {
+    using count = std::conditional_t<std::is_same_v<Hub, cub_hub<std::uint32_t>>, std::uint32_t, unsigned long long>;
+    return cub::DispatchRadixSort<cub::SortOrder::Ascending, K, V, count>::Dispatch(
+        temp, temp_bytes, keys, values, static_cast<count>(n), 0, bits, true, stream);
   } else {
     return cub::DispatchRadixSort<cub::SortOrder::Ascending, K, V, offset_t, cub::detail::identity_decomposer_t,
                                   Hub>::Dispatch(temp, temp_bytes, keys, values, static_cast<offset_t>(n), 0, bits,
@@ -140,11 +147,14 @@ struct sweep {
   void reference() {
     K* k;
     V* v;
-    cub_ms = time_sort<K, V, no_hub>(b, reps, &k, &v);
+    float cub32_ms = time_sort<K, V, cub_hub<std::uint32_t>>(b, reps, &k, &v);
+    cub_ms = time_sort<K, V, cub_hub<unsigned long long>>(b, reps, &k, &v);
     CHECK(cudaMemcpy(b.reference_keys, k, b.n * sizeof(K), cudaMemcpyDeviceToDevice));
     if constexpr (buffers<K, V>::pairs)
       CHECK(cudaMemcpy(b.reference_values, v, b.n * sizeof(V), cudaMemcpyDeviceToDevice));
-    std::printf("%s,%zu,cub,cub,8,cub,%.4f,%.2f,1.000,yes\n", kind, b.n, cub_ms, b.n / cub_ms / 1e6);
+    std::printf("%s,%zu,cub32,cub32,8,cub32,%.4f,%.2f,%.3f,yes\n", kind, b.n, cub32_ms, b.n / cub32_ms / 1e6,
+                cub_ms / cub32_ms);
+    std::printf("%s,%zu,cub64,cub64,8,cub64,%.4f,%.2f,1.000,yes\n", kind, b.n, cub_ms, b.n / cub_ms / 1e6);
   }
 
   template <int Threads, int Items, int Bits, cub::RadixSortStoreAlgorithm Store = cub::RADIX_SORT_STORE_DIRECT>
@@ -203,6 +213,44 @@ void sweep_size(const char* kind, std::size_t n, int reps) {
     CHECK(cudaMemcpy(s.b.pristine_values, index.data(), n * sizeof(V), cudaMemcpyHostToDevice));
   }
   s.reference();
+#if RADIX_TUNING_SET == 3  // one tuning a kind at 2^28, for ncu
+#if RADIX_TUNING_KIND == 0
+  s.template run<512, 22, 8>();
+#else
+  s.template run<256, 40, 8>();
+#endif
+#elif RADIX_TUNING_SET == 2  // odd item counts (shared-memory banks), around set 1's best
+#if RADIX_TUNING_KIND == 0 || RADIX_TUNING_KIND == 4
+  s.template run<512, 22, 8>();
+  s.template run<512, 21, 8>();
+  s.template run<512, 23, 8>();
+  s.template run<448, 23, 8>();
+  s.template run<448, 25, 8>();
+  s.template run<384, 27, 8>();
+  s.template run<384, 29, 8>();
+  s.template run<384, 31, 8>();
+  s.template run<320, 33, 8>();
+  s.template run<256, 31, 8>();
+  s.template run<256, 35, 8>();
+#elif RADIX_TUNING_KIND == 1 || RADIX_TUNING_KIND == 3
+  s.template run<256, 40, 8>();
+  s.template run<256, 38, 8>();
+  s.template run<256, 42, 8>();
+  s.template run<256, 44, 8>();
+  s.template run<224, 46, 8>();
+  s.template run<192, 54, 8>();
+  s.template run<320, 34, 8>();
+  s.template run<320, 30, 8>();
+#else
+  s.template run<512, 16, 8>();
+  s.template run<512, 15, 8>();
+  s.template run<512, 17, 8>();
+  s.template run<448, 19, 8>();
+  s.template run<384, 21, 8>();
+  s.template run<384, 25, 8>();
+  s.template run<320, 25, 8>();
+#endif
+#else
 #if RADIX_TUNING_KIND == 0 || RADIX_TUNING_KIND == 4  // u32, f32 keys: CUB 384 x 20 (f32 19)
   s.template run<384, 20, 8>();
   s.template run<384, 20, 8, cub::RADIX_SORT_STORE_ALIGNED>();
@@ -257,6 +305,7 @@ void sweep_size(const char* kind, std::size_t n, int reps) {
   s.template run<512, 20, 8>();
   s.template run<256, 24, 10>();
 #endif
+#endif
   for (void* p : {(void*)s.b.pristine_keys, (void*)s.b.keys[0], (void*)s.b.keys[1], (void*)s.b.reference_keys,
                   (void*)s.b.pristine_values, (void*)s.b.values[0], (void*)s.b.values[1],
                   (void*)s.b.reference_values, s.b.temp})
@@ -266,7 +315,9 @@ void sweep_size(const char* kind, std::size_t n, int reps) {
 int main(int argc, char** argv) {
   int reps = argc > 1 ? std::atoi(argv[1]) : 9;
   std::printf("kind,n,threads,items,bits,store,ms,gkeys_per_s,ratio_to_cub,identical\n");
-  for (int log2 : {20, 24, 26, 28}) {
+  for (int log2 : RADIX_TUNING_SET == 1   ? std::vector<int>{20, 24, 26, 28}
+                  : RADIX_TUNING_SET == 2 ? std::vector<int>{24, 26, 28}
+                                          : std::vector<int>{28}) {
     std::size_t n = std::size_t{1} << log2;
 #if RADIX_TUNING_KIND == 0
     sweep_size<std::uint32_t, cub::NullType>("u32", n, reps);
