@@ -9,7 +9,8 @@
 #                                             small disk)
 # GNU sort runs with every core and half the memory (LC_ALL=C sort --parallel=N -S 50%); the
 # file is read once before each run, so both start from the page cache; each writes a new file.
-# COLD=1 adds a cold run of gpusort and of cp + sync (see below).
+# COLD=1 adds a cold run of gpusort and of cp + sync (see below); GPUSORT_OPTIONS are gpusort's
+# alone (GPUSORT_OPTIONS="-S 12G" sorts 10 GiB out of core).
 set -euo pipefail
 gib=${1:-1}
 tool=${2:-build/tools/gpusort}
@@ -73,18 +74,19 @@ run() {  # shape file label output warm|cold command...
   end=$(date +%s%N)
   $py -c "s=($end-$start)/1e9; print(f'$shape,$(stat -c %s "$file"),$label,{s:.3f},{$(stat -c %s "$file")/s/1e6:.0f}')"
 }
+read -r -a ours_options <<< "${GPUSORT_OPTIONS:-}"  # e.g. "-S 12G": out of core
 for shape in ${SHAPES:-lines csv}; do
   file=$text; keys=()
   [ "$shape" = csv ] && file=$csv keys=(-t, -k3,3n)
   make_input "$shape" "$file"
-  run "$shape" "$file" gpusort "$ours" warm "$tool" sort "${keys[@]}" "$file" -o "$ours"
+  run "$shape" "$file" gpusort "$ours" warm "$tool" sort "${ours_options[@]}" "${keys[@]}" "$file" -o "$ours"
   run "$shape" "$file" "gnu-sort-$cores" "$gnu" warm env LC_ALL=C sort --parallel="$cores" -S 50% "${keys[@]}" "$file" -o "$gnu"
   cmp -s "$ours" "$gnu" || { echo "text-bench: $shape outputs differ" >&2; exit 1; }
   rm -f "$gnu"
   # COLD=1: the input evicted from the page cache before each run, and each run's output put
   # on disk (sync) inside its time: gpusort against cp + sync of the same file.
   if [ "${COLD:-0}" = 1 ]; then
-    run "$shape" "$file" gpusort-cold "$ours" cold sh -c '"$@" && sync "$0"' "$ours" "$tool" sort "${keys[@]}" "$file" -o "$ours"
+    run "$shape" "$file" gpusort-cold "$ours" cold sh -c '"$@" && sync "$0"' "$ours" "$tool" sort "${ours_options[@]}" "${keys[@]}" "$file" -o "$ours"
     run "$shape" "$file" cp-sync-cold "$gnu" cold sh -c 'cp "$1" "$0" && sync "$0"' "$gnu" "$file"
   fi
   rm -f "$file" "$ours" "$gnu"
