@@ -252,7 +252,9 @@ def sort_(x, *, dim=_LAST, axis=_LAST, descending=False, stable=False, algorithm
     dim takes no device memory beyond x itself with algorithm="bitonic" (others may allocate a
     workspace); otherwise a sorted contiguous copy is written back into x. Arrays of any
     library with __dlpack__ or __cuda_array_interface__ are accepted; read-only ones
-    raise ValueError."""
+    raise ValueError. A host array sorted whole (one row) can be stopped with Ctrl-C: the
+    sort raises KeyboardInterrupt at its next piece of work and leaves x in an unspecified
+    order."""
     dim = _dim(dim, axis)
     if _operators is not None and isinstance(x, _operators.torch.Tensor):
         if _operators.wants_operator(x):

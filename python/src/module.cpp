@@ -613,6 +613,16 @@ py::array host_values(const py::object& values_obj, const py::array& keys) {
   return values;
 }
 
+// A progress report of a sort that runs without the GIL takes the GIL to let Python handle
+// its signals: Ctrl-C raises KeyboardInterrupt out of the report, which stops the sort at its
+// next piece of work (the library's own signal handlers stay off in Python).
+void check_python_signals() {
+  py::gil_scoped_acquire locked;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+void interruptible(std::string_view, std::uint64_t, std::uint64_t) { check_python_signals(); }
+
 // Sorts NumPy keys (and values) in place. Stable sorts of rows go row by row: the library's
 // batched sort is stable only through the CUB baselines, which take values of 4 bytes.
 void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::uint64_t row_len,
@@ -635,7 +645,7 @@ void sort_host(py::array keys, py::object values_obj, std::uint64_t rows, std::u
         // without a GPU), with no copy on the host beside the link's staging.
         const std::uint64_t n = static_cast<std::uint64_t>(keys.size());
         std::span<K> k(static_cast<K*>(keys.mutable_data()), n);
-        const gpusort::external_options host_opt{.sort = opt};
+        const gpusort::external_options host_opt{.sort = opt, .progress = interruptible};
         py::gil_scoped_release unlocked;
         if constexpr (std::is_same_v<V, no_value>)
           gpusort::sort(k, host_opt);
@@ -747,9 +757,8 @@ element file_element(const std::string& dtype) {
 }
 
 // The sort runs without the GIL; every progress report takes it to call `progress` (if not
-// None) and to let Python handle its signals: Ctrl-C raises KeyboardInterrupt out of the
-// report, which stops the sort and removes its scratch (the library's own signal handlers
-// stay off in Python).
+// None) and to let Python handle its signals (check_python_signals): Ctrl-C stops the sort
+// and removes its scratch.
 gpusort::external_options file_options(bool descending, const std::string& algorithm,
                                        std::uint64_t device_memory, std::uint64_t memory,
                                        const std::string& scratch_dir, py::object progress) {
@@ -760,7 +769,7 @@ gpusort::external_options file_options(bool descending, const std::string& algor
   opt.scratch_directory = scratch_dir;
   opt.progress = [progress](std::string_view phase, std::uint64_t done, std::uint64_t total) {
     py::gil_scoped_acquire locked;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    check_python_signals();
     if (!progress.is_none()) progress(std::string(phase), done, total);
   };
   return opt;

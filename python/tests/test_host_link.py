@@ -39,3 +39,53 @@ def test_torch_cpu_tensors_pageable_and_pinned(pinned, rng):
     assert torch.equal(values, expected) and torch.equal(indices, order)
     gpusort.sort_(keys)
     assert torch.equal(keys, expected)
+
+
+class _Interrupted(Exception):
+    """What the test's SIGINT handler raises: a KeyboardInterrupt that came too late would
+    stop the whole pytest session."""
+
+
+def test_ctrl_c_stops_a_large_host_array_sort_early():
+    """SIGINT during sort_ of a 16 GiB NumPy array reaches Python from the sort's next
+    progress report (the GIL taken, the signal handlers run), well before the sort would end,
+    and the module sorts again after it. On a GPU only: the CPU backend reports once before
+    its sort and once after."""
+    import os
+    import signal
+    import threading
+    import time
+
+    if not gpusort.gpu_available():
+        pytest.skip("the CPU backend's sort has no progress reports inside it")
+    if os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") < 96 << 30:
+        pytest.skip("needs 96 GiB of host memory")
+    n = (1 << 32) - 1
+    x = np.arange(n, dtype=np.uint32)
+    x *= np.uint32(2654435761)  # a permutation of 0 .. n - 1, in 16 GiB
+    start = time.perf_counter()
+    gpusort.sort_(x)
+    whole = time.perf_counter() - start
+    if whole < 0.6:
+        pytest.skip(f"the sort takes {whole:.2f} s here: too quick to interrupt")
+    x *= np.uint32(2654435761)
+
+    def interrupted(signum, frame):
+        raise _Interrupted
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    timer = threading.Timer(0.25 * whole, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        timer.start()
+        start = time.perf_counter()
+        with pytest.raises(_Interrupted):
+            gpusort.sort_(x)
+        stopped = time.perf_counter() - start
+    finally:
+        timer.cancel()
+        timer.join()
+        signal.signal(signal.SIGINT, previous)
+    assert stopped < 0.8 * whole, f"stopped after {stopped:.2f} s of a {whole:.2f} s sort"
+    y = np.array([3, 1, 2], np.uint32)
+    gpusort.sort_(y)
+    assert y.tolist() == [1, 2, 3]

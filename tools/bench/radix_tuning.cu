@@ -5,7 +5,12 @@
 // build (RADIX_TUNING_KIND 0-4: u32, u64, u32+u32, u64+u32, f32). Prints CSV:
 //   kind,n,threads,items,bits,store,ms,gkeys_per_s,ratio_to_cub,identical
 // Each sort starts from the same pristine input (copied outside the timed region); a tuned
-// sort must produce output byte-identical to CUB's default (both are stable).
+// sort must produce output byte-identical to CUB's default (both are stable). RADIX_TUNING_SET
+// picks the tunings: 1 the first sweep, 2 odd item counts around its best, 3 one a kind at
+// 2^28 (for ncu). Not part of the CMake build (each kind and set is its own program); on a
+// GPU host, with CUDA 13 (CUB 3.0: the policy hub leans on CUB internals of that version):
+//   nvcc -std=c++20 -O3 -arch=sm_90 -DRADIX_TUNING_SET=2 -DRADIX_TUNING_KIND=0 \
+//        -o radix_tuning tools/bench/radix_tuning.cu && ./radix_tuning 7   (median of 7)
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
