@@ -1,6 +1,9 @@
-// The CUB and Thrust baselines behind the library's interface (see baselines.hpp);
+// The CUB and Thrust baselines behind the library's interface (see baselines.hpp), and
+// automatic's radix sort, CUB's kernels under gpusort's tuning (radix_policy.cuh);
 // src/baselines_<key>.cu instantiates them, one key type per file to spread compile time.
 #pragma once
+
+#include <limits>
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
@@ -12,6 +15,7 @@
 
 #include "gpusort/detail/device/baselines.hpp"
 #include "gpusort/detail/device/merge_sort.cuh"
+#include "gpusort/detail/device/radix_policy.cuh"
 #include "gpusort/detail/index_math/segments.hpp"
 #include "gpusort/detail/core/types.hpp"
 #include "gpusort/key_traits.hpp"
@@ -21,7 +25,7 @@ namespace {
 constexpr std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 template <class K, class V>
-constexpr bool keys_only = std::is_same_v<V, no_value>;
+constexpr bool keys_only = std::is_same_v<V, no_value> || std::is_same_v<V, cub::NullType>;
 
 // CUB's double-buffered sorts: the second key and value buffers at the start of the
 // workspace, CUB's own workspace after them. A workspace too small for the buffers is
@@ -83,6 +87,33 @@ cudaError_t cub_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
     return e;
   }
   return e != cudaSuccess ? e : b.copy_back(keys, values, n, stream);
+}
+
+// CUB's dispatch under gpusort's policy chain (radix_policy.cuh), with a 32-bit count.
+template <cub::SortOrder Order, class K, class V>
+cudaError_t dispatch_tuned_radix(double_buffers<K, V>& b, cub::DoubleBuffer<V>& values, std::uint32_t n,
+                                 cudaStream_t stream) {
+  using hub = radix::policy_hub<K, V, std::uint32_t>;
+  return cub::DispatchRadixSort<Order, K, V, std::uint32_t, cub::detail::identity_decomposer_t, hub>::Dispatch(
+      b.cub_temp, b.cub_bytes, b.keys, values, n, 0, int(sizeof(K) * 8), true, stream);
+}
+
+template <class K, class V>
+cudaError_t radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
+                       bool descending, cudaStream_t stream) {
+  if (n > std::numeric_limits<std::uint32_t>::max())
+    return cub_radix_sort(temp, temp_bytes, keys, values, n, descending, stream);
+  using CV = std::conditional_t<keys_only<K, V>, cub::NullType, V>;
+  double_buffers<K, CV> b(temp, temp_bytes, keys, reinterpret_cast<CV*>(values), n);
+  if (!b.fits) return cudaErrorInvalidValue;
+  const auto count = static_cast<std::uint32_t>(n);
+  cudaError_t e = descending ? dispatch_tuned_radix<cub::SortOrder::Descending>(b, b.values, count, stream)
+                             : dispatch_tuned_radix<cub::SortOrder::Ascending>(b, b.values, count, stream);
+  if (!temp) {
+    temp_bytes = b.bytes();
+    return e;
+  }
+  return e != cudaSuccess ? e : b.copy_back(keys, reinterpret_cast<CV*>(values), n, stream);
 }
 
 template <class K, class V>
@@ -216,6 +247,8 @@ cudaError_t cub_segmented_sort(void* temp, std::size_t& temp_bytes, K* keys, V* 
 #define GPUSORT_BASELINES(K, V)                                                               \
   template cudaError_t cub_radix_sort<K, V>(void*, std::size_t&, K*, V*, std::uint64_t, bool, \
                                             cudaStream_t);                                    \
+  template cudaError_t radix_sort<K, V>(void*, std::size_t&, K*, V*, std::uint64_t, bool,     \
+                                        cudaStream_t);                                        \
   template cudaError_t cub_merge_sort<K, V>(void*, std::size_t&, K*, V*, std::uint64_t, bool, \
                                             cudaStream_t);                                    \
   template cudaError_t thrust_sort<K, V>(void*, std::size_t&, K*, V*, std::uint64_t, bool,    \

@@ -130,6 +130,7 @@ struct sort_plan {
   options second;  // the stable tie-break's sort of (run start, position) composites
   key_steps float_keys;           // as codes, or with the NaN block moved to the other end
   bool fix_radix_floats = false;  // automatic's radix sort: zeros and NaNs regrouped after
+  bool own_radix = false;         // automatic's radix sort: gpusort's tuning (device::radix_sort)
   bool tie_break = false;         // options::stable by an algorithm that is not stable
   // The workspace: [positions | composites | gathered values] (tie-break), [NaN move], then
   // the sorts' own bytes.
@@ -137,10 +138,22 @@ struct sort_plan {
   std::size_t core_bytes = 0, total = 0;
 };
 
-// The plan for `opt.algo`, a concrete algorithm.
+// One algorithm as the plan runs it: automatic's pick of the radix sort is gpusort's tuning of
+// CUB's (radix_policy.cuh); an explicit cub_radix is CUB's own, the baseline.
+template <class K, class V>
+cudaError_t run_planned(bool own_radix, void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                        std::uint64_t n, const options& opt) {
+  if constexpr (device::baseline_built<K, V>)
+    if (own_radix && opt.algo == algorithm::cub_radix)
+      return device::radix_sort(temp, temp_bytes, keys, values, n,
+                                opt.direction == order::descending, opt.stream);
+  return run_core(temp, temp_bytes, keys, values, n, opt);
+}
+
+// The plan for `opt.algo`, a concrete algorithm, which automatic picked or the caller named.
 template <class K, class V>
 cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const options& opt,
-                    bool fix_radix_floats) {
+                    bool automatic) {
   constexpr bool floating = std::is_floating_point_v<K>;
   using C = code_of<K>;
   using P4 = payload<4>;
@@ -148,7 +161,8 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
   p.core = floating ? with_nans_largest(opt) : opt;
   p.core.stable = false;
   p.float_keys = key_steps_of(opt.algo, floating, opt);
-  p.fix_radix_floats = fix_radix_floats;
+  p.own_radix = automatic && opt.algo == algorithm::cub_radix;
+  p.fix_radix_floats = p.own_radix && floating;
   p.tie_break = opt.stable && !traits_of(opt.algo).stable && n >= 2;
   // The queries see the caller's arrays (or, for the tie-break's, the keys), never touched,
   // as the type the sort runs on: a sort's workspace may differ between floats and their
@@ -156,7 +170,7 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
   const auto query = [&]<class W>(std::size_t& out, W* with) {
     if (p.float_keys.codes)
       return run_core<C, W>(nullptr, out, reinterpret_cast<C*>(keys), with, n, p.core);
-    return run_core<K, W>(nullptr, out, keys, with, n, p.core);
+    return run_planned<K, W>(p.own_radix, nullptr, out, keys, with, n, p.core);
   };
   std::size_t at = 0, bytes = 0;
   cudaError_t e = cudaSuccess;
@@ -184,7 +198,7 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
     e = query(bytes, values);
   }
   if constexpr (floating)
-    if (fix_radix_floats) bytes = std::max(bytes, device::radix_float_fixup_bytes<K, V>(n));
+    if (p.fix_radix_floats) bytes = std::max(bytes, device::radix_float_fixup_bytes<K, V>(n));
   if (p.float_keys.move_nans) {
     p.nan_move_at = at;
     at += device::nan_move_bytes;
@@ -220,14 +234,13 @@ cudaError_t make_plan(sort_plan& p, const void* temp, std::size_t temp_bytes, K*
   chosen.algo = pick;
   chosen.block_bits = 0;
   chosen.comparison_count = nullptr;
-  const bool radix_floats = std::is_floating_point_v<K> && pick == algorithm::cub_radix;
-  const cudaError_t e = lay_out(p, keys, values, n, chosen, radix_floats);
+  const cudaError_t e = lay_out(p, keys, values, n, chosen, true);
   if (e != cudaSuccess || pick == algorithm::bitonic) return e;
   const bool fits = workspace_available(temp, temp_bytes, p.total);
   if (fits || (opt.stable && !temp)) return cudaSuccess;
   if (opt.stable && n >= 2) return cudaErrorInvalidValue;
   chosen.algo = algorithm::bitonic;
-  return lay_out(p, keys, values, n, chosen, false);
+  return lay_out(p, keys, values, n, chosen, true);
 }
 
 // The sort itself, on the plan's keys and values, with the NaN placement and float fix-ups.
@@ -249,7 +262,7 @@ cudaError_t run_sort_step(const sort_plan& p, char* base, K* keys, V* values, st
       return e != cudaSuccess ? e : back;
     }
   }
-  cudaError_t e = run_core(temp, bytes, keys, values, n, opt);
+  cudaError_t e = run_planned(p.own_radix, temp, bytes, keys, values, n, opt);
   if constexpr (std::is_floating_point_v<K>) {
     if (e == cudaSuccess && p.fix_radix_floats)
       e = device::fix_radix_float_order(keys, values, n, descending, temp, bytes, opt.stream);

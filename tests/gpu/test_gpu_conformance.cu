@@ -164,6 +164,33 @@ TYPED_TEST(GpuConformance, PairsKeepTheirValues) {
   }
 }
 
+// automatic's radix sort (CUB's onesweep under gpusort's tuning, radix_policy.cuh) where
+// automatic picks it: past every merge limit (2^20 keys at most), many tiles of the tuned
+// shapes and a partial last one. The radix sort is stable: integer keys come out in exactly
+// std::stable_sort's order with their values; float keys (zeros and NaNs regrouped after)
+// in the reference's order with every value on its key.
+TYPED_TEST(GpuConformance, AutomaticRadixSortPastTheMergeLimits) {
+  using K = TypeParam;
+  const sort_method automatic{{.algo = algorithm::automatic}, std::is_integral_v<K>};
+  for (std::size_t n : {(std::size_t{1} << 20) + 1, std::size_t{3000017}}) {
+    ASSERT_EQ(gpusort::automatic_algorithm<K>(n), algorithm::cub_radix) << n;
+    for (auto dist : {tools::distribution::uniform, tools::distribution::few_unique}) {
+      for (bool desc : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " dist=" << tools::to_string(dist)
+                                          << " desc=" << desc);
+        std::vector<K> input = tools::generate<K>(dist, n, 91 + n);
+        scatter_special_values(input, n);
+        check_keys(input, automatic, desc);
+        check_pairs<K, std::uint32_t>(input, automatic, desc,
+                                      [](std::size_t i) { return std::uint32_t(i); });
+        check_pairs<K, std::uint64_t>(input, automatic, desc,
+                                      [](std::size_t i) { return std::uint64_t(i); });
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 // No sort waits on the host: each can be captured into a graph (thrust allocates, so not it).
 TYPED_TEST(GpuConformance, WorksInsideGraphCapture) {
   using K = TypeParam;

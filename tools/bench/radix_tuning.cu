@@ -9,9 +9,11 @@
 // picks the tunings: 1 the first sweep, 2 odd item counts around its best, 3 one a kind at
 // 2^28 (for ncu). Not part of the CMake build (each kind and set is its own program); on a
 // GPU host, with CUDA 13 (CUB 3.0: the policy hub leans on CUB internals of that version):
-//   nvcc -std=c++20 -O3 -arch=sm_90 -DRADIX_TUNING_SET=2 -DRADIX_TUNING_KIND=0 \
+//   nvcc -std=c++20 -O3 -arch=sm_90 -Iinclude -DRADIX_TUNING_SET=2 -DRADIX_TUNING_KIND=0 \
 //        -o radix_tuning tools/bench/radix_tuning.cu && ./radix_tuning 7   (median of 7)
 #include <cub/device/device_radix_sort.cuh>
+
+#include "gpusort/detail/device/radix_policy.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -41,29 +43,14 @@ namespace {
 
 using offset_t = std::uint32_t;  // the tunings' count: every n here is below 2^32
 
-// A policy hub of one sm_90 policy: the onesweep pass is ours, the rest (never run with
-// onesweep on sm_90, but instantiated) is CUB's own.
+// A policy hub of one sm_90 policy: CUB's, with the onesweep pass reshaped as the library's
+// own chain reshapes it (radix_policy.cuh).
 template <class K, class V, int Threads, int Items, int Bits, cub::RadixSortStoreAlgorithm Store>
 struct tuned_hub {
   using cub_policy = typename cub::detail::radix::policy_hub<K, V, offset_t>::Policy900;
-  using dominant = std::conditional_t<(sizeof(V) > sizeof(K)) && !std::is_same_v<V, cub::NullType>, V, K>;
-  struct MaxPolicy : cub::ChainedPolicy<900, MaxPolicy, MaxPolicy> {
-    static constexpr bool ONESWEEP = true;
-    static constexpr int ONESWEEP_RADIX_BITS = Bits;
-    using HistogramPolicy = cub::AgentRadixSortHistogramPolicy<128, 16, 1, K, Bits>;
-    using ExclusiveSumPolicy = cub::AgentRadixSortExclusiveSumPolicy<256, Bits>;
-    using OnesweepPolicy =
-        cub::AgentRadixSortOnesweepPolicy<Threads, Items, dominant, 1, cub::RADIX_RANK_MATCH_EARLY_COUNTS_ANY,
-                                          cub::BLOCK_SCAN_RAKING_MEMOIZE, Store, Bits>;
-    using ScanPolicy = typename cub_policy::ScanPolicy;
-    using DownsweepPolicy = typename cub_policy::DownsweepPolicy;
-    using AltDownsweepPolicy = typename cub_policy::AltDownsweepPolicy;
-    using UpsweepPolicy = typename cub_policy::UpsweepPolicy;
-    using AltUpsweepPolicy = typename cub_policy::AltUpsweepPolicy;
-    using SingleTilePolicy = typename cub_policy::SingleTilePolicy;
-    using SegmentedPolicy = typename cub_policy::SegmentedPolicy;
-    using AltSegmentedPolicy = typename cub_policy::AltSegmentedPolicy;
-  };
+  struct MaxPolicy : cub::ChainedPolicy<900, MaxPolicy, MaxPolicy>,
+                     gpusort::detail::device::radix::reshaped_onesweep<
+                         cub_policy, K, V, gpusort::detail::device::radix::onesweep_shape{Threads, Items, Bits, Store}> {};
 };
 
 template <class Offset>

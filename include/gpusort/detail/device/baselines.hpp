@@ -18,6 +18,11 @@ namespace gpusort::detail::device {
 template <class K, class V>
 cudaError_t cub_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                            std::uint64_t n, bool descending, cudaStream_t stream);
+// automatic's radix sort: cub_radix_sort's contract, CUB's onesweep kernels under gpusort's
+// sm_90 tuning (radix_policy.cuh) with a 32-bit count; from 2^32 keys, cub_radix_sort itself.
+template <class K, class V>
+cudaError_t radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values, std::uint64_t n,
+                       bool descending, cudaStream_t stream);
 template <class K, class V>
 cudaError_t cub_merge_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                            std::uint64_t n, bool descending, cudaStream_t stream);
