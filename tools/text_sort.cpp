@@ -23,6 +23,7 @@
 
 #include "cli.hpp"  // parse_unsigned, and the file machinery's names
 #include "cli11_options.hpp"
+#include "progress.hpp"
 #include "records.hpp"  // pending_file
 #include "run_plan.hpp"  // host_memory_bytes, default_host_budget
 #include "standard_descriptors.hpp"
@@ -585,9 +586,10 @@ std::unique_ptr<char[], free_bytes> large_buffer(std::uint64_t bytes) {
 // into the reserved output. One read() stream and one write() stream would each take longer
 // than the sort (about 5 GB/s against the page cache's 40).
 void sort_files_in_memory(const text_sort_request& request, std::vector<regular_input>& inputs,
-                          std::uint64_t input_bytes, pending_file& out) {
+                          std::uint64_t input_bytes, pending_file& out, progress& meter) {
   namespace ext = gpusort::detail::external;
   const char terminator = request.order.terminator;
+  meter.phase("reading", false);
   // A terminator after each input's last line that lacks one, as GNU sort reads inputs.
   const auto text = large_buffer(input_bytes + inputs.size());
   std::uint64_t size = 0;
@@ -598,8 +600,10 @@ void sort_files_in_memory(const text_sort_request& request, std::vector<regular_
     inputs[i].file.reset();
   }
   const std::string_view lines_text(text.get(), size);
+  meter.phase("sorting", false);
   const std::vector<std::uint64_t> starts = gpusort::line_starts(lines_text, terminator);
   const std::vector<std::uint64_t> order = gpusort::sort_lines(lines_text, starts, request.order);
+  meter.phase("writing", false);
   const std::uint64_t bytes = gpusort::gathered_bytes(starts, order);
   const auto sorted = large_buffer(bytes);
   gpusort::gather_lines(lines_text, starts, order, std::span<char>(sorted.get(), bytes), terminator);
@@ -611,20 +615,24 @@ void sort_files_in_memory(const text_sort_request& request, std::vector<regular_
 }
 
 // Input `name` (`-`: standard input) into `runs`, a block at a time: a regular file's blocks
-// of 64 MiB by pread from every core, a stream's by read().
-void read_input(const std::string& name, line_runs& runs) {
+// of 64 MiB by pread from every core (its bytes counted on the progress line), a stream's by
+// read().
+void read_input(const std::string& name, line_runs& runs, progress& meter) {
   if (auto input = regular_inputs({name})) {
     const regular_input& file = input->front();
+    meter.phase("reading", true);
     constexpr std::uint64_t block_bytes = std::uint64_t{64} << 20;
     const std::unique_ptr<char[]> block(new char[std::min(file.bytes, block_bytes) + 1]);
     for (std::uint64_t at = 0; at < file.bytes; at += block_bytes) {
       const std::uint64_t length = std::min(block_bytes, file.bytes - at);
       read_at(file.file->fd, at, block.get(), length, name);
       runs.append(std::string_view(block.get(), length));
+      meter.advance(at + length, file.bytes);
     }
     runs.end_input(file.bytes > 0);
     return;
   }
+  meter.phase("reading", false);
   runs.end_input(read_blocks(name, [&](std::string_view bytes) { runs.append(bytes); }));
 }
 
@@ -632,6 +640,8 @@ void read_input(const std::string& name, line_runs& runs) {
 // also a line equal to it); -c names it on stderr as GNU sort does.
 int check_lines(const text_sort_request& request) {
   const std::string& name = request.inputs.front();
+  progress meter;
+  meter.phase("checking", false);
   const std::string text = read_inputs(request);
   const std::vector<std::uint64_t> starts = gpusort::line_starts(text, request.order.terminator);
   const gpusort::line_comparator compare(request.order);
@@ -639,6 +649,7 @@ int check_lines(const text_sort_request& request) {
     const std::string_view line = gpusort::line_at(text, starts, i);
     const int c = compare(gpusort::line_at(text, starts, i - 1), line);
     if (c < 0 || (c == 0 && !request.order.unique)) continue;
+    meter.finish();
     if (request.check == order_check::diagnose) {
       std::fprintf(stderr, "gpusort sort: %s:%llu: disorder: ", name.c_str(),
                    static_cast<unsigned long long>(i + 1));
@@ -681,20 +692,26 @@ int sort_text_lines(const text_sort_request& request) {
   // The output first: one that cannot be created fails before any work. It may be an input:
   // it is replaced only once every input was read and the lines sorted.
   pending_file out(request.output, false, request.scratch_dir);
+  // The progress line (progress.hpp) is erased before the commit, which is when a stream OUT
+  // (a terminal too) gets its bytes.
+  progress meter;
   const std::uint64_t budget = request.buffer_bytes > 0 ? request.buffer_bytes : default_host_budget();
   const std::uint64_t chunk_bytes = std::max<std::uint64_t>(budget / 3, 4096);
   if (auto inputs = regular_inputs(request.inputs)) {
     std::uint64_t input_bytes = 0;
     for (const regular_input& input : *inputs) input_bytes += input.bytes;
     if (input_bytes <= chunk_bytes) {
-      sort_files_in_memory(request, *inputs, input_bytes, out);
+      sort_files_in_memory(request, *inputs, input_bytes, out, meter);
+      meter.finish();
       out.commit();
       return 0;
     }
   }
   line_runs runs(request.order, out.scratch_dir(), chunk_bytes);
-  for (const std::string& name : request.inputs) read_input(name, runs);
+  for (const std::string& name : request.inputs) read_input(name, runs, meter);
+  meter.phase("merging", false);
   runs.finish(out.get(), request.output);
+  meter.finish();
   out.commit();
   return 0;
 }
