@@ -807,7 +807,7 @@ int main(int argc, char** argv) {
   // A command ended by Ctrl-C leaves no scratch behind; the library's notices go to stderr.
   gpusort::set_signal_cleanup(true);
   gpusort::set_notice_handler([](std::string_view notice) {
-    std::fprintf(stderr, "gpusort: %.*s\n", static_cast<int>(notice.size()), notice.data());
+    gpusort::tools::progress::print_line("gpusort: " + std::string(notice));  // above a progress line
   });
   if (argc == 2 && std::string_view(argv[1]) == "--version") {
     std::printf("gpusort %s\n", GPUSORT_VERSION);

@@ -92,7 +92,10 @@ class progress final : public gpusort::detail::external::progress_sink {
         shown_from_(clock::now() + settings.delay),
         interrupt_after_runs_(runs_from_environment("GPUSORT_TEST_INTERRUPT_AFTER_RUNS")),
         phase_start_(clock::now()) {
-    if (enabled_) ticker_ = std::thread([this] { tick(); });
+    if (!enabled_) return;
+    ticker_ = std::thread([this] { tick(); });
+    const std::lock_guard registry(registry_mutex_);
+    active_ = this;
   }
   ~progress() override { finish(); }
   progress(const progress&) = delete;
@@ -126,15 +129,32 @@ class progress final : public gpusort::detail::external::progress_sink {
   void finish() override {
     if (!ticker_.joinable()) return;
     {
+      const std::lock_guard registry(registry_mutex_);
+      if (active_ == this) active_ = nullptr;
+    }
+    {
       const std::lock_guard lock(mutex_);
       stopping_ = true;
     }
     wake_.notify_all();
     ticker_.join();
-    if (drawn_width_ > 0) {
-      std::fprintf(out_, "%s\r", std::string(drawn_width_, ' ').c_str());
-      std::fflush(out_);
+    erase();
+    std::fflush(out_);
+  }
+
+  // A line for the user on stderr (the library's notices) while a progress line may show: the
+  // frame is erased first, and the next tick draws it again below the message.
+  static void print_line(std::string_view text) {
+    const std::lock_guard registry(registry_mutex_);
+    std::FILE* out = stderr;
+    std::unique_lock<std::mutex> drawing;
+    if (active_) {
+      drawing = std::unique_lock(active_->mutex_);
+      active_->erase();
+      out = active_->out_;
     }
+    std::fprintf(out, "%.*s\n", static_cast<int>(text.size()), text.data());
+    std::fflush(out);
   }
 
  private:
@@ -149,6 +169,11 @@ class progress final : public gpusort::detail::external::progress_sink {
   // Under mutex_: the frame, padded to cover a longer one drawn before. The cursor goes back
   // to the line's start, so that a message someone else prints meanwhile (the library's
   // notice that it sorts on the CPU) covers the frame instead of being appended to it.
+  // Under mutex_ (or once the ticker stopped): blanks over the frame, the cursor at its start.
+  void erase() {
+    if (drawn_width_ > 0) std::fprintf(out_, "\r%s\r", std::string(drawn_width_, ' ').c_str());
+  }
+
   void draw() {
     const std::chrono::duration<double> seconds = clock::now() - phase_start_;
     std::string line = progress_line(phase_, fraction_.load(std::memory_order_relaxed),
@@ -172,6 +197,9 @@ class progress final : public gpusort::detail::external::progress_sink {
   std::size_t drawn_width_ = 0;
   bool stopping_ = false;
   std::thread ticker_;
+  // The line drawn now, for print_line; one at a time (a command draws one).
+  inline static std::mutex registry_mutex_;
+  inline static progress* active_ = nullptr;
 };
 
 }  // namespace gpusort::tools

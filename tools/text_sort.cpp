@@ -15,6 +15,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
 #include <new>
 #include <optional>
@@ -23,6 +24,7 @@
 
 #include "cli.hpp"  // parse_unsigned, and the file machinery's names
 #include "cli11_options.hpp"
+#include "progress.hpp"
 #include "records.hpp"  // pending_file
 #include "run_plan.hpp"  // host_memory_bytes, default_host_budget
 #include "standard_descriptors.hpp"
@@ -315,13 +317,21 @@ class mapped_run {
 // Lines sorted in memory while they fit `chunk_bytes`, else out of core: each full chunk (cut
 // at a line's end) sorted by sort_text into a run, and the runs merged by GNU's comparison,
 // runs_at_once at a time (the earlier runs first, so that equal lines keep their input order
-// and -u keeps the first of them). Several merge passes where the input makes more runs.
+// and -u keeps the first of them). Several merge passes where the input makes more runs. A
+// chunk is sorted and written on a thread of its own while the next one is read: two chunks
+// (and the sorted copy of one) in memory at most.
 class line_runs {
  public:
   static constexpr std::size_t runs_at_once = 64;
 
   line_runs(const line_order& order, std::filesystem::path scratch, std::uint64_t chunk_bytes)
       : order_(order), compare_(order), scratch_(std::move(scratch)), chunk_bytes_(chunk_bytes) {}
+  line_runs(const line_runs&) = delete;
+  line_runs& operator=(const line_runs&) = delete;
+  // A run still being written (an error unwinds past it) is waited for; its error is dropped.
+  ~line_runs() {
+    if (spilling_.valid()) spilling_.wait();
+  }
 
   // Bytes of an input, whole lines or not, in blocks of any size: each chunk_bytes of them
   // (cut after the last line that ends inside) sorted into a run.
@@ -333,7 +343,16 @@ class line_runs {
       std::size_t last = rest.rfind(order_.terminator, chunk_bytes_ - 1);
       if (last == std::string_view::npos) last = rest.find(order_.terminator, chunk_bytes_);  // one long line
       if (last == std::string_view::npos) break;  // a line longer than a chunk so far: it grows
-      spill(rest.substr(0, last + 1));
+      if (from == 0 && rest.size() - (last + 1) < chunk_bytes_) {
+        // The usual cut (chunks are larger than the blocks read): the chunk moves to its
+        // run whole and only its tail is copied back.
+        std::string lines = std::move(chunk_);
+        chunk_.assign(lines, last + 1);
+        lines.resize(last + 1);
+        spill(std::move(lines));
+        return;
+      }
+      spill(std::string(rest.substr(0, last + 1)));
       from += last + 1;
     }
     chunk_.erase(0, from);
@@ -344,17 +363,29 @@ class line_runs {
   }
   // The sorted lines into `out` (named `name` in errors).
   void finish(std::FILE* out, const std::string& name) {
+    wait_for_run();
     if (runs_.empty()) {
       put(out, name, gpusort::sort_text(chunk_, order_));
       return;
     }
-    if (!chunk_.empty()) spill(chunk_);
+    if (!chunk_.empty()) write_run(chunk_);
     if (std::fflush(out) != 0) throw io_error(name + ": write failed: " + std::strerror(errno));
     merge_in_pieces(::fileno(out), name);
   }
 
  private:
-  void spill(std::string_view lines) {
+  // A full chunk to its run on a thread of its own, once the chunk before it is written (its
+  // error, a full disk, is thrown here).
+  void spill(std::string lines) {
+    wait_for_run();
+    spilling_ = std::async(std::launch::async, [this, lines = std::move(lines)] { write_run(lines); });
+  }
+  void wait_for_run() {
+    if (spilling_.valid()) spilling_.get();
+  }
+
+  // Lines sorted into a new run; runs_at_once runs merged into one.
+  void write_run(std::string_view lines) {
     runs_.push_back(std::make_unique<line_run>(scratch_));
     runs_.back()->append(gpusort::sort_text(lines, order_));
     if (runs_.size() < runs_at_once) return;
@@ -544,7 +575,8 @@ class line_runs {
   std::filesystem::path scratch_;
   std::uint64_t chunk_bytes_;
   std::string chunk_;
-  std::vector<std::unique_ptr<line_run>> runs_;
+  std::vector<std::unique_ptr<line_run>> runs_;  // by one spill at a time; read once it is waited for
+  std::future<void> spilling_;
 };
 
 // The inputs, opened, with their sizes, when every one is a regular file; else none (a
@@ -585,9 +617,10 @@ std::unique_ptr<char[], free_bytes> large_buffer(std::uint64_t bytes) {
 // into the reserved output. One read() stream and one write() stream would each take longer
 // than the sort (about 5 GB/s against the page cache's 40).
 void sort_files_in_memory(const text_sort_request& request, std::vector<regular_input>& inputs,
-                          std::uint64_t input_bytes, pending_file& out) {
+                          std::uint64_t input_bytes, pending_file& out, progress& meter) {
   namespace ext = gpusort::detail::external;
   const char terminator = request.order.terminator;
+  meter.phase("reading", false);
   // A terminator after each input's last line that lacks one, as GNU sort reads inputs.
   const auto text = large_buffer(input_bytes + inputs.size());
   std::uint64_t size = 0;
@@ -598,8 +631,10 @@ void sort_files_in_memory(const text_sort_request& request, std::vector<regular_
     inputs[i].file.reset();
   }
   const std::string_view lines_text(text.get(), size);
+  meter.phase("sorting", false);
   const std::vector<std::uint64_t> starts = gpusort::line_starts(lines_text, terminator);
   const std::vector<std::uint64_t> order = gpusort::sort_lines(lines_text, starts, request.order);
+  meter.phase("writing", false);
   const std::uint64_t bytes = gpusort::gathered_bytes(starts, order);
   const auto sorted = large_buffer(bytes);
   gpusort::gather_lines(lines_text, starts, order, std::span<char>(sorted.get(), bytes), terminator);
@@ -611,20 +646,24 @@ void sort_files_in_memory(const text_sort_request& request, std::vector<regular_
 }
 
 // Input `name` (`-`: standard input) into `runs`, a block at a time: a regular file's blocks
-// of 64 MiB by pread from every core, a stream's by read().
-void read_input(const std::string& name, line_runs& runs) {
+// of 64 MiB by pread from every core (its bytes counted on the progress line), a stream's by
+// read().
+void read_input(const std::string& name, line_runs& runs, progress& meter) {
   if (auto input = regular_inputs({name})) {
     const regular_input& file = input->front();
+    meter.phase("reading", true);
     constexpr std::uint64_t block_bytes = std::uint64_t{64} << 20;
     const std::unique_ptr<char[]> block(new char[std::min(file.bytes, block_bytes) + 1]);
     for (std::uint64_t at = 0; at < file.bytes; at += block_bytes) {
       const std::uint64_t length = std::min(block_bytes, file.bytes - at);
       read_at(file.file->fd, at, block.get(), length, name);
       runs.append(std::string_view(block.get(), length));
+      meter.advance(at + length, file.bytes);
     }
     runs.end_input(file.bytes > 0);
     return;
   }
+  meter.phase("reading", false);
   runs.end_input(read_blocks(name, [&](std::string_view bytes) { runs.append(bytes); }));
 }
 
@@ -632,6 +671,8 @@ void read_input(const std::string& name, line_runs& runs) {
 // also a line equal to it); -c names it on stderr as GNU sort does.
 int check_lines(const text_sort_request& request) {
   const std::string& name = request.inputs.front();
+  progress meter;
+  meter.phase("checking", false);
   const std::string text = read_inputs(request);
   const std::vector<std::uint64_t> starts = gpusort::line_starts(text, request.order.terminator);
   const gpusort::line_comparator compare(request.order);
@@ -639,6 +680,7 @@ int check_lines(const text_sort_request& request) {
     const std::string_view line = gpusort::line_at(text, starts, i);
     const int c = compare(gpusort::line_at(text, starts, i - 1), line);
     if (c < 0 || (c == 0 && !request.order.unique)) continue;
+    meter.finish();
     if (request.check == order_check::diagnose) {
       std::fprintf(stderr, "gpusort sort: %s:%llu: disorder: ", name.c_str(),
                    static_cast<unsigned long long>(i + 1));
@@ -681,20 +723,29 @@ int sort_text_lines(const text_sort_request& request) {
   // The output first: one that cannot be created fails before any work. It may be an input:
   // it is replaced only once every input was read and the lines sorted.
   pending_file out(request.output, false, request.scratch_dir);
+  // The progress line (progress.hpp) is erased before the commit, which is when a stream OUT
+  // (a terminal too) gets its bytes.
+  progress meter;
   const std::uint64_t budget = request.buffer_bytes > 0 ? request.buffer_bytes : default_host_budget();
+  // In memory: the text, its sorted copy and the sort's tables within -S. Out of core a chunk
+  // is read while the one before it sorts: a quarter each.
   const std::uint64_t chunk_bytes = std::max<std::uint64_t>(budget / 3, 4096);
+  const std::uint64_t run_bytes = std::max<std::uint64_t>(budget / 4, 4096);
   if (auto inputs = regular_inputs(request.inputs)) {
     std::uint64_t input_bytes = 0;
     for (const regular_input& input : *inputs) input_bytes += input.bytes;
     if (input_bytes <= chunk_bytes) {
-      sort_files_in_memory(request, *inputs, input_bytes, out);
+      sort_files_in_memory(request, *inputs, input_bytes, out, meter);
+      meter.finish();
       out.commit();
       return 0;
     }
   }
-  line_runs runs(request.order, out.scratch_dir(), chunk_bytes);
-  for (const std::string& name : request.inputs) read_input(name, runs);
+  line_runs runs(request.order, out.scratch_dir(), run_bytes);
+  for (const std::string& name : request.inputs) read_input(name, runs, meter);
+  meter.phase("merging", false);
   runs.finish(out.get(), request.output);
+  meter.finish();
   out.commit();
   return 0;
 }

@@ -45,49 +45,6 @@ const char* const key_type_names[] = {"u32", "i32", "f32", "u64", "i64", "f64"};
 
 std::size_t key_bytes(const std::string& type) { return type.ends_with("32") ? 4 : 8; }
 
-// What a terminal shows of the tool's stderr: its lines, each '\r' going back to the line's
-// start so that what follows overwrites what was there. Blank lines are left out, and so is
-// the library's notice that it sorts on the CPU (on machines without a GPU).
-std::vector<std::string> visible_messages(const std::string& text) {
-  std::vector<std::string> lines(1);
-  std::size_t column = 0;
-  for (const char c : text) {
-    if (c == '\n') {
-      lines.emplace_back();
-      column = 0;
-    } else if (c == '\r') {
-      column = 0;
-    } else {
-      std::string& line = lines.back();
-      if (column < line.size())
-        line[column] = c;
-      else
-        line += c;
-      ++column;
-    }
-  }
-  for (std::string& line : lines) line.erase(line.find_last_not_of(' ') + 1);
-  std::erase_if(lines, [](const std::string& line) {
-    return line.empty() ||
-           (line.starts_with("gpusort: ") && line.ends_with("; sorting on the CPU"));
-  });
-  return lines;
-}
-
-// Sets an environment variable for the tools this process runs, until destroyed.
-class scoped_environment {
- public:
-  scoped_environment(const char* name, const char* value) : name_(name) {
-    ::setenv(name, value, 1);
-  }
-  ~scoped_environment() { ::unsetenv(name_); }
-  scoped_environment(const scoped_environment&) = delete;
-  scoped_environment& operator=(const scoped_environment&) = delete;
-
- private:
-  const char* name_;
-};
-
 // Commas in a row of bench's CSV: 17 columns (test_cpu_bench.cpp checks their names).
 constexpr long bench_csv_commas = 16;
 

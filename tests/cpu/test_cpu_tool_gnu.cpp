@@ -260,6 +260,34 @@ TEST_F(ToolGnu, MergedPiecesKeepEqualKeysInInputOrder) {
     expect_as_gnu("-S 96K " + options + " " + file("repeats"));
 }
 
+// The progress line (GPUSORT_PROGRESS=1 stands for a terminal): the phases in memory and
+// out of core, erased before anything else shows, the output the same; nothing without it.
+TEST_F(ToolGnu, ProgressLineOnlyWhenAsked) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "line " + std::to_string(i * 7919 % 20000) + "\n";
+  write("lines", text);
+  const std::string sorted = gnu(file("lines")).out;
+  const outcome quiet = ours(file("lines"));
+  EXPECT_EQ(quiet.err.find('\r'), std::string::npos) << quiet.err;
+  EXPECT_TRUE(quiet.out == sorted);
+  const scoped_environment forced("GPUSORT_PROGRESS", "1");
+  const std::vector<std::string> erased;
+  for (const char* size : {"", "-S 32K "}) {
+    SCOPED_TRACE(size);
+    const outcome drawn = ours(std::string(size) + file("lines"));
+    ASSERT_EQ(drawn.code, 0) << drawn.err;
+    EXPECT_TRUE(drawn.out == sorted);
+    EXPECT_NE(drawn.err.find("\rreading "), std::string::npos) << drawn.err;
+    EXPECT_NE(drawn.err.find(*size ? "\rmerging " : "\rsorting "), std::string::npos) << drawn.err;
+    EXPECT_EQ(visible_messages(drawn.err), erased) << drawn.err;
+  }
+  const outcome checked = ours("-c " + file("lines"));
+  EXPECT_EQ(checked.code, 1);
+  EXPECT_NE(checked.err.find("\rchecking "), std::string::npos) << checked.err;
+  EXPECT_EQ(visible_messages(checked.err),
+            std::vector<std::string>{"gpusort sort: " + file("lines") + ":3: disorder: line 15838"});
+}
+
 // A run or the output that cannot be written (here: a file size limit, as a full disk): exit
 // code 3, the old output as it was, and no scratch file left beside it.
 TEST_F(ToolGnu, AFailedRunWriteLeavesTheOutputAsItWas) {
