@@ -1,12 +1,14 @@
 // unique and searchsorted on the device (include/gpusort/operations.hpp): the library's sort,
 // then CUB's run-length encoding (or, past INT_MAX keys, light kernels and a scan), or binary
-// searches. Keys compare in the library's order (less<K>, or its order codes), so that equal
+// searches; and sample_candidates, a block a row. Keys compare in the library's order (less<K>, or its order codes), so that equal
 // means what the sort means (every NaN one key).
 #include <algorithm>
 
 #include <climits>
 #include <type_traits>
 
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
@@ -270,6 +272,96 @@ cudaError_t searchsorted(void* temp, std::size_t& temp_bytes, const K* sorted, s
   }
   search_each<<<blocks_for(m), threads_per_block, 0, opt.stream>>>(sorted, n, searched, origin, m,
                                                                     positions, where);
+  return cudaGetLastError();
+}
+
+// sample_candidates' draw of one row (index_math/sampling.hpp) by a block: the first number
+// (past the NaNs top-k puts first), the row's total weight, then scans over the candidates in
+// tiles of Threads: the kept ones (a prefix) with their weight, and the first of them whose
+// running weight passes the target. A candidate's weight is recomputed on each pass rather
+// than kept: k is a few thousand at most where decoding samples.
+template <int Threads>
+__global__ void __launch_bounds__(Threads)
+    sample_rows(const float* values, const std::int64_t* indices, std::uint64_t k, float p,
+                float inverse_temperature, const float* uniforms, std::int64_t* tokens) {
+  using block_scan = cub::BlockScan<float, Threads>;
+  using block_reduce = cub::BlockReduce<float, Threads>;
+  __shared__ union {
+    typename block_scan::TempStorage scan;
+    typename block_reduce::TempStorage reduce;
+  } temp;
+  __shared__ unsigned long long first_number, kept_count, chosen;
+  __shared__ unsigned kept_weight_bits;  // the kept weight's bits: non-negative floats order as integers
+  __shared__ float total;
+  const std::uint64_t row = blockIdx.x;
+  const float* v = values + row * k;
+  if (threadIdx.x == 0) {
+    first_number = chosen = k;
+    kept_count = 0;
+    kept_weight_bits = 0;
+  }
+  __syncthreads();
+  for (std::uint64_t i = threadIdx.x; i < k; i += Threads)
+    if (v[i] == v[i]) {
+      atomicMin(&first_number, static_cast<unsigned long long>(i));
+      break;
+    }
+  __syncthreads();
+  if (first_number == k) {  // a row of NaNs: its first candidate
+    if (threadIdx.x == 0) tokens[row] = indices[row * k];
+    return;
+  }
+  const float top = v[first_number];
+  const auto weight = [&](std::uint64_t i) {
+    return i < k ? index_math::candidate_weight(v[i], top, inverse_temperature) : 0.0f;
+  };
+  float mine = 0.0f;
+  for (std::uint64_t i = threadIdx.x; i < k; i += Threads) mine += weight(i);
+  const float sum = block_reduce(temp.reduce).Sum(mine);
+  if (threadIdx.x == 0) total = sum;
+  __syncthreads();
+  // Each candidate's weight before it and through it: a tile's scan plus the tiles before.
+  const auto for_each_running = [&](auto&& visit) {
+    float carry = 0.0f;
+    for (std::uint64_t base = 0; base < k; base += Threads) {
+      const std::uint64_t i = base + threadIdx.x;
+      const float w = weight(i);
+      float before = 0.0f, tile = 0.0f;
+      block_scan(temp.scan).ExclusiveSum(w, before, tile);
+      if (i < k) visit(i, carry + before, carry + before + w);
+      carry += tile;
+      __syncthreads();
+    }
+  };
+  for_each_running([&](std::uint64_t i, float before, float through) {
+    if (index_math::kept_by_top_p(before, total, p)) {
+      atomicMax(&kept_count, static_cast<unsigned long long>(i + 1));
+      atomicMax(&kept_weight_bits, __float_as_uint(through));
+    }
+  });
+  __syncthreads();
+  const float target = index_math::draw_target(uniforms[row], __uint_as_float(kept_weight_bits));
+  for_each_running([&](std::uint64_t i, float, float through) {
+    if (i < kept_count && through > target) atomicMin(&chosen, static_cast<unsigned long long>(i));
+  });
+  __syncthreads();
+  if (threadIdx.x == 0) tokens[row] = indices[row * k + std::min(chosen, kept_count - 1)];
+}
+
+cudaError_t sample_candidates(const float* values, const std::int64_t* indices, std::uint64_t rows,
+                              std::uint64_t k, float p, float temperature, const float* uniforms,
+                              std::int64_t* tokens, cudaStream_t stream) {
+  if (!sampling_arguments_valid(p, temperature) || (k == 0 && rows > 0) || rows > INT_MAX)
+    return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  cudaError_t e = validate_device_array(values, rows * k, sizeof(float), alignof(float));
+  if (e == cudaSuccess) e = validate_device_array(indices, rows * k, sizeof(std::int64_t), alignof(std::int64_t));
+  if (e == cudaSuccess) e = validate_device_array(uniforms, rows, sizeof(float), alignof(float));
+  if (e == cudaSuccess) e = validate_device_array(tokens, rows, sizeof(std::int64_t), alignof(std::int64_t));
+  if (e != cudaSuccess) return e;
+  constexpr int threads = 128;
+  sample_rows<threads><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
+      values, indices, k, p, 1.0f / temperature, uniforms, tokens);
   return cudaGetLastError();
 }
 

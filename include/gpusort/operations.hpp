@@ -1,6 +1,7 @@
 // Operations built on the sort (issue 73): unique (the distinct keys, with how often each
 // occurs) and searchsorted (where keys would go in a sorted array), for the built-in 32- and
-// 64-bit keys (u32, i32, u64, i64, float, double).
+// 64-bit keys (u32, i32, u64, i64, float, double); and on top_k_rows (issue 76),
+// sample_candidates: the token LLM decoding draws from each row's top-k.
 //
 // Keys are equal when neither comes before the other in the library's order (key_traits.hpp):
 // every NaN is one key (the largest), and -0.0 and +0.0 are two (-0.0 first). Python's
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "gpusort/detail/index_math/sampling.hpp"
 #include "gpusort/sort.hpp"
 
 namespace gpusort {
@@ -80,9 +82,59 @@ void unique_of_sorted(const std::vector<K>& sorted, std::vector<K>& keys,
     ++counts.back();
   }
 }
+// Defined in src/operations.cu.
+cudaError_t sample_candidates(const float* values, const std::int64_t* indices, std::uint64_t rows,
+                              std::uint64_t k, float p, float temperature, const float* uniforms,
+                              std::int64_t* tokens, cudaStream_t stream);
+
+// Whether sample_candidates takes these p and temperature.
+constexpr bool sampling_arguments_valid(float p, float temperature) {
+  return p > 0.0f && p <= 1.0f && temperature > 0.0f;  // NaNs fail each
+}
+
+// sample_candidates of row r on the host: what the device's kernel computes, in one loop.
+inline std::int64_t sample_row(const float* values, const std::int64_t* indices, std::uint64_t k,
+                               float p, float temperature, float u) {
+  std::uint64_t first = 0;  // the most likely number: past the NaNs top-k puts first
+  while (first < k && values[first] != values[first]) ++first;
+  if (first == k) return indices[0];
+  const float inverse_temperature = 1.0f / temperature;
+  float total = 0.0f;
+  for (std::uint64_t i = 0; i < k; ++i)
+    total += index_math::candidate_weight(values[i], values[first], inverse_temperature);
+  float before = 0.0f, kept = 0.0f;
+  std::uint64_t kept_count = 0;
+  for (; kept_count < k && index_math::kept_by_top_p(before, total, p); ++kept_count) {
+    before += index_math::candidate_weight(values[kept_count], values[first], inverse_temperature);
+    kept = before;
+  }
+  const float target = index_math::draw_target(u, kept);
+  float running = 0.0f;
+  for (std::uint64_t i = 0; i < kept_count; ++i) {
+    running += index_math::candidate_weight(values[i], values[first], inverse_temperature);
+    if (running > target) return indices[i];
+  }
+  return indices[kept_count - 1];
+}
 }  // namespace detail
 
 // ---- core layer -----------------------------------------------------------------------
+
+// One token a row, as LLM decoding samples it (gpusort.sample_top_k_top_p), from each row's
+// k candidates: values[r * k, (r + 1) * k), most likely first as top_k_rows leaves them (NaNs
+// first), with their token ids in indices. Each candidate weighs its softmax numerator at
+// `temperature` (exp((value - most likely) / temperature); NaNs 0); top-p keeps those whose
+// weight before them is below p of the row's total (the first always); tokens[r] is drawn
+// from the kept in proportion to their weight by uniforms[r] in [0, 1). A row of NaNs gives its
+// first candidate. p in (0, 1], temperature > 0 (infinity: every candidate alike), else
+// cudaErrorInvalidValue. Device arrays, on `stream`, no waiting, no workspace: one block a
+// row.
+inline cudaError_t sample_candidates(const float* values, const std::int64_t* indices,
+                                     std::uint64_t rows, std::uint64_t k, float p,
+                                     float temperature, const float* uniforms, std::int64_t* tokens,
+                                     cudaStream_t stream = nullptr) {
+  return detail::sample_candidates(values, indices, rows, k, p, temperature, uniforms, tokens, stream);
+}
 
 // The distinct keys of keys[0, n), in ascending order, into unique_out[0, *num_unique); and
 // where counts_out is not null, counts_out[i] = how many keys equal unique_out[i]. keys is
@@ -142,6 +194,19 @@ unique_result<K> unique(const std::vector<K>& host_keys, const options& opt = {}
   unique_result<K> result;
   detail::unique_of_sorted(sorted, result.keys, result.counts);
   return result;
+}
+
+// sample_candidates on host arrays (the CPU backend's, and the device's reference): tokens of
+// rows rows of k candidates each.
+inline void sample_candidates_on_host(const float* values, const std::int64_t* indices,
+                                      std::uint64_t rows, std::uint64_t k, float p,
+                                      float temperature, const float* uniforms,
+                                      std::int64_t* tokens) {
+  if (!detail::sampling_arguments_valid(p, temperature) || (k == 0 && rows > 0))
+    throw invalid_request("gpusort::sample_candidates: p must be in (0, 1], temperature above 0, "
+                          "and a row must hold a candidate");
+  for (std::uint64_t r = 0; r < rows; ++r)
+    tokens[r] = detail::sample_row(values + r * k, indices + r * k, k, p, temperature, uniforms[r]);
 }
 
 // numpy.searchsorted(sorted, queries, side): on the host (the searches read each query once).

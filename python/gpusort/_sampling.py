@@ -1,6 +1,7 @@
 """One token a row from the top-k and top-p of logits, as LLM decoding samples (issue 76):
-gpusort's top-k of each row, then the softmax, the nucleus cut and the draw on those k
-candidates alone, in PyTorch on the logits' device and stream."""
+gpusort's top-k of each row, one uniform a row from torch's generator, then the softmax, the
+nucleus cut and the draw over those k candidates in one kernel (gpusort::sample_candidates: a
+block a row; on the CPU the same loop), on the logits' device and stream."""
 
 import numbers
 
@@ -18,14 +19,17 @@ def sample_top_k_top_p(logits, k, p=1.0, temperature=1.0, generator=None):
     """A token id (int64) for each row of logits, a torch tensor of rows along its last
     dimension (the vocabulary): drawn from the row's k most likely tokens, cut to the
     fewest of them whose probabilities at `temperature` reach p (the most likely always kept),
-    in proportion to those probabilities. It is torch's usual recipe (topk, softmax,
-    cumulative-sum mask, multinomial), with gpusort.topk for the top-k. temperature=0 takes
+    in proportion to those probabilities: the distribution of torch's usual recipe (topk,
+    softmax, cumulative-sum mask, multinomial), drawn by gpusort.topk and one kernel over the
+    k candidates with a uniform a row from torch.rand. temperature=0 takes
     the most likely token; generator, a torch.Generator on the logits' device, makes the draw
-    repeatable. The result has logits' shape without its last dimension. Logits with NaNs
-    make the draw raise (torch.multinomial's RuntimeError)."""
+    repeatable (the draws are not torch.multinomial's, whose uniforms are used otherwise). The
+    result has logits' shape without its last dimension. NaN logits are never drawn (a row of
+    NaNs gives its first token); +inf logits share the draw among themselves."""
     import torch
 
-    from . import topk
+    from . import _arrays, topk
+    from ._extension import ext as _ext
 
     if not isinstance(logits, torch.Tensor):
         raise TypeError(f"logits: must be a torch tensor, got {type(logits).__name__}")
@@ -41,9 +45,16 @@ def sample_top_k_top_p(logits, k, p=1.0, temperature=1.0, generator=None):
     values, indices = topk(rows, int(k), dim=-1)  # each row's k largest, most likely first
     if temperature == 0.0 or k == 1:
         return indices[:, 0].reshape(logits.shape[:-1])
-    probabilities = torch.softmax(values.float() / temperature, dim=-1)
-    if p < 1.0:
-        more_likely = probabilities.cumsum(-1) - probabilities  # the mass before each token
-        probabilities = probabilities.masked_fill(more_likely >= p, 0.0)
-    choice = torch.multinomial(probabilities, 1, generator=generator)  # weights need no sum of 1
-    return indices.gather(-1, choice).reshape(logits.shape[:-1])
+    count = rows.shape[0]
+    uniforms = torch.rand(count, generator=generator, device=logits.device, dtype=torch.float32)
+    tokens = torch.empty(count, dtype=torch.int64, device=logits.device)
+    candidates = values.detach().float().contiguous()  # float16 and bfloat16 logits as float32
+    if logits.is_cuda:
+        xp = _arrays.namespace_of(logits, "logits")
+        stream = xp.stream(logits)
+        _ext.sample_candidates_device(*(xp.handle(a, stream) for a in (candidates, indices, uniforms, tokens)),
+                                      int(k), p, temperature, stream)
+    else:
+        _ext.sample_candidates_host(candidates.numpy(), indices.numpy(), uniforms.numpy(),
+                                    tokens.numpy(), int(k), p, temperature)
+    return tokens.reshape(logits.shape[:-1])

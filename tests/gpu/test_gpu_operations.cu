@@ -4,6 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "device_buffer.hpp"
@@ -135,6 +140,62 @@ TEST_F(GpuTest, UniqueOfMoreThanIntMaxKeys) {
   for (void* p : {static_cast<void*>(keys), static_cast<void*>(unique_out),
                   static_cast<void*>(counts), static_cast<void*>(num)})
     cudaFree(p);
+}
+
+// sample_candidates on the device draws what the host's loop draws (index_math/sampling.hpp)
+// from rows of every shape top-k leaves: numbers in order, NaNs first, +inf ties, all equal,
+// a -inf tail; k from 1 to past a block's threads. The block sums in another order than the
+// loop, so a row whose target lands within rounding of a boundary may differ: under 2% (a
+// wrong draw differs in most rows).
+TEST_F(GpuTest, SampleCandidatesDrawsAsTheHost) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::uint64_t rows = 2000;
+  for (const std::uint64_t k : {1, 2, 50, 1024, 3001}) {
+    std::mt19937 rng(static_cast<unsigned>(k));
+    std::normal_distribution<float> logit(0.0f, 3.0f);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    std::vector<float> values(rows * k), uniforms(rows);
+    std::vector<std::int64_t> ids(rows * k);
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      float* row = values.data() + r * k;
+      for (std::uint64_t i = 0; i < k; ++i) row[i] = r % 5 == 3 ? 1.5f : logit(rng);
+      std::sort(row, row + k, std::greater<>());
+      if (r % 5 == 1) std::fill(row, row + std::min<std::uint64_t>(k, 3), nan);
+      if (r % 5 == 2) std::fill(row, row + std::min<std::uint64_t>(k, 2), inf);
+      if (r % 5 == 4) std::fill(row + k / 2, row + k, -inf);
+      for (std::uint64_t i = 0; i < k; ++i) ids[r * k + i] = static_cast<std::int64_t>(r * 100000 + i);
+      uniforms[r] = std::min(unit(rng), 0.99999994f);
+    }
+    guarded_buffer<float> d_values(values), d_uniforms(uniforms);
+    guarded_buffer<std::int64_t> d_ids(ids);
+    for (const auto [p, temperature] : {std::pair{1.0f, 1.0f}, std::pair{0.9f, 0.7f},
+                                        std::pair{0.3f, 2.0f}, std::pair{1.0f, inf}}) {
+      SCOPED_TRACE(::testing::Message() << "k=" << k << " p=" << p << " T=" << temperature);
+      std::vector<std::int64_t> want(rows);
+      sample_candidates_on_host(values.data(), ids.data(), rows, k, p, temperature, uniforms.data(),
+                                want.data());
+      guarded_buffer<std::int64_t> d_tokens(std::vector<std::int64_t>(rows, -1));
+      CUDA_OK(sample_candidates(d_values.data(), d_ids.data(), rows, k, p, temperature,
+                                d_uniforms.data(), d_tokens.data()));
+      CUDA_OK(cudaDeviceSynchronize());
+      const std::vector<std::int64_t> got = d_tokens.to_host();
+      std::uint64_t differ = 0;
+      for (std::uint64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(static_cast<std::uint64_t>(got[r]) / 100000, r) << "a token of another row";
+        differ += got[r] != want[r];
+      }
+      EXPECT_LE(differ, k == 1 ? 0u : rows / 50) << differ << " rows differ";
+      EXPECT_TRUE(d_tokens.guard_intact());
+    }
+  }
+  guarded_buffer<std::int64_t> tokens(std::vector<std::int64_t>(1, -1));
+  guarded_buffer<float> one(std::vector<float>(1, 0.5f));
+  guarded_buffer<std::int64_t> id(std::vector<std::int64_t>(1, 4));
+  EXPECT_EQ(sample_candidates(one.data(), id.data(), 1, 1, 0.0f, 1.0f, one.data(), tokens.data()),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(sample_candidates(one.data(), id.data(), 1, 1, 1.0f, 0.0f, one.data(), tokens.data()),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(tokens.to_host()[0], -1);
 }
 
 TYPED_TEST(GpuOperations, SearchsortedMatchesTheHostOnBothPaths) {
