@@ -92,7 +92,7 @@ constexpr bool sampling_arguments_valid(float p, float temperature) {
   return p > 0.0f && p <= 1.0f && temperature > 0.0f;  // NaNs fail each
 }
 
-// sample_candidates of row r on the host: what the device's kernel computes, in one loop.
+// sample_candidates of one row on the host: what the device's kernel computes, in loops.
 inline std::int64_t sample_row(const float* values, const std::int64_t* indices, std::uint64_t k,
                                float p, float temperature, float u) {
   std::uint64_t first = 0;  // the most likely number: past the NaNs top-k puts first
@@ -102,12 +102,10 @@ inline std::int64_t sample_row(const float* values, const std::int64_t* indices,
   float total = 0.0f;
   for (std::uint64_t i = 0; i < k; ++i)
     total += index_math::candidate_weight(values[i], values[first], inverse_temperature);
-  float before = 0.0f, kept = 0.0f;
+  float kept = 0.0f;  // the weight of the candidates kept so far, before the next
   std::uint64_t kept_count = 0;
-  for (; kept_count < k && index_math::kept_by_top_p(before, total, p); ++kept_count) {
-    before += index_math::candidate_weight(values[kept_count], values[first], inverse_temperature);
-    kept = before;
-  }
+  for (; kept_count < k && index_math::kept_by_top_p(kept, total, p); ++kept_count)
+    kept += index_math::candidate_weight(values[kept_count], values[first], inverse_temperature);
   const float target = index_math::draw_target(u, kept);
   float running = 0.0f;
   for (std::uint64_t i = 0; i < kept_count; ++i) {
