@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #ifndef RADIX_TUNING_SET
@@ -183,9 +184,60 @@ T* device_alloc(std::size_t n) {
   return p;
 }
 
+// The tunings of this build's set and kind: CUB's default shape first (a check that the hub
+// reproduces it); items are CUB's nominal 4-byte count.
+struct tuning {
+  int threads, items, bits;
+  cub::RadixSortStoreAlgorithm store = cub::RADIX_SORT_STORE_DIRECT;
+};
+[[maybe_unused]] constexpr auto aligned = cub::RADIX_SORT_STORE_ALIGNED;
+constexpr tuning tunings[] = {
+#if RADIX_TUNING_SET == 3  // one tuning a kind at 2^28, for ncu
+#if RADIX_TUNING_KIND == 0
+    {512, 22, 8},
+#else
+    {256, 40, 8},
+#endif
+#elif RADIX_TUNING_SET == 2  // odd item counts (shared-memory banks), around set 1's best
+#if RADIX_TUNING_KIND == 0 || RADIX_TUNING_KIND == 4
+    {512, 22, 8}, {512, 21, 8}, {512, 23, 8}, {448, 23, 8}, {448, 25, 8},
+    {384, 27, 8}, {384, 29, 8}, {384, 31, 8}, {320, 33, 8}, {256, 31, 8},
+    {256, 35, 8},
+#elif RADIX_TUNING_KIND == 1 || RADIX_TUNING_KIND == 3
+    {256, 40, 8}, {256, 38, 8}, {256, 42, 8}, {256, 44, 8}, {224, 46, 8},
+    {192, 54, 8}, {320, 34, 8}, {320, 30, 8},
+#else
+    {512, 16, 8}, {512, 15, 8}, {512, 17, 8}, {448, 19, 8}, {384, 21, 8},
+    {384, 25, 8}, {320, 25, 8},
+#endif
+#else
+#if RADIX_TUNING_KIND == 0 || RADIX_TUNING_KIND == 4  // u32, f32 keys: CUB 384 x 20 (f32 19)
+    {384, 20, 8}, {384, 20, 8, aligned}, {256, 16, 8, aligned}, {256, 16, 8}, {256, 20, 8},
+    {256, 24, 8}, {256, 28, 8}, {384, 16, 8}, {384, 24, 8}, {384, 28, 8},
+    {512, 12, 8}, {512, 16, 8}, {512, 20, 8}, {512, 22, 8},
+#elif RADIX_TUNING_KIND == 1  // u64 keys: CUB 384 x 30 nominal (15 eight-byte items)
+    {384, 30, 8}, {384, 30, 8, aligned}, {256, 24, 8, aligned}, {256, 24, 8}, {256, 32, 8},
+    {256, 40, 8}, {384, 16, 8}, {384, 24, 8}, {512, 16, 8}, {512, 20, 8},
+    {256, 24, 10}, {256, 32, 10}, {128, 40, 10},
+#elif RADIX_TUNING_KIND == 2  // u32 + u32 pairs: CUB 384 x 23
+    {384, 23, 8}, {384, 23, 8, aligned}, {256, 16, 8, aligned}, {256, 16, 8}, {256, 20, 8},
+    {256, 24, 8}, {384, 16, 8}, {384, 20, 8}, {384, 28, 8}, {512, 12, 8},
+    {512, 16, 8}, {512, 20, 8},
+#else  // u64 + u32 pairs: CUB 384 x 30 nominal
+    {384, 30, 8}, {384, 30, 8, aligned}, {256, 24, 8, aligned}, {256, 24, 8}, {256, 32, 8},
+    {256, 40, 8}, {384, 24, 8}, {512, 16, 8}, {512, 20, 8}, {256, 24, 10},
+#endif
+#endif
+};
+
+template <class Sweep, std::size_t... I>
+void run_tunings(Sweep& s, std::index_sequence<I...>) {
+  (s.template run<tunings[I].threads, tunings[I].items, tunings[I].bits, tunings[I].store>(), ...);
+}
+
 }  // namespace
 
-// The tunings per kind: CUB's default first (a check that the hub reproduces it).
+// Every tuning of the set on n keys of the kind, after CUB's defaults.
 template <class K, class V>
 void sweep_size(const char* kind, std::size_t n, int reps) {
   sweep<K, V> s{kind, {}, reps};
@@ -205,99 +257,7 @@ void sweep_size(const char* kind, std::size_t n, int reps) {
     CHECK(cudaMemcpy(s.b.pristine_values, index.data(), n * sizeof(V), cudaMemcpyHostToDevice));
   }
   s.reference();
-#if RADIX_TUNING_SET == 3  // one tuning a kind at 2^28, for ncu
-#if RADIX_TUNING_KIND == 0
-  s.template run<512, 22, 8>();
-#else
-  s.template run<256, 40, 8>();
-#endif
-#elif RADIX_TUNING_SET == 2  // odd item counts (shared-memory banks), around set 1's best
-#if RADIX_TUNING_KIND == 0 || RADIX_TUNING_KIND == 4
-  s.template run<512, 22, 8>();
-  s.template run<512, 21, 8>();
-  s.template run<512, 23, 8>();
-  s.template run<448, 23, 8>();
-  s.template run<448, 25, 8>();
-  s.template run<384, 27, 8>();
-  s.template run<384, 29, 8>();
-  s.template run<384, 31, 8>();
-  s.template run<320, 33, 8>();
-  s.template run<256, 31, 8>();
-  s.template run<256, 35, 8>();
-#elif RADIX_TUNING_KIND == 1 || RADIX_TUNING_KIND == 3
-  s.template run<256, 40, 8>();
-  s.template run<256, 38, 8>();
-  s.template run<256, 42, 8>();
-  s.template run<256, 44, 8>();
-  s.template run<224, 46, 8>();
-  s.template run<192, 54, 8>();
-  s.template run<320, 34, 8>();
-  s.template run<320, 30, 8>();
-#else
-  s.template run<512, 16, 8>();
-  s.template run<512, 15, 8>();
-  s.template run<512, 17, 8>();
-  s.template run<448, 19, 8>();
-  s.template run<384, 21, 8>();
-  s.template run<384, 25, 8>();
-  s.template run<320, 25, 8>();
-#endif
-#else
-#if RADIX_TUNING_KIND == 0 || RADIX_TUNING_KIND == 4  // u32, f32 keys: CUB 384 x 20 (f32 19)
-  s.template run<384, 20, 8>();
-  s.template run<384, 20, 8, cub::RADIX_SORT_STORE_ALIGNED>();
-  s.template run<256, 16, 8, cub::RADIX_SORT_STORE_ALIGNED>();
-  s.template run<256, 16, 8>();
-  s.template run<256, 20, 8>();
-  s.template run<256, 24, 8>();
-  s.template run<256, 28, 8>();
-  s.template run<384, 16, 8>();
-  s.template run<384, 24, 8>();
-  s.template run<384, 28, 8>();
-  s.template run<512, 12, 8>();
-  s.template run<512, 16, 8>();
-  s.template run<512, 20, 8>();
-  s.template run<512, 22, 8>();
-#elif RADIX_TUNING_KIND == 1  // u64 keys: CUB 384 x 30 nominal (15 eight-byte items)
-  s.template run<384, 30, 8>();
-  s.template run<384, 30, 8, cub::RADIX_SORT_STORE_ALIGNED>();
-  s.template run<256, 24, 8, cub::RADIX_SORT_STORE_ALIGNED>();
-  s.template run<256, 24, 8>();
-  s.template run<256, 32, 8>();
-  s.template run<256, 40, 8>();
-  s.template run<384, 16, 8>();
-  s.template run<384, 24, 8>();
-  s.template run<512, 16, 8>();
-  s.template run<512, 20, 8>();
-  s.template run<256, 24, 10>();
-  s.template run<256, 32, 10>();
-  s.template run<128, 40, 10>();
-#elif RADIX_TUNING_KIND == 2  // u32 + u32 pairs: CUB 384 x 23
-  s.template run<384, 23, 8>();
-  s.template run<384, 23, 8, cub::RADIX_SORT_STORE_ALIGNED>();
-  s.template run<256, 16, 8, cub::RADIX_SORT_STORE_ALIGNED>();
-  s.template run<256, 16, 8>();
-  s.template run<256, 20, 8>();
-  s.template run<256, 24, 8>();
-  s.template run<384, 16, 8>();
-  s.template run<384, 20, 8>();
-  s.template run<384, 28, 8>();
-  s.template run<512, 12, 8>();
-  s.template run<512, 16, 8>();
-  s.template run<512, 20, 8>();
-#else  // u64 + u32 pairs: CUB 384 x 30 nominal
-  s.template run<384, 30, 8>();
-  s.template run<384, 30, 8, cub::RADIX_SORT_STORE_ALIGNED>();
-  s.template run<256, 24, 8, cub::RADIX_SORT_STORE_ALIGNED>();
-  s.template run<256, 24, 8>();
-  s.template run<256, 32, 8>();
-  s.template run<256, 40, 8>();
-  s.template run<384, 24, 8>();
-  s.template run<512, 16, 8>();
-  s.template run<512, 20, 8>();
-  s.template run<256, 24, 10>();
-#endif
-#endif
+  run_tunings(s, std::make_index_sequence<std::size(tunings)>{});
   for (void* p : {(void*)s.b.pristine_keys, (void*)s.b.keys[0], (void*)s.b.keys[1], (void*)s.b.reference_keys,
                   (void*)s.b.pristine_values, (void*)s.b.values[0], (void*)s.b.values[1],
                   (void*)s.b.reference_values, s.b.temp})
