@@ -22,12 +22,16 @@ struct onesweep_shape {
   cub::RadixSortStoreAlgorithm store = cub::RADIX_SORT_STORE_DIRECT;
 };
 
-// sm_90, one H200, 2^24-2^28 uniform keys against CUB's default in the same run (c1b2b25):
-// 4-byte integer keys 512 x 22 (1.15-1.21x CUB's 32-bit-count default), float keys 512 x 21
-// (1.00-1.03x), 8-byte keys 256 x 40 (1.10-1.11x). Pairs keep CUB's shape.
+// sm_90, one H200, each shape kept only where the library's automatic beat cub_radix in one
+// run (83a204a, 2^24-2^28 uniform keys): 4-byte integer keys 512 x 22 (1.02-1.04x), float
+// keys 512 x 21 (1.02-1.04x at 2^26 and up), unsigned and float 8-byte keys 256 x 40
+// (1.04-1.11x). Signed 8-byte keys ran 0.93x at 256 x 40 and keep CUB's shape; so do pairs,
+// which gain from the 32-bit count alone (u32 pairs 1.11-1.15x).
 template <class K, class V>
 constexpr onesweep_shape sm90_onesweep() {
   if constexpr (!std::is_same_v<V, cub::NullType>) return {};
+  else if constexpr (sizeof(K) == 8 && std::is_signed_v<K> && !std::is_floating_point_v<K>)
+    return {};
   else if constexpr (sizeof(K) == 8) return {256, 40};
   else if constexpr (sizeof(K) == 4 && std::is_floating_point_v<K>) return {512, 21};
   else if constexpr (sizeof(K) == 4) return {512, 22};
