@@ -181,51 +181,122 @@ __global__ void __launch_bounds__(THREADS)
 
 // ---- top_k ------------------------------------------------------------------------------
 
+// top_k's samples as the radix sort orders them: each sample's ascending select code and its
+// index j, whose position index_math::sample_position gives (positions rise with j, so the
+// stable sort leaves equal keys in position order: the order of sample_less).
+template <class K>
+__global__ void gather_sample_codes_kernel(const K* keys, index_t n, index_t count,
+                                           ordered_t<K>* codes, std::uint32_t* indices) {
+  const index_t j = blockIdx.x * index_t{blockDim.x} + threadIdx.x;
+  if (j >= count) return;
+  codes[j] = index_math::select_code(keys[index_math::sample_position(j, count, n)], false);
+  indices[j] = static_cast<std::uint32_t>(j);
+}
+
+// The sample of rank `rank` among `count` sorted by (key, position): sorted[rank] is its index.
+template <class K>
+struct ranked_sample {
+  const K* keys;
+  index_t n, count;
+  const std::uint32_t* sorted;
+  index_t rank;
+
+  __device__ index_math::sample<K> get() const {
+    const index_t pos = index_math::sample_position(sorted[rank], count, n);
+    return {pos, keys[pos], 0};
+  }
+};
+
+// VEC keys loaded as one aligned vector (16 bytes, or one key when VEC is 1).
+template <class K, int VEC>
+struct alignas(sizeof(K) * VEC) key_vector {
+  K key[VEC];
+};
+
 // Appends every candidate key (and value) to out, as far as `capacity` holds them, and counts
-// them all in *gathered. The block reads tiles of ITEMS coalesced rows of its threads
-// (independent loads in flight); a warp with candidates among its ITEMS x 32 keys reserves
-// their slots with one atomic. Where candidates are dense, longer tiles mean fewer atomics on
-// the one counter (at k near n / 16, one per 128 keys took most of the pass). The pass is
-// bound by loads in flight, so registers are capped for a full SM with 4-row tiles, half of
-// one with 16 (H100, 2^28 keys: with values, 4 rows at 3 blocks an SM took 0.72 ms against
-// 0.59 at 4; 16 rows with 8-byte positions at 1 block 2.23 against 1.21 at 2).
-template <int THREADS, int ITEMS, class K, class V, class Values>
-__global__ void __launch_bounds__(THREADS, 2048 / THREADS / (ITEMS >= 16 ? 2 : 1))
-    gather_candidates_kernel(const K* keys, Values values, index_t n,
-                             const index_math::sample<K>* splitter, bool descending,
-                             index_t capacity, std::uint64_t* gathered, K* out_keys,
-                             V* out_values) {
-  constexpr index_t tile_keys = index_t{THREADS} * ITEMS;
+// them all in *gathered. The block reads tiles of KEYS keys a thread: KEYS / VEC coalesced rows
+// of VEC-key vectors (VEC > 1 where the keys are 16-byte aligned), so that one load moves 16
+// bytes and the index math is paid once a vector; the last, partial tile loads key by key. A
+// warp with candidates among its keys reserves their slots with one atomic. Where candidates
+// are dense, longer tiles mean fewer atomics on the one counter (at k near n / 16, one per 128
+// keys took most of the pass). The pass is bound by loads in flight, so registers are capped
+// for a full SM with short tiles, half of one with 16 keys (H100, 2^28 keys: with values, 4
+// keys at 3 blocks an SM took 0.72 ms against 0.59 at 4; 16 with 8-byte positions at 1 block
+// 2.23 against 1.21 at 2). Keys take the bound's `<` first (candidate_bound); the codes only
+// where a warp holds a key equal to the bound's or a NaN.
+template <int THREADS, int KEYS, int VEC, class K, class V, class Values>
+__global__ void __launch_bounds__(THREADS, 2048 / THREADS / (KEYS >= 16 ? 2 : 1))
+    gather_candidates_kernel(const K* keys, Values values, index_t n, ranked_sample<K> splitter,
+                             bool descending, index_t capacity, std::uint64_t* gathered,
+                             K* out_keys, V* out_values) {
+  static_assert(KEYS % VEC == 0);
+  constexpr int ROWS = KEYS / VEC;
+  constexpr index_t tile_keys = index_t{THREADS} * KEYS;
+  using vector = key_vector<K, VEC>;
   auto* cursor = reinterpret_cast<unsigned long long*>(gathered);
-  const auto bound = candidate_bound<K>::of(*splitter, descending);
+  const auto bound = candidate_bound<K>::of(splitter.get(), descending);
   const unsigned lane = threadIdx.x % 32, lanes_before = (1u << lane) - 1;
   for (index_t tile = blockIdx.x * tile_keys; tile < n; tile += index_t{gridDim.x} * tile_keys) {
-    K key[ITEMS];
-    bool take[ITEMS];
-    bool any = false;
+    vector key[ROWS];
+    bool take[ROWS][VEC], open[ROWS][VEC];  // open: for the codes to decide
+    bool any = false, any_open = false;
+    const bool whole = n - tile >= tile_keys;
+    const auto first = [&](int r) {
+      return tile + (static_cast<index_t>(r) * THREADS + threadIdx.x) * VEC;
+    };
+    if (whole) {  // every row's load issued before any compare: loads in flight
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j) {
-      const index_t i = tile + j * THREADS + threadIdx.x;
-      take[j] = i < n && bound.holds(index_math::select_code(key[j] = keys[i], descending), i);
-      any |= take[j];
+      for (int r = 0; r < ROWS; ++r) key[r] = *reinterpret_cast<const vector*>(keys + first(r));
+    } else {
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) key[r].key[e] = first(r) + e < n ? keys[first(r) + e] : K{};
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        const bool in = whole || first(r) + e < n;
+        take[r][e] = in && bound.surely_before(key[r].key[e]);
+        open[r][e] = in && !take[r][e] && !bound.surely_after(key[r].key[e]);
+        any |= take[r][e];
+        any_open |= open[r][e];
+      }
+    }
+    if (__any_sync(0xffffffffu, any_open)) {  // keys equal to the bound's, or NaNs: rare
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          if (open[r][e]) {
+            take[r][e] = bound.holds(index_math::select_code(key[r].key[e], descending),
+                                     first(r) + e);
+            any |= take[r][e];
+          }
     }
     if (!__any_sync(0xffffffffu, any)) continue;
-    unsigned masks[ITEMS];
+    unsigned masks[ROWS][VEC];
     unsigned count = 0;
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j) count += __popc(masks[j] = __ballot_sync(0xffffffffu, take[j]));
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        count += __popc(masks[r][e] = __ballot_sync(0xffffffffu, take[r][e]));
     unsigned long long at = 0;
     if (lane == 0) at = atomicAdd(cursor, static_cast<unsigned long long>(count));
     at = __shfl_sync(0xffffffffu, at, 0);
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j) {
-      const unsigned long long to = at + __popc(masks[j] & lanes_before);
-      if (take[j] && to < capacity) {
-        out_keys[to] = key[j];
-        store_value(out_values, to, load_value(values, tile + j * THREADS + threadIdx.x));
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        const unsigned long long to = at + __popc(masks[r][e] & lanes_before);
+        if (take[r][e] && to < capacity) {
+          out_keys[to] = key[r].key[e];
+          store_value(out_values, to, load_value(values, first(r) + e));
+        }
+        at += __popc(masks[r][e]);
       }
-      at += __popc(masks[j]);
-    }
   }
 }
 
