@@ -322,17 +322,17 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
                                   cfg.descending ? plan.lo : plan.hi};
   // Where more than one key in 256 is expected to be a candidate (the samples up to the
   // upper splitter over all samples), tiles of 16 keys a thread: a quarter of the atomics
-  // (H100, 2^28 keys, k = 10^6: 1.36 ms against 1.76); sparser, 4 keys, or 8 in vectors
-  // (k = 1000: 0.77 ms against 1.15 at 4).
+  // (H100, 2^28 keys, k = 10^6: 1.36 ms against 1.76); sparser, 4 (k = 1000: 0.77 ms against
+  // 1.15). In 16-byte vectors where the keys are so aligned.
   const bool dense =
       (index_math::focused_upper_rank(k, n, sample_count) + 1) * 256 > sample_count;
   const bool vectors = reinterpret_cast<std::uintptr_t>(keys) % 16 == 0;
   constexpr int threads = 512, vec = 16 / sizeof(K);
   auto gather = dense ? (vectors ? gather_candidates_kernel<threads, 16, vec, K, V, Values>
                                  : gather_candidates_kernel<threads, 16, 1, K, V, Values>)
-                      : (vectors ? gather_candidates_kernel<threads, 8, vec, K, V, Values>
+                      : (vectors ? gather_candidates_kernel<threads, 4, vec, K, V, Values>
                                  : gather_candidates_kernel<threads, 4, 1, K, V, Values>);
-  const int keys_per_thread = dense ? 16 : vectors ? 8 : 4;
+  const int keys_per_thread = dense ? 16 : 4;
   unsigned blocks = 0;
   e = resident_blocks(gather, threads, 0, blocks);
   if (e != cudaSuccess) return e;
