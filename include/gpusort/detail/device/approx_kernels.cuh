@@ -323,7 +323,8 @@ __global__ void __launch_bounds__(THREADS, 2048 / THREADS / (KEYS >= 16 ? 2 : 1)
                              bool descending, index_t capacity, std::uint64_t* gathered,
                              K* out_keys, V* out_values) {
   constexpr index_t tile_keys = index_t{THREADS} * KEYS;
-  const auto bound = candidate_bound<K>::of(splitter.get(), descending);
+  const index_math::sample<K> s = splitter.get();
+  const auto bound = candidate_bound<K>::at(s.key, s.pos, descending);
   for (index_t tile = blockIdx.x * tile_keys; tile < n; tile += index_t{gridDim.x} * tile_keys) {
     candidate_tile<THREADS, KEYS, VEC, K> mine{tile, n - tile >= tile_keys};
     mine.load(keys, n);

@@ -102,36 +102,7 @@ struct sampled_mapper {
   }
 };
 
-// top_k's candidates: the keys before its bound, in the order of their select codes
-// (index_math::select_code) and then of their positions (ascending: up to the bound's position;
-// descending: after it), which is the order of the focused plan's intervals: ascending, the
-// keys up to the upper splitter; descending, those after the lower one. The keys' own `<`
-// decides nearly every key (one compare, no code map): a key strictly before or after the
-// bound's key in that order is so in code order too. Only keys equal to it (both zeros
-// included) and NaNs, for which `<` says neither, take the codes and the position.
-template <class K>
-struct candidate_bound {
-  using U = ordered_t<K>;
-  K key;
-  U code;
-  index_t pos;
-  bool descending;
-
-  __device__ static candidate_bound of(const index_math::sample<K>& splitter, bool descending) {
-    return {splitter.key, index_math::select_code(splitter.key, descending), splitter.pos,
-            descending};
-  }
-  __device__ __forceinline__ bool surely_before(K k) const {
-    return descending ? key < k : k < key;
-  }
-  __device__ __forceinline__ bool surely_after(K k) const {
-    return descending ? k < key : key < k;
-  }
-  // The exact test, for keys that neither of the above decides.
-  __device__ __forceinline__ bool holds(U key_code, index_t i) const {
-    return key_code < code || (key_code == code && (descending ? i > pos : i <= pos));
-  }
-};
+using index_math::candidate_bound;
 
 // Rows that one warp reduces to their k first keys (block/warp_top_k.cuh) rather than the
 // batched sort: k up to a warp, enough rows to fill the GPU with warps, and rows long enough

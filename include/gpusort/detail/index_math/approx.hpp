@@ -258,6 +258,36 @@ GPUSORT_HD GPUSORT_FORCEINLINE constexpr ordered_t<K> select_code(K key, bool de
   return descending ? static_cast<ordered_t<K>>(~code) : code;
 }
 
+// top_k's candidates: the keys before its bound, in the order of their select codes and then
+// of their positions (ascending: up to the bound's position; descending: after it), which is
+// the order of the focused plan's intervals: ascending, the keys up to the upper splitter;
+// descending, those after the lower one. The keys' own `<` decides nearly every key (one
+// compare, no code map): a key strictly before or after the bound's key in that order is so
+// in code order too, whatever the positions. Only keys equal to it (both zeros included) and
+// NaNs, for which `<` says neither, take holds(), the codes and the position.
+template <class K>
+struct candidate_bound {
+  using U = ordered_t<K>;
+  K key;
+  U code;
+  index_t pos;
+  bool descending;
+
+  GPUSORT_HD static constexpr candidate_bound at(K key, index_t pos, bool descending) {
+    return {key, select_code(key, descending), pos, descending};
+  }
+  GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool surely_before(K k) const {
+    return descending ? key < k : k < key;
+  }
+  GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool surely_after(K k) const {
+    return descending ? k < key : key < k;
+  }
+  // The exact test: whether the key of code key_code at position i is a candidate.
+  GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool holds(U key_code, index_t i) const {
+    return key_code < code || (key_code == code && (descending ? i > pos : i <= pos));
+  }
+};
+
 // Descends the tree: `right_of(node)` says whether the key lies after that node's splitter.
 // Returns the interval: how many splitters lie before the key.
 template <class RightOf>
