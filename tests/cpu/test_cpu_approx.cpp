@@ -167,19 +167,26 @@ TYPED_TEST(ApproxMath, FromOrderedInvertsOrdered) {
   }
 }
 
+// Keys for the bounds' fast compares: the edges, infinities and NaNs, both zeros, random bits.
+template <class K>
+std::vector<K> bound_test_keys(std::uint64_t seed) {
+  std::vector<K> keys = edge_keys<K>();
+  for (K k : non_finite_keys<K>()) keys.push_back(k);
+  for (K k : random_bit_keys<K>(200, seed)) keys.push_back(k);
+  if constexpr (std::is_floating_point_v<K>) {
+    keys.push_back(K(-0.0));
+    keys.push_back(K(0.0));
+  }
+  return keys;
+}
+
 // top_k's gather decides nearly every key by the key type's own `<` against the bound's key
 // and leaves the rest to the exact test on codes and positions: a key the fast compare calls
 // before the bound must be a candidate at every position, one it calls after must be none,
 // and it may leave only keys equal to the bound's key (both zeros) and NaNs open.
 TYPED_TEST(ApproxMath, CandidateBoundsFastCompareAgreesWithTheCodes) {
   using K = TypeParam;
-  std::vector<K> keys = edge_keys<K>();
-  for (K k : non_finite_keys<K>()) keys.push_back(k);
-  for (K k : random_bit_keys<K>(200, 5)) keys.push_back(k);
-  if constexpr (std::is_floating_point_v<K>) {
-    keys.push_back(K(-0.0));
-    keys.push_back(K(0.0));
-  }
+  const std::vector<K> keys = bound_test_keys<K>(5);
   for (bool descending : {false, true})
     for (K b : keys) {
       const auto bound = net::candidate_bound<K>::at(b, 100, descending);
@@ -195,6 +202,31 @@ TYPED_TEST(ApproxMath, CandidateBoundsFastCompareAgreesWithTheCodes) {
           ASSERT_TRUE(is_nan(k) || is_nan(b) || k == b) << k << " against " << b;
       }
     }
+}
+
+// The same for top_k_rows' thresholds: a code (a sampled key's, or any bits at all), whose key
+// the fast compare takes; the exact test is the code's <=.
+TYPED_TEST(ApproxMath, ThresholdBoundsFastCompareAgreesWithTheCodes) {
+  using K = TypeParam;
+  using U = ordered_t<K>;
+  const std::vector<K> keys = bound_test_keys<K>(6);
+  for (bool descending : {false, true}) {
+    std::vector<U> thresholds;
+    for (K b : keys) thresholds.push_back(net::select_code(b, descending));
+    for (std::uint64_t i = 0; i < 200; ++i) thresholds.push_back(static_cast<U>(tools::random_bits(8, i)));
+    thresholds.push_back(U{0});
+    thresholds.push_back(static_cast<U>(~U{0}));
+    for (U t : thresholds) {
+      const auto bound = net::threshold_bound<K>::at_code(t, descending);
+      for (K k : keys) {
+        const bool before = bound.surely_before(k), after = bound.surely_after(k);
+        const bool exact = bound.holds(net::select_code(k, descending));
+        ASSERT_FALSE(before && after) << k;
+        ASSERT_TRUE(!before || exact) << k << " under code " << +t << " desc " << descending;
+        ASSERT_TRUE(!after || !exact) << k << " under code " << +t << " desc " << descending;
+      }
+    }
+  }
 }
 
 TYPED_TEST(ApproxMath, FiniteKeyRejectsOnlyInfinitiesAndNans) {
