@@ -91,11 +91,10 @@ cudaError_t cub_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
 
 // CUB's dispatch under gpusort's policy chain (radix_policy.cuh), with a 32-bit count.
 template <cub::SortOrder Order, class K, class V>
-cudaError_t dispatch_tuned_radix(double_buffers<K, V>& b, cub::DoubleBuffer<V>& values, std::uint32_t n,
-                                 cudaStream_t stream) {
+cudaError_t dispatch_tuned_radix(double_buffers<K, V>& b, std::uint32_t n, cudaStream_t stream) {
   using hub = radix::policy_hub<K, V, std::uint32_t>;
   return cub::DispatchRadixSort<Order, K, V, std::uint32_t, cub::detail::identity_decomposer_t, hub>::Dispatch(
-      b.cub_temp, b.cub_bytes, b.keys, values, n, 0, int(sizeof(K) * 8), true, stream);
+      b.cub_temp, b.cub_bytes, b.keys, b.values, n, 0, int(sizeof(K) * 8), true, stream);
 }
 
 template <class K, class V>
@@ -107,8 +106,8 @@ cudaError_t radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values, 
   double_buffers<K, CV> b(temp, temp_bytes, keys, reinterpret_cast<CV*>(values), n);
   if (!b.fits) return cudaErrorInvalidValue;
   const auto count = static_cast<std::uint32_t>(n);
-  cudaError_t e = descending ? dispatch_tuned_radix<cub::SortOrder::Descending>(b, b.values, count, stream)
-                             : dispatch_tuned_radix<cub::SortOrder::Ascending>(b, b.values, count, stream);
+  cudaError_t e = descending ? dispatch_tuned_radix<cub::SortOrder::Descending>(b, count, stream)
+                             : dispatch_tuned_radix<cub::SortOrder::Ascending>(b, count, stream);
   if (!temp) {
     temp_bytes = b.bytes();
     return e;
