@@ -303,42 +303,6 @@ __device__ __forceinline__ void load_row_group(const K* row, index_t first, inde
     if (first + j < last) keys[j] = row[first + j];
 }
 
-// Of a round's groups of keys (a thread's GROUPS groups of row_group<K>, the group g at
-// start + (g * THREADS + thread) * row_group<K>), which lie before `last` and at or below the
-// threshold: bit g * row_group<K> + j for key j of group g. The keys' own `<` decides nearly
-// all (threshold_bound); the codes the rest (keys equal to the threshold's, NaNs), read again
-// from the row (L1) so that the round's keys die at the compare.
-template <int THREADS, class K, unsigned GROUPS>
-__device__ __forceinline__ unsigned round_candidates(const K* row,
-                                                     const K (&keys)[GROUPS][row_group<K>],
-                                                     index_t start, index_t last, bool descending,
-                                                     const index_math::threshold_bound<K>& bound) {
-  constexpr unsigned group = row_group<K>;
-  unsigned taken = 0, open = 0;
-#pragma unroll
-  for (unsigned g = 0; g < GROUPS; ++g) {
-    // Keys of the group inside the part: all of them but at the part's end (one bounds check
-    // a group, not a key).
-    const index_t first_key = start + (index_t{g} * THREADS + threadIdx.x) * group;
-    const unsigned inside = first_key + group <= last ? group
-                            : first_key < last      ? static_cast<unsigned>(last - first_key)
-                                                    : 0u;
-#pragma unroll
-    for (unsigned j = 0; j < group; ++j) {
-      const bool in = j < inside, before = in && bound.surely_before(keys[g][j]);
-      taken |= unsigned{before} << (g * group + j);
-      open |= unsigned{in && !before && !bound.surely_after(keys[g][j])} << (g * group + j);
-    }
-  }
-  const K* mine = row + start + index_t{threadIdx.x} * group;
-  for (; open; open &= open - 1) {  // a loop over the open keys' bits: few registers
-    const unsigned bit = static_cast<unsigned>(__ffs(open) - 1);
-    const K key = mine[bit / group * (THREADS * group) + bit % group];
-    taken |= unsigned{bound.holds(index_math::select_code(key, descending))} << bit;
-  }
-  return taken;
-}
-
 // The columns of every key at or below its row's threshold, up to candidate_capacity a row:
 // candidates[row * capacity, ...). A block gathers its part's in shared memory, a warp's
 // with one shared atomic a round, and reserves their place in the row's with one global
@@ -365,7 +329,7 @@ __global__ void __launch_bounds__(THREADS)
   sampled_row_state& s = states[p.row];
   // The threshold kernel may still run (launch_overlapping): its state is read once the first
   // round's keys are loaded.
-  index_math::threshold_bound<K> threshold{};
+  U threshold{};
   bool waited = false;
   const K* row = keys + p.row * row_length;
   const bool aligned = reinterpret_cast<std::uintptr_t>(row + p.first) % 16 == 0;
@@ -381,11 +345,23 @@ __global__ void __launch_bounds__(THREADS)
                      group_keys[g]);
     if (!waited) {
       wait_for_previous_grid();
-      threshold = index_math::threshold_bound<K>::at_code(static_cast<U>(s.threshold), descending);
+      threshold = static_cast<U>(s.threshold);
       waited = true;
     }
-    unsigned taken =
-        round_candidates<THREADS>(row, group_keys, start, p.last, descending, threshold);
+    unsigned taken = 0;  // bit g * group + j: key j of group g is a candidate
+#pragma unroll
+    for (unsigned g = 0; g < groups; ++g) {
+      // Keys of the group inside the part: all of them but at the part's end (one bounds
+      // check a group, not a key).
+      const index_t first_key = start + (index_t{g} * THREADS + threadIdx.x) * group;
+      const unsigned inside = first_key + group <= p.last ? group
+                              : first_key < p.last    ? static_cast<unsigned>(p.last - first_key)
+                                                      : 0u;
+#pragma unroll
+      for (unsigned j = 0; j < group; ++j)
+        if (j < inside && index_math::select_code(group_keys[g][j], descending) <= threshold)
+          taken |= 1u << (g * group + j);
+    }
     unsigned before = 0, warp_total = 0;
     warp_scan(scan_storage[threadIdx.x / 32]).ExclusiveSum(static_cast<unsigned>(__popc(taken)),
                                                            before, warp_total);

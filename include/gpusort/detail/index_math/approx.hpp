@@ -258,16 +258,25 @@ GPUSORT_HD GPUSORT_FORCEINLINE constexpr ordered_t<K> select_code(K key, bool de
   return descending ? static_cast<ordered_t<K>>(~code) : code;
 }
 
-// A bound in the order of select codes (select_code), decided for nearly every key by the
-// keys' own `<` against the bound's key, with no code map: a key strictly before or after the
-// bound's key in that order is so in code order too. Only keys equal to it (both zeros
-// included) and NaNs, for which `<` says neither, need the codes (the holds() of the bounds
-// below).
+// top_k's candidates: the keys before its bound, in the order of their select codes and then
+// of their positions (ascending: up to the bound's position; descending: after it), which is
+// the order of the focused plan's intervals: ascending, the keys up to the upper splitter;
+// descending, those after the lower one. The keys' own `<` against the bound's key decides
+// nearly every key with no code map (a key strictly before or after it in that order is so in
+// code order too); only keys equal to it (both zeros included) and NaNs, for which `<` says
+// neither, need holds(). (For the rows' gather the same fast compare measured slower than the
+// codes, most for 16-bit keys, whose `<` is a code map anyway: docs/performance.md.)
 template <class K>
-struct key_bound {
+struct candidate_bound {
+  using U = ordered_t<K>;
   K key;
   bool descending;
+  U code;
+  index_t pos;
 
+  GPUSORT_HD static constexpr candidate_bound at(K key, index_t pos, bool descending) {
+    return {key, descending, select_code(key, descending), pos};
+  }
   // The key type's own `<` (a NaN is below nothing); other keys (the 16-bit floats' bits)
   // by their ordered bits, which decide all but equal keys.
   GPUSORT_HD GPUSORT_FORCEINLINE static constexpr bool below(K a, K b) {
@@ -282,39 +291,10 @@ struct key_bound {
   GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool surely_after(K k) const {
     return descending ? below(k, key) : below(key, k);
   }
-};
-
-// top_k's candidates: the keys before its bound, in the order of their select codes and then
-// of their positions (ascending: up to the bound's position; descending: after it), which is
-// the order of the focused plan's intervals: ascending, the keys up to the upper splitter;
-// descending, those after the lower one.
-template <class K>
-struct candidate_bound : key_bound<K> {
-  using U = ordered_t<K>;
-  U code;
-  index_t pos;
-
-  GPUSORT_HD static constexpr candidate_bound at(K key, index_t pos, bool descending) {
-    return {{key, descending}, select_code(key, descending), pos};
-  }
   // The exact test: whether the key of code key_code at position i is a candidate.
   GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool holds(U key_code, index_t i) const {
-    return key_code < code ||
-           (key_code == code && (this->descending ? i > pos : i <= pos));
+    return key_code < code || (key_code == code && (descending ? i > pos : i <= pos));
   }
-};
-
-// top_k_rows' candidates: the keys whose select code is at most a row's threshold code.
-template <class K>
-struct threshold_bound : key_bound<K> {
-  using U = ordered_t<K>;
-  U code;
-
-  // The bound of threshold code `code`: its key is the one whose select code that is.
-  GPUSORT_HD static constexpr threshold_bound at_code(U code, bool descending) {
-    return {{from_ordered<K>(descending ? static_cast<U>(~code) : code), descending}, code};
-  }
-  GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool holds(U key_code) const { return key_code <= code; }
 };
 
 // Descends the tree: `right_of(node)` says whether the key lies after that node's splitter.

@@ -34,15 +34,13 @@ GPUSORT_HD constexpr digit_window row_select_digit(int width, int pass) {
   return {shift, top - shift};
 }
 
-// Blocks per row: at most `want_blocks` over the whole matrix (the blocks resident at once:
-// a few blocks past them would wait for a second wave, which takes as long as the first;
-// 64 rows of 131,072 had 576 blocks for 528 places on an H200), but at least one a row, and
-// no more than one per row_select_least_block_keys keys of the row (so a block reads at
-// least half that many; a row shorter than that has one).
+// Blocks per row: about `want_blocks` over the whole matrix, no more than one per
+// row_select_least_block_keys keys of the row (so a block reads at least half that many; a
+// row shorter than that has one).
 GPUSORT_HD constexpr std::uint64_t row_select_blocks(std::uint64_t rows, std::uint64_t row_length,
                                                      std::uint64_t want_blocks) {
   const std::uint64_t most = (row_length + row_select_least_block_keys - 1) / row_select_least_block_keys;
-  const std::uint64_t wanted = rows >= want_blocks ? 1 : want_blocks / rows;
+  const std::uint64_t wanted = rows >= want_blocks ? 1 : (want_blocks + rows - 1) / rows;
   const std::uint64_t blocks = wanted < most ? wanted : most;
   return blocks ? blocks : 1;
 }
