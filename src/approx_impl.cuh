@@ -85,10 +85,11 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, const P* v
                   std::uint64_t n, K* out_keys, P* out_values, std::uint64_t k,
                   const options& opt, bool in_order) {
   if (!check_approx_options(opt).empty() || k > n) return cudaErrorInvalidValue;
-  // Three sampled intervals split around the k-th key: the keys are read twice, and only
-  // about k of them are sorted (or, not in order, selected). options.intervals and
+  // Sampled splitters around the k-th key: the keys are read once for the candidates, and
+  // only about k of them are sorted (or, not in order, selected). options.intervals and
   // interval_splitters do not apply.
-  const device::approx_config cfg{3, true, opt.direction == order::descending, k, in_order};
+  const device::approx_config cfg{.descending = opt.direction == order::descending,
+                                  .in_order = in_order};
   if (temp) {
     cudaError_t e = validate_arrays(keys, values, n);
     if (e == cudaSuccess) e = validate_arrays(out_keys, out_values, k);
@@ -104,7 +105,8 @@ cudaError_t top_k_positions(void* temp, std::size_t& temp_bytes, const K* keys, 
                             K* out_keys, P* out_positions, std::uint64_t k, const options& opt,
                             bool in_order) {
   if (!check_approx_options(opt).empty() || k > n) return cudaErrorInvalidValue;
-  const device::approx_config cfg{3, true, opt.direction == order::descending, k, in_order};
+  const device::approx_config cfg{.descending = opt.direction == order::descending,
+                                  .in_order = in_order};
   if (temp) {
     cudaError_t e = validate_arrays(keys, static_cast<const no_value*>(nullptr), n);
     if (e == cudaSuccess) e = validate_arrays(out_keys, out_positions, k);

@@ -167,6 +167,43 @@ TYPED_TEST(ApproxMath, FromOrderedInvertsOrdered) {
   }
 }
 
+// Keys for the bounds' fast compares: the edges, infinities and NaNs, both zeros, random bits.
+template <class K>
+std::vector<K> bound_test_keys(std::uint64_t seed) {
+  std::vector<K> keys = edge_keys<K>();
+  for (K k : non_finite_keys<K>()) keys.push_back(k);
+  for (K k : random_bit_keys<K>(200, seed)) keys.push_back(k);
+  if constexpr (std::is_floating_point_v<K>) {
+    keys.push_back(K(-0.0));
+    keys.push_back(K(0.0));
+  }
+  return keys;
+}
+
+// top_k's gather decides nearly every key by the key type's own `<` against the bound's key
+// and leaves the rest to the exact test on codes and positions: a key the fast compare calls
+// before the bound must be a candidate at every position, one it calls after must be none,
+// and it may leave only keys equal to the bound's key (both zeros) and NaNs open.
+TYPED_TEST(ApproxMath, CandidateBoundsFastCompareAgreesWithTheCodes) {
+  using K = TypeParam;
+  const std::vector<K> keys = bound_test_keys<K>(5);
+  for (bool descending : {false, true})
+    for (K b : keys) {
+      const auto bound = net::candidate_bound<K>::at(b, 100, descending);
+      for (K k : keys) {
+        const bool before = bound.surely_before(k), after = bound.surely_after(k);
+        ASSERT_FALSE(before && after) << k << " against " << b;
+        for (index_t i : {index_t{0}, index_t{99}, index_t{100}, index_t{101}, ~index_t{0}}) {
+          const bool exact = bound.holds(net::select_code(k, descending), i);
+          if (before) ASSERT_TRUE(exact) << k << " at " << i << " against " << b << " desc " << descending;
+          if (after) ASSERT_FALSE(exact) << k << " at " << i << " against " << b << " desc " << descending;
+        }
+        if (!before && !after)  // left open: only equal keys (both zeros) and NaNs
+          ASSERT_TRUE(is_nan(k) || is_nan(b) || k == b) << k << " against " << b;
+      }
+    }
+}
+
 TYPED_TEST(ApproxMath, FiniteKeyRejectsOnlyInfinitiesAndNans) {
   using K = TypeParam;
   for (K k : edge_keys<K>()) EXPECT_TRUE(net::finite_key(k)) << k;

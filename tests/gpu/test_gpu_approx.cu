@@ -221,6 +221,42 @@ TYPED_TEST(GpuApprox, TopKIsTheSortedPrefix) {
   }
 }
 
+// top_k's gather reads 16-byte vectors where the keys are so aligned, and key by key where
+// they are not: views one to three keys into a buffer take the second path, the whole buffer
+// the first, with a partial last tile either way. The keys are few distinct values (both
+// zeros and NaNs among the floats), so the bound's key has many equals on both sides of its
+// position, which the exact test (codes and positions) decides.
+TYPED_TEST(GpuApprox, TopKOfUnalignedViewsAndKeysTiedWithTheBound) {
+  using K = TypeParam;
+  const std::size_t total = (std::size_t{1} << 20) + 13;
+  std::vector<K> keys(total);
+  std::vector<K> few = {K(1), K(2), K(0), K(7)};
+  if constexpr (std::is_floating_point_v<K>)
+    few = {K(-0.0), K(0.0), K(1.5), K(-2.0), std::numeric_limits<K>::quiet_NaN(),
+           -std::numeric_limits<K>::quiet_NaN(), std::numeric_limits<K>::infinity()};
+  std::mt19937_64 rng(29);
+  for (K& key : keys) key = few[rng() % few.size()];
+  guarded_buffer<K> dk(keys);
+  for (std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
+    const std::size_t n = total - offset;
+    const std::vector<K> view(keys.begin() + offset, keys.end());
+    for (bool descending : {false, true}) {
+      const std::vector<K> sorted = reference_sort(view, descending, nans_largest(descending));
+      for (std::size_t k : {std::size_t{1}, std::size_t{1000}, n / 3, n / 2 + 1}) {
+        SCOPED_TRACE(::testing::Message() << "offset=" << offset << " desc=" << descending
+                                          << " k=" << k);
+        guarded_buffer<K> out{std::vector<K>(k)};
+        const K kth = gpusort::top_k(std::span<const K>(dk.data() + offset, n),
+                                     std::span<K>(out.data(), k), approx_options(true, descending));
+        ASSERT_TRUE(same_bits(out.to_host(), std::vector<K>(sorted.begin(), sorted.begin() + k)));
+        ASSERT_TRUE(out.guard_intact());
+        ASSERT_TRUE(same_bits(std::vector<K>{kth}, std::vector<K>{sorted[k - 1]}));
+      }
+    }
+  }
+  ASSERT_TRUE(same_bits(dk.to_host(), keys)) << "top_k must not touch its input";
+}
+
 // top_k when its sample misjudges: every sampled position holds the first key of the order
 // (far fewer than k keys lie before the upper splitter) or the last one (nearly all of them
 // do, more than the candidate buffer holds), so the radix select must find the k first keys

@@ -63,8 +63,7 @@ struct approx_workspace {
     extremes = b.take<U>(2);
     counts = b.take<std::uint64_t>(cfg.intervals);
     if (cfg.sampled) {
-      sample_count = cfg.focus_k ? index_math::focus_sample_count(n)
-                                 : index_math::sample_count(n, cfg.intervals);
+      sample_count = index_math::sample_count(n, cfg.intervals);
       levels = index_math::tree_levels(cfg.intervals);
       samples = b.take<index_math::sample<K>>(sample_count);
       tree_keys = b.take<K>(index_t{1} << levels);
@@ -248,7 +247,8 @@ cudaError_t approx_refine(void* temp, std::size_t& temp_bytes, K* keys, V* value
 
 // ---- top_k ------------------------------------------------------------------------------
 
-// top_k: two sampled splitters bracket the k-th key (focused_splitters); one pass gathers
+// top_k: two sampled splitters bracket the k-th key (focused_splitters), the samples ranked by
+// the radix sort of their codes (SortCodes, below); one pass gathers
 // every key before the upper one into a buffer of index_math::candidate_capacity keys (k plus
 // part of an interval, with high probability). If the sample misjudged (fewer than k
 // candidates, or more than the capacity), the radix select puts exactly the k first keys in
@@ -257,11 +257,13 @@ cudaError_t approx_refine(void* temp, std::size_t& temp_bytes, K* keys, V* value
 // sort_codes(temp, temp_bytes, codes, places, count, stream), in place), and the first k
 // candidates copied out through their places. A capacity of 2^32 or more (k about as large)
 // sorts the candidates themselves with the segmented sort instead (SortSegments, as in
-// approx_refine). No host sync; the launches depend on n and k only. Values: const V* (the
+// approx_refine). No host sync; the launches depend on n, k and the keys' 16-byte alignment
+// only. Values: const V* (the
 // values of the keys), or positions<V> (their positions, generated).
 // With cfg.in_order false (select_k), a second radix select, over the candidates (a few more
 // than k), puts the k first of them in out in no order instead: no sort.
-// Workspace: the candidates (keys, values, codes and places), the sampling's, the sort's.
+// Workspace: the samples' codes and order, the candidates (keys, values, codes and places),
+// the sorts'.
 template <class K, class V, class SortCodes, class SortSegments, class Values = const V*>
 cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values values,
                   index_t n, K* out_keys, V* out_values, index_t k, const approx_config& cfg,
@@ -269,16 +271,21 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
   using U = ordered_t<K>;
   using I = std::uint32_t;
   if (k > n) return cudaErrorInvalidValue;
-  const approx_workspace<K> sizes(nullptr, n, cfg);
-  const index_t capacity = index_math::candidate_capacity(k, n, sizes.sample_count);
+  const index_t sample_count = index_math::focus_sample_count(n);
+  const index_t capacity = index_math::candidate_capacity(k, n, sample_count);
   const bool sort_places = capacity <= 0xffffffffu;
-  std::size_t sort_bytes = 0;
+  std::size_t sort_bytes = 0, sample_sort_bytes = 0;
   cudaError_t e = sort_places ? sort_codes(nullptr, sort_bytes, static_cast<U*>(nullptr),
                                            static_cast<I*>(nullptr), capacity, stream)
                               : cudaSuccess;
   if (!sort_places) sort_bytes = segments_bytes<K, V>(capacity, 1);
+  if (e == cudaSuccess)
+    e = sort_codes(nullptr, sample_sort_bytes, static_cast<U*>(nullptr), static_cast<I*>(nullptr),
+                   sample_count, stream);
   if (e != cudaSuccess) return e;
   bump b{static_cast<char*>(temp)};
+  U* sample_codes = b.take<U>(sample_count);
+  I* sample_order = b.take<I>(sample_count);
   K* buffer_keys = b.take<K>(capacity);
   V* buffer_values = block::has_values<K, V> ? b.take<V>(capacity) : nullptr;
   U* codes = sort_places ? b.take<U>(capacity) : nullptr;
@@ -292,34 +299,46 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
   auto* zeroed = b.take<counters>(1);
   std::uint64_t* bounds = zeroed ? zeroed->bounds : nullptr;
   radix_select_state* select_state = zeroed ? &zeroed->select : nullptr;
-  void* scratch = b.take<char>(std::max(sizes.total, sort_bytes));
+  void* scratch = b.take<char>(std::max(sample_sort_bytes, sort_bytes));
   if (!temp) {
     temp_bytes = b.total;
     return cudaSuccess;
   }
   if (temp_bytes < b.total) return cudaErrorInvalidValue;
   if (k == 0) return cudaSuccess;
-  const approx_workspace<K> ws(scratch, n, cfg);
   e = cudaMemsetAsync(zeroed, 0, sizeof(counters), stream);
-  if (e == cudaSuccess) e = sort_samples(keys, n, ws, stream);
+  if (e != cudaSuccess) return e;
+  // The samples ranked by a radix sort of their codes (a few microseconds at 65,536; the
+  // bitonic sort of sample structs it replaces took 0.2-0.3 ms, H200).
+  gather_sample_codes_kernel<<<blocks_for(sample_count, 256), 256, 0, stream>>>(
+      keys, n, sample_count, sample_codes, sample_order);
+  e = cudaGetLastError();
+  if (e == cudaSuccess)
+    e = sort_codes(scratch, sample_sort_bytes, sample_codes, sample_order, sample_count, stream);
   if (e != cudaSuccess) return e;
   const index_math::splitter_plan plan =
-      index_math::focused_splitters(k, n, ws.sample_count, cfg.descending);
+      index_math::focused_splitters(k, n, sample_count, cfg.descending);
+  const ranked_sample<K> splitter{keys, n, sample_count, sample_order,
+                                  cfg.descending ? plan.lo : plan.hi};
   // Where more than one key in 256 is expected to be a candidate (the samples up to the
-  // upper splitter over all samples), tiles of 16 rows: a quarter of the atomics (H100, 2^28
-  // keys, k = 10^6: 1.36 ms against 1.76); sparser, 4 rows (k = 1000: 0.77 ms against 1.15).
+  // upper splitter over all samples), tiles of 16 keys a thread: a quarter of the atomics
+  // (H100, 2^28 keys, k = 10^6: 1.36 ms against 1.76); sparser, 4 (k = 1000: 0.77 ms against
+  // 1.15). In 16-byte vectors where the keys are so aligned.
   const bool dense =
-      (index_math::focused_upper_rank(k, n, ws.sample_count) + 1) * 256 > ws.sample_count;
-  constexpr int threads = 512, sparse_items = 4, dense_items = 16;
-  auto gather = dense ? gather_candidates_kernel<threads, dense_items, K, V, Values>
-                      : gather_candidates_kernel<threads, sparse_items, K, V, Values>;
-  const int items = dense ? dense_items : sparse_items;
+      (index_math::focused_upper_rank(k, n, sample_count) + 1) * 256 > sample_count;
+  const bool vectors = reinterpret_cast<std::uintptr_t>(keys) % 16 == 0;
+  constexpr int threads = 512, vec = 16 / sizeof(K);
+  auto gather = dense ? (vectors ? gather_candidates_kernel<threads, 16, vec, K, V, Values>
+                                 : gather_candidates_kernel<threads, 16, 1, K, V, Values>)
+                      : (vectors ? gather_candidates_kernel<threads, 4, vec, K, V, Values>
+                                 : gather_candidates_kernel<threads, 4, 1, K, V, Values>);
+  const int keys_per_thread = dense ? 16 : 4;
   unsigned blocks = 0;
   e = resident_blocks(gather, threads, 0, blocks);
   if (e != cudaSuccess) return e;
-  gather<<<std::min(blocks, blocks_for(n, threads * items)), threads, 0, stream>>>(
-      keys, values, n, ws.samples + (cfg.descending ? plan.lo : plan.hi), cfg.descending,
-      capacity, bounds + 1, buffer_keys, buffer_values);
+  gather<<<std::min(blocks, blocks_for(n, threads * keys_per_thread)), threads, 0, stream>>>(
+      keys, values, n, splitter, cfg.descending, capacity, bounds + 1, buffer_keys,
+      buffer_values);
   e = cudaGetLastError();
   if (e == cudaSuccess)
     e = radix_select_fallback<K, V>(keys, values, n, k, cfg.descending, bounds + 1, capacity,

@@ -181,51 +181,156 @@ __global__ void __launch_bounds__(THREADS)
 
 // ---- top_k ------------------------------------------------------------------------------
 
-// Appends every candidate key (and value) to out, as far as `capacity` holds them, and counts
-// them all in *gathered. The block reads tiles of ITEMS coalesced rows of its threads
-// (independent loads in flight); a warp with candidates among its ITEMS x 32 keys reserves
-// their slots with one atomic. Where candidates are dense, longer tiles mean fewer atomics on
-// the one counter (at k near n / 16, one per 128 keys took most of the pass). The pass is
-// bound by loads in flight, so registers are capped for a full SM with 4-row tiles, half of
-// one with 16 (H100, 2^28 keys: with values, 4 rows at 3 blocks an SM took 0.72 ms against
-// 0.59 at 4; 16 rows with 8-byte positions at 1 block 2.23 against 1.21 at 2).
-template <int THREADS, int ITEMS, class K, class V, class Values>
-__global__ void __launch_bounds__(THREADS, 2048 / THREADS / (ITEMS >= 16 ? 2 : 1))
-    gather_candidates_kernel(const K* keys, Values values, index_t n,
-                             const index_math::sample<K>* splitter, bool descending,
-                             index_t capacity, std::uint64_t* gathered, K* out_keys,
-                             V* out_values) {
-  constexpr index_t tile_keys = index_t{THREADS} * ITEMS;
-  auto* cursor = reinterpret_cast<unsigned long long*>(gathered);
-  const auto bound = candidate_bound<K>::of(*splitter, descending);
-  const unsigned lane = threadIdx.x % 32, lanes_before = (1u << lane) - 1;
-  for (index_t tile = blockIdx.x * tile_keys; tile < n; tile += index_t{gridDim.x} * tile_keys) {
-    K key[ITEMS];
-    bool take[ITEMS];
-    bool any = false;
+// top_k's samples as the radix sort orders them: each sample's ascending select code and its
+// index j, whose position index_math::sample_position gives (positions rise with j, so the
+// stable sort leaves equal keys in position order: the order of sample_less).
+template <class K>
+__global__ void gather_sample_codes_kernel(const K* keys, index_t n, index_t count,
+                                           ordered_t<K>* codes, std::uint32_t* indices) {
+  const index_t j = blockIdx.x * index_t{blockDim.x} + threadIdx.x;
+  if (j >= count) return;
+  codes[j] = index_math::select_code(keys[index_math::sample_position(j, count, n)], false);
+  indices[j] = static_cast<std::uint32_t>(j);
+}
+
+// The sample of rank `rank` among `count` sorted by (key, position): sorted[rank] is its index.
+template <class K>
+struct ranked_sample {
+  const K* keys;
+  index_t n, count;
+  const std::uint32_t* sorted;
+  index_t rank;
+
+  __device__ index_math::sample<K> get() const {
+    const index_t pos = index_math::sample_position(sorted[rank], count, n);
+    return {pos, keys[pos], 0};
+  }
+};
+
+// VEC keys loaded as one aligned vector (16 bytes, or one key when VEC is 1).
+template <class K, int VEC>
+struct alignas(sizeof(K) * VEC) key_vector {
+  K key[VEC];
+};
+
+// A thread's share of one tile of the candidates' gather: KEYS keys as KEYS / VEC coalesced
+// rows of VEC-key vectors, which of them are candidates, and their appending. Every lane of
+// the warp calls classify and append (they vote). The keys live in registers only until the
+// fast compare: the rare keys the codes decide, and the candidates appended, are read again
+// (from L1), so that 16 8-byte keys a thread do not spill.
+template <int THREADS, int KEYS, int VEC, class K>
+struct candidate_tile {
+  static_assert(KEYS % VEC == 0);
+  static constexpr int rows = KEYS / VEC;
+  index_t tile;  // the tile's first key
+  bool whole;    // every key of the tile lies before n
+  key_vector<K, VEC> key[rows];
+  unsigned taken = 0;  // bit r * VEC + e: key e of row r is a candidate
+  static_assert(KEYS <= 32);
+
+  __device__ __forceinline__ bool takes(int r, int e) const { return taken >> (r * VEC + e) & 1u; }
+
+  __device__ __forceinline__ index_t at(int r, int e) const {
+    return tile + (static_cast<index_t>(r) * THREADS + threadIdx.x) * VEC + e;
+  }
+  __device__ __forceinline__ bool inside(int r, int e, index_t n) const {
+    return whole || at(r, e) < n;
+  }
+
+  // Every row's load issued before any key is used: loads in flight. The last, partial tile
+  // loads key by key.
+  __device__ __forceinline__ void load(const K* keys, index_t n) {
+    if (whole) {
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j) {
-      const index_t i = tile + j * THREADS + threadIdx.x;
-      take[j] = i < n && bound.holds(index_math::select_code(key[j] = keys[i], descending), i);
-      any |= take[j];
+      for (int r = 0; r < rows; ++r)
+        key[r] = *reinterpret_cast<const key_vector<K, VEC>*>(keys + at(r, 0));
+      return;
     }
-    if (!__any_sync(0xffffffffu, any)) continue;
-    unsigned masks[ITEMS];
+#pragma unroll
+    for (int r = 0; r < rows; ++r)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) key[r].key[e] = inside(r, e, n) ? keys[at(r, e)] : K{};
+  }
+
+  // taken: the keys before the bound; whether the warp has any. The key's own `<` decides
+  // nearly all; where a warp holds a key it leaves open (equal to the bound's, or a NaN), the
+  // codes and positions decide those.
+  __device__ __forceinline__ bool classify(const K* keys, const candidate_bound<K>& bound,
+                                           index_t n) {
+    unsigned open = 0;  // bits as taken's: left to the codes
+#pragma unroll
+    for (int r = 0; r < rows; ++r)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        const bool in = inside(r, e, n);
+        const bool before = in && bound.surely_before(key[r].key[e]);
+        taken |= unsigned{before} << (r * VEC + e);
+        open |= unsigned{in && !before && !bound.surely_after(key[r].key[e])} << (r * VEC + e);
+      }
+    if (__any_sync(0xffffffffu, open != 0)) {
+#pragma unroll
+      for (int r = 0; r < rows; ++r)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          if (open >> (r * VEC + e) & 1u)
+            taken |= unsigned{bound.holds(index_math::select_code(keys[at(r, e)], bound.descending),
+                                          at(r, e))} << (r * VEC + e);
+    }
+    return __any_sync(0xffffffffu, taken != 0);
+  }
+
+  // The warp's candidates appended at slots it reserves with one atomic on *cursor; those past
+  // `capacity` only counted.
+  template <class V, class Values>
+  __device__ __forceinline__ void append(const K* keys, Values values, unsigned long long* cursor,
+                                         index_t capacity, K* out_keys, V* out_values) const {
+    const unsigned lane = threadIdx.x % 32, lanes_before = (1u << lane) - 1;
+    unsigned masks[rows][VEC];
     unsigned count = 0;
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j) count += __popc(masks[j] = __ballot_sync(0xffffffffu, take[j]));
-    unsigned long long at = 0;
-    if (lane == 0) at = atomicAdd(cursor, static_cast<unsigned long long>(count));
-    at = __shfl_sync(0xffffffffu, at, 0);
+    for (int r = 0; r < rows; ++r)
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j) {
-      const unsigned long long to = at + __popc(masks[j] & lanes_before);
-      if (take[j] && to < capacity) {
-        out_keys[to] = key[j];
-        store_value(out_values, to, load_value(values, tile + j * THREADS + threadIdx.x));
+      for (int e = 0; e < VEC; ++e)
+        count += __popc(masks[r][e] = __ballot_sync(0xffffffffu, takes(r, e)));
+    unsigned long long slot = 0;
+    if (lane == 0) slot = atomicAdd(cursor, static_cast<unsigned long long>(count));
+    slot = __shfl_sync(0xffffffffu, slot, 0);
+#pragma unroll
+    for (int r = 0; r < rows; ++r)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        const unsigned long long to = slot + __popc(masks[r][e] & lanes_before);
+        if (takes(r, e) && to < capacity) {
+          out_keys[to] = keys[at(r, e)];
+          store_value(out_values, to, load_value(values, at(r, e)));
+        }
+        slot += __popc(masks[r][e]);
       }
-      at += __popc(masks[j]);
-    }
+  }
+};
+
+// Appends every candidate key (and value) to out, as far as `capacity` holds them, and counts
+// them all in *gathered, a tile of KEYS keys a thread at a time (candidate_tile): 16-byte
+// vectors (VEC > 1) where the keys are so aligned, so that one load moves 16 bytes and the
+// index math is paid once a vector. Where candidates are dense, longer tiles mean fewer
+// atomics on the one counter (at k near n / 16, one per 128 keys took most of the pass). The
+// pass is bound by loads in flight, so registers are capped for a full SM with short tiles,
+// half of one with 16 keys (H100, 2^28 keys: with values, 4 keys at 3 blocks an SM took
+// 0.72 ms against 0.59 at 4; 16 with 8-byte positions at 1 block 2.23 against 1.21 at 2).
+template <int THREADS, int KEYS, int VEC, class K, class V, class Values>
+__global__ void __launch_bounds__(THREADS, 2048 / THREADS / (KEYS >= 16 ? 2 : 1))
+    gather_candidates_kernel(const K* keys, Values values, index_t n, ranked_sample<K> splitter,
+                             bool descending, index_t capacity, std::uint64_t* gathered,
+                             K* out_keys, V* out_values) {
+  constexpr index_t tile_keys = index_t{THREADS} * KEYS;
+  const index_math::sample<K> s = splitter.get();
+  const auto bound = candidate_bound<K>::at(s.key, s.pos, descending);
+  for (index_t tile = blockIdx.x * tile_keys; tile < n; tile += index_t{gridDim.x} * tile_keys) {
+    candidate_tile<THREADS, KEYS, VEC, K> mine{tile, n - tile >= tile_keys};
+    mine.load(keys, n);
+    if (mine.classify(keys, bound, n))
+      mine.append(keys, values, reinterpret_cast<unsigned long long*>(gathered), capacity,
+                  out_keys, out_values);
   }
 }
 

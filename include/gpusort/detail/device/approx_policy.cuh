@@ -18,7 +18,6 @@ struct approx_config {
   std::uint32_t intervals = index_math::default_intervals;
   bool sampled = false;
   bool descending = false;
-  index_t focus_k = 0;  // top_k: 3 sampled intervals split around the k-th key
   bool in_order = true;  // top_k: the k sorted; else (select_k) in no order, with no sort
 };
 
@@ -103,26 +102,7 @@ struct sampled_mapper {
   }
 };
 
-// top_k's candidates: the keys before its bound, in the order of their select codes
-// (index_math::select_code) and then of their positions (ascending: up to the bound's position;
-// descending: after it), which is the order of the focused plan's intervals: ascending, the
-// keys up to the upper splitter; descending, those after the lower one. A key whose code lies
-// above the bound's is no candidate, whatever its position: one compare decides for nearly
-// every key.
-template <class K>
-struct candidate_bound {
-  using U = ordered_t<K>;
-  U code;
-  index_t pos;
-  bool descending;
-
-  __device__ static candidate_bound of(const index_math::sample<K>& splitter, bool descending) {
-    return {index_math::select_code(splitter.key, descending), splitter.pos, descending};
-  }
-  __device__ __forceinline__ bool holds(U key_code, index_t i) const {
-    return key_code < code || (key_code == code && (descending ? i > pos : i <= pos));
-  }
-};
+using index_math::candidate_bound;
 
 // Rows that one warp reduces to their k first keys (block/warp_top_k.cuh) rather than the
 // batched sort: k up to a warp, enough rows to fill the GPU with warps, and rows long enough

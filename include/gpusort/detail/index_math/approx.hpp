@@ -258,6 +258,45 @@ GPUSORT_HD GPUSORT_FORCEINLINE constexpr ordered_t<K> select_code(K key, bool de
   return descending ? static_cast<ordered_t<K>>(~code) : code;
 }
 
+// top_k's candidates: the keys before its bound, in the order of their select codes and then
+// of their positions (ascending: up to the bound's position; descending: after it), which is
+// the order of the focused plan's intervals: ascending, the keys up to the upper splitter;
+// descending, those after the lower one. The keys' own `<` against the bound's key decides
+// nearly every key with no code map (a key strictly before or after it in that order is so in
+// code order too); only keys equal to it (both zeros included) and NaNs, for which `<` says
+// neither, need holds(). (For the rows' gather the same fast compare measured slower than the
+// codes, most for 16-bit keys, whose `<` is a code map anyway: docs/performance.md.)
+template <class K>
+struct candidate_bound {
+  using U = ordered_t<K>;
+  K key;
+  bool descending;
+  U code;
+  index_t pos;
+
+  GPUSORT_HD static constexpr candidate_bound at(K key, index_t pos, bool descending) {
+    return {key, descending, select_code(key, descending), pos};
+  }
+  // The key type's own `<` (a NaN is below nothing); other keys (the 16-bit floats' bits)
+  // by their ordered bits, which decide all but equal keys.
+  GPUSORT_HD GPUSORT_FORCEINLINE static constexpr bool below(K a, K b) {
+    if constexpr (std::is_arithmetic_v<K>)
+      return a < b;
+    else
+      return key_traits<K>::ordered(a) < key_traits<K>::ordered(b);
+  }
+  GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool surely_before(K k) const {
+    return descending ? below(key, k) : below(k, key);
+  }
+  GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool surely_after(K k) const {
+    return descending ? below(k, key) : below(key, k);
+  }
+  // The exact test: whether the key of code key_code at position i is a candidate.
+  GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool holds(U key_code, index_t i) const {
+    return key_code < code || (key_code == code && (descending ? i > pos : i <= pos));
+  }
+};
+
 // Descends the tree: `right_of(node)` says whether the key lies after that node's splitter.
 // Returns the interval: how many splitters lie before the key.
 template <class RightOf>
