@@ -10,6 +10,7 @@
 #include "device_buffer.hpp"
 #include "gpusort/approx.hpp"
 #include "gpusort/detail/core/half_keys.hpp"
+#include "gpusort/detail/device/radix_select.cuh"
 #include "gpusort/detail/index_math/row_select.hpp"
 #include "reference.hpp"
 #include "shuffled_keys.cuh"
@@ -219,6 +220,53 @@ TYPED_TEST(GpuApprox, TopKIsTheSortedPrefix) {
       ASSERT_TRUE(same_bits(dk.to_host(), keys)) << "top_k must not touch its input";
     }
   }
+}
+
+// top_k's splitter is the sample of one rank in (code, index) order, found by a radix select
+// and a pick among equal codes (select_ranked_index), not a sort. A wrong pick would only
+// slow top_k (its fallback repairs the count), so it is checked here against a stable sort:
+// every rank of small arrays, the ends and random ranks of large ones, with ties (few
+// distinct codes, all equal) and codes spanning the top digit.
+template <class U>
+void check_ranked_index(std::size_t count, unsigned distinct, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<U> codes(count);
+  for (U& c : codes) {
+    const std::uint64_t bits = rng();
+    c = distinct ? static_cast<U>(bits % distinct * (~U{0} / distinct)) : static_cast<U>(bits);
+  }
+  std::vector<std::uint32_t> order(count);
+  for (std::uint32_t i = 0; i < count; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return codes[a] < codes[b]; });
+  std::vector<std::size_t> ranks;
+  if (count <= 70)
+    for (std::size_t r = 0; r < count; ++r) ranks.push_back(r);
+  else
+    ranks = {0, 1, count / 2, count - 2, count - 1, rng() % count, rng() % count};
+  guarded_buffer<U> device_codes(codes);
+  poisoned_array<gpusort::detail::device::radix_select_state> state(1);
+  poisoned_array<std::uint32_t> chosen(1);
+  for (std::size_t rank : ranks) {
+    SCOPED_TRACE(::testing::Message() << "count=" << count << " distinct=" << distinct
+                                      << " rank=" << rank << " bits=" << sizeof(U) * 8);
+    CUDA_OK(cudaMemset(state.ptr, 0, sizeof(gpusort::detail::device::radix_select_state)));
+    CUDA_OK(cudaMemset(chosen.ptr, 0xA5, sizeof(std::uint32_t)));
+    CUDA_OK(gpusort::detail::device::select_ranked_index(device_codes.data(), count, rank,
+                                                         state.ptr, chosen.ptr, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    ASSERT_EQ(chosen.to_host(1)[0], order[rank]);
+  }
+  ASSERT_TRUE(device_codes.guard_intact());
+}
+
+TEST(GpuApproxSplitter, RankedIndexIsTheStableSortsAtThatRank) {
+  GPUSORT_REQUIRE_GPU();
+  for (std::size_t count : {1u, 2u, 31u, 32u, 33u, 70u, 4095u, 4096u, 65536u})
+    for (unsigned distinct : {0u, 1u, 3u, 1000u}) {
+      check_ranked_index<std::uint32_t>(count, distinct, count * 7 + distinct);
+      check_ranked_index<std::uint64_t>(count, distinct, count * 11 + distinct);
+    }
 }
 
 // top_k's gather reads 16-byte vectors where the keys are so aligned, and key by key where
