@@ -351,30 +351,38 @@ TYPED_TEST(GpuApprox, TopKWhenTheSampleMisjudges) {
 
 // top_k_indices: the positions the library generates point back at the keys chosen, once
 // each, as 32-bit and 64-bit integers, in both orders, on few distinct keys and specials.
-TYPED_TEST(GpuApprox, TopKIndicesPointAtTheirKeys) {
+TYPED_TEST(GpuApprox, TopKAndSelectKIndicesPointAtTheirKeys) {
   using K = TypeParam;
   const std::size_t n = 1000003;
   std::vector<K> keys = tools::generate<K>(tools::distribution::few_unique, n, 9);
   scatter_special_values(keys, 9);
   guarded_buffer<K> dk(keys);
-  auto check = [&](auto index_type, std::size_t k, bool descending) {
+  // in_order false: select_k_indices, the same keys (and their positions) in no order.
+  auto check = [&](auto index_type, std::size_t k, bool descending, bool in_order) {
     using I = decltype(index_type);
     SCOPED_TRACE(::testing::Message() << "index bytes=" << sizeof(I) << " k=" << k
-                                      << " desc=" << descending);
+                                      << " desc=" << descending
+                                      << " in_order=" << in_order);
     const gpusort::options opt{.direction = descending ? gpusort::order::descending
                                                        : gpusort::order::ascending};
     poisoned_array<K> ok(k);
     poisoned_array<I> oi(k);
     std::size_t bytes = 0;
-    CUDA_OK(gpusort::top_k_indices(nullptr, bytes, dk.data(), n, ok.ptr, oi.ptr, k, opt));
+    auto call = [&](void* t) {
+      return in_order ? gpusort::top_k_indices(t, bytes, dk.data(), n, ok.ptr, oi.ptr, k, opt)
+                      : gpusort::select_k_indices(t, bytes, dk.data(), n, ok.ptr, oi.ptr, k, opt);
+    };
+    CUDA_OK(call(nullptr));
     poisoned_array<char> temp(bytes);
-    CUDA_OK(gpusort::top_k_indices(temp.ptr, bytes, dk.data(), n, ok.ptr, oi.ptr, k, opt));
+    CUDA_OK(call(temp.ptr));
     CUDA_OK(cudaDeviceSynchronize());
     ASSERT_TRUE(ok.tail_intact(k) && oi.tail_intact(k)) << "wrote past k";
     const std::vector<K> got = ok.to_host(k);
     const std::vector<I> got_indices = oi.to_host(k);
     const std::vector<K> sorted = reference_sort(keys, descending, nans_largest(descending));
-    ASSERT_TRUE(same_bits(got, std::vector<K>(sorted.begin(), sorted.begin() + k)));
+    const std::vector<K> ordered =
+        in_order ? got : reference_sort(got, descending, nans_largest(descending));
+    ASSERT_TRUE(same_bits(ordered, std::vector<K>(sorted.begin(), sorted.begin() + k)));
     std::vector<bool> seen(n);
     for (std::size_t i = 0; i < k; ++i) {
       ASSERT_GE(got_indices[i], 0);
@@ -385,10 +393,11 @@ TYPED_TEST(GpuApprox, TopKIndicesPointAtTheirKeys) {
     }
   };
   for (bool descending : {false, true})
-    for (std::size_t k : {std::size_t{1}, std::size_t{4321}, n}) {
-      check(std::int32_t{}, k, descending);
-      check(std::int64_t{}, k, descending);
-    }
+    for (std::size_t k : {std::size_t{1}, std::size_t{4321}, n})
+      for (bool in_order : {true, false}) {
+        check(std::int32_t{}, k, descending, in_order);
+        check(std::int64_t{}, k, descending, in_order);
+      }
 }
 
 // top_k_pairs, then select_k_pairs on the same input (its k-th key in device memory): values
