@@ -21,6 +21,7 @@
 #include <optional>
 #include <queue>
 #include <span>
+#include <utility>
 
 #include "cli.hpp"  // parse_unsigned, and the file machinery's names
 #include "cli11_options.hpp"
@@ -314,6 +315,76 @@ class mapped_run {
   std::vector<std::uint64_t> starts_;
 };
 
+// Bytes for a buffer of gigabytes, in huge pages where the kernel offers them on request
+// (transparent huge pages in `madvise` mode): a 10 GB buffer takes 5,000 page faults instead
+// of 2.6 million.
+struct free_bytes {
+  void operator()(char* p) const { std::free(p); }
+};
+constexpr std::uint64_t huge_page_bytes = std::uint64_t{2} << 20;
+std::unique_ptr<char[], free_bytes> large_buffer(std::uint64_t bytes) {
+  const std::uint64_t rounded =
+      (std::max<std::uint64_t>(bytes, 1) + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
+  char* p = static_cast<char*>(std::aligned_alloc(huge_page_bytes, rounded));
+  if (!p) throw std::bad_alloc();
+  ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: without it, small pages
+  return std::unique_ptr<char[], free_bytes>(p);
+}
+
+// The blocks in which a regular input file is read out of core.
+constexpr std::uint64_t read_block_bytes = std::uint64_t{64} << 20;
+
+// A growable byte buffer of large_buffer's memory: out of core, two of them take turns
+// (one filled by the reader, one sorted into its run), so that each chunk of gigabytes is
+// neither copied as it grows nor faulted in again page by page (a std::string's doublings to
+// 4 GB took 2-4 s each at 10 GiB of lines, H200 host).
+class chunk_buffer {
+ public:
+  chunk_buffer() = default;
+  chunk_buffer(chunk_buffer&& other) noexcept { *this = std::move(other); }
+  chunk_buffer& operator=(chunk_buffer&& other) noexcept {
+    data_ = std::move(other.data_);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+    return *this;
+  }
+  std::string_view view() const { return {data_.get(), size_}; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  char back() const { return data_[size_ - 1]; }
+  // Appends, growing by doubling but not past `settled` bytes unless the bytes need it (a
+  // line longer than a chunk), so that a buffer that reached a chunk's size stays there.
+  void append(std::string_view bytes, std::size_t settled) {
+    const std::size_t needed = size_ + bytes.size();
+    if (needed > capacity_)
+      regrow(needed <= settled ? std::max(needed, std::min(2 * capacity_, settled))
+                               : std::max(needed, 2 * capacity_));
+    if (!bytes.empty()) std::memcpy(data_.get() + size_, bytes.data(), bytes.size());
+    size_ = needed;
+  }
+  void assign(std::string_view bytes, std::size_t settled) {
+    size_ = 0;
+    append(bytes, settled);
+  }
+  void resize_down(std::size_t size) { size_ = std::min(size, size_); }
+  void erase_front(std::size_t bytes) {
+    if (bytes == 0) return;
+    std::memmove(data_.get(), data_.get() + bytes, size_ - bytes);
+    size_ -= bytes;
+  }
+
+ private:
+  void regrow(std::size_t capacity) {
+    capacity = (capacity + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;  // all of it
+    auto bigger = large_buffer(capacity);
+    if (size_) std::memcpy(bigger.get(), data_.get(), size_);
+    data_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+  std::unique_ptr<char[], free_bytes> data_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
 // Lines sorted in memory while they fit `chunk_bytes`, else out of core: each full chunk (cut
 // at a line's end) sorted by sort_text into a run, and the runs merged by GNU's comparison,
 // runs_at_once at a time (the earlier runs first, so that equal lines keep their input order
@@ -336,52 +407,63 @@ class line_runs {
   // Bytes of an input, whole lines or not, in blocks of any size: each chunk_bytes of them
   // (cut after the last line that ends inside) sorted into a run.
   void append(std::string_view bytes) {
-    chunk_.append(bytes);
+    filling_.append(bytes, settled());
     std::size_t from = 0;
-    while (chunk_.size() - from >= chunk_bytes_) {
-      const std::string_view rest = std::string_view(chunk_).substr(from);
+    while (filling_.size() - from >= chunk_bytes_) {
+      const std::string_view rest = filling_.view().substr(from);
       std::size_t last = rest.rfind(order_.terminator, chunk_bytes_ - 1);
       if (last == std::string_view::npos) last = rest.find(order_.terminator, chunk_bytes_);  // one long line
       if (last == std::string_view::npos) break;  // a line longer than a chunk so far: it grows
+      wait_for_run();  // the spare buffer is free again
       if (from == 0 && rest.size() - (last + 1) < chunk_bytes_) {
-        // The usual cut (chunks are larger than the blocks read): the chunk moves to its
-        // run whole and only its tail is copied back.
-        std::string lines = std::move(chunk_);
-        chunk_.assign(lines, last + 1);
-        lines.resize(last + 1);
-        spill(std::move(lines));
+        // The usual cut (chunks are larger than the blocks read): the buffer goes to its run
+        // whole and only its tail is copied, into the other buffer, which is filled next.
+        spare_.assign(rest.substr(last + 1), settled());
+        filling_.resize_down(last + 1);
+        std::swap(filling_, spare_);
+        spill();
         return;
       }
-      spill(std::string(rest.substr(0, last + 1)));
+      spare_.assign(rest.substr(0, last + 1), settled());
+      spill();
       from += last + 1;
     }
-    chunk_.erase(0, from);
+    filling_.erase_front(from);
   }
   // The end of an input: a last line without a terminator gets one, as GNU sort reads it.
   void end_input(bool had_bytes) {
-    if (had_bytes && !chunk_.empty() && chunk_.back() != order_.terminator) chunk_.push_back(order_.terminator);
+    if (had_bytes && !filling_.empty() && filling_.back() != order_.terminator)
+      filling_.append(std::string_view(&order_.terminator, 1), settled());
   }
   // The sorted lines into `out` (named `name` in errors).
   void finish(std::FILE* out, const std::string& name) {
     wait_for_run();
     if (runs_.empty()) {
-      put(out, name, gpusort::sort_text(chunk_, order_));
+      put(out, name, gpusort::sort_text(filling_.view(), order_));
       return;
     }
-    if (!chunk_.empty()) write_run(chunk_);
+    if (!filling_.empty()) write_run(filling_.view());
+    filling_ = chunk_buffer{};  // the merge's memory
+    spare_ = chunk_buffer{};
     if (std::fflush(out) != 0) throw io_error(name + ": write failed: " + std::strerror(errno));
     merge_in_pieces(::fileno(out), name);
   }
 
  private:
-  // A full chunk to its run on a thread of its own, once the chunk before it is written (its
-  // error, a full disk, is thrown here).
-  void spill(std::string lines) {
-    wait_for_run();
-    spilling_ = std::async(std::launch::async, [this, lines = std::move(lines)] { write_run(lines); });
+  // A buffer's size once it holds a chunk and the block read past it.
+  std::size_t settled() const { return chunk_bytes_ + read_block_bytes; }
+  // The spare buffer's chunk to its run on a thread of its own (the chunk before it written
+  // already: wait_for_run), which hands the buffer back.
+  void spill() {
+    spilling_ = std::async(std::launch::async, [this, lines = std::move(spare_)]() mutable {
+      write_run(lines.view());
+      return std::move(lines);
+    });
   }
+  // The run being written, waited for (its error, a full disk, is thrown here); its buffer is
+  // the spare again.
   void wait_for_run() {
-    if (spilling_.valid()) spilling_.get();
+    if (spilling_.valid()) spare_ = spilling_.get();
   }
 
   // Lines sorted into a new run; runs_at_once runs merged into one.
@@ -574,9 +656,9 @@ class line_runs {
   gpusort::line_comparator compare_;
   std::filesystem::path scratch_;
   std::uint64_t chunk_bytes_;
-  std::string chunk_;
+  chunk_buffer filling_, spare_;  // spare_: empty while its chunk is being spilled
   std::vector<std::unique_ptr<line_run>> runs_;  // by one spill at a time; read once it is waited for
-  std::future<void> spilling_;
+  std::future<chunk_buffer> spilling_;
 };
 
 // The inputs, opened, with their sizes, when every one is a regular file; else none (a
@@ -595,21 +677,6 @@ std::optional<std::vector<regular_input>> regular_inputs(const std::vector<std::
     inputs.push_back({std::move(file), static_cast<std::uint64_t>(info.st_size)});
   }
   return inputs;
-}
-
-// Bytes for a buffer of gigabytes, in huge pages where the kernel offers them on request
-// (transparent huge pages in `madvise` mode): a 10 GB buffer takes 5,000 page faults instead
-// of 2.6 million.
-struct free_bytes {
-  void operator()(char* p) const { std::free(p); }
-};
-std::unique_ptr<char[], free_bytes> large_buffer(std::uint64_t bytes) {
-  constexpr std::uint64_t huge_page = std::uint64_t{2} << 20;
-  const std::uint64_t rounded = (std::max<std::uint64_t>(bytes, 1) + huge_page - 1) / huge_page * huge_page;
-  char* p = static_cast<char*>(std::aligned_alloc(huge_page, rounded));
-  if (!p) throw std::bad_alloc();
-  ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: without it, small pages
-  return std::unique_ptr<char[], free_bytes>(p);
 }
 
 // Regular input files that fit in memory, on all cores: read into one buffer by pread from
@@ -652,10 +719,9 @@ void read_input(const std::string& name, line_runs& runs, progress& meter) {
   if (auto input = regular_inputs({name})) {
     const regular_input& file = input->front();
     meter.phase("reading", true);
-    constexpr std::uint64_t block_bytes = std::uint64_t{64} << 20;
-    const std::unique_ptr<char[]> block(new char[std::min(file.bytes, block_bytes) + 1]);
-    for (std::uint64_t at = 0; at < file.bytes; at += block_bytes) {
-      const std::uint64_t length = std::min(block_bytes, file.bytes - at);
+    const std::unique_ptr<char[]> block(new char[std::min(file.bytes, read_block_bytes) + 1]);
+    for (std::uint64_t at = 0; at < file.bytes; at += read_block_bytes) {
+      const std::uint64_t length = std::min(read_block_bytes, file.bytes - at);
       read_at(file.file->fd, at, block.get(), length, name);
       runs.append(std::string_view(block.get(), length));
       meter.advance(at + length, file.bytes);

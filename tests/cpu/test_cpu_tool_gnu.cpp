@@ -234,6 +234,12 @@ TEST_F(ToolGnu, PastTheBufferSizeRunsAreMerged) {
   write("records", records + "no terminator");
   expect_as_gnu("-S 12K -z -k2,2n " + file("records"));
   expect_as_gnu("-S 12K -u -k1,1 - " + file("big") + " < " + file("big"));
+  // Lines longer than a chunk (4 KiB here) between short ones: a chunk grows until one ends.
+  std::string long_lines = text.substr(0, 50000) + std::string(100000, 'x') + "\n" +
+                           text.substr(50000, 50000) + std::string(30000, 'a') + "\n" + "z\n";
+  write("long-lines", long_lines);
+  expect_as_gnu("-S 12K " + file("long-lines"));
+  expect_as_gnu("-S 12K -r - < " + file("long-lines"));
   fs::create_directory(file("tmp"));
   write("copy", text);
   EXPECT_EQ(ours("-S 12K -T " + file("tmp") + " -o " + file("copy") + " " + file("copy")).code, 0);
