@@ -229,8 +229,12 @@ __device__ void block_select(const U* codes, unsigned count, unsigned rank, unsi
   for (int shift = static_cast<int>(sizeof(U) * 8) - 8; shift >= 0; shift -= 8) {
     if (holds_bucket) counts[threadIdx.x] = 0;
     __syncthreads();
-    for (unsigned i = threadIdx.x; i < count; i += THREADS)
-      if (static_cast<U>(codes[i] & mask) == prefix) atomicAdd(&counts[(codes[i] >> shift) & 255u], 1u);
+    for (unsigned first = 0; first < count; first += THREADS) {  // every lane: warp_count
+      const unsigned i = first + threadIdx.x;
+      const U code = i < count ? codes[i] : U{};
+      warp_count(counts, static_cast<unsigned>(code >> shift) & 255u,
+                 i < count && static_cast<U>(code & mask) == prefix);
+    }
     __syncthreads();
     const unsigned mine = holds_bucket ? counts[threadIdx.x] : 0u;
     unsigned before = 0;
