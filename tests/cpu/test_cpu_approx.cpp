@@ -637,14 +637,14 @@ TEST(ApproxMath, CandidateCapacityHoldsTheSampledCandidates) {
       std::sort(all.begin(), all.end());
       for (const index_t k : {index_t{1}, index_t{10}, index_t{1000}, n / 8, n / 2, n}) {
         SCOPED_TRACE(::testing::Message() << "n=" << n << " seed=" << seed << " k=" << k);
-        const net::splitter_plan plan = net::focused_splitters(k, n, samples, false);
-        const auto splitter = sample[plan.hi];
+        const index_t rank = net::splitter_rank(k, n, samples, false);
+        const auto splitter = sample[rank];
         const index_t before = static_cast<index_t>(
             std::lower_bound(all.begin(), all.end(), splitter) - all.begin());
         const index_t capacity = net::candidate_capacity(k, n, samples);
         EXPECT_LE(capacity, n);
         EXPECT_GE(capacity, k);
-        if (plan.hi + 1 < samples) {  // else every key is a candidate and the select takes over
+        if (rank + 1 < samples) {  // else every key is a candidate and the select takes over
           EXPECT_GE(before, k);
           EXPECT_LE(before, capacity);
         }

@@ -247,8 +247,8 @@ cudaError_t approx_refine(void* temp, std::size_t& temp_bytes, K* keys, V* value
 
 // ---- top_k ------------------------------------------------------------------------------
 
-// top_k: two sampled splitters bracket the k-th key (focused_splitters), the one needed found
-// by a radix select among the samples' codes (select_ranked_index); one pass gathers
+// top_k: a sampled splitter past the k-th key (splitter_rank), found by a radix select among
+// the samples' codes (select_ranked_index); one pass gathers
 // every key before the upper one into a buffer of index_math::candidate_capacity keys (k plus
 // part of an interval, with high probability). If the sample misjudged (fewer than k
 // candidates, or more than the capacity), the radix select puts exactly the k first keys in
@@ -308,13 +308,12 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
   if (e != cudaSuccess) return e;
   // The splitter: the sample of its rank in (key, position) order, found by a radix select of
   // the samples' codes, not a sort of them.
-  const index_math::splitter_plan plan =
-      index_math::focused_splitters(k, n, sample_count, cfg.descending);
   gather_sample_codes_kernel<<<blocks_for(sample_count, 256), 256, 0, stream>>>(
       keys, n, sample_count, sample_codes);
   e = cudaGetLastError();
   if (e == cudaSuccess)
-    e = select_ranked_index(sample_codes, sample_count, cfg.descending ? plan.lo : plan.hi,
+    e = select_ranked_index(sample_codes, sample_count,
+                            index_math::splitter_rank(k, n, sample_count, cfg.descending),
                             &zeroed->select_sample, &zeroed->chosen_sample, stream);
   if (e != cudaSuccess) return e;
   const ranked_sample<K> splitter{keys, n, sample_count, &zeroed->chosen_sample};

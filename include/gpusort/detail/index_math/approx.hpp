@@ -162,22 +162,18 @@ GPUSORT_HD constexpr index_t splitter_sample(std::uint64_t r, index_t samples,
   return r * samples / intervals;
 }
 
-// Which sorted samples become the splitters. Spread (approx_sort): splitter r is sample
-// splitter_sample(r). Focused (top_k): three intervals, split by the samples at ranks lo and
-// hi around the rank where the k-th key is expected, so that the intervals up to the one
-// holding the k-th key are barely more than k keys.
+// Which sorted samples become approx_sort's splitters: splitter r is sample
+// splitter_sample(r).
 struct splitter_plan {
   index_t samples = 0;
   std::uint32_t intervals = 1;
-  bool focused = false;
-  index_t lo = 0, hi = 0;
   GPUSORT_HD constexpr index_t sample_of(std::uint64_t r) const {
-    return focused ? (r == 1 ? lo : hi) : splitter_sample(r, samples, intervals);
+    return splitter_sample(r, samples, intervals);
   }
 };
 
 // Samples that top_k takes: one per 4096 keys, at least 4096 and at most 65536 (their sort
-// costs tens of microseconds). The upper splitter then stands about 4096 (5 + 4 sqrt(t)) keys
+// costs tens of microseconds). The splitter then stands about 4096 (5 + 4 sqrt(t)) keys
 // past the k-th key (t below), so fewer keys per sample means fewer candidates to sort.
 inline constexpr index_t focus_samples_least = 4096, focus_samples_most = 65536;
 constexpr index_t focus_sample_count(index_t n) {
@@ -197,22 +193,13 @@ inline index_t focused_upper_rank(index_t k, index_t n, index_t samples) {
   return hi < samples - 1 ? hi : samples - 1;
 }
 
-// The focused plan for the k-th of n keys (descending: the k-th largest) from S samples:
-// splitters at the upper rank and as far below the expected rank t. If the k-th key lies
-// outside, top_k falls back to an exact radix select, never to a wrong answer.
-inline splitter_plan focused_splitters(index_t k, index_t n, index_t samples, bool descending) {
-  const double t = static_cast<double>(k) * static_cast<double>(samples) / static_cast<double>(n);
-  const double margin = 4.0 + 4.0 * std::sqrt(t);
-  const index_t last = samples - 1;
-  index_t lo = t > margin ? static_cast<index_t>(t - margin) : 0;
-  index_t hi = focused_upper_rank(k, n, samples);
-  if (lo > hi) lo = hi;
-  if (descending) {  // mirrored: the k largest lie above rank S - t
-    const index_t mirrored_lo = last - hi;
-    hi = last - lo;
-    lo = mirrored_lo;
-  }
-  return {samples, 3, true, lo, hi};
+// top_k's splitter for the k-th of n keys (descending: the k-th largest): the rank, among S
+// sorted samples, of the sample that bounds its candidates, focused_upper_rank (mirrored for
+// descending order, whose k largest lie above rank S - t). If the k-th key lies past it, top_k
+// falls back to an exact radix select, never to a wrong answer.
+inline index_t splitter_rank(index_t k, index_t n, index_t samples, bool descending) {
+  const index_t upper = focused_upper_rank(k, n, samples);
+  return descending ? samples - 1 - upper : upper;
 }
 
 // How many candidates top_k makes room for: the keys before the upper splitter (rank hi)
@@ -259,9 +246,8 @@ GPUSORT_HD GPUSORT_FORCEINLINE constexpr ordered_t<K> select_code(K key, bool de
 }
 
 // top_k's candidates: the keys before its bound, in the order of their select codes and then
-// of their positions (ascending: up to the bound's position; descending: after it), which is
-// the order of the focused plan's intervals: ascending, the keys up to the upper splitter;
-// descending, those after the lower one. The keys' own `<` against the bound's key decides
+// of their positions (ascending: up to the bound's position; descending: after it): the keys
+// up to the splitter (splitter_rank) in sorted order. The keys' own `<` against the bound's key decides
 // nearly every key with no code map (a key strictly before or after it in that order is so in
 // code order too); only keys equal to it (both zeros included) and NaNs, for which `<` says
 // neither, need holds(). (For the rows' gather the same fast compare measured slower than the
