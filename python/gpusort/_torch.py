@@ -92,12 +92,14 @@ def sort_in_place_eager(x, dim, descending, stable, algorithm, nans):
 
 
 @torch.library.custom_op("gpusort::topk", mutates_args=())
-def topk(x: Tensor, k: int, dim: int, largest: bool, in_order: bool) -> tuple[Tensor, Tensor]:
+def topk(x: Tensor, k: int, dim: int, largest: bool,
+         in_order: bool = True) -> tuple[Tensor, Tensor]:
+    # in_order has a default so that callers of the op's four-argument schema keep working.
     return _core.topk(x, k, dim, largest, in_order)
 
 
 @topk.register_fake
-def _(x, k, dim, largest, in_order):
+def _(x, k, dim, largest, in_order=True):
     axis = _core._dim_of(_core._arrays._Torch(torch), x, dim)
     shape = _core.topk_shape(tuple(x.shape), axis, k)
     return x.new_empty(shape), x.new_empty(shape, dtype=torch.int64)

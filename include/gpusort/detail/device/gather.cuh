@@ -43,14 +43,4 @@ __device__ __forceinline__ Count warp_reserve(bool take, Count* cursor) {
   return __shfl_sync(0xffffffffu, at, 0) + static_cast<Count>(__popc(mask & ((1u << lane) - 1)));
 }
 
-// One more in counts[bucket] (shared memory) for each lane that `counts_it`, with one atomic
-// per distinct bucket of the warp (its lanes found by __match_any_sync): a radix select's
-// codes near its answer share their top digits, and 32 lanes adding to one counter take 32
-// turns. Every lane of the warp must call it.
-__device__ __forceinline__ void warp_count(unsigned* counts, unsigned bucket, bool counts_it) {
-  const unsigned peers = __match_any_sync(0xffffffffu, counts_it ? bucket : ~0u);
-  if (counts_it && static_cast<unsigned>(__ffs(peers) - 1) == threadIdx.x % 32)
-    atomicAdd(&counts[bucket], static_cast<unsigned>(__popc(peers)));
-}
-
 }  // namespace gpusort::detail::device

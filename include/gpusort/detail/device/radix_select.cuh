@@ -76,13 +76,10 @@ __global__ void __launch_bounds__(THREADS)
   const U prefix = static_cast<U>(state->prefix);
   const int above = shift + select_digit_bits;
   const U high = above >= static_cast<int>(sizeof(U) * 8) ? U{0} : static_cast<U>(~U{0} << above);
-  // Whole warps walk the keys (warp_count takes every lane).
-  for (index_t base = blockIdx.x * index_t{THREADS} + threadIdx.x / 32 * 32; base < n;
-       base += index_t{gridDim.x} * THREADS) {
-    const index_t i = base + threadIdx.x % 32;
-    const U code = i < n ? index_math::select_code(keys[i], descending) : U{};
-    const bool counted = i < n && ((code ^ prefix) & high) == 0;
-    warp_count(counts, static_cast<unsigned>(code >> shift) & (select_buckets - 1), counted);
+  for (index_t i = blockIdx.x * index_t{THREADS} + threadIdx.x; i < n;
+       i += index_t{gridDim.x} * THREADS) {
+    const U code = index_math::select_code(keys[i], descending);
+    if (((code ^ prefix) & high) == 0) atomicAdd(&counts[(code >> shift) & (select_buckets - 1)], 1u);
   }
   __syncthreads();
   for (unsigned d = threadIdx.x; d < select_buckets; d += THREADS)

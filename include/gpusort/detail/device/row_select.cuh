@@ -229,12 +229,8 @@ __device__ void block_select(const U* codes, unsigned count, unsigned rank, unsi
   for (int shift = static_cast<int>(sizeof(U) * 8) - 8; shift >= 0; shift -= 8) {
     if (holds_bucket) counts[threadIdx.x] = 0;
     __syncthreads();
-    for (unsigned first = 0; first < count; first += THREADS) {  // every lane: warp_count
-      const unsigned i = first + threadIdx.x;
-      const U code = i < count ? codes[i] : U{};
-      warp_count(counts, static_cast<unsigned>(code >> shift) & 255u,
-                 i < count && static_cast<U>(code & mask) == prefix);
-    }
+    for (unsigned i = threadIdx.x; i < count; i += THREADS)
+      if (static_cast<U>(codes[i] & mask) == prefix) atomicAdd(&counts[(codes[i] >> shift) & 255u], 1u);
     __syncthreads();
     const unsigned mine = holds_bucket ? counts[threadIdx.x] : 0u;
     unsigned before = 0;
@@ -612,14 +608,10 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
   if (temp_bytes < state_bytes + list_bytes) return cudaErrorInvalidValue;
   auto* lists = reinterpret_cast<std::uint32_t*>(static_cast<char*>(temp) + state_bytes);
   if (rows == 0 || k == 0) return cudaSuccess;
+  int device = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   constexpr int threads = 256;
-  // The blocks over the matrix: one wave of the kernel that reads the rows, by its own
-  // occupancy (16-bit keys' gather holds 6 blocks an SM where 4-byte keys' holds 4; a fixed 4
-  // an SM left a third of the SMs' places empty for them), rounded up to whole rows.
-  unsigned places = 0;
-  cudaError_t e =
-      sampled ? resident_blocks(gather_row_candidates_kernel<threads, K>, threads, 0, places)
-              : resident_blocks(select_row_digit_kernel<threads, K>, threads, 0, places);
   // The finish is one block a row and a chain of short steps (loads, select passes, a merge
   // sort): twice the warps of the other kernels, to hide their latency.
   constexpr int finish_threads = index_math::row_finish_threads;
@@ -635,8 +627,8 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
     e = overlapping_launches(overlap, gather_row_candidates_kernel<threads, K>, finish);
   for (index_t first = 0; first < rows && e == cudaSuccess; first += batch) {
     const index_t count = rows - first < batch ? rows - first : batch;
-    const auto per_row =
-        static_cast<unsigned>(index_math::row_select_blocks(count, row_length, places));
+    const auto per_row = static_cast<unsigned>(
+        index_math::row_select_blocks(count, row_length, 4 * static_cast<index_t>(sms)));
     const auto grid = static_cast<unsigned>(count * per_row);
     const auto blocks = static_cast<unsigned>(count);
     // keys and values are indexed from the batch's first row; outputs from the matrix's.
