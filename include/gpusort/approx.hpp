@@ -137,13 +137,13 @@ cudaError_t top_k_any_key(void* temp, std::size_t& temp_bytes, const K* keys, co
 template <class K, class P>
 cudaError_t top_k_positions_any_key(void* temp, std::size_t& temp_bytes, const K* keys,
                                     std::uint64_t n, K* out_keys, P* out_positions,
-                                    std::uint64_t k, const options& opt) {
+                                    std::uint64_t k, const options& opt, bool in_order = true) {
   if constexpr (narrow_key<K>)
     return detail::narrow_top_k<K, P>(temp, temp_bytes, keys, nullptr, 1, n, false, true,
                                       out_keys, out_positions, k, opt);
   else
     return detail::top_k_positions<K, P>(temp, temp_bytes, keys, n, out_keys, out_positions, k,
-                                         opt);
+                                         opt, in_order);
 }
 template <class K, class P>
 cudaError_t top_k_rows_any_key(void* temp, std::size_t& temp_bytes, const K* keys,
@@ -242,6 +242,24 @@ cudaError_t top_k_pairs(void* temp, std::size_t& temp_bytes, const K* keys, cons
                                   reinterpret_cast<P*>(out_values), k, opt));
 }
 
+namespace detail {
+// top_k_indices and select_k_indices: in_order says which.
+template <class K, class I, std::integral N>
+cudaError_t top_k_indices_in(void* temp, std::size_t& temp_bytes, const K* keys, N n,
+                             K* out_keys, I* out_indices, std::uint64_t k, const options& opt,
+                             bool in_order) {
+  if (negative(n)) return cudaErrorInvalidValue;
+  if (sizeof(I) == 4 && static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 31))
+    return cudaErrorInvalidValue;  // a position would not fit
+  using P = payload<sizeof(I)>;
+  return never_zero(temp, temp_bytes,
+                    top_k_positions_any_key<K, P>(temp, temp_bytes, keys,
+                                                  static_cast<std::uint64_t>(n), out_keys,
+                                                  reinterpret_cast<P*>(out_indices), k, opt,
+                                                  in_order));
+}
+}  // namespace detail
+
 // top_k_pairs with every key's position in `keys` as its value, out_indices[j] the position
 // of out_keys[j] (torch.topk's indices): the positions are generated where a key is chosen,
 // so no index array of n is written or read. I: std::int32_t (n below 2^31) or std::int64_t.
@@ -249,14 +267,20 @@ template <sortable_key K, class I, std::integral N>
   requires std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>
 cudaError_t top_k_indices(void* temp, std::size_t& temp_bytes, const K* keys, N n, K* out_keys,
                           I* out_indices, std::uint64_t k, const options& opt = {}) {
-  if (detail::negative(n)) return cudaErrorInvalidValue;
-  if (sizeof(I) == 4 && static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 31))
-    return cudaErrorInvalidValue;  // a position would not fit
-  using P = detail::payload<sizeof(I)>;
-  return detail::never_zero(
-      temp, temp_bytes,
-      detail::top_k_positions_any_key<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(n),
-                                            out_keys, reinterpret_cast<P*>(out_indices), k, opt));
+  return detail::top_k_indices_in<K, I>(temp, temp_bytes, keys, n, out_keys, out_indices, k, opt,
+                                        true);
+}
+
+// top_k_indices in no promised order (torch.topk(sorted=False)): select_k's radix select among
+// the candidates instead of their sort (narrow keys: top_k_indices' sorted answer). The
+// workspace is top_k_indices'.
+template <sortable_key K, class I, std::integral N>
+  requires std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>
+cudaError_t select_k_indices(void* temp, std::size_t& temp_bytes, const K* keys, N n,
+                             K* out_keys, I* out_indices, std::uint64_t k,
+                             const options& opt = {}) {
+  return detail::top_k_indices_in<K, I>(temp, temp_bytes, keys, n, out_keys, out_indices, k, opt,
+                                        false);
 }
 
 namespace detail {

@@ -282,8 +282,8 @@ def sort_segmented(x, offsets, *, descending=False, algorithm="automatic", nans=
 def topk(x, k, dim=_LAST, largest=True, sorted=True, *, axis=_LAST, out=None):
     """The k largest (largest=False: smallest) keys of x along dim, and their indices (int64),
     like torch.topk. sorted=True: largest first (largest=False: smallest first); sorted=False
-    allows the k in any order, which is no faster yet: the module has no binding of the
-    library's unordered select (select_k), so they come sorted either way. NaNs count as the
+    allows the k in any order: one long row (past the per-row select below) then skips the
+    sort of the k (select_k_indices); rows come sorted either way. NaNs count as the
     largest keys. Rows of 2,048 keys or more with k up to 2,048 (and float16 or bfloat16
     logits there, on their bits): a radix select per row (top_k_rows_indices); one longer
     row: top_k_indices, which sorts only about k keys; other rows: top_k_rows. No index array
@@ -294,8 +294,9 @@ def topk(x, k, dim=_LAST, largest=True, sorted=True, *, axis=_LAST, out=None):
         outs = _outs(out, x, (None, "int64"), "topk")
         return TopkResult(*_out.write(outs, topk(x, k, dim, largest, sorted)))
     if _operator(x):
-        return TopkResult(*_operators.topk(x, _operator_int(k, "k"), _operator_int(dim, "dim"), largest))
-    return TopkResult(*_core.topk(x, k, dim, largest))
+        return TopkResult(*_operators.topk(x, _operator_int(k, "k"), _operator_int(dim, "dim"),
+                                           largest, bool(sorted)))
+    return TopkResult(*_core.topk(x, k, dim, largest, bool(sorted)))
 
 
 @_needs_module

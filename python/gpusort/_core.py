@@ -430,10 +430,12 @@ def _row_select_fits(row_len, k):
 
 
 @_on_device_of_x
-def topk(x, k, dim, largest):
-    """(values, indices) of the k largest (largest=False: smallest) keys along dim, sorted."""
+def topk(x, k, dim, largest, in_order=True):
+    """(values, indices) of the k largest (largest=False: smallest) keys along dim, sorted;
+    in_order=False: one long row's k in no order (select_k_indices: no sort of the k), other
+    shapes sorted as before."""
     if _arrays.is_jax(x):
-        return _arrays.jax_results(topk(_arrays.lend_jax(x, "x"), k, dim, largest))
+        return _arrays.jax_results(topk(_arrays.lend_jax(x, "x"), k, dim, largest, in_order))
     xp = _arrays.namespace_of(x, "x")
     axis = _dim_of(xp, x, dim)
     wide = _widened(xp, x)
@@ -443,7 +445,7 @@ def topk(x, k, dim, largest):
     rows, row_len = _rows(xp.shape(moved))
     k = _k_of(k, row_len)
     if wide:
-        _, indices = topk(xp.astype(x, wide), k, dim, largest)
+        _, indices = topk(xp.astype(x, wide), k, dim, largest, in_order)
         return xp.take_along(x, indices, axis), indices
     if not xp.is_contiguous(moved):  # topk leaves x alone: a contiguous copy is read instead
         moved = xp.copy(moved)
@@ -471,7 +473,7 @@ def topk(x, k, dim, largest):
     if rows == 1:  # the library writes the positions itself: no index array of n
         indices = xp.empty(moved, out_shape, "int64")
         _ext.topk_indices_device(*_handles(xp, stream, moved, values, indices), k, largest,
-                                 stream, alloc)
+                                 stream, alloc, in_order)
         return back(values), back(indices)
     index_dtype = _index_dtype("automatic", row_len)
     indices = xp.empty(moved, out_shape, index_dtype)

@@ -92,12 +92,14 @@ def sort_in_place_eager(x, dim, descending, stable, algorithm, nans):
 
 
 @torch.library.custom_op("gpusort::topk", mutates_args=())
-def topk(x: Tensor, k: int, dim: int, largest: bool) -> tuple[Tensor, Tensor]:
-    return _core.topk(x, k, dim, largest)
+def topk(x: Tensor, k: int, dim: int, largest: bool,
+         in_order: bool = True) -> tuple[Tensor, Tensor]:
+    # in_order has a default so that callers of the op's four-argument schema keep working.
+    return _core.topk(x, k, dim, largest, in_order)
 
 
 @topk.register_fake
-def _(x, k, dim, largest):
+def _(x, k, dim, largest, in_order=True):
     axis = _core._dim_of(_core._arrays._Torch(torch), x, dim)
     shape = _core.topk_shape(tuple(x.shape), axis, k)
     return x.new_empty(shape), x.new_empty(shape, dtype=torch.int64)
@@ -108,7 +110,7 @@ def _topk_context(ctx, inputs, output):
 
 
 def _topk_backward(ctx, grad_values, grad_indices):
-    return _scatter_back(ctx, grad_values), None, None, None
+    return _scatter_back(ctx, grad_values), None, None, None, None
 
 
 topk.register_autograd(_topk_backward, setup_context=_topk_context)

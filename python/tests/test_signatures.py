@@ -265,11 +265,14 @@ def test_defaults_and_results_match_torch(torch, device, rng):
     assert torch.equal(down.nan_to_num(7.0), torch.sort(x, descending=True).values.nan_to_num(7.0))
 
 
-def test_topk_unsorted_gives_torch_s_keys(torch, device, rng):
-    x = tensor(torch, distinct((8, 3000), rng, "float32"), device)
+# Rows (sorted either way), and one row past the per-row select (k above 2,048, or more than
+# 2^22 keys), which selects its k without sorting them on a GPU (select_k_indices).
+@pytest.mark.parametrize("shape,k", [((8, 3000), 64), ((300001,), 3000), ((2**22 + 3,), 100)])
+def test_topk_unsorted_gives_torch_s_keys(torch, device, rng, shape, k):
+    x = tensor(torch, distinct(shape, rng, "float32"), device)
     for largest in (True, False):
-        ours = gpusort.topk(x, 64, largest=largest, sorted=False)
-        theirs = torch.topk(x, 64, largest=largest, sorted=False)
+        ours = gpusort.topk(x, k, largest=largest, sorted=False)
+        theirs = torch.topk(x, k, largest=largest, sorted=False)
         assert torch.equal(ours.values.sort().values, theirs.values.sort().values)
         assert torch.equal(x.gather(-1, ours.indices), ours.values)
 

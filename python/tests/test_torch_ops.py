@@ -66,8 +66,9 @@ def test_fake_kernels_give_shapes_and_dtypes():
         x = torch.empty(3, 7, 11, device="cuda")
         v, i = torch.ops.gpusort.sort(x, 1, False, False, "automatic", "last", "int32")
         assert v.shape == x.shape and v.dtype == x.dtype and i.dtype == torch.int32
-        v, i = torch.ops.gpusort.topk(x, 4, 1, True)
-        assert v.shape == (3, 4, 11) and i.dtype == torch.int64
+        for in_order in ((), (False,)):  # the schema's in_order has a default
+            v, i = torch.ops.gpusort.topk(x, 4, 1, True, *in_order)
+            assert v.shape == (3, 4, 11) and i.dtype == torch.int64
         flat = torch.empty(50, device="cuda")
         v, i = torch.ops.gpusort.sort_segmented(flat, torch.empty(3, dtype=torch.int64, device="cuda"),
                                                 False, "automatic", "last")

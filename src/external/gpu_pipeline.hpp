@@ -362,29 +362,14 @@ class key_tally {
  public:
   explicit key_tally(bool descending = false) : descending_(descending) {}
 
-  void add(const K* keys, std::uint64_t count) {
-    std::uint64_t total = 0, x = 0;
-    const std::int64_t n = static_cast<std::int64_t>(count);
-#pragma omp parallel for reduction(+ : total) reduction(^ : x) if (!one_of_many)
-    for (std::int64_t i = 0; i < n; ++i) {
-      std::uint64_t bits = 0;
-      std::memcpy(&bits, &keys[i], sizeof(K));
-      const std::uint64_t h = record_hash_of(bits, false, 0);
-      total += h;
-      x ^= h;
-    }
-    std::lock_guard lock(m_);
-    sum_.sum += total;
-    sum_.xor_all ^= x;
-  }
-  // Keys [first, first + count) of the output.
+  // The staging threads call these on every slot, one after its read or before its write, so
+  // the hash is one mix64 a key (a bijection of the key's bits: two keys that differ hash
+  // differently), not record_hash_of's two: 2.7 against 1.7 GB/s a thread for u32 keys.
+  void add(const K* keys, std::uint64_t count) { add_checked(keys, count, false); }
+  // Keys [first, first + count) of the output: hashed and checked in order in one pass.
   void add_in_order(std::uint64_t first, const K* keys, std::uint64_t count) {
-    add(keys, count);
+    const std::uint64_t bad = add_checked(keys, count, true);
     if (count == 0) return;
-    std::uint64_t bad = 0;
-    const std::int64_t n = static_cast<std::int64_t>(count);
-#pragma omp parallel for reduction(+ : bad) if (!one_of_many)
-    for (std::int64_t i = 1; i < n; ++i) bad += wrong(keys[i - 1], keys[i]) ? 1 : 0;
     std::lock_guard lock(m_);
     inside_ += bad;
     chunks_[first] = {count, keys[0], keys[count - 1]};
@@ -409,6 +394,25 @@ class key_tally {
     std::uint64_t count;
     K front, back;
   };
+  // Adds the keys' hashes to the checksum; with `in_order`, returns how many keys follow one
+  // that must not precede them.
+  std::uint64_t add_checked(const K* keys, std::uint64_t count, bool in_order) {
+    std::uint64_t total = 0, x = 0, bad = 0;
+    const std::int64_t n = static_cast<std::int64_t>(count);
+#pragma omp parallel for reduction(+ : total, bad) reduction(^ : x) if (!one_of_many)
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &keys[i], sizeof(K));
+      const std::uint64_t h = mix64(bits);
+      total += h;
+      x ^= h;
+      if (in_order && i > 0) bad += wrong(keys[i - 1], keys[i]) ? 1 : 0;
+    }
+    std::lock_guard lock(m_);
+    sum_.sum += total;
+    sum_.xor_all ^= x;
+    return bad;
+  }
   bool wrong(const K& previous, const K& next) const {
     const less<K> before;
     return descending_ ? before(previous, next) : before(next, previous);

@@ -10,6 +10,7 @@
 #include "device_buffer.hpp"
 #include "gpusort/approx.hpp"
 #include "gpusort/detail/core/half_keys.hpp"
+#include "gpusort/detail/device/radix_select.cuh"
 #include "gpusort/detail/index_math/row_select.hpp"
 #include "reference.hpp"
 #include "shuffled_keys.cuh"
@@ -221,6 +222,53 @@ TYPED_TEST(GpuApprox, TopKIsTheSortedPrefix) {
   }
 }
 
+// top_k's splitter is the sample of one rank in (code, index) order, found by a radix select
+// and a pick among equal codes (select_ranked_index), not a sort. A wrong pick would only
+// slow top_k (its fallback repairs the count), so it is checked here against a stable sort:
+// every rank of small arrays, the ends and random ranks of large ones, with ties (few
+// distinct codes, all equal) and codes spanning the top digit.
+template <class U>
+void check_ranked_index(std::size_t count, unsigned distinct, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<U> codes(count);
+  for (U& c : codes) {
+    const std::uint64_t bits = rng();
+    c = distinct ? static_cast<U>(bits % distinct * (~U{0} / distinct)) : static_cast<U>(bits);
+  }
+  std::vector<std::uint32_t> order(count);
+  for (std::uint32_t i = 0; i < count; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return codes[a] < codes[b]; });
+  std::vector<std::size_t> ranks;
+  if (count <= 70)
+    for (std::size_t r = 0; r < count; ++r) ranks.push_back(r);
+  else
+    ranks = {0, 1, count / 2, count - 2, count - 1, rng() % count, rng() % count};
+  guarded_buffer<U> device_codes(codes);
+  poisoned_array<gpusort::detail::device::radix_select_state> state(1);
+  poisoned_array<std::uint32_t> chosen(1);
+  for (std::size_t rank : ranks) {
+    SCOPED_TRACE(::testing::Message() << "count=" << count << " distinct=" << distinct
+                                      << " rank=" << rank << " bits=" << sizeof(U) * 8);
+    CUDA_OK(cudaMemset(state.ptr, 0, sizeof(gpusort::detail::device::radix_select_state)));
+    CUDA_OK(cudaMemset(chosen.ptr, 0xA5, sizeof(std::uint32_t)));
+    CUDA_OK(gpusort::detail::device::select_ranked_index(device_codes.data(), count, rank,
+                                                         state.ptr, chosen.ptr, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    ASSERT_EQ(chosen.to_host(1)[0], order[rank]);
+  }
+  ASSERT_TRUE(device_codes.guard_intact());
+}
+
+TEST(GpuApproxSplitter, RankedIndexIsTheStableSortsAtThatRank) {
+  GPUSORT_REQUIRE_GPU();
+  for (std::size_t count : {1u, 2u, 31u, 32u, 33u, 70u, 4095u, 4096u, 65536u})
+    for (unsigned distinct : {0u, 1u, 3u, 1000u}) {
+      check_ranked_index<std::uint32_t>(count, distinct, count * 7 + distinct);
+      check_ranked_index<std::uint64_t>(count, distinct, count * 11 + distinct);
+    }
+}
+
 // top_k's gather reads 16-byte vectors where the keys are so aligned, and key by key where
 // they are not: views one to three keys into a buffer take the second path, the whole buffer
 // the first, with a partial last tile either way. The keys are few distinct values (both
@@ -303,30 +351,38 @@ TYPED_TEST(GpuApprox, TopKWhenTheSampleMisjudges) {
 
 // top_k_indices: the positions the library generates point back at the keys chosen, once
 // each, as 32-bit and 64-bit integers, in both orders, on few distinct keys and specials.
-TYPED_TEST(GpuApprox, TopKIndicesPointAtTheirKeys) {
+TYPED_TEST(GpuApprox, TopKAndSelectKIndicesPointAtTheirKeys) {
   using K = TypeParam;
   const std::size_t n = 1000003;
   std::vector<K> keys = tools::generate<K>(tools::distribution::few_unique, n, 9);
   scatter_special_values(keys, 9);
   guarded_buffer<K> dk(keys);
-  auto check = [&](auto index_type, std::size_t k, bool descending) {
+  // in_order false: select_k_indices, the same keys (and their positions) in no order.
+  auto check = [&](auto index_type, std::size_t k, bool descending, bool in_order) {
     using I = decltype(index_type);
     SCOPED_TRACE(::testing::Message() << "index bytes=" << sizeof(I) << " k=" << k
-                                      << " desc=" << descending);
+                                      << " desc=" << descending
+                                      << " in_order=" << in_order);
     const gpusort::options opt{.direction = descending ? gpusort::order::descending
                                                        : gpusort::order::ascending};
     poisoned_array<K> ok(k);
     poisoned_array<I> oi(k);
     std::size_t bytes = 0;
-    CUDA_OK(gpusort::top_k_indices(nullptr, bytes, dk.data(), n, ok.ptr, oi.ptr, k, opt));
+    auto call = [&](void* t) {
+      return in_order ? gpusort::top_k_indices(t, bytes, dk.data(), n, ok.ptr, oi.ptr, k, opt)
+                      : gpusort::select_k_indices(t, bytes, dk.data(), n, ok.ptr, oi.ptr, k, opt);
+    };
+    CUDA_OK(call(nullptr));
     poisoned_array<char> temp(bytes);
-    CUDA_OK(gpusort::top_k_indices(temp.ptr, bytes, dk.data(), n, ok.ptr, oi.ptr, k, opt));
+    CUDA_OK(call(temp.ptr));
     CUDA_OK(cudaDeviceSynchronize());
     ASSERT_TRUE(ok.tail_intact(k) && oi.tail_intact(k)) << "wrote past k";
     const std::vector<K> got = ok.to_host(k);
     const std::vector<I> got_indices = oi.to_host(k);
     const std::vector<K> sorted = reference_sort(keys, descending, nans_largest(descending));
-    ASSERT_TRUE(same_bits(got, std::vector<K>(sorted.begin(), sorted.begin() + k)));
+    const std::vector<K> ordered =
+        in_order ? got : reference_sort(got, descending, nans_largest(descending));
+    ASSERT_TRUE(same_bits(ordered, std::vector<K>(sorted.begin(), sorted.begin() + k)));
     std::vector<bool> seen(n);
     for (std::size_t i = 0; i < k; ++i) {
       ASSERT_GE(got_indices[i], 0);
@@ -337,10 +393,11 @@ TYPED_TEST(GpuApprox, TopKIndicesPointAtTheirKeys) {
     }
   };
   for (bool descending : {false, true})
-    for (std::size_t k : {std::size_t{1}, std::size_t{4321}, n}) {
-      check(std::int32_t{}, k, descending);
-      check(std::int64_t{}, k, descending);
-    }
+    for (std::size_t k : {std::size_t{1}, std::size_t{4321}, n})
+      for (bool in_order : {true, false}) {
+        check(std::int32_t{}, k, descending, in_order);
+        check(std::int64_t{}, k, descending, in_order);
+      }
 }
 
 // top_k_pairs, then select_k_pairs on the same input (its k-th key in device memory): values

@@ -247,8 +247,8 @@ cudaError_t approx_refine(void* temp, std::size_t& temp_bytes, K* keys, V* value
 
 // ---- top_k ------------------------------------------------------------------------------
 
-// top_k: a sampled splitter past the k-th key (splitter_rank), the samples ranked by the
-// radix sort of their codes (SortCodes, below); one pass gathers
+// top_k: a sampled splitter past the k-th key (splitter_rank), found by a radix select among
+// the samples' codes (select_ranked_index); one pass gathers
 // every key before the upper one into a buffer of index_math::candidate_capacity keys (k plus
 // part of an interval, with high probability). If the sample misjudged (fewer than k
 // candidates, or more than the capacity), the radix select puts exactly the k first keys in
@@ -262,7 +262,7 @@ cudaError_t approx_refine(void* temp, std::size_t& temp_bytes, K* keys, V* value
 // values of the keys), or positions<V> (their positions, generated).
 // With cfg.in_order false (select_k), a second radix select, over the candidates (a few more
 // than k), puts the k first of them in out in no order instead: no sort.
-// Workspace: the samples' codes and order, the candidates (keys, values, codes and places),
+// Workspace: the samples' codes, the candidates (keys, values, codes and places),
 // the sorts'.
 template <class K, class V, class SortCodes, class SortSegments, class Values = const V*>
 cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values values,
@@ -274,32 +274,30 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
   const index_t sample_count = index_math::focus_sample_count(n);
   const index_t capacity = index_math::candidate_capacity(k, n, sample_count);
   const bool sort_places = capacity <= 0xffffffffu;
-  std::size_t sort_bytes = 0, sample_sort_bytes = 0;
+  std::size_t sort_bytes = 0;
   cudaError_t e = sort_places ? sort_codes(nullptr, sort_bytes, static_cast<U*>(nullptr),
                                            static_cast<I*>(nullptr), capacity, stream)
                               : cudaSuccess;
   if (!sort_places) sort_bytes = segments_bytes<K, V>(capacity, 1);
-  if (e == cudaSuccess)
-    e = sort_codes(nullptr, sample_sort_bytes, static_cast<U*>(nullptr), static_cast<I*>(nullptr),
-                   sample_count, stream);
   if (e != cudaSuccess) return e;
   bump b{static_cast<char*>(temp)};
   U* sample_codes = b.take<U>(sample_count);
-  I* sample_order = b.take<I>(sample_count);
   K* buffer_keys = b.take<K>(capacity);
   V* buffer_values = block::has_values<K, V> ? b.take<V>(capacity) : nullptr;
   U* codes = sort_places ? b.take<U>(capacity) : nullptr;
   I* places = sort_places ? b.take<I>(capacity) : nullptr;
   // bounds[0] = 0 and bounds[2] delimit the candidates; bounds[1] counts the sampled gather.
-  // Zeroed together with the radix select's state, by one memset.
+  // Zeroed together with the radix selects' states, by one memset; chosen_sample: the
+  // splitter's index among the samples.
   struct counters {
     std::uint64_t bounds[3];
-    radix_select_state select, select_candidates;
+    radix_select_state select, select_candidates, select_sample;
+    std::uint32_t chosen_sample;
   };
   auto* zeroed = b.take<counters>(1);
   std::uint64_t* bounds = zeroed ? zeroed->bounds : nullptr;
   radix_select_state* select_state = zeroed ? &zeroed->select : nullptr;
-  void* scratch = b.take<char>(std::max(sample_sort_bytes, sort_bytes));
+  void* scratch = b.take<char>(sort_bytes);
   if (!temp) {
     temp_bytes = b.total;
     return cudaSuccess;
@@ -308,16 +306,17 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
   if (k == 0) return cudaSuccess;
   e = cudaMemsetAsync(zeroed, 0, sizeof(counters), stream);
   if (e != cudaSuccess) return e;
-  // The samples ranked by a radix sort of their codes (about 64 us at 65,536 under ncu, H200;
-  // the bitonic sort of sample structs it replaced took about 300).
+  // The splitter: the sample of its rank in (key, position) order, found by a radix select of
+  // the samples' codes, not a sort of them.
   gather_sample_codes_kernel<<<blocks_for(sample_count, 256), 256, 0, stream>>>(
-      keys, n, sample_count, sample_codes, sample_order);
+      keys, n, sample_count, sample_codes);
   e = cudaGetLastError();
   if (e == cudaSuccess)
-    e = sort_codes(scratch, sample_sort_bytes, sample_codes, sample_order, sample_count, stream);
+    e = select_ranked_index(sample_codes, sample_count,
+                            index_math::splitter_rank(k, n, sample_count, cfg.descending),
+                            &zeroed->select_sample, &zeroed->chosen_sample, stream);
   if (e != cudaSuccess) return e;
-  const ranked_sample<K> splitter{keys, n, sample_count, sample_order,
-                                  index_math::splitter_rank(k, n, sample_count, cfg.descending)};
+  const ranked_sample<K> splitter{keys, n, sample_count, &zeroed->chosen_sample};
   // Where more than one key in 256 is expected to be a candidate (the samples up to the
   // upper splitter over all samples), tiles of 16 keys a thread: a quarter of the atomics
   // (H100, 2^28 keys, k = 10^6: 1.36 ms against 1.76); sparser, 4 (k = 1000: 0.77 ms against

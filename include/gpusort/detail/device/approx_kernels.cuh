@@ -181,28 +181,26 @@ __global__ void __launch_bounds__(THREADS)
 
 // ---- top_k ------------------------------------------------------------------------------
 
-// top_k's samples as the radix sort orders them: each sample's ascending select code and its
-// index j, whose position index_math::sample_position gives (positions rise with j, so the
-// stable sort leaves equal keys in position order: the order of sample_less).
+// top_k's samples: each sample's ascending select code, at index j of the sample whose
+// position index_math::sample_position gives (positions rise with j, so the (code, index)
+// order is the (key, position) order of sample_less).
 template <class K>
 __global__ void gather_sample_codes_kernel(const K* keys, index_t n, index_t count,
-                                           ordered_t<K>* codes, std::uint32_t* indices) {
+                                           ordered_t<K>* codes) {
   const index_t j = blockIdx.x * index_t{blockDim.x} + threadIdx.x;
   if (j >= count) return;
   codes[j] = index_math::select_code(keys[index_math::sample_position(j, count, n)], false);
-  indices[j] = static_cast<std::uint32_t>(j);
 }
 
-// The sample of rank `rank` among `count` sorted by (key, position): sorted[rank] is its index.
+// The sample that select_ranked_index chose (device: *chosen, its index among `count`).
 template <class K>
 struct ranked_sample {
   const K* keys;
   index_t n, count;
-  const std::uint32_t* sorted;
-  index_t rank;
+  const std::uint32_t* chosen;
 
   __device__ index_math::sample<K> get() const {
-    const index_t pos = index_math::sample_position(sorted[rank], count, n);
+    const index_t pos = index_math::sample_position(*chosen, count, n);
     return {pos, keys[pos], 0};
   }
 };
