@@ -17,6 +17,8 @@
 #                                       needs 2+ GPUs. Builds only
 #                                       what those run (about 55 of 139 steps)
 #   GPUSORT_CUDA_ARCHITECTURES=90 scripts/gpu-check.sh   (default: native, this host's GPU)
+#   GPUSORT_LINEINFO=1 scripts/gpu-check.sh   kernels with source lines (-lineinfo: the same
+#                                             code) for Nsight Compute's source view
 # The venv ($build/venv) is made from python3 with the system's packages visible (PyTorch,
 # CuPy), and the build is configured with its interpreter.
 set -uo pipefail
@@ -39,6 +41,7 @@ if [ ! -f /usr/local/cuda/include/nccl.h ] && [ -z "${GPUSORT_NCCL_ROOT:-}" ]; t
   GPUSORT_NCCL_ROOT=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
 fi
 [ -n "${GPUSORT_NCCL_ROOT:-}" ] && gtest_arg+=(-DGPUSORT_NCCL_ROOT="$GPUSORT_NCCL_ROOT")
+[ "${GPUSORT_LINEINFO:-0}" = 1 ] && gtest_arg+=(-DCMAKE_CUDA_FLAGS=-lineinfo)
 # This host's GPU alone (the default list compiles the device code for five architectures
 # with CUDA 13.0); 90 where no GPU answers.
 archs=${GPUSORT_CUDA_ARCHITECTURES:-native}
