@@ -71,6 +71,14 @@ constexpr std::uint64_t link_chunk_bytes_for(std::uint64_t bytes, unsigned threa
   return chunk < default_link_chunk_bytes ? chunk : default_link_chunk_bytes;
 }
 
+// memcpy's bytes with stores that bypass the caches where the CPU has them (x86's streaming
+// stores; elsewhere memcpy): a staging copy writes each byte once and reads none of it back, so
+// an ordinary store's read of the line first (its read for ownership) is a third stream of
+// memory traffic. 8 MiB chunks on a 2-core x86 host: 7.8-8.4 GB/s against memcpy's 5.7 on one
+// thread, 14.0-15.2 against 11.2-11.6 on two. The bytes are in memory, not in the caches,
+// when it returns.
+void stream_copy(void* to, const void* from, std::size_t bytes);
+
 // What a copy did: its wall seconds, and whether the host memory was pinned (copied straight)
 // rather than staged.
 struct link_report {

@@ -55,6 +55,32 @@ static_assert(ext::whole_pages(1, 2, 4096).begin == 0 && ext::whole_pages(1, 2, 
 static_assert(ext::link_threads(16, 1) == 8 && ext::link_threads(16, 4) == 4 &&
               ext::link_threads(2, 4) == 2 && ext::link_threads(64, 4) == 8);
 
+// The staging threads' copy (streaming stores on x86): every byte at every alignment of
+// either end, nothing written outside the target.
+TEST(LinkMath, StreamCopyCopiesEveryByteAndNothingElse) {
+  const std::size_t guard = 64;
+  std::vector<unsigned char> from((std::size_t{1} << 20) + 64), to(from.size() + 2 * guard);
+  for (std::size_t i = 0; i < from.size(); ++i) from[i] = static_cast<unsigned char>(i * 131 + 7);
+  for (const std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16},
+                                  std::size_t{17}, std::size_t{63}, std::size_t{64}, std::size_t{65},
+                                  std::size_t{127}, std::size_t{129}, std::size_t{4099},
+                                  (std::size_t{1} << 20) + 7})
+    for (const std::size_t in_at : {0, 1, 5})
+      for (const std::size_t out_at : {0, 1, 8, 15, 16, 17}) {
+        std::fill(to.begin(), to.end(), static_cast<unsigned char>(0xcd));
+        ext::stream_copy(to.data() + guard + out_at, from.data() + in_at, bytes);
+        const auto untouched = [](auto first, auto last) {
+          return std::all_of(first, last, [](unsigned char c) { return c == 0xcd; });
+        };
+        const auto begin = to.begin() + static_cast<std::ptrdiff_t>(guard + out_at);
+        const auto end = begin + static_cast<std::ptrdiff_t>(bytes);
+        ASSERT_TRUE(std::equal(begin, end, from.begin() + static_cast<std::ptrdiff_t>(in_at)))
+            << "bytes " << bytes << " from +" << in_at << " to +" << out_at;
+        ASSERT_TRUE(untouched(to.begin(), begin) && untouched(end, to.end()))
+            << "bytes " << bytes << " from +" << in_at << " to +" << out_at << ": wrote outside";
+      }
+}
+
 TEST(LinkMath, ThreadsTakeEveryChunkOnceAndChunksTileTheBytes) {
   for (const std::uint64_t bytes : std::vector<std::uint64_t>{0, 1, 4095, 4096, 4097, 65536 * 3 + 5})
     for (const std::uint64_t chunk : std::vector<std::uint64_t>{1, 4096, 10000})
