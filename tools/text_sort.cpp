@@ -367,6 +367,15 @@ class chunk_buffer {
     append(bytes, settled);
   }
   void resize_down(std::size_t size) { size_ = std::min(size, size_); }
+  // `bytes` of room, what they held dropped: the buffer a run's sorted lines are gathered
+  // into, its pages faulted in once for every run (a new std::string of a chunk's size was
+  // zeroed page by page on one core for each).
+  std::span<char> room(std::size_t bytes, std::size_t settled) {
+    size_ = 0;
+    if (bytes > capacity_) regrow(std::max(bytes, std::min(2 * capacity_, settled)));
+    size_ = bytes;
+    return {data_.get(), bytes};
+  }
   void erase_front(std::size_t bytes) {
     if (bytes == 0) return;
     std::memmove(data_.get(), data_.get() + bytes, size_ - bytes);
@@ -445,6 +454,7 @@ class line_runs {
     if (!filling_.empty()) write_run(filling_.view());
     filling_ = chunk_buffer{};  // the merge's memory
     spare_ = chunk_buffer{};
+    sorted_ = chunk_buffer{};
     if (std::fflush(out) != 0) throw io_error(name + ": write failed: " + std::strerror(errno));
     merge_in_pieces(::fileno(out), name);
   }
@@ -466,10 +476,15 @@ class line_runs {
     if (spilling_.valid()) spare_ = spilling_.get();
   }
 
-  // Lines sorted into a new run; runs_at_once runs merged into one.
+  // Lines sorted into a new run (gathered in `sorted_`, one run at a time); runs_at_once runs
+  // merged into one.
   void write_run(std::string_view lines) {
     runs_.push_back(std::make_unique<line_run>(scratch_));
-    runs_.back()->append(gpusort::sort_text(lines, order_));
+    const std::vector<std::uint64_t> starts = gpusort::line_starts(lines, order_.terminator);
+    const std::vector<std::uint64_t> order = gpusort::sort_lines(lines, starts, order_);
+    const std::span<char> out = sorted_.room(gpusort::gathered_bytes(starts, order), settled());
+    gpusort::gather_lines(lines, starts, order, out, order_.terminator);
+    runs_.back()->append({out.data(), out.size()});
     if (runs_.size() < runs_at_once) return;
     // The runs merged into one, written a megabyte at a time (not held in memory).
     auto merged = std::make_unique<line_run>(scratch_);
@@ -657,6 +672,7 @@ class line_runs {
   std::filesystem::path scratch_;
   std::uint64_t chunk_bytes_;
   chunk_buffer filling_, spare_;  // spare_: empty while its chunk is being spilled
+  chunk_buffer sorted_;           // the run being written: its lines in order
   std::vector<std::unique_ptr<line_run>> runs_;  // by one spill at a time; read once it is waited for
   std::future<chunk_buffer> spilling_;
 };
