@@ -358,13 +358,17 @@ class chunk_buffer {
   // Appends, growing by doubling but not past `settled` bytes unless the bytes need it (a
   // line longer than a chunk), so that a buffer that reached a chunk's size stays there.
   void append(std::string_view bytes, std::size_t settled) {
-    const std::size_t needed = size_ + bytes.size();
-    if (needed > capacity_)
-      regrow(needed <= settled ? std::max(needed, std::min(2 * capacity_, settled))
-                               : std::max(needed, 2 * capacity_));
+    reserve_for(size_ + bytes.size(), settled);
     if (!bytes.empty()) std::memcpy(data_.get() + size_, bytes.data(), bytes.size());
-    size_ = needed;
+    size_ += bytes.size();
   }
+  // `bytes` of room after what it holds (for a read to fill), grown as append grows; grow
+  // then takes them.
+  std::span<char> tail(std::size_t bytes, std::size_t settled) {
+    reserve_for(size_ + bytes, settled);
+    return {data_.get() + size_, bytes};
+  }
+  void grow(std::size_t bytes) { size_ += bytes; }
   void assign(std::string_view bytes, std::size_t settled) {
     size_ = 0;
     append(bytes, settled);
@@ -386,6 +390,11 @@ class chunk_buffer {
   }
 
  private:
+  void reserve_for(std::size_t needed, std::size_t settled) {
+    if (needed > capacity_)
+      regrow(needed <= settled ? std::max(needed, std::min(2 * capacity_, settled))
+                               : std::max(needed, 2 * capacity_));
+  }
   void regrow(std::size_t capacity) {
     capacity = (capacity + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;  // all of it
     auto bigger = large_buffer(capacity);
@@ -488,6 +497,19 @@ class line_runs {
   // (cut after the last line that ends inside) sorted into a run.
   void append(std::string_view bytes) {
     filling_.append(bytes, settled());
+    cut_chunks();
+  }
+  // Room for the next `bytes` of an input, for a read to fill in place (no copy through a
+  // block buffer: a memcpy of every byte on the reading thread); appended then takes them.
+  std::span<char> room_for(std::size_t bytes) { return filling_.tail(bytes, settled()); }
+  void appended(std::size_t bytes) {
+    filling_.grow(bytes);
+    cut_chunks();
+  }
+
+ private:
+  // The whole chunks of what filling_ holds (cut after their last line) sorted into runs.
+  void cut_chunks() {
     std::size_t from = 0;
     while (filling_.size() - from >= chunk_bytes_) {
       const std::string_view rest = filling_.view().substr(from);
@@ -510,6 +532,8 @@ class line_runs {
     }
     filling_.erase_front(from);
   }
+
+ public:
   // The end of an input: a last line without a terminator gets one, as GNU sort reads it.
   void end_input(bool had_bytes) {
     if (had_bytes && !filling_.empty() && filling_.back() != order_.terminator)
@@ -820,11 +844,10 @@ void read_input(const std::string& name, line_runs& runs, progress& meter) {
   if (auto input = regular_inputs({name})) {
     const regular_input& file = input->front();
     meter.phase("reading", true);
-    const std::unique_ptr<char[]> block(new char[std::min(file.bytes, read_block_bytes) + 1]);
     for (std::uint64_t at = 0; at < file.bytes; at += read_block_bytes) {
       const std::uint64_t length = std::min(read_block_bytes, file.bytes - at);
-      read_at(file.file->fd, at, block.get(), length, name);
-      runs.append(std::string_view(block.get(), length));
+      read_at(file.file->fd, at, runs.room_for(length).data(), length, name);
+      runs.appended(length);
       meter.advance(at + length, file.bytes);
     }
     runs.end_input(file.bytes > 0);
