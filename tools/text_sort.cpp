@@ -507,7 +507,29 @@ class line_runs {
     cut_chunks();
   }
 
+  // The end of an input: a last line without a terminator gets one, as GNU sort reads it.
+  void end_input(bool had_bytes) {
+    if (had_bytes && !filling_.empty() && filling_.back() != order_.terminator)
+      filling_.append(std::string_view(&order_.terminator, 1), settled());
+  }
+  // The sorted lines into `out` (named `name` in errors).
+  void finish(std::FILE* out, const std::string& name) {
+    wait_for_run();
+    if (runs_.empty()) {
+      put(out, name, gpusort::sort_text(filling_.view(), order_));
+      return;
+    }
+    if (!filling_.empty()) write_run(filling_.view());
+    filling_ = chunk_buffer{};  // the merge's memory
+    spare_ = chunk_buffer{};
+    sorted_ = chunk_buffer{};
+    if (std::fflush(out) != 0) throw io_error(name + ": write failed: " + std::strerror(errno));
+    merge_in_pieces(::fileno(out), name);
+  }
+
  private:
+  // A buffer's size once it holds a chunk and the block read past it.
+  std::size_t settled() const { return chunk_bytes_ + read_block_bytes; }
   // The whole chunks of what filling_ holds (cut after their last line) sorted into runs.
   void cut_chunks() {
     std::size_t from = 0;
@@ -533,30 +555,6 @@ class line_runs {
     filling_.erase_front(from);
   }
 
- public:
-  // The end of an input: a last line without a terminator gets one, as GNU sort reads it.
-  void end_input(bool had_bytes) {
-    if (had_bytes && !filling_.empty() && filling_.back() != order_.terminator)
-      filling_.append(std::string_view(&order_.terminator, 1), settled());
-  }
-  // The sorted lines into `out` (named `name` in errors).
-  void finish(std::FILE* out, const std::string& name) {
-    wait_for_run();
-    if (runs_.empty()) {
-      put(out, name, gpusort::sort_text(filling_.view(), order_));
-      return;
-    }
-    if (!filling_.empty()) write_run(filling_.view());
-    filling_ = chunk_buffer{};  // the merge's memory
-    spare_ = chunk_buffer{};
-    sorted_ = chunk_buffer{};
-    if (std::fflush(out) != 0) throw io_error(name + ": write failed: " + std::strerror(errno));
-    merge_in_pieces(::fileno(out), name);
-  }
-
- private:
-  // A buffer's size once it holds a chunk and the block read past it.
-  std::size_t settled() const { return chunk_bytes_ + read_block_bytes; }
   // The spare buffer's chunk to its run on a thread of its own (the chunk before it written
   // already: wait_for_run), which hands the buffer back.
   void spill() {
