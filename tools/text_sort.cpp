@@ -577,7 +577,12 @@ class line_runs {
     const std::vector<std::uint64_t> order = gpusort::sort_lines(lines, starts, order_);
     const std::span<char> out = sorted_.room(gpusort::gathered_bytes(starts, order), settled());
     gpusort::gather_lines(lines, starts, order, out, order_.terminator);
-    runs_.back()->append({out.data(), out.size()});
+    {
+      // One thread writes the run: writers of one file take turns at its lock, and those
+      // waiting spin there (perf: 8.6% of a 2-core text sort), taking cores the reader needs.
+      const one_of_many_scope one_thread(true);
+      runs_.back()->append({out.data(), out.size()});
+    }
     if (runs_.size() < runs_at_once) return;
     // The runs merged into one, written a megabyte at a time (not held in memory).
     auto merged = std::make_unique<line_run>(scratch_);
