@@ -7,9 +7,10 @@ array (gpusort.sort and torch.sort on rank 0's GPU); over Gloo on the CPU where 
 
 Each rank makes its shard of `total` random keys (the same keys whatever the rank count), the
 ranks sort them together (warm-up, then the median of --reps, timed from a barrier to a barrier,
-so the slowest rank counts), and rank 0 prints one line: keys/s, the ratio to one GPU, and
+so the slowest rank counts), and rank 0 prints one line: keys/s, the ratio to one GPU,
 torch.distributed.all_to_all_single of the same bytes (each rank's keys in equal parts to every
-rank), the bare exchange the sort's own all-to-all is to be measured against. The
+rank), the bare exchange the sort's own all-to-all is to be measured against, and the path
+(gpusort::dist's phases in ms on rank 0, or the group's collectives). The
 result is checked: every rank's range in order and its bounds in order with its neighbours', and
 the counts adding up to the total."""
 
@@ -95,6 +96,11 @@ def main():
     dist.all_gather(every, bounds)
     flags = torch.tensor([int(local_ok)], device=device)
     dist.all_reduce(flags, op=dist.ReduceOp.MIN)
+    # The last call's phases on rank 0 where gpusort::dist sorted it (the native path).
+    phases = gpusort.distributed._last_times
+    path = "path=collectives" if phases is None else (
+        "path=native " + " ".join(f"{name.removesuffix('_ms')}={phases[name]:.2f}" for name in
+                                  ("setup_ms", "local_sort_ms", "sampling_ms", "exchange_ms", "merge_ms")))
     if rank == 0:
         ordered = all(every[i][1] <= every[i + 1][0] for i in range(world - 1)
                       if torch.isfinite(every[i][1]) and torch.isfinite(every[i + 1][0]))
@@ -116,7 +122,7 @@ def main():
               f"correct={correct} dist={seconds * 1e3:.2f} ms ({args.total / seconds / 1e6:.1f} Mkeys/s) "
               f"one-GPU gpusort={one['gpusort'] * 1e3:.2f} ms torch.sort={one['torch'] * 1e3:.2f} ms "
               f"speedup vs gpusort={one['gpusort'] / seconds:.2f}x vs torch={one['torch'] / seconds:.2f}x "
-              f"all_to_all_single of the keys={exchange_seconds * 1e3:.2f} ms",
+              f"all_to_all_single of the keys={exchange_seconds * 1e3:.2f} ms {path}",
               flush=True)
         if not correct:
             raise SystemExit(1)

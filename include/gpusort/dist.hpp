@@ -81,6 +81,7 @@ class communicator {
   int rank_ = 0, size_ = 1, device_ = 0;
   friend std::vector<communicator> communicators_for_devices(std::span<const int>);
   friend communicator communicator_from_environment();
+  friend communicator communicator_for_rank(const std::string&, int, int, int);
   friend std::vector<communicator> communicators_on_one_device(int, int);
 };
 
@@ -109,6 +110,12 @@ communicator communicator_from_environment();
 
 // A new NCCL unique id as 256 hex digits, for GPUSORT_NCCL_ID.
 std::string make_unique_id();
+
+// Rank `rank` of `size` on `device`, from an id of make_unique_id that rank 0 made and the
+// caller passed to every rank its own way (a launcher's store, a file, a broadcast): selects the
+// device and returns an owned communicator. gpusort.distributed makes its communicators so,
+// the id travelling through torch.distributed.
+communicator communicator_for_rank(const std::string& unique_id, int rank, int size, int device);
 
 struct options {
   order direction = order::ascending;
@@ -179,22 +186,6 @@ template <class K, class V>
 void sort_spread(K* keys, V* values, std::uint64_t n, std::span<const int> devices,
                  const options& opt);
 
-// The device memory of a sort (dist's buffers, and the host-array spread's slices) comes from a
-// stream-ordered pool of gpusort's on each GPU. While a call_memory scope is open on a GPU, the
-// pool keeps what it has mapped, so that a buffer freed within the call (the local sort's
-// workspace, a slice) is reused by the next instead of unmapped and mapped again (CUDA's
-// default pool gives its memory back at every synchronization); when the last scope on the GPU
-// closes, what is unused goes back.
-class call_memory {
- public:
-  explicit call_memory(int device);
-  ~call_memory();
-  call_memory(const call_memory&) = delete;
-  call_memory& operator=(const call_memory&) = delete;
-
- private:
-  int device_ = -1;
-};
 // bytes from the current GPU's pool, ordered on `stream`; where the GPU is out of memory, the
 // pool's unused memory is given back and the allocation tried once more. The error is cleared.
 cudaError_t allocate_from_pool(void** out, std::size_t bytes, cudaStream_t stream);
@@ -202,6 +193,26 @@ cudaError_t allocate_from_pool(void** out, std::size_t bytes, cudaStream_t strea
 // free memory also moves with other processes', this does not.
 std::uint64_t pool_reserved_bytes(int device);
 }  // namespace detail
+
+// Device memory between calls. dist::sort and the host-array spread take their buffers from a
+// stream-ordered pool of gpusort's on each GPU. During a call the pool keeps what it maps, so a
+// buffer freed within the call (the local sort's workspace, a slice) is reused by the next
+// instead of unmapped and mapped again; when the call returns, what is unused goes back to the
+// driver. A caller that sorts again and again holds a kept_memory for each of its GPUs: while
+// one lives on a GPU, its pool keeps what it has mapped between calls too, so later calls map
+// nothing (mapping is most of the difference between a first and a second call). When the last
+// kept_memory of a GPU is destroyed, its unused memory goes back. They nest, and threads may
+// hold them at once.
+class kept_memory {
+ public:
+  explicit kept_memory(int device);
+  ~kept_memory();
+  kept_memory(const kept_memory&) = delete;
+  kept_memory& operator=(const kept_memory&) = delete;
+
+ private:
+  int device_ = -1;
+};
 
 // Collective: sorts the keys of all ranks. `keys` is this rank's shard in device memory on
 // comm.device(); it is sorted in place locally (its contents change). Returns this rank's

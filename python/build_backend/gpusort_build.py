@@ -382,7 +382,8 @@ def _check_tools():
 
 
 def _build(settings, staging):
-    """Configures and builds the module, installs it under `staging`; returns its path."""
+    """Configures and builds the modules, installs them under `staging`; returns their paths
+    (_gpusort's first)."""
     cmake = _check_tools()
     env = _tool_env()
     tag = _wheel_tag()
@@ -442,9 +443,15 @@ def _build(settings, staging):
             _log(f"reusing the CMake build in {build_dir}")
 
     jobs = _jobs()
-    _log(f"building _gpusort with {jobs} jobs (CMAKE_BUILD_PARALLEL_LEVEL sets it)")
+    # gpusort.distributed's NCCL path (_gpusort_dist) where the build has gpusort::dist: a
+    # reused build that has it, or -C cmake.define.GPUSORT_BUILD_DIST=ON (a new build leaves
+    # it out, as it does the tests and tools).
+    dist_option = (_cache(build_dir) or {}).get("GPUSORT_BUILD_DIST", "")
+    with_dist = dist_option.upper() in ("ON", "1", "TRUE", "YES")
+    targets = ["_gpusort"] + (["_gpusort_dist"] if with_dist else [])
+    _log(f"building {' and '.join(targets)} with {jobs} jobs (CMAKE_BUILD_PARALLEL_LEVEL sets it)")
     started = time.monotonic()
-    _run([cmake, "--build", build_dir, "--target", "_gpusort", "--parallel", str(jobs)], env,
+    _run([cmake, "--build", build_dir, "--target", *targets, "--parallel", str(jobs)], env,
          "the build")
     _log(f"built in {time.monotonic() - started:.0f} s")
     _run([cmake, "--install", build_dir, "--component", "python", "--prefix", staging], env,
@@ -460,7 +467,7 @@ def _build(settings, staging):
             f"the build made {modules[0].name}, but this Python ({sys.executable}) imports "
             f"_gpusort{suffix}: build with this interpreter (another build-dir)"
         )
-    return module
+    return [module] + [m for m in modules if m.name == "_gpusort_dist" + suffix]
 
 
 # --- the wheel -----------------------------------------------------------------------------
@@ -560,9 +567,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     dist_info, files, name = _dist_info_files()
     staging = tempfile.mkdtemp(prefix="gpusort-wheel-")
     try:
-        module = _build(settings, staging)
+        modules = _build(settings, staging)
         members = [(arcname, path.read_bytes(), False) for arcname, path in _package_files()]
-        members.append((f"gpusort/{module.name}", module.read_bytes(), True))
+        members += [(f"gpusort/{module.name}", module.read_bytes(), True) for module in modules]
         members += [(f"{dist_info}/{name}", data, False) for name, data in files.items()]
         Path(wheel_directory).mkdir(parents=True, exist_ok=True)
         _write_wheel(Path(wheel_directory) / name, members, dist_info)

@@ -44,6 +44,19 @@ def _load():
 ext = _load()
 
 
+@functools.cache
+def dist_module():
+    """_gpusort_dist (gpusort::dist over NCCL, for gpusort.distributed), from the package or a
+    development build as _gpusort is; None where the package was built without NCCL or the
+    module does not load."""
+    for name in (f"{__package__}._gpusort_dist", "_gpusort_dist"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            pass
+    return None
+
+
 def needs_module(function):
     """function itself; without the compiled module, a function that raises its ImportError
     before any argument check (which would fail for want of the module's algorithm table,

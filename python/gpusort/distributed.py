@@ -5,14 +5,23 @@ rank gives its shard and gets back its range of the global order.
     dist.init_process_group("nccl")          # torchrun, mpirun or srun start the ranks
     keys, values, counts = gpusort.distributed.sort(shard, values=payload)
 
-It is a sample sort over the group's own collectives, so it runs wherever the group does: NCCL
-between GPUs of one host or of many, Gloo between CPU processes. Each rank sorts its shard
+Under an NCCL group, CUDA keys (with values of 4, 8 or 16 bytes a row, or none) go to the C++
+library's gpusort::dist::sort (the module _gpusort_dist, where the package was built with
+NCCL): a communicator of gpusort's own per group and GPU, its id sent through the group once,
+then kept with the device memory the sort maps (release() gives both back).
+
+Elsewhere it is a sample sort over the group's own collectives, so it runs wherever the group
+does: Gloo between CPU processes, or NCCL without _gpusort_dist. Each rank sorts its shard
 with gpusort, the ranks agree on splitters from regular samples, exchange their buckets with
 one all_to_all, and each sorts what it received. Keys are ordered by an int64 code of the
 order asked for (direction, NaN placement), ties by rank and position, so that stable=True
 gives the order of the shards concatenated in rank order."""
 
+import math
+import os
 from collections import namedtuple
+
+from ._arrays import _TYPESTR
 
 DistSortResult = namedtuple("DistSortResult", ["keys", "values", "counts"])
 
@@ -56,6 +65,81 @@ def _agree(dist, group, error, signature):
         if theirs != signature:
             raise ValueError(f"the ranks disagree on the call: rank {rank} asked for {theirs}, "
                              f"this rank for {signature}")
+
+
+# gpusort::dist's communicators, one per (group, GPU): {(id(group), device): (group, comm)}.
+_COMMUNICATORS = {}
+# The phase times of this process's last native call (scripts/dist-bench.py prints them).
+_last_times = None
+
+
+def _native_module(torch, dist, group, keys, values):
+    """_gpusort_dist where gpusort::dist sorts this call: CUDA keys under an NCCL group, values
+    of 4, 8 or 16 bytes a row or none, and the module built (the package built with NCCL);
+    else None. GPUSORT_DISTRIBUTED_NATIVE=0 takes the group's collectives instead."""
+    if os.environ.get("GPUSORT_DISTRIBUTED_NATIVE") == "0":
+        return None
+    if not isinstance(keys, torch.Tensor) or not keys.is_cuda or dist.get_backend(group) != "nccl":
+        return None
+    if values is not None and (not isinstance(values, torch.Tensor)
+                               or values.element_size() * math.prod(values.shape[1:]) not in (4, 8, 16)):
+        return None
+    from ._extension import dist_module
+
+    return dist_module()
+
+
+def _communicator(dist, module, group, device):
+    """This rank's gpusort::dist communicator for `group` on `device`, made at the group's first
+    native call (every rank makes its own at once; rank 0's id reaches the others through the
+    group) and kept."""
+    key = (id(group), device.index)
+    if key in _COMMUNICATORS:
+        return _COMMUNICATORS[key][1]
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    box = [module.unique_id() if rank == 0 else None]
+    dist.broadcast_object_list(box, src=0 if group is None else dist.get_global_rank(group, 0),
+                               group=group, device=device)
+    comm = module.Communicator(box[0], rank, world, device.index)
+    _COMMUNICATORS[key] = (group, comm)
+    return comm
+
+
+def release(group=None):
+    """Destroys the communicators gpusort.distributed made for `group` (every group's with the
+    default None) and gives back the device memory their sorts kept for the next call."""
+    for key in [k for k, (g, _) in _COMMUNICATORS.items() if group is None or g is group]:
+        del _COMMUNICATORS[key]
+
+
+def _sort_native(torch, dist, module, group, keys, values, descending, stable, nans):
+    """gpusort::dist::sort of this rank's shard; it sorts in place, so on copies."""
+    global _last_times
+    device = keys.device
+    comm = _communicator(dist, module, group, device)
+    work = keys.contiguous().clone()
+    rows = None if values is None else values.contiguous().clone()
+    values_handle = None
+    if rows is not None:
+        row_bytes = rows.element_size() * math.prod(rows.shape[1:])
+        values_handle = (rows.data_ptr(), "|V%d" % row_bytes, rows.shape[0], device.index, rows)
+    typestr = _TYPESTR[str(keys.dtype)]
+    stream = torch.cuda.current_stream(device).cuda_stream
+    sorted_keys, sorted_values, count, _last_times = comm.sort(
+        (work.data_ptr(), typestr, work.numel(), device.index, work), values_handle,
+        descending, stable, nans, stream)
+
+    def tensor(buffer, dtype, shape):
+        if count == 0:
+            return torch.empty(shape, dtype=dtype, device=device)
+        return torch.as_tensor(buffer, device=device).view(dtype).reshape(shape)
+
+    out_keys = tensor(sorted_keys, keys.dtype, (count,))
+    out_values = None if values is None else tensor(sorted_values, values.dtype,
+                                                    (count,) + tuple(values.shape[1:]))
+    counts = [torch.empty(1, dtype=torch.int64, device=device) for _ in range(comm.size)]
+    dist.all_gather(counts, torch.tensor([count], dtype=torch.int64, device=device), group=group)
+    return DistSortResult(out_keys, out_values, torch.cat(counts))
 
 
 def _check(torch, keys, values, descending, stable, nans):
@@ -199,11 +283,16 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
         _check(torch, keys, values, descending, stable, nans)
     except (TypeError, ValueError) as caught:
         error = caught
-    # Read without trusting the arguments: a rank must reach the agreement whatever it got.
+    native = None if error is not None else _native_module(torch, dist, group, keys, values)
+    # Read without trusting the arguments: a rank must reach the agreement whatever it got. The
+    # path (native or not) is part of it, so that no rank waits in a collective the others skip.
     signature = (str(getattr(keys, "dtype", None)), descending, stable, nans,
                  None if values is None else (str(getattr(values, "dtype", None)),
-                                              tuple(getattr(values, "shape", ())[1:])))
+                                              tuple(getattr(values, "shape", ())[1:])),
+                 native is not None)
     _agree(dist, group, error, signature)
+    if native is not None:
+        return _sort_native(torch, dist, native, group, keys, values, descending, stable, nans)
 
     world = dist.get_world_size(group)
     codes = _order_codes(torch, keys, descending, nans)

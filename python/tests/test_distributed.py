@@ -42,9 +42,11 @@ def _shard(case, rank, world):
 
 
 def _one_call(rank, world, device, case, options):
-    """What rank `rank` gets from one call (or the error it raised)."""
+    """What rank `rank` gets from one call (or the error it raised), and whether gpusort::dist
+    sorted it (the native path sets the call's phase times)."""
     import gpusort.distributed
 
+    gpusort.distributed._last_times = None
     try:
         keys = torch.from_numpy(_shard(case, rank, world)).to(device)
         if options.get("bad_rank") == rank:
@@ -59,14 +61,16 @@ def _one_call(rank, world, device, case, options):
         out = gpusort.distributed.sort(keys, values, descending=options.get("descending", False),
                                        stable=True, nans=options.get("nans", "last"))
         return {"keys": out.keys.cpu().numpy(), "values": out.values.cpu().numpy(),
-                "counts": out.counts.cpu().numpy()}
+                "counts": out.counts.cpu().numpy(),
+                "native": gpusort.distributed._last_times is not None}
     except Exception as error:  # every rank reports what it raised
         return {"error": (type(error).__name__, str(error), traceback.format_exc())}
 
 
-def _worker(rank, world, backend, init, folder, calls):
+def _worker(rank, world, backend, init, folder, calls, environment):
     """One process of the group: every call in turn, the results in folder/rank<r>.pkl."""
     results = []
+    os.environ.update(environment)
     try:
         # A collective that waits longer fails instead of hanging the test.
         dist.init_process_group(backend, init_method=init, rank=rank, world_size=world,
@@ -83,11 +87,11 @@ def _worker(rank, world, backend, init, folder, calls):
             pickle.dump(results, f)
 
 
-def _run(folder, world, calls, backend="gloo"):
+def _run(folder, world, calls, backend="gloo", environment=None):
     """Each rank's results of the calls (a list per rank), the ranks started as
     torch.multiprocessing starts them and the group made through a file store."""
-    mp.spawn(_worker, args=(world, backend, f"file://{folder / 'store'}", str(folder), calls),
-             nprocs=world)
+    mp.spawn(_worker, args=(world, backend, f"file://{folder / 'store'}", str(folder), calls,
+                            environment or {}), nprocs=world)
     results = []
     for rank in range(world):
         with open(folder / f"rank{rank}.pkl", "rb") as f:
@@ -106,7 +110,15 @@ def _stable_reference(keys, descending, nans):
     return np.argsort(code, kind="stable")
 
 
-BACKENDS = ["gloo"] + (["nccl"] if torch.cuda.is_available() and torch.cuda.device_count() >= 2 else [])
+def _native_built():
+    """Whether this gpusort has gpusort::dist's module (built with NCCL)."""
+    from gpusort._extension import dist_module
+
+    return dist_module() is not None
+
+
+# NCCL through gpusort::dist (native) and through the group's collectives.
+BACKENDS = ["gloo"] + (["nccl", "nccl collectives"] if torch.cuda.is_available() else [])
 CALLS = [
     ("int32", {}), ("int32", {"descending": True}), ("equal", {}),
     ("floats", {}), ("floats", {"descending": True, "nans": "first"}), ("float64 few", {}),
@@ -115,13 +127,18 @@ CALLS = [
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
 def test_the_ranks_hold_the_global_stable_order(tmp_path, world, backend):
-    if backend == "nccl" and torch.cuda.device_count() < world:
+    if backend.startswith("nccl") and torch.cuda.device_count() < world:
         pytest.skip(f"needs {world} GPUs")
-    for (case, options), results in zip(CALLS, _run(tmp_path, world, CALLS, backend)):
+    if backend == "nccl" and not _native_built():
+        pytest.skip("gpusort was built without gpusort::dist (NCCL)")
+    environment = {"GPUSORT_DISTRIBUTED_NATIVE": "0"} if backend == "nccl collectives" else {}
+    runs = _run(tmp_path, world, CALLS, backend.split()[0], environment)
+    for (case, options), results in zip(CALLS, runs):
         for rank, result in enumerate(results):
             assert "error" not in result, (case, rank, result.get("error"))
+            assert result["native"] == (backend == "nccl"), (case, rank)
         shards = [_shard(case, r, world) for r in range(world)]
         everything = np.concatenate(shards)
         order = _stable_reference(everything, options.get("descending", False),

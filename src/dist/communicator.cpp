@@ -215,6 +215,22 @@ communicator communicator_from_environment() {
   return communicator(comm, true);
 }
 
+communicator communicator_for_rank(const std::string& unique_id, int rank, int size, int device) {
+  keep_multicast_off();
+  const std::string call = "gpusort::dist::communicator_for_rank";
+  if (size < 1 || rank < 0 || rank >= size)
+    throw gpusort::error(cudaErrorInvalidValue, call + ": rank " + std::to_string(rank) +
+                                                    " of a world of " + std::to_string(size));
+  ncclUniqueId id{};
+  if (!from_hex(unique_id, id))
+    throw gpusort::error(cudaErrorInvalidValue,
+                         call + ": the id is not one of gpusort::dist::make_unique_id");
+  detail::check_cuda(cudaSetDevice(device), call + ": cudaSetDevice");
+  ncclComm_t comm = nullptr;
+  detail::check_nccl(ncclCommInitRank(&comm, size, id, rank), call + ": ncclCommInitRank");
+  return communicator(comm, true);
+}
+
 std::string make_unique_id() {
   ncclUniqueId id{};
   detail::check_nccl(ncclGetUniqueId(&id), "gpusort::dist::make_unique_id");

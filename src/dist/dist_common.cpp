@@ -64,7 +64,7 @@ namespace {
 constexpr int max_devices = 64;
 
 // Each GPU's pool (made at its first use, never destroyed: allocations may outlive any call)
-// and how many call_memory scopes are open on it.
+// and how many kept_memory objects are open on it.
 struct call_pools {
   std::mutex lock;
   cudaMemPool_t pool[max_devices] = {};
@@ -94,26 +94,36 @@ cudaError_t set_release_threshold(cudaMemPool_t pool, std::uint64_t bytes) {
 
 }  // namespace
 
-call_memory::call_memory(int device) {
-  const std::lock_guard<std::mutex> held(pools().lock);
+}  // namespace gpusort::dist::detail
+
+namespace gpusort::dist {
+
+kept_memory::kept_memory(int device) {
+  const std::lock_guard<std::mutex> held(detail::pools().lock);
   cudaMemPool_t pool = nullptr;
-  if (pool_of(device, pool) != cudaSuccess) {
+  if (detail::pool_of(device, pool) != cudaSuccess) {
     cudaGetLastError();
     return;  // allocations then fail with the error, where they can report it
   }
   device_ = device;
-  if (pools().open_scopes[device]++ == 0 && set_release_threshold(pool, UINT64_MAX) != cudaSuccess)
+  if (detail::pools().open_scopes[device]++ == 0 &&
+      detail::set_release_threshold(pool, UINT64_MAX) != cudaSuccess)
     cudaGetLastError();
 }
 
-call_memory::~call_memory() {
+kept_memory::~kept_memory() {
   if (device_ < 0) return;
-  const std::lock_guard<std::mutex> held(pools().lock);
-  if (--pools().open_scopes[device_] > 0) return;
-  cudaMemPool_t pool = pools().pool[device_];
-  if (set_release_threshold(pool, 0) != cudaSuccess || cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
+  const std::lock_guard<std::mutex> held(detail::pools().lock);
+  if (--detail::pools().open_scopes[device_] > 0) return;
+  cudaMemPool_t pool = detail::pools().pool[device_];
+  if (detail::set_release_threshold(pool, 0) != cudaSuccess ||
+      cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
     cudaGetLastError();
 }
+
+}  // namespace gpusort::dist
+
+namespace gpusort::dist::detail {
 
 cudaError_t allocate_from_pool(void** out, std::size_t bytes, cudaStream_t stream) {
   *out = nullptr;

@@ -155,7 +155,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                            std::to_string(rank) + " of " + std::to_string(p);
   const auto entered = std::chrono::steady_clock::now();
   check_cuda(cudaSetDevice(comm.device()), call + ": cudaSetDevice");
-  const call_memory kept_for_the_call(comm.device());  // freed buffers reused, not remapped
+  const gpusort::dist::kept_memory kept_for_the_call(comm.device());  // freed buffers reused, not remapped
 
   // Everything that could fail on this rank alone is checked before the first collective,
   // which shares the verdict: all ranks go on, or all throw.

@@ -277,7 +277,7 @@ std::shared_ptr<gpu_list_communicators> communicators_of(const std::vector<int>&
   return entry;
 }
 
-// A GPU's slice from dist's pool, given back on the stream: within the call's call_memory
+// A GPU's slice from dist's pool, given back on the stream: within the call's kept_memory
 // scope, the merge's buffer made after the slice is freed (input_done) reuses its memory.
 template <class T>
 class pooled_slice {
@@ -348,7 +348,7 @@ file_sort_stats sort_spread_over_gpus(K* keys, P* values, std::uint64_t n,
   const auto work = [&](int r) {
     try {
       const device_scope on(devices[r]);
-      const gpusort::dist::detail::call_memory kept_for_the_call(devices[r]);
+      const gpusort::dist::kept_memory kept_for_the_call(devices[r]);
       const std::uint64_t begin = n * r / p, count = n * (r + 1) / p - begin;
       // Room for what the GPU may receive, so that the merge's buffer fits the freed slice.
       const std::uint64_t room = std::max(

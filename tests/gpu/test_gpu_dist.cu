@@ -709,18 +709,16 @@ TEST_F(DistOneGpuThreadsHuge, TwoToThe31PlusFiveKeys) {
   two_to_the_31_plus_5(threads_on_gpu0(2));
 }
 
-// A call keeps the memory its buffers free for its next buffers, and gives back what is unused
-// when it ends: once the shards are gone, gpusort's pool on the GPU holds nothing. (Measured on
-// the pool: the GPU's free memory moves with other processes' allocations.)
-TEST_F(DistOneGpuThreadsMemory, ACallGivesBackTheMemoryItKept) {
-  const comm_set& comms = threads_on_gpu0(3);
+// Sorts 2^24 keys on each of 3 thread ranks of GPU 0 and frees the shards; returns what
+// gpusort's pool on the GPU held while the shards lived. (Measured on the pool: the GPU's free
+// memory moves with other processes' allocations.)
+std::uint64_t sort_and_free_on_gpu0(const comm_set& comms, std::uint64_t per_rank) {
   const int ranks = ranks_of(comms);
-  const std::uint64_t per_rank = std::uint64_t{1} << 24;  // 64 MiB of keys a rank
   cudaSetDevice(0);
   std::vector<std::uint32_t*> keys(ranks);
-  for (auto& k : keys) ASSERT_EQ(cudaMalloc(&k, sizeof(std::uint32_t) * per_rank), cudaSuccess);
-  std::uint64_t held_by_the_shards = 0;
-  const auto sort_and_free = [&] {
+  for (auto& k : keys) EXPECT_EQ(cudaMalloc(&k, sizeof(std::uint32_t) * per_rank), cudaSuccess);
+  std::uint64_t held = 0;
+  {
     std::vector<dist::shard<std::uint32_t>> results(ranks);
     on_ranks_here(comms, [&](int r, const dist::communicator& comm) {
       cudaSetDevice(comm.device());
@@ -730,20 +728,52 @@ TEST_F(DistOneGpuThreadsMemory, ACallGivesBackTheMemoryItKept) {
     std::uint64_t sorted = 0;
     for (const auto& result : results) sorted += result.size();
     EXPECT_EQ(sorted, per_rank * ranks);
-    cudaDeviceSynchronize();
-    held_by_the_shards = dist::detail::pool_reserved_bytes(0);
-  };  // the shards freed here
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    held = dist::detail::pool_reserved_bytes(0);
+  }  // the shards freed here
+  for (auto* k : keys) cudaFree(k);
+  return held;
+}
+
+// A call keeps the memory its buffers free for its next buffers, and gives back what is unused
+// when it ends: once the shards are gone, gpusort's pool on the GPU holds nothing.
+TEST_F(DistOneGpuThreadsMemory, ACallGivesBackTheMemoryItKept) {
+  const std::uint64_t per_rank = std::uint64_t{1} << 24;  // 64 MiB of keys a rank
   for (int call = 0; call < 2; ++call) {
-    sort_and_free();
+    const std::uint64_t held_by_the_shards = sort_and_free_on_gpu0(threads_on_gpu0(3), per_rank);
     // The pool gives back what is unused at a synchronization: the second one sees every free.
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     // The shards (192 MiB of keys) came from the pool: it did map them, and now holds nothing.
-    EXPECT_GE(held_by_the_shards, sizeof(std::uint32_t) * per_rank * ranks);
+    EXPECT_GE(held_by_the_shards, sizeof(std::uint32_t) * per_rank * 3);
     EXPECT_EQ(dist::detail::pool_reserved_bytes(0), 0u)
         << "call " << call << ": the pool still holds memory no buffer uses";
   }
-  for (auto* k : keys) cudaFree(k);
+}
+
+// While the caller holds a kept_memory for the GPU, what a call mapped stays in the pool after
+// it: the next call reuses it (ranks' buffers differ a little in size and arrive in any order,
+// so a little more may be mapped). The last kept_memory's end gives the memory back.
+TEST_F(DistOneGpuThreadsMemory, KeptMemoryKeepsTheBuffersBetweenCalls) {
+  const std::uint64_t per_rank = std::uint64_t{1} << 24;
+  {
+    const dist::kept_memory kept(0);
+    {
+      const dist::kept_memory nested(0);  // scopes nest: the inner one's end keeps the memory
+      sort_and_free_on_gpu0(threads_on_gpu0(3), per_rank);
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::uint64_t kept_after_first = dist::detail::pool_reserved_bytes(0);
+    // At least the shards' and the receive buffers' memory: 2 x 192 MiB, no buffer alive.
+    EXPECT_GE(kept_after_first, 2 * sizeof(std::uint32_t) * per_rank * 3);
+    sort_and_free_on_gpu0(threads_on_gpu0(3), per_rank);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_LE(dist::detail::pool_reserved_bytes(0), kept_after_first + kept_after_first / 4)
+        << "the second call mapped its buffers again";
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(dist::detail::pool_reserved_bytes(0), 0u) << "the memory was not given back";
 }
 
 // ---- one process per GPU: communicator_from_environment ------------------------------------

@@ -14,7 +14,7 @@
 // `gpusort bench`'s uniform distribution, so that rank 0's weak shard is the baseline's input.
 //
 // Timing. dist: one process, one thread per GPU (rank r on device r), each GPU's memory pool
-// keeping its memory between reps (pool_kept_warm; the warm-up maps it). Every rep each rank
+// keeping its memory between reps (dist::kept_memory; the warm-up maps it). Every rep each rank
 // restores its shard from a pristine device copy and waits for its device (not timed); the
 // clock starts when the last rank reaches a barrier and stops when the last rank's dist::sort
 // has returned (it waits for its stream): the wall time of the slowest rank. One warm-up rep,
@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -382,33 +383,14 @@ outcome run_single(const config& cfg, gpusort::algorithm algo, std::uint64_t n) 
   return o;
 }
 
-// dist::sort allocates its buffers with cudaMallocAsync on the caller's stream. The device's
-// default pool gives memory back to the driver at every synchronization (release threshold
-// 0), so each call would map its gigabytes afresh: as a caller that sorts repeatedly would, the
-// benchmark lets each GPU's pool keep its memory while it measures, and trims it after.
-class pool_kept_warm {
- public:
-  explicit pool_kept_warm(const std::vector<int>& devices) : pools_(devices.size()) {
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      cuda_check(cudaDeviceGetDefaultMemPool(&pools_[i], devices[i]), "cudaDeviceGetDefaultMemPool");
-      std::uint64_t keep = ~std::uint64_t{0};
-      cuda_check(cudaMemPoolSetAttribute(pools_[i], cudaMemPoolAttrReleaseThreshold, &keep),
-                 "cudaMemPoolSetAttribute");
-    }
-  }
-  ~pool_kept_warm() {
-    for (cudaMemPool_t pool : pools_) {
-      std::uint64_t keep = 0;
-      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-      cudaMemPoolTrimTo(pool, 0);
-    }
-  }
-  pool_kept_warm(const pool_kept_warm&) = delete;
-  pool_kept_warm& operator=(const pool_kept_warm&) = delete;
-
- private:
-  std::vector<cudaMemPool_t> pools_;
-};
+// As a caller that sorts again and again would, the benchmark keeps each GPU's memory between
+// reps (dist::kept_memory; the warm-up maps it), so that the reps time the sort and not the
+// mapping of its buffers.
+std::vector<std::unique_ptr<dist::kept_memory>> memory_kept_on(const std::vector<int>& devices) {
+  std::vector<std::unique_ptr<dist::kept_memory>> kept;
+  for (const int device : devices) kept.push_back(std::make_unique<dist::kept_memory>(device));
+  return kept;
+}
 
 // The barrier's completion step: the time at which the last thread arrived.
 struct stamp_time {
@@ -544,7 +526,7 @@ template <class K, class V, class Ranks>
 outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts, Ranks& ranks) {
   outcome o;
   const int g = static_cast<int>(counts.size());
-  const pool_kept_warm pools(ranks.devices());
+  const auto kept = memory_kept_on(ranks.devices());
   std::vector<std::uint64_t> first(g, 0);  // the global index of each rank's first key
   for (int r = 1; r < g; ++r) first[r] = first[r - 1] + counts[r - 1];
   const std::uint64_t total = first.back() + counts.back();
