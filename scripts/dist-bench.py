@@ -66,20 +66,22 @@ def main():
         keys = torch.randint(info.min, info.max, (shard,), generator=generator, device=device,
                              dtype=torch.int64).to(dtype)
 
+    last = {}
+
     def timed(call):
+        last.clear()  # the previous result freed first, as a caller that sorts again would
         dist.barrier()
         synchronize()
         start = time.perf_counter()
-        result = call()
+        last["result"] = call()
         synchronize()
         dist.barrier()
-        return time.perf_counter() - start, result
+        return time.perf_counter() - start
 
     call = lambda: gpusort.distributed.sort(keys)  # noqa: E731
     timed(call)
-    runs = [timed(call) for _ in range(args.reps)]
-    seconds = statistics.median(run[0] for run in runs)
-    result = runs[-1][1]
+    seconds = statistics.median(timed(call) for _ in range(args.reps))
+    result = last["result"]
     # The bare exchange of the same bytes: the keys in world near-equal parts to every rank.
     parts = [shard // world + (1 if r < shard % world else 0) for r in range(world)]
     incoming = torch.tensor(parts, device=device)
@@ -87,7 +89,7 @@ def main():
     received = torch.empty(int(incoming.sum()), device=device, dtype=dtype)
     exchange = lambda: dist.all_to_all_single(received, keys, incoming.tolist(), parts)  # noqa: E731
     timed(exchange)
-    exchange_seconds = statistics.median(timed(exchange)[0] for _ in range(args.reps))
+    exchange_seconds = statistics.median(timed(exchange) for _ in range(args.reps))
     local_ok = bool((result.keys[1:] >= result.keys[:-1]).all()) if result.keys.numel() > 1 else True
     bounds = torch.tensor([result.keys.min().item() if result.keys.numel() else float("inf"),
                            result.keys.max().item() if result.keys.numel() else float("-inf")],
