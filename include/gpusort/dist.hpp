@@ -158,17 +158,21 @@ class shard {
     requires(sizeof(V2) == sizeof(V) && !std::is_same_v<V2, V>)
   explicit shard(shard<K, V2>&& other)
       : keys_(std::move(other.keys_)), values_(std::move(other.values_)), size_(other.size_),
-        times_(other.times_) {}
+        times_(other.times_), rank_sizes_(std::move(other.rank_sizes_)) {}
 
   std::span<K> keys() const { return {static_cast<K*>(keys_.get()), size_}; }
   std::span<V> values() const { return {static_cast<V*>(values_.get()), size_}; }
   std::uint64_t size() const { return size_; }
+  // How many keys every rank holds after the sort, in rank order (every rank knows the whole
+  // exchange plan): this rank's size() is rank_sizes()[comm.rank()].
+  std::span<const std::uint64_t> rank_sizes() const { return rank_sizes_; }
   const phase_times& times() const { return times_; }
 
  private:
   std::unique_ptr<void, gpusort::detail::device_free> keys_, values_;
   std::uint64_t size_ = 0;
   phase_times times_;
+  std::vector<std::uint64_t> rank_sizes_;
   template <class, class>
   friend class shard;
   friend struct detail::shard_access<K, V>;

@@ -19,6 +19,7 @@ gives the order of the shards concatenated in rank order."""
 
 import math
 import os
+import zlib
 from collections import namedtuple
 
 from ._arrays import _TYPESTR
@@ -49,11 +50,22 @@ def _order_codes(torch, keys, descending, nans):
     return ~codes if descending else codes
 
 
-def _agree(dist, group, error, signature):
+def _agree(torch, dist, group, error, signature):
     """Every rank's verdict on its arguments, and the call's signature, shared before any key
     moves: a rank whose arguments are wrong raises its own error, the others an error naming
-    it, and none is left waiting in a collective. So are calls whose signatures differ."""
-    verdicts = [None] * dist.get_world_size(group)
+    it, and none is left waiting in a collective. So are calls whose signatures differ. First
+    one all_gather of (failed, a hash of the signature); only where that finds something wrong
+    do the ranks share their errors and signatures themselves, to name them."""
+    world = dist.get_world_size(group)
+    nccl = "nccl" in str(dist.get_backend(group))
+    device = torch.device("cuda", torch.cuda.current_device()) if nccl else torch.device("cpu")
+    fine = [0, zlib.crc32(repr(signature).encode())]
+    mine = torch.tensor([int(error is not None), fine[1]], dtype=torch.int64, device=device)
+    every = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(every, mine, group=group)
+    if all(row == fine for row in torch.stack(every).tolist()):
+        return
+    verdicts = [None] * world
     dist.all_gather_object(verdicts, (None if error is None else (type(error).__name__, str(error)), signature),
                            group=group)
     if error is not None:
@@ -125,7 +137,7 @@ def _sort_native(torch, dist, module, group, keys, values, descending, stable, n
         values_handle = (rows.data_ptr(), "|V%d" % row_bytes, rows.shape[0], device.index, rows)
     typestr = _TYPESTR[str(keys.dtype)]
     stream = torch.cuda.current_stream(device).cuda_stream
-    sorted_keys, sorted_values, count, _last_times = comm.sort(
+    sorted_keys, sorted_values, count, _last_times, rank_sizes = comm.sort(
         (work.data_ptr(), typestr, work.numel(), device.index, work), values_handle,
         descending, stable, nans, stream)
 
@@ -137,9 +149,7 @@ def _sort_native(torch, dist, module, group, keys, values, descending, stable, n
     out_keys = tensor(sorted_keys, keys.dtype, (count,))
     out_values = None if values is None else tensor(sorted_values, values.dtype,
                                                     (count,) + tuple(values.shape[1:]))
-    counts = [torch.empty(1, dtype=torch.int64, device=device) for _ in range(comm.size)]
-    dist.all_gather(counts, torch.tensor([count], dtype=torch.int64, device=device), group=group)
-    return DistSortResult(out_keys, out_values, torch.cat(counts))
+    return DistSortResult(out_keys, out_values, torch.tensor(rank_sizes, dtype=torch.int64, device=device))
 
 
 def _check(torch, keys, values, descending, stable, nans):
@@ -290,7 +300,7 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
                  None if values is None else (str(getattr(values, "dtype", None)),
                                               tuple(getattr(values, "shape", ())[1:])),
                  native is not None)
-    _agree(dist, group, error, signature)
+    _agree(torch, dist, group, error, signature)
     if native is not None:
         return _sort_native(torch, dist, native, group, keys, values, descending, stable, nans)
 

@@ -43,7 +43,8 @@ struct device_bytes {
   }
 };
 
-// dist::sort with values of B bytes (0: keys alone), as device_bytes and the call's times.
+// dist::sort with values of B bytes (0: keys alone): the sorted keys and values as
+// device_bytes, their count, the call's times and every rank's size after the sort.
 template <class K, int B>
 py::tuple sort_on(const gpusort::dist::communicator& comm, K* keys, void* values,
                   std::uint64_t n, const gpusort::dist::options& opt) {
@@ -63,7 +64,9 @@ py::tuple sort_on(const gpusort::dist::communicator& comm, K* keys, void* values
   py::object sorted_values = py::none();
   if constexpr (B != 0)
     sorted_values = py::cast(device_bytes{result, result->values().data(), std::uint64_t{B} * count});
-  return py::make_tuple(py::cast(sorted_keys), sorted_values, count, times);
+  py::list rank_sizes;
+  for (const std::uint64_t size : result->rank_sizes()) rank_sizes.append(size);
+  return py::make_tuple(py::cast(sorted_keys), sorted_values, count, times, rank_sizes);
 }
 
 class rank_communicator {
@@ -141,5 +144,5 @@ PYBIND11_MODULE(_gpusort_dist, m) {
       .def("sort", &rank_communicator::sort, py::arg("keys"), py::arg("values"),
            py::arg("descending"), py::arg("stable"), py::arg("nans"), py::arg("stream"),
            "gpusort::dist::sort of this rank's shard (sorted in place) on `stream`: (keys, "
-           "values or None, count, phase times), the buffers as bytes.");
+           "values or None, count, phase times, every rank's count), the buffers as bytes.");
 }

@@ -70,11 +70,13 @@ __global__ void bucket_bounds_kernel(const K* keys, std::uint64_t n, const split
 template <class K, class V>
 struct shard_access {
   static void fill(shard<K, V>& s, device_memory&& keys, device_memory&& values,
-                   std::uint64_t size, const phase_times& times) {
+                   std::uint64_t size, const phase_times& times,
+                   std::vector<std::uint64_t> rank_sizes) {
     s.keys_.reset(keys.release());
     s.values_.reset(values.release());
     s.size_ = size;
     s.times_ = times;
+    s.rank_sizes_ = std::move(rank_sizes);
   }
 };
 
@@ -204,7 +206,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   const std::uint64_t total = times.total_keys;
   if (total == 0) {
     shard<K, V> empty;
-    shard_access<K, V>::fill(empty, device_memory{}, device_memory{}, 0, times);
+    shard_access<K, V>::fill(empty, device_memory{}, device_memory{}, 0, times,
+                             std::vector<std::uint64_t>(p, 0));
     return empty;
   }
 
@@ -388,8 +391,10 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   times.merge_ms = clock.ms(3, 4);
   times.total_ms = clock.ms(0, 4);
   shard<K, V> out;
+  std::vector<std::uint64_t> rank_sizes(p);
+  for (int q = 0; q < p; ++q) rank_sizes[q] = plan.received_by(q);
   shard_access<K, V>::fill(out, std::move(recv_keys[result]), std::move(recv_values[result]),
-                           received, times);
+                           received, times, std::move(rank_sizes));
   return out;
 }
 

@@ -187,27 +187,32 @@ void share_parts(const comm_set& set, std::vector<std::vector<T>>& parts) {
   }
 }
 
-// Sorts shards[r] on rank r of `ranks`; returns each rank's output keys and checks the bound.
+// Sorts shards[r] on rank r of `ranks`; returns each rank's output keys and checks the bound
+// and every rank's rank_sizes().
 template <class K>
 std::vector<std::vector<K>> dist_sort(comm_set& comms, const std::vector<std::vector<K>>& shards,
                                       const dist::options& opt) {
   const int ranks = ranks_of(comms);
   std::vector<std::vector<K>> out(ranks);
-  std::vector<std::vector<std::uint64_t>> bounds(ranks);
+  std::vector<std::vector<std::uint64_t>> told(ranks);  // each rank's bound, then rank_sizes
   on_ranks_here(comms, [&](int r, const dist::communicator& comm) {
     device_array<K> keys(comm.device(), shards[r]);
     auto result = dist::sort(comm, keys.span(), opt);
     out[r] = to_host(result.keys());
-    bounds[r] = {result.times().bound};
+    told[r] = {result.times().bound};
+    told[r].insert(told[r].end(), result.rank_sizes().begin(), result.rank_sizes().end());
   });
   share_parts(comms, out);
-  share_parts(comms, bounds);
+  share_parts(comms, told);
   std::uint64_t total = 0;
   for (auto& s : shards) total += s.size();
   const std::uint64_t w = gpusort::detail::index_math::dist::sample_stride(total, ranks, opt.oversampling);
   for (int r = 0; r < ranks; ++r) {
-    EXPECT_EQ(bounds[r], bounds[0]);
-    EXPECT_LE(out[r].size(), bounds[r].at(0)) << "rank " << r << " above the bound";
+    EXPECT_EQ(told[r], told[0]) << "rank " << r << " differs from rank 0";
+    EXPECT_EQ(told[r].size(), 1u + ranks) << "rank " << r;
+    for (int q = 0; q < ranks && 1u + q < told[r].size(); ++q)
+      EXPECT_EQ(told[r][1 + q], out[q].size()) << "rank " << r << "'s rank_sizes()[" << q << "]";
+    EXPECT_LE(out[r].size(), told[r].at(0)) << "rank " << r << " above the bound";
     EXPECT_LE(out[r].size(), total / ranks + (ranks + 1) * w) << "rank " << r;
   }
   return out;
