@@ -12,10 +12,11 @@
 #                                       BUILD_TARGETS="t1 t2" builds those targets alone
 #   scripts/gpu-check.sh --multi        the multi-GPU tests (label multigpu, gpusort::dist over
 #                                       NCCL; again over NCCL's sockets on the loopback; again
-#                                       on 3 GPUs where there are 4 or more) and a
+#                                       on 3 GPUs where there are 4 or more), the Python
+#                                       gpusort.distributed tests and benchmark, and a
 #                                       short scaling run (threads, then processes) instead;
 #                                       needs 2+ GPUs. Builds only
-#                                       what those run (about 55 of 139 steps)
+#                                       what those run (about 60 of 140 steps)
 #   GPUSORT_CUDA_ARCHITECTURES=90 scripts/gpu-check.sh   (default: native, this host's GPU)
 #   GPUSORT_LINEINFO=1 scripts/gpu-check.sh   kernels with source lines (-lineinfo: the same
 #                                             code) for Nsight Compute's source view
@@ -72,7 +73,7 @@ fi
 targets=()
 [ "${1:-}" = "--multi" ] &&
   targets=(--target test_gpu_dist test_cpu_external_api test_cpu_host_arrays gpusort_dist_bench
-           gpusort_host_keys)
+           gpusort_host_keys _gpusort _gpusort_dist)
 # --build-only with BUILD_TARGETS="a b": those targets alone (a benchmark before the rest).
 [ "${1:-}" = "--build-only" ] && [ -n "${BUILD_TARGETS:-}" ] && targets=(--target $BUILD_TARGETS)
 if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUILD_RECORD_BENCH=ON \
@@ -112,6 +113,15 @@ if [ "${1:-}" = "--multi" ]; then
   NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo \
     ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 --timeout 300 \
     >"$logs/tests-multi-sockets.log" 2>&1 || tests_rc=1
+  # gpusort.distributed (Python, torch.distributed) on every GPU: its tests, then its benchmark
+  # beside the same keys in C++ (the native path, then the group's own collectives).
+  (GPUSORT_MODULE_DIR="$build/python" "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider \
+     python/tests/test_distributed.py) >"$logs/pytest-distributed.log" 2>&1 || tests_rc=1
+  for native in 1 0; do
+    GPUSORT_DISTRIBUTED_NATIVE=$native PYTHONPATH="$PWD/python:$build/python" \
+      "$venv/bin/python" -m torch.distributed.run --nproc-per-node "$gpus" scripts/dist-bench.py \
+      --per-rank 2^26 --dtype float32 --reps 3
+  done >"$logs/dist-bench-python.log" 2>&1 || tests_rc=1
   list=1; [ "$gpus" -ge 2 ] && list=1,2; [ "$gpus" -ge 4 ] && list=1,2,4
   "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 \
     --values 0,4 --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1
@@ -128,6 +138,7 @@ if [ "${1:-}" = "--multi" ]; then
   echo "== gpu-check --multi on $gpus x ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
   grep -E "tests passed|tests failed" "$logs/tests-multi.log"
   echo "over sockets: $(grep -E "tests passed|tests failed" "$logs/tests-multi-sockets.log")"
+  echo "gpusort.distributed: $(tail -1 "$logs/pytest-distributed.log")"
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Exception)" "$logs/tests-multi.log"
   skipped=$(grep -c "(Skipped)" "$logs/tests-multi.log")
   echo "skipped tests: $skipped"
@@ -135,6 +146,7 @@ if [ "${1:-}" = "--multi" ]; then
   grep -E "^(weak|strong) " "$logs/dist-bench-sockets.log" | sed 's/^/sockets: /'
   grep -E "^(weak|strong)-proc " "$logs/dist-bench-processes.log" | sed 's/^/processes: /'
   grep -E "^# [0-9]+ GPU" "$logs/host-keys.log"
+  grep -E "^dist-bench " "$logs/dist-bench-python.log" | sed 's/^/python: /'
   if [ "$gpus" -lt 2 ] || [ "$skipped" -gt 0 ] || [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
     echo "gpu-check --multi: FAILED (GPUs: $gpus, tests rc=$tests_rc, bench rc=$bench_rc; logs in $logs)"
     exit 1
