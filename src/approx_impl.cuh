@@ -133,13 +133,15 @@ cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const
                             sort_intervals<K, P>{}, opt.stream);
 }
 
-// top_k_rows with the columns as values: the per-row select generates them; other shapes
-// run top_k_rows on a column matrix made in the workspace (16-bit keys, which have no batched
-// sort: cudaErrorNotSupported).
+// top_k_rows with the columns as values: the per-row select generates them (in_order false:
+// each row's k in no order, the sort of the k skipped); other shapes run top_k_rows on a
+// column matrix made in the workspace, in order (16-bit keys, which have no batched sort:
+// cudaErrorNotSupported).
 template <class K, class P>
 cudaError_t top_k_rows_positions(void* temp, std::size_t& temp_bytes, const K* keys,
                                  std::uint64_t rows, std::uint64_t row_length, K* out_keys,
-                                 P* out_columns, std::uint64_t k, const options& opt) {
+                                 P* out_columns, std::uint64_t k, const options& opt,
+                                 bool in_order) {
   if (!check_approx_options(opt).empty() || k > row_length) return cudaErrorInvalidValue;
   if (row_length && rows > ~std::uint64_t{0} / row_length) return cudaErrorInvalidValue;
   const bool descending = opt.direction == order::descending;
@@ -151,7 +153,7 @@ cudaError_t top_k_rows_positions(void* temp, std::size_t& temp_bytes, const K* k
   if (index_math::row_select_fits(row_length, k))
     return device::top_k_rows_by_select(temp, temp_bytes, keys, device::positions<P>{}, rows,
                                         row_length, out_keys, out_columns, k, descending,
-                                        opt.stream);
+                                        in_order, opt.stream);
   if constexpr (sizeof(K) == 2) {
     return cudaErrorNotSupported;
   } else {
@@ -269,10 +271,10 @@ approx_quality cpu_approx_measure(const K* keys, std::uint64_t n, const std::uin
 #define GPUSORT_INSTANTIATE_TOP_K_ROWS_POSITIONS(K)                                          \
   template cudaError_t gpusort::detail::top_k_rows_positions<K, gpusort::detail::payload<4>>( \
       void*, std::size_t&, const K*, std::uint64_t, std::uint64_t, K*,                        \
-      gpusort::detail::payload<4>*, std::uint64_t, const options&);                           \
+      gpusort::detail::payload<4>*, std::uint64_t, const options&, bool);                     \
   template cudaError_t gpusort::detail::top_k_rows_positions<K, gpusort::detail::payload<8>>( \
       void*, std::size_t&, const K*, std::uint64_t, std::uint64_t, K*,                        \
-      gpusort::detail::payload<8>*, std::uint64_t, const options&);
+      gpusort::detail::payload<8>*, std::uint64_t, const options&, bool);
 
 #define GPUSORT_INSTANTIATE_APPROX_FOR_KEY(K)                                                 \
   template cudaError_t gpusort::detail::approx_measure<K>(                                    \

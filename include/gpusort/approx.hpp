@@ -83,7 +83,8 @@ cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const
 template <class K, class P>
 cudaError_t top_k_rows_positions(void* temp, std::size_t& temp_bytes, const K* keys,
                                  std::uint64_t rows, std::uint64_t row_length, K* out_keys,
-                                 P* out_columns, std::uint64_t k, const options& opt);
+                                 P* out_columns, std::uint64_t k, const options& opt,
+                                 bool in_order = true);
 template <class K>
 cudaError_t approx_measure(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
                            const std::uint64_t* offsets, unsigned long long* quality,
@@ -160,13 +161,13 @@ template <class K, class P>
 cudaError_t top_k_rows_positions_any_key(void* temp, std::size_t& temp_bytes, const K* keys,
                                          std::uint64_t rows, std::uint64_t row_length,
                                          K* out_keys, P* out_columns, std::uint64_t k,
-                                         const options& opt) {
-  if constexpr (narrow_key<K>)
+                                         const options& opt, bool in_order = true) {
+  if constexpr (narrow_key<K>)  // in order either way
     return detail::narrow_top_k<K, P>(temp, temp_bytes, keys, nullptr, rows, row_length, true,
                                       true, out_keys, out_columns, k, opt);
   else
     return detail::top_k_rows_positions<K, P>(temp, temp_bytes, keys, rows, row_length, out_keys,
-                                              out_columns, k, opt);
+                                              out_columns, k, opt, in_order);
 }
 template <class K, class P>
 void cpu_top_k_any_key(const K* keys, const P* values, std::uint64_t rows,
@@ -379,6 +380,26 @@ cudaError_t top_k_rows_indices(void* temp, std::size_t& temp_bytes, const K* key
       detail::top_k_rows_positions_any_key<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(rows),
                                          static_cast<std::uint64_t>(row_length), out_keys,
                                          reinterpret_cast<P*>(out_indices), k, opt));
+}
+
+// top_k_rows_indices with each row's k keys (and their columns) in no promised order
+// (torch.topk(x, k, sorted=False)): the shapes of the per-row select skip the sort of the k;
+// other shapes, and 8- and 16-bit integer keys, come in order anyway.
+template <sortable_key K, class I, std::integral N, std::integral L>
+  requires std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>
+cudaError_t select_k_rows_indices(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
+                                  L row_length, K* out_keys, I* out_indices, std::uint64_t k,
+                                  const options& opt = {}) {
+  if (detail::negative(rows) || detail::negative(row_length)) return cudaErrorInvalidValue;
+  if (sizeof(I) == 4 && static_cast<std::uint64_t>(row_length) > (std::uint64_t{1} << 31))
+    return cudaErrorInvalidValue;  // a column would not fit
+  using P = detail::payload<sizeof(I)>;
+  return detail::never_zero(
+      temp, temp_bytes,
+      detail::top_k_rows_positions_any_key<K, P>(
+          temp, temp_bytes, keys, static_cast<std::uint64_t>(rows),
+          static_cast<std::uint64_t>(row_length), out_keys, reinterpret_cast<P*>(out_indices), k,
+          opt, false));
 }
 
 // quality[0..3] (device) = {largest interval, keys out of place, sum of distances, largest

@@ -282,8 +282,9 @@ def sort_segmented(x, offsets, *, descending=False, algorithm="automatic", nans=
 def topk(x, k, dim=_LAST, largest=True, sorted=True, *, axis=_LAST, out=None):
     """The k largest (largest=False: smallest) keys of x along dim, and their indices (int64),
     like torch.topk. sorted=True: largest first (largest=False: smallest first); sorted=False
-    allows the k in any order: one long row (past the per-row select below) then skips the
-    sort of the k (select_k_indices); rows come sorted either way. NaNs count as the
+    allows the k in any order, and skips their sort where the library can: rows that the
+    per-row select below takes (select_k_rows_indices; 8- and 16-bit integers come sorted)
+    and one longer row (select_k_indices); other shapes come sorted. NaNs count as the
     largest keys. Rows of 2,048 keys or more with k up to 2,048 (and float16 or bfloat16
     logits there, on their bits): a radix select per row (top_k_rows_indices); one longer
     row: top_k_indices, which sorts only about k keys; other rows: top_k_rows. No index array

@@ -432,8 +432,9 @@ def _row_select_fits(row_len, k):
 @_on_device_of_x
 def topk(x, k, dim, largest, in_order=True):
     """(values, indices) of the k largest (largest=False: smallest) keys along dim, sorted;
-    in_order=False: one long row's k in no order (select_k_indices: no sort of the k), other
-    shapes sorted as before."""
+    in_order=False: the k in no order where the library can skip their sort (one long row:
+    select_k_indices; rows the per-row select takes: select_k_rows_indices), other shapes
+    sorted as before."""
     if _arrays.is_jax(x):
         return _arrays.jax_results(topk(_arrays.lend_jax(x, "x"), k, dim, largest, in_order))
     xp = _arrays.namespace_of(x, "x")
@@ -468,7 +469,7 @@ def topk(x, k, dim, largest, in_order=True):
         # The library writes the columns itself.
         indices = xp.empty(moved, out_shape, "int64")
         _ext.topk_rows_indices_device(*_handles(xp, stream, moved, values, indices), k, largest,
-                                      stream, alloc, rows)
+                                      stream, alloc, rows, in_order)
         return back(values), back(indices)
     if rows == 1:  # the library writes the positions itself: no index array of n
         indices = xp.empty(moved, out_shape, "int64")

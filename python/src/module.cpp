@@ -499,7 +499,8 @@ void sample_candidates_device(py::object values_obj, py::object indices_obj, py:
 // package sends them here only where it takes the shape: k <= 2048, rows of 2048 keys or more).
 void topk_rows_indices_device(py::object keys_obj, py::object out_keys_obj,
                               py::object out_indices_obj, std::uint64_t k, bool descending,
-                              std::uintptr_t stream, py::object alloc, std::uint64_t rows) {
+                              std::uintptr_t stream, py::object alloc, std::uint64_t rows,
+                              bool in_order) {
   const gpusort::options opt = make_options(descending, "automatic", stream);
   const array_view keys = device_view(keys_obj, "x");
   const array_view out_keys = device_view(out_keys_obj, "out_keys");
@@ -525,9 +526,12 @@ void topk_rows_indices_device(py::object keys_obj, py::object out_keys_obj,
             temp, bytes,
             gpusort::detail::top_k_rows_positions(
                 temp, bytes, in, rows, row_length, out,
-                reinterpret_cast<gpusort::detail::payload<8>*>(indices), k, opt));
-      else
+                reinterpret_cast<gpusort::detail::payload<8>*>(indices), k, opt, in_order));
+      else if (in_order)
         return gpusort::top_k_rows_indices(temp, bytes, in, rows, row_length, out, indices, k, opt);
+      else
+        return gpusort::select_k_rows_indices(temp, bytes, in, rows, row_length, out, indices, k,
+                                              opt);
     });
   };
   if (keys.type == element::f16)
@@ -973,7 +977,8 @@ PYBIND11_MODULE(_gpusort, m) {
         py::arg("uniforms"), py::arg("tokens"), py::arg("k"), py::arg("p"), py::arg("temperature"));
   m.def("topk_rows_indices_device", &topk_rows_indices_device, py::arg("keys"),
         py::arg("out_keys"), py::arg("out_indices"), py::arg("k"), py::arg("descending"),
-        py::arg("stream"), py::arg("alloc").none(true), py::arg("rows"));
+        py::arg("stream"), py::arg("alloc").none(true), py::arg("rows"),
+        py::arg("in_order") = true);
 #ifdef GPUSORT_JAX_FFI
   // The XLA FFI handlers for gpusort.jax (jax.ffi.register_ffi_target takes each capsule).
   m.def("jax_handlers", [] {

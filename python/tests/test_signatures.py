@@ -265,11 +265,14 @@ def test_defaults_and_results_match_torch(torch, device, rng):
     assert torch.equal(down.nan_to_num(7.0), torch.sort(x, descending=True).values.nan_to_num(7.0))
 
 
-# Rows (sorted either way), and one row past the per-row select (k above 2,048, or more than
-# 2^22 keys), which selects its k without sorting them on a GPU (select_k_indices).
-@pytest.mark.parametrize("shape,k", [((8, 3000), 64), ((300001,), 3000), ((2**22 + 3,), 100)])
-def test_topk_unsorted_gives_torch_s_keys(torch, device, rng, shape, k):
-    x = tensor(torch, distinct(shape, rng, "float32"), device)
+# Rows that the per-row select takes, whose k it then leaves unsorted on a GPU
+# (select_k_rows_indices: float32, and bfloat16 with ties), and one row past it (k above 2,048,
+# or more than 2^22 keys), which selects its k without sorting them (select_k_indices).
+@pytest.mark.parametrize("shape,k,dtype", [((8, 3000), 64, "float32"), ((4, 131072), 1024, "float32"),
+                                           ((3, 131072), 50, "bfloat16"),
+                                           ((300001,), 3000, "float32"), ((2**22 + 3,), 100, "float32")])
+def test_topk_unsorted_gives_torch_s_keys(torch, device, rng, shape, k, dtype):
+    x = tensor(torch, distinct(shape, rng, "float32"), device).to(getattr(torch, dtype))
     for largest in (True, False):
         ours = gpusort.topk(x, k, largest=largest, sorted=False)
         theirs = torch.topk(x, k, largest=largest, sorted=False)

@@ -4,8 +4,12 @@
 // exact sorts; the quality measure against the CPU's; graph capture; bad input; n >= 2^31.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "device_buffer.hpp"
 #include "gpusort/approx.hpp"
@@ -532,15 +536,32 @@ TYPED_TEST(GpuApprox, TopKRowsArePrefixesOfTheSortedRows) {
   }
 }
 
+// One row's k outputs of select_k_rows_indices (in no order) put in the order top_k gives,
+// ties by column, so that check_row_top_k can judge them.
+template <class K, class I>
+void put_row_in_order(K* got, I* columns, std::size_t k, bool descending) {
+  const auto code = [](K key) { return gpusort::key_traits<K>::ordered(key); };
+  std::vector<std::pair<K, I>> pairs;
+  for (std::size_t i = 0; i < k; ++i) pairs.emplace_back(got[i], columns[i]);
+  std::sort(pairs.begin(), pairs.end(), [&](const auto& a, const auto& b) {
+    const auto ca = code(a.first), cb = code(b.first);
+    if (ca != cb) return descending ? cb < ca : ca < cb;
+    return a.second < b.second;
+  });
+  for (std::size_t i = 0; i < k; ++i) std::tie(got[i], columns[i]) = pairs[i];
+}
+
 // top_k_rows_indices through the per-row select (k up to 2048 of rows of 2048 or more: one
 // row over many blocks, rows of one block, more rows than one batch, k the whole row) and the
 // column matrix beside it (other shapes), as 32- and 64-bit indices, on ties, sorted and
-// reversed rows and special values.
+// reversed rows and special values. in_order false: select_k_rows_indices, each row's k in
+// any order.
 template <class K, class I>
 void check_top_k_rows_indices(const std::vector<K>& keys, std::size_t rows, std::size_t row_length,
-                              std::size_t k, bool descending) {
+                              std::size_t k, bool descending, bool in_order = true) {
   SCOPED_TRACE(::testing::Message() << "rows=" << rows << " row_length=" << row_length << " k=" << k
-                                    << " desc=" << descending << " index bytes=" << sizeof(I));
+                                    << " desc=" << descending << " index bytes=" << sizeof(I)
+                                    << " in order=" << in_order);
   guarded_buffer<K> dk(keys);
   const gpusort::options opt{.direction = descending ? gpusort::order::descending
                                                      : gpusort::order::ascending};
@@ -552,19 +573,23 @@ void check_top_k_rows_indices(const std::vector<K>& keys, std::size_t rows, std:
                   std::is_same_v<K, gpusort::detail::bfloat16_bits>)
       return gpusort::detail::top_k_rows_positions(
           t, bytes, dk.data(), rows, row_length, ok.ptr,
-          reinterpret_cast<gpusort::detail::payload<sizeof(I)>*>(oi.ptr), k, opt);
-    else
+          reinterpret_cast<gpusort::detail::payload<sizeof(I)>*>(oi.ptr), k, opt, in_order);
+    else if (in_order)
       return gpusort::top_k_rows_indices(t, bytes, dk.data(), rows, row_length, ok.ptr, oi.ptr, k, opt);
+    else
+      return gpusort::select_k_rows_indices(t, bytes, dk.data(), rows, row_length, ok.ptr, oi.ptr, k,
+                                            opt);
   };
   CUDA_OK(call(nullptr));
   poisoned_array<char> temp(bytes);
   CUDA_OK(call(temp.ptr));
   CUDA_OK(cudaDeviceSynchronize());
   ASSERT_TRUE(ok.tail_intact(rows * k) && oi.tail_intact(rows * k)) << "wrote past rows x k";
-  const std::vector<K> got = ok.to_host(rows * k);
-  const std::vector<I> got_indices = oi.to_host(rows * k);
+  std::vector<K> got = ok.to_host(rows * k);
+  std::vector<I> got_indices = oi.to_host(rows * k);
   for (std::size_t r = 0; r < rows; ++r) {
     SCOPED_TRACE(::testing::Message() << "row " << r);
+    if (!in_order) put_row_in_order(got.data() + r * k, got_indices.data() + r * k, k, descending);
     const std::vector<K> row(keys.begin() + r * row_length, keys.begin() + (r + 1) * row_length);
     check_row_top_k(row, got.data() + r * k, got_indices.data() + r * k, k, descending);
     if (::testing::Test::HasFatalFailure()) return;
@@ -597,8 +622,11 @@ TYPED_TEST(GpuApprox, TopKRowsIndicesPointAtTheirKeys) {
       for (bool descending : {false, true})
         for (std::size_t k : c.ks) {
           check_top_k_rows_indices<K, std::int64_t>(keys, c.rows, c.row_length, k, descending);
-          if (d == tools::distribution::few_unique)
+          if (d == tools::distribution::few_unique) {
             check_top_k_rows_indices<K, std::int32_t>(keys, c.rows, c.row_length, k, descending);
+            check_top_k_rows_indices<K, std::int64_t>(keys, c.rows, c.row_length, k, descending,
+                                                      false);
+          }
         }
     }
   }
@@ -635,7 +663,8 @@ TYPED_TEST(GpuApprox, TopKRowsWhereTheSampleMisleads) {
       SCOPED_TRACE(::testing::Message() << "samples first=" << samples_first);
       const std::vector<K> keys = rows_against_the_sample<K>(3, 131072, descending, samples_first, ++seed);
       for (std::size_t k : {std::size_t{50}, std::size_t{1024}})
-        check_top_k_rows_indices<K, std::int64_t>(keys, 3, 131072, k, descending);
+        for (bool in_order : {true, false})
+          check_top_k_rows_indices<K, std::int64_t>(keys, 3, 131072, k, descending, in_order);
     }
 }
 
@@ -651,7 +680,9 @@ void check_float16_rows() {
       keys[i].bits = static_cast<std::uint16_t>(i % 3 ? rng() : rng() % 8 * 0x1111u);
     for (bool descending : {false, true})
       for (std::size_t k : c.ks) {
-        check_top_k_rows_indices<H, std::int64_t>(keys, c.rows, c.row_length, k, descending);
+        for (bool in_order : {true, false})
+          check_top_k_rows_indices<H, std::int64_t>(keys, c.rows, c.row_length, k, descending,
+                                                    in_order);
         if (::testing::Test::HasFatalFailure()) return;
       }
   }

@@ -413,7 +413,7 @@ cudaError_t top_k_rows(void* temp, std::size_t& temp_bytes, const K* keys, const
   }
   if (index_math::row_select_fits(row_length, k))
     return top_k_rows_by_select(temp, temp_bytes, keys, values, rows, row_length, out_keys,
-                                out_values, k, descending, stream);
+                                out_values, k, descending, true, stream);
   const index_t n = rows * row_length;
   const bool whole_rows = k == row_length;  // sorted in the output itself, nothing to copy out
   std::size_t segment_bytes = segments_bytes<K, V>(n, rows);

@@ -410,12 +410,13 @@ using row_sorter = cub::BlockMergeSort<block::ranked_key<K>, THREADS, ITEMS>;
 
 // The block's row `row` of the batch: its k columns (in no order) sorted by (code, column)
 // (CUB's block merge sort: a bitonic network of the block's whole tile ran 40 us for k = 50),
-// the keys and values written in that order to row first_row + row of the outputs.
+// the keys and values written in that order to row first_row + row of the outputs; in_order
+// false: written in the columns' order, unsorted (torch.topk's sorted=False).
 template <int THREADS, int ITEMS, class K, class Values, class V>
 __device__ __forceinline__ void emit_row(const K* keys, Values values, index_t row_length,
                                          index_t first_row, index_t row, unsigned k,
-                                         bool descending, const std::uint32_t* columns,
-                                         K* out_keys, V* out_values,
+                                         bool descending, bool in_order,
+                                         const std::uint32_t* columns, K* out_keys, V* out_values,
                                          typename row_sorter<K, THREADS, ITEMS>::TempStorage& storage) {
   using ranked = block::ranked_key<K>;
   const K* in = keys + row * row_length;
@@ -426,8 +427,9 @@ __device__ __forceinline__ void emit_row(const K* keys, Values values, index_t r
     items[j] = ranked::padding();
     if (l < k) items[j] = ranked::of(in[columns[l]], columns[l], descending);
   }
-  row_sorter<K, THREADS, ITEMS>(storage).Sort(items, ranked_before{}, static_cast<int>(k),
-                                              ranked::padding());
+  if (in_order)  // the same for the whole block
+    row_sorter<K, THREADS, ITEMS>(storage).Sort(items, ranked_before{}, static_cast<int>(k),
+                                                ranked::padding());
   const index_t out = (first_row + row) * k;
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
@@ -445,11 +447,11 @@ __device__ __forceinline__ void emit_row(const K* keys, Values values, index_t r
 template <int THREADS, int ITEMS, class K, class Values, class V>
 __global__ void __launch_bounds__(THREADS)
     emit_row_top_k_kernel(const K* keys, Values values, index_t row_length, index_t first_row,
-                          unsigned k, bool descending, const std::uint32_t* columns,
-                          K* out_keys, V* out_values) {
+                          unsigned k, bool descending, bool in_order,
+                          const std::uint32_t* columns, K* out_keys, V* out_values) {
   __shared__ typename row_sorter<K, THREADS, ITEMS>::TempStorage storage;
   const index_t row = blockIdx.x;
-  emit_row<THREADS, ITEMS>(keys, values, row_length, first_row, row, k, descending,
+  emit_row<THREADS, ITEMS>(keys, values, row_length, first_row, row, k, descending, in_order,
                            columns + row * k, out_keys, out_values, storage);
 }
 
@@ -551,7 +553,7 @@ __device__ void select_by_row_passes(const K* in, index_t row_length, unsigned k
 template <int THREADS, int ITEMS, class K, class Values, class V>
 __global__ void __launch_bounds__(THREADS)
     finish_sampled_rows_kernel(const K* keys, Values values, index_t row_length,
-                               index_t first_row, unsigned k, bool descending,
+                               index_t first_row, unsigned k, bool descending, bool in_order,
                                const sampled_row_state* states,
                                const std::uint32_t* candidates, K* out_keys, V* out_values) {
   constexpr unsigned capacity = candidate_capacity<K>;
@@ -577,8 +579,8 @@ __global__ void __launch_bounds__(THREADS)
     select_by_row_passes<THREADS>(in, row_length, k, descending, shared.counts, search, taken,
                                   winners);
   __syncthreads();  // winners complete; shared.found and shared.counts are the sort's now
-  emit_row<THREADS, ITEMS>(keys, values, row_length, first_row, row, k, descending, winners,
-                           out_keys, out_values, shared.sort);
+  emit_row<THREADS, ITEMS>(keys, values, row_length, first_row, row, k, descending, in_order,
+                           winners, out_keys, out_values, shared.sort);
 }
 
 // Rows whose states and columns the workspace holds at once; more rows run in batches.
@@ -586,15 +588,17 @@ inline constexpr index_t row_select_batch_rows = 4096;
 
 // top_k of every row (index_math::row_select_fits(row_length, k) must hold): keys and values
 // (a device array of rows x row_length, or positions<V>: the columns) to out_keys and
-// out_values (rows x k), each row's in order. Rows whose k first keys a sample of 2048 keys
-// bounds (sampled_threshold_fits) take three kernels: the threshold, the candidates' gather
-// and one block a row to finish; other rows the radix passes of several blocks a row, the
-// gather of the k columns and one block a row to sort them. Workspace: per row of a batch,
+// out_values (rows x k), each row's in order (in_order false: in no order, unsorted). Rows
+// whose k first keys a sample of 2048 keys bounds (sampled_threshold_fits) take three
+// kernels: the threshold, the candidates' gather and one block a row to finish; other rows
+// the radix passes of several blocks a row, the gather of the k columns and one block a row
+// to sort them. Workspace: per row of a batch,
 // its search state and its candidates (sampled) or k columns.
 template <class K, class Values, class V>
 cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* keys,
                                  Values values, index_t rows, index_t row_length, K* out_keys,
-                                 V* out_values, index_t k, bool descending, cudaStream_t stream) {
+                                 V* out_values, index_t k, bool descending, bool in_order,
+                                 cudaStream_t stream) {
   const index_t batch = rows < row_select_batch_rows ? rows : row_select_batch_rows;
   constexpr unsigned capacity = candidate_capacity<K>;
   const bool sampled = index_math::sampled_threshold_fits(row_length, k, capacity);
@@ -644,7 +648,7 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
                                lists);
       if (e == cudaSuccess)
         e = launch_overlapping(overlap, finish, blocks, finish_threads, stream, batch_keys, values,
-                               row_length, first, kk, descending,
+                               row_length, first, kk, descending, in_order,
                                static_cast<const sampled_row_state*>(states),
                                static_cast<const std::uint32_t*>(lists), out_keys, out_values);
       continue;
@@ -664,13 +668,16 @@ cudaError_t top_k_rows_by_select(void* temp, std::size_t& temp_bytes, const K* k
     if (e != cudaSuccess) break;
     if (k <= 128)
       emit_row_top_k_kernel<128, 1><<<blocks, 128, 0, stream>>>(
-          batch_keys, values, row_length, first, kk, descending, lists, out_keys, out_values);
+          batch_keys, values, row_length, first, kk, descending, in_order, lists, out_keys,
+          out_values);
     else if (k <= 1024)
       emit_row_top_k_kernel<256, 4><<<blocks, 256, 0, stream>>>(
-          batch_keys, values, row_length, first, kk, descending, lists, out_keys, out_values);
+          batch_keys, values, row_length, first, kk, descending, in_order, lists, out_keys,
+          out_values);
     else
       emit_row_top_k_kernel<256, 8><<<blocks, 256, 0, stream>>>(
-          batch_keys, values, row_length, first, kk, descending, lists, out_keys, out_values);
+          batch_keys, values, row_length, first, kk, descending, in_order, lists, out_keys,
+          out_values);
     e = cudaGetLastError();
   }
   return e;
