@@ -359,6 +359,24 @@ cudaError_t top_k_rows_pairs(void* temp, std::size_t& temp_bytes, const K* keys,
                                reinterpret_cast<P*>(out_values), k, opt));
 }
 
+namespace detail {
+// top_k_rows_indices and select_k_rows_indices: in_order, or each row's k in no order.
+template <class K, class I, class N, class L>
+cudaError_t rows_indices(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
+                         L row_length, K* out_keys, I* out_indices, std::uint64_t k,
+                         const options& opt, bool in_order) {
+  if (negative(rows) || negative(row_length)) return cudaErrorInvalidValue;
+  if (sizeof(I) == 4 && static_cast<std::uint64_t>(row_length) > (std::uint64_t{1} << 31))
+    return cudaErrorInvalidValue;  // a column would not fit
+  using P = payload<sizeof(I)>;
+  return never_zero(temp, temp_bytes,
+                    top_k_rows_positions_any_key<K, P>(
+                        temp, temp_bytes, keys, static_cast<std::uint64_t>(rows),
+                        static_cast<std::uint64_t>(row_length), out_keys,
+                        reinterpret_cast<P*>(out_indices), k, opt, in_order));
+}
+}  // namespace detail
+
 // top_k_rows_pairs with every key's column as its value, out_indices[r * k + j] the column of
 // out_keys[r * k + j] (torch.topk(x, k, dim=-1)'s indices), generated as the keys are chosen:
 // no index matrix is written or read. Rows of 2048 keys or more with k up to 2048 (LLM
@@ -371,15 +389,8 @@ template <sortable_key K, class I, std::integral N, std::integral L>
 cudaError_t top_k_rows_indices(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
                                L row_length, K* out_keys, I* out_indices, std::uint64_t k,
                                const options& opt = {}) {
-  if (detail::negative(rows) || detail::negative(row_length)) return cudaErrorInvalidValue;
-  if (sizeof(I) == 4 && static_cast<std::uint64_t>(row_length) > (std::uint64_t{1} << 31))
-    return cudaErrorInvalidValue;  // a column would not fit
-  using P = detail::payload<sizeof(I)>;
-  return detail::never_zero(
-      temp, temp_bytes,
-      detail::top_k_rows_positions_any_key<K, P>(temp, temp_bytes, keys, static_cast<std::uint64_t>(rows),
-                                         static_cast<std::uint64_t>(row_length), out_keys,
-                                         reinterpret_cast<P*>(out_indices), k, opt));
+  return detail::rows_indices(temp, temp_bytes, keys, rows, row_length, out_keys, out_indices, k,
+                              opt, true);
 }
 
 // top_k_rows_indices with each row's k keys (and their columns) in no promised order
@@ -390,16 +401,8 @@ template <sortable_key K, class I, std::integral N, std::integral L>
 cudaError_t select_k_rows_indices(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
                                   L row_length, K* out_keys, I* out_indices, std::uint64_t k,
                                   const options& opt = {}) {
-  if (detail::negative(rows) || detail::negative(row_length)) return cudaErrorInvalidValue;
-  if (sizeof(I) == 4 && static_cast<std::uint64_t>(row_length) > (std::uint64_t{1} << 31))
-    return cudaErrorInvalidValue;  // a column would not fit
-  using P = detail::payload<sizeof(I)>;
-  return detail::never_zero(
-      temp, temp_bytes,
-      detail::top_k_rows_positions_any_key<K, P>(
-          temp, temp_bytes, keys, static_cast<std::uint64_t>(rows),
-          static_cast<std::uint64_t>(row_length), out_keys, reinterpret_cast<P*>(out_indices), k,
-          opt, false));
+  return detail::rows_indices(temp, temp_bytes, keys, rows, row_length, out_keys, out_indices, k,
+                              opt, false);
 }
 
 // quality[0..3] (device) = {largest interval, keys out of place, sum of distances, largest

@@ -108,6 +108,13 @@ def _cases(torch, quick):
                 "gpusort": lambda x, r=rows, k=k: gpusort.topk(x.view(r, -1), k),
                 "torch.topk": lambda x, r=rows, k=k: torch.topk(x.view(r, -1), k),
             }))
+    # sorted=False (the k in any order: no sort of them) at the largest k and at a small one.
+    for rows, columns, k in ((64, 131072, 1024), (64, 131072, 50), (1, 262144, 50)):
+        cases.append((f"topk rows {rows}x{columns} k={k} sorted=False bfloat16", rows * columns,
+                      "bfloat16", {
+                          "gpusort": lambda x, r=rows, k=k: gpusort.topk(x.view(r, -1), k, sorted=False),
+                          "torch.topk": lambda x, r=rows, k=k: torch.topk(x.view(r, -1), k, sorted=False),
+                      }))
     # Decoding's sampling: top-k, then top-p at a temperature, one token a row (issue 76),
     # against torch's usual recipe on torch.topk.
     def torch_sampling(x, rows, k, p=0.9, temperature=0.7):
