@@ -79,7 +79,8 @@ def _agree(torch, dist, group, error, signature):
                              f"this rank for {signature}")
 
 
-# gpusort::dist's communicators, one per (group, GPU): {(id(group), device): (group, comm)}.
+# gpusort::dist's communicators, one per group and GPU:
+# {(id(group), rank, world, device): (group, comm)}.
 _COMMUNICATORS = {}
 # The phase times of this process's last native call (scripts/dist-bench.py prints them).
 _last_times = None
@@ -104,11 +105,12 @@ def _native_module(torch, dist, group, keys, values):
 def _communicator(dist, module, group, device):
     """This rank's gpusort::dist communicator for `group` on `device`, made at the group's first
     native call (every rank makes its own at once; rank 0's id reaches the others through the
-    group) and kept."""
-    key = (id(group), device.index)
+    group) and kept. A default group made again after destroy_process_group() with another
+    size or rank gets a new one (call release() after destroying a group to free the old)."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    key = (id(group), rank, world, device.index)
     if key in _COMMUNICATORS:
         return _COMMUNICATORS[key][1]
-    rank, world = dist.get_rank(group), dist.get_world_size(group)
     box = [module.unique_id() if rank == 0 else None]
     dist.broadcast_object_list(box, src=0 if group is None else dist.get_global_rank(group, 0),
                                group=group, device=device)
