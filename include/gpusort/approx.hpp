@@ -395,7 +395,7 @@ cudaError_t top_k_rows_indices(void* temp, std::size_t& temp_bytes, const K* key
 
 // top_k_rows_indices with each row's k keys (and their columns) in no promised order
 // (torch.topk(x, k, sorted=False)): the shapes of the per-row select skip the sort of the k;
-// other shapes, and 8- and 16-bit integer keys, come in order anyway.
+// other shapes, and keys narrower than 32 bits, come in order anyway.
 template <sortable_key K, class I, std::integral N, std::integral L>
   requires std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>
 cudaError_t select_k_rows_indices(void* temp, std::size_t& temp_bytes, const K* keys, N rows,
