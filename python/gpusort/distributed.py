@@ -8,7 +8,8 @@ rank gives its shard and gets back its range of the global order.
 Under an NCCL group, CUDA keys (with values of 4, 8 or 16 bytes a row, or none) go to the C++
 library's gpusort::dist::sort (the module _gpusort_dist, where the package was built with
 NCCL): a communicator of gpusort's own per group and GPU, its id sent through the group once,
-then kept with the device memory the sort maps (release() gives both back).
+then kept with the device memory the sort maps (release() gives both back). A list of CUDA
+shards on distinct GPUs of this process goes to it too, one thread a GPU.
 
 Elsewhere it is a sample sort over the group's own collectives, so it runs wherever the group
 does: Gloo between CPU processes, or NCCL without _gpusort_dist. Each rank sorts its shard
@@ -86,20 +87,42 @@ _COMMUNICATORS = {}
 _last_times = None
 
 
-def _native_module(torch, dist, group, keys, values):
-    """_gpusort_dist where gpusort::dist sorts this call: CUDA keys under an NCCL group, values
+def _row_bytes(values):
+    return values.element_size() * math.prod(values.shape[1:])
+
+
+def _native_module(torch, shards):
+    """_gpusort_dist where gpusort::dist sorts these (keys, values) shards: CUDA keys, values
     of 4, 8 or 16 bytes a row or none, and the module built (the package built with NCCL);
-    else None. GPUSORT_DISTRIBUTED_NATIVE=0 takes the group's collectives instead."""
+    else None. GPUSORT_DISTRIBUTED_NATIVE=0 takes the collectives instead."""
     if os.environ.get("GPUSORT_DISTRIBUTED_NATIVE") == "0":
         return None
-    if not isinstance(keys, torch.Tensor) or not keys.is_cuda or dist.get_backend(group) != "nccl":
-        return None
-    if values is not None and (not isinstance(values, torch.Tensor)
-                               or values.element_size() * math.prod(values.shape[1:]) not in (4, 8, 16)):
-        return None
+    for keys, values in shards:
+        if not isinstance(keys, torch.Tensor) or not keys.is_cuda:
+            return None
+        if values is not None and (not isinstance(values, torch.Tensor) or _row_bytes(values) not in (4, 8, 16)):
+            return None
     from ._extension import dist_module
 
     return dist_module()
+
+
+def _handles(keys, values):
+    """The module's handles of a shard's keys and values (or None)."""
+    device = keys.device.index
+    key_handle = (keys.data_ptr(), _TYPESTR[str(keys.dtype)], keys.numel(), device, keys)
+    if values is None:
+        return key_handle, None
+    return key_handle, (values.data_ptr(), "|V%d" % _row_bytes(values), values.shape[0], device, values)
+
+
+def _from_bytes(torch, buffer, count, like):
+    """A tensor of `count` rows like `like` (its dtype, device and row shape) over the bytes of a
+    sorted shard's buffer, which it keeps alive."""
+    shape = (count,) + tuple(like.shape[1:])
+    if count == 0:
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+    return torch.as_tensor(buffer, device=like.device).view(like.dtype).reshape(shape)
 
 
 def _communicator(dist, module, group, device):
@@ -120,38 +143,47 @@ def _communicator(dist, module, group, device):
 
 
 def release(group=None):
-    """Destroys the communicators gpusort.distributed made for `group` (every group's with the
-    default None) and gives back the device memory their sorts kept for the next call."""
+    """Destroys the communicators gpusort.distributed made for `group` (every group's, and
+    those of lists of shards, with the default None) and gives back the device memory their
+    sorts kept for the next call."""
     for key in [k for k, (g, _) in _COMMUNICATORS.items() if group is None or g is group]:
         del _COMMUNICATORS[key]
+    if group is None:
+        from ._extension import dist_module
+
+        if dist_module() is not None:
+            dist_module().release_shard_ranks()
 
 
 def _sort_native(torch, dist, module, group, keys, values, descending, stable, nans):
     """gpusort::dist::sort of this rank's shard; it sorts in place, so on copies."""
     global _last_times
-    device = keys.device
-    comm = _communicator(dist, module, group, device)
+    comm = _communicator(dist, module, group, keys.device)
     work = keys.contiguous().clone()
     rows = None if values is None else values.contiguous().clone()
-    values_handle = None
-    if rows is not None:
-        row_bytes = rows.element_size() * math.prod(rows.shape[1:])
-        values_handle = (rows.data_ptr(), "|V%d" % row_bytes, rows.shape[0], device.index, rows)
-    typestr = _TYPESTR[str(keys.dtype)]
-    stream = torch.cuda.current_stream(device).cuda_stream
+    stream = torch.cuda.current_stream(keys.device).cuda_stream
     sorted_keys, sorted_values, count, _last_times, rank_sizes = comm.sort(
-        (work.data_ptr(), typestr, work.numel(), device.index, work), values_handle,
-        descending, stable, nans, stream)
+        *_handles(work, rows), descending, stable, nans, stream)
+    return DistSortResult(_from_bytes(torch, sorted_keys, count, keys),
+                          None if values is None else _from_bytes(torch, sorted_values, count, values),
+                          torch.tensor(rank_sizes, dtype=torch.int64, device=keys.device))
 
-    def tensor(buffer, dtype, shape):
-        if count == 0:
-            return torch.empty(shape, dtype=dtype, device=device)
-        return torch.as_tensor(buffer, device=device).view(dtype).reshape(shape)
 
-    out_keys = tensor(sorted_keys, keys.dtype, (count,))
-    out_values = None if values is None else tensor(sorted_values, values.dtype,
-                                                    (count,) + tuple(values.shape[1:]))
-    return DistSortResult(out_keys, out_values, torch.tensor(rank_sizes, dtype=torch.int64, device=device))
+def _sort_list_native(torch, module, shards, descending, stable, nans):
+    """gpusort::dist::sort of shards on distinct GPUs of this process, one thread a GPU, on
+    copies (it sorts in place)."""
+    global _last_times
+    copies = [(k.contiguous().clone(), None if v is None else v.contiguous().clone()) for k, v in shards]
+    handles = [_handles(k, v) for k, v in copies]
+    streams = [torch.cuda.current_stream(k.device).cuda_stream for k, _ in copies]
+    results = module.sort_shards([h[0] for h in handles],
+                                 None if shards[0][1] is None else [h[1] for h in handles],
+                                 descending, stable, nans, streams)
+    _last_times = results[0][3]
+    out_keys = [_from_bytes(torch, r[0], r[2], k) for r, (k, _) in zip(results, shards)]
+    out_values = None if shards[0][1] is None else [
+        _from_bytes(torch, r[1], r[2], v) for r, (_, v) in zip(results, shards)]
+    return DistSortResult(out_keys, out_values, torch.tensor(results[0][4], dtype=torch.int64))
 
 
 def _check(torch, keys, values, descending, stable, nans):
@@ -224,9 +256,10 @@ def _bucket_bounds(torch, codes, splitters, rank, world):
 
 
 def _sort_list(torch, local_sort, keys, values, descending, stable, nans):
-    """The sort of a list of shards on several devices of this process: the same steps as
-    over a group, the buckets moved between devices by the tensors' own copies (over NVLink
-    between GPUs that have it)."""
+    """The sort of a list of shards on several devices of this process: gpusort::dist on
+    one thread a GPU where _native_module allows and the GPUs are distinct; else the same
+    steps as over a group, the buckets moved between devices by the tensors' own copies (over
+    NVLink between GPUs that have it)."""
     if values is not None and (not isinstance(values, (list, tuple)) or len(values) != len(keys)):
         raise ValueError("values: must be a list of one tensor per shard, or None")
     shards = []
@@ -241,6 +274,9 @@ def _sort_list(torch, local_sort, keys, values, descending, stable, nans):
         raise TypeError("keys: every shard must have the same dtype")
     if values is not None and len({(v.dtype, tuple(v.shape[1:])) for _, v in shards}) > 1:
         raise TypeError("values: every shard's values must have the same dtype and shape")
+    native = _native_module(torch, shards)
+    if native is not None and len({shard.device.index for shard, _ in shards}) == len(shards):
+        return _sort_list_native(torch, native, shards, descending, stable, nans)
     world = len(shards)
     local = []
     for shard, value in shards:
@@ -295,7 +331,9 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
         _check(torch, keys, values, descending, stable, nans)
     except (TypeError, ValueError) as caught:
         error = caught
-    native = None if error is not None else _native_module(torch, dist, group, keys, values)
+    native = None
+    if error is None and dist.get_backend(group) == "nccl":
+        native = _native_module(torch, [(keys, values)])
     # Read without trusting the arguments: a rank must reach the agreement whatever it got. The
     # path (native or not) is part of it, so that no rank waits in a collective the others skip.
     signature = (str(getattr(keys, "dtype", None)), descending, stable, nans,

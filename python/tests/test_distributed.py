@@ -178,7 +178,7 @@ def test_a_wrong_call_raises_on_every_rank_and_none_hangs(tmp_path):
 @pytest.mark.parametrize("shards", [1, 2, 3])
 def test_a_list_of_shards_in_one_process(shards, case, options):
     """gpusort.distributed.sort([t0, t1, ...]) without a group: on the host here, and on one
-    GPU a shard where there are enough."""
+    GPU a shard where there are enough (through gpusort::dist where the package has it)."""
     import gpusort.distributed
 
     devices = ([f"cuda:{i}" for i in range(shards)]
@@ -188,8 +188,12 @@ def test_a_list_of_shards_in_one_process(shards, case, options):
     keys = [torch.from_numpy(a).to(d) for a, d in zip(arrays, devices)]
     values = [torch.arange(offsets[r], offsets[r + 1], dtype=torch.int64, device=d)
               for r, d in enumerate(devices)]
+    gpusort.distributed._last_times = None
     out = gpusort.distributed.sort(keys, values, descending=options.get("descending", False),
                                    stable=True, nans=options.get("nans", "last"))
+    # Shards on distinct GPUs go to gpusort::dist (one thread a GPU) where it is built.
+    native = devices[0] != "cpu" and _native_built()
+    assert (gpusort.distributed._last_times is not None) == native
     everything = np.concatenate(arrays)
     order = _stable_reference(everything, options.get("descending", False), options.get("nans", "last"))
     for shard, device in zip(out.keys, devices):
