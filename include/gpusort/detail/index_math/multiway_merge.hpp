@@ -1,0 +1,135 @@
+// Index math of the one-pass merge of R sorted runs (gpusort::dist's merge of the runs a rank
+// receives), shared by the device code and the CPU tests.
+//
+// The runs are in order (run 0 first) and each is sorted by an order code. The merged order is
+// (code, run, position): a strict total order, so the merge is stable with the runs' order as
+// the input order. The split of the merge at output position d is the vector s(d): s_q(d)
+// elements of run q lie among the first d outputs. The element (q, i) with code c lies at
+// merged position
+//   rank(q, i) = i + sum over runs r < q of #{codes <= c in r} + sum over r > q of #{codes < c in r}.
+//
+// Three steps find the splits of every output tile (d = t T) without a search over whole runs
+// per tile:
+//  1. Pivots: every m-th element of every run, (q, t m). Each pivot's rank and split come from
+//     R - 1 binary searches over whole runs (pivot_split).
+//  2. The pivots sorted by rank. Between two consecutive pivots every run contributes at most m
+//     elements (a run's next pivot would lie between them otherwise): a window.
+//  3. A tile boundary d lies in the window of the last pivot at or before it; its split is found
+//     by binary searches inside that window alone (split_in_window), log m steps each.
+// Then each tile is merged on its own (in shared memory: merge_path_split for two sorted
+// sequences, pairwise in a tree).
+#pragma once
+
+#include <cstdint>
+
+#include "gpusort/detail/core/config.hpp"
+
+namespace gpusort::detail::index_math::multiway {
+
+// Runs one pass merges (more take the pairwise merge's rounds).
+inline constexpr int max_runs = 8;
+
+// #{i in [lo, hi) : code(i) < c}, or <= c with inclusive: a binary search of a sorted range.
+template <class CodeAt>
+GPUSORT_HD constexpr std::uint64_t count_below(const CodeAt& code, std::uint64_t lo,
+                                               std::uint64_t hi, std::uint64_t c,
+                                               bool inclusive) {
+  const std::uint64_t first = lo;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    const std::uint64_t v = code(mid);
+    if (v < c || (inclusive && v == c))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo - first;
+}
+
+// Pivots of a run of n elements taken every m-th: positions 0, m, 2m, ... below n.
+GPUSORT_HD constexpr std::uint64_t pivot_count(std::uint64_t n, std::uint64_t m) {
+  return (n + m - 1) / m;
+}
+
+// The split at element (q, i) with code c: out[r] = elements of run r before it in the merged
+// order (out[q] = i); returns their sum, the element's merged position. code(r, k) is the code
+// of run r's element k; lo[r] .. hi[r] the range of run r searched: elements of run r below
+// lo[r] are known to come before it and those from hi[r] on after it.
+template <class CodeOf>
+GPUSORT_HD constexpr std::uint64_t split_at_element(const CodeOf& code, int runs,
+                                                    const std::uint64_t* lo,
+                                                    const std::uint64_t* hi, int q,
+                                                    std::uint64_t i, std::uint64_t c,
+                                                    std::uint64_t* out) {
+  std::uint64_t rank = 0;
+  for (int r = 0; r < runs; ++r) {
+    if (r == q) {
+      out[r] = i;
+    } else {
+      const auto code_r = [&](std::uint64_t k) { return code(r, k); };
+      // Earlier runs come first on equal codes.
+      out[r] = lo[r] + count_below(code_r, lo[r], hi[r], c, r < q);
+    }
+    rank += out[r];
+  }
+  return rank;
+}
+
+// The split at output position d, given a pivot split lo (at merged position `from` <= d) and
+// the next pivot's split hi (at a position > d, or the runs' lengths): out[q] = elements of run
+// q among the first d outputs. For each run, a binary search over its window for the first
+// element at a merged position >= d.
+template <class CodeOf>
+GPUSORT_HD constexpr void split_in_window(const CodeOf& code, int runs, const std::uint64_t* lo,
+                                          const std::uint64_t* hi, std::uint64_t d,
+                                          std::uint64_t* out) {
+  for (int q = 0; q < runs; ++q) {
+    std::uint64_t first = lo[q], last = hi[q];
+    while (first < last) {
+      const std::uint64_t mid = first + (last - first) / 2;
+      std::uint64_t scratch[max_runs] = {};
+      const std::uint64_t position =
+          split_at_element(code, runs, lo, hi, q, mid, code(q, mid), scratch);
+      if (position < d)
+        first = mid + 1;
+      else
+        last = mid;
+    }
+    out[q] = first;
+  }
+}
+
+// Merge path: of the first d outputs of the stable merge of sorted a (na elements, first on
+// ties) and b (nb), how many come from a. before(x, y): x's code is below y's.
+template <class ACode, class BCode>
+GPUSORT_HD constexpr std::uint64_t merge_path_split(const ACode& a, std::uint64_t na,
+                                                    const BCode& b, std::uint64_t nb,
+                                                    std::uint64_t d) {
+  std::uint64_t lo = d > nb ? d - nb : 0, hi = d < na ? d : na;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (!(b(d - 1 - mid) < a(mid)))  // a[mid] comes before b[d - 1 - mid]: within the first d
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// Outputs d .. d + count - 1 of that merge (as many as there are): emit(k, from_a, index)
+// for each, k from 0, index into a or b. A thread's share of a merge: its diagonal's split,
+// then a serial merge.
+template <class ACode, class BCode, class Emit>
+GPUSORT_HD constexpr void merge_chunk(const ACode& a, std::uint64_t na, const BCode& b,
+                                      std::uint64_t nb, std::uint64_t d, std::uint64_t count,
+                                      const Emit& emit) {
+  if (d >= na + nb) return;
+  std::uint64_t i = merge_path_split(a, na, b, nb, d), j = d - i;
+  if (count > na + nb - d) count = na + nb - d;
+  for (std::uint64_t k = 0; k < count; ++k) {
+    const bool take_a = j >= nb || (i < na && !(b(j) < a(i)));
+    emit(k, take_a, take_a ? i++ : j++);
+  }
+}
+
+}  // namespace gpusort::detail::index_math::multiway

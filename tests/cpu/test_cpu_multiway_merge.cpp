@@ -1,0 +1,184 @@
+// The one-pass merge of R sorted runs (detail/index_math/multiway_merge.hpp), simulated on the
+// CPU as the device runs it: pivots and their splits, the pivots sorted by position, each
+// tile's split found in its window, and each tile merged by pairwise merge paths in a tree.
+// The result must be the stable order by (code, run, position), on runs with heavy ties,
+// empty runs, and tiles and pivot gaps of awkward sizes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "gpusort/detail/index_math/multiway_merge.hpp"
+
+namespace {
+
+namespace mm = gpusort::detail::index_math::multiway;
+using runs_t = std::vector<std::vector<std::uint64_t>>;
+using element = std::pair<int, std::uint64_t>;  // (run, position)
+
+std::vector<element> reference_merge(const runs_t& runs) {
+  std::vector<std::tuple<std::uint64_t, int, std::uint64_t>> all;
+  for (int q = 0; q < static_cast<int>(runs.size()); ++q)
+    for (std::uint64_t i = 0; i < runs[q].size(); ++i) all.emplace_back(runs[q][i], q, i);
+  std::sort(all.begin(), all.end());
+  std::vector<element> out;
+  for (const auto& [c, q, i] : all) out.emplace_back(q, i);
+  return out;
+}
+
+// The splits of every tile start, as the device finds them (steps 1-3 of the header).
+std::vector<std::vector<std::uint64_t>> tile_splits(const runs_t& runs, std::uint64_t m,
+                                                    std::uint64_t tile) {
+  const int r = static_cast<int>(runs.size());
+  const auto code = [&](int q, std::uint64_t i) { return runs[q][i]; };
+  std::vector<std::uint64_t> zeros(r, 0), lengths(r);
+  std::uint64_t total = 0;
+  for (int q = 0; q < r; ++q) total += lengths[q] = runs[q].size();
+  struct pivot {
+    std::uint64_t position;
+    std::vector<std::uint64_t> split;
+  };
+  std::vector<pivot> pivots;
+  for (int q = 0; q < r; ++q)
+    for (std::uint64_t t = 0; t < mm::pivot_count(lengths[q], m); ++t) {
+      pivot p{0, std::vector<std::uint64_t>(r)};
+      p.position = mm::split_at_element(code, r, zeros.data(), lengths.data(), q, t * m,
+                                        runs[q][t * m], p.split.data());
+      pivots.push_back(std::move(p));
+    }
+  std::sort(pivots.begin(), pivots.end(),
+            [](const pivot& a, const pivot& b) { return a.position < b.position; });
+  std::vector<std::vector<std::uint64_t>> splits;
+  for (std::uint64_t d = 0; d < total; d += tile) {
+    std::size_t k = 0;
+    while (k + 1 < pivots.size() && pivots[k + 1].position <= d) ++k;
+    const std::vector<std::uint64_t>& hi = k + 1 < pivots.size() ? pivots[k + 1].split : lengths;
+    std::vector<std::uint64_t> out(r);
+    mm::split_in_window(code, r, pivots[k].split.data(), hi.data(), d, out.data());
+    splits.push_back(out);
+  }
+  splits.push_back(lengths);
+  return splits;
+}
+
+// One tile merged as a block does it: its segments in run order, merged pairwise in rounds
+// (chunks of `items` outputs each, as threads would), an odd last one carried over.
+std::vector<element> merge_tile(const runs_t& runs, const std::vector<std::uint64_t>& from,
+                                const std::vector<std::uint64_t>& to, std::uint64_t items) {
+  std::vector<std::vector<element>> segments;
+  for (int q = 0; q < static_cast<int>(runs.size()); ++q) {
+    segments.emplace_back();
+    for (std::uint64_t i = from[q]; i < to[q]; ++i) segments.back().emplace_back(q, i);
+  }
+  const auto code = [&](const element& e) { return runs[e.first][e.second]; };
+  while (segments.size() > 1) {
+    std::vector<std::vector<element>> next;
+    for (std::size_t s = 0; s + 1 < segments.size(); s += 2) {
+      const auto& a = segments[s];
+      const auto& b = segments[s + 1];
+      std::vector<element> merged(a.size() + b.size());
+      for (std::uint64_t d = 0; d < merged.size(); d += items)
+        mm::merge_chunk([&](std::uint64_t i) { return code(a[i]); }, a.size(),
+                        [&](std::uint64_t j) { return code(b[j]); }, b.size(), d, items,
+                        [&](std::uint64_t k, bool from_a, std::uint64_t index) {
+                          merged[d + k] = from_a ? a[index] : b[index];
+                        });
+      next.push_back(std::move(merged));
+    }
+    if (segments.size() % 2) next.push_back(std::move(segments.back()));
+    segments = std::move(next);
+  }
+  return segments.empty() ? std::vector<element>{} : segments[0];
+}
+
+void check_merge(const runs_t& runs, std::uint64_t m, std::uint64_t tile, std::uint64_t items) {
+  SCOPED_TRACE(::testing::Message() << "runs=" << runs.size() << " m=" << m << " tile=" << tile
+                                    << " items=" << items);
+  const std::vector<element> want = reference_merge(runs);
+  const auto splits = tile_splits(runs, m, tile);
+  std::vector<element> got;
+  for (std::size_t t = 0; t + 1 < splits.size(); ++t) {
+    std::uint64_t from = 0, to = 0;
+    for (std::size_t q = 0; q < runs.size(); ++q) {
+      from += splits[t][q];
+      to += splits[t + 1][q];
+      ASSERT_LE(splits[t][q], splits[t + 1][q]) << "tile " << t << " run " << q;
+    }
+    ASSERT_EQ(from, t * tile) << "tile " << t << " starts elsewhere";
+    ASSERT_LE(to - from, tile);
+    for (const element& e : merge_tile(runs, splits[t], splits[t + 1], items)) got.push_back(e);
+  }
+  ASSERT_EQ(got, want);
+}
+
+runs_t random_runs(std::mt19937_64& rng, int count, std::uint64_t longest, std::uint64_t distinct) {
+  runs_t runs(count);
+  for (auto& run : runs) {
+    const std::uint64_t n = rng() % 4 == 0 ? 0 : rng() % (longest + 1);
+    for (std::uint64_t i = 0; i < n; ++i) run.push_back(rng() % distinct);
+    std::sort(run.begin(), run.end());
+  }
+  return runs;
+}
+
+TEST(MultiwayMerge, CountBelowIsABinarySearch) {
+  const std::vector<std::uint64_t> v{1, 3, 3, 3, 7};
+  const auto code = [&](std::uint64_t i) { return v[i]; };
+  EXPECT_EQ(mm::count_below(code, 0, 5, 3, false), 1u);
+  EXPECT_EQ(mm::count_below(code, 0, 5, 3, true), 4u);
+  EXPECT_EQ(mm::count_below(code, 2, 5, 3, true), 2u);  // within [2, 5)
+  EXPECT_EQ(mm::count_below(code, 0, 5, 9, false), 5u);
+  EXPECT_EQ(mm::count_below(code, 0, 0, 9, true), 0u);
+}
+
+TEST(MultiwayMerge, MergePathGivesTiesToTheFirstSequence) {
+  const std::vector<std::uint64_t> a{2, 2}, b{2};
+  const auto ca = [&](std::uint64_t i) { return a[i]; };
+  const auto cb = [&](std::uint64_t i) { return b[i]; };
+  EXPECT_EQ(mm::merge_path_split(ca, 2, cb, 1, 0), 0u);
+  EXPECT_EQ(mm::merge_path_split(ca, 2, cb, 1, 1), 1u);
+  EXPECT_EQ(mm::merge_path_split(ca, 2, cb, 1, 2), 2u);  // both of a before b's tie
+  EXPECT_EQ(mm::merge_path_split(ca, 2, cb, 1, 3), 2u);
+  EXPECT_EQ(mm::pivot_count(0, 4), 0u);
+  EXPECT_EQ(mm::pivot_count(4, 4), 1u);
+  EXPECT_EQ(mm::pivot_count(5, 4), 2u);
+}
+
+TEST(MultiwayMerge, PivotsKnowTheirMergedPositions) {
+  std::mt19937_64 rng(3);
+  const runs_t runs = random_runs(rng, 5, 40, 6);
+  const std::vector<element> want = reference_merge(runs);
+  std::vector<std::uint64_t> zeros(runs.size()), lengths, split(runs.size());
+  for (const auto& run : runs) lengths.push_back(run.size());
+  const auto code = [&](int q, std::uint64_t i) { return runs[q][i]; };
+  for (int q = 0; q < 5; ++q)
+    for (std::uint64_t i = 0; i < runs[q].size(); ++i) {
+      const std::uint64_t position = mm::split_at_element(code, 5, zeros.data(), lengths.data(),
+                                                          q, i, runs[q][i], split.data());
+      ASSERT_EQ(want.at(position), element(q, i));
+    }
+}
+
+TEST(MultiwayMerge, TilesMergeToTheStableOrder) {
+  std::mt19937_64 rng(7);
+  for (int count = 1; count <= mm::max_runs; ++count)
+    for (std::uint64_t distinct : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{1000}})
+      for (const auto& [m, tile, items] : {std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>{1, 1, 1},
+                                           {3, 5, 2}, {4, 16, 4}, {7, 13, 3}, {16, 64, 8}})
+        for (int trial = 0; trial < 3; ++trial) {
+          check_merge(random_runs(rng, count, 60, distinct), m, tile, items);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+}
+
+TEST(MultiwayMerge, EmptyAndOneElementRuns) {
+  check_merge({{}, {}, {}}, 2, 4, 2);
+  check_merge({{5}, {}, {5}, {4}}, 1, 1, 1);
+  check_merge({{}, {1, 1, 1, 1, 1}, {}, {1}}, 2, 3, 2);
+}
+
+}  // namespace
