@@ -15,6 +15,7 @@
 
 #include "dist_common.hpp"
 #include "gpusort/detail/index_math/dist.hpp"
+#include "multiway_merge.cuh"
 #include "gpusort/dist.hpp"
 
 namespace gpusort::dist::detail {
@@ -88,13 +89,14 @@ struct run_view {
   std::uint64_t length;
 };
 
-// Merges the runs (in rank order: the received ones in buffer 0, the own one in the shard)
-// into one sorted run at the start of buffer 0 or 1, whichever it returns: pairwise, adjacent
-// runs only, so the merge is stable; the first round packs them into buffer 1, later rounds
-// ping-pong. A single run already at the start of buffer 0 stays there.
-template <class K, class V, class Compare>
+// Merges the runs (in rank order, none empty: the received ones in buffer 0, the own one in
+// the shard) into one sorted run at the start of buffer 0 or 1, whichever it returns, stable by
+// run. Three to mm::max_runs runs: in one pass into buffer 1 (multiway_merge.cuh). Otherwise
+// pairwise, adjacent runs only: the first round packs them into buffer 1 (CUB's merge), later
+// rounds ping-pong. A single run already at the start of buffer 0 stays there.
+template <class K, class V>
 int merge_runs(device_memory* keys_buf, device_memory* values_buf,
-               std::vector<run_view<K, V>> runs, std::uint64_t total, Compare comp,
+               std::vector<run_view<K, V>> runs, std::uint64_t total, math::order_code<K> code,
                cudaStream_t stream, const std::string& call) {
   constexpr bool pairs = !std::is_same_v<V, no_value>;
   auto key_ptr = [&](int b) { return static_cast<K*>(keys_buf[b].get()); };
@@ -102,6 +104,18 @@ int merge_runs(device_memory* keys_buf, device_memory* values_buf,
   if (runs.empty() || (runs.size() == 1 && runs[0].keys == key_ptr(0) &&
                        (!pairs || runs[0].values == value_ptr(0))))
     return 0;
+  if (runs.size() >= 3 && runs.size() <= static_cast<std::size_t>(mm::max_runs)) {
+    run_set<K, V> set;
+    for (const run_view<K, V>& run : runs) {
+      set.keys[set.count] = run.keys;
+      set.values[set.count] = run.values;
+      set.length[set.count++] = run.length;
+    }
+    merge_runs_in_one_pass<K, V>(set, total, key_ptr(1), pairs ? value_ptr(1) : nullptr, code,
+                                 stream, call);
+    return 1;
+  }
+  const by_order_code<K> comp{code};
   auto merge = [&](void* temp, std::size_t& bytes, const run_view<K, V>& a,
                    const run_view<K, V>& b, K* out_keys, V* out_values) {
     if constexpr (pairs) {
@@ -379,8 +393,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                                : run_view<K, V>{received_keys + r.key_at,
                                                 pairs ? received_values + r.value_at : nullptr,
                                                 r.length});
-  const int result = merge_runs<K, V>(recv_keys, recv_values, std::move(views), received,
-                                      by_order_code<K>{code}, stream, call);
+  const int result = merge_runs<K, V>(recv_keys, recv_values, std::move(views), received, code,
+                                      stream, call);
   recv_keys[1 - result].reset(stream);
   recv_values[1 - result].reset(stream);
   clock.mark(4);
