@@ -68,14 +68,16 @@ template <class K, int B>
 py::tuple result_of(const std::shared_ptr<shard_of<K, B>>& result) {
   const std::uint64_t count = result->size();
   const auto& t = result->times();
-  const py::dict times(py::arg("setup_ms") = t.setup_ms, py::arg("local_sort_ms") = t.local_sort_ms,
-                       py::arg("sampling_ms") = t.sampling_ms, py::arg("exchange_ms") = t.exchange_ms,
-                       py::arg("merge_ms") = t.merge_ms, py::arg("total_ms") = t.total_ms,
-                       py::arg("bytes_sent") = t.bytes_sent);
+  const py::dict times(py::arg("setup_ms") = t.setup_ms,
+                       py::arg("local_sort_ms") = t.local_sort_ms,
+                       py::arg("sampling_ms") = t.sampling_ms,
+                       py::arg("exchange_ms") = t.exchange_ms, py::arg("merge_ms") = t.merge_ms,
+                       py::arg("total_ms") = t.total_ms, py::arg("bytes_sent") = t.bytes_sent);
   const device_bytes sorted_keys{result, result->keys().data(), sizeof(K) * count};
   py::object sorted_values = py::none();
   if constexpr (B != 0)
-    sorted_values = py::cast(device_bytes{result, result->values().data(), std::uint64_t{B} * count});
+    sorted_values =
+        py::cast(device_bytes{result, result->values().data(), std::uint64_t{B} * count});
   py::list rank_sizes;
   for (const std::uint64_t size : result->rank_sizes()) rank_sizes.append(size);
   return py::make_tuple(py::cast(sorted_keys), sorted_values, count, times, rank_sizes);

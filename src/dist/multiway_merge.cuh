@@ -59,17 +59,19 @@ __global__ void pivot_splits_kernel(run_set<K, V> runs, math::order_code<K> code
 }
 
 // Tile t's split (t tiles, then the runs' lengths after the last), from the window of the last
-// pivot at or before its start.
+// pivot at or before its start: one thread a (tile, run).
 template <class K, class V>
 __global__ void tile_splits_kernel(run_set<K, V> runs, math::order_code<K> code,
                                    std::uint64_t pivots, const std::uint64_t* sorted_positions,
                                    const std::uint32_t* sorted_ids, const std::uint64_t* splits,
                                    std::uint64_t tiles, std::uint64_t* tile_splits) {
-  const std::uint64_t t = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  const std::uint64_t g = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  const std::uint64_t t = g / runs.count;
+  const int q = static_cast<int>(g % runs.count);
   if (t > tiles) return;
-  std::uint64_t* out = tile_splits + t * runs.count;
+  std::uint64_t& out = tile_splits[t * runs.count + q];
   if (t == tiles) {
-    for (int r = 0; r < runs.count; ++r) out[r] = runs.length[r];
+    out = runs.length[q];
     return;
   }
   const std::uint64_t d = t * merge_tile;
@@ -80,7 +82,7 @@ __global__ void tile_splits_kernel(run_set<K, V> runs, math::order_code<K> code,
   const std::uint64_t* hi =
       k + 1 < pivots ? splits + std::uint64_t{sorted_ids[k + 1]} * runs.count : runs.length;
   const auto code_of = [&](int r, std::uint64_t i) { return code(runs.keys[r][i]); };
-  mm::split_in_window(code_of, runs.count, lo, hi, d, out);
+  out = mm::split_of_run(code_of, runs.count, lo, hi, d, q);
 }
 
 // One block a tile: its segments (one a run, in run order) loaded into shared memory with the
@@ -166,11 +168,10 @@ void merge_runs_in_one_pass(const run_set<K, V>& runs, std::uint64_t total, K* o
   const auto r = static_cast<std::uint64_t>(runs.count);
   const int bits = std::bit_width(total);
   std::size_t sort_bytes = 0;
-  check_cuda(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<std::uint64_t*>(nullptr),
-                                             static_cast<std::uint64_t*>(nullptr),
-                                             static_cast<std::uint32_t*>(nullptr),
-                                             static_cast<std::uint32_t*>(nullptr), pivots, 0, bits,
-                                             stream),
+  std::uint64_t* no_positions = nullptr;
+  std::uint32_t* no_ids = nullptr;
+  check_cuda(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, no_positions, no_positions,
+                                             no_ids, no_ids, pivots, 0, bits, stream),
              call + ": the merge's pivot sort");
   const std::string what = call + ": the merge's workspace";
   device_memory positions(sizeof(std::uint64_t) * 2 * pivots, stream, what);
@@ -189,7 +190,7 @@ void merge_runs_in_one_pass(const run_set<K, V>& runs, std::uint64_t total, K* o
                                              position + pivots, id, id + pivots, pivots, 0, bits,
                                              stream),
              call + ": the merge's pivot sort");
-  tile_splits_kernel<K, V><<<merge_blocks_for(tiles + 1), merge_threads, 0, stream>>>(
+  tile_splits_kernel<K, V><<<merge_blocks_for((tiles + 1) * r), merge_threads, 0, stream>>>(
       runs, code, pivots, position + pivots, id + pivots, split, tiles, tile_split);
   check_cuda(cudaGetLastError(), call + ": the merge's tiles");
   merge_tiles_kernel<K, V><<<static_cast<unsigned>(tiles), merge_threads, 0, stream>>>(

@@ -6,7 +6,8 @@
 // the input order. The split of the merge at output position d is the vector s(d): s_q(d)
 // elements of run q lie among the first d outputs. The element (q, i) with code c lies at
 // merged position
-//   rank(q, i) = i + sum over runs r < q of #{codes <= c in r} + sum over r > q of #{codes < c in r}.
+//   rank(q, i) = i + sum over runs r < q of #{codes <= c in r}
+//                  + sum over runs r > q of #{codes < c in r}.
 //
 // Three steps find the splits of every output tile (d = t T) without a search over whole runs
 // per tile:
@@ -75,28 +76,34 @@ GPUSORT_HD constexpr std::uint64_t split_at_element(const CodeOf& code, int runs
   return rank;
 }
 
-// The split at output position d, given a pivot split lo (at merged position `from` <= d) and
-// the next pivot's split hi (at a position > d, or the runs' lengths): out[q] = elements of run
-// q among the first d outputs. For each run, a binary search over its window for the first
-// element at a merged position >= d.
+// Run q's part of the split at output position d, given a pivot split lo (at a merged position
+// <= d) and the next pivot's split hi (at a position > d, or the runs' lengths): the elements of
+// run q among the first d outputs. A binary search over run q's window for the first element
+// at a merged position >= d. (The device gives each run its own thread.)
+template <class CodeOf>
+GPUSORT_HD constexpr std::uint64_t split_of_run(const CodeOf& code, int runs,
+                                                const std::uint64_t* lo, const std::uint64_t* hi,
+                                                std::uint64_t d, int q) {
+  std::uint64_t first = lo[q], last = hi[q];
+  while (first < last) {
+    const std::uint64_t mid = first + (last - first) / 2;
+    std::uint64_t scratch[max_runs] = {};
+    const std::uint64_t position =
+        split_at_element(code, runs, lo, hi, q, mid, code(q, mid), scratch);
+    if (position < d)
+      first = mid + 1;
+    else
+      last = mid;
+  }
+  return first;
+}
+
+// The whole split at output position d: out[q] = split_of_run(..., q) for every run.
 template <class CodeOf>
 GPUSORT_HD constexpr void split_in_window(const CodeOf& code, int runs, const std::uint64_t* lo,
                                           const std::uint64_t* hi, std::uint64_t d,
                                           std::uint64_t* out) {
-  for (int q = 0; q < runs; ++q) {
-    std::uint64_t first = lo[q], last = hi[q];
-    while (first < last) {
-      const std::uint64_t mid = first + (last - first) / 2;
-      std::uint64_t scratch[max_runs] = {};
-      const std::uint64_t position =
-          split_at_element(code, runs, lo, hi, q, mid, code(q, mid), scratch);
-      if (position < d)
-        first = mid + 1;
-      else
-        last = mid;
-    }
-    out[q] = first;
-  }
+  for (int q = 0; q < runs; ++q) out[q] = split_of_run(code, runs, lo, hi, d, q);
 }
 
 // Merge path: of the first d outputs of the stable merge of sorted a (na elements, first on
