@@ -655,15 +655,41 @@ TEST(ApproxMath, CandidateCapacityHoldsTheSampledCandidates) {
   }
 }
 
-TEST(ApproxMath, PickDigitFindsTheBucketOfTheRank) {
+// The digit a radix select's pass picks, as the device finds it: every bucket asks
+// bucket_holds_rank of the keys below it (their exclusive sum). {digit, keys below it}, or
+// {buckets, total} where no bucket holds the rank.
+namespace {
+struct digit_pick {
+  std::uint32_t digit = 0;
+  std::uint64_t before = 0;
+};
+template <class Count>
+digit_pick pick_digit(const Count* counts, std::uint32_t buckets, std::uint64_t rank) {
+  digit_pick found{buckets, 0};
+  std::uint64_t before = 0;
+  int holders = 0;
+  for (std::uint32_t d = 0; d < buckets; ++d) {
+    if (net::bucket_holds_rank(before, counts[d], rank)) found = {d, before}, ++holders;
+    before += counts[d];
+  }
+  EXPECT_LE(holders, 1) << "rank " << rank << " in two buckets";
+  if (holders == 0) found.before = before;
+  return found;
+}
+}  // namespace
+
+TEST(ApproxMath, OneBucketHoldsEachRank) {
   const std::uint32_t counts[] = {0, 3, 0, 2, 5};
-  const std::pair<std::uint64_t, net::digit_pick> cases[] = {
+  const std::pair<std::uint64_t, digit_pick> cases[] = {
       {1, {1, 0}}, {3, {1, 0}}, {4, {3, 3}}, {5, {3, 3}}, {6, {4, 5}}, {10, {4, 5}}, {11, {5, 10}}};
   for (const auto& [rank, want] : cases) {
-    const net::digit_pick got = net::pick_digit(counts, 5, rank);
+    const digit_pick got = pick_digit(counts, 5, rank);
     EXPECT_EQ(got.digit, want.digit) << "rank " << rank;
     EXPECT_EQ(got.before, want.before) << "rank " << rank;
   }
+  EXPECT_FALSE(net::bucket_holds_rank(0, 0, 1));  // an empty bucket holds nothing
+  EXPECT_TRUE(net::bucket_holds_rank(2, 1, 3));
+  EXPECT_FALSE(net::bucket_holds_rank(2, 1, 2));
 }
 
 // The device radix select's digit loop, run on the CPU: for every k its code is the k-th
@@ -693,7 +719,7 @@ TYPED_TEST(ApproxMath, RadixSelectFindsTheKthCode) {
           std::uint64_t counts[1u << bits] = {};
           for (const U c : codes)
             if (((c ^ prefix) & high) == 0) ++counts[(c >> shift) & ((1u << bits) - 1)];
-          const net::digit_pick pick = net::pick_digit(counts, 1u << bits, k - below);
+          const digit_pick pick = pick_digit(counts, 1u << bits, k - below);
           ASSERT_LT(pick.digit, 1u << bits);
           prefix |= static_cast<U>(pick.digit) << shift;
           below += pick.before;
@@ -835,7 +861,7 @@ TYPED_TEST(ApproxMath, RowSelectSearchFindsTheKthCode) {
           std::vector<std::uint64_t> counts(digit_mask + 1);
           for (const U c : codes)
             if (static_cast<U>(c & mask) == prefix) ++counts[(c >> w.shift) & digit_mask];
-          const net::digit_pick pick = net::pick_digit(counts.data(), digit_mask + 1, k - below);
+          const digit_pick pick = pick_digit(counts.data(), digit_mask + 1, k - below);
           ASSERT_LE(pick.digit, digit_mask);
           prefix = static_cast<U>(prefix | static_cast<U>(static_cast<U>(pick.digit) << w.shift));
           mask = static_cast<U>(mask | static_cast<U>(static_cast<U>(digit_mask) << w.shift));

@@ -1,7 +1,8 @@
 // The k first keys (and their values) of an array, exactly, by radix select: the k-th key's
 // code (index_math::select_code) is found a digit at a time from the top, one pass over the keys
 // per digit counting the keys that share the digits found so far; the last block of a pass
-// picks the digit (index_math::pick_digit). A last pass gathers every key before the k-th and as
+// picks the digit (a block scan of the counts, index_math::bucket_holds_rank). A last pass
+// gathers every key before the k-th and as
 // many keys equal to it as k needs. It reads the keys bits / 8 + 1 times, on any input.
 //
 // Two uses (select_input says which): top_k's fallback, whose every kernel first reads how
@@ -14,6 +15,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+
+#include <cub/block/block_scan.cuh>
 
 #include "gpusort/detail/device/gather.cuh"
 #include "gpusort/detail/device/launch.cuh"
@@ -60,16 +63,21 @@ struct select_input {
 };
 
 // One digit: counts the keys that share the prefix found so far by their digit at `shift`;
-// the last block to finish picks the digit holding the rank-th key.
+// the last block to finish picks the digit holding the rank-th key: each thread sums its
+// buckets, a block scan gives each the keys below them, and the thread whose bucket holds the
+// rank writes it (one walk of 256 counts by one thread was most of a pass's time).
 template <int THREADS, class K>
 __global__ void __launch_bounds__(THREADS)
     select_digit_kernel(const K* keys, select_input input, bool descending, int shift,
                         index_t k, radix_select_state* state) {
   using U = index_math::ordered_t<K>;
+  constexpr unsigned per_thread = select_buckets / THREADS;
+  static_assert(per_thread >= 1 && select_buckets % THREADS == 0);
+  using scan = cub::BlockScan<unsigned long long, THREADS>;
   if (!input.runs(k)) return;
   const index_t n = input.size();
   __shared__ unsigned counts[select_buckets];
-  __shared__ unsigned long long totals[select_buckets];
+  __shared__ typename scan::TempStorage scan_storage;
   __shared__ bool last;
   for (unsigned d = threadIdx.x; d < select_buckets; d += THREADS) counts[d] = 0;
   __syncthreads();
@@ -90,17 +98,23 @@ __global__ void __launch_bounds__(THREADS)
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (unsigned d = threadIdx.x; d < select_buckets; d += THREADS) {
-    totals[d] = __ldcg(&state->counts[d]);
+  unsigned long long mine[per_thread], sum = 0;
+  for (unsigned j = 0; j < per_thread; ++j) {
+    const unsigned d = threadIdx.x * per_thread + j;
+    sum += mine[j] = __ldcg(&state->counts[d]);
     state->counts[d] = 0;
   }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const index_math::digit_pick pick = index_math::pick_digit(totals, select_buckets, k - state->below);
-    state->prefix |= static_cast<unsigned long long>(pick.digit) << shift;
-    state->below += pick.before;
-    state->blocks_done = 0;
+  const unsigned long long rank = k - state->below;  // read before the scan's barrier
+  unsigned long long before = 0;
+  scan(scan_storage).ExclusiveSum(sum, before);
+  for (unsigned j = 0; j < per_thread; ++j) {
+    if (index_math::bucket_holds_rank(before, mine[j], rank)) {
+      state->prefix |= static_cast<unsigned long long>(threadIdx.x * per_thread + j) << shift;
+      state->below += before;
+    }
+    before += mine[j];
   }
+  if (threadIdx.x == 0) state->blocks_done = 0;
 }
 
 // The last pass: keys before the k-th to out[0, below), and the first keys equal to it to
@@ -172,40 +186,31 @@ cudaError_t radix_select(const K* keys, Values values, select_input input, index
 // Of codes[0, count), the index of the one of rank `rank` (0-based) in (code, index) order, to
 // *chosen, once the select passes have left that rank's code in state->prefix and the codes
 // below it counted in state->below: the (rank - below)-th code equal to it in index order. One
-// block; each warp counts the equal codes of its contiguous chunk (coalesced), and the warp
-// whose chunk holds the wanted one finds it with ballots.
+// block; each thread counts the equal codes of its contiguous chunk (independent loads), a
+// block scan gives each the equal codes before its chunk, and the thread whose chunk holds
+// the wanted one walks it again.
 template <int THREADS, class U>
 __global__ void __launch_bounds__(THREADS)
     pick_ranked_index_kernel(const U* codes, index_t count, index_t rank,
                              const radix_select_state* state, std::uint32_t* chosen) {
-  constexpr unsigned warps = THREADS / 32;
-  __shared__ index_t warp_counts[warps];
+  using scan = cub::BlockScan<index_t, THREADS>;
+  __shared__ typename scan::TempStorage scan_storage;
   const U code = static_cast<U>(state->prefix);
   const index_t wanted = rank - state->below;
-  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const index_t chunk = (count + warps - 1) / warps;
-  const index_t first = warp * chunk < count ? warp * chunk : count;
+  const index_t chunk = (count + THREADS - 1) / THREADS;
+  const index_t first = threadIdx.x * chunk < count ? threadIdx.x * chunk : count;
   const index_t last = first + chunk < count ? first + chunk : count;
-  unsigned mine = 0;
-  for (index_t i = first + lane; i < last; i += 32) mine += codes[i] == code;
-  for (int offset = 16; offset > 0; offset /= 2) mine += __shfl_down_sync(~0u, mine, offset);
-  if (lane == 0) warp_counts[warp] = mine;
-  __syncthreads();
+  index_t mine = 0;
+#pragma unroll 8
+  for (index_t i = first; i < last; ++i) mine += codes[i] == code;
   index_t seen = 0;
-  for (unsigned w = 0; w < warp; ++w) seen += warp_counts[w];
-  if (wanted < seen || wanted >= seen + warp_counts[warp]) return;
-  for (index_t base = first; base < last; base += 32) {  // the same bounds on every lane
-    const index_t i = base + lane;
-    const bool equal = i < last && codes[i] == code;
-    const unsigned votes = __ballot_sync(~0u, equal);
-    const auto here = static_cast<unsigned>(__popc(votes));
-    if (wanted < seen + here) {
-      const auto before_me = static_cast<unsigned>(__popc(votes & ((1u << lane) - 1u)));
-      if (equal && seen + before_me == wanted) *chosen = static_cast<std::uint32_t>(i);
+  scan(scan_storage).ExclusiveSum(mine, seen);
+  if (wanted < seen || wanted >= seen + mine) return;
+  for (index_t i = first; i < last; ++i)
+    if (codes[i] == code && seen++ == wanted) {
+      *chosen = static_cast<std::uint32_t>(i);
       return;
     }
-    seen += here;
-  }
 }
 
 // The index of the element of rank `rank` among codes[0, count) (unsigned codes, below 2^32
@@ -233,7 +238,7 @@ cudaError_t select_ranked_index(const U* codes, index_t count, index_t rank,
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
-  pick_ranked_index_kernel<1024, U><<<1, 1024, 0, stream>>>(codes, count, rank, state, chosen);
+  pick_ranked_index_kernel<512, U><<<1, 512, 0, stream>>>(codes, count, rank, state, chosen);
   return cudaGetLastError();
 }
 

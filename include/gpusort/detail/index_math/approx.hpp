@@ -219,21 +219,12 @@ inline index_t candidate_capacity(index_t k, index_t n, index_t samples) {
 // ---- radix select -------------------------------------------------------------------------
 
 // One step of a radix select: of the keys counted per digit value, the digit whose bucket
-// holds the rank-th key (1-based) and how many keys the buckets before it hold. A rank past
-// the total gives {buckets, total}.
-struct digit_pick {
-  std::uint32_t digit = 0;
-  std::uint64_t before = 0;
-};
-template <class Count>
-GPUSORT_HD constexpr digit_pick pick_digit(const Count* counts, std::uint32_t buckets,
-                                           std::uint64_t rank) {
-  std::uint64_t before = 0;
-  for (std::uint32_t d = 0; d < buckets; ++d) {
-    if (before + counts[d] >= rank) return {d, before};
-    before += counts[d];
-  }
-  return {buckets, before};
+// holds the rank-th key (1-based). With `before` the keys of the buckets below a bucket of
+// `count` keys, whether it is that bucket: exactly one bucket is, for a rank from 1 to the
+// total. The device asks it of every bucket at once, after a block scan of the counts.
+GPUSORT_HD constexpr bool bucket_holds_rank(std::uint64_t before, std::uint64_t count,
+                                            std::uint64_t rank) {
+  return before < rank && rank <= before + count;
 }
 
 // The code that radix select orders keys by: the ordered bits (every NaN the same, as in
