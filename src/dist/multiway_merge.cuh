@@ -13,6 +13,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "dist_common.hpp"
+#include "gpusort/detail/block/tile_merge.hpp"
 #include "gpusort/detail/index_math/dist.hpp"
 #include "gpusort/detail/index_math/multiway_merge.hpp"
 
@@ -21,20 +22,12 @@ namespace gpusort::dist::detail {
 namespace math = gpusort::detail::index_math::dist;
 namespace mm = gpusort::detail::index_math::multiway;
 
-// The runs, by value in each kernel's parameters.
-template <class K, class V>
-struct run_set {
-  const K* keys[mm::max_runs] = {};
-  const V* values[mm::max_runs] = {};
-  std::uint64_t length[mm::max_runs] = {};
-  int count = 0;
-};
+using gpusort::detail::block::run_set;
 
 // Elements of a run between two pivots (a window's most per run).
 inline constexpr std::uint64_t merge_pivot_gap = 1024;
 inline constexpr int merge_threads = 256, merge_items = 8;
 inline constexpr int merge_tile = merge_threads * merge_items;
-static_assert(merge_tile <= 65536, "a tile's element indices are 16-bit");
 
 // Pivot e (run by run: run q's pivots at positions 0, gap, 2 gap, ...): its merged position,
 // its id and its split (splits[e * count + r]).
@@ -85,70 +78,24 @@ __global__ void tile_splits_kernel(run_set<K, V> runs, math::order_code<K> code,
   out = mm::split_of_run(code_of, runs.count, lo, hi, d, q);
 }
 
-// One block a tile: its segments (one a run, in run order) loaded into shared memory with the
-// tile index each key came from, merged pairwise in rounds (every thread on its chunk of the
-// round's outputs, whichever pair it falls in), and written out; values follow by the index.
+// One block a tile (block/tile_merge.hpp), its phases between barriers.
 template <class K, class V>
 __global__ void __launch_bounds__(merge_threads)
     merge_tiles_kernel(run_set<K, V> runs, math::order_code<K> code,
                        const std::uint64_t* tile_splits, K* out_keys, V* out_values) {
-  constexpr bool pairs = !std::is_same_v<V, gpusort::detail::no_value>;
-  __shared__ K keys[2][merge_tile];
-  __shared__ std::uint16_t from[2][merge_tile];
+  using merge = gpusort::detail::block::tile_merge<K, V, math::order_code<K>, merge_tile>;
+  __shared__ typename merge::buffers shared;
   const std::uint64_t* begin = tile_splits + blockIdx.x * std::uint64_t(runs.count);
-  const std::uint64_t* end = begin + runs.count;
-  const std::uint64_t d = blockIdx.x * std::uint64_t{merge_tile};
-  // Segment s of the current round: [start[s], start[s] + length[s]) of the buffer.
-  std::uint32_t start[mm::max_runs], length[mm::max_runs];
-  std::uint32_t size = 0;
-  for (int q = 0; q < runs.count; ++q) {
-    start[q] = size;
-    length[q] = static_cast<std::uint32_t>(end[q] - begin[q]);
-    for (std::uint32_t x = threadIdx.x; x < length[q]; x += merge_threads) {
-      keys[0][size + x] = runs.keys[q][begin[q] + x];
-      from[0][size + x] = static_cast<std::uint16_t>(size + x);
-    }
-    size += length[q];
-  }
+  merge tile(runs, code, begin, begin + runs.count, shared);
+  tile.load(threadIdx.x, merge_threads);
   __syncthreads();
-  int cur = 0, segments = runs.count;
-  while (segments > 1) {
-    const std::uint32_t x0 = threadIdx.x * merge_items;
-    const std::uint32_t x1 = x0 + merge_items < size ? x0 + merge_items : size;
-    for (int s = 0; s < segments; s += 2) {
-      const std::uint32_t a = start[s], na = length[s];
-      const std::uint32_t nb = s + 1 < segments ? length[s + 1] : 0;
-      const std::uint32_t lo = x0 > a ? x0 : a, hi = x1 < a + na + nb ? x1 : a + na + nb;
-      if (lo >= hi) continue;  // this thread's outputs are elsewhere
-      const K* in = keys[cur];
-      const auto a_code = [&](std::uint64_t i) { return code(in[a + i]); };
-      const auto b_code = [&](std::uint64_t j) { return code(in[a + na + j]); };
-      mm::merge_chunk(a_code, na, b_code, nb, lo - a, hi - lo,
-                      [&](std::uint64_t k, bool from_a, std::uint64_t index) {
-                        const std::uint32_t source = a + (from_a ? 0 : na) + index;
-                        keys[1 - cur][lo + k] = in[source];
-                        from[1 - cur][lo + k] = from[cur][source];
-                      });
-    }
+  while (!tile.merged()) {
+    tile.round(threadIdx.x, merge_items);
     __syncthreads();
-    for (int s = 0; s < segments; s += 2) {  // the pairs become the next round's segments
-      start[s / 2] = start[s];
-      length[s / 2] = length[s] + (s + 1 < segments ? length[s + 1] : 0);
-    }
-    segments = (segments + 1) / 2;
-    cur = 1 - cur;
+    tile.next_round();
   }
-  for (std::uint32_t x = threadIdx.x; x < size; x += merge_threads) {
-    out_keys[d + x] = keys[cur][x];
-    if constexpr (pairs) {
-      const std::uint32_t source = from[cur][x];
-      int q = 0;
-      std::uint32_t first = 0;
-      while (source >= first + static_cast<std::uint32_t>(end[q] - begin[q]))
-        first += static_cast<std::uint32_t>(end[q] - begin[q]), ++q;
-      out_values[d + x] = runs.values[q][begin[q] + (source - first)];
-    }
-  }
+  const std::uint64_t d = blockIdx.x * std::uint64_t{merge_tile};
+  tile.write(threadIdx.x, merge_threads, out_keys + d, merge::pairs ? out_values + d : out_values);
 }
 
 inline unsigned merge_blocks_for(std::uint64_t threads_needed) {

@@ -1,17 +1,20 @@
 // The one-pass merge of R sorted runs (detail/index_math/multiway_merge.hpp), simulated on the
 // CPU as the device runs it: pivots and their splits, the pivots sorted by position, each
-// tile's split found in its window, and each tile merged by pairwise merge paths in a tree.
+// tile's split found in its window, and each tile merged by the device's block code
+// (block/tile_merge.hpp) run a thread at a time.
 // The result must be the stable order by (code, run, position), on runs with heavy ties,
 // empty runs, and tiles and pivot gaps of awkward sizes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "gpusort/detail/block/tile_merge.hpp"
 #include "gpusort/detail/index_math/multiway_merge.hpp"
 
 namespace {
@@ -65,34 +68,44 @@ std::vector<std::vector<std::uint64_t>> tile_splits(const runs_t& runs, std::uin
   return splits;
 }
 
-// One tile merged as a block does it: its segments in run order, merged pairwise in rounds
-// (chunks of `items` outputs each, as threads would), an odd last one carried over.
+// One tile merged by block::tile_merge, the device's own code, run a thread at a time between
+// its barriers (items outputs a thread a round, as many threads as cover the tile). Keys are
+// the codes; each value names its (run, position).
+constexpr int test_tile = 64;
+struct identity_code {
+  std::uint64_t operator()(std::uint64_t key) const { return key; }
+};
+
 std::vector<element> merge_tile(const runs_t& runs, const std::vector<std::uint64_t>& from,
                                 const std::vector<std::uint64_t>& to, std::uint64_t items) {
-  std::vector<std::vector<element>> segments;
-  for (int q = 0; q < static_cast<int>(runs.size()); ++q) {
-    segments.emplace_back();
-    for (std::uint64_t i = from[q]; i < to[q]; ++i) segments.back().emplace_back(q, i);
+  using merge = gpusort::detail::block::tile_merge<std::uint64_t, std::uint64_t, identity_code,
+                                                   test_tile>;
+  std::vector<std::vector<std::uint64_t>> values(runs.size());
+  gpusort::detail::block::run_set<std::uint64_t, std::uint64_t> set;
+  for (std::size_t q = 0; q < runs.size(); ++q) {
+    for (std::uint64_t i = 0; i < runs[q].size(); ++i) values[q].push_back(q << 32 | i);
+    set.keys[q] = runs[q].data();
+    set.values[q] = values[q].data();
+    set.length[q] = runs[q].size();
   }
-  const auto code = [&](const element& e) { return runs[e.first][e.second]; };
-  while (segments.size() > 1) {
-    std::vector<std::vector<element>> next;
-    for (std::size_t s = 0; s + 1 < segments.size(); s += 2) {
-      const auto& a = segments[s];
-      const auto& b = segments[s + 1];
-      std::vector<element> merged(a.size() + b.size());
-      for (std::uint64_t d = 0; d < merged.size(); d += items)
-        mm::merge_chunk([&](std::uint64_t i) { return code(a[i]); }, a.size(),
-                        [&](std::uint64_t j) { return code(b[j]); }, b.size(), d, items,
-                        [&](std::uint64_t k, bool from_a, std::uint64_t index) {
-                          merged[d + k] = from_a ? a[index] : b[index];
-                        });
-      next.push_back(std::move(merged));
-    }
-    if (segments.size() % 2) next.push_back(std::move(segments.back()));
-    segments = std::move(next);
+  set.count = static_cast<int>(runs.size());
+  auto shared = std::make_unique<merge::buffers>();
+  merge tile(set, identity_code{}, from.data(), to.data(), *shared);
+  const auto threads = static_cast<unsigned>((test_tile + items - 1) / items);
+  for (unsigned t = 0; t < threads; ++t) tile.load(t, threads);
+  while (!tile.merged()) {
+    for (unsigned t = 0; t < threads; ++t) tile.round(t, static_cast<std::uint32_t>(items));
+    tile.next_round();
   }
-  return segments.empty() ? std::vector<element>{} : segments[0];
+  std::vector<std::uint64_t> out_keys(tile.size), out_values(tile.size);
+  for (unsigned t = 0; t < threads; ++t) tile.write(t, threads, out_keys.data(), out_values.data());
+  std::vector<element> got;
+  for (std::uint32_t x = 0; x < tile.size; ++x) {
+    const element e(static_cast<int>(out_values[x] >> 32), out_values[x] & 0xffffffffu);
+    EXPECT_EQ(out_keys[x], runs[e.first][e.second]) << "a key apart from its value";
+    got.push_back(e);
+  }
+  return got;
 }
 
 void check_merge(const runs_t& runs, std::uint64_t m, std::uint64_t tile, std::uint64_t items) {
