@@ -32,9 +32,10 @@ inline constexpr int merge_tile = merge_threads * merge_items;
 // Pivot e (run by run: run q's pivots at positions 0, gap, 2 gap, ...): its merged position,
 // its id and its split (splits[e * count + r]).
 template <class K, class V>
-__global__ void pivot_splits_kernel(run_set<K, V> runs, math::order_code<K> code,
-                                    std::uint64_t pivots, std::uint64_t* positions,
-                                    std::uint32_t* ids, std::uint64_t* splits) {
+__global__ void pivot_splits_kernel(const __grid_constant__ run_set<K, V> runs,
+                                    math::order_code<K> code, std::uint64_t pivots,
+                                    std::uint64_t* positions, std::uint32_t* ids,
+                                    std::uint64_t* splits) {
   const std::uint64_t e = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (e >= pivots) return;
   int q = 0;
@@ -54,8 +55,9 @@ __global__ void pivot_splits_kernel(run_set<K, V> runs, math::order_code<K> code
 // Tile t's split (t tiles, then the runs' lengths after the last), from the window of the last
 // pivot at or before its start: one thread a (tile, run).
 template <class K, class V>
-__global__ void tile_splits_kernel(run_set<K, V> runs, math::order_code<K> code,
-                                   std::uint64_t pivots, const std::uint64_t* sorted_positions,
+__global__ void tile_splits_kernel(const __grid_constant__ run_set<K, V> runs,
+                                   math::order_code<K> code, std::uint64_t pivots,
+                                   const std::uint64_t* sorted_positions,
                                    const std::uint32_t* sorted_ids, const std::uint64_t* splits,
                                    std::uint64_t tiles, std::uint64_t* tile_splits) {
   const std::uint64_t g = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
@@ -81,7 +83,7 @@ __global__ void tile_splits_kernel(run_set<K, V> runs, math::order_code<K> code,
 // One block a tile (block/tile_merge.hpp), its phases between barriers.
 template <class K, class V>
 __global__ void __launch_bounds__(merge_threads)
-    merge_tiles_kernel(run_set<K, V> runs, math::order_code<K> code,
+    merge_tiles_kernel(const __grid_constant__ run_set<K, V> runs, math::order_code<K> code,
                        const std::uint64_t* tile_splits, K* out_keys, V* out_values) {
   using merge = gpusort::detail::block::tile_merge<K, V, math::order_code<K>, merge_tile>;
   __shared__ typename merge::buffers shared;
