@@ -91,9 +91,10 @@ struct run_view {
 
 // Merges the runs (in rank order, none empty: the received ones in buffer 0, the own one in
 // the shard) into one sorted run at the start of buffer 0 or 1, whichever it returns, stable by
-// run. Three to mm::max_runs runs: in one pass into buffer 1 (multiway_merge.cuh). Otherwise
-// pairwise, adjacent runs only: the first round packs them into buffer 1 (CUB's merge), later
-// rounds ping-pong. A single run already at the start of buffer 0 stays there.
+// run. Rounds merge groups of up to mm::max_runs adjacent runs each: two by CUB's merge, more
+// in one pass (multiway_merge.cuh), one copied. The first round packs them into buffer 1,
+// later rounds ping-pong: up to 8 runs take one round, 64 take two. A single run already at
+// the start of buffer 0 stays there.
 template <class K, class V>
 int merge_runs(device_memory* keys_buf, device_memory* values_buf,
                std::vector<run_view<K, V>> runs, std::uint64_t total, math::order_code<K> code,
@@ -104,20 +105,9 @@ int merge_runs(device_memory* keys_buf, device_memory* values_buf,
   if (runs.empty() || (runs.size() == 1 && runs[0].keys == key_ptr(0) &&
                        (!pairs || runs[0].values == value_ptr(0))))
     return 0;
-  if (runs.size() >= 3 && runs.size() <= static_cast<std::size_t>(mm::max_runs)) {
-    run_set<K, V> set;
-    for (const run_view<K, V>& run : runs) {
-      set.keys[set.count] = run.keys;
-      set.values[set.count] = run.values;
-      set.length[set.count++] = run.length;
-    }
-    merge_runs_in_one_pass<K, V>(set, total, key_ptr(1), pairs ? value_ptr(1) : nullptr, code,
-                                 stream, call);
-    return 1;
-  }
   const by_order_code<K> comp{code};
-  auto merge = [&](void* temp, std::size_t& bytes, const run_view<K, V>& a,
-                   const run_view<K, V>& b, K* out_keys, V* out_values) {
+  auto merge_two = [&](void* temp, std::size_t& bytes, const run_view<K, V>& a,
+                       const run_view<K, V>& b, K* out_keys, V* out_values) {
     if constexpr (pairs) {
       return cub::DeviceMerge::MergePairs(temp, bytes, a.keys, a.values, a.length, b.keys,
                                           b.values, b.length, out_keys, out_values, comp, stream);
@@ -126,29 +116,38 @@ int merge_runs(device_memory* keys_buf, device_memory* values_buf,
                                          out_keys, comp, stream);
     }
   };
-  // One workspace, as large as the largest merge asks.
+  // One workspace for CUB's merges, as large as the largest asks.
   std::size_t temp_bytes = 0;
-  check_cuda(merge(nullptr, temp_bytes, {nullptr, nullptr, total / 2},
-                   {nullptr, nullptr, total - total / 2}, nullptr, nullptr),
+  check_cuda(merge_two(nullptr, temp_bytes, {nullptr, nullptr, total / 2},
+                       {nullptr, nullptr, total - total / 2}, nullptr, nullptr),
              call + ": merge");
   device_memory temp(std::max<std::size_t>(temp_bytes, 1), stream, call + ": merge workspace");
+  constexpr std::size_t group = mm::max_runs;
   int to = 1;
-  do {  // one round: runs 2i and 2i+1 merged (an odd one copied) into buffer `to`, packed
+  do {  // one round: each group of adjacent runs merged into buffer `to`, packed
     std::vector<run_view<K, V>> next;
     std::uint64_t out = 0;
-    for (std::size_t i = 0; i < runs.size(); i += 2) {
-      const run_view<K, V>& a = runs[i];
+    for (std::size_t i = 0; i < runs.size(); i += group) {
+      const std::size_t count = std::min(group, runs.size() - i);
       K* out_keys = key_ptr(to) + out;
       V* out_values = pairs ? value_ptr(to) + out : nullptr;
-      std::uint64_t length = a.length;
-      if (i + 1 < runs.size()) {
+      std::uint64_t length = 0;
+      for (std::size_t j = i; j < i + count; ++j) length += runs[j].length;
+      if (count == 1) {
+        copy_async(out_keys, runs[i].keys, length, stream);
+        if constexpr (pairs) copy_async(out_values, runs[i].values, length, stream);
+      } else if (count == 2) {
         std::size_t bytes = temp_bytes;
-        check_cuda(merge(temp.get(), bytes, a, runs[i + 1], out_keys, out_values),
+        check_cuda(merge_two(temp.get(), bytes, runs[i], runs[i + 1], out_keys, out_values),
                    call + ": merge");
-        length += runs[i + 1].length;
       } else {
-        copy_async(out_keys, a.keys, a.length, stream);
-        if constexpr (pairs) copy_async(out_values, a.values, a.length, stream);
+        run_set<K, V> set;
+        for (std::size_t j = i; j < i + count; ++j) {
+          set.keys[set.count] = runs[j].keys;
+          set.values[set.count] = runs[j].values;
+          set.length[set.count++] = runs[j].length;
+        }
+        merge_runs_in_one_pass<K, V>(set, length, out_keys, out_values, code, stream, call);
       }
       next.push_back({out_keys, out_values, length});
       out += length;
