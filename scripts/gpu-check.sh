@@ -174,6 +174,9 @@ bench_rc=$?
 "$build/tools/gpusort" bench --types rec16,rec32,u64pair --sizes 2^20,2^24 --reps 5 \
   --csv "$logs/records.csv" >"$logs/records.log" 2>&1 || bench_rc=1
 # A host array on one GPU (1 GiB of u32 keys, pageable) against the link rate, and pairs.
+# dist's phases with 2, 4 and 8 thread ranks on this one GPU (the merge of p runs among them).
+"$build/tools/gpusort-dist-bench" --one-gpu --gpus 2,4,8 --per-gpu 2^24 --total 2^26 --reps 3 \
+  --types u32,u64 --values 0,4 --csv "$logs/dist-one-gpu.csv" >"$logs/dist-one-gpu.log" 2>&1 || bench_rc=1
 { "$build/tools/gpusort_host_keys" 28 0 u32 1 nocpu &&
   "$build/tools/gpusort_host_keys" 27 0 u32+u32 1 nocpu; } >"$logs/host-keys.log" 2>&1 || bench_rc=1
 # The Python package's tests (PyTorch and CuPy on the GPU): the wheel from this build (nothing
@@ -213,6 +216,7 @@ echo "skipped GPU tests: $skipped"
 cat "$logs/bench.log"
 cat "$logs/records.log"
 grep -E "^# [0-9]+ GPU|^# link" "$logs/host-keys.log"
+grep -E "^(weak|strong)-1gpu " "$logs/dist-one-gpu.log" | sed 's/^/dist on one GPU: /'
 echo "pytest: $(tail -1 "$logs/pytest.log")"
 if [ -z "$gpu" ] || [ "$skipped" -gt 0 ]; then
   echo "gpu-check: FAILED (no GPU, or GPU tests skipped)"

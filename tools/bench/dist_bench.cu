@@ -2,6 +2,7 @@
 //
 //   gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
 //                      [--types u32] [--values 0,4,8] [--seed 1] [--csv FILE]
+//                      [--processes | --one-gpu]
 //
 // For each key type, three kinds of rows:
 //   single  baselines on GPU 0 alone: gpusort's automatic sort and CUB's radix sort (cub_radix)
@@ -10,6 +11,7 @@
 //   strong  for each g: --total keys split evenly over the g ranks.
 // Each weak and strong row of dist::sort (dist_sample_sort) on g > 1 GPUs is followed by one of
 // NCCL's all-to-all (nccl_alltoall) of the same bytes on the same GPUs: the exchange's target.
+// --one-gpu puts every rank on GPU 0 instead (modes weak-1gpu, strong-1gpu; no all-to-all).
 // Keys are uniform random, made on each GPU from --seed and their global index: the keys of
 // `gpusort bench`'s uniform distribution, so that rank 0's weak shard is the baseline's input.
 //
@@ -37,11 +39,13 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <initializer_list>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli.hpp"                   // arguments, parse_count, usage_error, with_key_type
@@ -89,6 +93,10 @@ constexpr const char* usage_text =
                 weak (--per-gpu a rank) and strong (--total) scaling on the job's ranks, as
                 modes weak-proc and strong-proc, printed by rank 0; no single-GPU rows, and
                 --gpus is the job's size
+  --one-gpu     every rank a thread on GPU 0 (dist::communicators_on_one_device: the
+                exchange by device copies, no NCCL): --gpus are rank counts, modes
+                weak-1gpu and strong-1gpu, no all-to-all rows. The phases as one GPU runs
+                them all: the merge of p runs, say, where a host with p GPUs is not at hand
 Sizes: plain numbers or 2^k (2^k+c, 2^k-c).
 )";
 
@@ -101,6 +109,7 @@ struct config {
   std::uint64_t seed = 1;
   std::string csv;
   bool processes = false;  // one rank of a job a launcher started
+  bool one_gpu = false;    // every rank a thread on GPU 0
 };
 
 void cuda_check(cudaError_t e, const std::string& what) {
@@ -433,10 +442,12 @@ class rank_team {
 // communicators made for the run (ncclCommInitAll), its meetings at a std::barrier.
 class thread_ranks {
  public:
-  explicit thread_ranks(int g) : team_(g) {
+  // g ranks on GPUs 0 .. g-1 over NCCL, or (one_gpu) all on GPU 0, exchanging by copies.
+  thread_ranks(int g, bool one_gpu) : team_(g) {
     std::vector<int> devices(g);
     std::iota(devices.begin(), devices.end(), 0);
-    comms_ = dist::communicators_for_devices(devices);
+    comms_ = one_gpu ? dist::communicators_on_one_device(g, 0)
+                     : dist::communicators_for_devices(devices);
   }
   const dist::communicator& comm(int r) const { return comms_[r]; }
   std::vector<int> devices() const {
@@ -853,7 +864,7 @@ std::uint64_t parse_size(const gpusort::tools::arguments& args, const std::strin
 std::optional<config> parse(int argc, char** argv) {
   const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
       argc, argv, {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv"},
-      {"help", "processes"});
+      {"help", "processes", "one-gpu"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
   config cfg;
@@ -888,6 +899,8 @@ std::optional<config> parse(int argc, char** argv) {
   if (args.has("seed")) cfg.seed = gpusort::tools::parse_unsigned(args.get("seed"), "--seed");
   cfg.csv = args.get("csv");
   cfg.processes = args.has("processes");
+  cfg.one_gpu = args.has("one-gpu");
+  if (cfg.processes && cfg.one_gpu) throw usage_error("--processes or --one-gpu, not both");
   return cfg;
 }
 
@@ -941,11 +954,12 @@ void run_key_type(const config& cfg, reporter& out, int device_count) {
     for (gpusort::algorithm algo : {gpusort::algorithm::automatic, gpusort::algorithm::cub_radix})
       out.report("single", std::string(gpusort::to_string(algo)), keys, 1, n,
                  run_single<K, V>(cfg, algo, n));
-  for (const char* mode : {"weak", "strong"}) {
-    const bool weak = std::string_view(mode) == "weak";
+  using modes = std::initializer_list<const char*>;
+  for (const char* mode : cfg.one_gpu ? modes{"weak-1gpu", "strong-1gpu"} : modes{"weak", "strong"}) {
+    const bool weak = std::string_view(mode).starts_with("weak");
     for (int g : cfg.gpus) {
       const std::uint64_t n = weak ? cfg.per_gpu * g : cfg.total;
-      if (g > device_count) {
+      if (g > device_count && !cfg.one_gpu) {
         out.skip(mode, dist_name, keys, g, n,
                  "only " + std::to_string(device_count) + " visible GPU(s)");
         continue;
@@ -955,14 +969,17 @@ void run_key_type(const config& cfg, reporter& out, int device_count) {
         for (int r = 0; r < g; ++r)
           counts[r] = cfg.total / g + (static_cast<std::uint64_t>(r) < cfg.total % g ? 1 : 0);
       std::string no_room;
-      for (int r = 0; r < g && no_room.empty(); ++r) no_room = no_room_for_shard<K, V>(counts[r], r);
+      if (cfg.one_gpu)  // every shard on GPU 0
+        no_room = no_room_for_shard<K, V>(n, 0);
+      for (int r = 0; r < g && no_room.empty() && !cfg.one_gpu; ++r)
+        no_room = no_room_for_shard<K, V>(counts[r], r);
       if (!no_room.empty()) {
         out.skip(mode, dist_name, keys, g, n, no_room);
         continue;
       }
-      thread_ranks ranks(g);
+      thread_ranks ranks(g, cfg.one_gpu);
       out.report(mode, dist_name, keys, g, n, run_dist<K, V>(cfg, counts, ranks));
-      if (g > 1)
+      if (g > 1 && !cfg.one_gpu)
         out.report(mode, "nccl_alltoall", keys, g, n,
                    run_alltoall(cfg, counts, sizeof(K) + value_size<V>(), ranks));
     }
