@@ -61,7 +61,8 @@ std::vector<std::vector<std::uint64_t>> tile_splits(const runs_t& runs, std::uin
     while (k + 1 < pivots.size() && pivots[k + 1].position <= d) ++k;
     const std::vector<std::uint64_t>& hi = k + 1 < pivots.size() ? pivots[k + 1].split : lengths;
     std::vector<std::uint64_t> out(r);
-    mm::split_in_window(code, r, pivots[k].split.data(), hi.data(), d, out.data());
+    for (int q = 0; q < r; ++q)  // a thread a run on the device
+      out[q] = mm::split_of_run(code, r, pivots[k].split.data(), hi.data(), d, q);
     splits.push_back(out);
   }
   splits.push_back(lengths);

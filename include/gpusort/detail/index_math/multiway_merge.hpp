@@ -16,7 +16,7 @@
 //  2. The pivots sorted by rank. Between two consecutive pivots every run contributes at most m
 //     elements (a run's next pivot would lie between them otherwise): a window.
 //  3. A tile boundary d lies in the window of the last pivot at or before it; its split is found
-//     by binary searches inside that window alone (split_in_window), log m steps each.
+//     by binary searches inside that window alone (split_of_run), log m steps each.
 // Then each tile is merged on its own (in shared memory: merge_path_split for two sorted
 // sequences, pairwise in a tree).
 #pragma once
@@ -98,13 +98,6 @@ GPUSORT_HD constexpr std::uint64_t split_of_run(const CodeOf& code, int runs,
   return first;
 }
 
-// The whole split at output position d: out[q] = split_of_run(..., q) for every run.
-template <class CodeOf>
-GPUSORT_HD constexpr void split_in_window(const CodeOf& code, int runs, const std::uint64_t* lo,
-                                          const std::uint64_t* hi, std::uint64_t d,
-                                          std::uint64_t* out) {
-  for (int q = 0; q < runs; ++q) out[q] = split_of_run(code, runs, lo, hi, d, q);
-}
 
 // Merge path: of the first d outputs of the stable merge of sorted a (na elements, first on
 // ties) and b (nb), how many come from a. before(x, y): x's code is below y's.
