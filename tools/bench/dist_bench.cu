@@ -32,6 +32,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -954,8 +955,11 @@ void run_key_type(const config& cfg, reporter& out, int device_count) {
     for (gpusort::algorithm algo : {gpusort::algorithm::automatic, gpusort::algorithm::cub_radix})
       out.report("single", std::string(gpusort::to_string(algo)), keys, 1, n,
                  run_single<K, V>(cfg, algo, n));
-  using modes = std::initializer_list<const char*>;
-  for (const char* mode : cfg.one_gpu ? modes{"weak-1gpu", "strong-1gpu"} : modes{"weak", "strong"}) {
+  // An array, not a braced list in a conditional: that list's storage ends with the
+  // expression, and the loop would read the modes' names from a dead array.
+  using modes = std::array<const char*, 2>;
+  const modes names = cfg.one_gpu ? modes{"weak-1gpu", "strong-1gpu"} : modes{"weak", "strong"};
+  for (const char* mode : names) {
     const bool weak = std::string_view(mode).starts_with("weak");
     for (int g : cfg.gpus) {
       const std::uint64_t n = weak ? cfg.per_gpu * g : cfg.total;
