@@ -123,7 +123,7 @@ if [ "${1:-}" = "--multi" ]; then
       --per-rank 2^26 --dtype float32 --reps 3
   done >"$logs/dist-bench-python.log" 2>&1 || tests_rc=1
   list=1; [ "$gpus" -ge 2 ] && list=1,2; [ "$gpus" -ge 4 ] && list=1,2,4
-  "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 \
+  "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 --fan-in 2,4,8 \
     --values 0,4 --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1
   bench_rc=$?
   # The same in processes, one a GPU, as a launcher starts them (issue 74): beside the threads.
@@ -175,7 +175,7 @@ bench_rc=$?
   --csv "$logs/records.csv" >"$logs/records.log" 2>&1 || bench_rc=1
 # A host array on one GPU (1 GiB of u32 keys, pageable) against the link rate, and pairs.
 # dist's phases with 2, 4 and 8 thread ranks on this one GPU (the merge of p runs among them).
-"$build/tools/gpusort-dist-bench" --one-gpu --gpus 2,4,8 --per-gpu 2^24 --total 2^26 --reps 3 \
+"$build/tools/gpusort-dist-bench" --one-gpu --gpus 2,4,8 --per-gpu 2^24 --total 2^26 --reps 3 --fan-in 2,4,8 \
   --types u32,u64 --values 0,4 --csv "$logs/dist-one-gpu.csv" >"$logs/dist-one-gpu.log" 2>&1 || bench_rc=1
 { "$build/tools/gpusort_host_keys" 28 0 u32 1 nocpu &&
   "$build/tools/gpusort_host_keys" 27 0 u32+u32 1 nocpu; } >"$logs/host-keys.log" 2>&1 || bench_rc=1

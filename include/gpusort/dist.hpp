@@ -14,8 +14,9 @@
 //   4. the keys exchanged with grouped ncclSend / ncclRecv (an all-to-all) straight from the
 //      sorted shard, each transfer starting at a 16-byte aligned address at both ends (NCCL's
 //      full speed); the rank's own part stays where it is;
-//   5. the p sorted runs (p - 1 received, one in the shard) merged on the GPU (a tree of
-//      stable two-way merges).
+//   5. the p sorted runs (p - 1 received, one in the shard) merged on the GPU, stably, in
+//      rounds over groups of options::merge_fan_in runs (two by CUB's merge, 3 to 8 in one
+//      pass).
 // The order is the single-GPU sort's (options.hpp): -0.0 before +0.0, NaNs after every number
 // or before (options::nans), ascending or descending. Equal keys come out ordered by (source
 // rank, position after the local sort): with options::stable (or a stable local_algo) the whole
@@ -126,6 +127,11 @@ struct options {
   algorithm local_algo = algorithm::automatic;
   // Samples per rank on average; more samples, tighter balance (see the bound above).
   std::uint64_t oversampling = 1024;  // from 1 to 2^24
+  // Runs the merge joins at once, from 2 to 8: rounds of CUB's two-way merge (2, ceil(log2 p)
+  // passes over the keys), or of the one-pass merge of up to merge_fan_in runs (ceil(log_f p)
+  // passes). 2 until the one pass measures faster (docs/performance.md). The output is the
+  // same either way; ranks may differ.
+  int merge_fan_in = 2;
   cudaStream_t stream = nullptr;  // this rank's stream; dist::sort waits for it
 };
 

@@ -165,6 +165,7 @@ const char* describe(failure f) {
     case failure::keys: return "its keys are not an aligned array in the device memory of its GPU";
     case failure::values: return "its values are not an aligned array in the device memory of its GPU";
     case failure::oversampling: return "options::oversampling is 0 or above 2^24";
+    case failure::merge_fan_in: return "options::merge_fan_in is not from 2 to 8";
     case failure::local_sort: return "the local sort refused the shard";
     case failure::local_workspace: return "no device memory for the local sort's workspace";
     case failure::receive_buffers: return "no device memory for the keys it would receive";

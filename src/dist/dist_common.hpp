@@ -72,6 +72,7 @@ enum class failure : std::uint32_t {
   keys,              // not device memory of the rank's GPU, null, misaligned
   values,
   oversampling,      // options::oversampling is 0 or above max_oversampling
+  merge_fan_in,      // options::merge_fan_in is not 2 to mm::max_runs
   local_sort,        // the local sort's query failed
   local_workspace,   // no room for the local sort's workspace
   receive_buffers,   // no room for the received keys (and the merge's second buffer)

@@ -91,14 +91,14 @@ struct run_view {
 
 // Merges the runs (in rank order, none empty: the received ones in buffer 0, the own one in
 // the shard) into one sorted run at the start of buffer 0 or 1, whichever it returns, stable by
-// run. Rounds merge groups of up to mm::max_runs adjacent runs each: two by CUB's merge, more
-// in one pass (multiway_merge.cuh), one copied. The first round packs them into buffer 1,
-// later rounds ping-pong: up to 8 runs take one round, 64 take two. A single run already at
-// the start of buffer 0 stays there.
+// run. Rounds merge groups of up to fan_in (2 to mm::max_runs) adjacent runs each: two by
+// CUB's merge, more in one pass (multiway_merge.cuh), one copied. The first round packs them
+// into buffer 1, later rounds ping-pong: with fan_in 8, up to 8 runs take one round, 64 take
+// two. A single run already at the start of buffer 0 stays there.
 template <class K, class V>
 int merge_runs(device_memory* keys_buf, device_memory* values_buf,
                std::vector<run_view<K, V>> runs, std::uint64_t total, math::order_code<K> code,
-               cudaStream_t stream, const std::string& call) {
+               int fan_in, cudaStream_t stream, const std::string& call) {
   constexpr bool pairs = !std::is_same_v<V, no_value>;
   auto key_ptr = [&](int b) { return static_cast<K*>(keys_buf[b].get()); };
   auto value_ptr = [&](int b) { return static_cast<V*>(values_buf[b].get()); };
@@ -122,7 +122,7 @@ int merge_runs(device_memory* keys_buf, device_memory* values_buf,
                        {nullptr, nullptr, total - total / 2}, nullptr, nullptr),
              call + ": merge");
   device_memory temp(std::max<std::size_t>(temp_bytes, 1), stream, call + ": merge workspace");
-  constexpr std::size_t group = mm::max_runs;
+  const auto group = static_cast<std::size_t>(fan_in);
   int to = 1;
   do {  // one round: each group of adjacent runs merged into buffer `to`, packed
     std::vector<run_view<K, V>> next;
@@ -186,6 +186,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   if constexpr (pairs) status.check_array(values, n, sizeof(V), sizeof(V), comm.device(), failure::values);
   if (opt.oversampling == 0 || opt.oversampling > math::max_oversampling)
     status.fail(failure::oversampling, cudaErrorInvalidValue);
+  if (opt.merge_fan_in < 2 || opt.merge_fan_in > mm::max_runs)
+    status.fail(failure::merge_fan_in, cudaErrorInvalidValue);
   std::size_t sort_bytes = 0;
   cudaError_t e = cudaSuccess;
   if (status.ok()) {
@@ -393,7 +395,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                                                 pairs ? received_values + r.value_at : nullptr,
                                                 r.length});
   const int result = merge_runs<K, V>(recv_keys, recv_values, std::move(views), received, code,
-                                      stream, call);
+                                      opt.merge_fan_in, stream, call);
   recv_keys[1 - result].reset(stream);
   recv_values[1 - result].reset(stream);
   clock.mark(4);

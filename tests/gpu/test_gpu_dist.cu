@@ -357,17 +357,16 @@ void AllEqualKeysAreBalanced(const std::vector<comm_set*>& sets) {
   }
 }
 
-// value = global index of the key in the concatenated input (V: 4 or 8 bytes).
+// value = global index of the key in the concatenated input (V: 4 or 8 bytes). opt must make
+// the sort stable (a stable local_algo, or options::stable).
 template <class K, class V>
-void stable_pairs(const std::vector<comm_set*>& sets, gpusort::algorithm local_algo,
-                  bool ask_stable = false) {
+void stable_pairs(const std::vector<comm_set*>& sets, const dist::options& opt,
+                  tools::distribution d = tools::distribution::few_unique) {
   for (comm_set* set : sets) {
     const int ranks = ranks_of(*set);
-    SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " local=" << gpusort::to_string(local_algo));
-    const auto shards = make_shards<K>(uneven_sizes(ranks, 100003), tools::distribution::few_unique, 3);
-    dist::options opt;
-    opt.local_algo = local_algo;
-    opt.stable = ask_stable;
+    SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " local=" << gpusort::to_string(opt.local_algo)
+                                      << " fan-in=" << opt.merge_fan_in << " dist=" << tools::to_string(d));
+    const auto shards = make_shards<K>(uneven_sizes(ranks, 100003), d, 3);
     const auto value_of = [](std::uint64_t i) { return V(i); };
     const auto [out_keys, out_values] = dist_sort_pairs(*set, shards, value_of, opt);
     // A stable sort of (key, global index) pairs gives exactly this order.
@@ -385,15 +384,25 @@ void stable_pairs(const std::vector<comm_set*>& sets, gpusort::algorithm local_a
 // cub_merge (4-byte values) and adaptive_bitonic (any size) are stable, and so is dist::sort.
 template <class K>
 void PairsAreStableWithAStableLocalSort(const std::vector<comm_set*>& sets) {
-  stable_pairs<K, std::uint32_t>(sets, gpusort::algorithm::cub_merge);
-  stable_pairs<K, std::uint64_t>(sets, gpusort::algorithm::adaptive_bitonic);
+  stable_pairs<K, std::uint32_t>(sets, {.local_algo = gpusort::algorithm::cub_merge});
+  stable_pairs<K, std::uint64_t>(sets, {.local_algo = gpusort::algorithm::adaptive_bitonic});
 }
 
 // options::stable with the default local sort (automatic): stable for 4- and 8-byte values.
 template <class K>
 void PairsAreStableWhenAsked(const std::vector<comm_set*>& sets) {
-  stable_pairs<K, std::uint32_t>(sets, gpusort::algorithm::automatic, true);
-  stable_pairs<K, std::uint64_t>(sets, gpusort::algorithm::automatic, true);
+  stable_pairs<K, std::uint32_t>(sets, {.stable = true});
+  stable_pairs<K, std::uint64_t>(sets, {.stable = true});
+}
+
+// Every merge fan-in gives the one stable order: 3 and 5 mix one-pass groups with CUB's merge
+// of two and copies of one (17 ranks: groups of 3 or 5, then again), 8 merges up to 8 in one
+// pass. Ties (few_unique) and every key's own place (uniform, special values) both checked.
+template <class K>
+void EveryMergeFanInGivesTheStableOrder(const std::vector<comm_set*>& sets) {
+  for (int fan_in : {3, 5, 8})
+    for (tools::distribution d : {tools::distribution::few_unique, tools::distribution::uniform})
+      stable_pairs<K, std::uint32_t>(sets, {.stable = true, .merge_fan_in = fan_in}, d);
 }
 
 template <class K>
@@ -448,6 +457,7 @@ DIST_TYPED_TESTS(TheInputFreedAfterTheExchangeSortsTheSame)
 DIST_TYPED_TESTS(PairsAreStableWithAStableLocalSort)
 DIST_TYPED_TESTS(PairsAreStableWhenAsked)
 DIST_TYPED_TESTS(SixteenByteValuesFollowTheirKeys)
+DIST_TYPED_TESTS(EveryMergeFanInGivesTheStableOrder)
 
 void host_pointer_on_rank_1(const comm_set& comms) {
   const std::vector<std::uint32_t> input = tools::generate<std::uint32_t>(tools::distribution::uniform, 10000, 1);
@@ -893,6 +903,10 @@ TEST_F(DistOneGpuErrors, BadArgumentsThrowBeforeTouchingData) {
   zero.oversampling = 0;
   EXPECT_THROW(dist::sort(comms[0], d.span(), zero), gpusort::error);
   EXPECT_EQ(to_host(d.span()), host);
+  for (int fan_in : {1, 9}) {
+    EXPECT_THROW(dist::sort(comms[0], d.span(), {.merge_fan_in = fan_in}), gpusort::error);
+    EXPECT_EQ(to_host(d.span()), host);
+  }
   std::vector<std::uint32_t> values(2);
   EXPECT_THROW(dist::sort(comms[0], d.span(), std::span(values), {}), gpusort::error);
 }

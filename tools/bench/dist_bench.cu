@@ -2,7 +2,7 @@
 //
 //   gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
 //                      [--types u32] [--values 0,4,8] [--seed 1] [--csv FILE]
-//                      [--processes | --one-gpu]
+//                      [--fan-in 2,8] [--processes | --one-gpu]
 //
 // For each key type, three kinds of rows:
 //   single  baselines on GPU 0 alone: gpusort's automatic sort and CUB's radix sort (cub_radix)
@@ -12,6 +12,8 @@
 // Each weak and strong row of dist::sort (dist_sample_sort) on g > 1 GPUs is followed by one of
 // NCCL's all-to-all (nccl_alltoall) of the same bytes on the same GPUs: the exchange's target.
 // --one-gpu puts every rank on GPU 0 instead (modes weak-1gpu, strong-1gpu; no all-to-all).
+// --fan-in runs dist::sort once for each merge fan-in (dist::options::merge_fan_in): the
+// default's rows are dist_sample_sort, the others' dist_sample_sort_fan_in_F.
 // Keys are uniform random, made on each GPU from --seed and their global index: the keys of
 // `gpusort bench`'s uniform distribution, so that rank 0's weak shard is the baseline's input.
 //
@@ -79,7 +81,7 @@ constexpr const char* csv_header =
 
 constexpr const char* usage_text =
     R"(usage: gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
-                          [--types u32] [--values 0] [--seed 1] [--csv FILE]
+                          [--types u32] [--values 0] [--seed 1] [--csv FILE] [--fan-in 2]
   --gpus L      GPU counts to run dist::sort on (counts above the visible devices are skipped)
   --per-gpu N   keys per GPU for weak scaling, and a single-GPU baseline size
   --total N     keys in all for strong scaling (split over the GPUs), and a baseline size
@@ -88,6 +90,8 @@ constexpr const char* usage_text =
   --values L    0 (keys alone), 4 or 8: pairs with values of that many bytes, each value
                 made from its key so that the verification can tell it followed its key
   --seed S      the keys' seed (the same keys as `gpusort bench --seed S`)
+  --fan-in L    dist::options::merge_fan_in values (2 to 8) to run each dist row with; rows
+                of a value other than the library's default are named dist_sample_sort_fan_in_F
   --csv FILE    append the rows to FILE (the header is written if the file is new)
   --processes   this process is one rank of a job that a launcher started, one process a
                 GPU (torchrun, mpirun, srun, scripts/dist-launch.sh: docs/distributed.md):
@@ -107,6 +111,7 @@ struct config {
   int reps = 5;
   std::vector<std::string> types{"u32"};
   std::vector<int> value_bytes{0};  // 0: keys alone; 4, 8: pairs with values of that size
+  std::vector<int> fan_ins{dist::options{}.merge_fan_in};  // the merge's, one dist row each
   std::uint64_t seed = 1;
   std::string csv;
   bool processes = false;  // one rank of a job a launcher started
@@ -535,7 +540,8 @@ std::string no_room_for_shard(std::uint64_t n, int device) {
 // dist::sort over counts.size() ranks (counts[r] keys on rank r), driven by `ranks`
 // (thread_ranks or process_ranks). The shards must fit (no_room_for_shard).
 template <class K, class V, class Ranks>
-outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts, Ranks& ranks) {
+outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts, int fan_in,
+                 Ranks& ranks) {
   outcome o;
   const int g = static_cast<int>(counts.size());
   const auto kept = memory_kept_on(ranks.devices());
@@ -560,7 +566,7 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts, Ra
     if constexpr (has_values<V>)
       make_values(pristine.as<K>(), reinterpret_cast<V*>(pristine.as<K>() + n), n, s.get());
     in_sums[r] = check(pristine.as<K>(), n, s.get()).checksum;
-    const dist::options opt{.stream = s.get()};
+    const dist::options opt{.merge_fan_in = fan_in, .stream = s.get()};
     std::conditional_t<has_values<V>, dist::shard<K, V>, dist::shard<K>> result;
     clock_type::time_point start;
     for (int rep = 0; rep <= cfg.reps; ++rep) {  // rep 0: the warm-up
@@ -861,22 +867,32 @@ std::uint64_t parse_size(const gpusort::tools::arguments& args, const std::strin
   return n;
 }
 
+// --name's comma-separated list of numbers, each one `accepted` (else a usage error saying
+// what is: `wanted`), or fallback if the option is absent.
+template <class Accepted>
+std::vector<int> parse_list(const gpusort::tools::arguments& args, const std::string& name,
+                            std::vector<int> fallback, const Accepted& accepted,
+                            const std::string& wanted) {
+  if (!args.has(name)) return fallback;
+  std::vector<int> list;
+  for (const std::string& item : gpusort::tools::split(args.get(name), ',')) {
+    const std::uint64_t v = gpusort::tools::parse_unsigned(item, "--" + name);
+    if (!accepted(v)) throw usage_error("--" + name + ": " + wanted + ", not '" + item + "'");
+    list.push_back(static_cast<int>(v));
+  }
+  return list;
+}
+
 // The configuration, or none for --help.
 std::optional<config> parse(int argc, char** argv) {
   const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
-      argc, argv, {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv"},
+      argc, argv, {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv", "fan-in"},
       {"help", "processes", "one-gpu"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
   config cfg;
-  if (args.has("gpus")) {
-    cfg.gpus.clear();
-    for (const std::string& item : gpusort::tools::split(args.get("gpus"), ',')) {
-      const std::uint64_t g = gpusort::tools::parse_unsigned(item, "--gpus");
-      if (g < 1 || g > 1024) throw usage_error("--gpus: '" + item + "' is not a GPU count");
-      cfg.gpus.push_back(static_cast<int>(g));
-    }
-  }
+  cfg.gpus = parse_list(args, "gpus", cfg.gpus, [](std::uint64_t g) { return g >= 1 && g <= 1024; },
+                        "a GPU count from 1 to 1024");
   cfg.per_gpu = parse_size(args, "per-gpu", cfg.per_gpu);
   cfg.total = parse_size(args, "total", cfg.total);
   if (args.has("reps")) {
@@ -889,14 +905,11 @@ std::optional<config> parse(int argc, char** argv) {
     std::size_t key_bytes = 0;
     gpusort::tools::with_key_type(type, [&key_bytes]<class K>() { key_bytes = sizeof(K); });
   }
-  if (args.has("values")) {
-    cfg.value_bytes.clear();
-    for (const std::string& item : gpusort::tools::split(args.get("values"), ',')) {
-      const std::uint64_t v = gpusort::tools::parse_unsigned(item, "--values");
-      if (v != 0 && v != 4 && v != 8) throw usage_error("--values: 0, 4 or 8, not '" + item + "'");
-      cfg.value_bytes.push_back(static_cast<int>(v));
-    }
-  }
+  cfg.value_bytes = parse_list(args, "values", cfg.value_bytes,
+                               [](std::uint64_t v) { return v == 0 || v == 4 || v == 8; },
+                               "0, 4 or 8");
+  cfg.fan_ins = parse_list(args, "fan-in", cfg.fan_ins,
+                           [](std::uint64_t f) { return f >= 2 && f <= 8; }, "from 2 to 8");
   if (args.has("seed")) cfg.seed = gpusort::tools::parse_unsigned(args.get("seed"), "--seed");
   cfg.csv = args.get("csv");
   cfg.processes = args.has("processes");
@@ -942,6 +955,13 @@ std::string print_environment(const config& cfg, int device_count) {
   return name0;
 }
 
+// The name of dist::sort's rows with merge fan-in f.
+std::string dist_row_name(int fan_in) {
+  return fan_in == dist::options{}.merge_fan_in
+             ? "dist_sample_sort"
+             : "dist_sample_sort_fan_in_" + std::to_string(fan_in);
+}
+
 // Every row of one key type and value type: the one-GPU baselines, then weak and strong
 // scaling with NCCL's all-to-all of the same bytes beside each.
 template <class K, class V>
@@ -982,7 +1002,9 @@ void run_key_type(const config& cfg, reporter& out, int device_count) {
         continue;
       }
       thread_ranks ranks(g, cfg.one_gpu);
-      out.report(mode, dist_name, keys, g, n, run_dist<K, V>(cfg, counts, ranks));
+      for (int fan_in : cfg.fan_ins)
+        out.report(mode, dist_row_name(fan_in), keys, g, n,
+                   run_dist<K, V>(cfg, counts, fan_in, ranks));
       if (g > 1 && !cfg.one_gpu)
         out.report(mode, "nccl_alltoall", keys, g, n,
                    run_alltoall(cfg, counts, sizeof(K) + value_size<V>(), ranks));
@@ -1012,8 +1034,10 @@ void run_key_type_in_processes(const config& cfg, reporter* out, process_ranks& 
       if (out) out->skip(mode, dist_name, keys, g, n, "does not fit on every rank's GPU");
       continue;
     }
-    const outcome sorted = run_dist<K, V>(cfg, counts, ranks);
-    if (out) out->report(mode, dist_name, keys, g, n, sorted);
+    for (int fan_in : cfg.fan_ins) {
+      const outcome sorted = run_dist<K, V>(cfg, counts, fan_in, ranks);
+      if (out) out->report(mode, dist_row_name(fan_in), keys, g, n, sorted);
+    }
     if (g > 1) {
       const outcome exchanged = run_alltoall(cfg, counts, sizeof(K) + value_size<V>(), ranks);
       if (out) out->report(mode, "nccl_alltoall", keys, g, n, exchanged);
