@@ -177,6 +177,9 @@ bench_rc=$?
 # dist's phases with 2, 4 and 8 thread ranks on this one GPU (the merge of p runs among them).
 "$build/tools/gpusort-dist-bench" --one-gpu --gpus 2,4,8 --per-gpu 2^24 --total 2^26 --reps 3 --fan-in 2,4,8 \
   --types u32,u64 --values 0,4 --csv "$logs/dist-one-gpu.csv" >"$logs/dist-one-gpu.log" 2>&1 || bench_rc=1
+# dist's merge alone, one stream: R runs by rounds of CUB's two-way merge against the one pass.
+"$build/tools/gpusort-dist-bench" --merge 2,3,4,8,16 --fan-in 2,4,8 --total 2^26 --reps 10 \
+  --types u32,u64 --values 0,4 --csv "$logs/dist-merge.csv" >"$logs/dist-merge.log" 2>&1 || bench_rc=1
 { "$build/tools/gpusort_host_keys" 28 0 u32 1 nocpu &&
   "$build/tools/gpusort_host_keys" 27 0 u32+u32 1 nocpu; } >"$logs/host-keys.log" 2>&1 || bench_rc=1
 # The Python package's tests (PyTorch and CuPy on the GPU): the wheel from this build (nothing
@@ -217,6 +220,7 @@ cat "$logs/bench.log"
 cat "$logs/records.log"
 grep -E "^# [0-9]+ GPU|^# link" "$logs/host-keys.log"
 grep -E "^(weak|strong)-1gpu " "$logs/dist-one-gpu.log" | sed 's/^/dist on one GPU: /'
+grep -E "^merge" "$logs/dist-merge.log" | sed 's/^/dist merge alone: /'
 echo "pytest: $(tail -1 "$logs/pytest.log")"
 if [ -z "$gpu" ] || [ "$skipped" -gt 0 ]; then
   echo "gpu-check: FAILED (no GPU, or GPU tests skipped)"

@@ -2,7 +2,7 @@
 //
 //   gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
 //                      [--types u32] [--values 0,4,8] [--seed 1] [--csv FILE]
-//                      [--fan-in 2,8] [--processes | --one-gpu]
+//                      [--fan-in 2,8] [--processes | --one-gpu | --merge 3,4,8]
 //
 // For each key type, three kinds of rows:
 //   single  baselines on GPU 0 alone: gpusort's automatic sort and CUB's radix sort (cub_radix)
@@ -14,6 +14,10 @@
 // --one-gpu puts every rank on GPU 0 instead (modes weak-1gpu, strong-1gpu; no all-to-all).
 // --fan-in runs dist::sort once for each merge fan-in (dist::options::merge_fan_in): the
 // default's rows are dist_sample_sort, the others' dist_sample_sort_fan_in_F.
+// --merge R,... times dist's merge alone instead (its step 5, src/dist/merge_runs.cuh) on GPU
+// 0, one stream: --total keys cut into R runs, each sorted, merged with each --fan-in (rows
+// merge_fan_in_F, mode merge-R), beside a device copy of the same bytes (d2d_copy: one pass's
+// floor). Key types u32, u64 and f32, keys alone or with 4-byte values.
 // Keys are uniform random, made on each GPU from --seed and their global index: the keys of
 // `gpusort bench`'s uniform distribution, so that rank 0's weak shard is the baseline's input.
 //
@@ -57,6 +61,7 @@
 #include "common/rank_threads.hpp"
 #include "gpusort/dist.hpp"
 #include "gpusort/sort.hpp"
+#include "merge_runs.cuh"  // src/dist: the merge alone (--merge)
 
 #ifndef GPUSORT_COMMIT
 #define GPUSORT_COMMIT "unknown"
@@ -102,6 +107,10 @@ constexpr const char* usage_text =
                 exchange by device copies, no NCCL): --gpus are rank counts, modes
                 weak-1gpu and strong-1gpu, no all-to-all rows. The phases as one GPU runs
                 them all: the merge of p runs, say, where a host with p GPUs is not at hand
+  --merge L     dist's merge alone on GPU 0: --total keys in R sorted runs for each R of L
+                (2 to 64), merged with each --fan-in (mode merge-R, rows merge_fan_in_F),
+                and a device copy of the same bytes (d2d_copy); types u32, u64, f32,
+                --values 0 or 4
 Sizes: plain numbers or 2^k (2^k+c, 2^k-c).
 )";
 
@@ -116,6 +125,7 @@ struct config {
   std::string csv;
   bool processes = false;  // one rank of a job a launcher started
   bool one_gpu = false;    // every rank a thread on GPU 0
+  std::vector<int> merge_runs;  // --merge: run counts to time the merge alone with
 };
 
 void cuda_check(cudaError_t e, const std::string& what) {
@@ -799,7 +809,8 @@ class reporter {
       ++wrong_;
       return;
     }
-    const bool is_dist = std::string_view(mode) != "single";
+    const std::string_view m(mode);
+    const bool is_dist = m.starts_with("weak") || m.starts_with("strong");
     const double median = o.median(), keys_per_s = static_cast<double>(n) / (median * 1e-3);
     const double ideal = static_cast<double>(n) / gpus;
     std::printf("%-6s %-16s %-7s %4d %13llu %10.3f %8.3f", mode, algorithm.c_str(),
@@ -886,7 +897,8 @@ std::vector<int> parse_list(const gpusort::tools::arguments& args, const std::st
 // The configuration, or none for --help.
 std::optional<config> parse(int argc, char** argv) {
   const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
-      argc, argv, {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv", "fan-in"},
+      argc, argv,
+      {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv", "fan-in", "merge"},
       {"help", "processes", "one-gpu"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
@@ -914,7 +926,17 @@ std::optional<config> parse(int argc, char** argv) {
   cfg.csv = args.get("csv");
   cfg.processes = args.has("processes");
   cfg.one_gpu = args.has("one-gpu");
-  if (cfg.processes && cfg.one_gpu) throw usage_error("--processes or --one-gpu, not both");
+  cfg.merge_runs = parse_list(args, "merge", {}, [](std::uint64_t r) { return r >= 2 && r <= 64; },
+                              "run counts from 2 to 64");
+  if (int(cfg.processes) + int(cfg.one_gpu) + int(!cfg.merge_runs.empty()) > 1)
+    throw usage_error("one of --processes, --one-gpu and --merge");
+  if (!cfg.merge_runs.empty()) {
+    for (const std::string& type : cfg.types)
+      if (type != "u32" && type != "u64" && type != "f32")
+        throw usage_error("--merge: key types u32, u64 and f32, not " + type);
+    for (int v : cfg.value_bytes)
+      if (v == 8) throw usage_error("--merge: --values 0 or 4");
+  }
   return cfg;
 }
 
@@ -1045,6 +1067,109 @@ void run_key_type_in_processes(const config& cfg, reporter* out, process_ranks& 
   }
 }
 
+// ---- the merge alone (--merge) ----------------------------------------------------------
+
+// --total keys (and values) in `runs` sorted runs on GPU 0, merged by dist's merge_runs with
+// merge fan-in fan_in on one stream, or (fan_in 0) copied once: CUDA events around the call,
+// the median of --reps after a warm-up. The merged run is verified.
+template <class K, class V>
+outcome run_merge(const config& cfg, int runs, int fan_in) {
+  namespace internal = gpusort::dist::detail;
+  using merge_value = std::conditional_t<has_values<V>, V, gpusort::detail::no_value>;
+  outcome o;
+  const std::uint64_t n = cfg.total;
+  if (const std::string why = no_room_for_shard<K, V>(n, 0); !why.empty()) {
+    o.skipped = why;
+    return o;
+  }
+  const dist::kept_memory kept(0);
+  const owned_stream s;
+  const device_buffer input(n * (sizeof(K) + value_size<V>()));
+  require(input, "the runs");
+  K* keys = input.as<K>();
+  V* values = reinterpret_cast<V*>(keys + n);
+  generate(keys, n, 0, cfg.seed, s.get());
+  if constexpr (has_values<V>) make_values(keys, values, n, s.get());
+  const std::uint64_t in_sum = check(keys, n, s.get()).checksum;
+  std::vector<internal::run_view<K, merge_value>> views;
+  for (int q = 0; q < runs; ++q) {  // as even as can be, the first n % runs one key longer
+    const std::uint64_t first = n / runs * q + std::min<std::uint64_t>(q, n % runs);
+    const std::uint64_t length = n / runs + (static_cast<std::uint64_t>(q) < n % runs ? 1 : 0);
+    if constexpr (has_values<V>) {
+      gpusort::sort(std::span<K>(keys + first, length), std::span<V>(values + first, length));
+      views.push_back({keys + first, values + first, length});
+    } else {
+      gpusort::sort(std::span<K>(keys + first, length));
+      views.push_back({keys + first, nullptr, length});
+    }
+  }
+  cuda_check(cudaDeviceSynchronize(), "sorting the runs");
+  const std::string what = "gpusort-dist-bench --merge";
+  internal::device_memory key_buffers[2] = {{sizeof(K) * n, s.get(), what},
+                                            {sizeof(K) * n, s.get(), what}};
+  internal::device_memory value_buffers[2];
+  if constexpr (has_values<V>)
+    for (internal::device_memory& b : value_buffers) b = {sizeof(V) * n, s.get(), what};
+  const gpusort::detail::index_math::dist::order_code<K> code(gpusort::order::ascending,
+                                                              gpusort::nan_order::last);
+  const owned_event start, stop;
+  int result = 0;
+  for (int rep = 0; rep <= cfg.reps; ++rep) {
+    cuda_check(cudaEventRecord(start.get(), s.get()), "cudaEventRecord");
+    if (fan_in == 0) {
+      internal::copy_async(static_cast<K*>(key_buffers[0].get()), keys, n, s.get());
+      if constexpr (has_values<V>)
+        internal::copy_async(static_cast<V*>(value_buffers[0].get()), values, n, s.get());
+    } else {
+      result = internal::merge_runs<K, merge_value>(key_buffers, value_buffers, views, n, code,
+                                                    fan_in, s.get(), what);
+    }
+    cuda_check(cudaEventRecord(stop.get(), s.get()), "cudaEventRecord");
+    cuda_check(cudaEventSynchronize(stop.get()), "the merge");
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
+    if (rep > 0) o.ms.push_back(ms);
+  }
+  const K* merged = static_cast<const K*>(key_buffers[result].get());
+  const check_sums out = check(merged, n, s.get());
+  if (fan_in > 0 && out.descents > 0)
+    o.problem = std::to_string(out.descents) + " adjacent pairs out of order";
+  else if (out.checksum != in_sum)
+    o.problem = "the keys differ from the input (checksum)";
+  if constexpr (has_values<V>)
+    if (o.problem.empty())
+      if (const std::uint64_t astray = values_astray(
+              merged, static_cast<const V*>(value_buffers[result].get()), n, s.get()))
+        o.problem = std::to_string(astray) + " values are not beside their keys";
+  return o;
+}
+
+template <class K, class V>
+void run_merge_rows(const config& cfg, reporter& out) {
+  const std::string_view keys = gpusort::key_traits<K>::name;
+  out.set_values(value_name<V>());
+  out.report("merge", "d2d_copy", keys, 1, cfg.total, run_merge<K, V>(cfg, 1, 0));
+  for (int runs : cfg.merge_runs)
+    for (int fan_in : cfg.fan_ins)
+      out.report(("merge-" + std::to_string(runs)).c_str(),
+                 "merge_fan_in_" + std::to_string(fan_in), keys, 1, cfg.total,
+                 run_merge<K, V>(cfg, runs, fan_in));
+}
+
+// --merge's key types (u32, u64, f32; parse checks) and value sizes (0, 4).
+void run_merges(const config& cfg, reporter& out) {
+  const auto with_values = [&]<class K>() {
+    for (int value_bytes : cfg.value_bytes)
+      value_bytes == 0 ? run_merge_rows<K, keys_only>(cfg, out)
+                       : run_merge_rows<K, std::uint32_t>(cfg, out);
+  };
+  for (const std::string& type : cfg.types) {
+    if (type == "u32") with_values.template operator()<std::uint32_t>();
+    else if (type == "u64") with_values.template operator()<std::uint64_t>();
+    else with_values.template operator()<float>();
+  }
+}
+
 // Each key and value type's rows: run_key_type (threads) or run_key_type_in_processes.
 template <class Each>
 void for_each_type(const config& cfg, const Each& each) {
@@ -1097,7 +1222,10 @@ int run(const config& cfg) {
   const std::string gpu_name = print_environment(cfg, device_count);
   reporter out(cfg.csv, gpu_name);
   reporter::print_header();
-  for_each_type(cfg, [&]<class K, class V>() { run_key_type<K, V>(cfg, out, device_count); });
+  if (!cfg.merge_runs.empty())
+    run_merges(cfg, out);
+  else
+    for_each_type(cfg, [&]<class K, class V>() { run_key_type<K, V>(cfg, out, device_count); });
   return verdict(out);
 }
 
