@@ -249,15 +249,13 @@ void check_ranked_index(std::size_t count, unsigned distinct, std::uint64_t seed
   else
     ranks = {0, 1, count / 2, count - 2, count - 1, rng() % count, rng() % count};
   guarded_buffer<U> device_codes(codes);
-  poisoned_array<gpusort::detail::device::radix_select_state> state(1);
   poisoned_array<std::uint32_t> chosen(1);
   for (std::size_t rank : ranks) {
     SCOPED_TRACE(::testing::Message() << "count=" << count << " distinct=" << distinct
                                       << " rank=" << rank << " bits=" << sizeof(U) * 8);
-    CUDA_OK(cudaMemset(state.ptr, 0, sizeof(gpusort::detail::device::radix_select_state)));
     CUDA_OK(cudaMemset(chosen.ptr, 0xA5, sizeof(std::uint32_t)));
     CUDA_OK(gpusort::detail::device::select_ranked_index(device_codes.data(), count, rank,
-                                                         state.ptr, chosen.ptr, nullptr));
+                                                         chosen.ptr, nullptr));
     CUDA_OK(cudaDeviceSynchronize());
     ASSERT_EQ(chosen.to_host(1)[0], order[rank]);
   }

@@ -291,7 +291,7 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
   // splitter's index among the samples.
   struct counters {
     std::uint64_t bounds[3];
-    radix_select_state select, select_candidates, select_sample;
+    radix_select_state select, select_candidates;
     std::uint32_t chosen_sample;
   };
   auto* zeroed = b.take<counters>(1);
@@ -314,7 +314,7 @@ cudaError_t top_k(void* temp, std::size_t& temp_bytes, const K* keys, Values val
   if (e == cudaSuccess)
     e = select_ranked_index(sample_codes, sample_count,
                             index_math::splitter_rank(k, n, sample_count, cfg.descending),
-                            &zeroed->select_sample, &zeroed->chosen_sample, stream);
+                            &zeroed->chosen_sample, stream);
   if (e != cudaSuccess) return e;
   const ranked_sample<K> splitter{keys, n, sample_count, &zeroed->chosen_sample};
   // Where more than one key in 256 is expected to be a candidate (the samples up to the

@@ -183,62 +183,122 @@ cudaError_t radix_select(const K* keys, Values values, select_input input, index
 
 // ---- the element of one rank ------------------------------------------------------------
 
-// Of codes[0, count), the index of the one of rank `rank` (0-based) in (code, index) order, to
-// *chosen, once the select passes have left that rank's code in state->prefix and the codes
-// below it counted in state->below: the (rank - below)-th code equal to it in index order. One
-// block; each thread counts the equal codes of its contiguous chunk (independent loads), a
-// block scan gives each the equal codes before its chunk, and the thread whose chunk holds
-// the wanted one walks it again.
-template <int THREADS, class U>
-__global__ void __launch_bounds__(THREADS)
-    pick_ranked_index_kernel(const U* codes, index_t count, index_t rank,
-                             const radix_select_state* state, std::uint32_t* chosen) {
-  using scan = cub::BlockScan<index_t, THREADS>;
-  __shared__ typename scan::TempStorage scan_storage;
-  const U code = static_cast<U>(state->prefix);
-  const index_t wanted = rank - state->below;
-  const index_t chunk = (count + THREADS - 1) / THREADS;
-  const index_t first = threadIdx.x * chunk < count ? threadIdx.x * chunk : count;
-  const index_t last = first + chunk < count ? first + chunk : count;
-  index_t mine = 0;
-#pragma unroll 8
-  for (index_t i = first; i < last; ++i) mine += codes[i] == code;
-  index_t seen = 0;
-  scan(scan_storage).ExclusiveSum(mine, seen);
-  if (wanted < seen || wanted >= seen + mine) return;
-  for (index_t i = first; i < last; ++i)
-    if (codes[i] == code && seen++ == wanted) {
-      *chosen = static_cast<std::uint32_t>(i);
-      return;
-    }
+// One warp's vote for its lanes' digits into its own counts: where every counted lane has the
+// same digit (all equal codes, the usual case of a few distinct keys) one atomic adds them all,
+// else each lane adds its own. Every lane of the warp calls it.
+__device__ __forceinline__ void warp_count_digit(unsigned* counts, bool counted, unsigned digit) {
+  constexpr unsigned all = 0xffffffffu;
+  const unsigned voters = __ballot_sync(all, counted);
+  if (!voters) return;
+  const unsigned first = __shfl_sync(all, digit, __ffs(voters) - 1);
+  if (__all_sync(all, !counted || digit == first)) {
+    if (threadIdx.x % 32 == 0) atomicAdd(&counts[first], static_cast<unsigned>(__popc(voters)));
+  } else if (counted) {
+    atomicAdd(&counts[digit], 1u);
+  }
 }
 
-// The index of the element of rank `rank` among codes[0, count) (unsigned codes, below 2^32
-// of them) in (code, index) order to *chosen (device), as a stable sort would place it, with
-// no sort: a radix select of the code, then the pick among the equal codes. state: zeroed
-// on the stream before. A few short kernels (the CUB radix sort of 65,536 codes it replaces
-// took about 64 us in four passes of 11 blocks, H200).
-template <class U>
-cudaError_t select_ranked_index(const U* codes, index_t count, index_t rank,
-                                radix_select_state* state, std::uint32_t* chosen,
-                                cudaStream_t stream) {
-  static_assert(std::is_unsigned_v<U>);
-  constexpr int threads = 256, codes_per_thread = 8;
-  unsigned blocks = 0;
-  cudaError_t e = resident_blocks(select_digit_kernel<threads, U>, threads, 0, blocks);
-  if (e != cudaSuccess) return e;
-  // Few blocks: each adds up to 256 counts to the pass's 256 global ones.
-  const index_t wanted = (count + threads * codes_per_thread - 1) / (threads * codes_per_thread);
-  blocks = static_cast<unsigned>(std::max<index_t>(1, std::min<index_t>(blocks, wanted)));
-  const select_input input{count, nullptr, nullptr, 0};
+// Of codes[0, count), the index of the one of rank `rank` (0-based) in (code, index) order, to
+// *chosen, by one block: a radix select of the code a digit at a time from the top (each warp
+// counts into its own counts, a block scan picks the digit: index_math::bucket_holds_rank),
+// then the pick among the codes equal to it, each warp counting its contiguous chunk and a
+// block scan giving each warp the equal codes before it. The codes (65,536 at most for top_k)
+// stay in L2 between the passes; one launch instead of a launch of a few blocks a digit.
+template <int THREADS, int BATCH, class U>
+__global__ void __launch_bounds__(THREADS)
+    select_ranked_index_kernel(const U* codes, index_t count, index_t rank,
+                               std::uint32_t* chosen) {
+  constexpr int warps = THREADS / 32;
+  constexpr unsigned per_thread = warps * select_buckets / THREADS;
+  static_assert(THREADS % 32 == 0 && THREADS >= int(select_buckets) &&
+                (warps * select_buckets) % THREADS == 0);
+  using scan = cub::BlockScan<index_t, THREADS>;
+  __shared__ unsigned counts[warps][select_buckets];
+  __shared__ typename scan::TempStorage scan_storage;
+  __shared__ U found_prefix;
+  __shared__ index_t found_below;
+  unsigned* mine = &counts[0][0] + threadIdx.x * per_thread;
+  for (unsigned j = 0; j < per_thread; ++j) mine[j] = 0;
+  U prefix = 0;
+  index_t below = 0;  // codes below every code with the prefix found so far
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int shift = static_cast<int>(sizeof(U) * 8) - select_digit_bits; shift >= 0;
        shift -= select_digit_bits) {
-    select_digit_kernel<threads, U><<<blocks, threads, 0, stream>>>(codes, input, false, shift,
-                                                                    rank + 1, state);
-    e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
+    __syncthreads();  // the counts are zero
+    const int above = shift + select_digit_bits;
+    const U high = above >= static_cast<int>(sizeof(U) * 8) ? U{0} : static_cast<U>(~U{0} << above);
+    // Whole warps walk the codes, so that every lane takes part in the votes; BATCH loads
+    // of a lane are in flight at once (the codes come from L2, not from a stream).
+    for (index_t base = warp * 32 * BATCH; base < count; base += index_t{THREADS} * BATCH) {
+      U batch[BATCH];
+#pragma unroll
+      for (int j = 0; j < BATCH; ++j) {
+        const index_t i = base + j * 32 + lane;
+        batch[j] = i < count ? codes[i] : U{0};
+      }
+#pragma unroll
+      for (int j = 0; j < BATCH; ++j)
+        warp_count_digit(counts[warp],
+                         base + j * 32 + lane < count && ((batch[j] ^ prefix) & high) == 0,
+                         static_cast<unsigned>(batch[j] >> shift) & (select_buckets - 1));
+    }
+    __syncthreads();
+    index_t bucket = 0;  // thread d < 256: digit d's count over the warps
+    if (threadIdx.x < select_buckets)
+      for (int w = 0; w < warps; ++w) bucket += counts[w][threadIdx.x];
+    index_t before = 0;
+    scan(scan_storage).ExclusiveSum(bucket, before);  // its barriers: every count is read
+    for (unsigned j = 0; j < per_thread; ++j) mine[j] = 0;
+    if (threadIdx.x < select_buckets && index_math::bucket_holds_rank(before, bucket, rank + 1 - below)) {
+      found_prefix = static_cast<U>(prefix | static_cast<U>(static_cast<U>(threadIdx.x) << shift));
+      found_below = below + before;
+    }
+    __syncthreads();
+    prefix = found_prefix;
+    below = found_below;
   }
-  pick_ranked_index_kernel<512, U><<<1, 512, 0, stream>>>(codes, count, rank, state, chosen);
+  // The (rank - below)-th code equal to prefix, in index order: each warp counts the equal
+  // codes of its contiguous chunk (read whole, by ballots), a block scan gives each warp the
+  // equal codes before its chunk, and the warp holding the wanted one finds its lane.
+  constexpr unsigned all = 0xffffffffu;
+  const index_t wanted = rank - below;
+  const index_t chunk = (count + warps - 1) / warps;
+  const index_t first = warp * chunk < count ? warp * chunk : count;
+  const index_t last = first + chunk < count ? first + chunk : count;
+  index_t equal = 0;  // the same on every lane
+#pragma unroll 4
+  for (index_t base = first; base < last; base += 32) {
+    const index_t i = base + lane;
+    equal += __popc(__ballot_sync(all, i < last && codes[i] == prefix));
+  }
+  index_t seen = 0;
+  scan(scan_storage).ExclusiveSum(lane == 0 ? equal : index_t{0}, seen);
+  seen = __shfl_sync(all, seen, 0);
+  if (wanted < seen || wanted >= seen + equal) return;  // the whole warp
+  for (index_t base = first; base < last; base += 32) {
+    const index_t i = base + lane;
+    const unsigned hits = __ballot_sync(all, i < last && codes[i] == prefix);
+    if (wanted < seen + __popc(hits)) {
+      if ((hits >> lane & 1u) && __popc(hits & ((1u << lane) - 1u)) == wanted - seen)
+        *chosen = static_cast<std::uint32_t>(i);
+      return;
+    }
+    seen += __popc(hits);
+  }
+}
+
+// The index of the element of rank `rank` among codes[0, count) (unsigned codes, rank below
+// count; top_k has 4,096 to 65,536) in (code, index) order to *chosen (device), as a stable
+// sort would place it, with no sort: one block's radix select and pick. (The CUB radix sort of
+// 65,536 codes it replaced took about 64 us in four passes of 11 blocks; a radix select of a
+// few blocks a digit, 55 us in four launches and a pick: H200.)
+template <class U>
+cudaError_t select_ranked_index(const U* codes, index_t count, index_t rank,
+                                std::uint32_t* chosen, cudaStream_t stream) {
+  static_assert(std::is_unsigned_v<U>);
+  constexpr int threads = 512, batch = 8;
+  select_ranked_index_kernel<threads, batch, U><<<1, threads, 0, stream>>>(codes, count, rank,
+                                                                           chosen);
   return cudaGetLastError();
 }
 
