@@ -55,24 +55,49 @@ GPUSORT_HD constexpr std::uint64_t pivot_count(std::uint64_t n, std::uint64_t m)
 // The split at element (q, i) with code c: out[r] = elements of run r before it in the merged
 // order (out[q] = i); returns their sum, the element's merged position. code(r, k) is the code
 // of run r's element k; lo[r] .. hi[r] the range of run r searched: elements of run r below
-// lo[r] are known to come before it and those from hi[r] on after it.
+// lo[r] are known to come before it and those from hi[r] on after it. The R - 1 binary
+// searches advance together, one step of each a round, so that the device has their loads in
+// flight at once: a chain of about log2(hi - lo) dependent loads, not R - 1 such chains.
 template <class CodeOf>
 GPUSORT_HD constexpr std::uint64_t split_at_element(const CodeOf& code, int runs,
                                                     const std::uint64_t* lo,
                                                     const std::uint64_t* hi, int q,
                                                     std::uint64_t i, std::uint64_t c,
                                                     std::uint64_t* out) {
-  std::uint64_t rank = 0;
-  for (int r = 0; r < runs; ++r) {
-    if (r == q) {
-      out[r] = i;
-    } else {
-      const auto code_r = [&](std::uint64_t k) { return code(r, k); };
-      // Earlier runs come first on equal codes.
-      out[r] = lo[r] + count_below(code_r, lo[r], hi[r], c, r < q);
-    }
-    rank += out[r];
+  // Run r's answer lies in [first[r], last[r]]; run q's is i, and runs past `runs` have none.
+  // The loops run over max_runs, unrolled on the device, so that first and last live in
+  // registers and every run's load is issued before any is used.
+  std::uint64_t first[max_runs] = {}, last[max_runs] = {};
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+  for (int r = 0; r < max_runs; ++r) {
+    if (r >= runs) continue;
+    first[r] = r == q ? i : lo[r];
+    last[r] = r == q ? i : hi[r];
   }
+  for (bool searching = true; searching;) {
+    searching = false;
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+    for (int r = 0; r < max_runs; ++r) {
+      if (first[r] >= last[r]) continue;
+      const std::uint64_t mid = first[r] + (last[r] - first[r]) / 2;
+      const std::uint64_t v = code(r, mid);
+      if (v < c || (r < q && v == c))  // earlier runs come first on equal codes
+        first[r] = mid + 1;
+      else
+        last[r] = mid;
+      searching = searching || first[r] < last[r];
+    }
+  }
+  std::uint64_t rank = 0;
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+  for (int r = 0; r < max_runs; ++r)
+    if (r < runs) rank += out[r] = first[r];
   return rank;
 }
 
