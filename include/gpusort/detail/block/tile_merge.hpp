@@ -2,7 +2,7 @@
 // block's work in phases between its barriers, written for one thread at a time so that the
 // CPU tests run the same code thread by thread (test_cpu_multiway_merge).
 //   load   the tile's segment of every run (begin[q] .. end[q]) into buffer 0, in run order,
-//          with each key's tile index;
+//          with each key's tile index, a thread's items all loaded before any is stored;
 //   round  merges adjacent segments pairwise into the other buffer, every thread on its chunk
 //          of `items` outputs, whichever pair it falls in (then next_round, the same on every
 //          thread), until one segment is left;
@@ -45,7 +45,9 @@ struct tile_merge {
   const std::uint64_t* begin;  // the tile's split, and the next tile's
   const std::uint64_t* end;
   buffers& shared;
-  // Segment s of the current round: [start[s], start[s] + length[s]) of buffer `cur`.
+  // Where run q's segment starts in the tile (fixed), and segment s of the current round:
+  // [start[s], start[s] + length[s]) of buffer `cur`.
+  std::uint32_t run_start[mm::max_runs] = {};
   std::uint32_t start[mm::max_runs] = {}, length[mm::max_runs] = {};
   std::uint32_t size = 0;
   int segments = 0, cur = 0;
@@ -54,18 +56,44 @@ struct tile_merge {
                         const std::uint64_t* to, buffers& s)
       : runs(r), code(c), begin(from), end(to), shared(s), segments(r.count) {
     for (int q = 0; q < runs.count; ++q) {
-      start[q] = size;
+      run_start[q] = start[q] = size;
       length[q] = static_cast<std::uint32_t>(end[q] - begin[q]);
       size += length[q];
     }
   }
 
+  // Items a thread loads (or gathers values for) before it stores any.
+  static constexpr int batch = 8;
+
+  // The run whose segment holds tile index x (empty segments skipped).
+  GPUSORT_HD int run_of(std::uint32_t x) const {
+    int q = 0;
+    while (q + 1 < runs.count && run_start[q + 1] <= x) ++q;
+    return q;
+  }
+
   GPUSORT_HD void load(unsigned thread, unsigned threads) {
-    for (int q = 0; q < runs.count; ++q)
-      for (std::uint32_t x = thread; x < length[q]; x += threads) {
-        shared.keys[0][start[q] + x] = runs.keys[q][begin[q] + x];
-        shared.from[0][start[q] + x] = static_cast<std::uint16_t>(start[q] + x);
+    for (std::uint32_t base = 0; base < size; base += threads * batch) {
+      K item[batch];
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+      for (int j = 0; j < batch; ++j) {
+        const std::uint32_t x = base + thread + j * threads;
+        if (x >= size) continue;
+        const int q = run_of(x);
+        item[j] = runs.keys[q][begin[q] + (x - run_start[q])];
       }
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+      for (int j = 0; j < batch; ++j) {
+        const std::uint32_t x = base + thread + j * threads;
+        if (x >= size) continue;
+        shared.keys[0][x] = item[j];
+        shared.from[0][x] = static_cast<std::uint16_t>(x);
+      }
+    }
   }
 
   GPUSORT_HD bool merged() const { return segments <= 1; }
@@ -101,16 +129,30 @@ struct tile_merge {
     cur = 1 - cur;
   }
 
+  // The keys out, and the values gathered through each key's tile index, a thread's batch of
+  // values all loaded before any is stored.
   GPUSORT_HD void write(unsigned thread, unsigned threads, K* out_keys, V* out_values) const {
-    for (std::uint32_t x = thread; x < size; x += threads) {
-      out_keys[x] = shared.keys[cur][x];
-      if constexpr (pairs) {
-        const std::uint32_t source = shared.from[cur][x];
-        int q = 0;
-        std::uint32_t first = 0;
-        while (source >= first + static_cast<std::uint32_t>(end[q] - begin[q]))
-          first += static_cast<std::uint32_t>(end[q] - begin[q]), ++q;
-        out_values[x] = runs.values[q][begin[q] + (source - first)];
+    for (std::uint32_t x = thread; x < size; x += threads) out_keys[x] = shared.keys[cur][x];
+    if constexpr (pairs) {
+      for (std::uint32_t base = 0; base < size; base += threads * batch) {
+        V value[batch];
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+        for (int j = 0; j < batch; ++j) {
+          const std::uint32_t x = base + thread + j * threads;
+          if (x >= size) continue;
+          const std::uint32_t source = shared.from[cur][x];
+          const int q = run_of(source);
+          value[j] = runs.values[q][begin[q] + (source - run_start[q])];
+        }
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+        for (int j = 0; j < batch; ++j) {
+          const std::uint32_t x = base + thread + j * threads;
+          if (x < size) out_values[x] = value[j];
+        }
       }
     }
   }
