@@ -72,27 +72,28 @@ struct tile_merge {
     return q;
   }
 
+  // f(j, x) for each item j of a thread's batch at tile index x = base + thread + j threads.
+  template <class F>
+  GPUSORT_HD void for_batch(std::uint32_t base, unsigned thread, unsigned threads,
+                            const F& f) const {
+    GPUSORT_UNROLL
+    for (int j = 0; j < batch; ++j) {
+      const std::uint32_t x = base + thread + j * threads;
+      if (x < size) f(j, x);
+    }
+  }
+
   GPUSORT_HD void load(unsigned thread, unsigned threads) {
     for (std::uint32_t base = 0; base < size; base += threads * batch) {
       K item[batch];
-#ifdef __CUDA_ARCH__
-#pragma unroll
-#endif
-      for (int j = 0; j < batch; ++j) {
-        const std::uint32_t x = base + thread + j * threads;
-        if (x >= size) continue;
+      for_batch(base, thread, threads, [&](int j, std::uint32_t x) {
         const int q = run_of(x);
         item[j] = runs.keys[q][begin[q] + (x - run_start[q])];
-      }
-#ifdef __CUDA_ARCH__
-#pragma unroll
-#endif
-      for (int j = 0; j < batch; ++j) {
-        const std::uint32_t x = base + thread + j * threads;
-        if (x >= size) continue;
+      });
+      for_batch(base, thread, threads, [&](int j, std::uint32_t x) {
         shared.keys[0][x] = item[j];
         shared.from[0][x] = static_cast<std::uint16_t>(x);
-      }
+      });
     }
   }
 
@@ -136,23 +137,13 @@ struct tile_merge {
     if constexpr (pairs) {
       for (std::uint32_t base = 0; base < size; base += threads * batch) {
         V value[batch];
-#ifdef __CUDA_ARCH__
-#pragma unroll
-#endif
-        for (int j = 0; j < batch; ++j) {
-          const std::uint32_t x = base + thread + j * threads;
-          if (x >= size) continue;
+        for_batch(base, thread, threads, [&](int j, std::uint32_t x) {
           const std::uint32_t source = shared.from[cur][x];
           const int q = run_of(source);
           value[j] = runs.values[q][begin[q] + (source - run_start[q])];
-        }
-#ifdef __CUDA_ARCH__
-#pragma unroll
-#endif
-        for (int j = 0; j < batch; ++j) {
-          const std::uint32_t x = base + thread + j * threads;
-          if (x < size) out_values[x] = value[j];
-        }
+        });
+        for_batch(base, thread, threads,
+                  [&](int j, std::uint32_t x) { out_values[x] = value[j]; });
       }
     }
   }

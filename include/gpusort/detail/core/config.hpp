@@ -10,3 +10,11 @@
 #define GPUSORT_DEVICE
 #define GPUSORT_FORCEINLINE inline
 #endif
+
+// `#pragma unroll` for the loop that follows, in device code only (host compilers warn of a
+// pragma they do not know).
+#if defined(__CUDA_ARCH__)
+#define GPUSORT_UNROLL _Pragma("unroll")
+#else
+#define GPUSORT_UNROLL
+#endif

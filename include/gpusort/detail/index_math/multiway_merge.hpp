@@ -68,9 +68,7 @@ GPUSORT_HD constexpr std::uint64_t split_at_element(const CodeOf& code, int runs
   // The loops run over max_runs, unrolled on the device, so that first and last live in
   // registers and every run's load is issued before any is used.
   std::uint64_t first[max_runs] = {}, last[max_runs] = {};
-#ifdef __CUDA_ARCH__
-#pragma unroll
-#endif
+  GPUSORT_UNROLL
   for (int r = 0; r < max_runs; ++r) {
     if (r >= runs) continue;
     first[r] = r == q ? i : lo[r];
@@ -78,9 +76,7 @@ GPUSORT_HD constexpr std::uint64_t split_at_element(const CodeOf& code, int runs
   }
   for (bool searching = true; searching;) {
     searching = false;
-#ifdef __CUDA_ARCH__
-#pragma unroll
-#endif
+    GPUSORT_UNROLL
     for (int r = 0; r < max_runs; ++r) {
       if (first[r] >= last[r]) continue;
       const std::uint64_t mid = first[r] + (last[r] - first[r]) / 2;
@@ -93,9 +89,7 @@ GPUSORT_HD constexpr std::uint64_t split_at_element(const CodeOf& code, int runs
     }
   }
   std::uint64_t rank = 0;
-#ifdef __CUDA_ARCH__
-#pragma unroll
-#endif
+  GPUSORT_UNROLL
   for (int r = 0; r < max_runs; ++r)
     if (r < runs) rank += out[r] = first[r];
   return rank;
