@@ -1,16 +1,13 @@
 // The one-pass merge of up to 8 sorted runs (gpusort::dist's merge of what a rank received):
-// pivots' splits, the pivots sorted by merged position (CUB's radix sort), every tile's split
-// found in its window, then one block a tile merging its segments in shared memory. The index
-// math and its CPU simulation: detail/index_math/multiway_merge.hpp, test_cpu_multiway_merge.
+// pivots' splits, every tile's split found in the window between the pivots around its start,
+// then one block a tile merging its segments in shared memory. The index math and its CPU
+// simulation: detail/index_math/multiway_merge.hpp, test_cpu_multiway_merge.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include <cub/device/device_radix_sort.cuh>
 
 #include "dist_common.hpp"
 #include "gpusort/detail/block/tile_merge.hpp"
@@ -29,13 +26,12 @@ inline constexpr std::uint64_t merge_pivot_gap = 1024;
 inline constexpr int merge_threads = 256, merge_items = 8;
 inline constexpr int merge_tile = merge_threads * merge_items;
 
-// Pivot e (run by run: run q's pivots at positions 0, gap, 2 gap, ...): its merged position,
-// its id and its split (splits[e * count + r]).
+// Pivot e (run by run: run q's pivots at positions 0, gap, 2 gap, ...): its merged position
+// and its split (splits[e * count + r]).
 template <class K, class V>
 __global__ void pivot_splits_kernel(const __grid_constant__ run_set<K, V> runs,
                                     math::order_code<K> code, std::uint64_t pivots,
-                                    std::uint64_t* positions, std::uint32_t* ids,
-                                    std::uint64_t* splits) {
+                                    std::uint64_t* positions, std::uint64_t* splits) {
   const std::uint64_t e = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (e >= pivots) return;
   int q = 0;
@@ -48,18 +44,16 @@ __global__ void pivot_splits_kernel(const __grid_constant__ run_set<K, V> runs,
   std::uint64_t split[mm::max_runs];
   positions[e] = mm::split_at_element(code_of, runs.count, from, runs.length, q, i,
                                       code_of(q, i), split);
-  ids[e] = static_cast<std::uint32_t>(e);
   for (int r = 0; r < runs.count; ++r) splits[e * runs.count + r] = split[r];
 }
 
-// Tile t's split (t tiles, then the runs' lengths after the last), from the window of the last
-// pivot at or before its start: one thread a (tile, run).
+// Tile t's split (t tiles, then the runs' lengths after the last), from the window between
+// the pivots around its start: one thread a (tile, run).
 template <class K, class V>
 __global__ void tile_splits_kernel(const __grid_constant__ run_set<K, V> runs,
-                                   math::order_code<K> code, std::uint64_t pivots,
-                                   const std::uint64_t* sorted_positions,
-                                   const std::uint32_t* sorted_ids, const std::uint64_t* splits,
-                                   std::uint64_t tiles, std::uint64_t* tile_splits) {
+                                   math::order_code<K> code, const std::uint64_t* positions,
+                                   const std::uint64_t* splits, std::uint64_t tiles,
+                                   std::uint64_t* tile_splits) {
   const std::uint64_t g = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   const std::uint64_t t = g / runs.count;
   const int q = static_cast<int>(g % runs.count);
@@ -70,12 +64,20 @@ __global__ void tile_splits_kernel(const __grid_constant__ run_set<K, V> runs,
     return;
   }
   const std::uint64_t d = t * merge_tile;
+  // Each run's pivots: their count and the first one's id (unrolled: in registers; a run past
+  // the count has length 0, so no pivots).
+  std::uint64_t first[mm::max_runs] = {}, count[mm::max_runs] = {}, id = 0;
+#pragma unroll
+  for (int r = 0; r < mm::max_runs; ++r) {
+    first[r] = id;
+    id += count[r] = mm::pivot_count(runs.length[r], merge_pivot_gap);
+  }
   // The pivot at merged position 0 (the first element) is at or before every d.
-  const auto position = [&](std::uint64_t k) { return sorted_positions[k]; };
-  const std::uint64_t k = mm::count_below(position, 0, pivots, d, true) - 1;
-  const std::uint64_t* lo = splits + std::uint64_t{sorted_ids[k]} * runs.count;
-  const std::uint64_t* hi =
-      k + 1 < pivots ? splits + std::uint64_t{sorted_ids[k + 1]} * runs.count : runs.length;
+  std::uint64_t before = 0, after = 0;
+  mm::pivots_around([&](std::uint64_t id) { return positions[id]; }, runs.count, first, count,
+                    d, &before, &after);
+  const std::uint64_t* lo = splits + before * runs.count;
+  const std::uint64_t* hi = after == mm::no_pivot ? runs.length : splits + after * runs.count;
   const auto code_of = [&](int r, std::uint64_t i) { return code(runs.keys[r][i]); };
   out = mm::split_of_run(code_of, runs.count, lo, hi, d, q);
 }
@@ -112,35 +114,20 @@ void merge_runs_in_one_pass(const run_set<K, V>& runs, std::uint64_t total, K* o
                             const std::string& call) {
   std::uint64_t pivots = 0;
   for (int q = 0; q < runs.count; ++q) pivots += mm::pivot_count(runs.length[q], merge_pivot_gap);
-  if (pivots >= (std::uint64_t{1} << 32)) throw_internal(call + ": too many pivots to merge");
   const std::uint64_t tiles = (total + merge_tile - 1) / merge_tile;
   const auto r = static_cast<std::uint64_t>(runs.count);
-  const int bits = std::bit_width(total);
-  std::size_t sort_bytes = 0;
-  std::uint64_t* no_positions = nullptr;
-  std::uint32_t* no_ids = nullptr;
-  check_cuda(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, no_positions, no_positions,
-                                             no_ids, no_ids, pivots, 0, bits, stream),
-             call + ": the merge's pivot sort");
   const std::string what = call + ": the merge's workspace";
-  device_memory positions(sizeof(std::uint64_t) * 2 * pivots, stream, what);
-  device_memory ids(sizeof(std::uint32_t) * 2 * pivots, stream, what);
+  device_memory positions(sizeof(std::uint64_t) * pivots, stream, what);
   device_memory splits(sizeof(std::uint64_t) * pivots * r, stream, what);
   device_memory tile_splits(sizeof(std::uint64_t) * (tiles + 1) * r, stream, what);
-  device_memory sort_temp(sort_bytes ? sort_bytes : 1, stream, what);
   auto* position = static_cast<std::uint64_t*>(positions.get());
-  auto* id = static_cast<std::uint32_t*>(ids.get());
   auto* split = static_cast<std::uint64_t*>(splits.get());
   auto* tile_split = static_cast<std::uint64_t*>(tile_splits.get());
   pivot_splits_kernel<K, V><<<merge_blocks_for(pivots), merge_threads, 0, stream>>>(
-      runs, code, pivots, position, id, split);
+      runs, code, pivots, position, split);
   check_cuda(cudaGetLastError(), call + ": the merge's pivots");
-  check_cuda(cub::DeviceRadixSort::SortPairs(sort_temp.get(), sort_bytes, position,
-                                             position + pivots, id, id + pivots, pivots, 0, bits,
-                                             stream),
-             call + ": the merge's pivot sort");
   tile_splits_kernel<K, V><<<merge_blocks_for((tiles + 1) * r), merge_threads, 0, stream>>>(
-      runs, code, pivots, position + pivots, id + pivots, split, tiles, tile_split);
+      runs, code, position, split, tiles, tile_split);
   check_cuda(cudaGetLastError(), call + ": the merge's tiles");
   merge_tiles_kernel<K, V><<<static_cast<unsigned>(tiles), merge_threads, 0, stream>>>(
       runs, code, tile_split, out_keys, out_values);

@@ -1,6 +1,6 @@
 // The one-pass merge of R sorted runs (detail/index_math/multiway_merge.hpp), simulated on the
-// CPU as the device runs it: pivots and their splits, the pivots sorted by position, each
-// tile's split found in its window, and each tile merged by the device's block code
+// CPU as the device runs it: pivots and their splits, the pivots around each tile's start,
+// the tile's split found in their window, and each tile merged by the device's block code
 // (block/tile_merge.hpp) run a thread at a time.
 // The result must be the stable order by (code, run, position), on runs with heavy ties,
 // empty runs, and tiles and pivot gaps of awkward sizes.
@@ -33,36 +33,51 @@ std::vector<element> reference_merge(const runs_t& runs) {
   return out;
 }
 
-// The splits of every tile start, as the device finds them (steps 1-3 of the header).
+// The pivots of every run, numbered run by run as the device numbers them: their merged
+// positions and splits (step 1 of the header), and where each run's pivots start.
+struct pivot_table {
+  std::vector<std::uint64_t> first, count, position;
+  std::vector<std::vector<std::uint64_t>> split;
+};
+
+pivot_table make_pivots(const runs_t& runs, std::uint64_t m) {
+  const int r = static_cast<int>(runs.size());
+  const auto code = [&](int q, std::uint64_t i) { return runs[q][i]; };
+  std::vector<std::uint64_t> zeros(r, 0), lengths(r);
+  for (int q = 0; q < r; ++q) lengths[q] = runs[q].size();
+  pivot_table t;
+  for (int q = 0; q < r; ++q) {
+    t.first.push_back(t.position.size());
+    t.count.push_back(mm::pivot_count(lengths[q], m));
+    for (std::uint64_t k = 0; k < t.count.back(); ++k) {
+      std::vector<std::uint64_t> split(r);
+      t.position.push_back(mm::split_at_element(code, r, zeros.data(), lengths.data(), q, k * m,
+                                                runs[q][k * m], split.data()));
+      t.split.push_back(std::move(split));
+    }
+  }
+  return t;
+}
+
+// The splits of every tile start, as the device finds them (steps 2-3 of the header).
 std::vector<std::vector<std::uint64_t>> tile_splits(const runs_t& runs, std::uint64_t m,
                                                     std::uint64_t tile) {
   const int r = static_cast<int>(runs.size());
   const auto code = [&](int q, std::uint64_t i) { return runs[q][i]; };
-  std::vector<std::uint64_t> zeros(r, 0), lengths(r);
+  std::vector<std::uint64_t> lengths(r);
   std::uint64_t total = 0;
   for (int q = 0; q < r; ++q) total += lengths[q] = runs[q].size();
-  struct pivot {
-    std::uint64_t position;
-    std::vector<std::uint64_t> split;
-  };
-  std::vector<pivot> pivots;
-  for (int q = 0; q < r; ++q)
-    for (std::uint64_t t = 0; t < mm::pivot_count(lengths[q], m); ++t) {
-      pivot p{0, std::vector<std::uint64_t>(r)};
-      p.position = mm::split_at_element(code, r, zeros.data(), lengths.data(), q, t * m,
-                                        runs[q][t * m], p.split.data());
-      pivots.push_back(std::move(p));
-    }
-  std::sort(pivots.begin(), pivots.end(),
-            [](const pivot& a, const pivot& b) { return a.position < b.position; });
+  const pivot_table pivots = make_pivots(runs, m);
+  const auto position = [&](std::uint64_t id) { return pivots.position[id]; };
   std::vector<std::vector<std::uint64_t>> splits;
   for (std::uint64_t d = 0; d < total; d += tile) {
-    std::size_t k = 0;
-    while (k + 1 < pivots.size() && pivots[k + 1].position <= d) ++k;
-    const std::vector<std::uint64_t>& hi = k + 1 < pivots.size() ? pivots[k + 1].split : lengths;
+    std::uint64_t before = 0, after = 0;
+    mm::pivots_around(position, r, pivots.first.data(), pivots.count.data(), d, &before, &after);
+    EXPECT_NE(before, mm::no_pivot) << "no pivot at or before " << d;
+    const std::vector<std::uint64_t>& hi = after == mm::no_pivot ? lengths : pivots.split[after];
     std::vector<std::uint64_t> out(r);
     for (int q = 0; q < r; ++q)  // a thread a run on the device
-      out[q] = mm::split_of_run(code, r, pivots[k].split.data(), hi.data(), d, q);
+      out[q] = mm::split_of_run(code, r, pivots.split[before].data(), hi.data(), d, q);
     splits.push_back(out);
   }
   splits.push_back(lengths);
@@ -174,6 +189,38 @@ TEST(MultiwayMerge, PivotsKnowTheirMergedPositions) {
       const std::uint64_t position = mm::split_at_element(code, 5, zeros.data(), lengths.data(),
                                                           q, i, runs[q][i], split.data());
       ASSERT_EQ(want.at(position), element(q, i));
+    }
+}
+
+// pivots_around against the pivots sorted by position: the last at or before d and the first
+// after it, for every d, with empty runs and runs of one pivot among them.
+TEST(MultiwayMerge, PivotsAroundAreTheSortedPivotsNeighbours) {
+  std::mt19937_64 rng(11);
+  for (int count = 1; count <= mm::max_runs; ++count)
+    for (std::uint64_t m : {1, 3, 8}) {
+      const runs_t runs = random_runs(rng, count, 50, 7);
+      const pivot_table pivots = make_pivots(runs, m);
+      std::vector<std::uint64_t> order(pivots.position.size());
+      for (std::uint64_t id = 0; id < order.size(); ++id) order[id] = id;
+      std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) {
+        return pivots.position[a] < pivots.position[b];
+      });
+      std::uint64_t total = 0;
+      for (const auto& run : runs) total += run.size();
+      const auto position = [&](std::uint64_t id) { return pivots.position[id]; };
+      for (std::uint64_t d = 0; d <= total + 1; ++d) {
+        std::uint64_t want_before = mm::no_pivot, want_after = mm::no_pivot;
+        for (std::uint64_t id : order)
+          if (pivots.position[id] <= d)
+            want_before = id;
+          else if (want_after == mm::no_pivot)
+            want_after = id;
+        std::uint64_t before = 0, after = 0;
+        mm::pivots_around(position, count, pivots.first.data(), pivots.count.data(), d, &before,
+                          &after);
+        ASSERT_EQ(before, want_before) << "runs=" << count << " m=" << m << " d=" << d;
+        ASSERT_EQ(after, want_after) << "runs=" << count << " m=" << m << " d=" << d;
+      }
     }
 }
 

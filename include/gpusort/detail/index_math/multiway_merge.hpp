@@ -13,10 +13,13 @@
 // per tile:
 //  1. Pivots: every m-th element of every run, (q, t m). Each pivot's rank and split come from
 //     R - 1 binary searches over whole runs (pivot_split).
-//  2. The pivots sorted by rank. Between two consecutive pivots every run contributes at most m
-//     elements (a run's next pivot would lie between them otherwise): a window.
-//  3. A tile boundary d lies in the window of the last pivot at or before it; its split is found
-//     by binary searches inside that window alone (split_of_run), log m steps each.
+//  2. Between two pivots consecutive in the merged order every run contributes at most m
+//     elements (a run's next pivot would lie between them otherwise): a window. A tile
+//     boundary d lies in the window of the last pivot at or before it, found with the next
+//     one by a binary search in each run's pivots, whose positions rise along the run
+//     (pivots_around): no sort of the pivots.
+//  3. The boundary's split is found by binary searches inside that window alone
+//     (split_of_run), log m steps each.
 // Then each tile is merged on its own (in shared memory: merge_path_split for two sorted
 // sequences, pairwise in a tree).
 #pragma once
@@ -52,12 +55,33 @@ GPUSORT_HD constexpr std::uint64_t pivot_count(std::uint64_t n, std::uint64_t m)
   return (n + m - 1) / m;
 }
 
+// Binary searches of max_runs ranges [low[r], high[r]) (empty ones take no step) advancing
+// together, one step of each a round, so that the device has their loads in flight at once.
+// before(r, k) must hold for a prefix of range r; low[r] ends at the first k where it does not.
+template <class Before>
+GPUSORT_HD constexpr void search_together(std::uint64_t* low, std::uint64_t* high,
+                                          const Before& before) {
+  for (bool searching = true; searching;) {
+    searching = false;
+    GPUSORT_UNROLL
+    for (int r = 0; r < max_runs; ++r) {
+      if (low[r] >= high[r]) continue;
+      const std::uint64_t mid = low[r] + (high[r] - low[r]) / 2;
+      if (before(r, mid))
+        low[r] = mid + 1;
+      else
+        high[r] = mid;
+      searching = searching || low[r] < high[r];
+    }
+  }
+}
+
 // The split at element (q, i) with code c: out[r] = elements of run r before it in the merged
 // order (out[q] = i); returns their sum, the element's merged position. code(r, k) is the code
 // of run r's element k; lo[r] .. hi[r] the range of run r searched: elements of run r below
 // lo[r] are known to come before it and those from hi[r] on after it. The R - 1 binary
-// searches advance together, one step of each a round, so that the device has their loads in
-// flight at once: a chain of about log2(hi - lo) dependent loads, not R - 1 such chains.
+// searches advance together (search_together): a chain of about log2(hi - lo) dependent
+// loads, not R - 1 such chains.
 template <class CodeOf>
 GPUSORT_HD constexpr std::uint64_t split_at_element(const CodeOf& code, int runs,
                                                     const std::uint64_t* lo,
@@ -66,7 +90,7 @@ GPUSORT_HD constexpr std::uint64_t split_at_element(const CodeOf& code, int runs
                                                     std::uint64_t* out) {
   // Run r's answer lies in [first[r], last[r]]; run q's is i, and runs past `runs` have none.
   // The loops run over max_runs, unrolled on the device, so that first and last live in
-  // registers and every run's load is issued before any is used.
+  // registers.
   std::uint64_t first[max_runs] = {}, last[max_runs] = {};
   GPUSORT_UNROLL
   for (int r = 0; r < max_runs; ++r) {
@@ -74,25 +98,50 @@ GPUSORT_HD constexpr std::uint64_t split_at_element(const CodeOf& code, int runs
     first[r] = r == q ? i : lo[r];
     last[r] = r == q ? i : hi[r];
   }
-  for (bool searching = true; searching;) {
-    searching = false;
-    GPUSORT_UNROLL
-    for (int r = 0; r < max_runs; ++r) {
-      if (first[r] >= last[r]) continue;
-      const std::uint64_t mid = first[r] + (last[r] - first[r]) / 2;
-      const std::uint64_t v = code(r, mid);
-      if (v < c || (r < q && v == c))  // earlier runs come first on equal codes
-        first[r] = mid + 1;
-      else
-        last[r] = mid;
-      searching = searching || first[r] < last[r];
-    }
-  }
+  search_together(first, last, [&](int r, std::uint64_t k) {
+    const std::uint64_t v = code(r, k);
+    return v < c || (r < q && v == c);  // earlier runs come first on equal codes
+  });
   std::uint64_t rank = 0;
   GPUSORT_UNROLL
   for (int r = 0; r < max_runs; ++r)
     if (r < runs) rank += out[r] = first[r];
   return rank;
+}
+
+// "No such pivot", for pivots_around.
+inline constexpr std::uint64_t no_pivot = ~std::uint64_t{0};
+
+// Of the pivots, numbered run by run (run r's count[r] pivots are first[r] ..
+// first[r] + count[r] - 1, their merged positions position(id) rising along the run), the one
+// at the largest position <= d (*before; no_pivot if none) and the one at the smallest
+// position > d (*after; no_pivot if none). A binary search in each run's pivots, the searches
+// advancing together (search_together).
+template <class PositionOf>
+GPUSORT_HD constexpr void pivots_around(const PositionOf& position, int runs,
+                                        const std::uint64_t* first, const std::uint64_t* count,
+                                        std::uint64_t d, std::uint64_t* before,
+                                        std::uint64_t* after) {
+  std::uint64_t low[max_runs] = {}, high[max_runs] = {};  // run r: low[r] pivots at <= d, at end
+  GPUSORT_UNROLL
+  for (int r = 0; r < max_runs; ++r)
+    if (r < runs) high[r] = count[r];
+  search_together(low, high,
+                  [&](int r, std::uint64_t k) { return position(first[r] + k) <= d; });
+  *before = *after = no_pivot;
+  std::uint64_t latest = 0, earliest = 0;
+  GPUSORT_UNROLL
+  for (int r = 0; r < max_runs; ++r) {
+    if (r >= runs) continue;
+    if (low[r] > 0) {
+      const std::uint64_t at = position(first[r] + low[r] - 1);
+      if (*before == no_pivot || at > latest) *before = first[r] + low[r] - 1, latest = at;
+    }
+    if (low[r] < count[r]) {
+      const std::uint64_t at = position(first[r] + low[r]);
+      if (*after == no_pivot || at < earliest) *after = first[r] + low[r], earliest = at;
+    }
+  }
 }
 
 // Run q's part of the split at output position d, given a pivot split lo (at a merged position
