@@ -44,7 +44,9 @@ __global__ void pivot_splits_kernel(const __grid_constant__ run_set<K, V> runs,
   std::uint64_t split[mm::max_runs];
   positions[e] = mm::split_at_element(code_of, runs.count, from, runs.length, q, i,
                                       code_of(q, i), split);
-  for (int r = 0; r < runs.count; ++r) splits[e * runs.count + r] = split[r];
+#pragma unroll
+  for (int r = 0; r < mm::max_runs; ++r)  // unrolled: split stays in registers
+    if (r < runs.count) splits[e * runs.count + r] = split[r];
 }
 
 // Tile t's split (t tiles, then the runs' lengths after the last), from the window between
