@@ -474,9 +474,13 @@ void check_row_top_k(const std::vector<K>& row, const K* got, const I* columns, 
   const auto code = [](K key) { return gpusort::key_traits<K>::ordered(key); };
   std::vector<std::size_t> order(row.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return descending ? code(row[b]) < code(row[a]) : code(row[a]) < code(row[b]);
-  });
+  // The stable order's first k: by code, ties by column (only k are checked, so only k sorted).
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                    [&](std::size_t a, std::size_t b) {
+                      const auto ca = code(row[a]), cb = code(row[b]);
+                      if (ca != cb) return descending ? cb < ca : ca < cb;
+                      return a < b;
+                    });
   std::vector<bool> seen(row.size());
   for (std::size_t i = 0; i < k; ++i) {
     ASSERT_EQ(code(got[i]), code(row[order[i]])) << "position " << i;
