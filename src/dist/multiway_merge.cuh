@@ -76,8 +76,8 @@ __global__ void tile_splits_kernel(const __grid_constant__ run_set<K, V> runs,
   }
   // The pivot at merged position 0 (the first element) is at or before every d.
   std::uint64_t before = 0, after = 0;
-  mm::pivots_around([&](std::uint64_t id) { return positions[id]; }, runs.count, first, count,
-                    d, &before, &after);
+  const auto position = [&](std::uint64_t pivot) { return positions[pivot]; };
+  mm::pivots_around(position, runs.count, first, count, d, &before, &after);
   const std::uint64_t* lo = splits + before * runs.count;
   const std::uint64_t* hi = after == mm::no_pivot ? runs.length : splits + after * runs.count;
   const auto code_of = [&](int r, std::uint64_t i) { return code(runs.keys[r][i]); };

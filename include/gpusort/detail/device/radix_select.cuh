@@ -249,7 +249,8 @@ __global__ void __launch_bounds__(THREADS)
     index_t before = 0;
     scan(scan_storage).ExclusiveSum(bucket, before);  // its barriers: every count is read
     for (unsigned j = 0; j < per_thread; ++j) mine[j] = 0;
-    if (threadIdx.x < select_buckets && index_math::bucket_holds_rank(before, bucket, rank + 1 - below)) {
+    if (threadIdx.x < select_buckets &&
+        index_math::bucket_holds_rank(before, bucket, rank + 1 - below)) {
       found_prefix = static_cast<U>(prefix | static_cast<U>(static_cast<U>(threadIdx.x) << shift));
       found_below = below + before;
     }
