@@ -299,18 +299,23 @@ void UnevenShardsEveryDistributionBothOrders(const std::vector<comm_set*>& sets)
   for (comm_set* set : sets) {
     const int ranks = ranks_of(*set);
     for (tools::distribution d : tools::all_distributions) {  // gpusort gen's, every one
-      for (bool descending : {false, true})
+      const auto shards = make_shards<K>(uneven_sizes(ranks, 300007), d, 17 + ranks);
+      const std::vector<K> all = concat(shards);
+      for (bool descending : {false, true}) {
+        std::vector<K> want;  // NaN placement changes it for floats alone
         for (gpusort::nan_order nans : {gpusort::nan_order::last, gpusort::nan_order::first}) {
           SCOPED_TRACE(::testing::Message() << "ranks=" << ranks << " dist=" << tools::to_string(d)
                                             << " desc=" << descending
                                             << " nans=" << gpusort::to_string(nans));
-          const auto shards = make_shards<K>(uneven_sizes(ranks, 300007), d, 17 + ranks);
           dist::options opt;
           opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
           opt.nans = nans;
           const auto out = dist_sort(*set, shards, opt);
-          EXPECT_TRUE(same_bits(concat(out), reference_sort(concat(shards), descending, nans)));
+          if (want.empty() || std::is_floating_point_v<K>)
+            want = reference_sort(all, descending, nans);
+          EXPECT_TRUE(same_bits(concat(out), want));
         }
+      }
     }
   }
 }
