@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# gpusort-dist-bench's argument checks, which run before any CUDA call (so on a host without a
+# GPU too): each bad option exits 2 with a message that names it; --help exits 0.
+#   tests/dist_bench_usage.sh path/to/gpusort-dist-bench
+set -u
+bench=$1
+failed=0
+expect() {  # expect EXIT TEXT ARGS...: the run of ARGS exits EXIT and prints TEXT
+  local want=$1 text=$2
+  shift 2
+  local out got
+  out=$("$bench" "$@" 2>&1)
+  got=$?
+  if [ "$got" -ne "$want" ] || ! grep -qF -- "$text" <<<"$out"; then
+    echo "FAILED: gpusort-dist-bench $*: exit $got (want $want), output:"
+    echo "$out"
+    failed=1
+  fi
+}
+expect 0 "--merge L" --help
+expect 0 "--fan-in L" --help
+expect 2 "--fan-in: from 2 to 8, not '9'" --fan-in 2,9
+expect 2 "--fan-in: from 2 to 8, not '1'" --fan-in 1
+expect 2 "--merge: run counts from 2 to 64, not '65'" --merge 3,65
+expect 2 "one of --processes, --one-gpu and --merge" --merge 3 --one-gpu
+expect 2 "one of --processes, --one-gpu and --merge" --processes --one-gpu
+expect 2 "--merge: key types u32, u64 and f32, not i32" --merge 3 --types u32,i32
+expect 2 "--merge: --values 0 or 4" --merge 3 --values 0,8
+expect 2 "--values: 0, 4 or 8, not '3'" --values 3
+expect 2 "--gpus: a GPU count from 1 to 1024, not '0'" --gpus 1,0
+expect 2 "unknown key type 'u16'" --types u16
+[ "$failed" -eq 0 ] && echo "gpusort-dist-bench refused every bad option"
+exit "$failed"
