@@ -93,12 +93,13 @@ __global__ void __launch_bounds__(merge_threads)
   __shared__ typename merge::buffers shared;
   const std::uint64_t* begin = tile_splits + blockIdx.x * std::uint64_t(runs.count);
   merge tile(runs, code, begin, begin + runs.count, shared);
+  tile.plan(threadIdx.x);
+  __syncthreads();
   tile.load(threadIdx.x, merge_threads);
   __syncthreads();
-  while (!tile.merged()) {
-    tile.round(threadIdx.x, merge_items);
+  for (int k = 0; k < tile.rounds(); ++k) {
+    tile.round(threadIdx.x, k, merge_items);
     __syncthreads();
-    tile.next_round();
   }
   const std::uint64_t d = blockIdx.x * std::uint64_t{merge_tile};
   tile.write(threadIdx.x, merge_threads, out_keys + d, merge::pairs ? out_values + d : out_values);

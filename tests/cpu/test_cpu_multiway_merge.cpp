@@ -92,6 +92,15 @@ struct identity_code {
   std::uint64_t operator()(std::uint64_t key) const { return key; }
 };
 
+// The block's phases up to its write, each a thread at a time, as the barriers order them.
+template <class Merge>
+void run_phases(Merge& tile, unsigned threads, std::uint64_t items) {
+  for (unsigned t = 0; t < threads; ++t) tile.plan(t);
+  for (unsigned t = 0; t < threads; ++t) tile.load(t, threads);
+  for (int k = 0; k < tile.rounds(); ++k)
+    for (unsigned t = 0; t < threads; ++t) tile.round(t, k, static_cast<std::uint32_t>(items));
+}
+
 std::vector<element> merge_tile(const runs_t& runs, const std::vector<std::uint64_t>& from,
                                 const std::vector<std::uint64_t>& to, std::uint64_t items) {
   using merge = gpusort::detail::block::tile_merge<std::uint64_t, std::uint64_t, identity_code,
@@ -108,15 +117,27 @@ std::vector<element> merge_tile(const runs_t& runs, const std::vector<std::uint6
   auto shared = std::make_unique<merge::buffers>();
   merge tile(set, identity_code{}, from.data(), to.data(), *shared);
   const auto threads = static_cast<unsigned>((test_tile + items - 1) / items);
-  for (unsigned t = 0; t < threads; ++t) tile.load(t, threads);
-  while (!tile.merged()) {
-    for (unsigned t = 0; t < threads; ++t) tile.round(t, static_cast<std::uint32_t>(items));
-    tile.next_round();
-  }
-  std::vector<std::uint64_t> out_keys(tile.size), out_values(tile.size);
+  run_phases(tile, threads, items);
+  const std::uint32_t size = tile.size();
+  std::vector<std::uint64_t> out_keys(size), out_values(size);
   for (unsigned t = 0; t < threads; ++t) tile.write(t, threads, out_keys.data(), out_values.data());
+  // Keys alone take the path without tile indices: the same keys.
+  using keys_merge = gpusort::detail::block::tile_merge<std::uint64_t, gpusort::detail::no_value,
+                                                        identity_code, test_tile>;
+  gpusort::detail::block::run_set<std::uint64_t, gpusort::detail::no_value> key_set;
+  for (std::size_t q = 0; q < runs.size(); ++q) {
+    key_set.keys[q] = runs[q].data();
+    key_set.length[q] = runs[q].size();
+  }
+  key_set.count = set.count;
+  auto key_shared = std::make_unique<keys_merge::buffers>();
+  keys_merge keys_only(key_set, identity_code{}, from.data(), to.data(), *key_shared);
+  run_phases(keys_only, threads, items);
+  std::vector<std::uint64_t> keys_alone(size);
+  for (unsigned t = 0; t < threads; ++t) keys_only.write(t, threads, keys_alone.data(), nullptr);
+  EXPECT_EQ(keys_alone, out_keys) << "keys alone merged otherwise";
   std::vector<element> got;
-  for (std::uint32_t x = 0; x < tile.size; ++x) {
+  for (std::uint32_t x = 0; x < size; ++x) {
     const element e(static_cast<int>(out_values[x] >> 32), out_values[x] & 0xffffffffu);
     EXPECT_EQ(out_keys[x], runs[e.first][e.second]) << "a key apart from its value";
     got.push_back(e);

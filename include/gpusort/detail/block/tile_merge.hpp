@@ -1,12 +1,17 @@
 // One tile of the one-pass merge of up to 8 sorted runs (src/dist/multiway_merge.cuh): a
 // block's work in phases between its barriers, written for one thread at a time so that the
 // CPU tests run the same code thread by thread (test_cpu_multiway_merge).
+//   plan   thread 0 writes where each run's segment lies in the tile (the block's one shared
+//          fact; every round's segments follow from it);
 //   load   the tile's segment of every run (begin[q] .. end[q]) into buffer 0, in run order,
-//          with each key's tile index, a thread's items all loaded before any is stored;
-//   round  merges adjacent segments pairwise into the other buffer, every thread on its chunk
-//          of `items` outputs, whichever pair it falls in (then next_round, the same on every
-//          thread), until one segment is left;
+//          a thread's items all loaded before any is stored (with pairs, each key's tile
+//          index beside it);
+//   round  k = 0, 1, ...: merges adjacent segments of 2^k runs pairwise into the other buffer,
+//          every thread on its chunk of `items` outputs, whichever pair it falls in, until one
+//          segment is left (rounds() of them);
 //   write  the keys out, and the values through each key's tile index.
+// Tile index x lives at slot(x): one spare slot every 32, so that the threads of a warp,
+// storing their chunks of consecutive outputs side by side, hit distinct banks.
 #pragma once
 
 #include <cstdint>
@@ -29,15 +34,30 @@ struct run_set {
   int count = 0;
 };
 
+// Pairwise rounds that merge `runs` segments into one: ceil(log2 runs).
+GPUSORT_HD constexpr int merge_rounds(int runs) {
+  int rounds = 0;
+  while ((1 << rounds) < runs) ++rounds;
+  return rounds;
+}
+
+// The shared slot of tile index x (one spare every 32 indices).
+GPUSORT_HD constexpr std::uint32_t padded_slot(std::uint32_t x) { return x + x / 32; }
+
 // Code: the keys' order code (index_math::dist::order_code<K>); TILE keys at most.
 template <class K, class V, class Code, int TILE>
 struct tile_merge {
   static_assert(TILE <= 65536, "a tile's key indices are 16-bit");
   static constexpr bool pairs = !std::is_same_v<V, no_value>;
-  // The block's shared state: two buffers of keys and of their tile indices.
+  static constexpr std::uint32_t slots = padded_slot(TILE);
+  // The block's shared state: two buffers of keys (and, with values, of their tile indices),
+  // and the plan: run q's segment is tile indices [start[q], start[q + 1]), read from
+  // position start[q] + offset[q] of run q (offset wraps: begin[q] - start[q]).
   struct buffers {
-    K keys[2][TILE];
-    std::uint16_t from[2][TILE];
+    K keys[2][slots];
+    std::uint16_t from[2][pairs ? slots : 1];
+    std::uint32_t start[mm::max_runs + 1];
+    std::uint64_t offset[mm::max_runs];
   };
 
   const run_set<K, V>& runs;
@@ -45,22 +65,25 @@ struct tile_merge {
   const std::uint64_t* begin;  // the tile's split, and the next tile's
   const std::uint64_t* end;
   buffers& shared;
-  // Where run q's segment starts in the tile (fixed), and segment s of the current round:
-  // [start[s], start[s] + length[s]) of buffer `cur`.
-  std::uint32_t run_start[mm::max_runs] = {};
-  std::uint32_t start[mm::max_runs] = {}, length[mm::max_runs] = {};
-  std::uint32_t size = 0;
-  int segments = 0, cur = 0;
 
   GPUSORT_HD tile_merge(const run_set<K, V>& r, Code c, const std::uint64_t* from,
                         const std::uint64_t* to, buffers& s)
-      : runs(r), code(c), begin(from), end(to), shared(s), segments(r.count) {
+      : runs(r), code(c), begin(from), end(to), shared(s) {}
+
+  GPUSORT_HD void plan(unsigned thread) {
+    if (thread != 0) return;
+    std::uint32_t size = 0;
     for (int q = 0; q < runs.count; ++q) {
-      run_start[q] = start[q] = size;
-      length[q] = static_cast<std::uint32_t>(end[q] - begin[q]);
-      size += length[q];
+      shared.start[q] = size;
+      shared.offset[q] = begin[q] - size;
+      size += static_cast<std::uint32_t>(end[q] - begin[q]);
     }
+    shared.start[runs.count] = size;
   }
+
+  // After plan's barrier.
+  GPUSORT_HD std::uint32_t size() const { return shared.start[runs.count]; }
+  GPUSORT_HD int rounds() const { return merge_rounds(runs.count); }
 
   // Items a thread loads (or gathers values for) before it stores any.
   static constexpr int batch = 8;
@@ -68,14 +91,14 @@ struct tile_merge {
   // The run whose segment holds tile index x (empty segments skipped).
   GPUSORT_HD int run_of(std::uint32_t x) const {
     int q = 0;
-    while (q + 1 < runs.count && run_start[q + 1] <= x) ++q;
+    while (q + 1 < runs.count && shared.start[q + 1] <= x) ++q;
     return q;
   }
 
   // f(j, x) for each item j of a thread's batch at tile index x = base + thread + j threads.
   template <class F>
-  GPUSORT_HD void for_batch(std::uint32_t base, unsigned thread, unsigned threads,
-                            const F& f) const {
+  GPUSORT_HD void for_batch(std::uint32_t base, std::uint32_t size, unsigned thread,
+                            unsigned threads, const F& f) const {
     GPUSORT_UNROLL
     for (int j = 0; j < batch; ++j) {
       const std::uint32_t x = base + thread + j * threads;
@@ -84,65 +107,69 @@ struct tile_merge {
   }
 
   GPUSORT_HD void load(unsigned thread, unsigned threads) {
-    for (std::uint32_t base = 0; base < size; base += threads * batch) {
+    const std::uint32_t n = size();
+    for (std::uint32_t base = 0; base < n; base += threads * batch) {
       K item[batch];
-      for_batch(base, thread, threads, [&](int j, std::uint32_t x) {
+      for_batch(base, n, thread, threads, [&](int j, std::uint32_t x) {
         const int q = run_of(x);
-        item[j] = runs.keys[q][begin[q] + (x - run_start[q])];
+        item[j] = runs.keys[q][shared.offset[q] + x];
       });
-      for_batch(base, thread, threads, [&](int j, std::uint32_t x) {
-        shared.keys[0][x] = item[j];
-        shared.from[0][x] = static_cast<std::uint16_t>(x);
+      for_batch(base, n, thread, threads, [&](int j, std::uint32_t x) {
+        shared.keys[0][padded_slot(x)] = item[j];
+        if constexpr (pairs) shared.from[0][padded_slot(x)] = static_cast<std::uint16_t>(x);
       });
     }
   }
 
-  GPUSORT_HD bool merged() const { return segments <= 1; }
-
-  GPUSORT_HD void round(unsigned thread, std::uint32_t items) {
+  // Round k: segments of 2^k runs (from buffer k % 2), merged pairwise into the other buffer.
+  GPUSORT_HD void round(unsigned thread, int k, std::uint32_t items) {
+    const std::uint32_t n = size();
     const std::uint32_t x0 = thread * items;
-    const std::uint32_t x1 = x0 + items < size ? x0 + items : size;
-    const K* in = shared.keys[cur];
-    for (int s = 0; s < segments; s += 2) {
-      const std::uint32_t a = start[s], na = length[s];
-      const std::uint32_t nb = s + 1 < segments ? length[s + 1] : 0;
-      const std::uint32_t lo = x0 > a ? x0 : a, hi = x1 < a + na + nb ? x1 : a + na + nb;
+    const std::uint32_t x1 = x0 + items < n ? x0 + items : n;
+    if (x0 >= x1) return;
+    const int in = k & 1, width = 1 << k;
+    const K* keys = shared.keys[in];
+    const auto boundary = [&](int run) {
+      return shared.start[run < runs.count ? run : runs.count];
+    };
+    for (int first = 0; first < runs.count; first += 2 * width) {
+      const std::uint32_t a = boundary(first), b = boundary(first + width);
+      const std::uint32_t e = boundary(first + 2 * width);
+      const std::uint32_t lo = x0 > a ? x0 : a, hi = x1 < e ? x1 : e;
       if (lo >= hi) continue;  // this thread's outputs are elsewhere
-      const auto a_code = [&](std::uint64_t i) { return code(in[a + i]); };
-      const auto b_code = [&](std::uint64_t j) { return code(in[a + na + j]); };
-      mm::merge_chunk(a_code, na, b_code, nb, lo - a, hi - lo,
-                      [&](std::uint64_t k, bool from_a, std::uint64_t index) {
+      const auto a_code = [&](std::uint64_t i) {
+        return code(keys[padded_slot(a + static_cast<std::uint32_t>(i))]);
+      };
+      const auto b_code = [&](std::uint64_t j) {
+        return code(keys[padded_slot(b + static_cast<std::uint32_t>(j))]);
+      };
+      mm::merge_chunk(a_code, b - a, b_code, e - b, lo - a, hi - lo,
+                      [&](std::uint64_t i, bool from_a, std::uint64_t index) {
                         const std::uint32_t source =
-                            a + (from_a ? 0 : na) + static_cast<std::uint32_t>(index);
-                        shared.keys[1 - cur][lo + k] = in[source];
-                        shared.from[1 - cur][lo + k] = shared.from[cur][source];
+                            padded_slot((from_a ? a : b) + static_cast<std::uint32_t>(index));
+                        const std::uint32_t slot = padded_slot(lo + static_cast<std::uint32_t>(i));
+                        shared.keys[1 - in][slot] = keys[source];
+                        if constexpr (pairs) shared.from[1 - in][slot] = shared.from[in][source];
                       });
     }
   }
 
-  // After every thread's round: the pairs become the next round's segments.
-  GPUSORT_HD void next_round() {
-    for (int s = 0; s < segments; s += 2) {
-      start[s / 2] = start[s];
-      length[s / 2] = length[s] + (s + 1 < segments ? length[s + 1] : 0);
-    }
-    segments = (segments + 1) / 2;
-    cur = 1 - cur;
-  }
-
   // The keys out, and the values gathered through each key's tile index, a thread's batch of
-  // values all loaded before any is stored.
+  // values all loaded before any is stored. After the last round's barrier.
   GPUSORT_HD void write(unsigned thread, unsigned threads, K* out_keys, V* out_values) const {
-    for (std::uint32_t x = thread; x < size; x += threads) out_keys[x] = shared.keys[cur][x];
+    const std::uint32_t n = size();
+    const int last = rounds() & 1;
+    for (std::uint32_t x = thread; x < n; x += threads)
+      out_keys[x] = shared.keys[last][padded_slot(x)];
     if constexpr (pairs) {
-      for (std::uint32_t base = 0; base < size; base += threads * batch) {
+      for (std::uint32_t base = 0; base < n; base += threads * batch) {
         V value[batch];
-        for_batch(base, thread, threads, [&](int j, std::uint32_t x) {
-          const std::uint32_t source = shared.from[cur][x];
+        for_batch(base, n, thread, threads, [&](int j, std::uint32_t x) {
+          const std::uint32_t source = shared.from[last][padded_slot(x)];
           const int q = run_of(source);
-          value[j] = runs.values[q][begin[q] + (source - run_start[q])];
+          value[j] = runs.values[q][shared.offset[q] + source];
         });
-        for_batch(base, thread, threads,
+        for_batch(base, n, thread, threads,
                   [&](int j, std::uint32_t x) { out_values[x] = value[j]; });
       }
     }
