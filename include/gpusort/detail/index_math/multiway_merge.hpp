@@ -147,25 +147,32 @@ GPUSORT_HD constexpr void pivots_around(const PositionOf& position, int runs,
 // Run q's part of the split at output position d, given a pivot split lo (at a merged position
 // <= d) and the next pivot's split hi (at a position > d, or the runs' lengths): the elements of
 // run q among the first d outputs. A binary search over run q's window for the first element
-// at a merged position >= d. (The device gives each run its own thread.)
+// at a merged position >= d. (The device gives each run its own thread.) Each probe's split
+// bounds the next probes' searches in the other runs, since an element's split rises along
+// its run: a probe below d raises their lower ends, one at or above d lowers their upper ends.
 template <class CodeOf>
 GPUSORT_HD constexpr std::uint64_t split_of_run(const CodeOf& code, int runs,
                                                 const std::uint64_t* lo, const std::uint64_t* hi,
                                                 std::uint64_t d, int q) {
+  std::uint64_t low[max_runs] = {}, high[max_runs] = {};
+  GPUSORT_UNROLL
+  for (int r = 0; r < max_runs; ++r)
+    if (r < runs) low[r] = lo[r], high[r] = hi[r];
   std::uint64_t first = lo[q], last = hi[q];
   while (first < last) {
     const std::uint64_t mid = first + (last - first) / 2;
-    std::uint64_t scratch[max_runs] = {};
-    const std::uint64_t position =
-        split_at_element(code, runs, lo, hi, q, mid, code(q, mid), scratch);
-    if (position < d)
+    std::uint64_t split[max_runs] = {};
+    const bool below = split_at_element(code, runs, low, high, q, mid, code(q, mid), split) < d;
+    if (below)
       first = mid + 1;
     else
       last = mid;
+    GPUSORT_UNROLL
+    for (int r = 0; r < max_runs; ++r)
+      if (r < runs && r != q) (below ? low[r] : high[r]) = split[r];
   }
   return first;
 }
-
 
 // Merge path: of the first d outputs of the stable merge of sorted a (na elements, first on
 // ties) and b (nb), how many come from a. before(x, y): x's code is below y's.
