@@ -189,10 +189,10 @@ TEST(MultiwayMerge, MergePathGivesTiesToTheFirstSequence) {
   const std::vector<std::uint64_t> a{2, 2}, b{2};
   const auto ca = [&](std::uint64_t i) { return a[i]; };
   const auto cb = [&](std::uint64_t i) { return b[i]; };
-  EXPECT_EQ(mm::merge_path_split(ca, 2, cb, 1, 0), 0u);
-  EXPECT_EQ(mm::merge_path_split(ca, 2, cb, 1, 1), 1u);
-  EXPECT_EQ(mm::merge_path_split(ca, 2, cb, 1, 2), 2u);  // both of a before b's tie
-  EXPECT_EQ(mm::merge_path_split(ca, 2, cb, 1, 3), 2u);
+  EXPECT_EQ(mm::merge_path_split<std::uint64_t>(ca, 2, cb, 1, 0), 0u);
+  EXPECT_EQ(mm::merge_path_split<std::uint64_t>(ca, 2, cb, 1, 1), 1u);
+  EXPECT_EQ(mm::merge_path_split<std::uint64_t>(ca, 2, cb, 1, 2), 2u);  // both of a before b's tie
+  EXPECT_EQ(mm::merge_path_split<std::uint64_t>(ca, 2, cb, 1, 3), 2u);
   EXPECT_EQ(mm::pivot_count(0, 4), 0u);
   EXPECT_EQ(mm::pivot_count(4, 4), 1u);
   EXPECT_EQ(mm::pivot_count(5, 4), 2u);

@@ -137,17 +137,12 @@ struct tile_merge {
       const std::uint32_t e = boundary(first + 2 * width);
       const std::uint32_t lo = x0 > a ? x0 : a, hi = x1 < e ? x1 : e;
       if (lo >= hi) continue;  // this thread's outputs are elsewhere
-      const auto a_code = [&](std::uint64_t i) {
-        return code(keys[padded_slot(a + static_cast<std::uint32_t>(i))]);
-      };
-      const auto b_code = [&](std::uint64_t j) {
-        return code(keys[padded_slot(b + static_cast<std::uint32_t>(j))]);
-      };
+      const auto a_code = [&](std::uint32_t i) { return code(keys[padded_slot(a + i)]); };
+      const auto b_code = [&](std::uint32_t j) { return code(keys[padded_slot(b + j)]); };
       mm::merge_chunk(a_code, b - a, b_code, e - b, lo - a, hi - lo,
-                      [&](std::uint64_t i, bool from_a, std::uint64_t index) {
-                        const std::uint32_t source =
-                            padded_slot((from_a ? a : b) + static_cast<std::uint32_t>(index));
-                        const std::uint32_t slot = padded_slot(lo + static_cast<std::uint32_t>(i));
+                      [&](std::uint32_t i, bool from_a, std::uint32_t index) {
+                        const std::uint32_t source = padded_slot((from_a ? a : b) + index);
+                        const std::uint32_t slot = padded_slot(lo + i);
                         shared.keys[1 - in][slot] = keys[source];
                         if constexpr (pairs) shared.from[1 - in][slot] = shared.from[in][source];
                       });

@@ -175,14 +175,14 @@ GPUSORT_HD constexpr std::uint64_t split_of_run(const CodeOf& code, int runs,
 }
 
 // Merge path: of the first d outputs of the stable merge of sorted a (na elements, first on
-// ties) and b (nb), how many come from a. before(x, y): x's code is below y's.
-template <class ACode, class BCode>
-GPUSORT_HD constexpr std::uint64_t merge_path_split(const ACode& a, std::uint64_t na,
-                                                    const BCode& b, std::uint64_t nb,
-                                                    std::uint64_t d) {
-  std::uint64_t lo = d > nb ? d - nb : 0, hi = d < na ? d : na;
+// ties) and b (nb), how many come from a. a(i), b(j): the elements' codes. Index: the indices'
+// type (a tile's 32-bit indices take fewer instructions than 64-bit ones).
+template <class Index, class ACode, class BCode>
+GPUSORT_HD constexpr Index merge_path_split(const ACode& a, Index na, const BCode& b, Index nb,
+                                            Index d) {
+  Index lo = d > nb ? d - nb : 0, hi = d < na ? d : na;
   while (lo < hi) {
-    const std::uint64_t mid = lo + (hi - lo) / 2;
+    const Index mid = lo + (hi - lo) / 2;
     if (!(b(d - 1 - mid) < a(mid)))  // a[mid] comes before b[d - 1 - mid]: within the first d
       lo = mid + 1;
     else
@@ -193,17 +193,26 @@ GPUSORT_HD constexpr std::uint64_t merge_path_split(const ACode& a, std::uint64_
 
 // Outputs d .. d + count - 1 of that merge (as many as there are): emit(k, from_a, index)
 // for each, k from 0, index into a or b. A thread's share of a merge: its diagonal's split,
-// then a serial merge.
-template <class ACode, class BCode, class Emit>
-GPUSORT_HD constexpr void merge_chunk(const ACode& a, std::uint64_t na, const BCode& b,
-                                      std::uint64_t nb, std::uint64_t d, std::uint64_t count,
-                                      const Emit& emit) {
+// then a serial merge that holds the two candidates' codes and reads one code an output.
+template <class Index, class ACode, class BCode, class Emit>
+GPUSORT_HD constexpr void merge_chunk(const ACode& a, Index na, const BCode& b, Index nb,
+                                      Index d, Index count, const Emit& emit) {
   if (d >= na + nb) return;
-  std::uint64_t i = merge_path_split(a, na, b, nb, d), j = d - i;
+  Index i = merge_path_split(a, na, b, nb, d), j = d - i;
   if (count > na + nb - d) count = na + nb - d;
-  for (std::uint64_t k = 0; k < count; ++k) {
-    const bool take_a = j >= nb || (i < na && !(b(j) < a(i)));
-    emit(k, take_a, take_a ? i++ : j++);
+  decltype(a(i)) code_a{};
+  decltype(b(j)) code_b{};
+  if (i < na) code_a = a(i);
+  if (j < nb) code_b = b(j);
+  for (Index k = 0; k < count; ++k) {
+    const bool take_a = j >= nb || (i < na && !(code_b < code_a));
+    if (take_a) {
+      emit(k, true, i);
+      if (++i < na) code_a = a(i);
+    } else {
+      emit(k, false, j);
+      if (++j < nb) code_b = b(j);
+    }
   }
 }
 
