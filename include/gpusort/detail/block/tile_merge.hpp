@@ -7,8 +7,9 @@
 //          a thread's items all loaded before any is stored (with pairs, each key's tile
 //          index beside it);
 //   round  k = 0, 1, ...: merges adjacent segments of 2^k runs pairwise into the other buffer,
-//          every thread on its chunk of `items` outputs, whichever pair it falls in, until one
-//          segment is left (rounds() of them);
+//          every thread on its chunk of `items` outputs, whichever pair it falls in (a
+//          merge-path search, then a serial merge), until one segment is left (rounds() of
+//          them);
 //   write  the keys out, and the values through each key's tile index.
 // Tile index x lives at slot(x): one spare slot every 32, so that the threads of a warp,
 // storing their chunks of consecutive outputs side by side, hit distinct banks.
@@ -139,13 +140,29 @@ struct tile_merge {
       if (lo >= hi) continue;  // this thread's outputs are elsewhere
       const auto a_code = [&](std::uint32_t i) { return code(keys[padded_slot(a + i)]); };
       const auto b_code = [&](std::uint32_t j) { return code(keys[padded_slot(b + j)]); };
-      mm::merge_chunk(a_code, b - a, b_code, e - b, lo - a, hi - lo,
-                      [&](std::uint32_t i, bool from_a, std::uint32_t index) {
-                        const std::uint32_t source = padded_slot((from_a ? a : b) + index);
-                        const std::uint32_t slot = padded_slot(lo + i);
-                        shared.keys[1 - in][slot] = keys[source];
-                        if constexpr (pairs) shared.from[1 - in][slot] = shared.from[in][source];
-                      });
+      const std::uint32_t taken = mm::merge_path_split(a_code, b - a, b_code, e - b, lo - a);
+      merge_serially(in, a + taken, b, lo - taken + (b - a), e, lo, hi);
+    }
+  }
+
+  // Outputs lo .. hi - 1 of the merge of tile indices [i, a_end) and [j, b_end) of buffer
+  // `in` (the first on ties) into the other buffer: the two candidates held in registers,
+  // each step a select of one and a single shared load of its successor, with no branch for
+  // the warp to diverge on. Index 0 stands in for a candidate past its end (never taken).
+  GPUSORT_HD void merge_serially(int in, std::uint32_t i, std::uint32_t a_end, std::uint32_t j,
+                                 std::uint32_t b_end, std::uint32_t lo, std::uint32_t hi) {
+    const K* keys = shared.keys[in];
+    K x = keys[padded_slot(i < a_end ? i : 0)], y = keys[padded_slot(j < b_end ? j : 0)];
+    for (std::uint32_t out = lo; out < hi; ++out) {
+      const bool take_a = j >= b_end || (i < a_end && !(code(y) < code(x)));
+      const std::uint32_t taken = take_a ? i : j, next = taken + 1;
+      shared.keys[1 - in][padded_slot(out)] = take_a ? x : y;
+      if constexpr (pairs) shared.from[1 - in][padded_slot(out)] = shared.from[in][padded_slot(taken)];
+      const K successor = keys[padded_slot(next < (take_a ? a_end : b_end) ? next : 0)];
+      i = take_a ? next : i;
+      j = take_a ? j : next;
+      x = take_a ? successor : x;
+      y = take_a ? y : successor;
     }
   }
 

@@ -191,29 +191,4 @@ GPUSORT_HD constexpr Index merge_path_split(const ACode& a, Index na, const BCod
   return lo;
 }
 
-// Outputs d .. d + count - 1 of that merge (as many as there are): emit(k, from_a, index)
-// for each, k from 0, index into a or b. A thread's share of a merge: its diagonal's split,
-// then a serial merge that holds the two candidates' codes and reads one code an output.
-template <class Index, class ACode, class BCode, class Emit>
-GPUSORT_HD constexpr void merge_chunk(const ACode& a, Index na, const BCode& b, Index nb,
-                                      Index d, Index count, const Emit& emit) {
-  if (d >= na + nb) return;
-  Index i = merge_path_split(a, na, b, nb, d), j = d - i;
-  if (count > na + nb - d) count = na + nb - d;
-  decltype(a(i)) code_a{};
-  decltype(b(j)) code_b{};
-  if (i < na) code_a = a(i);
-  if (j < nb) code_b = b(j);
-  for (Index k = 0; k < count; ++k) {
-    const bool take_a = j >= nb || (i < na && !(code_b < code_a));
-    if (take_a) {
-      emit(k, true, i);
-      if (++i < na) code_a = a(i);
-    } else {
-      emit(k, false, j);
-      if (++j < nb) code_b = b(j);
-    }
-  }
-}
-
 }  // namespace gpusort::detail::index_math::multiway
