@@ -58,15 +58,15 @@ GPUSORT_HD constexpr std::uint64_t pivot_count(std::uint64_t n, std::uint64_t m)
 // Binary searches of max_runs ranges [low[r], high[r]) (empty ones take no step) advancing
 // together, one step of each a round, so that the device has their loads in flight at once.
 // before(r, k) must hold for a prefix of range r; low[r] ends at the first k where it does not.
-template <class Before>
-GPUSORT_HD constexpr void search_together(std::uint64_t* low, std::uint64_t* high,
-                                          const Before& before) {
+// Index: the positions' type (32-bit inside a window, which halves the registers they take).
+template <class Index, class Before>
+GPUSORT_HD constexpr void search_together(Index* low, Index* high, const Before& before) {
   for (bool searching = true; searching;) {
     searching = false;
     GPUSORT_UNROLL
     for (int r = 0; r < max_runs; ++r) {
       if (low[r] >= high[r]) continue;
-      const std::uint64_t mid = low[r] + (high[r] - low[r]) / 2;
+      const Index mid = low[r] + (high[r] - low[r]) / 2;
       if (before(r, mid))
         low[r] = mid + 1;
       else
@@ -82,27 +82,25 @@ GPUSORT_HD constexpr void search_together(std::uint64_t* low, std::uint64_t* hig
 // lo[r] are known to come before it and those from hi[r] on after it. The R - 1 binary
 // searches advance together (search_together): a chain of about log2(hi - lo) dependent
 // loads, not R - 1 such chains.
-template <class CodeOf>
-GPUSORT_HD constexpr std::uint64_t split_at_element(const CodeOf& code, int runs,
-                                                    const std::uint64_t* lo,
-                                                    const std::uint64_t* hi, int q,
-                                                    std::uint64_t i, std::uint64_t c,
-                                                    std::uint64_t* out) {
+template <class Index, class CodeOf>
+GPUSORT_HD constexpr Index split_at_element(const CodeOf& code, int runs, const Index* lo,
+                                            const Index* hi, int q, Index i, std::uint64_t c,
+                                            Index* out) {
   // Run r's answer lies in [first[r], last[r]]; run q's is i, and runs past `runs` have none.
   // The loops run over max_runs, unrolled on the device, so that first and last live in
   // registers.
-  std::uint64_t first[max_runs] = {}, last[max_runs] = {};
+  Index first[max_runs] = {}, last[max_runs] = {};
   GPUSORT_UNROLL
   for (int r = 0; r < max_runs; ++r) {
     if (r >= runs) continue;
     first[r] = r == q ? i : lo[r];
     last[r] = r == q ? i : hi[r];
   }
-  search_together(first, last, [&](int r, std::uint64_t k) {
+  search_together(first, last, [&](int r, Index k) {
     const std::uint64_t v = code(r, k);
     return v < c || (r < q && v == c);  // earlier runs come first on equal codes
   });
-  std::uint64_t rank = 0;
+  Index rank = 0;
   GPUSORT_UNROLL
   for (int r = 0; r < max_runs; ++r)
     if (r < runs) rank += out[r] = first[r];
@@ -147,22 +145,36 @@ GPUSORT_HD constexpr void pivots_around(const PositionOf& position, int runs,
 // Run q's part of the split at output position d, given a pivot split lo (at a merged position
 // <= d) and the next pivot's split hi (at a position > d, or the runs' lengths): the elements of
 // run q among the first d outputs. A binary search over run q's window for the first element
-// at a merged position >= d. (The device gives each run its own thread.) Each probe's split
-// bounds the next probes' searches in the other runs, since an element's split rises along
-// its run: a probe below d raises their lower ends, one at or above d lowers their upper ends.
+// at a merged position >= d. (The device gives each run its own thread.)
+// - The searches run on offsets into the window, 32-bit: a window holds at most a pivot gap of
+//   elements a run, and d lies less than their sum past the lo pivot.
+// - Each probe's split bounds the next probes' searches in the other runs, since an element's
+//   split rises along its run: a probe below d raises their lower ends, one at or above d
+//   lowers their upper ends.
 template <class CodeOf>
 GPUSORT_HD constexpr std::uint64_t split_of_run(const CodeOf& code, int runs,
                                                 const std::uint64_t* lo, const std::uint64_t* hi,
                                                 std::uint64_t d, int q) {
-  std::uint64_t low[max_runs] = {}, high[max_runs] = {};
+  // The window's start in each run and their sum; run q's read by unrolled selects, so that
+  // no array is indexed by q (which would put it on the stack).
+  std::uint64_t base[max_runs] = {}, pivot = 0, base_q = 0;
+  std::uint32_t low[max_runs] = {}, high[max_runs] = {}, last = 0;
   GPUSORT_UNROLL
-  for (int r = 0; r < max_runs; ++r)
-    if (r < runs) low[r] = lo[r], high[r] = hi[r];
-  std::uint64_t first = lo[q], last = hi[q];
+  for (int r = 0; r < max_runs; ++r) {
+    if (r >= runs) continue;
+    base[r] = lo[r];
+    high[r] = static_cast<std::uint32_t>(hi[r] - lo[r]);
+    pivot += lo[r];
+    if (r == q) base_q = base[r], last = high[r];
+  }
+  const auto window_code = [&](int r, std::uint32_t k) { return code(r, base[r] + k); };
+  const auto target = static_cast<std::uint32_t>(d - pivot);  // d's place in the window
+  std::uint32_t first = 0;
   while (first < last) {
-    const std::uint64_t mid = first + (last - first) / 2;
-    std::uint64_t split[max_runs] = {};
-    const bool below = split_at_element(code, runs, low, high, q, mid, code(q, mid), split) < d;
+    const std::uint32_t mid = first + (last - first) / 2;
+    std::uint32_t split[max_runs] = {};
+    const bool below = split_at_element(window_code, runs, low, high, q, mid,
+                                        code(q, base_q + mid), split) < target;
     if (below)
       first = mid + 1;
     else
@@ -171,7 +183,7 @@ GPUSORT_HD constexpr std::uint64_t split_of_run(const CodeOf& code, int runs,
     for (int r = 0; r < max_runs; ++r)
       if (r < runs && r != q) (below ? low[r] : high[r]) = split[r];
   }
-  return first;
+  return base_q + first;
 }
 
 // Merge path: of the first d outputs of the stable merge of sorted a (na elements, first on
