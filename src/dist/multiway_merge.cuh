@@ -23,8 +23,14 @@ using gpusort::detail::block::run_set;
 
 // Elements of a run between two pivots (a window's most per run).
 inline constexpr std::uint64_t merge_pivot_gap = 1024;
-inline constexpr int merge_threads = 256, merge_items = 8;
-inline constexpr int merge_tile = merge_threads * merge_items;
+inline constexpr int merge_threads = 256;
+// Outputs a thread merges each round: 16 for 4-byte keys alone (tiles of 4,096 keys in 33 KiB
+// of shared memory: half the tile splits of 8), else 8 (tiles of 2,048: 8-byte keys, or keys
+// with their tile indices, in at most 34 KiB; a block's static shared memory stops at 48).
+template <class K, class V>
+inline constexpr int merge_items = sizeof(K) <= 4 && std::is_same_v<V, gpusort::detail::no_value> ? 16 : 8;
+template <class K, class V>
+inline constexpr int merge_tile = merge_threads * merge_items<K, V>;
 
 // Pivot e (run by run: run q's pivots at positions 0, gap, 2 gap, ...): its merged position
 // and its split (splits[e * count + r]).
@@ -65,7 +71,7 @@ __global__ void tile_splits_kernel(const __grid_constant__ run_set<K, V> runs,
     out = runs.length[q];
     return;
   }
-  const std::uint64_t d = t * merge_tile;
+  const std::uint64_t d = t * merge_tile<K, V>;
   // Each run's pivots: their count and the first one's id (unrolled: in registers; a run past
   // the count has length 0, so no pivots).
   std::uint64_t first[mm::max_runs] = {}, count[mm::max_runs] = {}, id = 0;
@@ -89,7 +95,7 @@ template <class K, class V>
 __global__ void __launch_bounds__(merge_threads)
     merge_tiles_kernel(const __grid_constant__ run_set<K, V> runs, math::order_code<K> code,
                        const std::uint64_t* tile_splits, K* out_keys, V* out_values) {
-  using merge = gpusort::detail::block::tile_merge<K, V, math::order_code<K>, merge_tile>;
+  using merge = gpusort::detail::block::tile_merge<K, V, math::order_code<K>, merge_tile<K, V>>;
   __shared__ typename merge::buffers shared;
   const std::uint64_t* begin = tile_splits + blockIdx.x * std::uint64_t(runs.count);
   merge tile(runs, code, begin, begin + runs.count, shared);
@@ -98,10 +104,10 @@ __global__ void __launch_bounds__(merge_threads)
   tile.load(threadIdx.x, merge_threads);
   __syncthreads();
   for (int k = 0; k < tile.rounds(); ++k) {
-    tile.round(threadIdx.x, k, merge_items);
+    tile.round(threadIdx.x, k, merge_items<K, V>);
     __syncthreads();
   }
-  const std::uint64_t d = blockIdx.x * std::uint64_t{merge_tile};
+  const std::uint64_t d = blockIdx.x * std::uint64_t{merge_tile<K, V>};
   tile.write(threadIdx.x, merge_threads, out_keys + d, merge::pairs ? out_values + d : out_values);
 }
 
@@ -117,7 +123,7 @@ void merge_runs_in_one_pass(const run_set<K, V>& runs, std::uint64_t total, K* o
                             const std::string& call) {
   std::uint64_t pivots = 0;
   for (int q = 0; q < runs.count; ++q) pivots += mm::pivot_count(runs.length[q], merge_pivot_gap);
-  const std::uint64_t tiles = (total + merge_tile - 1) / merge_tile;
+  const std::uint64_t tiles = (total + merge_tile<K, V> - 1) / merge_tile<K, V>;
   const auto r = static_cast<std::uint64_t>(runs.count);
   const std::string what = call + ": the merge's workspace";
   device_memory positions(sizeof(std::uint64_t) * pivots, stream, what);

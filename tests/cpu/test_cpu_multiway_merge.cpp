@@ -250,7 +250,8 @@ TEST(MultiwayMerge, TilesMergeToTheStableOrder) {
   for (int count = 1; count <= mm::max_runs; ++count)
     for (std::uint64_t distinct : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{1000}})
       for (const auto& [m, tile, items] : {std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>{1, 1, 1},
-                                           {3, 5, 2}, {4, 16, 4}, {7, 13, 3}, {16, 64, 8}})
+                                           {3, 5, 2}, {4, 16, 4}, {7, 13, 3}, {16, 64, 8},
+                                           {32, 64, 16}})
         for (int trial = 0; trial < 3; ++trial) {
           check_merge(random_runs(rng, count, 60, distinct), m, tile, items);
           if (::testing::Test::HasFatalFailure()) return;

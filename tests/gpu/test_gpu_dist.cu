@@ -402,12 +402,22 @@ void PairsAreStableWhenAsked(const std::vector<comm_set*>& sets) {
 
 // Every merge fan-in gives the one stable order: 3 and 5 mix one-pass groups with CUB's merge
 // of two and copies of one (17 ranks: groups of 3 or 5, then again), 8 merges up to 8 in one
-// pass. Ties (few_unique) and every key's own place (uniform, special values) both checked.
+// pass. Ties (few_unique) and every key's own place (uniform, special values) both checked;
+// then keys alone, whose tiles are their own (4,096 keys for 4-byte keys, 2,048 with values).
 template <class K>
 void EveryMergeFanInGivesTheStableOrder(const std::vector<comm_set*>& sets) {
-  for (int fan_in : {3, 5, 8})
+  for (int fan_in : {3, 5, 8}) {
     for (tools::distribution d : {tools::distribution::few_unique, tools::distribution::uniform})
       stable_pairs<K, std::uint32_t>(sets, {.stable = true, .merge_fan_in = fan_in}, d);
+    for (comm_set* set : sets) {
+      const int ranks = ranks_of(*set);
+      SCOPED_TRACE(::testing::Message() << "keys alone, ranks=" << ranks << " fan_in=" << fan_in);
+      const auto shards =
+          make_shards<K>(uneven_sizes(ranks, 100003), tools::distribution::uniform, 29 + ranks);
+      EXPECT_TRUE(same_bits(concat(dist_sort(*set, shards, {.merge_fan_in = fan_in})),
+                            reference_sort(concat(shards))));
+    }
+  }
 }
 
 template <class K>
