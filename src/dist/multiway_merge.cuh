@@ -103,7 +103,8 @@ __global__ void __launch_bounds__(merge_threads)
   __syncthreads();
   tile.load(threadIdx.x, merge_threads);
   __syncthreads();
-  for (int k = 0; k < tile.rounds(); ++k) {
+  const int rounds = tile.rounds();
+  for (int k = 0; k < rounds; ++k) {
     tile.round(threadIdx.x, k, merge_items<K, V>);
     __syncthreads();
   }

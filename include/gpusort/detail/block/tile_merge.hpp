@@ -154,7 +154,8 @@ struct tile_merge {
     const K* keys = shared.keys[in];
     K x = keys[padded_slot(i < a_end ? i : 0)], y = keys[padded_slot(j < b_end ? j : 0)];
     for (std::uint32_t out = lo; out < hi; ++out) {
-      const bool take_a = j >= b_end || (i < a_end && !(code(y) < code(x)));
+      // Bitwise, not short-circuit: both sides are registers, and no branch is taken.
+      const bool take_a = (j >= b_end) | ((i < a_end) & !(code(y) < code(x)));
       const std::uint32_t taken = take_a ? i : j, next = taken + 1;
       shared.keys[1 - in][padded_slot(out)] = take_a ? x : y;
       if constexpr (pairs) shared.from[1 - in][padded_slot(out)] = shared.from[in][padded_slot(taken)];
