@@ -28,7 +28,8 @@ inline constexpr int merge_threads = 256;
 // of shared memory: half the tile splits of 8), else 8 (tiles of 2,048: 8-byte keys, or keys
 // with their tile indices, in at most 34 KiB; a block's static shared memory stops at 48).
 template <class K, class V>
-inline constexpr int merge_items = sizeof(K) <= 4 && std::is_same_v<V, gpusort::detail::no_value> ? 16 : 8;
+inline constexpr int merge_items =
+    sizeof(K) <= 4 && std::is_same_v<V, gpusort::detail::no_value> ? 16 : 8;
 template <class K, class V>
 inline constexpr int merge_tile = merge_threads * merge_items<K, V>;
 

@@ -158,7 +158,8 @@ struct tile_merge {
       const bool take_a = (j >= b_end) | ((i < a_end) & !(code(y) < code(x)));
       const std::uint32_t taken = take_a ? i : j, next = taken + 1;
       shared.keys[1 - in][padded_slot(out)] = take_a ? x : y;
-      if constexpr (pairs) shared.from[1 - in][padded_slot(out)] = shared.from[in][padded_slot(taken)];
+      if constexpr (pairs)
+        shared.from[1 - in][padded_slot(out)] = shared.from[in][padded_slot(taken)];
       const K successor = keys[padded_slot(next < (take_a ? a_end : b_end) ? next : 0)];
       i = take_a ? next : i;
       j = take_a ? j : next;
