@@ -35,6 +35,48 @@ TEST(RadixIndexMath, PassesAndDigits) {
   static_assert(im::radix_digit(std::uint64_t{1} << 63, 7, 8, false) == 0x80u);
 }
 
+// The MSD split's window and bucket starts: each bucket's start written once, by the position
+// of its first key (or the end), equal to the lower bound of the bucket in the sorted keys;
+// on wide, narrow and equal keys and on windows wider than the differing bits.
+TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
+  EXPECT_EQ(im::msd_window_for(0, 24).bits, 0);                      // every code the same
+  EXPECT_EQ(im::msd_window_for(0x3ff, 24).low_bit, 0);               // 10 bits: all of them
+  EXPECT_EQ(im::msd_window_for(0x3ff, 24).bits, 10);
+  EXPECT_EQ(im::msd_window_for(std::uint64_t{1} << 39, 24).low_bit, 16);  // bits 16 .. 39
+  EXPECT_EQ(im::msd_window_for(~std::uint64_t{0}, 24).low_bit, 40);
+  EXPECT_EQ(im::msd_bucket(0xabcdef0123456789ull, im::msd_window{40, 24}), 0xabcdefu);
+  std::mt19937_64 rng(5);
+  for (const std::uint64_t mask : {~std::uint64_t{0}, (std::uint64_t{1} << 40) - 1,
+                                   std::uint64_t{0xff}, std::uint64_t{0}})
+    for (const int bits : {1, 4, 12}) {
+      std::vector<std::uint64_t> codes(3000);
+      for (auto& c : codes) c = (rng() & mask) | (std::uint64_t{7} << 60 & ~mask);
+      std::sort(codes.begin(), codes.end());
+      std::uint64_t differing = 0;
+      for (std::uint64_t c : codes) differing |= c ^ codes[0];
+      const im::msd_window w = im::msd_window_for(differing, bits);
+      const std::uint64_t buckets = std::uint64_t{1} << w.bits, n = codes.size();
+      std::vector<std::uint64_t> start(buckets + 1, ~std::uint64_t{0});
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const std::uint64_t b = im::msd_bucket(codes[i], w);
+        const auto here = im::buckets_starting_at(i, i ? im::msd_bucket(codes[i - 1], w) : 0, b);
+        const auto tail = i + 1 == n ? im::buckets_after_last(b, buckets) : im::bucket_range{};
+        for (const auto& [range, at] : {std::pair{here, i}, std::pair{tail, n}})
+          for (std::uint64_t k = range.first; k < range.last; ++k) {
+            ASSERT_EQ(start[k], ~std::uint64_t{0}) << "bucket " << k << " written twice";
+            start[k] = at;
+          }
+      }
+      for (std::uint64_t k = 0; k <= buckets; ++k) {
+        const auto want = std::partition_point(codes.begin(), codes.end(), [&](std::uint64_t c) {
+          return im::msd_bucket(c, w) < k;
+        });
+        ASSERT_EQ(start[k], k == buckets ? n : static_cast<std::uint64_t>(want - codes.begin()))
+            << "mask " << mask << " bits " << bits << " bucket " << k;
+      }
+    }
+}
+
 GPUSORT_TYPED_SUITE(CpuRadixSort, ::testing::Test, key_types);
 
 // keys sorted by the radix sort with their positions as values, against std::stable_sort of

@@ -24,4 +24,44 @@ GPUSORT_HD constexpr unsigned radix_digit(U ordered, int pass, int digit_bits, b
   return static_cast<unsigned>(wide & ((std::uint64_t{1} << digit_bits) - 1));
 }
 
+// A most-significant-digit split (issue 77's hybrid for 8-byte keys, docs/notes-radix-sort.md):
+// the keys sorted by the bits [low_bit, low_bit + bits) of their ordered codes, every key
+// sharing the bits above, fall into 2^bits buckets in order, each then sorted on its own.
+
+// The window of `bits` bits under the highest bit where any two codes differ, given the OR
+// of every code XOR one of them (`differing`): its lowest bit (0 when the differing bits fit
+// in `bits`), and how wide it is (0 when every code is the same).
+struct msd_window {
+  int low_bit = 0, bits = 0;
+};
+GPUSORT_HD constexpr msd_window msd_window_for(std::uint64_t differing, int bits) {
+  int top = 0;  // bits up to the highest differing one
+  while (top < 64 && (differing >> top) != 0) ++top;
+  return top > bits ? msd_window{top - bits, bits} : msd_window{0, top};
+}
+
+// The bucket of an ordered code in the window.
+GPUSORT_HD constexpr std::uint64_t msd_bucket(std::uint64_t ordered, msd_window w) {
+  return w.bits == 0 ? 0 : (ordered >> w.low_bit) & ((std::uint64_t{1} << w.bits) - 1);
+}
+
+// The buckets whose first position is i, in the keys sorted by bucket (bucket(i - 1) and
+// bucket(i) given; i = 0 has none before it): [first, last). Empty buckets start where the
+// next key does.
+struct bucket_range {
+  std::uint64_t first = 0, last = 0;
+};
+GPUSORT_HD constexpr bucket_range buckets_starting_at(std::uint64_t i, std::uint64_t previous,
+                                                       std::uint64_t bucket) {
+  return i == 0 ? bucket_range{0, bucket + 1} : bucket_range{previous + 1, bucket + 1};
+}
+
+// The buckets after the last key's, and the list's end (bucket `buckets`): they start at n.
+// With buckets_starting_at of every position, each of the buckets + 1 starts is written
+// exactly once.
+GPUSORT_HD constexpr bucket_range buckets_after_last(std::uint64_t last_bucket,
+                                                      std::uint64_t buckets) {
+  return {last_bucket + 1, buckets + 1};
+}
+
 }  // namespace gpusort::detail::index_math
