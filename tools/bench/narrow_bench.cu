@@ -36,6 +36,7 @@
 
 #include "cli.hpp"  // arguments, parse_sizes, parse_count, split, usage_error
 #include "common/csv.hpp"
+#include "event_timer.hpp"  // check, cuda_failure, event_timer
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 
@@ -43,13 +44,7 @@ namespace {
 
 using gpusort::tools::usage_error;
 
-struct cuda_failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw cuda_failure(std::string(what) + ": " + cudaGetErrorString(e));
-}
+using gpusort::tools::check;
 
 // Uniform random bits; the floats' NaNs turned into finite keys of the same sign.
 template <class K>
@@ -112,35 +107,6 @@ std::uint32_t bits_of(K k) {
   }
 }
 
-struct timer {
-  cudaEvent_t start{}, stop{};
-  timer() {
-    check(cudaEventCreate(&start), "cudaEventCreate");
-    check(cudaEventCreate(&stop), "cudaEventCreate");
-  }
-  ~timer() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-  // reset() (untimed), then run() between the events; one warm-up, the median of reps.
-  template <class Reset, class Run>
-  double median_ms(int reps, Reset reset, Run run) {
-    std::vector<float> t;
-    for (int r = 0; r <= reps; ++r) {
-      reset();
-      check(cudaEventRecord(start), "cudaEventRecord");
-      run();
-      check(cudaEventRecord(stop), "cudaEventRecord");
-      check(cudaEventSynchronize(stop), "sort");
-      float ms = 0;
-      check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-      if (r > 0) t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  }
-};
-
 struct row {
   std::string op, type;
   std::uint64_t n = 0;
@@ -195,7 +161,7 @@ bool verified(const std::vector<K>& input, const std::vector<K>& got,
 
 template <class K>
 void run_type(const std::string& name, const config& cfg, std::vector<row>& rows) {
-  timer clock;
+  gpusort::tools::event_timer clock;
   for (const std::uint64_t n : cfg.sizes) {
     K *pristine = nullptr, *keys = nullptr, *alt_keys = nullptr;
     std::uint32_t *values = nullptr, *alt_values = nullptr, *positions = nullptr;

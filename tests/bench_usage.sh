@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# gpusort-dist-bench's argument checks, which run before any CUDA call (so on a host without a
-# GPU too): each bad option exits 2 with a message that names it; --help exits 0.
-#   tests/dist_bench_usage.sh path/to/gpusort-dist-bench
+# The benchmarks' argument checks, which run before any CUDA call (so on a host without a GPU
+# too): each bad option exits 2 with a message that names it; --help exits 0.
+#   tests/bench_usage.sh path/to/gpusort-dist-bench (or gpusort-radix-hybrid)
 set -u
 bench=$1
+name=$(basename "$bench")
 failed=0
 expect() {  # expect EXIT TEXT ARGS...: the run of ARGS exits EXIT and prints TEXT
   local want=$1 text=$2
@@ -12,11 +13,13 @@ expect() {  # expect EXIT TEXT ARGS...: the run of ARGS exits EXIT and prints TE
   out=$("$bench" "$@" 2>&1)
   got=$?
   if [ "$got" -ne "$want" ] || ! grep -qF -- "$text" <<<"$out"; then
-    echo "FAILED: gpusort-dist-bench $*: exit $got (want $want), output:"
+    echo "FAILED: $name $*: exit $got (want $want), output:"
     echo "$out"
     failed=1
   fi
 }
+case "$name" in
+gpusort-dist-bench)
 expect 0 "--merge L" --help
 expect 0 "--fan-in L" --help
 expect 2 "--fan-in: from 2 to 8, not '9'" --fan-in 2,9
@@ -29,5 +32,19 @@ expect 2 "--merge: --values 0 or 4" --merge 3 --values 0,8
 expect 2 "--values: 0, 4 or 8, not '3'" --values 3
 expect 2 "--gpus: a GPU count from 1 to 1024, not '0'" --gpus 1,0
 expect 2 "unknown key type 'u16'" --types u16
-[ "$failed" -eq 0 ] && echo "gpusort-dist-bench refused every bad option"
+;;
+gpusort-radix-hybrid)
+expect 0 "--bits 16,20,24" --help
+expect 2 "--bits: from 1 to 28" --bits 16,29
+expect 2 "--sizes: from 2 to 2^32 - 1 keys" --sizes 2^32
+expect 2 "--dists: no distribution 'normal'" --dists uniform,normal
+expect 2 "--reps: from 1 to 1000" --reps 0
+expect 2 "options only" 2^24
+;;
+*)
+echo "FAILED: no checks for $name"
+failed=1
+;;
+esac
+[ "$failed" -eq 0 ] && echo "$name refused every bad option"
 exit "$failed"

@@ -1,0 +1,57 @@
+// What the small benchmarks of tools/bench share: a CUDA failure (their exit code 3), and the
+// events that time one operation on the default stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gpusort::tools {
+
+struct cuda_failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw cuda_failure(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+class event_timer {
+ public:
+  event_timer() {
+    check(cudaEventCreate(&start_), "cudaEventCreate");
+    check(cudaEventCreate(&stop_), "cudaEventCreate");
+  }
+  ~event_timer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  event_timer(const event_timer&) = delete;
+  event_timer& operator=(const event_timer&) = delete;
+
+  // reset() (untimed), then run() between the events; one warm-up, the median of reps.
+  template <class Reset, class Run>
+  double median_ms(int reps, Reset reset, Run run) {
+    std::vector<float> t;
+    for (int r = 0; r <= reps; ++r) {
+      reset();
+      check(cudaEventRecord(start_), "cudaEventRecord");
+      run();
+      check(cudaEventRecord(stop_), "cudaEventRecord");
+      check(cudaEventSynchronize(stop_), "timed run");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+      if (r > 0) t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+
+ private:
+  cudaEvent_t start_{}, stop_{};
+};
+
+}  // namespace gpusort::tools
