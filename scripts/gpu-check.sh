@@ -180,6 +180,9 @@ bench_rc=$?
 # dist's merge alone, one stream: R runs by rounds of CUB's two-way merge against the one pass.
 "$build/tools/gpusort-dist-bench" --merge 2,3,4,8,16 --fan-in 2,4,8 --total 2^26 --reps 10 \
   --types u32,u64 --values 0,4 --csv "$logs/dist-merge.csv" >"$logs/dist-merge.log" 2>&1 || bench_rc=1
+# Issue 77's MSD hybrid for u64 keys (a prototype) against CUB's radix sort and automatic.
+"$build/tools/gpusort-radix-hybrid" --sizes 2^24,2^28 --bits 20,24 --dists uniform,zipf --reps 5 \
+  --csv "$logs/radix-hybrid.csv" >"$logs/radix-hybrid.log" 2>&1 || bench_rc=1
 { "$build/tools/gpusort_host_keys" 28 0 u32 1 nocpu &&
   "$build/tools/gpusort_host_keys" 27 0 u32+u32 1 nocpu; } >"$logs/host-keys.log" 2>&1 || bench_rc=1
 # The Python package's tests (PyTorch and CuPy on the GPU): the wheel from this build (nothing
@@ -221,6 +224,7 @@ cat "$logs/records.log"
 grep -E "^# [0-9]+ GPU|^# link" "$logs/host-keys.log"
 grep -E "^(weak|strong)-1gpu " "$logs/dist-one-gpu.log" | sed 's/^/dist on one GPU: /'
 grep -E "^merge" "$logs/dist-merge.log" | sed 's/^/dist merge alone: /'
+grep -v "^gpu," "$logs/radix-hybrid.log" | sed 's/^/radix hybrid: /'
 echo "pytest: $(tail -1 "$logs/pytest.log")"
 if [ -z "$gpu" ] || [ "$skipped" -gt 0 ]; then
   echo "gpu-check: FAILED (no GPU, or GPU tests skipped)"
