@@ -8,8 +8,9 @@
 //            --bits bits under the highest bit where two keys differ (msd_window_for);
 //   msd      CUB's radix sort of those bits alone: ceil(bits / 8) digit passes, stable;
 //   starts   each bucket's first position, written by the position of its first key
-//            (buckets_starting_at, buckets_after_last: index_math/radix.hpp);
-//   buckets  gpusort::sort_segmented_keys of the 2^bits buckets on the bits below the window.
+//            (buckets_starting_at, buckets_after_last: index_math/radix.hpp), and
+//   buckets  gpusort::sort_segmented_keys of the 2^bits buckets on the bits below the window,
+//            both skipped where the window holds every differing bit (sorted already).
 // A prototype that measures the direction, not a sort of the library: it waits for the device
 // once (the window), and keys alone show no stability.
 // Each run starts from a pristine copy (not timed); CUDA events, one warm-up, the median of
@@ -63,7 +64,9 @@ struct bitwise_or {
   __device__ key operator()(key a, key b) const { return a | b; }
 };
 
-// Each bucket's first position in the keys sorted by bucket, starts[buckets] = n.
+// Each bucket's first position in the keys sorted by bucket, starts[buckets] = n. The thread
+// of a bucket's first key also writes the empty buckets before it (one each for keys spread
+// evenly; a skewed input leaves a few threads long runs of them).
 __global__ void bucket_starts_kernel(const key* sorted, std::uint64_t n, im::msd_window w,
                                      std::uint32_t* starts) {
   const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
@@ -128,11 +131,15 @@ class hybrid {
             "msd");
     }
     check(cudaEventRecord(events[2]), "cudaEventRecord");
+    // A window that holds every differing bit (low_bit 0) leaves the keys sorted already.
     const std::uint64_t buckets = std::uint64_t{1} << w.bits;
-    bucket_starts_kernel<<<static_cast<unsigned>((n_ + 255) / 256), 256>>>(out, n_, w, starts_);
-    check(cudaGetLastError(), "starts");
+    if (w.low_bit > 0) {
+      bucket_starts_kernel<<<static_cast<unsigned>((n_ + 255) / 256), 256>>>(out, n_, w,
+                                                                             starts_);
+      check(cudaGetLastError(), "starts");
+    }
     check(cudaEventRecord(events[3]), "cudaEventRecord");
-    if (w.low_bit > 0) {  // the window holds every differing bit otherwise: sorted already
+    if (w.low_bit > 0) {
       bytes = 0;
       check(gpusort::sort_segmented_keys(nullptr, bytes, out, n_, starts_, starts_ + 1, buckets),
             "buckets");
