@@ -180,9 +180,9 @@ bench_rc=$?
 # dist's merge alone, one stream: R runs by rounds of CUB's two-way merge against the one pass.
 "$build/tools/gpusort-dist-bench" --merge 2,3,4,8,16 --fan-in 2,4,8 --total 2^26 --reps 10 \
   --types u32,u64 --values 0,4 --csv "$logs/dist-merge.csv" >"$logs/dist-merge.log" 2>&1 || bench_rc=1
-# Issue 77's MSD hybrid for u64 keys (a prototype) against CUB's radix sort and automatic.
-"$build/tools/gpusort-radix-hybrid" --sizes 2^24,2^28 --bits 20,24 --dists uniform,zipf --reps 5 \
-  --csv "$logs/radix-hybrid.csv" >"$logs/radix-hybrid.log" 2>&1 || bench_rc=1
+# Issue 77's MSD hybrid for 8-byte integer keys (a prototype) against CUB's radix sort and automatic.
+"$build/tools/gpusort-radix-hybrid" --sizes 2^24,2^28 --bits 20,24 --dists uniform,zipf --types u64,i64 \
+  --reps 5 --csv "$logs/radix-hybrid.csv" >"$logs/radix-hybrid.log" 2>&1 || bench_rc=1
 { "$build/tools/gpusort_host_keys" 28 0 u32 1 nocpu &&
   "$build/tools/gpusort_host_keys" 27 0 u32+u32 1 nocpu; } >"$logs/host-keys.log" 2>&1 || bench_rc=1
 # The Python package's tests (PyTorch and CuPy on the GPU): the wheel from this build (nothing

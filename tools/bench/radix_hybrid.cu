@@ -1,9 +1,10 @@
 // gpusort-radix-hybrid: 64-bit keys sorted by a most-significant-digit split, then every bucket
 // on its own (issue 77's third direction, docs/notes-radix-sort.md), against CUB's radix sort
 // (cub_radix: 8 digit passes) and gpusort's `automatic` of the same keys, on one GPU:
-//   gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24] [--dists uniform,zipf]
-//                        [--reps 9] [--seed 1] [--csv FILE] [--help]
-// The hybrid, u64 keys alone, from the input into a second buffer:
+//   gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24] [--types u64,i64]
+//                        [--dists uniform,zipf] [--reps 9] [--seed 1] [--csv FILE] [--help]
+// The hybrid, 8-byte integer keys alone (floats would need automatic's fix-up of -0.0 and
+// negative NaNs as well), from the input into a second buffer, on the keys' ordered bits:
 //   window   the OR of every key XOR the first (cub::DeviceReduce), read back by the host: the
 //            --bits bits under the highest bit where two keys differ (msd_window_for);
 //   msd      CUB's radix sort of those bits alone: ceil(bits / 8) digit passes, stable;
@@ -41,7 +42,7 @@ namespace {
 namespace im = gpusort::detail::index_math;
 using gpusort::tools::check;
 using gpusort::tools::usage_error;
-using key = std::uint64_t;
+using code = std::uint64_t;  // a key's ordered bits (key_traits<K>::ordered)
 
 struct config {
   std::vector<std::uint64_t> sizes{std::uint64_t{1} << 24, std::uint64_t{1} << 26,
@@ -49,42 +50,52 @@ struct config {
   std::vector<std::uint64_t> bits{16, 20, 24};
   std::vector<gpusort::tools::distribution> dists{gpusort::tools::distribution::uniform,
                                                   gpusort::tools::distribution::zipf};
+  std::vector<std::string> types{"u64", "i64"};
   int reps = 9;
   std::uint64_t seed = 1;
   std::string csv;
 };
 
-// A key's difference from the first key (its bits that are not the first's).
+template <class K>
+__host__ __device__ code ordered(K k) {
+  return gpusort::key_traits<K>::ordered(k);
+}
+
+// A key's difference from the first key (its ordered bits that are not the first's).
+template <class K>
 struct differs_from_first {
-  const key* keys;
-  __device__ key operator()(key k) const { return k ^ keys[0]; }
+  const K* keys;
+  __device__ code operator()(K k) const { return ordered(k) ^ ordered(keys[0]); }
 };
 
 struct bitwise_or {
-  __device__ key operator()(key a, key b) const { return a | b; }
+  __device__ code operator()(code a, code b) const { return a | b; }
 };
 
 // Each bucket's first position in the keys sorted by bucket, starts[buckets] = n. The thread
 // of a bucket's first key also writes the empty buckets before it (one each for keys spread
 // evenly; a skewed input leaves a few threads long runs of them).
-__global__ void bucket_starts_kernel(const key* sorted, std::uint64_t n, im::msd_window w,
+template <class K>
+__global__ void bucket_starts_kernel(const K* sorted, std::uint64_t n, im::msd_window w,
                                      std::uint32_t* starts) {
   const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
-  const std::uint64_t bucket = im::msd_bucket(sorted[i], w);
+  const std::uint64_t bucket = im::msd_bucket(ordered(sorted[i]), w);
   const im::bucket_range here =
-      im::buckets_starting_at(i, i ? im::msd_bucket(sorted[i - 1], w) : 0, bucket);
+      im::buckets_starting_at(i, i ? im::msd_bucket(ordered(sorted[i - 1]), w) : 0, bucket);
   for (std::uint64_t b = here.first; b < here.last; ++b) starts[b] = static_cast<std::uint32_t>(i);
   if (i + 1 < n) return;
   const im::bucket_range tail = im::buckets_after_last(bucket, std::uint64_t{1} << w.bits);
   for (std::uint64_t b = tail.first; b < tail.last; ++b) starts[b] = static_cast<std::uint32_t>(n);
 }
 
-// The hybrid's buffers and workspaces for n keys and up to 2^max_bits buckets.
+// The hybrid's buffers and workspaces for n keys and up to 2^max_bits buckets. CUB's radix
+// sort reads a signed key's bits with the sign flipped, as key_traits' ordered bits do.
+template <class K>
 class hybrid {
  public:
   hybrid(std::uint64_t n, int max_bits) : n_(n) {
-    check(cudaMalloc(&differing_, sizeof(key)), "cudaMalloc");
+    check(cudaMalloc(&differing_, sizeof(code)), "cudaMalloc");
     check(cudaMalloc(&starts_, sizeof(std::uint32_t) * ((std::uint64_t{1} << max_bits) + 1)),
           "cudaMalloc");
   }
@@ -102,24 +113,24 @@ class hybrid {
 
   // Sorts in into out (n keys each) with a window of up to `bits` bits, recording events[0..4]
   // at the phases' boundaries.
-  void sort(const key* in, key* out, int bits, cudaEvent_t* events) {
+  void sort(const K* in, K* out, int bits, cudaEvent_t* events) {
     check(cudaEventRecord(events[0]), "cudaEventRecord");
-    const differs_from_first diff{in};
+    const differs_from_first<K> diff{in};
     std::size_t bytes = 0;
     check(cub::DeviceReduce::TransformReduce(nullptr, bytes, in, differing_, n_, bitwise_or{},
-                                             diff, key{0}),
+                                             diff, code{0}),
           "window");
     room(bytes);
     check(cub::DeviceReduce::TransformReduce(temp_, bytes, in, differing_, n_, bitwise_or{}, diff,
-                                             key{0}),
+                                             code{0}),
           "window");
-    key differing = 0;
+    code differing = 0;
     check(cudaMemcpy(&differing, differing_, sizeof differing, cudaMemcpyDeviceToHost), "window");
     const im::msd_window w = im::msd_window_for(differing, bits);
     check(cudaEventRecord(events[1]), "cudaEventRecord");
     const auto count = static_cast<std::uint32_t>(n_);
     if (w.bits == 0) {  // every key the same
-      check(cudaMemcpyAsync(out, in, n_ * sizeof(key), cudaMemcpyDeviceToDevice), "msd");
+      check(cudaMemcpyAsync(out, in, n_ * sizeof(K), cudaMemcpyDeviceToDevice), "msd");
     } else {
       bytes = 0;
       check(cub::DeviceRadixSort::SortKeys(nullptr, bytes, in, out, count, w.low_bit,
@@ -161,14 +172,14 @@ class hybrid {
   }
 
   std::uint64_t n_;
-  key* differing_ = nullptr;
+  code* differing_ = nullptr;
   std::uint32_t* starts_ = nullptr;
   void* temp_ = nullptr;
   std::size_t temp_bytes_ = 0;
 };
 
 struct row {
-  std::string algorithm, dist;
+  std::string algorithm, type, dist;
   std::uint64_t n = 0;
   int bits = 0;
   double ms = 0, cub_ms = 0;
@@ -183,46 +194,48 @@ double median(std::vector<double> v) {
 }
 
 // gpusort::sort_keys with `algo`, in place on keys, its workspace made once.
+template <class K>
 struct library_sort {
   gpusort::algorithm algo;
   void* temp = nullptr;
   std::size_t bytes = 0;
-  library_sort(gpusort::algorithm a, key* keys, std::uint64_t n) : algo(a) {
+  library_sort(gpusort::algorithm a, K* keys, std::uint64_t n) : algo(a) {
     check(gpusort::sort_keys(nullptr, bytes, keys, n, {.algo = algo}), "workspace");
     check(cudaMalloc(&temp, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
   }
   ~library_sort() { cudaFree(temp); }
   library_sort(const library_sort&) = delete;
   library_sort& operator=(const library_sort&) = delete;
-  void operator()(key* keys, std::uint64_t n) {
+  void operator()(K* keys, std::uint64_t n) {
     check(gpusort::sort_keys(temp, bytes, keys, n, {.algo = algo}), "sort");
   }
 };
 
-void run_size(const config& cfg, std::uint64_t n, gpusort::tools::distribution d,
-              std::vector<row>& rows) {
+template <class K>
+void run_size(const config& cfg, const std::string& type, std::uint64_t n,
+              gpusort::tools::distribution d, std::vector<row>& rows) {
   const std::string dist(gpusort::tools::to_string(d));
-  const std::vector<key> input = gpusort::tools::generate<key>(d, n, cfg.seed);
-  key *pristine = nullptr, *keys = nullptr, *out = nullptr;
-  check(cudaMalloc(&pristine, n * sizeof(key)), "cudaMalloc");
-  check(cudaMalloc(&keys, n * sizeof(key)), "cudaMalloc");
-  check(cudaMalloc(&out, n * sizeof(key)), "cudaMalloc");
-  check(cudaMemcpy(pristine, input.data(), n * sizeof(key), cudaMemcpyHostToDevice), "cudaMemcpy");
+  const std::vector<K> input = gpusort::tools::generate<K>(d, n, cfg.seed);
+  K *pristine = nullptr, *keys = nullptr, *out = nullptr;
+  check(cudaMalloc(&pristine, n * sizeof(K)), "cudaMalloc");
+  check(cudaMalloc(&keys, n * sizeof(K)), "cudaMalloc");
+  check(cudaMalloc(&out, n * sizeof(K)), "cudaMalloc");
+  check(cudaMemcpy(pristine, input.data(), n * sizeof(K), cudaMemcpyHostToDevice), "cudaMemcpy");
   const auto reset = [&] {
-    check(cudaMemcpyAsync(keys, pristine, n * sizeof(key), cudaMemcpyDeviceToDevice), "copy");
+    check(cudaMemcpyAsync(keys, pristine, n * sizeof(K), cudaMemcpyDeviceToDevice), "copy");
   };
   gpusort::tools::event_timer clock;
-  std::vector<key> want(n), got(n);
+  std::vector<K> want(n), got(n);
   double cub_ms = 0;
   for (const gpusort::algorithm algo :
        {gpusort::algorithm::cub_radix, gpusort::algorithm::automatic}) {
-    library_sort sort(algo, keys, n);
-    row r{std::string(gpusort::to_string(algo)), dist, n};
+    library_sort<K> sort(algo, keys, n);
+    row r{std::string(gpusort::to_string(algo)), type, dist, n};
     r.ms = clock.median_ms(cfg.reps, reset, [&] { sort(keys, n); });
     r.extra_bytes = sort.bytes;
     reset();
     sort(keys, n);
-    check(cudaMemcpy(got.data(), keys, n * sizeof(key), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    check(cudaMemcpy(got.data(), keys, n * sizeof(K), cudaMemcpyDeviceToHost), "cudaMemcpy");
     if (algo == gpusort::algorithm::cub_radix) {
       want = got;
       cub_ms = r.ms;
@@ -234,9 +247,9 @@ void run_size(const config& cfg, std::uint64_t n, gpusort::tools::distribution d
   cudaEvent_t events[5];
   for (cudaEvent_t& e : events) check(cudaEventCreate(&e), "cudaEventCreate");
   const int max_bits = static_cast<int>(*std::max_element(cfg.bits.begin(), cfg.bits.end()));
-  hybrid h(n, max_bits);
+  hybrid<K> h(n, max_bits);
   for (const std::uint64_t bits : cfg.bits) {
-    row r{"msd_hybrid", dist, n, static_cast<int>(bits)};
+    row r{"msd_hybrid", type, dist, n, static_cast<int>(bits)};
     std::vector<double> total, phase[4];
     for (int rep = 0; rep <= cfg.reps; ++rep) {
       reset();
@@ -254,8 +267,8 @@ void run_size(const config& cfg, std::uint64_t n, gpusort::tools::distribution d
     r.ms = median(total);
     for (int p = 0; p < 4; ++p) r.phase_ms[p] = median(phase[p]);
     r.cub_ms = cub_ms;
-    r.extra_bytes = h.extra_bytes(r.bits) + n * sizeof(key);  // and the output buffer
-    check(cudaMemcpy(got.data(), out, n * sizeof(key), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    r.extra_bytes = h.extra_bytes(r.bits) + n * sizeof(K);  // and the output buffer
+    check(cudaMemcpy(got.data(), out, n * sizeof(K), cudaMemcpyDeviceToHost), "cudaMemcpy");
     r.verified = got == want;
     rows.push_back(r);
   }
@@ -269,12 +282,18 @@ void run(const config& cfg) {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   std::vector<row> rows;
-  for (const gpusort::tools::distribution d : cfg.dists)
-    for (const std::uint64_t n : cfg.sizes) run_size(cfg, n, d, rows);
+  for (const std::string& type : cfg.types)
+    for (const gpusort::tools::distribution d : cfg.dists)
+      for (const std::uint64_t n : cfg.sizes) {
+        if (type == "u64")
+          run_size<std::uint64_t>(cfg, type, n, d, rows);
+        else
+          run_size<std::int64_t>(cfg, type, n, d, rows);
+      }
   FILE* csv = cfg.csv.empty() ? nullptr : std::fopen(cfg.csv.c_str(), "w");
   if (!cfg.csv.empty() && !csv) throw usage_error("--csv: cannot open " + cfg.csv);
   const char* header =
-      "gpu,algorithm,dist,n,bits,ms,gkeys_per_s,cub_radix_ms,vs_cub_radix,window_ms,msd_ms,"
+      "gpu,algorithm,type,dist,n,bits,ms,gkeys_per_s,cub_radix_ms,vs_cub_radix,window_ms,msd_ms,"
       "starts_ms,buckets_ms,extra_bytes,verified\n";
   std::printf("%s", header);
   if (csv) std::fprintf(csv, "%s", header);
@@ -282,8 +301,9 @@ void run(const config& cfg) {
   for (const row& r : rows) {
     char line[512];
     std::snprintf(line, sizeof line,
-                  "%s,%s,%s,%llu,%d,%.4f,%.2f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%zu,%s\n",
-                  gpusort::tools::csv_field(prop.name).c_str(), r.algorithm.c_str(), r.dist.c_str(),
+                  "%s,%s,%s,%s,%llu,%d,%.4f,%.2f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%zu,%s\n",
+                  gpusort::tools::csv_field(prop.name).c_str(), r.algorithm.c_str(),
+                  r.type.c_str(), r.dist.c_str(),
                   static_cast<unsigned long long>(r.n), r.bits, r.ms, r.n / (r.ms * 1e6), r.cub_ms,
                   r.cub_ms / r.ms, r.phase_ms[0], r.phase_ms[1], r.phase_ms[2], r.phase_ms[3],
                   r.extra_bytes, r.verified ? "yes" : "NO");
@@ -296,13 +316,13 @@ void run(const config& cfg) {
 }
 
 const char* const usage =
-    "usage: gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24]\n"
+    "usage: gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24] [--types u64,i64]\n"
     "                            [--dists uniform,zipf] [--reps 9] [--seed 1] [--csv FILE]\n";
 
 // The configuration, or none for --help.
 std::optional<config> parse(int argc, char** argv) {
   const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
-      argc, argv, {"sizes", "bits", "dists", "reps", "seed", "csv"}, {"help"});
+      argc, argv, {"sizes", "bits", "dists", "types", "reps", "seed", "csv"}, {"help"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
   config cfg;
@@ -321,6 +341,9 @@ std::optional<config> parse(int argc, char** argv) {
       cfg.dists.push_back(d);
     }
   }
+  if (args.has("types")) cfg.types = gpusort::tools::split(args.get("types"), ',');
+  for (const std::string& type : cfg.types)
+    if (type != "u64" && type != "i64") throw usage_error("--types: u64 or i64, not " + type);
   if (args.has("reps"))
     cfg.reps = static_cast<int>(gpusort::tools::parse_unsigned(args.get("reps"), "--reps"));
   if (args.has("seed")) cfg.seed = gpusort::tools::parse_unsigned(args.get("seed"), "--seed");
