@@ -6,7 +6,8 @@
 // The hybrid, 8-byte integer keys alone (floats would need automatic's fix-up of -0.0 and
 // negative NaNs as well), from the input into a second buffer, on the keys' ordered bits:
 //   window   the OR of every key XOR the first (cub::DeviceReduce), read back by the host: the
-//            --bits bits under the highest bit where two keys differ (msd_window_for);
+//            --bits bits under the highest bit where two keys differ (msd_window_for); rows
+//            msd_hybrid_top take the codes' top --bits bits instead, with no reduction or wait;
 //   msd      CUB's radix sort of those bits alone: ceil(bits / 8) digit passes, stable;
 //   starts   each bucket's first position, written by the position of its first key
 //            (buckets_starting_at, buckets_after_last: index_math/radix.hpp), and
@@ -112,21 +113,27 @@ class hybrid {
   }
 
   // Sorts in into out (n keys each) with a window of up to `bits` bits, recording events[0..4]
-  // at the phases' boundaries.
-  void sort(const K* in, K* out, int bits, cudaEvent_t* events) {
+  // at the phases' boundaries. `top`: the window is the codes' top bits, found without the
+  // reduction and the wait (right for any keys; keys that share their top bits then land in
+  // few buckets, and the segmented sort gets few large segments).
+  void sort(const K* in, K* out, int bits, bool top, cudaEvent_t* events) {
     check(cudaEventRecord(events[0]), "cudaEventRecord");
-    const differs_from_first<K> diff{in};
+    im::msd_window w{64 - bits, bits};
     std::size_t bytes = 0;
-    check(cub::DeviceReduce::TransformReduce(nullptr, bytes, in, differing_, n_, bitwise_or{},
-                                             diff, code{0}),
-          "window");
-    room(bytes);
-    check(cub::DeviceReduce::TransformReduce(temp_, bytes, in, differing_, n_, bitwise_or{}, diff,
-                                             code{0}),
-          "window");
-    code differing = 0;
-    check(cudaMemcpy(&differing, differing_, sizeof differing, cudaMemcpyDeviceToHost), "window");
-    const im::msd_window w = im::msd_window_for(differing, bits);
+    if (!top) {
+      const differs_from_first<K> diff{in};
+      check(cub::DeviceReduce::TransformReduce(nullptr, bytes, in, differing_, n_, bitwise_or{},
+                                               diff, code{0}),
+            "window");
+      room(bytes);
+      check(cub::DeviceReduce::TransformReduce(temp_, bytes, in, differing_, n_, bitwise_or{},
+                                               diff, code{0}),
+            "window");
+      code differing = 0;
+      check(cudaMemcpy(&differing, differing_, sizeof differing, cudaMemcpyDeviceToHost),
+            "window");
+      w = im::msd_window_for(differing, bits);
+    }
     check(cudaEventRecord(events[1]), "cudaEventRecord");
     const auto count = static_cast<std::uint32_t>(n_);
     if (w.bits == 0) {  // every key the same
@@ -248,30 +255,31 @@ void run_size(const config& cfg, const std::string& type, std::uint64_t n,
   for (cudaEvent_t& e : events) check(cudaEventCreate(&e), "cudaEventCreate");
   const int max_bits = static_cast<int>(*std::max_element(cfg.bits.begin(), cfg.bits.end()));
   hybrid<K> h(n, max_bits);
-  for (const std::uint64_t bits : cfg.bits) {
-    row r{"msd_hybrid", type, dist, n, static_cast<int>(bits)};
-    std::vector<double> total, phase[4];
-    for (int rep = 0; rep <= cfg.reps; ++rep) {
-      reset();
-      h.sort(keys, out, r.bits, events);
-      check(cudaEventSynchronize(events[4]), "hybrid");
-      float ms = 0;
-      if (rep == 0) continue;  // the warm-up (it also grows the workspace)
-      check(cudaEventElapsedTime(&ms, events[0], events[4]), "cudaEventElapsedTime");
-      total.push_back(ms);
-      for (int p = 0; p < 4; ++p) {
-        check(cudaEventElapsedTime(&ms, events[p], events[p + 1]), "cudaEventElapsedTime");
-        phase[p].push_back(ms);
+  for (const std::uint64_t bits : cfg.bits)
+    for (const bool top : {false, true}) {
+      row r{top ? "msd_hybrid_top" : "msd_hybrid", type, dist, n, static_cast<int>(bits)};
+      std::vector<double> total, phase[4];
+      for (int rep = 0; rep <= cfg.reps; ++rep) {
+        reset();
+        h.sort(keys, out, r.bits, top, events);
+        check(cudaEventSynchronize(events[4]), "hybrid");
+        if (rep == 0) continue;  // the warm-up (it also grows the workspace)
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, events[0], events[4]), "cudaEventElapsedTime");
+        total.push_back(ms);
+        for (int p = 0; p < 4; ++p) {
+          check(cudaEventElapsedTime(&ms, events[p], events[p + 1]), "cudaEventElapsedTime");
+          phase[p].push_back(ms);
+        }
       }
+      r.ms = median(total);
+      for (int p = 0; p < 4; ++p) r.phase_ms[p] = median(phase[p]);
+      r.cub_ms = cub_ms;
+      r.extra_bytes = h.extra_bytes(r.bits) + n * sizeof(K);  // and the output buffer
+      check(cudaMemcpy(got.data(), out, n * sizeof(K), cudaMemcpyDeviceToHost), "cudaMemcpy");
+      r.verified = got == want;
+      rows.push_back(r);
     }
-    r.ms = median(total);
-    for (int p = 0; p < 4; ++p) r.phase_ms[p] = median(phase[p]);
-    r.cub_ms = cub_ms;
-    r.extra_bytes = h.extra_bytes(r.bits) + n * sizeof(K);  // and the output buffer
-    check(cudaMemcpy(got.data(), out, n * sizeof(K), cudaMemcpyDeviceToHost), "cudaMemcpy");
-    r.verified = got == want;
-    rows.push_back(r);
-  }
   for (cudaEvent_t e : events) cudaEventDestroy(e);
   cudaFree(pristine);
   cudaFree(keys);
