@@ -77,6 +77,49 @@ TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
     }
 }
 
+// The whole MSD split as gpusort-radix-hybrid composes it, on the host: the window from the
+// OR of the codes' differences (or the codes' top bits), a stable sort by the window's bits,
+// the buckets' starts by the index math, each bucket sorted on its own; against std::sort of
+// 8-byte integer keys from every distribution.
+template <class K>
+void msd_split_sorts(bool top) {
+  for (const gpusort::tools::distribution d : gpusort::tools::all_distributions)
+    for (const int bits : {3, 12}) {
+      std::vector<K> keys = gpusort::tools::generate<K>(d, 5003, 11);
+      std::vector<K> want = keys;
+      std::sort(want.begin(), want.end());
+      const auto code = [](K k) { return gpusort::key_traits<K>::ordered(k); };
+      std::uint64_t differing = 0;
+      for (K k : keys) differing |= code(k) ^ code(keys[0]);
+      const im::msd_window w = top ? im::msd_window{64 - bits, bits}
+                                   : im::msd_window_for(differing, bits);
+      std::stable_sort(keys.begin(), keys.end(), [&](K a, K b) {
+        return im::msd_bucket(code(a), w) < im::msd_bucket(code(b), w);
+      });
+      const std::uint64_t n = keys.size(), buckets = std::uint64_t{1} << w.bits;
+      std::vector<std::uint64_t> start(buckets + 1);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const std::uint64_t b = im::msd_bucket(code(keys[i]), w);
+        const std::uint64_t previous = i ? im::msd_bucket(code(keys[i - 1]), w) : 0;
+        const auto here = im::buckets_starting_at(i, previous, b);
+        for (std::uint64_t k = here.first; k < here.last; ++k) start[k] = i;
+        if (i + 1 == n)
+          for (std::uint64_t k = b + 1; k < im::buckets_after_last(b, buckets).last; ++k)
+            start[k] = n;
+      }
+      for (std::uint64_t k = 0; k < buckets; ++k)
+        std::sort(keys.begin() + start[k], keys.begin() + start[k + 1]);
+      ASSERT_EQ(keys, want) << gpusort::tools::to_string(d) << " bits " << bits << " top " << top;
+    }
+}
+
+TEST(RadixIndexMath, MsdSplitThenBucketsSortsEveryDistribution) {
+  for (const bool top : {false, true}) {
+    msd_split_sorts<std::uint64_t>(top);
+    msd_split_sorts<std::int64_t>(top);
+  }
+}
+
 GPUSORT_TYPED_SUITE(CpuRadixSort, ::testing::Test, key_types);
 
 // keys sorted by the radix sort with their positions as values, against std::stable_sort of
