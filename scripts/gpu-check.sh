@@ -96,6 +96,10 @@ if [ "${1:-}" = "--build-only" ]; then
 fi
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+# Where the run's time goes (seconds since the start, after each part), for the summary.
+mark() { echo "$1 $SECONDS" >>"$logs/times.log"; }
+: >"$logs/times.log"
+mark built
 if [ "${1:-}" = "--multi" ]; then
   gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
   # A test that hangs (a rank waiting for one that failed) is stopped and named after 5
@@ -162,7 +166,9 @@ fi
 # group) skip and are named; a skipped GPU test fails the check.
 ctest --test-dir "$build" --output-on-failure -L "^cpu$" -j 4 --timeout 300 >"$logs/tests-cpu.log" 2>&1
 tests_rc=$?
+mark cpu-tests
 ctest --test-dir "$build" --output-on-failure -L "^gpu$" -j 2 --timeout 900 >"$logs/tests.log" 2>&1 || tests_rc=1
+mark gpu-tests
 "$build/tools/gpusort" bench --algos bitonic,sample_sort,sample_sort_random,adaptive_bitonic,quicksort,cub_radix,cub_merge,thrust,classic_bitonic \
   --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \
   --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
@@ -188,6 +194,7 @@ bench_rc=$?
 # The Python package's tests (PyTorch and CuPy on the GPU): the wheel from this build (nothing
 # recompiles) installed in the venv, tested from an empty folder so that python/gpusort
 # cannot be imported instead.
+mark benchmarks
 pytest_rc=0
 root=$PWD
 if ls "$build"/python/_gpusort*.so >/dev/null 2>&1; then
@@ -226,6 +233,8 @@ grep -E "^(weak|strong)-1gpu " "$logs/dist-one-gpu.log" | sed 's/^/dist on one G
 grep -E "^merge" "$logs/dist-merge.log" | sed 's/^/dist merge alone: /'
 grep -v "^gpu," "$logs/radix-hybrid.log" | sed 's/^/radix hybrid: /'
 echo "pytest: $(tail -1 "$logs/pytest.log")"
+mark pytest
+echo "seconds from the start: $(tr '\n' ' ' <"$logs/times.log")"
 if [ -z "$gpu" ] || [ "$skipped" -gt 0 ]; then
   echo "gpu-check: FAILED (no GPU, or GPU tests skipped)"
   exit 1
