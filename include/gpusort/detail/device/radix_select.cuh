@@ -198,29 +198,32 @@ __device__ __forceinline__ void warp_count_digit(unsigned* counts, bool counted,
   }
 }
 
-// Of codes[0, count), the index of the one of rank `rank` (0-based) in (code, index) order, to
-// *chosen, by one block: a radix select of the code a digit at a time from the top (each warp
-// counts into its own counts, a block scan picks the digit: index_math::bucket_holds_rank),
-// then the pick among the codes equal to it, each warp counting its contiguous chunk and a
-// block scan giving each warp the equal codes before it. The codes (65,536 at most for top_k)
-// stay in L2 between the passes; one launch instead of a launch of a few blocks a digit.
+// The shared state of select_ranked_index_kernel: each warp's digit counts, the block scan's
+// storage, and the digit pass's answer.
+template <int THREADS, class U>
+struct ranked_select_storage {
+  unsigned counts[THREADS / 32][select_buckets];
+  typename cub::BlockScan<index_t, THREADS>::TempStorage scan;
+  U found_prefix;
+  index_t found_below;
+};
+
+// The code of rank `rank` (0-based) among codes[0, count), by one block, a digit at a time from
+// the top: each warp counts the codes that share the prefix found so far into its own counts,
+// a block scan picks the digit (index_math::bucket_holds_rank). Gives the code (prefix) and how
+// many codes lie below it (below), the same on every thread.
 template <int THREADS, int BATCH, class U>
-__global__ void __launch_bounds__(THREADS)
-    select_ranked_index_kernel(const U* codes, index_t count, index_t rank,
-                               std::uint32_t* chosen) {
+__device__ void block_select_code(const U* codes, index_t count, index_t rank,
+                                  ranked_select_storage<THREADS, U>& s, U& prefix,
+                                  index_t& below) {
   constexpr int warps = THREADS / 32;
   constexpr unsigned per_thread = warps * select_buckets / THREADS;
   static_assert(THREADS % 32 == 0 && THREADS >= int(select_buckets) &&
                 (warps * select_buckets) % THREADS == 0);
-  using scan = cub::BlockScan<index_t, THREADS>;
-  __shared__ unsigned counts[warps][select_buckets];
-  __shared__ typename scan::TempStorage scan_storage;
-  __shared__ U found_prefix;
-  __shared__ index_t found_below;
-  unsigned* mine = &counts[0][0] + threadIdx.x * per_thread;
+  unsigned* mine = &s.counts[0][0] + threadIdx.x * per_thread;
   for (unsigned j = 0; j < per_thread; ++j) mine[j] = 0;
-  U prefix = 0;
-  index_t below = 0;  // codes below every code with the prefix found so far
+  prefix = 0;
+  below = 0;  // codes below every code with the prefix found so far
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int shift = static_cast<int>(sizeof(U) * 8) - select_digit_bits; shift >= 0;
        shift -= select_digit_bits) {
@@ -238,31 +241,39 @@ __global__ void __launch_bounds__(THREADS)
       }
 #pragma unroll
       for (int j = 0; j < BATCH; ++j)
-        warp_count_digit(counts[warp],
+        warp_count_digit(s.counts[warp],
                          base + j * 32 + lane < count && ((batch[j] ^ prefix) & high) == 0,
                          static_cast<unsigned>(batch[j] >> shift) & (select_buckets - 1));
     }
     __syncthreads();
     index_t bucket = 0;  // thread d < 256: digit d's count over the warps
     if (threadIdx.x < select_buckets)
-      for (int w = 0; w < warps; ++w) bucket += counts[w][threadIdx.x];
+      for (int w = 0; w < warps; ++w) bucket += s.counts[w][threadIdx.x];
     index_t before = 0;
-    scan(scan_storage).ExclusiveSum(bucket, before);  // its barriers: every count is read
+    cub::BlockScan<index_t, THREADS>(s.scan).ExclusiveSum(bucket, before);  // every count read
     for (unsigned j = 0; j < per_thread; ++j) mine[j] = 0;
     if (threadIdx.x < select_buckets &&
         index_math::bucket_holds_rank(before, bucket, rank + 1 - below)) {
-      found_prefix = static_cast<U>(prefix | static_cast<U>(static_cast<U>(threadIdx.x) << shift));
-      found_below = below + before;
+      s.found_prefix =
+          static_cast<U>(prefix | static_cast<U>(static_cast<U>(threadIdx.x) << shift));
+      s.found_below = below + before;
     }
     __syncthreads();
-    prefix = found_prefix;
-    below = found_below;
+    prefix = s.found_prefix;
+    below = s.found_below;
   }
-  // The (rank - below)-th code equal to prefix, in index order: each warp counts the equal
-  // codes of its contiguous chunk (read whole, by ballots), a block scan gives each warp the
-  // equal codes before its chunk, and the warp holding the wanted one finds its lane.
+}
+
+// The index of the (wanted)-th code equal to `code` (0-based, in index order) to *chosen, by
+// one block: each warp counts the equal codes of its contiguous chunk (read whole, by
+// ballots), a block scan gives each warp the equal codes before its chunk, and the warp
+// holding the wanted one finds its lane. After a barrier that ends the scan storage's last use.
+template <int THREADS, class U>
+__device__ void block_pick_equal(const U* codes, index_t count, U code, index_t wanted,
+                                 ranked_select_storage<THREADS, U>& s, std::uint32_t* chosen) {
+  constexpr int warps = THREADS / 32;
   constexpr unsigned all = 0xffffffffu;
-  const index_t wanted = rank - below;
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const index_t chunk = (count + warps - 1) / warps;
   const index_t first = warp * chunk < count ? warp * chunk : count;
   const index_t last = first + chunk < count ? first + chunk : count;
@@ -270,15 +281,15 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll 4
   for (index_t base = first; base < last; base += 32) {
     const index_t i = base + lane;
-    equal += __popc(__ballot_sync(all, i < last && codes[i] == prefix));
+    equal += __popc(__ballot_sync(all, i < last && codes[i] == code));
   }
   index_t seen = 0;
-  scan(scan_storage).ExclusiveSum(lane == 0 ? equal : index_t{0}, seen);
+  cub::BlockScan<index_t, THREADS>(s.scan).ExclusiveSum(lane == 0 ? equal : index_t{0}, seen);
   seen = __shfl_sync(all, seen, 0);
   if (wanted < seen || wanted >= seen + equal) return;  // the whole warp
   for (index_t base = first; base < last; base += 32) {
     const index_t i = base + lane;
-    const unsigned hits = __ballot_sync(all, i < last && codes[i] == prefix);
+    const unsigned hits = __ballot_sync(all, i < last && codes[i] == code);
     if (wanted < seen + __popc(hits)) {
       if ((hits >> lane & 1u) && __popc(hits & ((1u << lane) - 1u)) == wanted - seen)
         *chosen = static_cast<std::uint32_t>(i);
@@ -286,6 +297,21 @@ __global__ void __launch_bounds__(THREADS)
     }
     seen += __popc(hits);
   }
+}
+
+// Of codes[0, count), the index of the one of rank `rank` (0-based) in (code, index) order, to
+// *chosen, by one block: the code by a radix select, then the pick among the codes equal to
+// it. The codes (65,536 at most for top_k) stay in L2 between the passes; one launch instead
+// of a launch of a few blocks a digit.
+template <int THREADS, int BATCH, class U>
+__global__ void __launch_bounds__(THREADS)
+    select_ranked_index_kernel(const U* codes, index_t count, index_t rank,
+                               std::uint32_t* chosen) {
+  __shared__ ranked_select_storage<THREADS, U> storage;
+  U code;
+  index_t below;
+  block_select_code<THREADS, BATCH>(codes, count, rank, storage, code, below);
+  block_pick_equal<THREADS>(codes, count, code, rank - below, storage, chosen);
 }
 
 // The index of the element of rank `rank` among codes[0, count) (unsigned codes, rank below
