@@ -36,7 +36,7 @@
 
 #include "cli.hpp"  // arguments, parse_sizes, parse_count, split, usage_error
 #include "common/csv.hpp"
-#include "event_timer.hpp"  // check, cuda_failure, event_timer
+#include "small_bench.hpp"  // check, event_timer, bench_main
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
 
@@ -318,17 +318,7 @@ void run(const config& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return gpusort::tools::bench_main("gpusort-narrow-bench", usage, [&] {
     run(parse(argc, argv));
-    return 0;
-  } catch (const usage_error& e) {
-    std::fprintf(stderr, "gpusort-narrow-bench: %s\n%s", e.what(), usage);
-    return 2;
-  } catch (const std::logic_error& e) {
-    std::fprintf(stderr, "gpusort-narrow-bench: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {  // cuda_failure, std::bad_alloc
-    std::fprintf(stderr, "gpusort-narrow-bench: %s\n", e.what());
-    return 3;
-  }
+  });
 }

@@ -33,7 +33,7 @@
 #include "cli.hpp"  // arguments, parse_sizes, parse_unsigned, split, usage_error
 #include "common/csv.hpp"
 #include "common/distributions.hpp"
-#include "event_timer.hpp"  // check, cuda_failure, event_timer
+#include "small_bench.hpp"  // check, event_timer, bench_main
 #include "gpusort/detail/index_math/radix.hpp"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
@@ -368,21 +368,11 @@ std::optional<config> parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return gpusort::tools::bench_main("gpusort-radix-hybrid", usage, [&] {
     const std::optional<config> cfg = parse(argc, argv);
     if (cfg)
       run(*cfg);
     else
       std::printf("%s", usage);
-    return 0;
-  } catch (const usage_error& e) {
-    std::fprintf(stderr, "gpusort-radix-hybrid: %s\n%s", e.what(), usage);
-    return 2;
-  } catch (const std::logic_error& e) {
-    std::fprintf(stderr, "gpusort-radix-hybrid: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {  // cuda_failure, std::bad_alloc
-    std::fprintf(stderr, "gpusort-radix-hybrid: %s\n", e.what());
-    return 3;
-  }
+  });
 }

@@ -1,13 +1,18 @@
-// What the small benchmarks of tools/bench share: a CUDA failure (their exit code 3), and the
-// events that time one operation on the default stream.
+// What the small benchmarks of tools/bench share (gpusort-narrow-bench, gpusort-radix-hybrid):
+// a CUDA failure, the events that time one operation on the default stream, and main's exit
+// codes: 0 every result verified, 1 a wrong result (std::logic_error), 2 bad usage, 3 a CUDA
+// failure (or no memory).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "cli.hpp"  // usage_error
 
 namespace gpusort::tools {
 
@@ -53,5 +58,24 @@ class event_timer {
  private:
   cudaEvent_t start_{}, stop_{};
 };
+
+// main's body: body() (which may throw), its failures printed as `name: what` and mapped to
+// the exit codes above; bad usage also prints `usage`.
+template <class Body>
+int bench_main(const char* name, const char* usage, Body&& body) {
+  try {
+    body();
+    return 0;
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "%s: %s\n%s", name, e.what(), usage);
+    return 2;
+  } catch (const std::logic_error& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  } catch (const std::exception& e) {  // cuda_failure, std::bad_alloc
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 3;
+  }
+}
 
 }  // namespace gpusort::tools
