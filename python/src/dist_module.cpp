@@ -209,8 +209,11 @@ py::list sort_shards(const py::list& keys, const py::object& values, bool descen
   for (std::size_t i = 0; i < p; ++i) {
     const array_view k = view_of(keys[i], "keys");
     devices.push_back(k.device);
-    arrays.push_back(read_rank(keys[i], values.is_none() ? py::none() : values[py::int_(i)],
-                               k.device));
+    // Both arms as py::object: with py::none() as one arm, the other would be cast to none
+    // (a TypeError for every list of values).
+    const py::object shard_values =
+        values.is_none() ? py::object(py::none()) : py::object(values[py::int_(i)]);
+    arrays.push_back(read_rank(keys[i], shard_values, k.device));
     opts.push_back(options_of(descending, stable, nans, streams[i].cast<std::uintptr_t>()));
   }
   for (const rank_arrays& a : arrays)

@@ -186,3 +186,16 @@ def test_device_functions_check_output_types():
     offsets = {"data": (1 << 41, False), "shape": (3,), "typestr": "<i8", "version": 3}
     with pytest.raises(TypeError, match="out_keys: must have the keys' type"):
         _ext.approx_sort_device(keys, out, offsets, 2, False, 0, None)
+
+
+def test_the_distributed_list_call_reads_each_shards_values():
+    """_gpusort_dist.sort_shards (gpusort.distributed.sort of a list of CUDA shards) reads shard
+    i's values from the list: it once cast each to None, a TypeError for every call with
+    values. Read before any GPU work: a values count unlike the keys' is named."""
+    from gpusort._extension import dist_module
+
+    if dist_module() is None:
+        pytest.skip("gpusort was built without gpusort::dist (NCCL)")
+    keys = (0, "<i4", 3, 0)
+    with pytest.raises(ValueError, match="values: a contiguous array of one row a key"):
+        dist_module().sort_shards([keys], [(0, "<i8", 2, 0)], False, True, "last", [0])
