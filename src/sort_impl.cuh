@@ -17,6 +17,7 @@
 #include "gpusort/detail/device/baselines.hpp"
 #include "gpusort/detail/device/bitonic.cuh"
 #include "gpusort/detail/device/float_order.cuh"
+#include "gpusort/detail/device/msd_split.cuh"
 #include "gpusort/detail/device/nan_block.cuh"
 #include "gpusort/detail/device/quicksort.cuh"
 #include "gpusort/detail/device/radix_floats.cuh"
@@ -26,22 +27,27 @@
 
 namespace gpusort::detail {
 
-// The sample sort with the library's comparator; its final buckets go to the segmented sort
-// instantiated in src/segmented_<key>.cu.
+// The buckets of the sorts that split (the sample sort's, automatic's MSD split's), by the
+// segmented sort instantiated in src/segmented_<key>.cu.
+template <class K, class V>
+cudaError_t sort_buckets_as_segments(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                                     std::uint64_t n, const segment_list& segs, bool descending,
+                                     cudaStream_t stream) {
+  return sort_segments<K, V>(temp, temp_bytes, keys, values, n, segs,
+                             {.direction = descending ? order::descending : order::ascending,
+                              .stream = stream});
+}
+
+// The sample sort with the library's comparator.
 template <class K, class V>
 cudaError_t sample_sort_any(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                             std::uint64_t n, const options& opt) {
   const int bits = index_math::bucket_bits_of(opt.buckets);
   if (bits < 0) return cudaErrorInvalidValue;
   const device::sample_sort_knobs knobs{bits, opt.sampler == sampling::random};
-  auto sort_buckets = [](void* t, std::size_t& bytes, K* k, V* v, std::uint64_t count,
-                         const segment_list& segs, bool descending, cudaStream_t stream) {
-    return sort_segments<K, V>(t, bytes, k, v, count, segs,
-                               {.direction = descending ? order::descending : order::ascending,
-                                .stream = stream});
-  };
   return device::sample_sort(temp, temp_bytes, keys, values, n, less<K>{},
-                             opt.direction == order::descending, knobs, sort_buckets, opt.stream);
+                             opt.direction == order::descending, knobs,
+                             sort_buckets_as_segments<K, V>, opt.stream);
 }
 
 // Float keys reach the comparison sorts as their unsigned codes.
@@ -138,15 +144,57 @@ struct sort_plan {
   std::size_t core_bytes = 0, total = 0;
 };
 
+// Whether a stream is being captured into a CUDA graph, where no call may wait. A stream the
+// runtime cannot answer for (the legacy stream while another thread captures) counts as
+// captured, and its error is cleared so that the next launch's check does not read it.
+inline bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess)
+    return status != cudaStreamCaptureStatusNone;
+  cudaGetLastError();
+  return true;
+}
+
+// automatic's radix sort of 8-byte integer keys alone where options::wait_for_key_bits lets
+// it wait: the MSD split (device/msd_split.cuh), or gpusort's tuning of CUB's LSD sort while
+// the stream is captured. The query asks for the larger workspace of the two.
+template <class K>
+cudaError_t split_or_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, std::uint64_t n,
+                                const options& opt) {
+  const bool descending = opt.direction == order::descending;
+  using V = no_value;
+  const int bits = index_math::msd_split_bits(n);
+  if (temp) {
+    if (capturing(opt.stream))
+      return device::radix_sort(temp, temp_bytes, keys, static_cast<V*>(nullptr), n, descending,
+                                opt.stream);
+    return device::msd_split_sort(temp, temp_bytes, keys, n, bits, descending,
+                                  sort_buckets_as_segments<K, V>, opt.stream);
+  }
+  std::size_t radix_bytes = 0, split_bytes = 0;
+  cudaError_t e = device::radix_sort(nullptr, radix_bytes, keys, static_cast<V*>(nullptr), n,
+                                     descending, opt.stream);
+  if (e == cudaSuccess)
+    e = device::msd_split_sort(nullptr, split_bytes, keys, n, bits, descending,
+                               sort_buckets_as_segments<K, V>, opt.stream);
+  temp_bytes = std::max(radix_bytes, split_bytes);
+  return e;
+}
+
 // One algorithm as the plan runs it: automatic's pick of the radix sort is gpusort's tuning of
-// CUB's (radix_policy.cuh); an explicit cub_radix is CUB's own, the baseline.
+// CUB's (radix_policy.cuh), or the MSD split where the caller lets the call wait; an explicit
+// cub_radix is CUB's own, the baseline.
 template <class K, class V>
 cudaError_t run_planned(bool own_radix, void* temp, std::size_t& temp_bytes, K* keys, V* values,
                         std::uint64_t n, const options& opt) {
   if constexpr (device::baseline_built<K, V>)
-    if (own_radix && opt.algo == algorithm::cub_radix)
+    if (own_radix && opt.algo == algorithm::cub_radix) {
+      if constexpr (std::is_integral_v<K> && sizeof(K) == 8 && std::is_same_v<V, no_value>)
+        if (opt.wait_for_key_bits && index_math::msd_split_applies(n))
+          return split_or_radix_sort(temp, temp_bytes, keys, n, opt);
       return device::radix_sort(temp, temp_bytes, keys, values, n,
                                 opt.direction == order::descending, opt.stream);
+    }
   return run_core(temp, temp_bytes, keys, values, n, opt);
 }
 

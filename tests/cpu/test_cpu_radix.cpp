@@ -120,6 +120,23 @@ TEST(RadixIndexMath, MsdSplitThenBucketsSortsEveryDistribution) {
   }
 }
 
+// When automatic splits and how wide the window is: the sizes measured (2^24: 20 bits, 2^28:
+// 24), their neighbours, and the ends of the range (CUB's 32-bit count).
+TEST(RadixIndexMath, MsdSplitWindowFollowsTheKeyCount) {
+  constexpr std::uint64_t one = 1;
+  EXPECT_FALSE(im::msd_split_applies((one << 24) - 1));
+  EXPECT_TRUE(im::msd_split_applies(one << 24));
+  EXPECT_TRUE(im::msd_split_applies((one << 32) - 1));
+  EXPECT_FALSE(im::msd_split_applies(one << 32));
+  EXPECT_EQ(im::msd_split_bits(one << 24), 20);
+  EXPECT_EQ(im::msd_split_bits((one << 25) - 1), 20);
+  EXPECT_EQ(im::msd_split_bits(one << 25), 21);
+  EXPECT_EQ(im::msd_split_bits(one << 28), 24);
+  EXPECT_EQ(im::msd_split_bits((one << 32) - 1), 24);  // capped at 2^24 buckets
+  EXPECT_EQ(im::msd_split_bits(1000), 16);              // floored, where it never runs
+  static_assert(im::msd_split_bits(~std::uint64_t{0}) == 24);
+}
+
 GPUSORT_TYPED_SUITE(CpuRadixSort, ::testing::Test, key_types);
 
 // keys sorted by the radix sort with their positions as values, against std::stable_sort of

@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include "device_buffer.hpp"
 #include "float_keys.hpp"
+#include "gpusort/detail/index_math/radix.hpp"
 #include "gpusort/sort.hpp"
 #include "reference.hpp"
 #include "shuffled_keys.cuh"
@@ -218,6 +220,74 @@ TYPED_TEST(GpuConformance, AutomaticRadixSortPastTheMergeLimits) {
       }
     }
   }
+}
+
+// automatic with options::wait_for_key_bits on 8-byte integer keys alone (the MSD split,
+// device/msd_split.cuh), from the first size it runs at (2^24 keys, a 20-bit window) and one
+// of a wider window, both orders, every window case: keys all equal (nothing to sort), keys
+// whose differing bits fit the window (CUB's split sorts them alone), keys sharing their top
+// bits and differing below the window (buckets below a common prefix), wide keys (signed
+// ones across zero), skewed and few distinct keys (large buckets). Then inside graph capture,
+// where it may not wait: it sorts by the LSD sort, captured without running.
+template <class K>
+std::vector<K> split_case(int which, std::size_t n) {
+  std::mt19937_64 rng(n + which);
+  std::vector<K> keys(n);
+  const auto fill = [&](std::uint64_t mask, std::uint64_t prefix) {
+    for (K& k : keys) k = static_cast<K>((rng() & mask) | prefix);
+  };
+  switch (which) {
+    case 0: fill(0, 0x5eed); break;
+    case 1: fill((std::uint64_t{1} << 19) - 1, std::uint64_t{3} << 61); break;
+    case 2: fill((std::uint64_t{1} << 40) - 1, std::uint64_t{0x9b} << 52); break;
+    case 3: fill(~std::uint64_t{0}, 0); break;
+    case 4: return tools::generate<K>(tools::distribution::zipf, n, n);
+    default: return tools::generate<K>(tools::distribution::few_unique, n, n);
+  }
+  return keys;
+}
+
+template <class K>
+void check_split_sorts() {
+  const sort_method split{{.wait_for_key_bits = true}, true};
+  for (const std::size_t n : {(std::size_t{1} << 24) + 17, (std::size_t{1} << 25) + 3}) {
+    ASSERT_TRUE(gpusort::detail::index_math::msd_split_applies(n));
+    for (int which = 0; which < 6; ++which) {
+      if (n > (std::size_t{1} << 25) && which != 2 && which != 3) continue;
+      reference_for<K> ref(split_case<K>(which, n));
+      for (const bool desc : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " case " << which << " desc=" << desc);
+        check_keys(ref, split, desc);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+  const std::size_t n = (std::size_t{1} << 24) + 5;
+  const std::vector<K> input = split_case<K>(2, n);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreate(&stream));
+  const gpusort::options opt = directed(split.opt, true, stream);
+  guarded_buffer<K> d(input);
+  std::size_t bytes = 0;
+  CUDA_OK(gpusort::sort_keys(nullptr, bytes, d.data(), n, opt));
+  poisoned_workspace temp(bytes);
+  captured_graph graph;
+  cudaError_t sorted = cudaSuccess;
+  ASSERT_NO_FATAL_FAILURE(graph.capture(
+      stream, [&] { sorted = gpusort::sort_keys(temp.ptr, bytes, d.data(), n, opt); }));
+  ASSERT_EQ(sorted, cudaSuccess);
+  EXPECT_TRUE(same_bits(d.to_host(), input)) << "capture must not run anything";
+  ASSERT_NO_FATAL_FAILURE(graph.launch(stream));
+  EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input, true)));
+  EXPECT_TRUE(d.guard_intact());
+  cudaStreamDestroy(stream);
+}
+
+class GpuConformanceSplit : public GpuTest {};
+
+TEST_F(GpuConformanceSplit, AutomaticSplitsWhenItMayWait) {
+  check_split_sorts<std::uint64_t>();
+  check_split_sorts<std::int64_t>();
 }
 
 // No sort waits on the host: each can be captured into a graph (thrust allocates, so not it).

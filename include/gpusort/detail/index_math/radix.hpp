@@ -45,6 +45,20 @@ GPUSORT_HD constexpr std::uint64_t msd_bucket(std::uint64_t ordered, msd_window 
   return w.bits == 0 ? 0 : (ordered >> w.low_bit) & ((std::uint64_t{1} << w.bits) - 1);
 }
 
+// When automatic splits (options::wait_for_key_bits, 8-byte integer keys alone): from 2^24
+// keys up to CUB's 32-bit count. The window is log2(n) - 4 bits, 16 to 24: about 16 keys a
+// bucket, which the segmented sort's shuffle classes take fastest. On one H200 (65486ef)
+// 2^24 keys split best at 20 bits (1.29x CUB's radix sort; 24 bits 1.15x), 2^28 at 24 bits
+// (1.29x; 20 bits, 256 keys a bucket, 0.95x).
+GPUSORT_HD constexpr bool msd_split_applies(std::uint64_t n) {
+  return n >= (std::uint64_t{1} << 24) && n < (std::uint64_t{1} << 32);
+}
+GPUSORT_HD constexpr int msd_split_bits(std::uint64_t n) {
+  int log2 = 0;  // floor(log2(n))
+  while (log2 < 63 && (n >> (log2 + 1)) != 0) ++log2;
+  return log2 - 4 < 16 ? 16 : (log2 - 4 > 24 ? 24 : log2 - 4);
+}
+
 // The buckets whose first position is i, in the keys sorted by bucket (bucket(i - 1) and
 // bucket(i) given; i = 0 has none before it): [first, last). Empty buckets start where the
 // next key does.
