@@ -158,43 +158,19 @@ if [ "${1:-}" = "--multi" ]; then
   echo "gpu-check --multi: PASSED"
   exit 0
 fi
-# CPU tests four at a time: on a GPU host the tool tests sort on the GPU, and sixteen of them
-# at once made no progress for eight minutes in one run (2026-11-24). GPU tests two at a time
-# (the n >= 2^31 ones need most of the memory of an 80 GB card). A test that hangs is stopped
-# and named (--timeout) instead of stalling the run.
-# CPU tests that need what a host may not allow (a new PID namespace, a memory control
-# group) skip and are named; a skipped GPU test fails the check.
-ctest --test-dir "$build" --output-on-failure -L "^cpu$" -j 4 --timeout 300 >"$logs/tests-cpu.log" 2>&1
-tests_rc=$?
-mark cpu-tests
+# The parts in the order that a short device slot needs them most: the GPU tests, pytest on
+# the wheel, the benchmarks, then the CPU tests (CI runs them too; here the tool's tests sort
+# on the GPU). GPU tests two at a time (the n >= 2^31 ones need most of the memory of an
+# 80 GB card); CPU tests four at a time (sixteen tool tests at once made no progress for
+# eight minutes in one run, 2026-11-24). A test that hangs is stopped and named (--timeout)
+# instead of stalling the run. CPU tests that need what a host may not allow (a new PID
+# namespace, a memory control group) skip and are named; a skipped GPU test fails the check.
+tests_rc=0
 ctest --test-dir "$build" --output-on-failure -L "^gpu$" -j 2 --timeout 900 >"$logs/tests.log" 2>&1 || tests_rc=1
 mark gpu-tests
-"$build/tools/gpusort" bench --algos bitonic,sample_sort,sample_sort_random,adaptive_bitonic,quicksort,cub_radix,cub_merge,thrust,classic_bitonic \
-  --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \
-  --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
-bench_rc=$?
-"$build/tools/gpusort" bench --algos approx,approx_sampled,approx_refine,top_k,select_k,cub_radix \
-  --types u32,f32 --dists uniform,zipf --sizes 2^20,2^24 --reps 10 \
-  --csv "$logs/bench-approx.csv" >>"$logs/bench.log" 2>&1 || bench_rc=1
-# Records with a user comparator against thrust::sort and CUB's merge sort with it.
-"$build/tools/gpusort" bench --types rec16,rec32,u64pair --sizes 2^20,2^24 --reps 5 \
-  --csv "$logs/records.csv" >"$logs/records.log" 2>&1 || bench_rc=1
-# A host array on one GPU (1 GiB of u32 keys, pageable) against the link rate, and pairs.
-# dist's phases with 2, 4 and 8 thread ranks on this one GPU (the merge of p runs among them).
-"$build/tools/gpusort-dist-bench" --one-gpu --gpus 2,4,8 --per-gpu 2^24 --total 2^26 --reps 3 --fan-in 2,4,8 \
-  --types u32,u64 --values 0,4 --csv "$logs/dist-one-gpu.csv" >"$logs/dist-one-gpu.log" 2>&1 || bench_rc=1
-# dist's merge alone, one stream: R runs by rounds of CUB's two-way merge against the one pass.
-"$build/tools/gpusort-dist-bench" --merge 2,3,4,8,16 --fan-in 2,4,8 --total 2^26 --reps 10 \
-  --types u32,u64 --values 0,4 --csv "$logs/dist-merge.csv" >"$logs/dist-merge.log" 2>&1 || bench_rc=1
-# Issue 77's MSD hybrid for 8-byte integer keys (a prototype) against CUB's radix sort and automatic.
-"$build/tools/gpusort-radix-hybrid" --sizes 2^24,2^28 --bits 20,24 --dists uniform,zipf --types u64,i64 \
-  --reps 5 --csv "$logs/radix-hybrid.csv" >"$logs/radix-hybrid.log" 2>&1 || bench_rc=1
-{ "$build/tools/gpusort_host_keys" 28 0 u32 1 nocpu &&
-  "$build/tools/gpusort_host_keys" 27 0 u32+u32 1 nocpu; } >"$logs/host-keys.log" 2>&1 || bench_rc=1
 # The Python package's tests (PyTorch and CuPy on the GPU): the wheel from this build (nothing
 # recompiles) installed in the venv, tested from an empty folder so that python/gpusort
 # cannot be imported instead.
-mark benchmarks
 pytest_rc=0
 root=$PWD
 if ls "$build"/python/_gpusort*.so >/dev/null 2>&1; then
@@ -217,6 +193,33 @@ else
   pytest_rc=1
   echo "python module not built (GPUSORT_BUILD_PYTHON off: Python's headers or pybind11 missing?)" >"$logs/pytest.log"
 fi
+mark pytest
+"$build/tools/gpusort" bench --algos bitonic,sample_sort,sample_sort_random,adaptive_bitonic,quicksort,cub_radix,cub_merge,thrust,classic_bitonic \
+  --types u32,u64 --dists uniform --sizes 2^16,2^20,2^24,2^26 --reps 10 \
+  --csv "$logs/bench.csv" >"$logs/bench.log" 2>&1
+bench_rc=$?
+"$build/tools/gpusort" bench --algos approx,approx_sampled,approx_refine,top_k,select_k,cub_radix \
+  --types u32,f32 --dists uniform,zipf --sizes 2^20,2^24 --reps 10 \
+  --csv "$logs/bench-approx.csv" >>"$logs/bench.log" 2>&1 || bench_rc=1
+# Records with a user comparator against thrust::sort and CUB's merge sort with it.
+"$build/tools/gpusort" bench --types rec16,rec32,u64pair --sizes 2^20,2^24 --reps 5 \
+  --csv "$logs/records.csv" >"$logs/records.log" 2>&1 || bench_rc=1
+# A host array on one GPU (1 GiB of u32 keys, pageable) against the link rate, and pairs.
+# dist's phases with 2, 4 and 8 thread ranks on this one GPU (the merge of p runs among them).
+"$build/tools/gpusort-dist-bench" --one-gpu --gpus 2,4,8 --per-gpu 2^24 --total 2^26 --reps 3 --fan-in 2,4,8 \
+  --types u32,u64 --values 0,4 --csv "$logs/dist-one-gpu.csv" >"$logs/dist-one-gpu.log" 2>&1 || bench_rc=1
+# dist's merge alone, one stream: R runs by rounds of CUB's two-way merge against the one pass.
+"$build/tools/gpusort-dist-bench" --merge 2,3,4,8,16 --fan-in 2,4,8 --total 2^26 --reps 10 \
+  --types u32,u64 --values 0,4 --csv "$logs/dist-merge.csv" >"$logs/dist-merge.log" 2>&1 || bench_rc=1
+# Issue 77: automatic's MSD split of 8-byte integer keys (options::wait_for_key_bits) and the
+# split at two windows, against CUB's radix sort and automatic without it.
+"$build/tools/gpusort-radix-hybrid" --sizes 2^24,2^28 --bits 20,24 --dists uniform,zipf --types u64,i64 \
+  --reps 5 --csv "$logs/radix-hybrid.csv" >"$logs/radix-hybrid.log" 2>&1 || bench_rc=1
+{ "$build/tools/gpusort_host_keys" 28 0 u32 1 nocpu &&
+  "$build/tools/gpusort_host_keys" 27 0 u32+u32 1 nocpu; } >"$logs/host-keys.log" 2>&1 || bench_rc=1
+mark benchmarks
+ctest --test-dir "$build" --output-on-failure -L "^cpu$" -j 4 --timeout 300 >"$logs/tests-cpu.log" 2>&1 || tests_rc=1
+mark cpu-tests
 
 echo "== gpu-check on ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
 for log in "$logs/tests-cpu.log" "$logs/tests.log"; do
@@ -233,7 +236,6 @@ grep -E "^(weak|strong)-1gpu " "$logs/dist-one-gpu.log" | sed 's/^/dist on one G
 grep -E "^merge" "$logs/dist-merge.log" | sed 's/^/dist merge alone: /'
 grep -v "^gpu," "$logs/radix-hybrid.log" | sed 's/^/radix hybrid: /'
 echo "pytest: $(tail -1 "$logs/pytest.log")"
-mark pytest
 echo "seconds from the start: $(tr '\n' ' ' <"$logs/times.log")"
 if [ -z "$gpu" ] || [ "$skipped" -gt 0 ]; then
   echo "gpu-check: FAILED (no GPU, or GPU tests skipped)"
