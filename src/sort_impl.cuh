@@ -155,27 +155,25 @@ inline bool capturing(cudaStream_t stream) {
   return true;
 }
 
-// automatic's radix sort of 8-byte integer keys alone where options::wait_for_key_bits lets
-// it wait: the MSD split (device/msd_split.cuh), or gpusort's tuning of CUB's LSD sort while
-// the stream is captured. The query asks for the larger workspace of the two.
-template <class K>
-cudaError_t split_or_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, std::uint64_t n,
-                                const options& opt) {
+// automatic's radix sort of 8-byte integer keys where options::wait_for_key_bits lets it
+// wait: the MSD split (device/msd_split.cuh), or gpusort's tuning of CUB's LSD sort while the
+// stream is captured. The query asks for the larger workspace of the two.
+template <class K, class V>
+cudaError_t split_or_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                                std::uint64_t n, const options& opt) {
   const bool descending = opt.direction == order::descending;
-  using V = no_value;
   const int bits = index_math::msd_split_bits(n);
   if (temp) {
     if (capturing(opt.stream))
-      return device::radix_sort(temp, temp_bytes, keys, static_cast<V*>(nullptr), n, descending,
-                                opt.stream);
-    return device::msd_split_sort(temp, temp_bytes, keys, n, bits, descending,
+      return device::radix_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
+    return device::msd_split_sort(temp, temp_bytes, keys, values, n, bits, descending,
                                   sort_buckets_as_segments<K, V>, opt.stream);
   }
   std::size_t radix_bytes = 0, split_bytes = 0;
-  cudaError_t e = device::radix_sort(nullptr, radix_bytes, keys, static_cast<V*>(nullptr), n,
-                                     descending, opt.stream);
+  cudaError_t e = device::radix_sort(nullptr, radix_bytes, keys, values, n, descending,
+                                     opt.stream);
   if (e == cudaSuccess)
-    e = device::msd_split_sort(nullptr, split_bytes, keys, n, bits, descending,
+    e = device::msd_split_sort(nullptr, split_bytes, keys, values, n, bits, descending,
                                sort_buckets_as_segments<K, V>, opt.stream);
   temp_bytes = std::max(radix_bytes, split_bytes);
   return e;
@@ -189,9 +187,9 @@ cudaError_t run_planned(bool own_radix, void* temp, std::size_t& temp_bytes, K* 
                         std::uint64_t n, const options& opt) {
   if constexpr (device::baseline_built<K, V>)
     if (own_radix && opt.algo == algorithm::cub_radix) {
-      if constexpr (std::is_integral_v<K> && sizeof(K) == 8 && std::is_same_v<V, no_value>)
+      if constexpr (std::is_integral_v<K> && sizeof(K) == 8)
         if (opt.wait_for_key_bits && index_math::msd_split_applies(n))
-          return split_or_radix_sort(temp, temp_bytes, keys, n, opt);
+          return split_or_radix_sort(temp, temp_bytes, keys, values, n, opt);
       return device::radix_sort(temp, temp_bytes, keys, values, n,
                                 opt.direction == order::descending, opt.stream);
     }
@@ -208,6 +206,8 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
   using PK = payload<sizeof(K)>;
   p.core = floating ? with_nans_largest(opt) : opt;
   p.core.stable = false;
+  // The MSD split's buckets are not stable: values asked to be stable keep CUB's sort.
+  if (opt.stable && !std::is_same_v<V, no_value>) p.core.wait_for_key_bits = false;
   p.float_keys = key_steps_of(opt.algo, floating, opt);
   p.own_radix = automatic && opt.algo == algorithm::cub_radix;
   p.fix_radix_floats = p.own_radix && floating;

@@ -222,13 +222,15 @@ TYPED_TEST(GpuConformance, AutomaticRadixSortPastTheMergeLimits) {
   }
 }
 
-// automatic with options::wait_for_key_bits on 8-byte integer keys alone (the MSD split,
+// automatic with options::wait_for_key_bits on 8-byte integer keys (the MSD split,
 // device/msd_split.cuh), from the first size it runs at (2^24 keys, a 20-bit window) and one
 // of a wider window, both orders, every window case: keys all equal (nothing to sort), keys
 // whose differing bits fit the window (CUB's split sorts them alone), keys sharing their top
 // bits and differing below the window (buckets below a common prefix), wide keys (signed
-// ones across zero), skewed and few distinct keys (large buckets). Then inside graph capture,
-// where it may not wait: it sorts by the LSD sort, captured without running.
+// ones across zero), skewed and few distinct keys (large buckets). Keys alone, and with 4-
+// and 8-byte values: every value on its key, and with .stable (no split) in stable order.
+// Then inside graph capture, where it may not wait: it sorts by the LSD sort, captured
+// without running.
 template <class K>
 std::vector<K> split_case(int which, std::size_t n) {
   std::mt19937_64 rng(n + which);
@@ -249,7 +251,10 @@ std::vector<K> split_case(int which, std::size_t n) {
 
 template <class K>
 void check_split_sorts() {
-  const sort_method split{{.wait_for_key_bits = true}, true};
+  const sort_method split{{.wait_for_key_bits = true}, false};
+  const sort_method stable{{.stable = true, .wait_for_key_bits = true}, true};
+  const auto index32 = [](std::size_t i) { return std::uint32_t(i); };
+  const auto index64 = [](std::size_t i) { return std::uint64_t(i); };
   for (const std::size_t n : {(std::size_t{1} << 24) + 17, (std::size_t{1} << 25) + 3}) {
     ASSERT_TRUE(gpusort::detail::index_math::msd_split_applies(n));
     for (int which = 0; which < 6; ++which) {
@@ -258,6 +263,11 @@ void check_split_sorts() {
       for (const bool desc : {false, true}) {
         SCOPED_TRACE(::testing::Message() << "n=" << n << " case " << which << " desc=" << desc);
         check_keys(ref, split, desc);
+        check_pairs<K, std::uint32_t>(ref, split, desc, index32);
+        if (n < (std::size_t{1} << 25)) {
+          check_pairs<K, std::uint64_t>(ref, split, desc, index64);
+          check_pairs<K, std::uint32_t>(ref, stable, desc, index32);
+        }
         if (::testing::Test::HasFatalFailure()) return;
       }
     }

@@ -92,8 +92,9 @@ auto split_call(int bits) {
          .stream = stream});
   };
   return [bits, buckets](void* temp, std::size_t& bytes, K* keys, std::uint64_t n) {
-    return gpusort::detail::device::msd_split_sort(temp, bytes, keys, n, bits, false, buckets,
-                                                   nullptr);
+    return gpusort::detail::device::msd_split_sort(
+        temp, bytes, keys, static_cast<gpusort::detail::no_value*>(nullptr), n, bits, false,
+        buckets, nullptr);
   };
 }
 

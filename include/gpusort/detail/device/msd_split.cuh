@@ -1,13 +1,14 @@
-// automatic's radix sort of 8-byte integer keys alone where the caller lets the call wait
-// (options::wait_for_key_bits; docs/notes-radix-sort.md, direction 3), most significant
-// digits first:
+// automatic's radix sort of 8-byte integer keys (alone, or with values where the caller did
+// not ask for stability) where the caller lets the call wait (options::wait_for_key_bits;
+// docs/notes-radix-sort.md, direction 3), most significant digits first:
 //   window   the bits where the keys differ: the OR of every key's ordered bits XOR the
 //            first key's (one reduction), read back by the host (the call's one wait), and
 //            the top msd_split_bits(n) of them (index_math/radix.hpp);
 //   split    CUB's radix sort of the window's bits alone (ceil(bits / 8) digit passes), which
 //            leaves the keys in 2^bits buckets, in order;
 //   starts   each bucket's first position, written by the position of its first key;
-//   buckets  the segmented sort of the buckets, on every bit.
+//   buckets  the segmented sort of the buckets, on every bit (not stable: values of equal
+//            keys may change places).
 // Where the window holds every differing bit (keys that share their high bits: small
 // integers, timestamps), the split sorts them alone; keys all equal are sorted already.
 #pragma once
@@ -68,12 +69,15 @@ __global__ void bucket_starts_kernel(const K* split, std::uint64_t n, im::msd_wi
 
 constexpr std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-// The workspace: [the split's second key buffer | bucket starts | the window's word | the
-// reduction's, CUB's and the segmented sort's own bytes, which run one after another].
+// The workspace: [the split's second key buffer | its second value buffer (pairs) | bucket
+// starts | the window's word | the reduction's, CUB's and the segmented sort's own bytes,
+// which run one after another].
 struct layout {
-  std::size_t starts_at, word_at, rest_at, total;
-  layout(std::uint64_t n, std::size_t key_bytes, int bits, std::size_t rest_bytes)
-      : starts_at(align_up(key_bytes * n)),
+  std::size_t values_at, starts_at, word_at, rest_at, total;
+  layout(std::uint64_t n, std::size_t key_bytes, std::size_t value_bytes, int bits,
+         std::size_t rest_bytes)
+      : values_at(align_up(key_bytes * n)),
+        starts_at(values_at + align_up(value_bytes * n)),
         word_at(starts_at + align_up(sizeof(std::uint32_t) * ((std::uint64_t{1} << bits) + 1))),
         rest_at(word_at + align_up(sizeof(std::uint64_t))),
         total(rest_at + rest_bytes) {}
@@ -81,48 +85,64 @@ struct layout {
 
 }  // namespace msd_split
 
-// Sorts keys (n of them, 2 <= n < 2^32) in CUB's convention: temp == nullptr writes the bytes
-// needed. `bits` is the split's window (msd_split_bits(n)). sort_buckets(temp, temp_bytes,
-// keys, values, n, segment_list, descending, stream) is the segmented sort (the library's,
-// src/segmented_<key>.cu; a tool may pass the public one).
-template <class K, class SortBuckets>
-cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, std::uint64_t n,
-                           int bits, bool descending, SortBuckets sort_buckets,
+// Sorts keys (n of them, 2 <= n < 2^32), and values with them (V = no_value: keys alone), in
+// CUB's convention: temp == nullptr writes the bytes needed. `bits` is the split's window
+// (msd_split_bits(n)). sort_buckets(temp, temp_bytes, keys, values, n, segment_list,
+// descending, stream) is the segmented sort (the library's, src/segmented_<key>.cu).
+template <class K, class V, class SortBuckets>
+cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
+                           std::uint64_t n, int bits, bool descending, SortBuckets sort_buckets,
                            cudaStream_t stream) {
   static_assert(std::is_integral_v<K> && sizeof(K) == 8, "8-byte integer keys");
   namespace ms = msd_split;
-  using V = gpusort::detail::no_value;
+  constexpr bool pairs = !std::is_same_v<V, no_value>;
+  constexpr std::size_t value_bytes = pairs ? sizeof(V) : 0;
   const auto count = static_cast<std::uint32_t>(n);
-  const std::uint64_t buckets = std::uint64_t{1} << bits;
   std::uint64_t* word = nullptr;
   std::uint32_t* starts = nullptr;
-  K* second = nullptr;
+  K* second_keys = nullptr;
+  V* second_values = nullptr;
   void* rest = nullptr;
   if (temp) {
-    const ms::layout at(n, sizeof(K), bits, 0);
+    const ms::layout at(n, sizeof(K), value_bytes, bits, 0);
     char* base = static_cast<char*>(temp);
-    second = reinterpret_cast<K*>(base);
+    second_keys = reinterpret_cast<K*>(base);
+    if constexpr (pairs) second_values = reinterpret_cast<V*>(base + at.values_at);
     starts = reinterpret_cast<std::uint32_t*>(base + at.starts_at);
     word = reinterpret_cast<std::uint64_t*>(base + at.word_at);
     rest = base + at.rest_at;
   }
   const ms::differs_from_first<K> differs{keys};
-  cub::DoubleBuffer<K> split(keys, second);
+  cub::DoubleBuffer<K> split_keys(keys, second_keys);
+  cub::DoubleBuffer<V> split_values(values, second_values);
+  // CUB's split on bits [low, high), in the order asked; CUB reads a signed key's bits with
+  // the sign flipped, as its ordered bits are.
+  const auto split = [&](void* t, std::size_t& b, int low, int high) {
+    if constexpr (pairs)
+      return descending ? cub::DeviceRadixSort::SortPairsDescending(t, b, split_keys, split_values,
+                                                                    count, low, high, stream)
+                        : cub::DeviceRadixSort::SortPairs(t, b, split_keys, split_values, count,
+                                                          low, high, stream);
+    else
+      return descending ? cub::DeviceRadixSort::SortKeysDescending(t, b, split_keys, count, low,
+                                                                   high, stream)
+                        : cub::DeviceRadixSort::SortKeys(t, b, split_keys, count, low, high,
+                                                         stream);
+  };
   // Any non-null address marks the buckets as segmented; the query reads no offsets.
-  index_math::segment_list segs{starts, starts ? starts + 1 : nullptr, buckets, 0, 4};
+  index_math::segment_list segs{starts, starts ? starts + 1 : nullptr,
+                                std::uint64_t{1} << bits, 0, 4};
   if (!temp) segs.begin = segs.end = keys ? static_cast<const void*>(keys) : &segs;
   std::size_t reduce_bytes = 0, split_bytes = 0, bucket_bytes = 0;
   cudaError_t e = cub::DeviceReduce::TransformReduce(nullptr, reduce_bytes, keys, word, n,
                                                      ms::bitwise_or{}, differs, std::uint64_t{0},
                                                      stream);
+  if (e == cudaSuccess) e = split(nullptr, split_bytes, 0, bits);
   if (e == cudaSuccess)
-    e = cub::DeviceRadixSort::SortKeys(nullptr, split_bytes, split, count, 0, bits, stream);
-  if (e == cudaSuccess)
-    e = sort_buckets(nullptr, bucket_bytes, keys, static_cast<V*>(nullptr), n, segs, descending,
-                     stream);
+    e = sort_buckets(nullptr, bucket_bytes, keys, values, n, segs, descending, stream);
   if (e != cudaSuccess) return e;
   const std::size_t rest_bytes = std::max({reduce_bytes, split_bytes, bucket_bytes});
-  const ms::layout at(n, sizeof(K), bits, rest_bytes);
+  const ms::layout at(n, sizeof(K), value_bytes, bits, rest_bytes);
   if (!temp) {
     temp_bytes = at.total;
     return cudaSuccess;
@@ -139,24 +159,25 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, std::ui
   if (e != cudaSuccess) return e;
   const index_math::msd_window w = index_math::msd_window_for(differing, bits);
   if (w.bits == 0) return cudaSuccess;  // every key the same: sorted already
-  // CUB reads a signed key's bits with the sign flipped, as its ordered bits are.
   bytes = rest_bytes;
-  e = descending ? cub::DeviceRadixSort::SortKeysDescending(rest, bytes, split, count, w.low_bit,
-                                                            w.low_bit + w.bits, stream)
-                 : cub::DeviceRadixSort::SortKeys(rest, bytes, split, count, w.low_bit,
-                                                  w.low_bit + w.bits, stream);
+  e = split(rest, bytes, w.low_bit, w.low_bit + w.bits);
   if (e == cudaSuccess && w.low_bit > 0) {  // bits below the window remain to be sorted
     ms::bucket_starts_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
-        split.Current(), n, w, descending, starts);
+        split_keys.Current(), n, w, descending, starts);
     e = cudaGetLastError();
     segs.count = std::uint64_t{1} << w.bits;
     bytes = rest_bytes;
     if (e == cudaSuccess)
-      e = sort_buckets(rest, bytes, split.Current(), static_cast<V*>(nullptr), n, segs,
+      e = sort_buckets(rest, bytes, split_keys.Current(), split_values.Current(), n, segs,
                        descending, stream);
   }
-  if (e == cudaSuccess && split.Current() != keys)
-    e = cudaMemcpyAsync(keys, split.Current(), sizeof(K) * n, cudaMemcpyDeviceToDevice, stream);
+  if (e == cudaSuccess && split_keys.Current() != keys)
+    e = cudaMemcpyAsync(keys, split_keys.Current(), sizeof(K) * n, cudaMemcpyDeviceToDevice,
+                        stream);
+  if constexpr (pairs)
+    if (e == cudaSuccess && split_values.Current() != values)
+      e = cudaMemcpyAsync(values, split_values.Current(), sizeof(V) * n,
+                          cudaMemcpyDeviceToDevice, stream);
   return e;
 }
 

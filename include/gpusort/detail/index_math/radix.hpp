@@ -45,7 +45,7 @@ GPUSORT_HD constexpr std::uint64_t msd_bucket(std::uint64_t ordered, msd_window 
   return w.bits == 0 ? 0 : (ordered >> w.low_bit) & ((std::uint64_t{1} << w.bits) - 1);
 }
 
-// When automatic splits (options::wait_for_key_bits, 8-byte integer keys alone): from 2^24
+// When automatic splits (options::wait_for_key_bits, 8-byte integer keys): from 2^24
 // keys up to CUB's 32-bit count. The window is log2(n) - 4 bits, 16 to 24: about 16 keys a
 // bucket, which the segmented sort's shuffle classes take fastest. On one H200 (65486ef)
 // 2^24 keys split best at 20 bits (1.29x CUB's radix sort; 24 bits 1.15x), 2^28 at 24 bits
