@@ -39,7 +39,7 @@ expect 2 "--bits: from 1 to 28" --bits 16,29
 expect 2 "--sizes: from 2 to 2^32 - 1 keys" --sizes 2^32
 expect 2 "--dists: no distribution 'normal'" --dists uniform,normal
 expect 2 "--reps: from 1 to 1000" --reps 0
-expect 2 "--types: u64 or i64, not f64" --types u64,f64
+expect 2 "--types: u64, i64, u64+u32 or i64+u32, not f64" --types u64,f64
 expect 2 "options only" 2^24
 ;;
 *)

@@ -3,13 +3,15 @@
 // buckets by CUB's radix sort of the top of them, then the buckets by the segmented sort;
 // detail/device/msd_split.cuh, issue 77's third direction) against CUB's radix sort
 // (cub_radix: 8 digit passes) and `automatic` without it, on one GPU:
-//   gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24] [--types u64,i64]
-//                        [--dists uniform,zipf] [--reps 9] [--seed 1] [--csv FILE] [--help]
+//   gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24]
+//                        [--types u64,i64,u64+u32,i64+u32] [--dists uniform,zipf] [--reps 9]
+//                        [--seed 1] [--csv FILE] [--help]
 // Rows: cub_radix, automatic, automatic_wait (the library's call with wait_for_key_bits, its
 // window msd_split_bits(n)), and msd_split at each --bits (the split itself with that
 // window, for the sweep that set msd_split_bits). Each run starts from a pristine copy (not
 // timed); CUDA events, one warm-up, the median of --reps; the workspace each asks for. Every
-// output is checked byte for byte against CUB's.
+// output's keys are checked byte for byte against CUB's; values (+u32: each key's input
+// position) must sit beside their keys, each once (the split does not keep equal keys' order).
 // Exit codes: 0 every result verified, 1 a wrong result, 2 bad usage, 3 a CUDA failure.
 #include <algorithm>
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -57,74 +60,115 @@ struct row {
   bool verified = true;
 };
 
-// A sort in place on keys in CUB's convention, its workspace made once: gpusort::sort_keys
-// with some options, or the MSD split at a window of its own.
-template <class K>
+using gpusort::detail::no_value;
+
+// A sort in place on keys (and values: V = no_value for none) in CUB's convention, its
+// workspace made once: gpusort's sort_keys or sort_pairs with some options, or the MSD split
+// at a window of its own.
+template <class K, class V>
 struct measured_sort {
-  std::function<cudaError_t(void*, std::size_t&, K*, std::uint64_t)> call;
+  std::function<cudaError_t(void*, std::size_t&, K*, V*, std::uint64_t)> call;
   void* temp = nullptr;
   std::size_t bytes = 0;
-  measured_sort(decltype(call) c, K* keys, std::uint64_t n) : call(std::move(c)) {
-    check(call(nullptr, bytes, keys, n), "workspace");
+  measured_sort(decltype(call) c, K* keys, V* values, std::uint64_t n) : call(std::move(c)) {
+    check(call(nullptr, bytes, keys, values, n), "workspace");
     check(cudaMalloc(&temp, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
   }
   ~measured_sort() { cudaFree(temp); }
   measured_sort(const measured_sort&) = delete;
   measured_sort& operator=(const measured_sort&) = delete;
-  void operator()(K* keys, std::uint64_t n) { check(call(temp, bytes, keys, n), "sort"); }
+  void operator()(K* keys, V* values, std::uint64_t n) {
+    check(call(temp, bytes, keys, values, n), "sort");
+  }
 };
 
-template <class K>
+template <class K, class V>
 auto library_call(gpusort::options opt) {
-  return [opt](void* temp, std::size_t& bytes, K* keys, std::uint64_t n) {
-    return gpusort::sort_keys(temp, bytes, keys, n, opt);
+  return [opt](void* temp, std::size_t& bytes, K* keys, V* values, std::uint64_t n) {
+    if constexpr (std::is_same_v<V, no_value>)
+      return gpusort::sort_keys(temp, bytes, keys, n, opt);
+    else
+      return gpusort::sort_pairs(temp, bytes, keys, values, n, opt);
   };
 }
 
-template <class K>
+// The split as the library runs it, its values as the library's payloads of their size.
+template <class K, class V>
 auto split_call(int bits) {
-  using gpusort::detail::no_value;
-  const auto buckets = [](void* t, std::size_t& b, K* k, no_value* v, std::uint64_t n,
+  using P = std::conditional_t<std::is_same_v<V, no_value>, no_value,
+                               gpusort::detail::payload<sizeof(V)>>;
+  const auto buckets = [](void* t, std::size_t& b, K* k, P* v, std::uint64_t n,
                           const im::segment_list& segs, bool descending, cudaStream_t stream) {
-    return gpusort::detail::sort_segments<K, no_value>(
+    return gpusort::detail::sort_segments<K, P>(
         t, b, k, v, n, segs,
         {.direction = descending ? gpusort::order::descending : gpusort::order::ascending,
          .stream = stream});
   };
-  return [bits, buckets](void* temp, std::size_t& bytes, K* keys, std::uint64_t n) {
-    return gpusort::detail::device::msd_split_sort(
-        temp, bytes, keys, static_cast<gpusort::detail::no_value*>(nullptr), n, bits, false,
-        buckets, nullptr);
+  return [bits, buckets](void* temp, std::size_t& bytes, K* keys, V* values, std::uint64_t n) {
+    return gpusort::detail::device::msd_split_sort(temp, bytes, keys,
+                                                   reinterpret_cast<P*>(values), n, bits,
+                                                   false, buckets, nullptr);
   };
 }
 
+// Whether values (each key's input position) came out beside their keys, each once.
 template <class K>
+bool values_follow(const std::vector<K>& input, const std::vector<K>& keys,
+                   const std::vector<std::uint32_t>& values) {
+  std::vector<bool> seen(input.size(), false);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::uint32_t from = values[i];
+    if (from >= input.size() || seen[from] || input[from] != keys[i]) return false;
+    seen[from] = true;
+  }
+  return true;
+}
+
+template <class K, class V>
 void run_size(const config& cfg, const std::string& type, std::uint64_t n,
               gpusort::tools::distribution d, std::vector<row>& rows) {
+  constexpr bool pairs = !std::is_same_v<V, no_value>;
   const std::string dist(gpusort::tools::to_string(d));
   const std::vector<K> input = gpusort::tools::generate<K>(d, n, cfg.seed);
+  std::vector<std::uint32_t> positions(pairs ? n : 0);
+  for (std::uint64_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<std::uint32_t>(i);
   K *pristine = nullptr, *keys = nullptr;
+  std::uint32_t *pristine_values = nullptr, *values = nullptr;
   check(cudaMalloc(&pristine, n * sizeof(K)), "cudaMalloc");
   check(cudaMalloc(&keys, n * sizeof(K)), "cudaMalloc");
   check(cudaMemcpy(pristine, input.data(), n * sizeof(K), cudaMemcpyHostToDevice), "cudaMemcpy");
+  if constexpr (pairs) {
+    check(cudaMalloc(&pristine_values, n * sizeof(V)), "cudaMalloc");
+    check(cudaMalloc(&values, n * sizeof(V)), "cudaMalloc");
+    check(cudaMemcpy(pristine_values, positions.data(), n * sizeof(V), cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+  }
+  V* sorted_values = reinterpret_cast<V*>(values);
   const auto reset = [&] {
     check(cudaMemcpyAsync(keys, pristine, n * sizeof(K), cudaMemcpyDeviceToDevice), "copy");
+    if (pairs)
+      check(cudaMemcpyAsync(values, pristine_values, n * sizeof(V), cudaMemcpyDeviceToDevice),
+            "copy");
   };
   gpusort::tools::event_timer clock;
   std::vector<K> want(n), got(n);
+  std::vector<std::uint32_t> got_values(positions.size());
   double cub_ms = 0;
-  const auto measure = [&](row r, measured_sort<K>& sort) {
-    r.ms = clock.median_ms(cfg.reps, reset, [&] { sort(keys, n); });
+  const auto measure = [&](row r, measured_sort<K, V>& sort) {
+    r.ms = clock.median_ms(cfg.reps, reset, [&] { sort(keys, sorted_values, n); });
     r.extra_bytes = sort.bytes;
     reset();
-    sort(keys, n);
+    sort(keys, sorted_values, n);
     check(cudaMemcpy(got.data(), keys, n * sizeof(K), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    if (pairs)
+      check(cudaMemcpy(got_values.data(), values, n * sizeof(V), cudaMemcpyDeviceToHost),
+            "cudaMemcpy");
     if (r.algorithm == "cub_radix") {
       want = got;
       cub_ms = r.ms;
     }
     r.cub_ms = cub_ms;
-    r.verified = got == want;
+    r.verified = got == want && (!pairs || values_follow(input, got, got_values));
     rows.push_back(r);
   };
   const int window = im::msd_split_applies(n) ? im::msd_split_bits(n) : 0;
@@ -132,15 +176,17 @@ void run_size(const config& cfg, const std::string& type, std::uint64_t n,
        {std::pair{"cub_radix", gpusort::options{.algo = gpusort::algorithm::cub_radix}},
         std::pair{"automatic", gpusort::options{}},
         std::pair{"automatic_wait", gpusort::options{.wait_for_key_bits = true}}}) {
-    measured_sort<K> sort(library_call<K>(opt), keys, n);
+    measured_sort<K, V> sort(library_call<K, V>(opt), keys, sorted_values, n);
     measure({name, type, dist, n, name == std::string("automatic_wait") ? window : 0}, sort);
   }
   for (const std::uint64_t bits : cfg.bits) {
-    measured_sort<K> sort(split_call<K>(static_cast<int>(bits)), keys, n);
+    measured_sort<K, V> sort(split_call<K, V>(static_cast<int>(bits)), keys, sorted_values, n);
     measure({"msd_split", type, dist, n, static_cast<int>(bits)}, sort);
   }
   cudaFree(pristine);
   cudaFree(keys);
+  cudaFree(pristine_values);
+  cudaFree(values);
 }
 
 void run(const config& cfg) {
@@ -151,9 +197,13 @@ void run(const config& cfg) {
     for (const gpusort::tools::distribution d : cfg.dists)
       for (const std::uint64_t n : cfg.sizes) {
         if (type == "u64")
-          run_size<std::uint64_t>(cfg, type, n, d, rows);
+          run_size<std::uint64_t, no_value>(cfg, type, n, d, rows);
+        else if (type == "i64")
+          run_size<std::int64_t, no_value>(cfg, type, n, d, rows);
+        else if (type == "u64+u32")
+          run_size<std::uint64_t, std::uint32_t>(cfg, type, n, d, rows);
         else
-          run_size<std::int64_t>(cfg, type, n, d, rows);
+          run_size<std::int64_t, std::uint32_t>(cfg, type, n, d, rows);
       }
   FILE* csv = cfg.csv.empty() ? nullptr : std::fopen(cfg.csv.c_str(), "w");
   if (!cfg.csv.empty() && !csv) throw usage_error("--csv: cannot open " + cfg.csv);
@@ -180,7 +230,8 @@ void run(const config& cfg) {
 }
 
 const char* const usage =
-    "usage: gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24] [--types u64,i64]\n"
+    "usage: gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24]\n"
+    "                            [--types u64,i64,u64+u32,i64+u32]\n"
     "                            [--dists uniform,zipf] [--reps 9] [--seed 1] [--csv FILE]\n";
 
 // The configuration, or none for --help.
@@ -207,7 +258,8 @@ std::optional<config> parse(int argc, char** argv) {
   }
   if (args.has("types")) cfg.types = gpusort::tools::split(args.get("types"), ',');
   for (const std::string& type : cfg.types)
-    if (type != "u64" && type != "i64") throw usage_error("--types: u64 or i64, not " + type);
+    if (type != "u64" && type != "i64" && type != "u64+u32" && type != "i64+u32")
+      throw usage_error("--types: u64, i64, u64+u32 or i64+u32, not " + type);
   if (args.has("reps"))
     cfg.reps = static_cast<int>(gpusort::tools::parse_unsigned(args.get("reps"), "--reps"));
   if (args.has("seed")) cfg.seed = gpusort::tools::parse_unsigned(args.get("seed"), "--seed");
