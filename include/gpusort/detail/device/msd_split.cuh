@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "gpusort/detail/core/entry.hpp"  // align_workspace
 #include "gpusort/detail/core/types.hpp"
 #include "gpusort/detail/index_math/radix.hpp"
 #include "gpusort/detail/index_math/segments.hpp"
@@ -67,8 +68,6 @@ __global__ void bucket_starts_kernel(const K* split, std::uint64_t n, im::msd_wi
   for (std::uint64_t b = tail.first; b < tail.last; ++b) starts[b] = static_cast<std::uint32_t>(n);
 }
 
-constexpr std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 // The workspace: [the split's second key buffer | its second value buffer (pairs) | bucket
 // starts | the window's word | the reduction's, CUB's and the segmented sort's own bytes,
 // which run one after another].
@@ -76,10 +75,11 @@ struct layout {
   std::size_t values_at, starts_at, word_at, rest_at, total;
   layout(std::uint64_t n, std::size_t key_bytes, std::size_t value_bytes, int bits,
          std::size_t rest_bytes)
-      : values_at(align_up(key_bytes * n)),
-        starts_at(values_at + align_up(value_bytes * n)),
-        word_at(starts_at + align_up(sizeof(std::uint32_t) * ((std::uint64_t{1} << bits) + 1))),
-        rest_at(word_at + align_up(sizeof(std::uint64_t))),
+      : values_at(align_workspace(key_bytes * n)),
+        starts_at(values_at + align_workspace(value_bytes * n)),
+        word_at(starts_at +
+                align_workspace(sizeof(std::uint32_t) * ((std::uint64_t{1} << bits) + 1))),
+        rest_at(word_at + align_workspace(sizeof(std::uint64_t))),
         total(rest_at + rest_bytes) {}
 };
 
