@@ -350,6 +350,36 @@ TYPED_TEST(GpuConformance, TooSmallAWorkspaceLeavesTheKeysAlone) {
 
 // More than 2^31 keys (a shuffled counting sequence, checked on the device) with the sorts
 // of the library, where their workspace fits beside them (the baselines are CUB's).
+// automatic's MSD split (options::wait_for_key_bits) past 2^31 u64 keys (CUB's 32-bit count
+// and the 32-bit bucket starts near their end), keys sharing their top 24 bits.
+TEST(GpuConformanceHuge, TheSplitPast2To31Keys) {
+  GPUSORT_REQUIRE_GPU();
+  const std::uint64_t n = (std::uint64_t{1} << 31) + 11, offset = std::uint64_t{0x5a} << 40;
+  const gpusort::options opt{.wait_for_key_bits = true};
+  std::uint64_t* keys = nullptr;
+  if (cudaMalloc(&keys, n * 8) != cudaSuccess) {
+    cudaGetLastError();
+    GTEST_SKIP() << "no room for " << n << " u64 keys";
+  }
+  std::size_t bytes = 0, free_bytes = 0, total = 0;
+  CUDA_OK(gpusort::sort_keys(nullptr, bytes, keys, n, opt));
+  CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+  if (free_bytes < bytes + (std::size_t{1} << 29)) {
+    cudaFree(keys);
+    GTEST_SKIP() << "the split needs " << bytes << " bytes, " << free_bytes << " free";
+  }
+  void* temp = nullptr;
+  CUDA_OK(cudaMalloc(&temp, bytes));
+  fill_shuffled<<<4096, 256>>>(keys, n, offset);
+  CUDA_OK(cudaGetLastError());
+  ASSERT_GT(count_misplaced(keys, n, offset), 0);
+  CUDA_OK(gpusort::sort_keys(temp, bytes, keys, n, opt));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(count_misplaced(keys, n, offset), 0);
+  cudaFree(temp);
+  cudaFree(keys);
+}
+
 TEST(GpuConformanceHuge, MoreThan2To31KeysOnTheDevice) {
   GPUSORT_REQUIRE_GPU();
   const std::uint64_t n = (std::uint64_t{1} << 31) + 11;
