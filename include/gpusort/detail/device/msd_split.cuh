@@ -53,13 +53,21 @@ __device__ std::uint64_t bucket_along(K k, im::msd_window w, bool descending) {
 
 // starts[b] = the first position of bucket b in the split keys, starts[buckets] = n: the
 // thread of a bucket's first key writes it and the empty buckets before it (the last key's
-// thread also those after it), so each start is written once.
-template <class K>
-__global__ void bucket_starts_kernel(const K* split, std::uint64_t n, im::msd_window w,
-                                     bool descending, std::uint32_t* starts) {
+// thread also those after it), so each start is written once. With `back`, each thread also
+// copies its key (and value) there: CUB's odd number of digit passes leaves the split in the
+// second buffer, and this read of it is the copy's.
+template <class K, class V>
+__global__ void bucket_starts_kernel(const K* split, const V* split_values, std::uint64_t n,
+                                     im::msd_window w, bool descending, std::uint32_t* starts,
+                                     K* back, V* back_values) {
   const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
-  const std::uint64_t bucket = bucket_along(split[i], w, descending);
+  const K key = split[i];
+  if (back) {
+    back[i] = key;
+    if constexpr (!std::is_same_v<V, no_value>) back_values[i] = split_values[i];
+  }
+  const std::uint64_t bucket = bucket_along(key, w, descending);
   const std::uint64_t previous = i ? bucket_along(split[i - 1], w, descending) : 0;
   const im::bucket_range here = im::buckets_starting_at(i, previous, bucket);
   for (std::uint64_t b = here.first; b < here.last; ++b) starts[b] = static_cast<std::uint32_t>(i);
@@ -161,21 +169,24 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   if (w.bits == 0) return cudaSuccess;  // every key the same: sorted already
   bytes = rest_bytes;
   e = split(rest, bytes, w.low_bit, w.low_bit + w.bits);
-  if (e == cudaSuccess && w.low_bit > 0) {  // bits below the window remain to be sorted
+  if (e != cudaSuccess) return e;
+  const bool moved = split_keys.Current() != keys;
+  if (w.low_bit > 0) {  // bits below the window remain: the buckets, back in the caller's arrays
     ms::bucket_starts_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
-        split_keys.Current(), n, w, descending, starts);
+        split_keys.Current(), split_values.Current(), n, w, descending, starts,
+        moved ? keys : nullptr, moved ? values : nullptr);
     e = cudaGetLastError();
     segs.count = std::uint64_t{1} << w.bits;
     bytes = rest_bytes;
     if (e == cudaSuccess)
-      e = sort_buckets(rest, bytes, split_keys.Current(), split_values.Current(), n, segs,
-                       descending, stream);
+      e = sort_buckets(rest, bytes, keys, values, n, segs, descending, stream);
+    return e;
   }
-  if (e == cudaSuccess && split_keys.Current() != keys)
+  if (moved)  // the split sorted them alone
     e = cudaMemcpyAsync(keys, split_keys.Current(), sizeof(K) * n, cudaMemcpyDeviceToDevice,
                         stream);
   if constexpr (pairs)
-    if (e == cudaSuccess && split_values.Current() != values)
+    if (e == cudaSuccess && moved)
       e = cudaMemcpyAsync(values, split_values.Current(), sizeof(V) * n,
                           cudaMemcpyDeviceToDevice, stream);
   return e;
