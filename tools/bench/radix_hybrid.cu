@@ -7,8 +7,10 @@
 //                        [--types u64,i64,u64+u32,i64+u32] [--dists uniform,zipf] [--reps 9]
 //                        [--seed 1] [--csv FILE] [--help]
 // Rows: cub_radix, automatic, automatic_wait (the library's call with wait_for_key_bits, its
-// window msd_split_bits(n)), and msd_split at each --bits (the split itself with that
-// window, for the sweep that set msd_split_bits). Each run starts from a pristine copy (not
+// window msd_split_bits(n)), msd_split at each --bits (the split itself with that window,
+// for the sweep that set msd_split_bits), and for keys alone split_graph at each --bits (the
+// split with no host wait: a CUDA graph whose conditional nodes pick the work on the device,
+// split_graph.cuh; the time to make it is printed, not timed). Each run starts from a pristine copy (not
 // timed); CUDA events, one warm-up, the median of --reps; the workspace each asks for. Every
 // output's keys are checked byte for byte against CUB's; values (+u32: each key's input
 // position) must sit beside their keys, each once (the split does not keep equal keys' order).
@@ -29,6 +31,7 @@
 #include "common/csv.hpp"
 #include "common/distributions.hpp"
 #include "small_bench.hpp"  // check, event_timer, bench_main
+#include "split_graph.cuh"
 #include "gpusort/detail/device/msd_split.cuh"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
@@ -154,11 +157,13 @@ void run_size(const config& cfg, const std::string& type, std::uint64_t n,
   std::vector<K> want(n), got(n);
   std::vector<std::uint32_t> got_values(positions.size());
   double cub_ms = 0;
-  const auto measure = [&](row r, measured_sort<K, V>& sort) {
-    r.ms = clock.median_ms(cfg.reps, reset, [&] { sort(keys, sorted_values, n); });
-    r.extra_bytes = sort.bytes;
+  // One row: `run` sorts the keys (and values) in place, with `bytes` of workspace.
+  const auto measure = [&](row r, const auto& run, std::size_t bytes) {
+    r.ms = clock.median_ms(cfg.reps, reset, run);
+    r.extra_bytes = bytes;
     reset();
-    sort(keys, sorted_values, n);
+    run();
+    check(cudaDeviceSynchronize(), "sort");
     check(cudaMemcpy(got.data(), keys, n * sizeof(K), cudaMemcpyDeviceToHost), "cudaMemcpy");
     if (pairs)
       check(cudaMemcpy(got_values.data(), values, n * sizeof(V), cudaMemcpyDeviceToHost),
@@ -177,12 +182,23 @@ void run_size(const config& cfg, const std::string& type, std::uint64_t n,
         std::pair{"automatic", gpusort::options{}},
         std::pair{"automatic_wait", gpusort::options{.wait_for_key_bits = true}}}) {
     measured_sort<K, V> sort(library_call<K, V>(opt), keys, sorted_values, n);
-    measure({name, type, dist, n, name == std::string("automatic_wait") ? window : 0}, sort);
+    measure({name, type, dist, n, name == std::string("automatic_wait") ? window : 0},
+            [&] { sort(keys, sorted_values, n); }, sort.bytes);
   }
   for (const std::uint64_t bits : cfg.bits) {
     measured_sort<K, V> sort(split_call<K, V>(static_cast<int>(bits)), keys, sorted_values, n);
-    measure({"msd_split", type, dist, n, static_cast<int>(bits)}, sort);
+    measure({"msd_split", type, dist, n, static_cast<int>(bits)},
+            [&] { sort(keys, sorted_values, n); }, sort.bytes);
   }
+  if constexpr (!pairs)
+    for (const std::uint64_t bits : cfg.bits) {
+      gpusort::tools::split_graph<K> graph(keys, n, static_cast<int>(bits));
+      std::printf("# split_graph %s %s n=%llu bits=%d: made and instantiated in %.1f ms\n",
+                  type.c_str(), dist.c_str(), static_cast<unsigned long long>(n),
+                  static_cast<int>(bits), graph.build_ms);
+      measure({"split_graph", type, dist, n, static_cast<int>(bits)}, [&] { graph.launch(); },
+              graph.extra_bytes);
+    }
   cudaFree(pristine);
   cudaFree(keys);
   cudaFree(pristine_values);

@@ -53,9 +53,23 @@ __device__ std::uint64_t bucket_along(K k, im::msd_window w, bool descending) {
 
 // starts[b] = the first position of bucket b in the split keys, starts[buckets] = n: the
 // thread of a bucket's first key writes it and the empty buckets before it (the last key's
-// thread also those after it), so each start is written once. With `back`, each thread also
-// copies its key (and value) there: CUB's odd number of digit passes leaves the split in the
-// second buffer, and this read of it is the copy's.
+// thread also those after it), so each start is written once. Position i's share, its key
+// read already.
+template <class K>
+__device__ void write_bucket_starts(const K* split, K key, std::uint64_t i, std::uint64_t n,
+                                    im::msd_window w, bool descending, std::uint32_t* starts) {
+  const std::uint64_t bucket = bucket_along(key, w, descending);
+  const std::uint64_t previous = i ? bucket_along(split[i - 1], w, descending) : 0;
+  const im::bucket_range here = im::buckets_starting_at(i, previous, bucket);
+  for (std::uint64_t b = here.first; b < here.last; ++b) starts[b] = static_cast<std::uint32_t>(i);
+  if (i + 1 < n) return;
+  const im::bucket_range tail = im::buckets_after_last(bucket, std::uint64_t{1} << w.bits);
+  for (std::uint64_t b = tail.first; b < tail.last; ++b) starts[b] = static_cast<std::uint32_t>(n);
+}
+
+// The buckets' starts; with `back`, each thread also copies its key (and value) there: CUB's
+// odd number of digit passes leaves the split in the second buffer, and this read of it is
+// the copy's.
 template <class K, class V>
 __global__ void bucket_starts_kernel(const K* split, const V* split_values, std::uint64_t n,
                                      im::msd_window w, bool descending, std::uint32_t* starts,
@@ -67,13 +81,7 @@ __global__ void bucket_starts_kernel(const K* split, const V* split_values, std:
     back[i] = key;
     if constexpr (!std::is_same_v<V, no_value>) back_values[i] = split_values[i];
   }
-  const std::uint64_t bucket = bucket_along(key, w, descending);
-  const std::uint64_t previous = i ? bucket_along(split[i - 1], w, descending) : 0;
-  const im::bucket_range here = im::buckets_starting_at(i, previous, bucket);
-  for (std::uint64_t b = here.first; b < here.last; ++b) starts[b] = static_cast<std::uint32_t>(i);
-  if (i + 1 < n) return;
-  const im::bucket_range tail = im::buckets_after_last(bucket, std::uint64_t{1} << w.bits);
-  for (std::uint64_t b = tail.first; b < tail.last; ++b) starts[b] = static_cast<std::uint32_t>(n);
+  write_bucket_starts(split, key, i, n, w, descending, starts);
 }
 
 // The workspace: [the split's second key buffer | its second value buffer (pairs) | bucket
