@@ -5,15 +5,16 @@
 // (cub_radix: 8 digit passes) and `automatic` without it, on one GPU:
 //   gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24]
 //                        [--types u64,i64,u64+u32,i64+u32] [--dists uniform,zipf] [--reps 9]
-//                        [--seed 1] [--csv FILE] [--help]
+//                        [--seed 1] [--csv FILE] [--graph] [--help]
 // Rows: cub_radix, automatic, automatic_wait (the library's call with wait_for_key_bits, its
 // window msd_split_bits(n)), msd_split at each --bits (the split itself with that window,
-// for the sweep that set msd_split_bits), and for keys alone split_graph at each --bits (the
-// split with no host wait: a CUDA graph whose conditional nodes pick the work on the device,
-// split_graph.cuh; the time to make it is printed, not timed). Each run starts from a pristine copy (not
-// timed); CUDA events, one warm-up, the median of --reps; the workspace each asks for. Every
-// output's keys are checked byte for byte against CUB's; values (+u32: each key's input
-// position) must sit beside their keys, each once (the split does not keep equal keys' order).
+// for the sweep that set msd_split_bits), and with --graph, for keys alone, split_graph at
+// each --bits (the split with no host wait: a CUDA graph whose conditional nodes pick the
+// work on the device, split_graph.cuh; the time to make it is printed, not timed).
+// Each run starts from a pristine copy (not timed); CUDA events, one warm-up, the median of
+// --reps; the workspace each asks for. Every output's keys are checked byte for byte against
+// CUB's; values (+u32: each key's input position) must sit beside their keys, each once (the
+// split does not keep equal keys' order).
 // Exit codes: 0 every result verified, 1 a wrong result, 2 bad usage, 3 a CUDA failure.
 #include <algorithm>
 #include <cstdint>
@@ -52,6 +53,7 @@ struct config {
   int reps = 9;
   std::uint64_t seed = 1;
   std::string csv;
+  bool graph = false;  // --graph: the split_graph rows too
 };
 
 struct row {
@@ -191,7 +193,7 @@ void run_size(const config& cfg, const std::string& type, std::uint64_t n,
             [&] { sort(keys, sorted_values, n); }, sort.bytes);
   }
   if constexpr (!pairs)
-    for (const std::uint64_t bits : cfg.bits) {
+    for (const std::uint64_t bits : cfg.graph ? cfg.bits : std::vector<std::uint64_t>{}) {
       gpusort::tools::split_graph<K> graph(keys, n, static_cast<int>(bits));
       std::printf("# split_graph %s %s n=%llu bits=%d: made and instantiated in %.1f ms\n",
                   type.c_str(), dist.c_str(), static_cast<unsigned long long>(n),
@@ -248,12 +250,13 @@ void run(const config& cfg) {
 const char* const usage =
     "usage: gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24]\n"
     "                            [--types u64,i64,u64+u32,i64+u32]\n"
-    "                            [--dists uniform,zipf] [--reps 9] [--seed 1] [--csv FILE]\n";
+    "                            [--dists uniform,zipf] [--reps 9] [--seed 1] [--csv FILE]\n"
+    "                            [--graph]\n";
 
 // The configuration, or none for --help.
 std::optional<config> parse(int argc, char** argv) {
   const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
-      argc, argv, {"sizes", "bits", "dists", "types", "reps", "seed", "csv"}, {"help"});
+      argc, argv, {"sizes", "bits", "dists", "types", "reps", "seed", "csv"}, {"help", "graph"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
   config cfg;
@@ -280,6 +283,7 @@ std::optional<config> parse(int argc, char** argv) {
     cfg.reps = static_cast<int>(gpusort::tools::parse_unsigned(args.get("reps"), "--reps"));
   if (args.has("seed")) cfg.seed = gpusort::tools::parse_unsigned(args.get("seed"), "--seed");
   cfg.csv = args.get("csv");
+  cfg.graph = args.has("graph");
   if (cfg.reps < 1 || cfg.reps > 1000) throw usage_error("--reps: from 1 to 1000");
   for (const std::uint64_t b : cfg.bits)
     if (b < 1 || b > 28) throw usage_error("--bits: from 1 to 28 (2^bits buckets)");
