@@ -128,9 +128,10 @@ TEST(RadixIndexMath, MsdSplitWindowFollowsTheKeyCount) {
   EXPECT_TRUE(im::msd_split_applies(one << 24));
   EXPECT_TRUE(im::msd_split_applies((one << 32) - 1));
   EXPECT_FALSE(im::msd_split_applies(one << 32));
-  EXPECT_EQ(im::msd_split_bits(one << 24), 20);
-  EXPECT_EQ(im::msd_split_bits((one << 25) - 1), 20);
-  EXPECT_EQ(im::msd_split_bits(one << 25), 21);
+  EXPECT_EQ(im::msd_split_bits(one << 24), 22);
+  EXPECT_EQ(im::msd_split_bits((one << 25) - 1), 22);
+  EXPECT_EQ(im::msd_split_bits(one << 25), 23);
+  EXPECT_EQ(im::msd_split_bits(one << 26), 24);
   EXPECT_EQ(im::msd_split_bits(one << 28), 24);
   EXPECT_EQ(im::msd_split_bits((one << 32) - 1), 24);  // capped at 2^24 buckets
   EXPECT_EQ(im::msd_split_bits(1000), 16);              // floored, where it never runs

@@ -46,17 +46,18 @@ GPUSORT_HD constexpr std::uint64_t msd_bucket(std::uint64_t ordered, msd_window 
 }
 
 // When automatic splits (options::wait_for_key_bits, 8-byte integer keys): from 2^24
-// keys up to CUB's 32-bit count. The window is log2(n) - 4 bits, 16 to 24: about 16 keys a
-// bucket, which the segmented sort's shuffle classes take fastest. On one H200 (65486ef)
-// 2^24 keys split best at 20 bits (1.29x CUB's radix sort; 24 bits 1.15x), 2^28 at 24 bits
-// (1.29x; 20 bits, 256 keys a bucket, 0.95x).
+// keys up to CUB's 32-bit count. The window is log2(n) - 2 bits, 16 to 24: about 4 keys a
+// bucket, 16 where 24 bits cap it. On one H200 (1ccc890; u64, i64 and u64 + u32, uniform)
+// 2^24 keys split best at 22 bits (1.29-1.31x CUB's radix sort; 20 bits 1.22-1.25x), 2^26
+// at 24 (1.30-1.34x; 22 bits 1.24-1.26x), 2^28 at 24 (1.22-1.26x; 20 bits, 256 keys a
+// bucket, 0.78-0.93x).
 GPUSORT_HD constexpr bool msd_split_applies(std::uint64_t n) {
   return n >= (std::uint64_t{1} << 24) && n < (std::uint64_t{1} << 32);
 }
 GPUSORT_HD constexpr int msd_split_bits(std::uint64_t n) {
   int log2 = 0;  // floor(log2(n))
   while (log2 < 63 && (n >> (log2 + 1)) != 0) ++log2;
-  return log2 - 4 < 16 ? 16 : (log2 - 4 > 24 ? 24 : log2 - 4);
+  return log2 - 2 < 16 ? 16 : (log2 - 2 > 24 ? 24 : log2 - 2);
 }
 
 // The buckets whose first position is i, in the keys sorted by bucket (bucket(i - 1) and
