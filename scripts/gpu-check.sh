@@ -211,10 +211,11 @@ bench_rc=$?
 # dist's merge alone, one stream: R runs by rounds of CUB's two-way merge against the one pass.
 "$build/tools/gpusort-dist-bench" --merge 2,3,4,8,16 --fan-in 2,4,8 --total 2^26 --reps 10 \
   --types u32,u64 --values 0,4 --csv "$logs/dist-merge.csv" >"$logs/dist-merge.log" 2>&1 || bench_rc=1
-# Issue 77: automatic's MSD split of 8-byte integer keys (options::wait_for_key_bits) and the
-# split at two windows, against CUB's radix sort and automatic without it.
-"$build/tools/gpusort-radix-hybrid" --sizes 2^24,2^28 --bits 20,24 --dists uniform,zipf \
-  --types u64,i64,u64+u32 \
+# Issue 77: automatic's MSD split of 8-byte integer keys (options::msd_split) and the split
+# at three windows (16 bits: two digit passes, the split left in place), against CUB's radix
+# sort and automatic without it; few distinct keys: large buckets of equal keys.
+"$build/tools/gpusort-radix-hybrid" --sizes 2^24,2^28 --bits 16,22,24 \
+  --dists uniform,zipf,few_unique --types u64,i64,u64+u32 \
   --reps 5 --csv "$logs/radix-hybrid.csv" >"$logs/radix-hybrid.log" 2>&1 || bench_rc=1
 { "$build/tools/gpusort_host_keys" 28 0 u32 1 nocpu &&
   "$build/tools/gpusort_host_keys" 27 0 u32+u32 1 nocpu; } >"$logs/host-keys.log" 2>&1 || bench_rc=1

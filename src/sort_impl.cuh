@@ -144,43 +144,8 @@ struct sort_plan {
   std::size_t core_bytes = 0, total = 0;
 };
 
-// Whether a stream is being captured into a CUDA graph, where no call may wait. A stream the
-// runtime cannot answer for (the legacy stream while another thread captures) counts as
-// captured, and its error is cleared so that the next launch's check does not read it.
-inline bool capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess)
-    return status != cudaStreamCaptureStatusNone;
-  cudaGetLastError();
-  return true;
-}
-
-// automatic's radix sort of 8-byte integer keys where options::wait_for_key_bits lets it
-// wait: the MSD split (device/msd_split.cuh), or gpusort's tuning of CUB's LSD sort while the
-// stream is captured. The query asks for the larger workspace of the two.
-template <class K, class V>
-cudaError_t split_or_radix_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
-                                std::uint64_t n, const options& opt) {
-  const bool descending = opt.direction == order::descending;
-  const int bits = index_math::msd_split_bits(n);
-  if (temp) {
-    if (capturing(opt.stream))
-      return device::radix_sort(temp, temp_bytes, keys, values, n, descending, opt.stream);
-    return device::msd_split_sort(temp, temp_bytes, keys, values, n, bits, descending,
-                                  sort_buckets_as_segments<K, V>, opt.stream);
-  }
-  std::size_t radix_bytes = 0, split_bytes = 0;
-  cudaError_t e = device::radix_sort(nullptr, radix_bytes, keys, values, n, descending,
-                                     opt.stream);
-  if (e == cudaSuccess)
-    e = device::msd_split_sort(nullptr, split_bytes, keys, values, n, bits, descending,
-                               sort_buckets_as_segments<K, V>, opt.stream);
-  temp_bytes = std::max(radix_bytes, split_bytes);
-  return e;
-}
-
 // One algorithm as the plan runs it: automatic's pick of the radix sort is gpusort's tuning of
-// CUB's (radix_policy.cuh), or the MSD split where the caller lets the call wait; an explicit
+// CUB's (radix_policy.cuh), or the MSD split where the caller asks for it; an explicit
 // cub_radix is CUB's own, the baseline.
 template <class K, class V>
 cudaError_t run_planned(bool own_radix, void* temp, std::size_t& temp_bytes, K* keys, V* values,
@@ -188,8 +153,11 @@ cudaError_t run_planned(bool own_radix, void* temp, std::size_t& temp_bytes, K* 
   if constexpr (device::baseline_built<K, V>)
     if (own_radix && opt.algo == algorithm::cub_radix) {
       if constexpr (std::is_integral_v<K> && sizeof(K) == 8)
-        if (opt.wait_for_key_bits && index_math::msd_split_applies(n))
-          return split_or_radix_sort(temp, temp_bytes, keys, values, n, opt);
+        if (opt.msd_split && index_math::msd_split_applies(n))
+          return device::msd_split_sort(temp, temp_bytes, keys, values, n,
+                                        index_math::msd_split_bits(n),
+                                        opt.direction == order::descending,
+                                        sort_buckets_as_segments<K, V>, opt.stream);
       return device::radix_sort(temp, temp_bytes, keys, values, n,
                                 opt.direction == order::descending, opt.stream);
     }
@@ -207,7 +175,7 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
   p.core = floating ? with_nans_largest(opt) : opt;
   p.core.stable = false;
   // The MSD split's buckets are not stable: values asked to be stable keep CUB's sort.
-  if (opt.stable && !std::is_same_v<V, no_value>) p.core.wait_for_key_bits = false;
+  if (opt.stable && !std::is_same_v<V, no_value>) p.core.msd_split = false;
   p.float_keys = key_steps_of(opt.algo, floating, opt);
   p.own_radix = automatic && opt.algo == algorithm::cub_radix;
   p.fix_radix_floats = p.own_radix && floating;

@@ -152,14 +152,12 @@ struct options {
   // each run of equal keys by position, which costs workspace (sort.hpp, docs/cpp.md).
   bool stable = false;
   cudaStream_t stream = nullptr;  // every device call is ordered on this stream
-  // automatic, 8-byte integer keys, 2^24 to 2^32 of them: the call may wait for the device
-  // once, to read back which bits of the keys differ, and then sort by those bits most
-  // significant first (a split into buckets by CUB's radix sort, then the buckets;
-  // detail/device/msd_split.cuh). It then returns only when the work queued before it on
-  // the stream is done. Values of equal keys may change places; with `stable` the pairs are
-  // sorted as without it. Off (the default), no call waits. Ignored while the stream is
-  // being captured into a CUDA graph, and by the CPU backend.
-  bool wait_for_key_bits = false;
+  // automatic, 8-byte integer keys, 2^24 to 2^32 of them: sort by the keys' most significant
+  // differing bits first (CUB's radix sort of the top of them splits the keys into buckets,
+  // the segmented sort finishes each bucket; detail/device/msd_split.cuh). Values of equal
+  // keys may change places; with `stable` the pairs are sorted as without it. Ignored by the
+  // CPU backend. Off by default until measured against the radix sort on every distribution.
+  bool msd_split = false;
   // sample_sort only: the sampling (regular: the deterministic sort with its bucket bound;
   // random: keys classified by random splitters), and s, the buckets per level, a power of
   // two from 2 to 1024; 0 picks the measured default.

@@ -6,8 +6,7 @@
 //    else; the answer is never 0 (in-place algorithms such as bitonic ask for 1 byte they
 //    never touch), so "query, allocate, call" always sorts. They are ordered on opt.stream,
 //    never allocate and never throw; they return cudaSuccess or the error. They never
-//    synchronize either, unless options::wait_for_key_bits lets automatic wait once (8-byte
-//    integer keys, 2^24 of them or more; not while the stream is captured).
+//    synchronize either.
 //    Bad input (a null or host pointer with n > 0, a negative n, a misaligned value array)
 //    is reported before any data is touched.
 //  * the convenience layer: gpusort::sort(...) on std::span (device memory) or std::vector

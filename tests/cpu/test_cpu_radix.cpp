@@ -13,6 +13,7 @@
 
 #include "float_keys.hpp"
 #include "gpusort/detail/cpu/radix_sort.hpp"
+#include "gpusort/detail/index_math/approx.hpp"  // from_ordered
 #include "gpusort/detail/index_math/radix.hpp"
 #include "reference.hpp"
 
@@ -35,16 +36,28 @@ TEST(RadixIndexMath, PassesAndDigits) {
   static_assert(im::radix_digit(std::uint64_t{1} << 63, 7, 8, false) == 0x80u);
 }
 
-// The MSD split's window and bucket starts: each bucket's start written once, by the position
+// The MSD split's frame and bucket starts: zero counts on every single bit; the frame keeps
+// the codes' order and comes back exactly; each bucket's start written once, by the position
 // of its first key (or the end), equal to the lower bound of the bucket in the sorted keys;
 // on wide, narrow and equal keys and on windows wider than the differing bits.
 TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
-  EXPECT_EQ(im::msd_window_for(0, 24).bits, 0);                      // every code the same
-  EXPECT_EQ(im::msd_window_for(0x3ff, 24).low_bit, 0);               // 10 bits: all of them
-  EXPECT_EQ(im::msd_window_for(0x3ff, 24).bits, 10);
-  EXPECT_EQ(im::msd_window_for(std::uint64_t{1} << 39, 24).low_bit, 16);  // bits 16 .. 39
-  EXPECT_EQ(im::msd_window_for(~std::uint64_t{0}, 24).low_bit, 40);
-  EXPECT_EQ(im::msd_bucket(0xabcdef0123456789ull, im::msd_window{40, 24}), 0xabcdefu);
+  for (int b = 0; b < 64; ++b) {
+    EXPECT_EQ(im::leading_zero_bits(std::uint64_t{1} << b), 63 - b);
+    EXPECT_EQ(im::trailing_zero_bits(std::uint64_t{1} << b), b);
+    EXPECT_EQ(im::leading_zero_bits((std::uint64_t{1} << b) | 1), 63 - b);
+    EXPECT_EQ(im::trailing_zero_bits(~std::uint64_t{0} << b), b);
+  }
+  static_assert(im::leading_zero_bits(0) == 64 && im::trailing_zero_bits(0) == 64);
+  EXPECT_EQ(im::msd_shift(0), 0);                                 // every code the same
+  EXPECT_EQ(im::msd_shift(0x3ff), 54);                            // 10 bits: to the top
+  EXPECT_EQ(im::msd_shift(~std::uint64_t{0}), 0);                 // the top bit differs
+  EXPECT_EQ(im::msd_prefix(0xabcdef0123456789ull, 16), 0xabcd000000000000ull);
+  EXPECT_EQ(im::framed_bucket(0xabcdef0123456789ull, 24), 0xabcdefu);
+  EXPECT_TRUE(im::window_holds_all(0, 24));
+  EXPECT_TRUE(im::window_holds_all(0x3ff, 10));
+  EXPECT_FALSE(im::window_holds_all(0x3ff, 9));
+  EXPECT_TRUE(im::window_holds_all(0xff00, 8));                   // bits 8 .. 15 alone
+  EXPECT_FALSE(im::window_holds_all(~std::uint64_t{0}, 63));
   std::mt19937_64 rng(5);
   for (const std::uint64_t mask : {~std::uint64_t{0}, (std::uint64_t{1} << 40) - 1,
                                    std::uint64_t{0xff}, std::uint64_t{0}})
@@ -54,12 +67,20 @@ TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
       std::sort(codes.begin(), codes.end());
       std::uint64_t differing = 0;
       for (std::uint64_t c : codes) differing |= c ^ codes[0];
-      const im::msd_window w = im::msd_window_for(differing, bits);
-      const std::uint64_t buckets = std::uint64_t{1} << w.bits, n = codes.size();
+      const int shift = im::msd_shift(differing);
+      const std::uint64_t prefix = im::msd_prefix(codes.back(), shift);
+      for (std::uint64_t& c : codes) {
+        const std::uint64_t framed = im::to_frame(c, shift);
+        ASSERT_EQ(im::from_frame(framed, shift, prefix), c);
+        c = framed;
+      }
+      ASSERT_TRUE(std::is_sorted(codes.begin(), codes.end())) << "the frame keeps the order";
+      const std::uint64_t buckets = std::uint64_t{1} << bits, n = codes.size();
       std::vector<std::uint64_t> start(buckets + 1, ~std::uint64_t{0});
       for (std::uint64_t i = 0; i < n; ++i) {
-        const std::uint64_t b = im::msd_bucket(codes[i], w);
-        const auto here = im::buckets_starting_at(i, i ? im::msd_bucket(codes[i - 1], w) : 0, b);
+        const std::uint64_t b = im::framed_bucket(codes[i], bits);
+        const auto here =
+            im::buckets_starting_at(i, i ? im::framed_bucket(codes[i - 1], bits) : 0, b);
         const auto tail = i + 1 == n ? im::buckets_after_last(b, buckets) : im::bucket_range{};
         for (const auto& [range, at] : {std::pair{here, i}, std::pair{tail, n}})
           for (std::uint64_t k = range.first; k < range.last; ++k) {
@@ -69,7 +90,7 @@ TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
       }
       for (std::uint64_t k = 0; k <= buckets; ++k) {
         const auto want = std::partition_point(codes.begin(), codes.end(), [&](std::uint64_t c) {
-          return im::msd_bucket(c, w) < k;
+          return im::framed_bucket(c, bits) < k;
         });
         ASSERT_EQ(start[k], k == buckets ? n : static_cast<std::uint64_t>(want - codes.begin()))
             << "mask " << mask << " bits " << bits << " bucket " << k;
@@ -77,51 +98,60 @@ TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
     }
 }
 
-// The whole MSD split as gpusort-radix-hybrid composes it, on the host: the window from the
-// OR of the codes' differences (or the codes' top bits), a stable sort by the window's bits,
-// the buckets' starts by the index math, each bucket sorted on its own; against std::sort of
-// 8-byte integer keys from every distribution.
+// The whole MSD split as detail/device/msd_split.cuh composes it, on the host: the OR of the
+// codes' differences, each key framed in place (as the key whose code is its framed code), a
+// stable sort by the window's bits, the buckets' starts by the index math (all at the end,
+// no bucket to sort, where the window holds every differing bit), the keys back out of the
+// frame, each bucket sorted on its own; against std::sort of 8-byte integer keys from every
+// distribution and of keys sharing their top bits.
 template <class K>
-void msd_split_sorts(bool top) {
+void msd_split_sorts() {
+  using traits = gpusort::key_traits<K>;
+  std::vector<std::vector<K>> inputs;
   for (const gpusort::tools::distribution d : gpusort::tools::all_distributions)
+    inputs.push_back(gpusort::tools::generate<K>(d, 5003, 11));
+  std::mt19937_64 rng(3);
+  for (const std::uint64_t mask : {std::uint64_t{0xfff}, (std::uint64_t{1} << 40) - 1}) {
+    inputs.emplace_back(4001);
+    for (K& k : inputs.back()) k = static_cast<K>((rng() & mask) | std::uint64_t{0x9b} << 52);
+  }
+  for (const std::vector<K>& input : inputs)
     for (const int bits : {3, 12}) {
-      std::vector<K> keys = gpusort::tools::generate<K>(d, 5003, 11);
-      std::vector<K> want = keys;
+      std::vector<K> keys = input, want = input;
       std::sort(want.begin(), want.end());
-      const auto code = [](K k) { return gpusort::key_traits<K>::ordered(k); };
       std::uint64_t differing = 0;
-      for (K k : keys) differing |= code(k) ^ code(keys[0]);
-      const im::msd_window w = top ? im::msd_window{64 - bits, bits}
-                                   : im::msd_window_for(differing, bits);
-      std::stable_sort(keys.begin(), keys.end(), [&](K a, K b) {
-        return im::msd_bucket(code(a), w) < im::msd_bucket(code(b), w);
-      });
-      const std::uint64_t n = keys.size(), buckets = std::uint64_t{1} << w.bits;
+      for (K k : keys) differing |= traits::ordered(k) ^ traits::ordered(keys[0]);
+      const int shift = im::msd_shift(differing);
+      const std::uint64_t prefix = im::msd_prefix(traits::ordered(keys[0]), shift);
+      for (K& k : keys) k = im::from_ordered<K>(im::to_frame(traits::ordered(k), shift));
+      const auto bucket = [&](K k) { return im::framed_bucket(traits::ordered(k), bits); };
+      std::stable_sort(keys.begin(), keys.end(), [&](K a, K b) { return bucket(a) < bucket(b); });
+      const std::uint64_t n = keys.size(), buckets = std::uint64_t{1} << bits;
+      const bool sorted = im::window_holds_all(differing, bits);
       std::vector<std::uint64_t> start(buckets + 1);
       for (std::uint64_t i = 0; i < n; ++i) {
-        const std::uint64_t b = im::msd_bucket(code(keys[i]), w);
-        const std::uint64_t previous = i ? im::msd_bucket(code(keys[i - 1]), w) : 0;
+        const std::uint64_t b = bucket(keys[i]), previous = i ? bucket(keys[i - 1]) : 0;
         const auto here = im::buckets_starting_at(i, previous, b);
-        for (std::uint64_t k = here.first; k < here.last; ++k) start[k] = i;
+        for (std::uint64_t k = here.first; k < here.last; ++k) start[k] = sorted ? n : i;
         if (i + 1 == n)
           for (std::uint64_t k = b + 1; k < im::buckets_after_last(b, buckets).last; ++k)
             start[k] = n;
       }
+      for (K& k : keys)
+        k = im::from_ordered<K>(im::from_frame(traits::ordered(k), shift, prefix));
       for (std::uint64_t k = 0; k < buckets; ++k)
         std::sort(keys.begin() + start[k], keys.begin() + start[k + 1]);
-      ASSERT_EQ(keys, want) << gpusort::tools::to_string(d) << " bits " << bits << " top " << top;
+      ASSERT_EQ(keys, want) << "bits " << bits << " shift " << shift << " sorted " << sorted;
     }
 }
 
 TEST(RadixIndexMath, MsdSplitThenBucketsSortsEveryDistribution) {
-  for (const bool top : {false, true}) {
-    msd_split_sorts<std::uint64_t>(top);
-    msd_split_sorts<std::int64_t>(top);
-  }
+  msd_split_sorts<std::uint64_t>();
+  msd_split_sorts<std::int64_t>();
 }
 
-// When automatic splits and how wide the window is: the sizes measured (2^24: 20 bits, 2^28:
-// 24), their neighbours, and the ends of the range (CUB's 32-bit count).
+// When automatic splits and how wide the window is: the sizes measured (2^24: 22 bits, 2^26
+// and 2^28: 24), their neighbours, and the ends of the range (CUB's 32-bit count).
 TEST(RadixIndexMath, MsdSplitWindowFollowsTheKeyCount) {
   constexpr std::uint64_t one = 1;
   EXPECT_FALSE(im::msd_split_applies((one << 24) - 1));

@@ -236,15 +236,15 @@ TYPED_TEST(GpuConformance, AutomaticRadixSortPastTheMergeLimits) {
   }
 }
 
-// automatic with options::wait_for_key_bits on 8-byte integer keys (the MSD split,
+// automatic with options::msd_split on 8-byte integer keys (the MSD split,
 // device/msd_split.cuh), from the first size it runs at (2^24 keys, a 22-bit window) and one
-// of a wider window, both orders, every window case: keys all equal (nothing to sort), keys
-// whose differing bits fit the window (CUB's split sorts them alone), keys sharing their top
-// bits and differing below the window (buckets below a common prefix), wide keys (signed
-// ones across zero), skewed and few distinct keys (large buckets). Keys alone, and with 4-
-// and 8-byte values: every value on its key, and with .stable (no split) in stable order.
-// Then inside graph capture, where it may not wait: it sorts by the LSD sort, captured
-// without running.
+// of a wider window, both orders, every case of the frame and the window: keys all equal
+// (nothing to sort), keys sharing their top bits whose differing bits fit the window (framed;
+// CUB's split sorts them alone), keys sharing their top bits and differing below the window
+// (framed, then buckets), wide keys (no frame; signed ones across zero), skewed and few
+// distinct keys (large buckets). Keys alone, and with 4- and 8-byte values: every value on
+// its key, and with .stable (no split) in stable order. Then inside graph capture (it never
+// waits): captured without running, sorted when launched.
 template <class K>
 std::vector<K> split_case(int which, std::size_t n) {
   std::mt19937_64 rng(n + which);
@@ -265,8 +265,8 @@ std::vector<K> split_case(int which, std::size_t n) {
 
 template <class K>
 void check_split_sorts() {
-  const sort_method split{{.wait_for_key_bits = true}, false};
-  const sort_method stable{{.stable = true, .wait_for_key_bits = true}, true};
+  const sort_method split{{.msd_split = true}, false};
+  const sort_method stable{{.stable = true, .msd_split = true}, true};
   const auto index32 = [](std::size_t i) { return std::uint32_t(i); };
   const auto index64 = [](std::size_t i) { return std::uint64_t(i); };
   for (const std::size_t n : {(std::size_t{1} << 24) + 17, (std::size_t{1} << 25) + 3}) {
@@ -309,7 +309,7 @@ void check_split_sorts() {
 
 class GpuConformanceSplit : public GpuTest {};
 
-TEST_F(GpuConformanceSplit, AutomaticSplitsWhenItMayWait) {
+TEST_F(GpuConformanceSplit, AutomaticSplitsWhenAsked) {
   check_split_sorts<std::uint64_t>();
   check_split_sorts<std::int64_t>();
 }
@@ -364,12 +364,12 @@ TYPED_TEST(GpuConformance, TooSmallAWorkspaceLeavesTheKeysAlone) {
 
 // More than 2^31 keys (a shuffled counting sequence, checked on the device) with the sorts
 // of the library, where their workspace fits beside them (the baselines are CUB's).
-// automatic's MSD split (options::wait_for_key_bits) past 2^31 u64 keys (CUB's 32-bit count
-// and the 32-bit bucket starts near their end), keys sharing their top 24 bits.
+// automatic's MSD split (options::msd_split) past 2^31 u64 keys (CUB's 32-bit count and the
+// 32-bit bucket starts near their end), keys sharing their top 32 bits (framed).
 TEST(GpuConformanceHuge, TheSplitPast2To31Keys) {
   GPUSORT_REQUIRE_GPU();
   const std::uint64_t n = (std::uint64_t{1} << 31) + 11, offset = std::uint64_t{0x5a} << 40;
-  const gpusort::options opt{.wait_for_key_bits = true};
+  const gpusort::options opt{.msd_split = true};
   std::uint64_t* keys = nullptr;
   if (cudaMalloc(&keys, n * 8) != cudaSuccess) {
     cudaGetLastError();

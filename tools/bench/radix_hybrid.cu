@@ -1,16 +1,16 @@
 // gpusort-radix-hybrid: 8-byte integer keys sorted by automatic's MSD split
-// (options::wait_for_key_bits: the bits where the keys differ read back, a split into
-// buckets by CUB's radix sort of the top of them, then the buckets by the segmented sort;
-// detail/device/msd_split.cuh, issue 77's third direction) against CUB's radix sort
-// (cub_radix: 8 digit passes) and `automatic` without it, on one GPU:
+// (options::msd_split: the bits where the keys differ found on the device, the keys framed
+// so that those bits lead, a split into buckets by CUB's radix sort of the top of them, then
+// the buckets by the segmented sort; detail/device/msd_split.cuh, issue 77's third
+// direction) against CUB's radix sort (cub_radix: 8 digit passes) and `automatic` without
+// it, on one GPU:
 //   gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24]
 //                        [--types u64,i64,u64+u32,i64+u32] [--dists uniform,zipf] [--reps 9]
-//                        [--seed 1] [--csv FILE] [--graph] [--help]
-// Rows: cub_radix, automatic, automatic_wait (the library's call with wait_for_key_bits, its
-// window msd_split_bits(n)), msd_split at each --bits (the split itself with that window,
-// for the sweep that set msd_split_bits), and with --graph, for keys alone, split_graph at
-// each --bits (the split with no host wait: a CUDA graph whose conditional nodes pick the
-// work on the device, split_graph.cuh; the time to make it is printed, not timed).
+//                        [--seed 1] [--csv FILE] [--help]
+// Rows: cub_radix, automatic, automatic_split (the library's call with msd_split, its window
+// msd_split_bits(n)), msd_split at each --bits (the split itself with that window, for the
+// sweep that sets msd_split_bits; 16 bits takes two digit passes, which leave the split in
+// the caller's array, the other case of its copy back).
 // Each run starts from a pristine copy (not timed); CUDA events, one warm-up, the median of
 // --reps; the workspace each asks for. Every output's keys are checked byte for byte against
 // CUB's; values (+u32: each key's input position) must sit beside their keys, each once (the
@@ -32,7 +32,6 @@
 #include "common/csv.hpp"
 #include "common/distributions.hpp"
 #include "small_bench.hpp"  // check, event_timer, bench_main
-#include "split_graph.cuh"
 #include "gpusort/detail/device/msd_split.cuh"
 #include "gpusort/segmented.hpp"
 #include "gpusort/sort.hpp"
@@ -53,13 +52,12 @@ struct config {
   int reps = 9;
   std::uint64_t seed = 1;
   std::string csv;
-  bool graph = false;  // --graph: the split_graph rows too
 };
 
 struct row {
   std::string algorithm, type, dist;
   std::uint64_t n = 0;
-  int bits = 0;  // the split's window (automatic_wait, msd_split)
+  int bits = 0;  // the split's window (automatic_split, msd_split)
   double ms = 0, cub_ms = 0;
   std::size_t extra_bytes = 0;
   bool verified = true;
@@ -182,9 +180,9 @@ void run_size(const config& cfg, const std::string& type, std::uint64_t n,
   for (const auto& [name, opt] :
        {std::pair{"cub_radix", gpusort::options{.algo = gpusort::algorithm::cub_radix}},
         std::pair{"automatic", gpusort::options{}},
-        std::pair{"automatic_wait", gpusort::options{.wait_for_key_bits = true}}}) {
+        std::pair{"automatic_split", gpusort::options{.msd_split = true}}}) {
     measured_sort<K, V> sort(library_call<K, V>(opt), keys, sorted_values, n);
-    measure({name, type, dist, n, name == std::string("automatic_wait") ? window : 0},
+    measure({name, type, dist, n, name == std::string("automatic_split") ? window : 0},
             [&] { sort(keys, sorted_values, n); }, sort.bytes);
   }
   for (const std::uint64_t bits : cfg.bits) {
@@ -192,15 +190,6 @@ void run_size(const config& cfg, const std::string& type, std::uint64_t n,
     measure({"msd_split", type, dist, n, static_cast<int>(bits)},
             [&] { sort(keys, sorted_values, n); }, sort.bytes);
   }
-  if constexpr (!pairs)
-    for (const std::uint64_t bits : cfg.graph ? cfg.bits : std::vector<std::uint64_t>{}) {
-      gpusort::tools::split_graph<K> graph(keys, n, static_cast<int>(bits));
-      std::printf("# split_graph %s %s n=%llu bits=%d: made and instantiated in %.1f ms\n",
-                  type.c_str(), dist.c_str(), static_cast<unsigned long long>(n),
-                  static_cast<int>(bits), graph.build_ms);
-      measure({"split_graph", type, dist, n, static_cast<int>(bits)}, [&] { graph.launch(); },
-              graph.extra_bytes);
-    }
   cudaFree(pristine);
   cudaFree(keys);
   cudaFree(pristine_values);
@@ -250,13 +239,12 @@ void run(const config& cfg) {
 const char* const usage =
     "usage: gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24]\n"
     "                            [--types u64,i64,u64+u32,i64+u32]\n"
-    "                            [--dists uniform,zipf] [--reps 9] [--seed 1] [--csv FILE]\n"
-    "                            [--graph]\n";
+    "                            [--dists uniform,zipf] [--reps 9] [--seed 1] [--csv FILE]\n";
 
 // The configuration, or none for --help.
 std::optional<config> parse(int argc, char** argv) {
   const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
-      argc, argv, {"sizes", "bits", "dists", "types", "reps", "seed", "csv"}, {"help", "graph"});
+      argc, argv, {"sizes", "bits", "dists", "types", "reps", "seed", "csv"}, {"help"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
   config cfg;
@@ -283,7 +271,6 @@ std::optional<config> parse(int argc, char** argv) {
     cfg.reps = static_cast<int>(gpusort::tools::parse_unsigned(args.get("reps"), "--reps"));
   if (args.has("seed")) cfg.seed = gpusort::tools::parse_unsigned(args.get("seed"), "--seed");
   cfg.csv = args.get("csv");
-  cfg.graph = args.has("graph");
   if (cfg.reps < 1 || cfg.reps > 1000) throw usage_error("--reps: from 1 to 1000");
   for (const std::uint64_t b : cfg.bits)
     if (b < 1 || b > 28) throw usage_error("--bits: from 1 to 28 (2^bits buckets)");

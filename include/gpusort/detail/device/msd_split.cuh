@@ -1,16 +1,20 @@
 // automatic's radix sort of 8-byte integer keys (alone, or with values where the caller did
-// not ask for stability) where the caller lets the call wait (options::wait_for_key_bits;
-// docs/notes-radix-sort.md, direction 3), most significant digits first:
-//   window   the bits where the keys differ: the OR of every key's ordered bits XOR the
-//            first key's (one reduction), read back by the host (the call's one wait), and
-//            the top msd_split_bits(n) of them (index_math/radix.hpp);
+// not ask for stability) where the caller asks for it (options::msd_split;
+// docs/notes-radix-sort.md, direction 3), most significant digits first, with no wait:
+//   differ   the bits where the keys differ: the OR of every key's ordered bits XOR the
+//            first key's (one reduction, into the workspace);
+//   frame    where the keys share their top bits, each key in place as the key whose code
+//            is its code with that common prefix shifted out (index_math::to_frame), so that
+//            the split's window is always the codes' top msd_split_bits(n) bits, which CUB
+//            is told before any key is read; keys whose top bit differs (wide keys) skip it;
 //   split    CUB's radix sort of the window's bits alone (ceil(bits / 8) digit passes), which
 //            leaves the keys in 2^bits buckets, in order;
-//   starts   each bucket's first position, written by the position of its first key;
+//   starts   each bucket's first position, written by the position of its first key (every
+//            start at the end, no bucket to sort, where the window held every differing
+//            bit); the same kernel brings the keys out of the frame, back to the caller's
+//            arrays where CUB left them in its second buffer;
 //   buckets  the segmented sort of the buckets, on every bit (not stable: values of equal
 //            keys may change places).
-// Where the window holds every differing bit (keys that share their high bits: small
-// integers, timestamps), the split sorts them alone; keys all equal are sorted already.
 #pragma once
 
 #include <cub/device/device_radix_sort.cuh>
@@ -22,6 +26,8 @@
 
 #include "gpusort/detail/core/entry.hpp"  // align_workspace
 #include "gpusort/detail/core/types.hpp"
+#include "gpusort/detail/device/launch.cuh"  // resident_blocks
+#include "gpusort/detail/index_math/approx.hpp"  // from_ordered
 #include "gpusort/detail/index_math/radix.hpp"
 #include "gpusort/detail/index_math/segments.hpp"
 #include "gpusort/key_traits.hpp"
@@ -44,58 +50,100 @@ struct bitwise_or {
   __device__ std::uint64_t operator()(std::uint64_t a, std::uint64_t b) const { return a | b; }
 };
 
-// A key's bucket, counted along the output: descending, from the window's top value down.
+// The frame's two words in the workspace: the differing bits (the reduction's) and the common
+// prefix (the frame kernel's; read only where the shift is not 0).
+struct frame_words {
+  std::uint64_t differing, prefix;
+};
+
+// Each key as the key whose code is its framed code (CUB reads a signed key's bits with the
+// sign flipped, as its code has it). Nothing to do, and no key read, where the shift is 0.
 template <class K>
-__device__ std::uint64_t bucket_along(K k, im::msd_window w, bool descending) {
-  const std::uint64_t b = im::msd_bucket(key_traits<K>::ordered(k), w);
-  return descending ? ((std::uint64_t{1} << w.bits) - 1) - b : b;
+__global__ void frame_keys_kernel(K* keys, std::uint64_t n, frame_words* frame) {
+  const int shift = im::msd_shift(frame->differing);
+  if (shift == 0) return;
+  const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += stride) {
+    const std::uint64_t code = key_traits<K>::ordered(keys[i]);
+    if (i == 0) frame->prefix = im::msd_prefix(code, shift);
+    keys[i] = im::from_ordered<K>(im::to_frame(code, shift));
+  }
+}
+
+template <class K>
+__device__ K out_of_frame(K framed, int shift, std::uint64_t prefix) {
+  return im::from_ordered<K>(im::from_frame(key_traits<K>::ordered(framed), shift, prefix));
+}
+
+// The keys out of the frame in place, where CUB left the split in the caller's array.
+template <class K>
+__global__ void unframe_keys_kernel(K* keys, std::uint64_t n, const frame_words* frame) {
+  const int shift = im::msd_shift(frame->differing);
+  if (shift == 0) return;
+  const std::uint64_t prefix = frame->prefix;
+  const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += stride)
+    keys[i] = out_of_frame(keys[i], shift, prefix);
+}
+
+// A framed key's bucket, counted along the output: descending, from the top bucket down.
+template <class K>
+__device__ std::uint64_t bucket_along(K framed, int bits, bool descending) {
+  const std::uint64_t b = im::framed_bucket(key_traits<K>::ordered(framed), bits);
+  return descending ? ((std::uint64_t{1} << bits) - 1) - b : b;
 }
 
 // starts[b] = the first position of bucket b in the split keys, starts[buckets] = n: the
 // thread of a bucket's first key writes it and the empty buckets before it (the last key's
-// thread also those after it), so each start is written once. Position i's share, its key
-// read already.
-template <class K>
-__device__ void write_bucket_starts(const K* split, K key, std::uint64_t i, std::uint64_t n,
-                                    im::msd_window w, bool descending, std::uint32_t* starts) {
-  const std::uint64_t bucket = bucket_along(key, w, descending);
-  const std::uint64_t previous = i ? bucket_along(split[i - 1], w, descending) : 0;
+// thread also those after it), so each start is written once; every one is n (no bucket to
+// sort) where the split sorted the keys alone. With `back`, each thread also writes its key
+// out of the frame (and its value) there: CUB's odd number of digit passes leaves the split
+// in the second buffer, and this read of it is the copy's.
+template <class K, class V>
+__global__ void bucket_starts_kernel(const K* split, const V* split_values, std::uint64_t n,
+                                     int bits, bool descending, const frame_words* frame,
+                                     std::uint32_t* starts, K* back, V* back_values) {
+  const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= n) return;
+  const std::uint64_t differing = frame->differing;
+  const K key = split[i];
+  if (back) {
+    const int shift = im::msd_shift(differing);
+    back[i] = shift == 0 ? key : out_of_frame(key, shift, frame->prefix);
+    if constexpr (!std::is_same_v<V, no_value>) back_values[i] = split_values[i];
+  }
+  const auto at = static_cast<std::uint32_t>(im::window_holds_all(differing, bits) ? n : i);
+  const std::uint64_t bucket = bucket_along(key, bits, descending);
+  const std::uint64_t previous = i ? bucket_along(split[i - 1], bits, descending) : 0;
   const im::bucket_range here = im::buckets_starting_at(i, previous, bucket);
-  for (std::uint64_t b = here.first; b < here.last; ++b) starts[b] = static_cast<std::uint32_t>(i);
+  for (std::uint64_t b = here.first; b < here.last; ++b) starts[b] = at;
   if (i + 1 < n) return;
-  const im::bucket_range tail = im::buckets_after_last(bucket, std::uint64_t{1} << w.bits);
+  const im::bucket_range tail = im::buckets_after_last(bucket, std::uint64_t{1} << bits);
   for (std::uint64_t b = tail.first; b < tail.last; ++b) starts[b] = static_cast<std::uint32_t>(n);
 }
 
-// The buckets' starts; with `back`, each thread also copies its key (and value) there: CUB's
-// odd number of digit passes leaves the split in the second buffer, and this read of it is
-// the copy's.
-template <class K, class V>
-__global__ void bucket_starts_kernel(const K* split, const V* split_values, std::uint64_t n,
-                                     im::msd_window w, bool descending, std::uint32_t* starts,
-                                     K* back, V* back_values) {
-  const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-  if (i >= n) return;
-  const K key = split[i];
-  if (back) {
-    back[i] = key;
-    if constexpr (!std::is_same_v<V, no_value>) back_values[i] = split_values[i];
-  }
-  write_bucket_starts(split, key, i, n, w, descending, starts);
+// A grid-stride kernel's blocks of 256 threads: as many as the device holds at once.
+template <class Kernel>
+cudaError_t resident_grid(Kernel kernel, std::uint64_t n, unsigned& blocks) {
+  cudaError_t e = resident_blocks(kernel, 256, 0, blocks);
+  blocks = static_cast<unsigned>(std::min<std::uint64_t>(blocks, (n + 255) / 256));
+  return e;
 }
 
 // The workspace: [the split's second key buffer | its second value buffer (pairs) | bucket
-// starts | the window's word | the reduction's, CUB's and the segmented sort's own bytes,
+// starts | the frame's words | the reduction's, CUB's and the segmented sort's own bytes,
 // which run one after another].
 struct layout {
-  std::size_t values_at, starts_at, word_at, rest_at, total;
+  std::size_t values_at, starts_at, frame_at, rest_at, total;
   layout(std::uint64_t n, std::size_t key_bytes, std::size_t value_bytes, int bits,
          std::size_t rest_bytes)
       : values_at(align_workspace(key_bytes * n)),
         starts_at(values_at + align_workspace(value_bytes * n)),
-        word_at(starts_at +
-                align_workspace(sizeof(std::uint32_t) * ((std::uint64_t{1} << bits) + 1))),
-        rest_at(word_at + align_workspace(sizeof(std::uint64_t))),
+        frame_at(starts_at +
+                 align_workspace(sizeof(std::uint32_t) * ((std::uint64_t{1} << bits) + 1))),
+        rest_at(frame_at + align_workspace(sizeof(frame_words))),
         total(rest_at + rest_bytes) {}
 };
 
@@ -103,8 +151,9 @@ struct layout {
 
 // Sorts keys (n of them, 2 <= n < 2^32), and values with them (V = no_value: keys alone), in
 // CUB's convention: temp == nullptr writes the bytes needed. `bits` is the split's window
-// (msd_split_bits(n)). sort_buckets(temp, temp_bytes, keys, values, n, segment_list,
-// descending, stream) is the segmented sort (the library's, src/segmented_<key>.cu).
+// (msd_split_bits(n), 1 to 63). sort_buckets(temp, temp_bytes, keys, values, n,
+// segment_list, descending, stream) is the segmented sort (the library's,
+// src/segmented_<key>.cu). Never waits for the device: it can be captured into a graph.
 template <class K, class V, class SortBuckets>
 cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                            std::uint64_t n, int bits, bool descending, SortBuckets sort_buckets,
@@ -114,7 +163,7 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   constexpr bool pairs = !std::is_same_v<V, no_value>;
   constexpr std::size_t value_bytes = pairs ? sizeof(V) : 0;
   const auto count = static_cast<std::uint32_t>(n);
-  std::uint64_t* word = nullptr;
+  ms::frame_words* frame = nullptr;
   std::uint32_t* starts = nullptr;
   K* second_keys = nullptr;
   V* second_values = nullptr;
@@ -125,15 +174,16 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
     second_keys = reinterpret_cast<K*>(base);
     if constexpr (pairs) second_values = reinterpret_cast<V*>(base + at.values_at);
     starts = reinterpret_cast<std::uint32_t*>(base + at.starts_at);
-    word = reinterpret_cast<std::uint64_t*>(base + at.word_at);
+    frame = reinterpret_cast<ms::frame_words*>(base + at.frame_at);
     rest = base + at.rest_at;
   }
+  std::uint64_t* differing = frame ? &frame->differing : nullptr;
   const ms::differs_from_first<K> differs{keys};
   cub::DoubleBuffer<K> split_keys(keys, second_keys);
   cub::DoubleBuffer<V> split_values(values, second_values);
-  // CUB's split on bits [low, high), in the order asked; CUB reads a signed key's bits with
-  // the sign flipped, as its ordered bits are.
-  const auto split = [&](void* t, std::size_t& b, int low, int high) {
+  // CUB's split on the framed codes' top bits, in the order asked.
+  const auto split = [&](void* t, std::size_t& b) {
+    const int low = 64 - bits, high = 64;
     if constexpr (pairs)
       return descending ? cub::DeviceRadixSort::SortPairsDescending(t, b, split_keys, split_values,
                                                                     count, low, high, stream)
@@ -150,10 +200,10 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
                                 std::uint64_t{1} << bits, 0, 4};
   if (!temp) segs.begin = segs.end = keys ? static_cast<const void*>(keys) : &segs;
   std::size_t reduce_bytes = 0, split_bytes = 0, bucket_bytes = 0;
-  cudaError_t e = cub::DeviceReduce::TransformReduce(nullptr, reduce_bytes, keys, word, n,
+  cudaError_t e = cub::DeviceReduce::TransformReduce(nullptr, reduce_bytes, keys, differing, n,
                                                      ms::bitwise_or{}, differs, std::uint64_t{0},
                                                      stream);
-  if (e == cudaSuccess) e = split(nullptr, split_bytes, 0, bits);
+  if (e == cudaSuccess) e = split(nullptr, split_bytes);
   if (e == cudaSuccess)
     e = sort_buckets(nullptr, bucket_bytes, keys, values, n, segs, descending, stream);
   if (e != cudaSuccess) return e;
@@ -165,38 +215,27 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   }
   if (temp_bytes < at.total) return cudaErrorInvalidValue;
 
+  unsigned frame_blocks = 0, unframe_blocks = 0;
+  e = ms::resident_grid(ms::frame_keys_kernel<K>, n, frame_blocks);
+  if (e == cudaSuccess) e = ms::resident_grid(ms::unframe_keys_kernel<K>, n, unframe_blocks);
   std::size_t bytes = rest_bytes;
-  e = cub::DeviceReduce::TransformReduce(rest, bytes, keys, word, n, ms::bitwise_or{}, differs,
-                                         std::uint64_t{0}, stream);
-  std::uint64_t differing = 0;
   if (e == cudaSuccess)
-    e = cudaMemcpyAsync(&differing, word, sizeof differing, cudaMemcpyDeviceToHost, stream);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    e = cub::DeviceReduce::TransformReduce(rest, bytes, keys, differing, n, ms::bitwise_or{},
+                                           differs, std::uint64_t{0}, stream);
   if (e != cudaSuccess) return e;
-  const index_math::msd_window w = index_math::msd_window_for(differing, bits);
-  if (w.bits == 0) return cudaSuccess;  // every key the same: sorted already
+  ms::frame_keys_kernel<<<frame_blocks, 256, 0, stream>>>(keys, n, frame);
+  e = cudaGetLastError();
   bytes = rest_bytes;
-  e = split(rest, bytes, w.low_bit, w.low_bit + w.bits);
+  if (e == cudaSuccess) e = split(rest, bytes);
   if (e != cudaSuccess) return e;
   const bool moved = split_keys.Current() != keys;
-  if (w.low_bit > 0) {  // bits below the window remain: the buckets, back in the caller's arrays
-    ms::bucket_starts_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
-        split_keys.Current(), split_values.Current(), n, w, descending, starts,
-        moved ? keys : nullptr, moved ? values : nullptr);
-    e = cudaGetLastError();
-    segs.count = std::uint64_t{1} << w.bits;
-    bytes = rest_bytes;
-    if (e == cudaSuccess)
-      e = sort_buckets(rest, bytes, keys, values, n, segs, descending, stream);
-    return e;
-  }
-  if (moved)  // the split sorted them alone
-    e = cudaMemcpyAsync(keys, split_keys.Current(), sizeof(K) * n, cudaMemcpyDeviceToDevice,
-                        stream);
-  if constexpr (pairs)
-    if (e == cudaSuccess && moved)
-      e = cudaMemcpyAsync(values, split_values.Current(), sizeof(V) * n,
-                          cudaMemcpyDeviceToDevice, stream);
+  ms::bucket_starts_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+      split_keys.Current(), split_values.Current(), n, bits, descending, frame, starts,
+      moved ? keys : nullptr, moved ? values : nullptr);
+  if (!moved) ms::unframe_keys_kernel<<<unframe_blocks, 256, 0, stream>>>(keys, n, frame);
+  e = cudaGetLastError();
+  bytes = rest_bytes;
+  if (e == cudaSuccess) e = sort_buckets(rest, bytes, keys, values, n, segs, descending, stream);
   return e;
 }
 

@@ -25,27 +25,53 @@ GPUSORT_HD constexpr unsigned radix_digit(U ordered, int pass, int digit_bits, b
 }
 
 // A most-significant-digit split (issue 77's hybrid for 8-byte keys, docs/notes-radix-sort.md):
-// the keys sorted by the bits [low_bit, low_bit + bits) of their ordered codes, every key
-// sharing the bits above, fall into 2^bits buckets in order, each then sorted on its own.
+// the keys sorted by the top bits of their codes framed (below), fall into 2^bits buckets in
+// order, each then sorted on its own.
 
-// The window of `bits` bits under the highest bit where any two codes differ, given the OR
-// of every code XOR one of them (`differing`): its lowest bit (0 when the differing bits fit
-// in `bits`), and how wide it is (0 when every code is the same).
-struct msd_window {
-  int low_bit = 0, bits = 0;
-};
-GPUSORT_HD constexpr msd_window msd_window_for(std::uint64_t differing, int bits) {
-  int top = 0;  // bits up to the highest differing one
-  while (top < 64 && (differing >> top) != 0) ++top;
-  return top > bits ? msd_window{top - bits, bits} : msd_window{0, top};
+// Leading and trailing zero bits of a word (64 for 0), in six steps on host and device.
+GPUSORT_HD constexpr int leading_zero_bits(std::uint64_t x) {
+  if (x == 0) return 64;
+  int zeros = 0;
+  for (int step = 32; step > 0; step /= 2)
+    if ((x >> (64 - step)) == 0) zeros += step, x <<= step;
+  return zeros;
+}
+GPUSORT_HD constexpr int trailing_zero_bits(std::uint64_t x) {
+  if (x == 0) return 64;
+  int zeros = 0;
+  for (int step = 32; step > 0; step /= 2)
+    if ((x << (64 - step)) == 0) zeros += step, x >>= step;
+  return zeros;
 }
 
-// The bucket of an ordered code in the window.
-GPUSORT_HD constexpr std::uint64_t msd_bucket(std::uint64_t ordered, msd_window w) {
-  return w.bits == 0 ? 0 : (ordered >> w.low_bit) & ((std::uint64_t{1} << w.bits) - 1);
+// The frame: given the OR of every code XOR one of them (`differing`), the codes' common
+// prefix shifted out, so that the highest bit where any two differ is bit 63 and the split's
+// window is always the top `bits` bits, which CUB can be told before any key is read. The
+// shift keeps the codes' order; 0 (nothing to do) where the top bit differs or none does.
+GPUSORT_HD constexpr int msd_shift(std::uint64_t differing) {
+  return differing == 0 ? 0 : leading_zero_bits(differing);
+}
+// The prefix every code shares above the differing bits, in place (any code gives it).
+GPUSORT_HD constexpr std::uint64_t msd_prefix(std::uint64_t code, int shift) {
+  return shift == 0 ? 0 : code & (~std::uint64_t{0} << (64 - shift));
+}
+GPUSORT_HD constexpr std::uint64_t to_frame(std::uint64_t code, int shift) {
+  return code << shift;
+}
+GPUSORT_HD constexpr std::uint64_t from_frame(std::uint64_t framed, int shift,
+                                              std::uint64_t prefix) {
+  return shift == 0 ? framed : (framed >> shift) | prefix;
+}
+// The bucket of a framed code: its top `bits` bits (1 to 63).
+GPUSORT_HD constexpr std::uint64_t framed_bucket(std::uint64_t framed, int bits) {
+  return framed >> (64 - bits);
+}
+// Whether the window holds every bit where codes differ: the split then sorts them alone.
+GPUSORT_HD constexpr bool window_holds_all(std::uint64_t differing, int bits) {
+  return differing == 0 || trailing_zero_bits(differing) + msd_shift(differing) >= 64 - bits;
 }
 
-// When automatic splits (options::wait_for_key_bits, 8-byte integer keys): from 2^24
+// When automatic splits (options::msd_split, 8-byte integer keys): from 2^24
 // keys up to CUB's 32-bit count. The window is log2(n) - 2 bits, 16 to 24: about 4 keys a
 // bucket, 16 where 24 bits cap it. On one H200 (1ccc890; u64, i64 and u64 + u32, uniform)
 // 2^24 keys split best at 22 bits (1.29-1.31x CUB's radix sort; 20 bits 1.22-1.25x), 2^26
