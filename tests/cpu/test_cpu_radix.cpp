@@ -43,21 +43,25 @@ TEST(RadixIndexMath, PassesAndDigits) {
 TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
   for (int b = 0; b < 64; ++b) {
     EXPECT_EQ(im::leading_zero_bits(std::uint64_t{1} << b), 63 - b);
-    EXPECT_EQ(im::trailing_zero_bits(std::uint64_t{1} << b), b);
     EXPECT_EQ(im::leading_zero_bits((std::uint64_t{1} << b) | 1), 63 - b);
-    EXPECT_EQ(im::trailing_zero_bits(~std::uint64_t{0} << b), b);
   }
-  static_assert(im::leading_zero_bits(0) == 64 && im::trailing_zero_bits(0) == 64);
+  static_assert(im::leading_zero_bits(0) == 64);
   EXPECT_EQ(im::msd_shift(0), 0);                                 // every code the same
   EXPECT_EQ(im::msd_shift(0x3ff), 54);                            // 10 bits: to the top
   EXPECT_EQ(im::msd_shift(~std::uint64_t{0}), 0);                 // the top bit differs
   EXPECT_EQ(im::msd_prefix(0xabcdef0123456789ull, 16), 0xabcd000000000000ull);
   EXPECT_EQ(im::framed_bucket(0xabcdef0123456789ull, 24), 0xabcdefu);
-  EXPECT_TRUE(im::window_holds_all(0, 24));
-  EXPECT_TRUE(im::window_holds_all(0x3ff, 10));
-  EXPECT_FALSE(im::window_holds_all(0x3ff, 9));
-  EXPECT_TRUE(im::window_holds_all(0xff00, 8));                   // bits 8 .. 15 alone
-  EXPECT_FALSE(im::window_holds_all(~std::uint64_t{0}, 63));
+  // Ranks in a bucket [2, 7) of codes 5 3 5 9 1: ties in split order, each place once.
+  const std::uint64_t codes5[] = {0, 0, 5, 3, 5, 9, 1};
+  const auto at = [&](std::uint64_t j) { return codes5[j]; };
+  for (const bool desc : {false, true}) {
+    std::vector<std::uint64_t> ranks;
+    for (std::uint64_t i = 2; i < 7; ++i)
+      ranks.push_back(im::rank_in_bucket(codes5[i], i, 2, 7, desc, at));
+    using ranks_t = std::vector<std::uint64_t>;
+    const ranks_t want = desc ? ranks_t{1, 3, 2, 0, 4} : ranks_t{2, 1, 3, 4, 0};
+    EXPECT_EQ(ranks, want);
+  }
   std::mt19937_64 rng(5);
   for (const std::uint64_t mask : {~std::uint64_t{0}, (std::uint64_t{1} << 40) - 1,
                                    std::uint64_t{0xff}, std::uint64_t{0}})
@@ -98,12 +102,13 @@ TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
     }
 }
 
-// The whole MSD split as detail/device/msd_split.cuh composes it, on the host: the OR of the
-// codes' differences, each key framed in place (as the key whose code is its framed code), a
-// stable sort by the window's bits, the buckets' starts by the index math (all at the end,
-// no bucket to sort, where the window holds every differing bit), the keys back out of the
-// frame, each bucket sorted on its own; against std::sort of 8-byte integer keys from every
-// distribution and of keys sharing their top bits.
+// The whole MSD split as detail/device/msd_split.cuh composes it, on the host, in both
+// orders: the OR of the codes' differences, each key framed in place (as the key whose code
+// is its framed code), a stable sort by the window's bits (buckets along the output), the
+// buckets' starts by the index math, the finish (keys out of the frame; in buckets of up to
+// msd_rank_max keys placed by their rank, larger ones left in place and listed where their
+// keys differ), the listed buckets sorted; against std::sort of 8-byte integer keys from
+// every distribution and of keys sharing their top bits.
 template <class K>
 void msd_split_sorts() {
   using traits = gpusort::key_traits<K>;
@@ -116,33 +121,49 @@ void msd_split_sorts() {
     for (K& k : inputs.back()) k = static_cast<K>((rng() & mask) | std::uint64_t{0x9b} << 52);
   }
   for (const std::vector<K>& input : inputs)
-    for (const int bits : {3, 12}) {
-      std::vector<K> keys = input, want = input;
-      std::sort(want.begin(), want.end());
-      std::uint64_t differing = 0;
-      for (K k : keys) differing |= traits::ordered(k) ^ traits::ordered(keys[0]);
-      const int shift = im::msd_shift(differing);
-      const std::uint64_t prefix = im::msd_prefix(traits::ordered(keys[0]), shift);
-      for (K& k : keys) k = im::from_ordered<K>(im::to_frame(traits::ordered(k), shift));
-      const auto bucket = [&](K k) { return im::framed_bucket(traits::ordered(k), bits); };
-      std::stable_sort(keys.begin(), keys.end(), [&](K a, K b) { return bucket(a) < bucket(b); });
-      const std::uint64_t n = keys.size(), buckets = std::uint64_t{1} << bits;
-      const bool sorted = im::window_holds_all(differing, bits);
-      std::vector<std::uint64_t> start(buckets + 1);
-      for (std::uint64_t i = 0; i < n; ++i) {
-        const std::uint64_t b = bucket(keys[i]), previous = i ? bucket(keys[i - 1]) : 0;
-        const auto here = im::buckets_starting_at(i, previous, b);
-        for (std::uint64_t k = here.first; k < here.last; ++k) start[k] = sorted ? n : i;
-        if (i + 1 == n)
-          for (std::uint64_t k = b + 1; k < im::buckets_after_last(b, buckets).last; ++k)
-            start[k] = n;
+    for (const int bits : {3, 7, 12})
+      for (const bool desc : {false, true}) {
+        std::vector<K> split = input, want = input;
+        std::sort(want.begin(), want.end());
+        if (desc) std::reverse(want.begin(), want.end());
+        std::uint64_t differing = 0;
+        for (K k : split) differing |= traits::ordered(k) ^ traits::ordered(split[0]);
+        const int shift = im::msd_shift(differing);
+        const std::uint64_t prefix = im::msd_prefix(traits::ordered(split[0]), shift);
+        for (K& k : split) k = im::from_ordered<K>(im::to_frame(traits::ordered(k), shift));
+        const std::uint64_t n = split.size(), buckets = std::uint64_t{1} << bits;
+        const auto along = [&](K k) {
+          const std::uint64_t b = im::framed_bucket(traits::ordered(k), bits);
+          return desc ? buckets - 1 - b : b;
+        };
+        std::stable_sort(split.begin(), split.end(), [&](K a, K b) { return along(a) < along(b); });
+        std::vector<std::uint64_t> start(buckets + 1);
+        for (std::uint64_t i = 0; i < n; ++i) {
+          const std::uint64_t b = along(split[i]), previous = i ? along(split[i - 1]) : 0;
+          const auto here = im::buckets_starting_at(i, previous, b);
+          for (std::uint64_t k = here.first; k < here.last; ++k) start[k] = i;
+          if (i + 1 == n)
+            for (std::uint64_t k = b + 1; k < im::buckets_after_last(b, buckets).last; ++k)
+              start[k] = n;
+        }
+        const auto code_at = [&](std::uint64_t j) { return traits::ordered(split[j]); };
+        std::vector<K> keys(n);
+        std::vector<bool> listed(buckets, false);
+        for (std::uint64_t i = 0; i < n; ++i) {
+          const std::uint64_t b = along(split[i]), first = start[b], last = start[b + 1];
+          std::uint64_t to = i;
+          if (last - first <= im::msd_rank_max)
+            to = first + im::rank_in_bucket(code_at(i), i, first, last, desc, code_at);
+          else if (code_at(i) != code_at(first))
+            listed[b] = true;
+          keys[to] = im::from_ordered<K>(im::from_frame(code_at(i), shift, prefix));
+        }
+        for (std::uint64_t b = 0; b < buckets; ++b)
+          if (listed[b])
+            std::sort(keys.begin() + start[b], keys.begin() + start[b + 1],
+                      [&](K x, K y) { return desc ? y < x : x < y; });
+        ASSERT_EQ(keys, want) << "bits " << bits << " shift " << shift << " desc " << desc;
       }
-      for (K& k : keys)
-        k = im::from_ordered<K>(im::from_frame(traits::ordered(k), shift, prefix));
-      for (std::uint64_t k = 0; k < buckets; ++k)
-        std::sort(keys.begin() + start[k], keys.begin() + start[k + 1]);
-      ASSERT_EQ(keys, want) << "bits " << bits << " shift " << shift << " sorted " << sorted;
-    }
 }
 
 TEST(RadixIndexMath, MsdSplitThenBucketsSortsEveryDistribution) {

@@ -9,12 +9,13 @@
 //            is told before any key is read; keys whose top bit differs (wide keys) skip it;
 //   split    CUB's radix sort of the window's bits alone (ceil(bits / 8) digit passes), which
 //            leaves the keys in 2^bits buckets, in order;
-//   starts   each bucket's first position, written by the position of its first key (every
-//            start at the end, no bucket to sort, where the window held every differing
-//            bit); the same kernel brings the keys out of the frame, back to the caller's
-//            arrays where CUB left them in its second buffer;
-//   buckets  the segmented sort of the buckets, on every bit (not stable: values of equal
-//            keys may change places).
+//   starts   each bucket's first position, written by the position of its first key;
+//   finish   each key of a bucket of up to msd_rank_max keys ranked against its bucket and
+//            written to its place in the caller's arrays, out of the frame (one read and one
+//            write of the keys for most buckets); keys of larger buckets copied to the same
+//            place, and their bucket listed where its keys are not all equal;
+//   buckets  the segmented sort of the listed buckets (not stable: values of equal keys
+//            may change places).
 #pragma once
 
 #include <cub/device/device_radix_sort.cuh>
@@ -71,23 +72,6 @@ __global__ void frame_keys_kernel(K* keys, std::uint64_t n, frame_words* frame) 
   }
 }
 
-template <class K>
-__device__ K out_of_frame(K framed, int shift, std::uint64_t prefix) {
-  return im::from_ordered<K>(im::from_frame(key_traits<K>::ordered(framed), shift, prefix));
-}
-
-// The keys out of the frame in place, where CUB left the split in the caller's array.
-template <class K>
-__global__ void unframe_keys_kernel(K* keys, std::uint64_t n, const frame_words* frame) {
-  const int shift = im::msd_shift(frame->differing);
-  if (shift == 0) return;
-  const std::uint64_t prefix = frame->prefix;
-  const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
-       i += stride)
-    keys[i] = out_of_frame(keys[i], shift, prefix);
-}
-
 // A framed key's bucket, counted along the output: descending, from the top bucket down.
 template <class K>
 __device__ std::uint64_t bucket_along(K framed, int bits, bool descending) {
@@ -97,31 +81,54 @@ __device__ std::uint64_t bucket_along(K framed, int bits, bool descending) {
 
 // starts[b] = the first position of bucket b in the split keys, starts[buckets] = n: the
 // thread of a bucket's first key writes it and the empty buckets before it (the last key's
-// thread also those after it), so each start is written once; every one is n (no bucket to
-// sort) where the split sorted the keys alone. With `back`, each thread also writes its key
-// out of the frame (and its value) there: CUB's odd number of digit passes leaves the split
-// in the second buffer, and this read of it is the copy's.
-template <class K, class V>
-__global__ void bucket_starts_kernel(const K* split, const V* split_values, std::uint64_t n,
-                                     int bits, bool descending, const frame_words* frame,
-                                     std::uint32_t* starts, K* back, V* back_values) {
+// thread also those after it), so each start is written once. ends[b] = starts[b] (no
+// bucket listed for the segmented sort, until the finish lists one).
+template <class K>
+__global__ void bucket_starts_kernel(const K* split, std::uint64_t n, int bits,
+                                     bool descending, std::uint32_t* starts,
+                                     std::uint32_t* ends) {
   const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
-  const std::uint64_t differing = frame->differing;
-  const K key = split[i];
-  if (back) {
-    const int shift = im::msd_shift(differing);
-    back[i] = shift == 0 ? key : out_of_frame(key, shift, frame->prefix);
-    if constexpr (!std::is_same_v<V, no_value>) back_values[i] = split_values[i];
-  }
-  const auto at = static_cast<std::uint32_t>(im::window_holds_all(differing, bits) ? n : i);
-  const std::uint64_t bucket = bucket_along(key, bits, descending);
+  const std::uint64_t bucket = bucket_along(split[i], bits, descending);
   const std::uint64_t previous = i ? bucket_along(split[i - 1], bits, descending) : 0;
   const im::bucket_range here = im::buckets_starting_at(i, previous, bucket);
-  for (std::uint64_t b = here.first; b < here.last; ++b) starts[b] = at;
+  for (std::uint64_t b = here.first; b < here.last; ++b)
+    starts[b] = ends[b] = static_cast<std::uint32_t>(i);
   if (i + 1 < n) return;
-  const im::bucket_range tail = im::buckets_after_last(bucket, std::uint64_t{1} << bits);
-  for (std::uint64_t b = tail.first; b < tail.last; ++b) starts[b] = static_cast<std::uint32_t>(n);
+  const std::uint64_t buckets = std::uint64_t{1} << bits;
+  const im::bucket_range tail = im::buckets_after_last(bucket, buckets);
+  for (std::uint64_t b = tail.first; b < tail.last; ++b) {
+    starts[b] = static_cast<std::uint32_t>(n);
+    if (b < buckets) ends[b] = static_cast<std::uint32_t>(n);
+  }
+}
+
+// Each key (and value) of the split to its place in the caller's arrays, out of the frame:
+// in a bucket of up to msd_rank_max keys, the bucket's first position plus its rank there;
+// in a larger one, its own position, the bucket listed for the segmented sort (ends[b])
+// where the key differs from the bucket's first.
+template <class K, class V>
+__global__ void finish_buckets_kernel(const K* split, const V* split_values, std::uint64_t n,
+                                      int bits, bool descending, const frame_words* frame,
+                                      const std::uint32_t* starts, std::uint32_t* ends,
+                                      K* keys, V* values) {
+  const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= n) return;
+  const int shift = im::msd_shift(frame->differing);
+  const K key = split[i];
+  const std::uint64_t code = key_traits<K>::ordered(key);
+  const std::uint64_t b = bucket_along(key, bits, descending);
+  const std::uint64_t first = starts[b], last = starts[b + 1];
+  std::uint64_t to = i;
+  if (last - first <= im::msd_rank_max)
+    to = first + im::rank_in_bucket(code, i, first, last, descending, [&](std::uint64_t j) {
+           return key_traits<K>::ordered(split[j]);
+         });
+  else if (code != key_traits<K>::ordered(split[first]))
+    ends[b] = static_cast<std::uint32_t>(last);
+  keys[to] = shift == 0 ? key
+                        : im::from_ordered<K>(im::from_frame(code, shift, frame->prefix));
+  if constexpr (!std::is_same_v<V, no_value>) values[to] = split_values[i];
 }
 
 // A grid-stride kernel's blocks of 256 threads: as many as the device holds at once.
@@ -133,16 +140,17 @@ cudaError_t resident_grid(Kernel kernel, std::uint64_t n, unsigned& blocks) {
 }
 
 // The workspace: [the split's second key buffer | its second value buffer (pairs) | bucket
-// starts | the frame's words | the reduction's, CUB's and the segmented sort's own bytes,
-// which run one after another].
+// starts | bucket ends | the frame's words | the reduction's, CUB's and the segmented sort's
+// own bytes, which run one after another].
 struct layout {
-  std::size_t values_at, starts_at, frame_at, rest_at, total;
+  std::size_t values_at, starts_at, ends_at, frame_at, rest_at, total;
   layout(std::uint64_t n, std::size_t key_bytes, std::size_t value_bytes, int bits,
          std::size_t rest_bytes)
       : values_at(align_workspace(key_bytes * n)),
         starts_at(values_at + align_workspace(value_bytes * n)),
-        frame_at(starts_at +
-                 align_workspace(sizeof(std::uint32_t) * ((std::uint64_t{1} << bits) + 1))),
+        ends_at(starts_at +
+                align_workspace(sizeof(std::uint32_t) * ((std::uint64_t{1} << bits) + 1))),
+        frame_at(ends_at + align_workspace(sizeof(std::uint32_t) * (std::uint64_t{1} << bits))),
         rest_at(frame_at + align_workspace(sizeof(frame_words))),
         total(rest_at + rest_bytes) {}
 };
@@ -164,7 +172,7 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   constexpr std::size_t value_bytes = pairs ? sizeof(V) : 0;
   const auto count = static_cast<std::uint32_t>(n);
   ms::frame_words* frame = nullptr;
-  std::uint32_t* starts = nullptr;
+  std::uint32_t *starts = nullptr, *ends = nullptr;
   K* second_keys = nullptr;
   V* second_values = nullptr;
   void* rest = nullptr;
@@ -174,6 +182,7 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
     second_keys = reinterpret_cast<K*>(base);
     if constexpr (pairs) second_values = reinterpret_cast<V*>(base + at.values_at);
     starts = reinterpret_cast<std::uint32_t*>(base + at.starts_at);
+    ends = reinterpret_cast<std::uint32_t*>(base + at.ends_at);
     frame = reinterpret_cast<ms::frame_words*>(base + at.frame_at);
     rest = base + at.rest_at;
   }
@@ -195,9 +204,9 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
                         : cub::DeviceRadixSort::SortKeys(t, b, split_keys, count, low, high,
                                                          stream);
   };
-  // Any non-null address marks the buckets as segmented; the query reads no offsets.
-  index_math::segment_list segs{starts, starts ? starts + 1 : nullptr,
-                                std::uint64_t{1} << bits, 0, 4};
+  // The buckets the finish lists; any non-null address marks them as segmented for the
+  // query, which reads no offsets.
+  index_math::segment_list segs{starts, ends, std::uint64_t{1} << bits, 0, 4};
   if (!temp) segs.begin = segs.end = keys ? static_cast<const void*>(keys) : &segs;
   std::size_t reduce_bytes = 0, split_bytes = 0, bucket_bytes = 0;
   cudaError_t e = cub::DeviceReduce::TransformReduce(nullptr, reduce_bytes, keys, differing, n,
@@ -215,9 +224,8 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   }
   if (temp_bytes < at.total) return cudaErrorInvalidValue;
 
-  unsigned frame_blocks = 0, unframe_blocks = 0;
+  unsigned frame_blocks = 0;
   e = ms::resident_grid(ms::frame_keys_kernel<K>, n, frame_blocks);
-  if (e == cudaSuccess) e = ms::resident_grid(ms::unframe_keys_kernel<K>, n, unframe_blocks);
   std::size_t bytes = rest_bytes;
   if (e == cudaSuccess)
     e = cub::DeviceReduce::TransformReduce(rest, bytes, keys, differing, n, ms::bitwise_or{},
@@ -227,12 +235,20 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   e = cudaGetLastError();
   bytes = rest_bytes;
   if (e == cudaSuccess) e = split(rest, bytes);
+  // The finish reads the split and writes the caller's arrays: an even number of digit
+  // passes (16 bits or fewer) left the split in them, so it moves to the second buffers.
+  if (e == cudaSuccess && split_keys.Current() == keys)
+    e = cudaMemcpyAsync(second_keys, keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, stream);
+  if constexpr (pairs)
+    if (e == cudaSuccess && split_values.Current() == values)
+      e = cudaMemcpyAsync(second_values, values, sizeof(V) * n, cudaMemcpyDeviceToDevice,
+                          stream);
   if (e != cudaSuccess) return e;
-  const bool moved = split_keys.Current() != keys;
-  ms::bucket_starts_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
-      split_keys.Current(), split_values.Current(), n, bits, descending, frame, starts,
-      moved ? keys : nullptr, moved ? values : nullptr);
-  if (!moved) ms::unframe_keys_kernel<<<unframe_blocks, 256, 0, stream>>>(keys, n, frame);
+  const auto blocks = static_cast<unsigned>((n + 255) / 256);
+  ms::bucket_starts_kernel<<<blocks, 256, 0, stream>>>(second_keys, n, bits, descending,
+                                                        starts, ends);
+  ms::finish_buckets_kernel<<<blocks, 256, 0, stream>>>(
+      second_keys, second_values, n, bits, descending, frame, starts, ends, keys, values);
   e = cudaGetLastError();
   bytes = rest_bytes;
   if (e == cudaSuccess) e = sort_buckets(rest, bytes, keys, values, n, segs, descending, stream);

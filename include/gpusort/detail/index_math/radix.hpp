@@ -28,19 +28,12 @@ GPUSORT_HD constexpr unsigned radix_digit(U ordered, int pass, int digit_bits, b
 // the keys sorted by the top bits of their codes framed (below), fall into 2^bits buckets in
 // order, each then sorted on its own.
 
-// Leading and trailing zero bits of a word (64 for 0), in six steps on host and device.
+// Leading zero bits of a word (64 for 0), in six steps on host and device.
 GPUSORT_HD constexpr int leading_zero_bits(std::uint64_t x) {
   if (x == 0) return 64;
   int zeros = 0;
   for (int step = 32; step > 0; step /= 2)
     if ((x >> (64 - step)) == 0) zeros += step, x <<= step;
-  return zeros;
-}
-GPUSORT_HD constexpr int trailing_zero_bits(std::uint64_t x) {
-  if (x == 0) return 64;
-  int zeros = 0;
-  for (int step = 32; step > 0; step /= 2)
-    if ((x << (64 - step)) == 0) zeros += step, x >>= step;
   return zeros;
 }
 
@@ -66,9 +59,24 @@ GPUSORT_HD constexpr std::uint64_t from_frame(std::uint64_t framed, int shift,
 GPUSORT_HD constexpr std::uint64_t framed_bucket(std::uint64_t framed, int bits) {
   return framed >> (64 - bits);
 }
-// Whether the window holds every bit where codes differ: the split then sorts them alone.
-GPUSORT_HD constexpr bool window_holds_all(std::uint64_t differing, int bits) {
-  return differing == 0 || trailing_zero_bits(differing) + msd_shift(differing) >= 64 - bits;
+// The buckets the split's finish sorts by ranking each key against its bucket (a read of
+// each key of it, cached): up to 64 keys, where that costs less than listing the bucket for
+// the segmented sort. The split's window holds about 4-16 keys a bucket.
+inline constexpr std::uint64_t msd_rank_max = 64;
+
+// A key's place in its bucket [first, last) of the split (its code and position i given;
+// code_at(j) the code at position j): the keys that come before it in the order asked, and
+// the equal ones before it in the split, so that each position is taken once.
+template <class CodeAt>
+GPUSORT_HD constexpr std::uint64_t rank_in_bucket(std::uint64_t code, std::uint64_t i,
+                                                  std::uint64_t first, std::uint64_t last,
+                                                  bool descending, CodeAt code_at) {
+  std::uint64_t rank = 0;
+  for (std::uint64_t j = first; j < last; ++j) {
+    const std::uint64_t c = code_at(j);
+    rank += (descending ? c > code : c < code) || (c == code && j < i);
+  }
+  return rank;
 }
 
 // When automatic splits (options::msd_split, 8-byte integer keys): from 2^24
