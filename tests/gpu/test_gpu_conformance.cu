@@ -242,7 +242,9 @@ TYPED_TEST(GpuConformance, AutomaticRadixSortPastTheMergeLimits) {
 // (nothing to sort), keys sharing their top bits whose differing bits fit the window (framed;
 // CUB's split sorts them alone), keys sharing their top bits and differing below the window
 // (framed, then buckets), wide keys (no frame; signed ones across zero), skewed and few
-// distinct keys (large buckets). Keys alone, and with 4- and 8-byte values: every value on
+// distinct keys (large buckets of equal keys: copied, not sorted), clusters (buckets of
+// about 1,000 different keys: the segmented sort's tiles) and half the keys in one bucket
+// (its long segments). Keys alone, and with 4- and 8-byte values: every value on
 // its key, and with .stable (no split) in stable order. Then inside graph capture (it never
 // waits): captured without running, sorted when launched.
 template <class K>
@@ -258,7 +260,16 @@ std::vector<K> split_case(int which, std::size_t n) {
     case 2: fill((std::uint64_t{1} << 40) - 1, std::uint64_t{0x9b} << 52); break;
     case 3: fill(~std::uint64_t{0}, 0); break;
     case 4: return tools::generate<K>(tools::distribution::zipf, n, n);
-    default: return tools::generate<K>(tools::distribution::few_unique, n, n);
+    case 5: return tools::generate<K>(tools::distribution::few_unique, n, n);
+    case 6: {  // clusters of about 1,000 different keys, each in one bucket
+      std::vector<std::uint64_t> tops(n / 1024);
+      for (std::uint64_t& t : tops) t = rng() << 40;
+      for (K& k : keys) k = static_cast<K>(tops[rng() % tops.size()] | (rng() >> 24));
+      break;
+    }
+    default:  // wide keys, every other one in a single bucket of different keys
+      for (std::size_t i = 0; i < n; ++i)
+        keys[i] = static_cast<K>(i % 2 ? rng() : (std::uint64_t{0x5a5a5a} << 40) | (rng() >> 24));
   }
   return keys;
 }
@@ -271,7 +282,7 @@ void check_split_sorts() {
   const auto index64 = [](std::size_t i) { return std::uint64_t(i); };
   for (const std::size_t n : {(std::size_t{1} << 24) + 17, (std::size_t{1} << 25) + 3}) {
     ASSERT_TRUE(gpusort::detail::index_math::msd_split_applies(n));
-    for (int which = 0; which < 6; ++which) {
+    for (int which = 0; which < 8; ++which) {
       if (n > (std::size_t{1} << 25) && which != 2 && which != 3) continue;
       reference_for<K> ref(split_case<K>(which, n));
       for (const bool desc : {false, true}) {
