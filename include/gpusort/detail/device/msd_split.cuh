@@ -28,6 +28,7 @@
 #include "gpusort/detail/core/entry.hpp"  // align_workspace
 #include "gpusort/detail/core/types.hpp"
 #include "gpusort/detail/device/launch.cuh"  // resident_blocks
+#include "gpusort/detail/device/radix_policy.cuh"
 #include "gpusort/detail/index_math/approx.hpp"  // from_ordered
 #include "gpusort/detail/index_math/radix.hpp"
 #include "gpusort/detail/index_math/segments.hpp"
@@ -188,21 +189,21 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   }
   std::uint64_t* differing = frame ? &frame->differing : nullptr;
   const ms::differs_from_first<K> differs{keys};
+  // CUB's split on the framed codes' top bits, in the order asked, under automatic's tuning
+  // of CUB's onesweep (radix_policy.cuh: u64 keys alone take sm_90's 256 x 40).
+  using CV = std::conditional_t<pairs, V, cub::NullType>;
   cub::DoubleBuffer<K> split_keys(keys, second_keys);
-  cub::DoubleBuffer<V> split_values(values, second_values);
-  // CUB's split on the framed codes' top bits, in the order asked.
+  cub::DoubleBuffer<CV> split_values(reinterpret_cast<CV*>(values),
+                                     reinterpret_cast<CV*>(second_values));
   const auto split = [&](void* t, std::size_t& b) {
-    const int low = 64 - bits, high = 64;
-    if constexpr (pairs)
-      return descending ? cub::DeviceRadixSort::SortPairsDescending(t, b, split_keys, split_values,
-                                                                    count, low, high, stream)
-                        : cub::DeviceRadixSort::SortPairs(t, b, split_keys, split_values, count,
-                                                          low, high, stream);
-    else
-      return descending ? cub::DeviceRadixSort::SortKeysDescending(t, b, split_keys, count, low,
-                                                                   high, stream)
-                        : cub::DeviceRadixSort::SortKeys(t, b, split_keys, count, low, high,
-                                                         stream);
+    const auto dispatch = [&]<cub::SortOrder Order>() {
+      using hub = radix::policy_hub<K, CV, std::uint32_t>;
+      return cub::DispatchRadixSort<Order, K, CV, std::uint32_t,
+                                    cub::detail::identity_decomposer_t, hub>::
+          Dispatch(t, b, split_keys, split_values, count, 64 - bits, 64, true, stream);
+    };
+    return descending ? dispatch.template operator()<cub::SortOrder::Descending>()
+                      : dispatch.template operator()<cub::SortOrder::Ascending>();
   };
   // The buckets the finish lists; any non-null address marks them as segmented for the
   // query, which reads no offsets.
@@ -240,7 +241,7 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   if (e == cudaSuccess && split_keys.Current() == keys)
     e = cudaMemcpyAsync(second_keys, keys, sizeof(K) * n, cudaMemcpyDeviceToDevice, stream);
   if constexpr (pairs)
-    if (e == cudaSuccess && split_values.Current() == values)
+    if (e == cudaSuccess && split_values.Current() == reinterpret_cast<CV*>(values))
       e = cudaMemcpyAsync(second_values, values, sizeof(V) * n, cudaMemcpyDeviceToDevice,
                           stream);
   if (e != cudaSuccess) return e;
