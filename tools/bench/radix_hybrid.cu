@@ -10,7 +10,7 @@
 // Rows: cub_radix, automatic, automatic_split (the library's call with msd_split, its window
 // msd_split_bits(n)), msd_split at each --bits (the split itself with that window, for the
 // sweep that sets msd_split_bits; 16 bits takes two digit passes, which leave the split in
-// the caller's array, the other case of its copy back).
+// the caller's array, copied to the second buffer before the finish).
 // Each run starts from a pristine copy (not timed); CUDA events, one warm-up, the median of
 // --reps; the workspace each asks for. Every output's keys are checked byte for byte against
 // CUB's; values (+u32: each key's input position) must sit beside their keys, each once (the
