@@ -226,9 +226,10 @@ cudaError_t lay_out(sort_plan& p, K* keys, V* values, std::uint64_t n, const opt
 }
 
 // The plan of a call. automatic (detail/core/automatic.hpp) takes its pick where the workspace
-// fits: at the query, in the device's free memory; at the sort, in the bytes given. Else the
-// in-place bitonic sort, so that a caller passing fewer bytes still gets a sorted array;
-// stable asks for the pick's workspace whatever the memory, and is refused fewer bytes.
+// fits: at the query, in the device's free memory; at the sort, in the bytes given. Else
+// (with options::msd_split, first the radix sort without the split) the in-place bitonic
+// sort, so that a caller passing fewer bytes still gets a sorted array; stable asks for the
+// pick's workspace whatever the memory, and is refused fewer bytes.
 template <class K, class V>
 cudaError_t make_plan(sort_plan& p, const void* temp, std::size_t temp_bytes, K* keys, V* values,
                       std::uint64_t n, const options& opt) {
@@ -250,9 +251,15 @@ cudaError_t make_plan(sort_plan& p, const void* temp, std::size_t temp_bytes, K*
   chosen.algo = pick;
   chosen.block_bits = 0;
   chosen.comparison_count = nullptr;
-  const cudaError_t e = lay_out(p, keys, values, n, chosen, true);
+  cudaError_t e = lay_out(p, keys, values, n, chosen, true);
   if (e != cudaSuccess || pick == algorithm::bitonic) return e;
-  const bool fits = workspace_available(temp, temp_bytes, p.total);
+  bool fits = workspace_available(temp, temp_bytes, p.total);
+  if (!fits && p.core.msd_split) {  // the MSD split's buckets do not fit: the radix sort
+    chosen.msd_split = false;
+    e = lay_out(p, keys, values, n, chosen, true);
+    if (e != cudaSuccess) return e;
+    fits = workspace_available(temp, temp_bytes, p.total);
+  }
   if (fits || (opt.stable && !temp)) return cudaSuccess;
   if (opt.stable && n >= 2) return cudaErrorInvalidValue;
   chosen.algo = algorithm::bitonic;

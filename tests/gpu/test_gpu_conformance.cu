@@ -297,6 +297,28 @@ void check_split_sorts() {
       }
     }
   }
+  {  // Given only the radix sort's workspace, the radix sort, which keeps few distinct keys'
+     // values in input order, where the in-place bitonic sort (the next fallback) would not.
+    const std::size_t n = (std::size_t{1} << 24) + 9;
+    const std::vector<K> input = split_case<K>(5, n);
+    std::vector<std::uint32_t> positions(n);
+    for (std::size_t i = 0; i < n; ++i) positions[i] = static_cast<std::uint32_t>(i);
+    guarded_buffer<K> d(input);
+    guarded_buffer<std::uint32_t> v(positions);
+    std::size_t radix_bytes = 0, split_bytes = 0;
+    CUDA_OK(gpusort::sort_pairs(nullptr, radix_bytes, d.data(), v.data(), n, gpusort::options{}));
+    CUDA_OK(gpusort::sort_pairs(nullptr, split_bytes, d.data(), v.data(), n, split.opt));
+    ASSERT_GT(split_bytes, radix_bytes);
+    poisoned_workspace temp(radix_bytes);
+    CUDA_OK(gpusort::sort_pairs(temp.ptr, radix_bytes, d.data(), v.data(), n, split.opt));
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<K> keys = d.to_host();
+    const std::vector<std::uint32_t> out = v.to_host();
+    ASSERT_TRUE(same_bits(keys, reference_sort(input)));
+    for (std::size_t i = 1; i < n; ++i)
+      if (keys[i] == keys[i - 1]) ASSERT_LT(out[i - 1], out[i]) << "not the radix sort at " << i;
+    EXPECT_TRUE(d.guard_intact() && v.guard_intact());
+  }
   const std::size_t n = (std::size_t{1} << 24) + 5;
   const std::vector<K> input = split_case<K>(2, n);
   cudaStream_t stream;
