@@ -359,9 +359,16 @@ cudaError_t sample_candidates(const float* values, const std::int64_t* indices, 
   if (e == cudaSuccess) e = validate_device_array(uniforms, rows, sizeof(float), alignof(float));
   if (e == cudaSuccess) e = validate_device_array(tokens, rows, sizeof(std::int64_t), alignof(std::int64_t));
   if (e != cudaSuccess) return e;
-  constexpr int threads = 128;
-  sample_rows<threads><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
-      values, indices, k, p, 1.0f / temperature, uniforms, tokens);
+  // A row's candidates in as few tiles as a block holds: each tile is a scan and a barrier
+  // on the row's serial path (k = 1,024 took 8 tiles of 128).
+  const auto launch = [&]<int Threads>() {
+    sample_rows<Threads><<<static_cast<unsigned>(rows), Threads, 0, stream>>>(
+        values, indices, k, p, 1.0f / temperature, uniforms, tokens);
+  };
+  if (k <= 128) launch.template operator()<128>();
+  else if (k <= 256) launch.template operator()<256>();
+  else if (k <= 512) launch.template operator()<512>();
+  else launch.template operator()<1024>();
   return cudaGetLastError();
 }
 

@@ -144,13 +144,13 @@ TEST_F(GpuTest, UniqueOfMoreThanIntMaxKeys) {
 
 // sample_candidates on the device draws what the host's loop draws (index_math/sampling.hpp)
 // from rows of every shape top-k leaves: numbers in order, NaNs first, +inf ties, all equal,
-// a -inf tail; k from 1 to past a block's threads. The block sums in another order than the
-// loop, so a row whose target lands within rounding of a boundary may differ: under 2% (a
-// wrong draw differs in most rows).
+// a -inf tail; k from 1 to past a block's threads (each block size the launch picks). The
+// block sums in another order than the loop, so a row whose target lands within rounding of a
+// boundary may differ: under 2% (a wrong draw differs in most rows).
 TEST_F(GpuTest, SampleCandidatesDrawsAsTheHost) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const std::uint64_t rows = 2000;
-  for (const std::uint64_t k : {1, 2, 50, 1024, 3001}) {
+  for (const std::uint64_t k : {1, 2, 50, 200, 500, 1024, 3001}) {
     std::mt19937 rng(static_cast<unsigned>(k));
     std::normal_distribution<float> logit(0.0f, 3.0f);
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
