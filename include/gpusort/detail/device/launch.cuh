@@ -3,6 +3,7 @@
 
 #include <array>
 #include <compare>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -68,6 +69,15 @@ cudaError_t resident_blocks(Kernel kernel, int threads, int smem_bytes, unsigned
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes);
   blocks = static_cast<unsigned>(sms * (per_sm > 0 ? per_sm : 1));
   if (e == cudaSuccess) facts.resident[key] = blocks;
+  return e;
+}
+
+// A persistent grid (as many blocks as fit on the device at once), no larger than `needed`.
+template <class Kernel>
+cudaError_t grid_for(Kernel kernel, int threads, int smem_bytes, std::uint64_t needed,
+                     unsigned& blocks) {
+  const cudaError_t e = resident_blocks(kernel, threads, smem_bytes, blocks);
+  if (needed < blocks) blocks = static_cast<unsigned>(needed > 0 ? needed : 1);
   return e;
 }
 

@@ -27,7 +27,7 @@
 
 #include "gpusort/detail/core/entry.hpp"  // align_workspace
 #include "gpusort/detail/core/types.hpp"
-#include "gpusort/detail/device/launch.cuh"  // resident_blocks
+#include "gpusort/detail/device/launch.cuh"  // grid_for
 #include "gpusort/detail/device/radix_policy.cuh"
 #include "gpusort/detail/index_math/approx.hpp"  // from_ordered
 #include "gpusort/detail/index_math/radix.hpp"
@@ -132,14 +132,6 @@ __global__ void finish_buckets_kernel(const K* split, const V* split_values, std
   if constexpr (!std::is_same_v<V, no_value>) values[to] = split_values[i];
 }
 
-// A grid-stride kernel's blocks of 256 threads: as many as the device holds at once.
-template <class Kernel>
-cudaError_t resident_grid(Kernel kernel, std::uint64_t n, unsigned& blocks) {
-  cudaError_t e = resident_blocks(kernel, 256, 0, blocks);
-  blocks = static_cast<unsigned>(std::min<std::uint64_t>(blocks, (n + 255) / 256));
-  return e;
-}
-
 // The workspace: [the split's second key buffer | its second value buffer (pairs) | bucket
 // starts | bucket ends | the frame's words | the reduction's, CUB's and the segmented sort's
 // own bytes, which run one after another].
@@ -226,7 +218,7 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   if (temp_bytes < at.total) return cudaErrorInvalidValue;
 
   unsigned frame_blocks = 0;
-  e = ms::resident_grid(ms::frame_keys_kernel<K>, n, frame_blocks);
+  e = grid_for(ms::frame_keys_kernel<K>, 256, 0, (n + 255) / 256, frame_blocks);
   std::size_t bytes = rest_bytes;
   if (e == cudaSuccess)
     e = cub::DeviceReduce::TransformReduce(rest, bytes, keys, differing, n, ms::bitwise_or{},

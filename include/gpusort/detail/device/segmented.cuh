@@ -35,15 +35,6 @@ namespace gpusort::detail::device {
 
 // ---- launching -------------------------------------------------------------------------
 
-// A persistent grid (as many blocks as fit on the device at once), no larger than `needed`.
-template <class Kernel>
-cudaError_t grid_for(Kernel kernel, int threads, int smem_bytes, std::uint64_t needed,
-                     unsigned& blocks) {
-  const cudaError_t e = resident_blocks(kernel, threads, smem_bytes, blocks);
-  if (needed < blocks) blocks = static_cast<unsigned>(needed > 0 ? needed : 1);
-  return e;
-}
-
 template <class K, class V, class Compare>
 struct segment_launcher {
   K* keys;
