@@ -37,9 +37,29 @@ TEST(RadixIndexMath, PassesAndDigits) {
 }
 
 // The MSD split's frame and bucket starts: zero counts on every single bit; the frame keeps
-// the codes' order and comes back exactly; each bucket's start written once, by the position
-// of its first key (or the end), equal to the lower bound of the bucket in the sorted keys;
+// the codes' order and comes back exactly; each bucket's end written once, by the position
+// of its last key, and the running maximum of the ends each bucket's lower bound in the
+// sorted keys (empty buckets too);
 // on wide, narrow and equal keys and on windows wider than the differing bits.
+// The buckets' starts as detail/device/msd_split.cuh makes them: a zeroed table, each
+// bucket's end written at entry bucket + 1 by the position that ends it (once a bucket), then
+// the running maximum.
+template <class BucketOf>
+std::vector<std::uint64_t> bucket_starts(std::uint64_t n, std::uint64_t buckets,
+                                         BucketOf bucket_of) {
+  std::vector<std::uint64_t> start(buckets + 1, 0);
+  std::vector<bool> written(buckets + 1, false);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint64_t b = bucket_of(i);
+    if (!im::ends_its_bucket(i, n, b, i + 1 < n ? bucket_of(i + 1) : 0)) continue;
+    EXPECT_FALSE(written[b + 1]) << "bucket " << b << " ended twice";
+    written[b + 1] = true;
+    start[b + 1] = i + 1;
+  }
+  for (std::uint64_t k = 1; k <= buckets; ++k) start[k] = std::max(start[k], start[k - 1]);
+  return start;
+}
+
 TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
   for (int b = 0; b < 64; ++b) {
     EXPECT_EQ(im::leading_zero_bits(std::uint64_t{1} << b), 63 - b);
@@ -80,18 +100,8 @@ TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
       }
       ASSERT_TRUE(std::is_sorted(codes.begin(), codes.end())) << "the frame keeps the order";
       const std::uint64_t buckets = std::uint64_t{1} << bits, n = codes.size();
-      std::vector<std::uint64_t> start(buckets + 1, ~std::uint64_t{0});
-      for (std::uint64_t i = 0; i < n; ++i) {
-        const std::uint64_t b = im::framed_bucket(codes[i], bits);
-        const auto here =
-            im::buckets_starting_at(i, i ? im::framed_bucket(codes[i - 1], bits) : 0, b);
-        const auto tail = i + 1 == n ? im::buckets_after_last(b, buckets) : im::bucket_range{};
-        for (const auto& [range, at] : {std::pair{here, i}, std::pair{tail, n}})
-          for (std::uint64_t k = range.first; k < range.last; ++k) {
-            ASSERT_EQ(start[k], ~std::uint64_t{0}) << "bucket " << k << " written twice";
-            start[k] = at;
-          }
-      }
+      const auto bucket_of = [&](std::uint64_t i) { return im::framed_bucket(codes[i], bits); };
+      const std::vector<std::uint64_t> start = bucket_starts(n, buckets, bucket_of);
       for (std::uint64_t k = 0; k <= buckets; ++k) {
         const auto want = std::partition_point(codes.begin(), codes.end(), [&](std::uint64_t c) {
           return im::framed_bucket(c, bits) < k;
@@ -137,15 +147,8 @@ void msd_split_sorts() {
           return desc ? buckets - 1 - b : b;
         };
         std::stable_sort(split.begin(), split.end(), [&](K a, K b) { return along(a) < along(b); });
-        std::vector<std::uint64_t> start(buckets + 1);
-        for (std::uint64_t i = 0; i < n; ++i) {
-          const std::uint64_t b = along(split[i]), previous = i ? along(split[i - 1]) : 0;
-          const auto here = im::buckets_starting_at(i, previous, b);
-          for (std::uint64_t k = here.first; k < here.last; ++k) start[k] = i;
-          if (i + 1 == n)
-            for (std::uint64_t k = b + 1; k < im::buckets_after_last(b, buckets).last; ++k)
-              start[k] = n;
-        }
+        const std::vector<std::uint64_t> start =
+            bucket_starts(n, buckets, [&](std::uint64_t i) { return along(split[i]); });
         const auto code_at = [&](std::uint64_t j) { return traits::ordered(split[j]); };
         std::vector<K> keys(n);
         std::vector<bool> listed(buckets, false);

@@ -244,9 +244,9 @@ TYPED_TEST(GpuConformance, AutomaticRadixSortPastTheMergeLimits) {
 // (framed, then buckets), wide keys (no frame; signed ones across zero), skewed and few
 // distinct keys (large buckets of equal keys: copied, not sorted), clusters (buckets of
 // about 1,000 different keys: the segmented sort's tiles) and half the keys in one bucket
-// (its long segments). Keys alone, and with 4- and 8-byte values: every value on
-// its key, and with .stable (no split) in stable order. Then inside graph capture (it never
-// waits): captured without running, sorted when launched.
+// (its long segments). Keys alone and with 4-byte values in both orders, with 8-byte values
+// and with .stable (no split: stable order) in one: every value on its key. Then inside
+// graph capture (it never waits): captured without running, sorted when launched.
 template <class K>
 std::vector<K> split_case(int which, std::size_t n) {
   std::mt19937_64 rng(n + which);
@@ -283,13 +283,13 @@ void check_split_sorts() {
   for (const std::size_t n : {(std::size_t{1} << 24) + 17, (std::size_t{1} << 25) + 3}) {
     ASSERT_TRUE(gpusort::detail::index_math::msd_split_applies(n));
     for (int which = 0; which < 8; ++which) {
-      if (n > (std::size_t{1} << 25) && which != 2 && which != 3) continue;
+      if (n > (std::size_t{1} << 25) && which != 2) continue;
       reference_for<K> ref(split_case<K>(which, n));
       for (const bool desc : {false, true}) {
         SCOPED_TRACE(::testing::Message() << "n=" << n << " case " << which << " desc=" << desc);
         check_keys(ref, split, desc);
         check_pairs<K, std::uint32_t>(ref, split, desc, index32);
-        if (n < (std::size_t{1} << 25)) {
+        if (n < (std::size_t{1} << 25) && desc == (which % 2 == 1)) {  // one order a case
           check_pairs<K, std::uint64_t>(ref, split, desc, index64);
           check_pairs<K, std::uint32_t>(ref, stable, desc, index32);
         }

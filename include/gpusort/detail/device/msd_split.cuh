@@ -9,7 +9,8 @@
 //            is told before any key is read; keys whose top bit differs (wide keys) skip it;
 //   split    CUB's radix sort of the window's bits alone (ceil(bits / 8) digit passes), which
 //            leaves the keys in 2^bits buckets, in order;
-//   starts   each bucket's first position, written by the position of its first key;
+//   starts   each bucket's first position: the position after each bucket's last key,
+//            written by that key's thread, then the running maximum (one CUB scan);
 //   finish   each key of a bucket of up to msd_rank_max keys ranked against its bucket and
 //            written to its place in the caller's arrays, out of the frame (one read and one
 //            write of the keys for most buckets); keys of larger buckets copied to the same
@@ -20,6 +21,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -80,29 +82,25 @@ __device__ std::uint64_t bucket_along(K framed, int bits, bool descending) {
   return descending ? ((std::uint64_t{1} << bits) - 1) - b : b;
 }
 
-// starts[b] = the first position of bucket b in the split keys, starts[buckets] = n: the
-// thread of a bucket's first key writes it and the empty buckets before it (the last key's
-// thread also those after it), so each start is written once. ends[b] = starts[b] (no
-// bucket listed for the segmented sort, until the finish lists one).
+// starts[b + 1] = the position after bucket b's last key, written by the thread of that key
+// (the table zeroed before; its running maximum then gives every bucket's start,
+// index_math::ends_its_bucket).
 template <class K>
-__global__ void bucket_starts_kernel(const K* split, std::uint64_t n, int bits,
-                                     bool descending, std::uint32_t* starts,
-                                     std::uint32_t* ends) {
+__global__ void bucket_ends_kernel(const K* split, std::uint64_t n, int bits, bool descending,
+                                   std::uint32_t* starts) {
   const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
   const std::uint64_t bucket = bucket_along(split[i], bits, descending);
-  const std::uint64_t previous = i ? bucket_along(split[i - 1], bits, descending) : 0;
-  const im::bucket_range here = im::buckets_starting_at(i, previous, bucket);
-  for (std::uint64_t b = here.first; b < here.last; ++b)
-    starts[b] = ends[b] = static_cast<std::uint32_t>(i);
-  if (i + 1 < n) return;
-  const std::uint64_t buckets = std::uint64_t{1} << bits;
-  const im::bucket_range tail = im::buckets_after_last(bucket, buckets);
-  for (std::uint64_t b = tail.first; b < tail.last; ++b) {
-    starts[b] = static_cast<std::uint32_t>(n);
-    if (b < buckets) ends[b] = static_cast<std::uint32_t>(n);
-  }
+  const std::uint64_t next = i + 1 < n ? bucket_along(split[i + 1], bits, descending) : 0;
+  if (im::ends_its_bucket(i, n, bucket, next))
+    starts[bucket + 1] = static_cast<std::uint32_t>(i + 1);
 }
+
+struct maximum {
+  __device__ std::uint32_t operator()(std::uint32_t a, std::uint32_t b) const {
+    return a < b ? b : a;
+  }
+};
 
 // Each key (and value) of the split to its place in the caller's arrays, out of the frame:
 // in a bucket of up to msd_rank_max keys, the bucket's first position plus its rank there;
@@ -199,17 +197,23 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   };
   // The buckets the finish lists; any non-null address marks them as segmented for the
   // query, which reads no offsets.
-  index_math::segment_list segs{starts, ends, std::uint64_t{1} << bits, 0, 4};
+  const std::uint64_t buckets = std::uint64_t{1} << bits;
+  index_math::segment_list segs{starts, ends, buckets, 0, 4};
   if (!temp) segs.begin = segs.end = keys ? static_cast<const void*>(keys) : &segs;
-  std::size_t reduce_bytes = 0, split_bytes = 0, bucket_bytes = 0;
+  const auto starts_scan = [&](void* t, std::size_t& b) {
+    return cub::DeviceScan::InclusiveScan(t, b, starts, ms::maximum{},
+                                          static_cast<std::uint32_t>(buckets + 1), stream);
+  };
+  std::size_t reduce_bytes = 0, split_bytes = 0, scan_bytes = 0, bucket_bytes = 0;
   cudaError_t e = cub::DeviceReduce::TransformReduce(nullptr, reduce_bytes, keys, differing, n,
                                                      ms::bitwise_or{}, differs, std::uint64_t{0},
                                                      stream);
   if (e == cudaSuccess) e = split(nullptr, split_bytes);
+  if (e == cudaSuccess) e = starts_scan(nullptr, scan_bytes);
   if (e == cudaSuccess)
     e = sort_buckets(nullptr, bucket_bytes, keys, values, n, segs, descending, stream);
   if (e != cudaSuccess) return e;
-  const std::size_t rest_bytes = std::max({reduce_bytes, split_bytes, bucket_bytes});
+  const std::size_t rest_bytes = std::max({reduce_bytes, split_bytes, scan_bytes, bucket_bytes});
   const ms::layout at(n, sizeof(K), value_bytes, bits, rest_bytes);
   if (!temp) {
     temp_bytes = at.total;
@@ -238,8 +242,17 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
                           stream);
   if (e != cudaSuccess) return e;
   const auto blocks = static_cast<unsigned>((n + 255) / 256);
-  ms::bucket_starts_kernel<<<blocks, 256, 0, stream>>>(second_keys, n, bits, descending,
-                                                        starts, ends);
+  e = cudaMemsetAsync(starts, 0, sizeof(std::uint32_t) * (buckets + 1), stream);
+  if (e != cudaSuccess) return e;
+  ms::bucket_ends_kernel<<<blocks, 256, 0, stream>>>(second_keys, n, bits, descending, starts);
+  e = cudaGetLastError();
+  bytes = rest_bytes;
+  if (e == cudaSuccess) e = starts_scan(rest, bytes);
+  // No bucket listed for the segmented sort (ends = starts) until the finish lists one.
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(ends, starts, sizeof(std::uint32_t) * buckets, cudaMemcpyDeviceToDevice,
+                        stream);
+  if (e != cudaSuccess) return e;
   ms::finish_buckets_kernel<<<blocks, 256, 0, stream>>>(
       second_keys, second_values, n, bits, descending, frame, starts, ends, keys, values);
   e = cudaGetLastError();

@@ -94,23 +94,14 @@ GPUSORT_HD constexpr int msd_split_bits(std::uint64_t n) {
   return log2 - 2 < 16 ? 16 : (log2 - 2 > 24 ? 24 : log2 - 2);
 }
 
-// The buckets whose first position is i, in the keys sorted by bucket (bucket(i - 1) and
-// bucket(i) given; i = 0 has none before it): [first, last). Empty buckets start where the
-// next key does.
-struct bucket_range {
-  std::uint64_t first = 0, last = 0;
-};
-GPUSORT_HD constexpr bucket_range buckets_starting_at(std::uint64_t i, std::uint64_t previous,
-                                                       std::uint64_t bucket) {
-  return i == 0 ? bucket_range{0, bucket + 1} : bucket_range{previous + 1, bucket + 1};
-}
-
-// The buckets after the last key's, and the list's end (bucket `buckets`): they start at n.
-// With buckets_starting_at of every position, each of the buckets + 1 starts is written
-// exactly once.
-GPUSORT_HD constexpr bucket_range buckets_after_last(std::uint64_t last_bucket,
-                                                      std::uint64_t buckets) {
-  return {last_bucket + 1, buckets + 1};
+// The buckets' starts in the keys sorted by bucket, from their ends: in a table of
+// buckets + 1 entries, zeroed, entry b + 1 is set to the position after bucket b's last key
+// (by the thread of the position that ends its bucket); the table's running maximum is then
+// every bucket's start (an empty bucket starts where the next key does) and entry `buckets`
+// is n. One write a bucket, however the keys fall: no thread fills a run of empty buckets.
+GPUSORT_HD constexpr bool ends_its_bucket(std::uint64_t i, std::uint64_t n, std::uint64_t bucket,
+                                          std::uint64_t next_bucket) {
+  return i + 1 == n || bucket != next_bucket;
 }
 
 }  // namespace gpusort::detail::index_math
