@@ -13,7 +13,9 @@
 
 #include "dist_common.hpp"
 #include "gpusort/detail/index_math/dist.hpp"
+#include "gpusort/detail/core/cuda_resources.hpp"
 #include "merge_runs.cuh"
+#include "partition.hpp"
 #include "gpusort/dist.hpp"
 
 namespace gpusort::dist::detail {
@@ -22,13 +24,73 @@ namespace math = gpusort::detail::index_math::dist;
 using gpusort::detail::no_value;
 using math::splitter;
 
+// The rank's samples: at the regular positions of its sorted shard, or (random_of = n, the
+// shard's size, under partition_first) at pseudo-random positions of the unsorted one.
 template <class K>
 __global__ void take_samples_kernel(const K* keys, std::uint64_t count, std::uint64_t stride,
-                                    std::uint32_t rank, math::order_code<K> code, splitter* out) {
+                                    std::uint64_t random_of, std::uint32_t rank,
+                                    math::order_code<K> code, splitter* out) {
   const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
   if (i >= count) return;
-  const std::uint64_t pos = math::sample_position(i, stride);
+  const std::uint64_t pos = random_of ? math::random_sample_position(i, rank, random_of)
+                                      : math::sample_position(i, stride);
   out[i] = splitter{code(keys[pos]), rank, pos};
+}
+
+// partition_first: each key's bucket in the order (key, rank, position).
+template <class K>
+__global__ void bucket_numbers_kernel(const K* keys, std::uint64_t n, std::uint32_t rank,
+                                      math::order_code<K> code, const splitter* splitters,
+                                      std::uint32_t count, std::uint16_t* ids) {
+  const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= n) return;
+  ids[i] = static_cast<std::uint16_t>(
+      math::bucket_of(splitters, count, splitter{code(keys[i]), rank, i}));
+}
+
+// partition_first: the keys (and values) in bucket order, into the split's buffers.
+template <class K, class V, class Index>
+__global__ void gather_kernel(const K* keys, const V* values, const Index* order,
+                              std::uint64_t n, K* out_keys, V* out_values) {
+  const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= n) return;
+  const Index from = order[i];
+  out_keys[i] = keys[from];
+  if constexpr (!std::is_same_v<V, no_value>) out_values[i] = values[from];
+}
+
+// partition_first: splits the shard into buckets by the p - 1 splitters: the keys
+// and values in bucket order into split_keys / split_values, bounds[0 .. p] each bucket's
+// first position (device). `temp` holds order_by_bucket's workspace after n bucket numbers.
+template <class K, class V>
+cudaError_t split_by_bucket(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
+                            std::uint64_t n, int p, std::uint32_t rank, math::order_code<K> code,
+                            const splitter* splitters, K* split_keys, V* split_values,
+                            std::uint64_t* bounds, cudaStream_t stream) {
+  const auto run = [&]<class Index>() -> cudaError_t {
+    const std::size_t order_at = gpusort::detail::align_workspace(sizeof(std::uint16_t) * n);
+    std::uint16_t* ids = temp ? static_cast<std::uint16_t*>(temp) : nullptr;
+    void* order_temp = temp ? static_cast<char*>(temp) + order_at : nullptr;
+    std::size_t order_bytes = temp ? temp_bytes - std::min(temp_bytes, order_at) : 0;
+    const Index* order = nullptr;
+    if (!temp) {
+      const cudaError_t e = order_by_bucket<Index>(nullptr, order_bytes, nullptr, n, p, &order,
+                                                   nullptr, stream);
+      temp_bytes = order_at + order_bytes;
+      return e;
+    }
+    const auto blocks = static_cast<unsigned>(std::max<std::uint64_t>((n + 255) / 256, 1));
+    bucket_numbers_kernel<<<blocks, 256, 0, stream>>>(keys, n, rank, code, splitters,
+                                                      static_cast<std::uint32_t>(p - 1), ids);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess)
+      e = order_by_bucket<Index>(order_temp, order_bytes, ids, n, p, &order, bounds, stream);
+    if (e != cudaSuccess) return e;
+    gather_kernel<<<blocks, 256, 0, stream>>>(keys, values, order, n, split_keys, split_values);
+    return cudaGetLastError();
+  };
+  return n < (std::uint64_t{1} << 32) ? run.template operator()<std::uint32_t>()
+                                      : run.template operator()<std::uint64_t>();
 }
 
 // bounds[j] = keys of this rank before splitter j (bounds[0] = 0, bounds[p] = n): one thread
@@ -93,6 +155,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   local.stable = opt.stable;
   local.stream = stream;
   const math::order_code<K> code(opt.direction, opt.nans);
+  const bool partition_first = opt.partition_first && p > 1 && p <= math::max_partition_ranks;
   rank_status status;
   status.check_array(keys, n, sizeof(K), alignof(K), comm.device(), failure::keys);
   if constexpr (pairs) status.check_array(values, n, sizeof(V), sizeof(V), comm.device(), failure::values);
@@ -113,10 +176,26 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                       math::even_split_max_bucket(n * static_cast<std::uint64_t>(p), p,
                                                   opt.oversampling ? opt.oversampling : 1),
                       p, sizeof(K));
-  device_memory sort_temp;
+  // Under partition_first, the split's workspace and buffers instead (no local sort yet).
+  std::size_t split_bytes = 0;
+  if (status.ok() && partition_first) {
+    e = split_by_bucket<K, V>(nullptr, split_bytes, keys, values, n, p, rank, code, nullptr,
+                              nullptr, nullptr, nullptr, stream);
+    if (e != cudaSuccess) status.fail(failure::local_workspace, e);
+  }
+  device_memory sort_temp, split_keys, split_values;
   if (status.ok())
-    status.try_allocate(sort_temp, std::max<std::size_t>({sort_bytes, receive_bytes, 1}), stream,
+    status.try_allocate(sort_temp,
+                        partition_first ? std::max<std::size_t>(split_bytes, 1)
+                                        : std::max<std::size_t>({sort_bytes, receive_bytes, 1}),
+                        stream, failure::local_workspace);
+  if (status.ok() && partition_first) {
+    status.try_allocate(split_keys, sizeof(K) * std::max<std::uint64_t>(n, 1), stream,
                         failure::local_workspace);
+    if (pairs && status.ok())
+      status.try_allocate(split_values, sizeof(V) * std::max<std::uint64_t>(n, 1), stream,
+                          failure::local_workspace);
+  }
   constexpr bool floating = std::is_floating_point_v<K> || gpusort::detail::float16_key<K>;
   const math::call_signature signature{
       floating              ? math::key_kind::floating
@@ -124,7 +203,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                             : math::key_kind::unsigned_integer,
       static_cast<std::uint8_t>(sizeof(K)), static_cast<std::uint8_t>(pairs ? sizeof(V) : 0),
       opt.direction == order::descending, opt.nans == nan_order::first, opt.stable,
-      static_cast<std::uint8_t>(opt.local_algo), opt.oversampling};
+      static_cast<std::uint8_t>(opt.local_algo), opt.oversampling, partition_first};
   const std::vector<std::uint64_t> sizes = agree(comm, status, n, math::pack(signature), stream,
                                                  call, "no rank has changed its keys");
 
@@ -140,18 +219,21 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
 
   times.setup_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - entered).count();
-  event_timeline clock(stream, 5);
+  event_timeline clock(stream, 6);
   clock.mark(0);
-  // 1. Local sort. A sort that refuses its arguments now (it checks them before it moves a
-  //    key) is not thrown here, where the other ranks would wait for this one in the next
-  //    collective: it is shared with them at the agreement before the exchange.
+  // 1. Local sort (under partition_first, none: the runs sort once they are split). A sort
+  //    that refuses its arguments now (it checks them before it moves a key) is not thrown
+  //    here, where the other ranks would wait for this one in the next collective: it is
+  //    shared with them at the agreement before the exchange.
   rank_status room;
-  if (n > 1) {
+  if (n > 1 && !partition_first) {
     e = gpusort::detail::sort_any_key<K, V>(sort_temp.get(), sort_bytes, keys, values, n, local);
     if (e != cudaSuccess) room.fail(failure::local_sort, e);
   }
-  sort_temp.reset(stream);
-  clock.mark(1);
+  if (!partition_first) {
+    sort_temp.reset(stream);
+    clock.mark(1);
+  }
 
   // 2. Samples with one global stride, gathered on every rank; splitters picked on the host
   //    (at most a few thousand samples), the same on every rank.
@@ -167,7 +249,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   const std::uint64_t mine = math::sample_count(n, stride);
   if (mine > 0)
     take_samples_kernel<<<static_cast<unsigned>((mine + 255) / 256), 256, 0, stream>>>(
-        keys, mine, stride, rank, code, static_cast<splitter*>(my_samples.get()));
+        keys, mine, stride, partition_first ? n : 0, rank, code,
+        static_cast<splitter*>(my_samples.get()));
   check_cuda(cudaGetLastError(), call + ": sampling");
   all_gather(comm, my_samples.get(), all_samples.get(), sizeof(splitter) * slots, stream,
              call + ": gathering the samples");
@@ -193,12 +276,33 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   const std::size_t row = static_cast<std::size_t>(p) + 3;
   device_memory bounds(sizeof(std::uint64_t) * row, stream, call);
   device_memory all_bounds(sizeof(std::uint64_t) * row * p, stream, call);
-  bucket_bounds_kernel<<<1, ((p + 1 + 31) / 32) * 32, 0, stream>>>(
-      keys, n, static_cast<const splitter*>(d_chosen.get()), p, rank, code,
-      static_cast<std::uint64_t*>(bounds.get()));
-  check_cuda(cudaGetLastError(), call + ": bucket boundaries");
-  const std::uint64_t addresses[2] = {reinterpret_cast<std::uintptr_t>(keys),
-                                      reinterpret_cast<std::uintptr_t>(values)};
+  //    Under partition_first, the shard split into its buckets instead, which the keys then
+  //    leave from; the caller's keys are no longer needed.
+  K* shard_keys = keys;
+  V* shard_values = values;
+  if (partition_first) {
+    check_cuda(split_by_bucket<K, V>(sort_temp.get(), split_bytes, keys, values, n, p, rank, code,
+                                     static_cast<const splitter*>(d_chosen.get()),
+                                     static_cast<K*>(split_keys.get()),
+                                     static_cast<V*>(split_values.get()),
+                                     static_cast<std::uint64_t*>(bounds.get()), stream),
+               call + ": the split by bucket");
+    sort_temp.reset(stream);
+    shard_keys = static_cast<K*>(split_keys.get());
+    shard_values = static_cast<V*>(split_values.get());
+    if (input_done) {
+      check_cuda(cudaStreamSynchronize(stream), call + ": before the keys are given back");
+      input_done();
+    }
+    clock.mark(1);
+  } else {
+    bucket_bounds_kernel<<<1, ((p + 1 + 31) / 32) * 32, 0, stream>>>(
+        keys, n, static_cast<const splitter*>(d_chosen.get()), p, rank, code,
+        static_cast<std::uint64_t*>(bounds.get()));
+    check_cuda(cudaGetLastError(), call + ": bucket boundaries");
+  }
+  const std::uint64_t addresses[2] = {reinterpret_cast<std::uintptr_t>(shard_keys),
+                                      reinterpret_cast<std::uintptr_t>(shard_values)};
   copy_async(static_cast<std::uint64_t*>(bounds.get()) + p + 1, addresses, 2, stream);
   all_gather(comm, bounds.get(), all_bounds.get(), sizeof(std::uint64_t) * row, stream,
              call + ": exchanging the counts");
@@ -213,6 +317,10 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   }
   const exchange_plan plan(matrix, p, rank);
   const std::uint64_t received = plan.received();
+  if (partition_first) {  // no bound ahead: the most any rank receives
+    times.bound = 0;
+    for (int q = 0; q < p; ++q) times.bound = std::max(times.bound, plan.received_by(q));
+  }
   const std::vector<math::received_run> runs =
       plan.received_runs(key_bases, sizeof(K), value_bases, pairs ? sizeof(V) : 0);
   // Buffer 0 holds the received runs with their leads and padding, and later the merge's
@@ -228,7 +336,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   //    caller frees its keys once they have left (input_done), the merge's second buffer is
   //    allocated after that instead.
   device_memory recv_keys[2], recv_values[2];
-  const int buffers_now = input_done ? 1 : 2;
+  const bool free_input_late = input_done && !partition_first;
+  const int buffers_now = free_input_late ? 1 : 2;
   for (int b = 0; b < buffers_now && room.ok(); ++b) {
     room.try_allocate(recv_keys[b], sizeof(K) * std::max<std::uint64_t>(b ? received : key_room, 1),
                       stream, failure::receive_buffers);
@@ -237,11 +346,47 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                         sizeof(V) * std::max<std::uint64_t>(b ? received : value_room, 1), stream,
                         failure::receive_buffers);
   }
+  // Under partition_first, one workspace for the runs' sorts (the largest's).
+  device_memory run_temp;
+  std::size_t run_bytes = 0;
+  for (const math::received_run& r : runs) {
+    if (!partition_first || !room.ok() || r.length < 2) continue;
+    std::size_t bytes = 0;
+    e = gpusort::detail::sort_any_key<K, V>(nullptr, bytes, shard_keys, shard_values, r.length,
+                                            local);
+    if (e != cudaSuccess) room.fail(failure::local_sort, e);
+    run_bytes = std::max(run_bytes, bytes);
+  }
+  if (partition_first && room.ok())
+    room.try_allocate(run_temp, std::max<std::size_t>(run_bytes, 1), stream,
+                      failure::local_workspace);
   agree(comm, room, 0, 0, stream, call, "every shard is sorted locally and no key is lost");
   clock.mark(2);  // every rank is here (agree waits for all): the exchange alone from now
   // One transfer per peer for the keys and one for the values, each from the aligned address
   // at or below its start (the lead), into a receive buffer laid out for it
   // (math::received_run); the rank's own run stays in the shard, where the merge reads it.
+  // The rank's own run stays in the shard, where the merge reads it; under partition_first it
+  // sorts on a second stream while the exchange runs (the sends read only the other buckets,
+  // and the leads before them, which the receivers drop).
+  const auto own = static_cast<int>(rank);
+  K* own_keys = shard_keys + plan.send_offset(own);
+  V* own_values = pairs ? shard_values + plan.send_offset(own) : nullptr;
+  gpusort::detail::owned_stream side;
+  gpusort::detail::owned_event own_sort_ready, own_sorted;
+  cudaError_t own_sort = cudaSuccess;
+  if (partition_first && plan.send_count(own) > 1) {
+    check_cuda(gpusort::detail::create(side), call + ": a stream for the own bucket");
+    check_cuda(gpusort::detail::create(own_sort_ready, cudaEventDisableTiming), call);
+    check_cuda(gpusort::detail::create(own_sorted, cudaEventDisableTiming), call);
+    check_cuda(cudaEventRecord(own_sort_ready.get(), stream), call);
+    check_cuda(cudaStreamWaitEvent(side.get(), own_sort_ready.get()), call);
+    gpusort::options on_side = local;
+    on_side.stream = side.get();
+    std::size_t bytes = run_bytes;
+    own_sort = gpusort::detail::sort_any_key<K, V>(run_temp.get(), bytes, own_keys, own_values,
+                                                   plan.send_count(own), on_side);
+    check_cuda(cudaEventRecord(own_sorted.get(), side.get()), call);
+  }
   std::vector<transfer> transfers;
   auto* received_keys = static_cast<K*>(recv_keys[0].get());
   auto* received_values = static_cast<V*>(recv_values[0].get());
@@ -263,28 +408,27 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     if (q == static_cast<int>(rank)) continue;
     const math::received_run in = run_from(q);
     const std::uint64_t out = plan.send_count(q), out_at = plan.send_offset(q);
-    add(q, keys, out_at, out, received_keys, in.key_at, in.length, in.key_lead);
+    add(q, shard_keys, out_at, out, received_keys, in.key_at, in.length, in.key_lead);
     if constexpr (pairs)
-      add(q, values, out_at, out, received_values, in.value_at, in.length, in.value_lead);
+      add(q, shard_values, out_at, out, received_values, in.value_at, in.length, in.value_lead);
     times.bytes_sent += (sizeof(K) + (pairs ? sizeof(V) : 0)) * out;
     times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in.length;
   }
   exchange(comm, transfers, stream, call + ": exchanging the keys");
-  // The rank's own run, kept where it is, or copied out before the caller frees the keys.
-  K* own_keys = keys + plan.send_offset(static_cast<int>(rank));
-  V* own_values = pairs ? values + plan.send_offset(static_cast<int>(rank)) : nullptr;
+  // The rank's own run copied out before the caller frees the keys.
   device_memory own_key_copy, own_value_copy;
-  if (input_done) {
-    const std::uint64_t own = plan.send_count(static_cast<int>(rank));
+  if (free_input_late) {
+    const std::uint64_t own_count = plan.send_count(own);
     rank_status after;
-    after.try_allocate(own_key_copy, sizeof(K) * std::max<std::uint64_t>(own, 1), stream,
+    after.try_allocate(own_key_copy, sizeof(K) * std::max<std::uint64_t>(own_count, 1), stream,
                        failure::receive_buffers);
     if (pairs && after.ok())
-      after.try_allocate(own_value_copy, sizeof(V) * std::max<std::uint64_t>(own, 1), stream,
-                         failure::receive_buffers);
+      after.try_allocate(own_value_copy, sizeof(V) * std::max<std::uint64_t>(own_count, 1),
+                         stream, failure::receive_buffers);
     if (after.ok()) {
-      copy_async(static_cast<K*>(own_key_copy.get()), own_keys, own, stream);
-      if constexpr (pairs) copy_async(static_cast<V*>(own_value_copy.get()), own_values, own, stream);
+      copy_async(static_cast<K*>(own_key_copy.get()), own_keys, own_count, stream);
+      if constexpr (pairs)
+        copy_async(static_cast<V*>(own_value_copy.get()), own_values, own_count, stream);
       own_keys = static_cast<K*>(own_key_copy.get());
       own_values = static_cast<V*>(own_value_copy.get());
       check_cuda(cudaStreamSynchronize(stream), call + ": before the keys are given back");
@@ -298,6 +442,19 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     agree(comm, after, 0, 0, stream, call, "every rank has room to merge");
   }
   clock.mark(3);
+  // Under partition_first, the received runs sorted where they landed, after the own one.
+  if (own_sorted) check_cuda(cudaStreamWaitEvent(stream, own_sorted.get()), call);
+  check_cuda(own_sort, call + ": sorting the rank's own bucket");
+  for (const math::received_run& r : runs) {
+    if (!partition_first || r.in_place || r.length < 2) continue;
+    std::size_t bytes = run_bytes;
+    check_cuda(gpusort::detail::sort_any_key<K, V>(
+                   run_temp.get(), bytes, received_keys + r.key_at,
+                   pairs ? received_values + r.value_at : nullptr, r.length, local),
+               call + ": sorting a received run");
+  }
+  run_temp.reset(stream);
+  clock.mark(4);
 
   // 5. Merge the p received runs (rank order, so ties stay in (rank, position) order).
   std::vector<run_view<K, V>> views;
@@ -310,13 +467,13 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                                       opt.merge_fan_in, stream, call);
   recv_keys[1 - result].reset(stream);
   recv_values[1 - result].reset(stream);
-  clock.mark(4);
+  clock.mark(5);
   check_cuda(cudaStreamSynchronize(stream), call);
-  times.local_sort_ms = clock.ms(0, 1);
-  times.sampling_ms = clock.ms(1, 2);
+  times.local_sort_ms = partition_first ? clock.ms(3, 4) : clock.ms(0, 1);
+  times.sampling_ms = partition_first ? clock.ms(0, 2) : clock.ms(1, 2);
   times.exchange_ms = clock.ms(2, 3);
-  times.merge_ms = clock.ms(3, 4);
-  times.total_ms = clock.ms(0, 4);
+  times.merge_ms = clock.ms(4, 5);
+  times.total_ms = clock.ms(0, 5);
   shard<K, V> out;
   std::vector<std::uint64_t> rank_sizes(p);
   for (int q = 0; q < p; ++q) rank_sizes[q] = plan.received_by(q);

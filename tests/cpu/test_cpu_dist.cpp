@@ -194,6 +194,9 @@ TEST(DistMath, CallSignaturesTellDisagreeingRanksApart) {
   c.stable = true;
   differs(c, "stable");
   c = base;
+  c.partition_first = true;
+  differs(c, "partition_first");
+  c = base;
   c.local_algo = 5;
   differs(c, "the local algorithm");
   c = base;
@@ -419,6 +422,117 @@ TEST(DistSimulation, BoundIsCloseToPerfectBalanceWithOversampling) {
   const std::uint64_t w = math::sample_stride(n, p, 1024);
   const std::uint64_t bound = math::max_bucket(n / w, w, p);
   EXPECT_LT(static_cast<double>(bound) / (n / p), 1.005);
+}
+
+// ---- partition first (options::partition_first) ----------------------------------------
+
+TEST(DistMath, RandomSamplePositionsStayInTheShardAndSpreadOverIt) {
+  for (const std::uint64_t n : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{1} << 40}) {
+    std::uint64_t below_half = 0;
+    for (std::uint64_t i = 0; i < 4000; ++i) {
+      const std::uint64_t pos = math::random_sample_position(i, 3, n);
+      ASSERT_LT(pos, n);
+      below_half += pos < n / 2;
+    }
+    if (n > 1) EXPECT_NEAR(static_cast<double>(below_half) / 4000, 0.5, 0.1) << n;
+  }
+  // Ranks draw different positions; no stride of the input lines up with them.
+  EXPECT_NE(math::random_sample_position(5, 0, 1000003), math::random_sample_position(5, 1, 1000003));
+  std::uint64_t even = 0;
+  for (std::uint64_t i = 0; i < 4000; ++i) even += math::random_sample_position(i, 0, 1 << 20) % 2 == 0;
+  EXPECT_NEAR(static_cast<double>(even) / 4000, 0.5, 0.1);
+}
+
+TEST(DistMath, BucketOfCountsTheSplittersAtOrBelowAKey) {
+  const splitter s[] = {{10, 1, 5}, {10, 2, 0}, {20, 0, 3}};
+  EXPECT_EQ(math::bucket_of(s, 3, {9, 3, 9}), 0u);
+  EXPECT_EQ(math::bucket_of(s, 3, {10, 1, 4}), 0u);   // before the splitter on its rank
+  EXPECT_EQ(math::bucket_of(s, 3, {10, 1, 5}), 1u);   // the splitter itself starts its bucket
+  EXPECT_EQ(math::bucket_of(s, 3, {10, 1, 99}), 1u);
+  EXPECT_EQ(math::bucket_of(s, 3, {10, 2, 0}), 2u);
+  EXPECT_EQ(math::bucket_of(s, 3, {20, 0, 2}), 2u);
+  EXPECT_EQ(math::bucket_of(s, 3, {20, 0, 3}), 3u);
+  EXPECT_EQ(math::bucket_of(s, 3, {~std::uint64_t{0}, 0, 0}), 3u);
+  EXPECT_EQ(math::bucket_of(s, 0, {0, 0, 0}), 0u);
+  EXPECT_EQ(math::bucket_bits(2), 1);
+  EXPECT_EQ(math::bucket_bits(3), 2);
+  EXPECT_EQ(math::bucket_bits(4), 2);
+  EXPECT_EQ(math::bucket_bits(5), 3);
+  EXPECT_EQ(math::bucket_bits(math::max_partition_ranks), 16);
+}
+
+// partition_first as dist_impl.cuh composes it, on the CPU: samples at random positions of
+// the unsorted shards, splitters, each key's bucket by (key, rank, position), a stable split,
+// the exchange, the runs sorted stably and merged in rank order. The output must be the
+// stable sort by (key, rank, position in the input), and with enough keys no rank may take
+// more than N / p (1 + 6 sqrt(p / S)) for S samples.
+void check_partition_first(const std::vector<std::vector<std::uint32_t>>& shards,
+                           std::uint64_t oversampling, bool descending = false) {
+  const int p = static_cast<int>(shards.size());
+  const std::uint64_t flip = descending ? 0xffffffffu : 0;
+  const auto image = [&](std::uint32_t k) {
+    return std::uint64_t{gpusort::key_traits<std::uint32_t>::ordered(k)} ^ flip;
+  };
+  std::uint64_t total = 0;
+  for (const auto& s : shards) total += s.size();
+  const std::uint64_t w = math::sample_stride(total, p, oversampling);
+  std::vector<splitter> samples;
+  for (int r = 0; r < p; ++r)
+    for (std::uint64_t i = 0; i < math::sample_count(shards[r].size(), w); ++i) {
+      const std::uint64_t pos =
+          math::random_sample_position(i, static_cast<std::uint32_t>(r), shards[r].size());
+      samples.push_back({image(shards[r][pos]), static_cast<std::uint32_t>(r), pos});
+    }
+  std::sort(samples.begin(), samples.end());
+  std::vector<splitter> chosen;
+  for (int j = 1; j < p && !samples.empty(); ++j)
+    chosen.push_back(samples[math::splitter_rank(j, samples.size(), p)]);
+  if (samples.empty()) chosen.assign(p - 1, splitter{0, 0, 0});  // as the device: any will do
+  std::vector<std::vector<item>> out(p);
+  for (int r = 0; r < p; ++r)  // the stable split, sent in rank order
+    for (std::uint64_t i = 0; i < shards[r].size(); ++i) {
+      const splitter x{image(shards[r][i]), static_cast<std::uint32_t>(r), i};
+      const std::uint32_t b = math::bucket_of(chosen.data(), p - 1, x);
+      ASSERT_LT(b, static_cast<std::uint32_t>(p));
+      out[b].push_back({shards[r][i], static_cast<std::uint32_t>(r), i});
+    }
+  std::vector<item> got;
+  for (int r = 0; r < p; ++r) {
+    std::stable_sort(out[r].begin(), out[r].end(),
+                     [&](const item& a, const item& b) { return image(a.key) < image(b.key); });
+    if (total >= (std::uint64_t{1} << 16))
+      EXPECT_LE(out[r].size(), total / p * (1 + 6 * std::sqrt(double(p) / samples.size())))
+          << "rank " << r << " of " << p;
+    got.insert(got.end(), out[r].begin(), out[r].end());
+  }
+  std::vector<item> expected;
+  for (int r = 0; r < p; ++r)
+    for (std::uint64_t i = 0; i < shards[r].size(); ++i)
+      expected.push_back({shards[r][i], static_cast<std::uint32_t>(r), i});
+  std::stable_sort(expected.begin(), expected.end(), [&](const item& a, const item& b) {
+    return image(a.key) < image(b.key);
+  });
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(std::tie(got[i].key, got[i].rank, got[i].pos),
+              std::tie(expected[i].key, expected[i].rank, expected[i].pos))
+        << "at " << i;
+}
+
+TEST(DistSimulation, PartitionFirstGivesTheStableOrderAndStaysBalanced) {
+  for (int p : {2, 3, 4, 8}) {
+    check_partition_first(random_shards(std::vector<std::size_t>(p, 40009), 0xffffffffu, p), 1024);
+    check_partition_first(random_shards(std::vector<std::size_t>(p, 30011), 3, p), 1024, true);
+    check_partition_first(random_shards(std::vector<std::size_t>(p, 30011), 0, p), 1024);
+  }
+  check_partition_first(random_shards({0, 50000, 3, 0}, 0xffffffffu, 1), 16);
+  check_partition_first(random_shards({0, 0, 1, 0}, 0xffffffffu, 3), 8);
+  check_partition_first(random_shards({0, 0, 0}, 0xffffffffu, 5), 4);
+  std::vector<std::vector<std::uint32_t>> sorted(4);  // sorted and reverse shards
+  for (int r = 0; r < 4; ++r)
+    for (std::uint32_t i = 0; i < 20000; ++i)
+      sorted[r].push_back(r * 20000 + (r % 2 ? 20000 - i : i));
+  check_partition_first(sorted, 1024);
 }
 
 }  // namespace

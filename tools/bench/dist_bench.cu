@@ -2,7 +2,8 @@
 //
 //   gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
 //                      [--types u32] [--values 0,4,8] [--seed 1] [--csv FILE]
-//                      [--fan-in 2,8] [--processes | --one-gpu | --merge 3,4,8]
+//                      [--fan-in 2,8] [--partition-first]
+//                      [--processes | --one-gpu | --merge 3,4,8]
 //
 // For each key type, three kinds of rows:
 //   single  baselines on GPU 0 alone: gpusort's automatic sort and CUB's radix sort (cub_radix)
@@ -14,6 +15,8 @@
 // --one-gpu puts every rank on GPU 0 instead (modes weak-1gpu, strong-1gpu; no all-to-all).
 // --fan-in runs dist::sort once for each merge fan-in (dist::options::merge_fan_in): the
 // default's rows are dist_sample_sort, the others' dist_sample_sort_fan_in_F.
+// --partition-first runs each of those once more with dist::options::partition_first (rows
+// dist_partition_first, dist_partition_first_fan_in_F).
 // --merge R,... times dist's merge alone instead (its step 5, src/dist/merge_runs.cuh) on GPU
 // 0, one stream: --total keys cut into R runs, each sorted, merged with each --fan-in (rows
 // merge_fan_in_F, mode merge-R), beside a device copy of the same bytes (d2d_copy: one pass's
@@ -87,6 +90,7 @@ constexpr const char* csv_header =
 constexpr const char* usage_text =
     R"(usage: gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
                           [--types u32] [--values 0] [--seed 1] [--csv FILE] [--fan-in 2]
+                          [--partition-first]
   --gpus L      GPU counts to run dist::sort on (counts above the visible devices are skipped)
   --per-gpu N   keys per GPU for weak scaling, and a single-GPU baseline size
   --total N     keys in all for strong scaling (split over the GPUs), and a baseline size
@@ -97,6 +101,8 @@ constexpr const char* usage_text =
   --seed S      the keys' seed (the same keys as `gpusort bench --seed S`)
   --fan-in L    dist::options::merge_fan_in values (2 to 8) to run each dist row with; rows
                 of a value other than the library's default are named dist_sample_sort_fan_in_F
+  --partition-first  each dist row again with dist::options::partition_first (rows
+                dist_partition_first, dist_partition_first_fan_in_F)
   --csv FILE    append the rows to FILE (the header is written if the file is new)
   --processes   this process is one rank of a job that a launcher started, one process a
                 GPU (torchrun, mpirun, srun, scripts/dist-launch.sh: docs/distributed.md):
@@ -121,6 +127,7 @@ struct config {
   std::vector<std::string> types{"u32"};
   std::vector<int> value_bytes{0};  // 0: keys alone; 4, 8: pairs with values of that size
   std::vector<int> fan_ins{dist::options{}.merge_fan_in};  // the merge's, one dist row each
+  bool partition_first = false;  // each dist row again with dist::options::partition_first
   std::uint64_t seed = 1;
   std::string csv;
   bool processes = false;  // one rank of a job a launcher started
@@ -550,8 +557,8 @@ std::string no_room_for_shard(std::uint64_t n, int device) {
 // dist::sort over counts.size() ranks (counts[r] keys on rank r), driven by `ranks`
 // (thread_ranks or process_ranks). The shards must fit (no_room_for_shard).
 template <class K, class V, class Ranks>
-outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts, int fan_in,
-                 Ranks& ranks) {
+outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts,
+                 const dist::options& shape, Ranks& ranks) {
   outcome o;
   const int g = static_cast<int>(counts.size());
   const auto kept = memory_kept_on(ranks.devices());
@@ -576,7 +583,8 @@ outcome run_dist(const config& cfg, const std::vector<std::uint64_t>& counts, in
     if constexpr (has_values<V>)
       make_values(pristine.as<K>(), reinterpret_cast<V*>(pristine.as<K>() + n), n, s.get());
     in_sums[r] = check(pristine.as<K>(), n, s.get()).checksum;
-    const dist::options opt{.merge_fan_in = fan_in, .stream = s.get()};
+    dist::options opt = shape;
+    opt.stream = s.get();
     std::conditional_t<has_values<V>, dist::shard<K, V>, dist::shard<K>> result;
     clock_type::time_point start;
     for (int rep = 0; rep <= cfg.reps; ++rep) {  // rep 0: the warm-up
@@ -899,7 +907,7 @@ std::optional<config> parse(int argc, char** argv) {
   const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
       argc, argv,
       {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv", "fan-in", "merge"},
-      {"help", "processes", "one-gpu"});
+      {"help", "processes", "one-gpu", "partition-first"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
   config cfg;
@@ -926,6 +934,7 @@ std::optional<config> parse(int argc, char** argv) {
   cfg.csv = args.get("csv");
   cfg.processes = args.has("processes");
   cfg.one_gpu = args.has("one-gpu");
+  cfg.partition_first = args.has("partition-first");
   cfg.merge_runs = parse_list(args, "merge", {}, [](std::uint64_t r) { return r >= 2 && r <= 64; },
                               "run counts from 2 to 64");
   if (int(cfg.processes) + int(cfg.one_gpu) + int(!cfg.merge_runs.empty()) > 1)
@@ -977,11 +986,23 @@ std::string print_environment(const config& cfg, int device_count) {
   return name0;
 }
 
-// The name of dist::sort's rows with merge fan-in f.
-std::string dist_row_name(int fan_in) {
-  return fan_in == dist::options{}.merge_fan_in
-             ? "dist_sample_sort"
-             : "dist_sample_sort_fan_in_" + std::to_string(fan_in);
+// The dist::sort options of each dist row: every --fan-in, and with --partition-first each
+// again with partition_first.
+std::vector<dist::options> dist_shapes(const config& cfg) {
+  std::vector<dist::options> shapes;
+  for (bool first : {false, true})
+    for (int fan_in : cfg.fan_ins)
+      if (!first || cfg.partition_first)
+        shapes.push_back({.merge_fan_in = fan_in, .partition_first = first});
+  return shapes;
+}
+
+// The name of dist::sort's rows with those options.
+std::string dist_row_name(const dist::options& shape) {
+  const std::string base = shape.partition_first ? "dist_partition_first" : "dist_sample_sort";
+  return shape.merge_fan_in == dist::options{}.merge_fan_in
+             ? base
+             : base + "_fan_in_" + std::to_string(shape.merge_fan_in);
 }
 
 // Every row of one key type and value type: the one-GPU baselines, then weak and strong
@@ -1024,9 +1045,9 @@ void run_key_type(const config& cfg, reporter& out, int device_count) {
         continue;
       }
       thread_ranks ranks(g, cfg.one_gpu);
-      for (int fan_in : cfg.fan_ins)
-        out.report(mode, dist_row_name(fan_in), keys, g, n,
-                   run_dist<K, V>(cfg, counts, fan_in, ranks));
+      for (const dist::options& shape : dist_shapes(cfg))
+        out.report(mode, dist_row_name(shape), keys, g, n,
+                   run_dist<K, V>(cfg, counts, shape, ranks));
       if (g > 1 && !cfg.one_gpu)
         out.report(mode, "nccl_alltoall", keys, g, n,
                    run_alltoall(cfg, counts, sizeof(K) + value_size<V>(), ranks));
@@ -1056,9 +1077,9 @@ void run_key_type_in_processes(const config& cfg, reporter* out, process_ranks& 
       if (out) out->skip(mode, dist_name, keys, g, n, "does not fit on every rank's GPU");
       continue;
     }
-    for (int fan_in : cfg.fan_ins) {
-      const outcome sorted = run_dist<K, V>(cfg, counts, fan_in, ranks);
-      if (out) out->report(mode, dist_row_name(fan_in), keys, g, n, sorted);
+    for (const dist::options& shape : dist_shapes(cfg)) {
+      const outcome sorted = run_dist<K, V>(cfg, counts, shape, ranks);
+      if (out) out->report(mode, dist_row_name(shape), keys, g, n, sorted);
     }
     if (g > 1) {
       const outcome exchanged = run_alltoall(cfg, counts, sizeof(K) + value_size<V>(), ranks);
