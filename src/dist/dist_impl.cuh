@@ -362,31 +362,42 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                       failure::local_workspace);
   agree(comm, room, 0, 0, stream, call, "every shard is sorted locally and no key is lost");
   clock.mark(2);  // every rank is here (agree waits for all): the exchange alone from now
-  // One transfer per peer for the keys and one for the values, each from the aligned address
-  // at or below its start (the lead), into a receive buffer laid out for it
-  // (math::received_run); the rank's own run stays in the shard, where the merge reads it.
-  // The rank's own run stays in the shard, where the merge reads it; under partition_first it
+  // The rank's own run stays in the shard, where the merge reads it. Under partition_first it
   // sorts on a second stream while the exchange runs (the sends read only the other buckets,
-  // and the leads before them, which the receivers drop).
+  // and the leads before them, which the receivers drop); where that stream cannot be had,
+  // after the exchange with the received runs. Nothing here throws before the exchange, in
+  // which the other ranks wait for this one.
   const auto own = static_cast<int>(rank);
   K* own_keys = shard_keys + plan.send_offset(own);
   V* own_values = pairs ? shard_values + plan.send_offset(own) : nullptr;
   gpusort::detail::owned_stream side;
   gpusort::detail::owned_event own_sort_ready, own_sorted;
   cudaError_t own_sort = cudaSuccess;
-  if (partition_first && plan.send_count(own) > 1) {
-    check_cuda(gpusort::detail::create(side), call + ": a stream for the own bucket");
-    check_cuda(gpusort::detail::create(own_sort_ready, cudaEventDisableTiming), call);
-    check_cuda(gpusort::detail::create(own_sorted, cudaEventDisableTiming), call);
-    check_cuda(cudaEventRecord(own_sort_ready.get(), stream), call);
-    check_cuda(cudaStreamWaitEvent(side.get(), own_sort_ready.get()), call);
+  if (partition_first && plan.send_count(own) > 1 &&
+      gpusort::detail::create(side) == cudaSuccess &&
+      gpusort::detail::create(own_sort_ready, cudaEventDisableTiming) == cudaSuccess &&
+      gpusort::detail::create(own_sorted, cudaEventDisableTiming) == cudaSuccess &&
+      cudaEventRecord(own_sort_ready.get(), stream) == cudaSuccess &&
+      cudaStreamWaitEvent(side.get(), own_sort_ready.get()) == cudaSuccess) {
     gpusort::options on_side = local;
     on_side.stream = side.get();
     std::size_t bytes = run_bytes;
     own_sort = gpusort::detail::sort_any_key<K, V>(run_temp.get(), bytes, own_keys, own_values,
                                                    plan.send_count(own), on_side);
-    check_cuda(cudaEventRecord(own_sorted.get(), side.get()), call);
+    const cudaError_t recorded = cudaEventRecord(own_sorted.get(), side.get());
+    if (recorded != cudaSuccess) {
+      cudaStreamSynchronize(side.get());  // its work done before anything moves on
+      own_sorted.reset();
+      if (own_sort == cudaSuccess) own_sort = recorded;
+    }
+  } else {
+    cudaGetLastError();  // a failed creation's error, cleared: the own run sorts later
+    side.reset();
   }
+  const bool own_sorts_later = partition_first && !side;
+  // One transfer per peer for the keys and one for the values, each from the aligned address
+  // at or below its start (the lead), into a receive buffer laid out for it
+  // (math::received_run).
   std::vector<transfer> transfers;
   auto* received_keys = static_cast<K*>(recv_keys[0].get());
   auto* received_values = static_cast<V*>(recv_values[0].get());
@@ -446,11 +457,12 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   if (own_sorted) check_cuda(cudaStreamWaitEvent(stream, own_sorted.get()), call);
   check_cuda(own_sort, call + ": sorting the rank's own bucket");
   for (const math::received_run& r : runs) {
-    if (!partition_first || r.in_place || r.length < 2) continue;
+    if (!partition_first || (r.in_place && !own_sorts_later) || r.length < 2) continue;
     std::size_t bytes = run_bytes;
     check_cuda(gpusort::detail::sort_any_key<K, V>(
-                   run_temp.get(), bytes, received_keys + r.key_at,
-                   pairs ? received_values + r.value_at : nullptr, r.length, local),
+                   run_temp.get(), bytes, r.in_place ? own_keys : received_keys + r.key_at,
+                   r.in_place ? own_values : (pairs ? received_values + r.value_at : nullptr),
+                   r.length, local),
                call + ": sorting a received run");
   }
   run_temp.reset(stream);
