@@ -30,6 +30,12 @@ __global__ void bucket_starts_kernel(const std::uint16_t* sorted_ids, std::uint6
 
 }  // namespace
 
+cudaError_t bucket_starts(const std::uint16_t* sorted_ids, std::uint64_t n, int buckets,
+                          std::uint64_t* bounds, cudaStream_t stream) {
+  bucket_starts_kernel<<<(buckets + 256) / 256, 256, 0, stream>>>(sorted_ids, n, buckets, bounds);
+  return cudaGetLastError();
+}
+
 template <class Index>
 cudaError_t order_by_bucket(void* temp, std::size_t& temp_bytes, std::uint16_t* ids,
                             std::uint64_t n, int buckets, const Index** order,
@@ -62,10 +68,8 @@ cudaError_t order_by_bucket(void* temp, std::size_t& temp_bytes, std::uint16_t* 
                                         stream);
     if (e != cudaSuccess) return e;
   }
-  bucket_starts_kernel<<<(buckets + 256) / 256, 256, 0, stream>>>(numbers.Current(), n, buckets,
-                                                                  bounds);
   *order = positions.Current();
-  return cudaGetLastError();
+  return bucket_starts(numbers.Current(), n, buckets, bounds, stream);
 }
 
 template cudaError_t order_by_bucket<std::uint32_t>(void*, std::size_t&, std::uint16_t*,

@@ -15,6 +15,11 @@ namespace gpusort::dist::detail {
 // temp) becomes the n positions in bucket order (positions in input order within a bucket),
 // and bounds[0 .. buckets] (device memory) each bucket's first position, then n. Index:
 // std::uint32_t for n < 2^32, else std::uint64_t.
+// bounds[j] = the first position of a bucket number j or above in `sorted_ids` (n of them,
+// in order), for j = 0 .. buckets.
+cudaError_t bucket_starts(const std::uint16_t* sorted_ids, std::uint64_t n, int buckets,
+                          std::uint64_t* bounds, cudaStream_t stream);
+
 template <class Index>
 cudaError_t order_by_bucket(void* temp, std::size_t& temp_bytes, std::uint16_t* ids,
                             std::uint64_t n, int buckets, const Index** order,

@@ -437,9 +437,11 @@ TEST(DistMath, RandomSamplePositionsStayInTheShardAndSpreadOverIt) {
     if (n > 1) EXPECT_NEAR(static_cast<double>(below_half) / 4000, 0.5, 0.1) << n;
   }
   // Ranks draw different positions; no stride of the input lines up with them.
-  EXPECT_NE(math::random_sample_position(5, 0, 1000003), math::random_sample_position(5, 1, 1000003));
+  EXPECT_NE(math::random_sample_position(5, 0, 1000003),
+            math::random_sample_position(5, 1, 1000003));
   std::uint64_t even = 0;
-  for (std::uint64_t i = 0; i < 4000; ++i) even += math::random_sample_position(i, 0, 1 << 20) % 2 == 0;
+  for (std::uint64_t i = 0; i < 4000; ++i)
+    even += math::random_sample_position(i, 0, 1 << 20) % 2 == 0;
   EXPECT_NEAR(static_cast<double>(even) / 4000, 0.5, 0.1);
 }
 
