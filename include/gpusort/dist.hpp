@@ -140,9 +140,9 @@ struct options {
   // (one stable pass by bucket), the buckets exchanged while the rank sorts its own, then the
   // received runs sorted and merged. No local sort of the whole shard before the exchange,
   // which then overlaps a sort; balance holds with high probability instead of always
-  // (index_math/dist.hpp). Same output as the default. The split needs a second buffer for
-  // the shard and 4 bytes a key of bucket numbers (pairs: 8 more of positions). Every rank
-  // must pass the same.
+  // (index_math/dist.hpp). Same output as the default; the shard is read, not changed. The
+  // split needs a second buffer for the shard. Up to 255 ranks (more take the default).
+  // Every rank must pass the same.
   bool partition_first = false;
   cudaStream_t stream = nullptr;  // this rank's stream; dist::sort waits for it
 };

@@ -11,13 +11,11 @@
 #include <thread>
 #include <vector>
 
-#include <cub/device/device_radix_sort.cuh>
-
 #include "dist_common.hpp"
 #include "gpusort/detail/index_math/dist.hpp"
 #include "gpusort/detail/core/cuda_resources.hpp"
 #include "merge_runs.cuh"
-#include "partition.hpp"
+#include "split.cuh"
 #include "gpusort/dist.hpp"
 
 namespace gpusort::dist::detail {
@@ -37,99 +35,6 @@ __global__ void take_samples_kernel(const K* keys, std::uint64_t count, std::uin
   const std::uint64_t pos = random_of ? math::random_sample_position(i, rank, random_of)
                                       : math::sample_position(i, stride);
   out[i] = splitter{code(keys[pos]), rank, pos};
-}
-
-// partition_first: each key's bucket in the order (key, rank, position).
-template <class K>
-__global__ void bucket_numbers_kernel(const K* keys, std::uint64_t n, std::uint32_t rank,
-                                      math::order_code<K> code, const splitter* splitters,
-                                      std::uint32_t count, std::uint16_t* ids) {
-  const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-  if (i >= n) return;
-  ids[i] = static_cast<std::uint16_t>(
-      math::bucket_of(splitters, count, splitter{code(keys[i]), rank, i}));
-}
-
-// partition_first: the keys (and values) in bucket order, into the split's buffers.
-template <class K, class V, class Index>
-__global__ void gather_kernel(const K* keys, const V* values, const Index* order,
-                              std::uint64_t n, K* out_keys, V* out_values) {
-  const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-  if (i >= n) return;
-  const Index from = order[i];
-  out_keys[i] = keys[from];
-  if constexpr (!std::is_same_v<V, no_value>) out_values[i] = values[from];
-}
-
-// partition_first: splits the shard into buckets by the p - 1 splitters, stably, and writes
-// bounds[0 .. p] (device), each bucket's first position. Keys alone: CUB's radix sort of the
-// bucket numbers with the keys as its values, one digit pass (ids, read and written, beside
-// the keys), the split ending in `keys` or `second_keys`. Pairs: the same sort with
-// positions as its values (order_by_bucket), then a gather of keys and values into
-// second_keys / second_values. *split_keys (and *split_values) name where the split is. The
-// workspace `temp` holds the bucket numbers first.
-template <class K, class V>
-cudaError_t split_by_bucket(void* temp, std::size_t& temp_bytes, K* keys, const V* values,
-                            std::uint64_t n, int p, std::uint32_t rank, math::order_code<K> code,
-                            const splitter* splitters, K* second_keys, V* second_values,
-                            std::uint64_t* bounds, K** split_keys, V** split_values,
-                            cudaStream_t stream) {
-  using gpusort::detail::align_workspace;
-  const std::size_t after_ids = align_workspace(sizeof(std::uint16_t) * n);
-  char* base = static_cast<char*>(temp);
-  std::uint16_t* ids = temp ? reinterpret_cast<std::uint16_t*>(base) : nullptr;
-  const auto blocks = static_cast<unsigned>(std::max<std::uint64_t>((n + 255) / 256, 1));
-  const auto number_keys = [&](std::uint16_t* out) {
-    bucket_numbers_kernel<<<blocks, 256, 0, stream>>>(keys, n, rank, code, splitters,
-                                                      static_cast<std::uint32_t>(p - 1), out);
-    return cudaGetLastError();
-  };
-  if constexpr (std::is_same_v<V, no_value>) {
-    // [ids | their second buffer | CUB's workspace]
-    const std::size_t cub_at = 2 * after_ids;
-    cub::DoubleBuffer<std::uint16_t> numbers(
-        ids, temp ? reinterpret_cast<std::uint16_t*>(base + after_ids) : nullptr);
-    cub::DoubleBuffer<K> split(keys, second_keys);
-    std::size_t cub_bytes = 0;
-    cudaError_t e = cub::DeviceRadixSort::SortPairs(nullptr, cub_bytes, numbers, split, n, 0,
-                                                    math::bucket_bits(p), stream);
-    if (!temp || e != cudaSuccess) {
-      temp_bytes = cub_at + cub_bytes;
-      return e;
-    }
-    if (temp_bytes < cub_at + cub_bytes) return cudaErrorInvalidValue;
-    e = number_keys(ids);
-    if (e == cudaSuccess && n > 0)
-      e = cub::DeviceRadixSort::SortPairs(base + cub_at, cub_bytes, numbers, split, n, 0,
-                                          math::bucket_bits(p), stream);
-    if (e == cudaSuccess) e = bucket_starts(numbers.Current(), n, p, bounds, stream);
-    *split_keys = split.Current();
-    *split_values = nullptr;
-    return e;
-  } else {
-    const auto run = [&]<class Index>() -> cudaError_t {
-      void* order_temp = temp ? base + after_ids : nullptr;
-      std::size_t order_bytes = temp ? temp_bytes - std::min(temp_bytes, after_ids) : 0;
-      const Index* order = nullptr;
-      if (!temp) {
-        const cudaError_t e = order_by_bucket<Index>(nullptr, order_bytes, nullptr, n, p, &order,
-                                                     nullptr, stream);
-        temp_bytes = after_ids + order_bytes;
-        return e;
-      }
-      cudaError_t e = number_keys(ids);
-      if (e == cudaSuccess)
-        e = order_by_bucket<Index>(order_temp, order_bytes, ids, n, p, &order, bounds, stream);
-      if (e != cudaSuccess) return e;
-      gather_kernel<<<blocks, 256, 0, stream>>>(keys, values, order, n, second_keys,
-                                                second_values);
-      *split_keys = second_keys;
-      *split_values = second_values;
-      return cudaGetLastError();
-    };
-    return n < (std::uint64_t{1} << 32) ? run.template operator()<std::uint32_t>()
-                                        : run.template operator()<std::uint64_t>();
-  }
 }
 
 // bounds[j] = keys of this rank before splitter j (bounds[0] = 0, bounds[p] = n): one thread
@@ -218,10 +123,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   // Under partition_first, the split's workspace and buffers instead (no local sort yet).
   std::size_t split_bytes = 0;
   if (status.ok() && partition_first) {
-    K* no_keys = nullptr;
-    V* no_values = nullptr;
     e = split_by_bucket<K, V>(nullptr, split_bytes, keys, values, n, p, rank, code, nullptr,
-                              nullptr, nullptr, nullptr, &no_keys, &no_values, stream);
+                              nullptr, nullptr, nullptr, stream);
     if (e != cudaSuccess) status.fail(failure::local_workspace, e);
   }
   device_memory sort_temp, split_keys, split_values;
@@ -322,18 +225,14 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   K* shard_keys = keys;
   V* shard_values = values;
   if (partition_first) {
+    shard_keys = static_cast<K*>(split_keys.get());
+    shard_values = static_cast<V*>(split_values.get());
     check_cuda(split_by_bucket<K, V>(sort_temp.get(), split_bytes, keys, values, n, p, rank, code,
-                                     static_cast<const splitter*>(d_chosen.get()),
-                                     static_cast<K*>(split_keys.get()),
-                                     static_cast<V*>(split_values.get()),
-                                     static_cast<std::uint64_t*>(bounds.get()), &shard_keys,
-                                     &shard_values, stream),
+                                     static_cast<const splitter*>(d_chosen.get()), shard_keys,
+                                     shard_values, static_cast<std::uint64_t*>(bounds.get()),
+                                     stream),
                call + ": the split by bucket");
     sort_temp.reset(stream);
-    if (input_done && shard_keys == keys) {  // the split ended in the caller's keys
-      copy_async(static_cast<K*>(split_keys.get()), keys, n, stream);
-      shard_keys = static_cast<K*>(split_keys.get());
-    }
     if (input_done) {
       check_cuda(cudaStreamSynchronize(stream), call + ": before the keys are given back");
       input_done();

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -456,11 +457,58 @@ TEST(DistMath, BucketOfCountsTheSplittersAtOrBelowAKey) {
   EXPECT_EQ(math::bucket_of(s, 3, {20, 0, 3}), 3u);
   EXPECT_EQ(math::bucket_of(s, 3, {~std::uint64_t{0}, 0, 0}), 3u);
   EXPECT_EQ(math::bucket_of(s, 0, {0, 0, 0}), 0u);
-  EXPECT_EQ(math::bucket_bits(2), 1);
-  EXPECT_EQ(math::bucket_bits(3), 2);
-  EXPECT_EQ(math::bucket_bits(4), 2);
-  EXPECT_EQ(math::bucket_bits(5), 3);
-  EXPECT_EQ(math::bucket_bits(math::max_partition_ranks), 16);
+}
+
+// The split by bucket as src/dist/split.cuh composes it, on the CPU: per tile, each bucket's
+// count; one exclusive sum over the counts bucket by bucket (split_slot); per tile, the keys
+// ranked by bucket in the tile's order, each bucket's first rank, and each rank written to
+// its bucket's run (bucket_holding); against a stable partition, for sizes around the tile
+// and buckets that are empty, full or absent from some tiles.
+TEST(DistMath, TheSplitByTilesIsAStablePartition) {
+  const std::uint32_t starts[] = {0, 0, 3, 3, 7};
+  EXPECT_EQ(math::bucket_holding(starts, 5, 0), 1u);  // bucket 0 is empty
+  EXPECT_EQ(math::bucket_holding(starts, 5, 2), 1u);
+  EXPECT_EQ(math::bucket_holding(starts, 5, 3), 3u);
+  EXPECT_EQ(math::bucket_holding(starts, 5, 6), 3u);
+  EXPECT_EQ(math::bucket_holding(starts, 5, 7), 4u);
+  EXPECT_EQ(math::bucket_holding(starts, 5, 100), 4u);
+  const std::uint64_t tile = math::split_tile;
+  std::mt19937_64 rng(12);
+  for (const std::uint64_t n : {std::uint64_t{1}, tile - 1, tile, tile + 1, 5 * tile + 77})
+    for (const std::uint32_t buckets : {2u, 3u, 17u, 255u}) {
+      std::vector<std::uint32_t> bucket(n);
+      for (auto& b : bucket) b = rng() % 4 == 0 ? buckets - 1 : rng() % buckets;
+      const std::uint64_t tiles = math::split_tiles(n);
+      std::vector<std::uint64_t> offsets(tiles * buckets, 0);
+      for (std::uint64_t i = 0; i < n; ++i) ++offsets[math::split_slot(bucket[i], i / tile, tiles)];
+      std::exclusive_scan(offsets.begin(), offsets.end(), offsets.begin(), std::uint64_t{0});
+      std::vector<std::uint64_t> out(n, ~std::uint64_t{0});
+      for (std::uint64_t t = 0; t < tiles; ++t) {
+        const std::uint64_t first = t * tile, last = std::min(n, first + tile);
+        std::vector<std::uint32_t> tile_starts(buckets + 1, 0);  // exclusive prefix of digits
+        for (std::uint64_t i = first; i < last; ++i) ++tile_starts[bucket[i] + 1];
+        std::partial_sum(tile_starts.begin(), tile_starts.end(), tile_starts.begin());
+        std::vector<std::uint32_t> seen(buckets, 0);
+        for (std::uint64_t i = first; i < last; ++i) {
+          const std::uint32_t r = tile_starts[bucket[i]] + seen[bucket[i]]++;  // stable rank
+          const std::uint32_t b = math::bucket_holding(tile_starts.data(), buckets, r);
+          ASSERT_EQ(b, bucket[i]);
+          const std::uint64_t at = offsets[math::split_slot(b, t, tiles)] + (r - tile_starts[b]);
+          ASSERT_LT(at, n);
+          ASSERT_EQ(out[at], ~std::uint64_t{0}) << "written twice";
+          out[at] = i;
+        }
+      }
+      std::vector<std::uint64_t> want(n);
+      std::iota(want.begin(), want.end(), std::uint64_t{0});
+      std::stable_sort(want.begin(), want.end(),
+                       [&](std::uint64_t a, std::uint64_t b) { return bucket[a] < bucket[b]; });
+      ASSERT_EQ(out, want) << "n " << n << " buckets " << buckets;
+      for (std::uint32_t b = 0; b < buckets; ++b)  // the bounds: each bucket's first position
+        EXPECT_EQ(offsets[math::split_slot(b, 0, tiles)],
+                  static_cast<std::uint64_t>(std::count_if(bucket.begin(), bucket.end(),
+                                                           [&](auto x) { return x < b; })));
+    }
 }
 
 // partition_first as dist_impl.cuh composes it, on the CPU: samples at random positions of

@@ -171,13 +171,34 @@ GPUSORT_HD constexpr std::uint32_t bucket_of(const splitter* splitters, std::uin
   return lo;
 }
 
-// The bits of a bucket number, and the most ranks partition_first serves (16-bit numbers).
-GPUSORT_HD constexpr int bucket_bits(int ranks) {
-  int bits = 0;
-  while ((1 << bits) < ranks) ++bits;
-  return bits;
+// The split by bucket (src/dist/split.cuh), in tiles of split_tile keys, one block of
+// split_block threads each: every tile counts its keys of each bucket; one exclusive scan
+// over the counts laid out bucket by bucket (split_slot) then gives where a tile's keys of a
+// bucket start in the split; each tile ranks its keys by bucket, stably, and writes them
+// there. Bucket numbers are 8-bit digits, the number `buckets` marking the last tile's
+// places past n: at most 255 ranks.
+inline constexpr int split_block = 256, split_items = 8;
+inline constexpr std::uint64_t split_tile = std::uint64_t{split_block} * split_items;
+inline constexpr int max_partition_ranks = 255;
+GPUSORT_HD constexpr std::uint64_t split_tiles(std::uint64_t n) {
+  return (n + split_tile - 1) / split_tile;
 }
-inline constexpr int max_partition_ranks = 1 << 16;
+GPUSORT_HD constexpr std::uint64_t split_slot(std::uint32_t bucket, std::uint64_t tile,
+                                              std::uint64_t tiles) {
+  return bucket * tiles + tile;
+}
+// The bucket of the key at rank r of a tile ranked by bucket, given each bucket's first rank
+// (starts[0 .. buckets - 1], non-decreasing, starts[0] = 0): the last bucket starting at or
+// before r (empty buckets start where the next does).
+GPUSORT_HD constexpr std::uint32_t bucket_holding(const std::uint32_t* starts,
+                                                  std::uint32_t buckets, std::uint32_t r) {
+  std::uint32_t lo = 0, hi = buckets;  // the first bucket starting after r
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (starts[mid] <= r) lo = mid + 1; else hi = mid;
+  }
+  return lo - 1;
+}
 
 // NCCL copies at full speed only between 16-byte aligned addresses: a 1 GiB send between two
 // H200s took 3.0 ms aligned and 4.6 ms with both ends 4 bytes off (2026-11-26). A bucket starts

@@ -1,0 +1,170 @@
+// The split by bucket of options::partition_first (dist_impl.cuh): a shard's keys (and
+// values) in the order of their buckets, stably, in one read to count and one read and write
+// to move, by tiles (index_math/dist.hpp, split_tile):
+//   counts   each tile's keys of each bucket (the buckets by binary search over the
+//            splitters, in shared memory);
+//   scan     one exclusive sum of the counts, bucket by bucket: where each tile's keys of each
+//            bucket start;
+//   scatter  each tile ranks its keys by bucket (CUB's BlockRadixRankMatch: stable in the
+//            tile's order), places them in shared memory by rank, and writes each bucket's
+//            run out contiguously (then the values the same way).
+#pragma once
+
+#include <cub/block/block_radix_rank.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "gpusort/detail/core/entry.hpp"  // align_workspace
+#include "gpusort/detail/core/types.hpp"
+#include "gpusort/detail/index_math/dist.hpp"
+
+namespace gpusort::dist::detail {
+namespace split {
+
+namespace math = gpusort::detail::index_math::dist;
+using math::splitter;
+constexpr int block = math::split_block, items = math::split_items;
+
+// The bucket numbers are the ranked digits themselves.
+struct bucket_digit {
+  __device__ std::uint32_t Digit(std::uint32_t bucket) const { return bucket; }
+};
+
+// The splitters, copied to shared memory by the whole block.
+struct shared_splitters {
+  splitter s[math::max_partition_ranks - 1];
+  __device__ void load(const splitter* from, int count) {
+    for (int i = threadIdx.x; i < count; i += block) s[i] = from[i];
+    __syncthreads();
+  }
+};
+
+// The tile's place of thread `lane` of warp `warp`, item j: warp-striped, the order in which
+// BlockRadixRankMatch ranks (and coalesced loads).
+__device__ __forceinline__ std::uint32_t striped(int j) {
+  return (threadIdx.x / 32) * (32 * items) + j * 32 + threadIdx.x % 32;
+}
+
+template <class K>
+__global__ void __launch_bounds__(block)
+    counts_kernel(const K* keys, std::uint64_t n, std::uint32_t rank, math::order_code<K> code,
+                  const splitter* splitters, int buckets, std::uint64_t tiles,
+                  std::uint64_t* counts) {
+  __shared__ shared_splitters split;
+  __shared__ std::uint32_t histogram[block];
+  histogram[threadIdx.x] = 0;
+  split.load(splitters, buckets - 1);
+  const std::uint64_t first = blockIdx.x * math::split_tile;
+  for (int j = 0; j < items; ++j) {
+    const std::uint64_t i = first + striped(j);
+    if (i < n)
+      atomicAdd(&histogram[math::bucket_of(split.s, buckets - 1, {code(keys[i]), rank, i})], 1u);
+  }
+  __syncthreads();
+  if (static_cast<int>(threadIdx.x) < buckets)
+    counts[math::split_slot(threadIdx.x, blockIdx.x, tiles)] = histogram[threadIdx.x];
+}
+
+// Writes the tile's elements, placed by rank in `staged`, to their buckets' runs.
+template <class T>
+__device__ void write_runs(const T* staged, const std::uint32_t* starts, int buckets,
+                           const std::uint64_t* offsets, std::uint64_t tiles, T* out) {
+  const std::uint32_t in_tile = starts[buckets];  // past them, the last tile's padding
+  for (std::uint32_t r = threadIdx.x; r < in_tile; r += block) {
+    const std::uint32_t b = math::bucket_holding(starts, buckets, r);
+    out[offsets[math::split_slot(b, blockIdx.x, tiles)] + (r - starts[b])] = staged[r];
+  }
+}
+
+template <class K, class V>
+__global__ void __launch_bounds__(block)
+    scatter_kernel(const K* keys, const V* values, std::uint64_t n, std::uint32_t rank,
+                   math::order_code<K> code, const splitter* splitters, int buckets,
+                   std::uint64_t tiles, const std::uint64_t* offsets, K* out_keys,
+                   V* out_values, std::uint64_t* bounds) {
+  constexpr bool pairs = !std::is_same_v<V, gpusort::detail::no_value>;
+  using ranking = cub::BlockRadixRankMatch<block, 8, false>;
+  __shared__ shared_splitters split;
+  __shared__ std::uint32_t starts[block];  // each bucket's first rank in the tile (digit t's)
+  __shared__ union {
+    typename ranking::TempStorage rank;
+    K keys[math::split_tile];
+    std::conditional_t<pairs, V, K> values[math::split_tile];
+  } shared;
+  split.load(splitters, buckets - 1);
+  const std::uint64_t first = blockIdx.x * math::split_tile;
+  K key[items];
+  std::uint32_t digit[items];
+  for (int j = 0; j < items; ++j) {
+    const std::uint64_t i = first + striped(j);
+    digit[j] = static_cast<std::uint32_t>(buckets);  // past n: ranked after every bucket
+    if (i < n) {
+      key[j] = keys[i];
+      digit[j] = math::bucket_of(split.s, buckets - 1, {code(key[j]), rank, i});
+    }
+  }
+  int ranks[items], prefix[1];
+  ranking(shared.rank).RankKeys(digit, ranks, bucket_digit{}, prefix);
+  starts[threadIdx.x] = static_cast<std::uint32_t>(prefix[0]);  // thread t: digit t
+  __syncthreads();  // the ranking's storage is free from here
+  for (int j = 0; j < items; ++j)
+    if (digit[j] < static_cast<std::uint32_t>(buckets)) shared.keys[ranks[j]] = key[j];
+  __syncthreads();
+  write_runs(shared.keys, starts, buckets, offsets, tiles, out_keys);
+  if constexpr (pairs) {
+    __syncthreads();
+    for (int j = 0; j < items; ++j)
+      if (digit[j] < static_cast<std::uint32_t>(buckets))
+        shared.values[ranks[j]] = values[first + striped(j)];
+    __syncthreads();
+    write_runs(shared.values, starts, buckets, offsets, tiles, out_values);
+  }
+  if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) <= buckets)
+    bounds[threadIdx.x] =
+        static_cast<int>(threadIdx.x) < buckets ? offsets[math::split_slot(threadIdx.x, 0, tiles)]
+                                                : n;
+}
+
+}  // namespace split
+
+// Splits the shard (n keys, and values) into `buckets` (2 to max_partition_ranks) buckets
+// by the buckets - 1 splitters (device memory), stably, into out_keys / out_values, and
+// writes bounds[0 .. buckets] (device), each bucket's first position, then n. CUB's
+// convention: temp == nullptr writes the bytes needed (the counts and the scan's).
+template <class K, class V>
+cudaError_t split_by_bucket(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
+                            std::uint64_t n, int buckets, std::uint32_t rank,
+                            gpusort::detail::index_math::dist::order_code<K> code,
+                            const gpusort::detail::index_math::dist::splitter* splitters,
+                            K* out_keys, V* out_values, std::uint64_t* bounds,
+                            cudaStream_t stream) {
+  namespace math = gpusort::detail::index_math::dist;
+  const std::uint64_t tiles = std::max<std::uint64_t>(math::split_tiles(n), 1);
+  const std::uint64_t slots = tiles * static_cast<std::uint64_t>(buckets);
+  const std::size_t scan_at = gpusort::detail::align_workspace(sizeof(std::uint64_t) * slots);
+  auto* counts = temp ? static_cast<std::uint64_t*>(temp) : nullptr;
+  std::size_t scan_bytes = 0;
+  cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts, slots, stream);
+  if (!temp || e != cudaSuccess) {
+    temp_bytes = scan_at + scan_bytes;
+    return e;
+  }
+  if (temp_bytes < scan_at + scan_bytes) return cudaErrorInvalidValue;
+  const auto grid = static_cast<unsigned>(tiles);
+  split::counts_kernel<<<grid, split::block, 0, stream>>>(keys, n, rank, code, splitters,
+                                                          buckets, tiles, counts);
+  e = cudaGetLastError();
+  if (e == cudaSuccess)
+    e = cub::DeviceScan::ExclusiveSum(static_cast<char*>(temp) + scan_at, scan_bytes, counts,
+                                      slots, stream);
+  if (e != cudaSuccess) return e;
+  split::scatter_kernel<<<grid, split::block, 0, stream>>>(keys, values, n, rank, code,
+                                                           splitters, buckets, tiles, counts,
+                                                           out_keys, out_values, bounds);
+  return cudaGetLastError();
+}
+
+}  // namespace gpusort::dist::detail
