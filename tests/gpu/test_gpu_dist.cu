@@ -477,7 +477,8 @@ void PartitionFirstSortsTheSame(const std::vector<comm_set*>& sets) {
     const auto out = dist_sort(*set, equal, {.partition_first = true});
     std::uint64_t total = 0;
     for (auto& part : equal) total += part.size();
-    for (auto& part : out) EXPECT_LE(part.size(), total / ranks * 1.1 + 1024) << "all equal";
+    for (auto& part : out)  // 6 standard deviations of the random samples' balance (3%)
+      EXPECT_LE(part.size(), total / ranks * 1.2 + 1024) << "all equal";
     const auto zipf = make_shards<K>(uneven_sizes(ranks, 100003), tools::distribution::zipf, 8);
     EXPECT_TRUE(same_bits(concat(dist_sort_freeing_input(*set, zipf, {.partition_first = true})),
                           reference_sort(concat(zipf))));
