@@ -4,6 +4,7 @@ there is no GPU (a check of the script more than a benchmark). Start it once per
 
     torchrun --nproc-per-node 4 scripts/dist-bench.py [--total 2^28 | --per-rank 2^29]
                                                       [--dtype float32] [--reps 5]
+                                                      [--partition-first]
 
 Each rank makes its shard of `total` random keys (the same keys whatever the rank count), the
 ranks sort them together (warm-up, then the median of --reps, timed from a barrier to a barrier,
@@ -35,6 +36,8 @@ def main():
     parser.add_argument("--per-rank", type=count, help="keys a rank (weak scaling); overrides --total")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--partition-first", action="store_true",
+                        help="gpusort.distributed.sort(..., partition_first=True)")
     args = parser.parse_args()
 
     import torch
@@ -78,7 +81,9 @@ def main():
         dist.barrier()
         return time.perf_counter() - start
 
-    call = lambda: gpusort.distributed.sort(keys)  # noqa: E731
+    def call():
+        return gpusort.distributed.sort(keys, partition_first=args.partition_first)
+
     timed(call)
     seconds = statistics.median(timed(call) for _ in range(args.reps))
     result = last["result"]
@@ -124,6 +129,7 @@ def main():
                 times.append(time.perf_counter() - start)
             one[method] = statistics.median(times)
         print(f"dist-bench {name} x{world} {args.dtype} total={args.total} "
+              f"partition_first={args.partition_first} "
               f"correct={correct} dist={seconds * 1e3:.2f} ms ({args.total / seconds / 1e6:.1f} Mkeys/s) "
               f"one-GPU gpusort={one['gpusort'] * 1e3:.2f} ms torch.sort={one['torch'] * 1e3:.2f} ms "
               f"speedup vs gpusort={one['gpusort'] / seconds:.2f}x vs torch={one['torch'] / seconds:.2f}x "

@@ -155,30 +155,46 @@ def release(group=None):
             dist_module().release_shard_ranks()
 
 
-def _sort_native(torch, dist, module, group, keys, values, descending, stable, nans):
-    """gpusort::dist::sort of this rank's shard; it sorts in place, so on copies."""
+def _reads_only(module, partition_first, world):
+    """Whether gpusort::dist leaves the shards as they were: partition_first on 2 to
+    max_partition_ranks ranks (else it sorts them in place, and takes copies)."""
+    return partition_first and 2 <= world <= module.max_partition_ranks
+
+
+def _shard_for(tensor, reads_only):
+    """What gpusort::dist gets of a caller's tensor: itself (contiguous) where it only reads."""
+    return tensor.contiguous() if reads_only else tensor.contiguous().clone()
+
+
+def _sort_native(torch, dist, module, group, keys, values, descending, stable, nans,
+                 partition_first):
+    """gpusort::dist::sort of this rank's shard; it sorts in place, so on copies, except
+    with partition_first, which only reads it."""
     global _last_times
     comm = _communicator(dist, module, group, keys.device)
-    work = keys.contiguous().clone()
-    rows = None if values is None else values.contiguous().clone()
+    reads_only = _reads_only(module, partition_first, dist.get_world_size(group))
+    work = _shard_for(keys, reads_only)
+    rows = None if values is None else _shard_for(values, reads_only)
     stream = torch.cuda.current_stream(keys.device).cuda_stream
     sorted_keys, sorted_values, count, _last_times, rank_sizes = comm.sort(
-        *_handles(work, rows), descending, stable, nans, stream)
+        *_handles(work, rows), descending, stable, nans, partition_first, stream)
     return DistSortResult(_from_bytes(torch, sorted_keys, count, keys),
                           None if values is None else _from_bytes(torch, sorted_values, count, values),
                           torch.tensor(rank_sizes, dtype=torch.int64, device=keys.device))
 
 
-def _sort_list_native(torch, module, shards, descending, stable, nans):
+def _sort_list_native(torch, module, shards, descending, stable, nans, partition_first):
     """gpusort::dist::sort of shards on distinct GPUs of this process, one thread a GPU, on
-    copies (it sorts in place)."""
+    copies (it sorts in place), or on the shards themselves with partition_first."""
     global _last_times
-    copies = [(k.contiguous().clone(), None if v is None else v.contiguous().clone()) for k, v in shards]
+    reads_only = _reads_only(module, partition_first, len(shards))
+    copies = [(_shard_for(k, reads_only), None if v is None else _shard_for(v, reads_only))
+              for k, v in shards]
     handles = [_handles(k, v) for k, v in copies]
     streams = [torch.cuda.current_stream(k.device).cuda_stream for k, _ in copies]
     results = module.sort_shards([h[0] for h in handles],
                                  None if shards[0][1] is None else [h[1] for h in handles],
-                                 descending, stable, nans, streams)
+                                 descending, stable, nans, partition_first, streams)
     _last_times = results[0][3]
     out_keys = [_from_bytes(torch, r[0], r[2], k) for r, (k, _) in zip(results, shards)]
     out_values = None if shards[0][1] is None else [
@@ -255,7 +271,7 @@ def _bucket_bounds(torch, codes, splitters, rank, world):
     return bounds
 
 
-def _sort_list(torch, local_sort, keys, values, descending, stable, nans):
+def _sort_list(torch, local_sort, keys, values, descending, stable, nans, partition_first):
     """The sort of a list of shards on several devices of this process: gpusort::dist on
     one thread a GPU where _native_module allows and the GPUs are distinct; else the same
     steps as over a group, the buckets moved between devices by the tensors' own copies (over
@@ -276,7 +292,7 @@ def _sort_list(torch, local_sort, keys, values, descending, stable, nans):
         raise TypeError("values: every shard's values must have the same dtype and shape")
     native = _native_module(torch, shards)
     if native is not None and len({shard.device.index for shard, _ in shards}) == len(shards):
-        return _sort_list_native(torch, native, shards, descending, stable, nans)
+        return _sort_list_native(torch, native, shards, descending, stable, nans, partition_first)
     world = len(shards)
     local = []
     for shard, value in shards:
@@ -299,7 +315,8 @@ def _sort_list(torch, local_sort, keys, values, descending, stable, nans):
     return DistSortResult(out_keys, None if values is None else out_values, counts)
 
 
-def sort(keys, values=None, *, descending=False, stable=False, nans="last", group=None):
+def sort(keys, values=None, *, descending=False, stable=False, nans="last", group=None,
+         partition_first=False):
     """Sorts the keys of every rank of `group` (torch.distributed's default group if None)
     together: each rank passes its shard, a 1-D tensor (on its GPU with NCCL, on the host with
     Gloo), and gets back DistSortResult(keys, values, counts): its range of the global order
@@ -309,8 +326,13 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
     values or without. Ranges are near even (regular samples), not exactly even.
 
     descending, stable and nans as for gpusort.sort (stable=True: equal keys in the order of
-    the shards concatenated by rank). Errors are checked on every rank before any key moves:
-    a rank with a wrong argument raises it, the others a ValueError naming that rank.
+    the shards concatenated by rank). partition_first=True: where gpusort::dist sorts (CUDA
+    tensors under NCCL, or a list of shards on distinct GPUs), its exchange-first plan
+    (dist::options::partition_first, docs/distributed.md), which reads the shards instead of
+    sorting copies of them; the same result, ranges even with high probability rather than
+    within a bound. Elsewhere it changes nothing. Every rank must pass the same. Errors are
+    checked on every rank before any key moves: a rank with a wrong argument raises it, the
+    others a ValueError naming that rank.
 
     keys may also be a list of shards on several devices of this process (values a list, or
     None), without a process group: the result's keys and values are then lists, shard i's
@@ -322,7 +344,8 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
     if isinstance(keys, (list, tuple)):
         if not keys:
             raise ValueError("keys: an empty list of shards")
-        return _sort_list(torch, local_sort, list(keys), values, descending, stable, nans)
+        return _sort_list(torch, local_sort, list(keys), values, descending, stable, nans,
+                          bool(partition_first))
     import torch.distributed as dist
 
     rank = dist.get_rank(group)
@@ -339,10 +362,11 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
     signature = (str(getattr(keys, "dtype", None)), descending, stable, nans,
                  None if values is None else (str(getattr(values, "dtype", None)),
                                               tuple(getattr(values, "shape", ())[1:])),
-                 native is not None)
+                 native is not None, bool(partition_first))
     _agree(torch, dist, group, error, signature)
     if native is not None:
-        return _sort_native(torch, dist, native, group, keys, values, descending, stable, nans)
+        return _sort_native(torch, dist, native, group, keys, values, descending, stable, nans,
+                            bool(partition_first))
 
     world = dist.get_world_size(group)
     codes = _order_codes(torch, keys, descending, nans)

@@ -16,6 +16,7 @@ def sort(
     stable: bool = False,
     nans: Literal["last", "first"] = "last",
     group: Any = None,
+    partition_first: bool = False,
 ) -> DistSortResult: ...
 @overload
 def sort(
@@ -26,5 +27,6 @@ def sort(
     stable: bool = False,
     nans: Literal["last", "first"] = "last",
     group: Any = None,
+    partition_first: bool = False,
 ) -> DistSortResult: ...
 def release(group: Any = None) -> None: ...

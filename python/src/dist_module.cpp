@@ -22,6 +22,7 @@
 
 #include "arrays.hpp"
 #include "dispatch.hpp"
+#include "gpusort/detail/index_math/dist.hpp"  // max_partition_ranks
 #include "gpusort/dist.hpp"
 
 #ifndef GPUSORT_VERSION
@@ -107,13 +108,14 @@ rank_arrays read_rank(const py::handle& keys, const py::handle& values, int devi
 }
 
 gpusort::dist::options options_of(bool descending, bool stable, const std::string& nans,
-                                  std::uintptr_t stream) {
+                                  bool partition_first, std::uintptr_t stream) {
   if (nans != "last" && nans != "first")
     throw py::value_error("nans: must be 'last' or 'first', got '" + nans + "'");
   gpusort::dist::options opt;
   opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
   opt.nans = nans == "first" ? gpusort::nan_order::first : gpusort::nan_order::last;
   opt.stable = stable;
+  opt.partition_first = partition_first;
   opt.stream = reinterpret_cast<cudaStream_t>(stream);
   return opt;
 }
@@ -146,11 +148,13 @@ class rank_communicator {
 
   // keys: the package's device handle of a contiguous 1-D tensor on this rank's GPU; values:
   // a handle of n rows of 4, 8 or 16 bytes ("|V<bytes>"), or None. Both are sorted in place
-  // (the package passes copies).
+  // (the package passes copies), or with partition_first on 2 to max_partition_ranks ranks
+  // only read.
   py::object sort(const py::handle& keys, const py::handle& values, bool descending, bool stable,
-                  const std::string& nans, std::uintptr_t stream) {
+                  const std::string& nans, bool partition_first, std::uintptr_t stream) {
     const rank_arrays a = read_rank(keys, values, comm_.device());
-    const gpusort::dist::options opt = options_of(descending, stable, nans, stream);
+    const gpusort::dist::options opt =
+        options_of(descending, stable, nans, partition_first, stream);
     return with_types(a, [&]<class K, int B>() -> py::object {
       std::shared_ptr<shard_of<K, B>> result;
       {
@@ -199,7 +203,8 @@ device_ranks& ranks_for(const std::vector<int>& devices) {
 // GPU): dist::sort on one thread a GPU, each on its stream. Every shard's keys (and values)
 // are sorted in place (the package passes copies). Returns each rank's result as sort() does.
 py::list sort_shards(const py::list& keys, const py::object& values, bool descending,
-                     bool stable, const std::string& nans, const py::list& streams) {
+                     bool stable, const std::string& nans, bool partition_first,
+                     const py::list& streams) {
   const std::size_t p = keys.size();
   if (p == 0 || streams.size() != p || (!values.is_none() && py::len(values) != p))
     throw py::value_error("sort_shards: a stream and values (or None) for every shard");
@@ -214,7 +219,8 @@ py::list sort_shards(const py::list& keys, const py::object& values, bool descen
     const py::object shard_values =
         values.is_none() ? py::object(py::none()) : py::object(values[py::int_(i)]);
     arrays.push_back(read_rank(keys[i], shard_values, k.device));
-    opts.push_back(options_of(descending, stable, nans, streams[i].cast<std::uintptr_t>()));
+    opts.push_back(options_of(descending, stable, nans, partition_first,
+                              streams[i].cast<std::uintptr_t>()));
   }
   for (const rank_arrays& a : arrays)
     if (a.keys.type != arrays[0].keys.type || a.value_bytes != arrays[0].value_bytes)
@@ -250,6 +256,9 @@ py::list sort_shards(const py::list& keys, const py::object& values, bool descen
 PYBIND11_MODULE(_gpusort_dist, m) {
   m.doc() = "gpusort::dist (NCCL) for gpusort.distributed";
   m.attr("__version__") = GPUSORT_VERSION;
+  // The most ranks dist::options::partition_first serves (more take the default plan, which
+  // sorts the shard in place).
+  m.attr("max_partition_ranks") = gpusort::detail::index_math::dist::max_partition_ranks;
   m.def("unique_id", &gpusort::dist::make_unique_id,
         "A new NCCL unique id (256 hex digits) for a communicator's ranks.");
   py::class_<device_bytes>(m, "DeviceBytes")
@@ -264,11 +273,12 @@ PYBIND11_MODULE(_gpusort_dist, m) {
       .def_property_readonly("size", &rank_communicator::size)
       .def_property_readonly("device", &rank_communicator::device)
       .def("sort", &rank_communicator::sort, py::arg("keys"), py::arg("values"),
-           py::arg("descending"), py::arg("stable"), py::arg("nans"), py::arg("stream"),
+           py::arg("descending"), py::arg("stable"), py::arg("nans"), py::arg("partition_first"),
+           py::arg("stream"),
            "gpusort::dist::sort of this rank's shard (sorted in place) on `stream`: (keys, "
            "values or None, count, phase times, every rank's count), the buffers as bytes.");
   m.def("sort_shards", &sort_shards, py::arg("keys"), py::arg("values"), py::arg("descending"),
-        py::arg("stable"), py::arg("nans"), py::arg("streams"),
+        py::arg("stable"), py::arg("nans"), py::arg("partition_first"), py::arg("streams"),
         "gpusort::dist::sort of shards on distinct GPUs of this process, one thread a GPU: a "
         "list of what Communicator.sort returns, shard by shard.");
   m.def("release_shard_ranks", [] { shard_ranks().clear(); },

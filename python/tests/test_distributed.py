@@ -41,6 +41,11 @@ def _shard(case, rank, world):
     raise AssertionError(case)
 
 
+def _bytes(tensor):
+    """A tensor's bytes (NaNs compare equal so), or the object itself if not a tensor."""
+    return tensor.cpu().numpy().tobytes() if isinstance(tensor, torch.Tensor) else tensor
+
+
 def _one_call(rank, world, device, case, options):
     """What rank `rank` gets from one call (or the error it raised), and whether gpusort::dist
     sorted it (the native path sets the call's phase times)."""
@@ -60,11 +65,14 @@ def _one_call(rank, world, device, case, options):
         values = torch.stack([positions, -positions], 1)  # a 2-D payload
         if options.get("list_values_rank") == rank:
             values = values.tolist()  # not a tensor: refused on this rank
+        before = _bytes(keys), _bytes(values)
         out = gpusort.distributed.sort(keys, values, descending=options.get("descending", False),
-                                       stable=True, nans=options.get("nans", "last"))
+                                       stable=True, nans=options.get("nans", "last"),
+                                       partition_first=options.get("partition_first", False))
         return {"keys": out.keys.cpu().numpy(), "values": out.values.cpu().numpy(),
                 "counts": out.counts.cpu().numpy(),
-                "native": gpusort.distributed._last_times is not None}
+                "native": gpusort.distributed._last_times is not None,
+                "input_kept": (_bytes(keys), _bytes(values)) == before}
     except Exception as error:  # every rank reports what it raised
         return {"error": (type(error).__name__, str(error), traceback.format_exc())}
 
@@ -125,6 +133,10 @@ CALLS = [
     ("int32", {}), ("int32", {"descending": True}), ("equal", {}),
     ("floats", {}), ("floats", {"descending": True, "nans": "first"}), ("float64 few", {}),
     ("float16", {"descending": True}), ("int8", {}), ("empty", {}), ("int32", {"release": True}),
+    # gpusort::dist's exchange-first plan where it sorts (the same result; elsewhere ignored).
+    ("int32", {"partition_first": True}),
+    ("floats", {"descending": True, "nans": "first", "partition_first": True}),
+    ("equal", {"partition_first": True}),
 ]
 
 
@@ -141,6 +153,7 @@ def test_the_ranks_hold_the_global_stable_order(tmp_path, world, backend):
         for rank, result in enumerate(results):
             assert "error" not in result, (case, rank, result.get("error"))
             assert result["native"] == (backend == "nccl"), (case, rank)
+            assert result["input_kept"], (case, options, rank)  # the caller's shard as it was
         shards = [_shard(case, r, world) for r in range(world)]
         everything = np.concatenate(shards)
         order = _stable_reference(everything, options.get("descending", False),
@@ -191,8 +204,11 @@ def test_a_list_of_shards_in_one_process(shards, case, options):
     values = [torch.arange(offsets[r], offsets[r + 1], dtype=torch.int64, device=d)
               for r, d in enumerate(devices)]
     gpusort.distributed._last_times = None
+    before = [k.cpu().numpy().tobytes() for k in keys]
     out = gpusort.distributed.sort(keys, values, descending=options.get("descending", False),
-                                   stable=True, nans=options.get("nans", "last"))
+                                   stable=True, nans=options.get("nans", "last"),
+                                   partition_first=options.get("partition_first", False))
+    assert [k.cpu().numpy().tobytes() for k in keys] == before  # the caller's shards as they were
     # Shards on distinct GPUs go to gpusort::dist (one thread a GPU) where it is built.
     native = devices[0] != "cpu" and _native_built()
     assert (gpusort.distributed._last_times is not None) == native

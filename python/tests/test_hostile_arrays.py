@@ -198,4 +198,4 @@ def test_the_distributed_list_call_reads_each_shards_values():
         pytest.skip("gpusort was built without gpusort::dist (NCCL)")
     keys = (0, "<i4", 3, 0)
     with pytest.raises(ValueError, match="values: a contiguous array of one row a key"):
-        dist_module().sort_shards([keys], [(0, "<i8", 2, 0)], False, True, "last", [0])
+        dist_module().sort_shards([keys], [(0, "<i8", 2, 0)], False, True, "last", False, [0])
