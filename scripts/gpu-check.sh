@@ -121,14 +121,16 @@ if [ "${1:-}" = "--multi" ]; then
   # beside the same keys in C++ (the native path, then the group's own collectives).
   (GPUSORT_MODULE_DIR="$build/python" "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider \
      python/tests/test_distributed.py) >"$logs/pytest-distributed.log" 2>&1 || tests_rc=1
-  for native in 1 0; do
+  # (and the native path with partition_first, which skips the shard's copy)
+  for run in "1" "0" "1 --partition-first"; do
+    read -r native extra <<<"$run"
     GPUSORT_DISTRIBUTED_NATIVE=$native PYTHONPATH="$PWD/python:$build/python" \
       "$venv/bin/python" -m torch.distributed.run --nproc-per-node "$gpus" scripts/dist-bench.py \
-      --per-rank 2^26 --dtype float32 --reps 3
+      --per-rank 2^26 --dtype float32 --reps 3 $extra
   done >"$logs/dist-bench-python.log" 2>&1 || tests_rc=1
   list=1; [ "$gpus" -ge 2 ] && list=1,2; [ "$gpus" -ge 4 ] && list=1,2,4
   "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 --fan-in 2,4,8 \
-    --values 0,4 --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1
+    --values 0,4 --partition-first --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1
   bench_rc=$?
   # The same in processes, one a GPU, as a launcher starts them (issue 74): beside the threads.
   scripts/dist-launch.sh -n "$gpus" "$build/tools/gpusort-dist-bench" --processes --per-gpu 2^26 \
