@@ -19,7 +19,6 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <parallel/algorithm>
 #include <span>
 #include <string>
 #include <string_view>

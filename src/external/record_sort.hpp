@@ -20,7 +20,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <parallel/algorithm>
 #include <span>
 #include <string>
 #include <vector>
