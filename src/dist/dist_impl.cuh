@@ -333,9 +333,10 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
       own_sorted.reset();
       if (own_sort == cudaSuccess) own_sort = recorded;
     }
-  } else {
+  } else if (partition_first) {
     cudaGetLastError();  // a failed creation's error, cleared: the own run sorts later
     side.reset();
+    own_sorted.reset();
   }
   const bool own_sorts_later = partition_first && !side;
   // One transfer per peer for the keys and one for the values, each from the aligned address
