@@ -92,6 +92,20 @@ std::uint64_t origin_of(const V& value) {
   return origin;
 }
 
+// Keys and values sorted on the device in guarded buffers (nothing may be written past n):
+// the sorted keys and values, on the host.
+template <class K, class V>
+void sort_pairs_guarded(const std::vector<K>& input, const std::vector<V>& values,
+                        const gpusort::options& opt, std::vector<K>& keys, std::vector<V>& out) {
+  guarded_buffer<K> dk(input);
+  guarded_buffer<V> dv(values);
+  ASSERT_EQ((sort_on_device<K, V>(dk, &dv, opt)), cudaSuccess);
+  keys = dk.to_host();
+  out = dv.to_host();
+  ASSERT_TRUE(dk.guard_intact());
+  ASSERT_TRUE(dv.guard_intact());
+}
+
 // value = a function of the input position: every value must stay with its key, and a stable
 // sort must give exactly std::stable_sort's permutation.
 template <class K, class V, class MakeValue>
@@ -101,11 +115,10 @@ void check_pairs(reference_for<K>& ref, const sort_method& m, bool descending, M
   const std::size_t n = input.size();
   std::vector<V> values(n);
   for (std::size_t i = 0; i < n; ++i) values[i] = make(i);
-  guarded_buffer<K> dk(input);
-  guarded_buffer<V> dv(values);
-  ASSERT_EQ((sort_on_device<K, V>(dk, &dv, directed(m.opt, descending))), cudaSuccess);
-  const std::vector<K> keys = dk.to_host();
-  const std::vector<V> out = dv.to_host();
+  std::vector<K> keys;
+  std::vector<V> out;
+  ASSERT_NO_FATAL_FAILURE(
+      sort_pairs_guarded(input, values, directed(m.opt, descending), keys, out));
   ASSERT_TRUE(same_bits(keys, ref.sorted(descending)));
   ASSERT_TRUE(values_follow_keys(input, keys, out, make));
   if (m.stable) {
@@ -119,8 +132,6 @@ void check_pairs(reference_for<K>& ref, const sort_method& m, bool descending, M
         ASSERT_EQ(origin_of(out[i]), want[i]) << "not stable at " << i;
     }
   }
-  ASSERT_TRUE(dk.guard_intact());
-  ASSERT_TRUE(dv.guard_intact());
 }
 
 }  // namespace
@@ -289,16 +300,13 @@ void check_split_pairs(reference_for<K>& ref, const sort_method& m, bool descend
   const std::vector<K>& input = ref.input();
   std::vector<V> values(input.size());
   for (std::size_t i = 0; i < input.size(); ++i) values[i] = value_of(input[i]);
-  guarded_buffer<K> dk(input);
-  guarded_buffer<V> dv(values);
-  ASSERT_EQ((sort_on_device<K, V>(dk, &dv, directed(m.opt, descending))), cudaSuccess);
-  const std::vector<K> keys = dk.to_host();
-  const std::vector<V> out = dv.to_host();
+  std::vector<K> keys;
+  std::vector<V> out;
+  ASSERT_NO_FATAL_FAILURE(
+      sort_pairs_guarded(input, values, directed(m.opt, descending), keys, out));
   ASSERT_TRUE(same_bits(keys, ref.sorted(descending)));
   for (std::size_t i = 0; i < keys.size(); ++i)
     ASSERT_EQ(out[i], value_of(keys[i])) << "the value at " << i << " is not its key's";
-  ASSERT_TRUE(dk.guard_intact());
-  ASSERT_TRUE(dv.guard_intact());
 }
 
 template <class K>
