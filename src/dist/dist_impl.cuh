@@ -289,14 +289,31 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                         sizeof(V) * std::max<std::uint64_t>(b ? received : value_room, 1), stream,
                         failure::receive_buffers);
   }
-  // Under partition_first, one workspace for the runs' sorts (the largest's).
+  // Where each received run lies: the rank's own run stays in the shard, where the merge
+  // reads it (under partition_first, the split's buffer); the others in receive buffer 0.
+  const auto own = static_cast<int>(rank);
+  K* own_keys = shard_keys + plan.send_offset(own);
+  V* own_values = pairs ? shard_values + plan.send_offset(own) : nullptr;
+  auto* received_keys = static_cast<K*>(recv_keys[0].get());
+  auto* received_values = static_cast<V*>(recv_values[0].get());
+  struct run_place {
+    K* keys;
+    V* values;
+  };
+  const auto place_of = [&](const math::received_run& r) {
+    return r.in_place ? run_place{own_keys, own_values}
+                      : run_place{received_keys + r.key_at,
+                                  pairs ? received_values + r.value_at : nullptr};
+  };
+  // Under partition_first, one workspace for the runs' sorts (the largest's), asked of each
+  // run where it lies (the sort checks that every key lies in one allocation).
   device_memory run_temp;
   std::size_t run_bytes = 0;
   for (const math::received_run& r : runs) {
     if (!partition_first || !room.ok() || r.length < 2) continue;
     std::size_t bytes = 0;
-    e = gpusort::detail::sort_any_key<K, V>(nullptr, bytes, shard_keys, shard_values, r.length,
-                                            local);
+    const run_place at = place_of(r);
+    e = gpusort::detail::sort_any_key<K, V>(nullptr, bytes, at.keys, at.values, r.length, local);
     if (e != cudaSuccess) room.fail(failure::local_sort, e);
     run_bytes = std::max(run_bytes, bytes);
   }
@@ -305,14 +322,10 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                       failure::local_workspace);
   agree(comm, room, 0, 0, stream, call, "every shard is sorted locally and no key is lost");
   clock.mark(2);  // every rank is here (agree waits for all): the exchange alone from now
-  // The rank's own run stays in the shard, where the merge reads it. Under partition_first it
-  // sorts on a second stream while the exchange runs (the sends read only the other buckets,
-  // and the leads before them, which the receivers drop); where that stream cannot be had,
-  // after the exchange with the received runs. Nothing here throws before the exchange, in
-  // which the other ranks wait for this one.
-  const auto own = static_cast<int>(rank);
-  K* own_keys = shard_keys + plan.send_offset(own);
-  V* own_values = pairs ? shard_values + plan.send_offset(own) : nullptr;
+  // Under partition_first, the rank's own run sorts on a second stream while the exchange
+  // runs (the sends read only the other buckets, and the leads before them, which the
+  // receivers drop); where that stream cannot be had, after the exchange with the received
+  // runs. Nothing here throws before the exchange, in which the other ranks wait for this one.
   gpusort::detail::owned_stream side;
   gpusort::detail::owned_event own_sort_ready, own_sorted;
   cudaError_t own_sort = cudaSuccess;
@@ -343,8 +356,6 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   // at or below its start (the lead), into a receive buffer laid out for it
   // (math::received_run).
   std::vector<transfer> transfers;
-  auto* received_keys = static_cast<K*>(recv_keys[0].get());
-  auto* received_values = static_cast<V*>(recv_values[0].get());
   const auto run_from = [&](int q) -> math::received_run {
     for (const math::received_run& r : runs)
       if (r.from == q) return r;
@@ -403,10 +414,9 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   for (const math::received_run& r : runs) {
     if (!partition_first || (r.in_place && !own_sorts_later) || r.length < 2) continue;
     std::size_t bytes = run_bytes;
-    check_cuda(gpusort::detail::sort_any_key<K, V>(
-                   run_temp.get(), bytes, r.in_place ? own_keys : received_keys + r.key_at,
-                   r.in_place ? own_values : (pairs ? received_values + r.value_at : nullptr),
-                   r.length, local),
+    const run_place at = place_of(r);
+    check_cuda(gpusort::detail::sort_any_key<K, V>(run_temp.get(), bytes, at.keys, at.values,
+                                                   r.length, local),
                call + ": sorting a received run");
   }
   run_temp.reset(stream);
@@ -414,11 +424,10 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
 
   // 5. Merge the p received runs (rank order, so ties stay in (rank, position) order).
   std::vector<run_view<K, V>> views;
-  for (const math::received_run& r : runs)
-    views.push_back(r.in_place ? run_view<K, V>{own_keys, own_values, r.length}
-                               : run_view<K, V>{received_keys + r.key_at,
-                                                pairs ? received_values + r.value_at : nullptr,
-                                                r.length});
+  for (const math::received_run& r : runs) {
+    const run_place at = place_of(r);
+    views.push_back({at.keys, at.values, r.length});
+  }
   const int result = merge_runs<K, V>(recv_keys, recv_values, std::move(views), received, code,
                                       opt.merge_fan_in, stream, call);
   recv_keys[1 - result].reset(stream);
