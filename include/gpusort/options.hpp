@@ -156,7 +156,8 @@ struct options {
   // differing bits first (CUB's radix sort of the top of them splits the keys into buckets,
   // the segmented sort finishes each bucket; detail/device/msd_split.cuh). Values of equal
   // keys may change places; with `stable` the pairs are sorted as without it. Ignored by the
-  // CPU backend. Off by default until measured against the radix sort on every distribution.
+  // CPU backend. Off by default: where most keys share one bucket of the window (outliers far
+  // above the rest), that bucket goes whole to the segmented sort, many times slower.
   bool msd_split = false;
   // sample_sort only: the sampling (regular: the deterministic sort with its bucket bound;
   // random: keys classified by random splitters), and s, the buckets per level, a power of
