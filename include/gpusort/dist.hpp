@@ -142,7 +142,8 @@ struct options {
   // which then overlaps a sort; balance holds with high probability instead of always
   // (index_math/dist.hpp). Same output as the default; the shard is read, not changed. The
   // split needs a second buffer for the shard. Up to 255 ranks (more take the default).
-  // Every rank must pass the same.
+  // Every rank must pass the same. Slower than the default as measured (2 H200s: 1.17x one
+  // GPU against 1.42x for 2^31 u32; docs/distributed.md): the split is not yet at its traffic.
   bool partition_first = false;
   cudaStream_t stream = nullptr;  // this rank's stream; dist::sort waits for it
 };
