@@ -48,6 +48,17 @@ __device__ __forceinline__ std::uint32_t striped(int j) {
   return (threadIdx.x / 32) * (32 * items) + j * 32 + threadIdx.x % 32;
 }
 
+// The tile's keys (those before n) into registers, warp-striped.
+template <class K>
+__device__ __forceinline__ void load_tile(const K* keys, std::uint64_t n, std::uint64_t first,
+                                          K (&key)[items]) {
+#pragma unroll
+  for (int j = 0; j < items; ++j) {
+    const std::uint64_t i = first + striped(j);
+    if (i < n) key[j] = keys[i];
+  }
+}
+
 template <class K>
 __global__ void __launch_bounds__(block)
     counts_kernel(const K* keys, std::uint64_t n, std::uint32_t rank, math::order_code<K> code,
@@ -58,25 +69,33 @@ __global__ void __launch_bounds__(block)
   histogram[threadIdx.x] = 0;
   split.load(splitters, buckets - 1);
   const std::uint64_t first = blockIdx.x * math::split_tile;
+  K key[items];
+  load_tile(keys, n, first, key);  // every load in flight before the first search
+#pragma unroll
   for (int j = 0; j < items; ++j) {
     const std::uint64_t i = first + striped(j);
-    if (i < n)
-      atomicAdd(&histogram[math::bucket_of(split.s, buckets - 1, {code(keys[i]), rank, i})], 1u);
+    const std::uint32_t b =  // past n: bucket `buckets`, not counted
+        i < n ? math::bucket_of(split.s, buckets - 1, {code(key[j]), rank, i})
+              : static_cast<std::uint32_t>(buckets);
+    // One add per bucket a warp holds: few buckets would otherwise serialize the adds.
+    const unsigned peers = __match_any_sync(0xffffffffu, b);
+    if (threadIdx.x % 32 == __ffs(peers) - 1 && b < static_cast<std::uint32_t>(buckets))
+      atomicAdd(&histogram[b], static_cast<std::uint32_t>(__popc(peers)));
   }
   __syncthreads();
   if (static_cast<int>(threadIdx.x) < buckets)
     counts[math::split_slot(threadIdx.x, blockIdx.x, tiles)] = histogram[threadIdx.x];
 }
 
-// Writes the tile's elements, placed by rank in `staged`, to their buckets' runs.
+// Writes the tile's elements, placed by rank in `staged`, to their buckets' runs: the
+// element of rank r in bucket b goes to base[b] + r (base: where the tile's run of bucket b
+// starts in the split, less its first rank in the tile).
 template <class T>
 __device__ void write_runs(const T* staged, const std::uint32_t* starts, int buckets,
-                           const std::uint64_t* offsets, std::uint64_t tiles, T* out) {
+                           const std::uint64_t* base, T* out) {
   const std::uint32_t in_tile = starts[buckets];  // past them, the last tile's padding
-  for (std::uint32_t r = threadIdx.x; r < in_tile; r += block) {
-    const std::uint32_t b = math::bucket_holding(starts, buckets, r);
-    out[offsets[math::split_slot(b, blockIdx.x, tiles)] + (r - starts[b])] = staged[r];
-  }
+  for (std::uint32_t r = threadIdx.x; r < in_tile; r += block)
+    out[base[math::bucket_holding(starts, buckets, r)] + r] = staged[r];
 }
 
 template <class K, class V>
@@ -89,6 +108,7 @@ __global__ void __launch_bounds__(block)
   using ranking = cub::BlockRadixRankMatch<block, 8, false>;
   __shared__ shared_splitters split;
   __shared__ std::uint32_t starts[block];  // each bucket's first rank in the tile (digit t's)
+  __shared__ std::uint64_t base[math::max_partition_ranks];  // write_runs'
   __shared__ union {
     typename ranking::TempStorage rank;
     K keys[math::split_tile];
@@ -97,30 +117,33 @@ __global__ void __launch_bounds__(block)
   split.load(splitters, buckets - 1);
   const std::uint64_t first = blockIdx.x * math::split_tile;
   K key[items];
+  load_tile(keys, n, first, key);
   std::uint32_t digit[items];
+#pragma unroll
   for (int j = 0; j < items; ++j) {
     const std::uint64_t i = first + striped(j);
-    digit[j] = static_cast<std::uint32_t>(buckets);  // past n: ranked after every bucket
-    if (i < n) {
-      key[j] = keys[i];
-      digit[j] = math::bucket_of(split.s, buckets - 1, {code(key[j]), rank, i});
-    }
+    digit[j] = i < n ? math::bucket_of(split.s, buckets - 1, {code(key[j]), rank, i})
+                     : static_cast<std::uint32_t>(buckets);  // past n: after every bucket
   }
   int ranks[items], prefix[1];
   ranking(shared.rank).RankKeys(digit, ranks, bucket_digit{}, prefix);
   starts[threadIdx.x] = static_cast<std::uint32_t>(prefix[0]);  // thread t: digit t
+  if (static_cast<int>(threadIdx.x) < buckets)
+    base[threadIdx.x] = offsets[math::split_slot(threadIdx.x, blockIdx.x, tiles)] - prefix[0];
   __syncthreads();  // the ranking's storage is free from here
+#pragma unroll
   for (int j = 0; j < items; ++j)
     if (digit[j] < static_cast<std::uint32_t>(buckets)) shared.keys[ranks[j]] = key[j];
   __syncthreads();
-  write_runs(shared.keys, starts, buckets, offsets, tiles, out_keys);
+  write_runs(shared.keys, starts, buckets, base, out_keys);
   if constexpr (pairs) {
     __syncthreads();
+#pragma unroll
     for (int j = 0; j < items; ++j)
       if (digit[j] < static_cast<std::uint32_t>(buckets))
         shared.values[ranks[j]] = values[first + striped(j)];
     __syncthreads();
-    write_runs(shared.values, starts, buckets, offsets, tiles, out_values);
+    write_runs(shared.values, starts, buckets, base, out_values);
   }
   if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) <= buckets)
     bounds[threadIdx.x] =
