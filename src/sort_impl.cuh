@@ -144,6 +144,17 @@ struct sort_plan {
   std::size_t core_bytes = 0, total = 0;
 };
 
+// Whether a stream is being captured into a CUDA graph, where no call may wait. A stream the
+// runtime cannot answer for (the legacy stream while another thread captures) counts as
+// captured, and its error is cleared so that the next launch's check does not read it.
+inline bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess)
+    return status != cudaStreamCaptureStatusNone;
+  cudaGetLastError();
+  return true;
+}
+
 // One algorithm as the plan runs it: automatic's pick of the radix sort is gpusort's tuning of
 // CUB's (radix_policy.cuh), or the MSD split where the caller asks for it; an explicit
 // cub_radix is CUB's own, the baseline.
@@ -157,7 +168,8 @@ cudaError_t run_planned(bool own_radix, void* temp, std::size_t& temp_bytes, K* 
           return device::msd_split_sort(temp, temp_bytes, keys, values, n,
                                         index_math::msd_split_bits(n),
                                         opt.direction == order::descending,
-                                        sort_buckets_as_segments<K, V>, opt.stream);
+                                        sort_buckets_as_segments<K, V>,
+                                        temp == nullptr || !capturing(opt.stream), opt.stream);
       return device::radix_sort(temp, temp_bytes, keys, values, n,
                                 opt.direction == order::descending, opt.stream);
     }

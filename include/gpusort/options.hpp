@@ -156,8 +156,10 @@ struct options {
   // differing bits first (CUB's radix sort of the top of them splits the keys into buckets,
   // the segmented sort finishes each bucket; detail/device/msd_split.cuh). Values of equal
   // keys may change places; with `stable` the pairs are sorted as without it. Ignored by the
-  // CPU backend. Off by default: where most keys share one bucket of the window (outliers far
-  // above the rest), that bucket goes whole to the segmented sort, many times slower.
+  // CPU backend. Large buckets of different keys (outliers far above the rest put nearly all
+  // keys in one) are sorted together by a radix sort after one wait for their count; under
+  // graph capture, where nothing waits, by the segmented sort, many times slower. Off by
+  // default until that rescue is measured (docs/notes-radix-sort.md).
   bool msd_split = false;
   // sample_sort only: the sampling (regular: the deterministic sort with its bucket bound;
   // random: keys classified by random splitters), and s, the buckets per level, a power of

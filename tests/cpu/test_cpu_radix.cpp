@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <numeric>
 #include <random>
 #include <utility>
 #include <vector>
@@ -117,8 +119,11 @@ TEST(RadixIndexMath, MsdBucketsStartWhereTheirKeysDo) {
 // is its framed code), a stable sort by the window's bits (buckets along the output), the
 // buckets' starts by the index math, the finish (keys out of the frame; in buckets of up to
 // msd_rank_max keys placed by their rank, larger ones left in place and listed where their
-// keys differ), the listed buckets sorted; against std::sort of 8-byte integer keys from
-// every distribution and of keys sharing their top bits.
+// keys differ), the listed buckets sorted, and with the rescue (index_math::msd_rescues, its
+// long class made small for these sizes): large listed buckets taken off the list, their
+// keys gathered in bucket order by each key's bucket, sorted whole, scattered back; against
+// std::sort of 8-byte integer keys from every distribution, of keys sharing their top bits,
+// and of keys below 2^40 with a few outliers at the top (nearly all in bucket 0).
 template <class K>
 void msd_split_sorts() {
   using traits = gpusort::key_traits<K>;
@@ -130,9 +135,13 @@ void msd_split_sorts() {
     inputs.emplace_back(4001);
     for (K& k : inputs.back()) k = static_cast<K>((rng() & mask) | std::uint64_t{0x9b} << 52);
   }
+  inputs.emplace_back(6007);
+  for (std::size_t i = 0; i < inputs.back().size(); ++i)
+    inputs.back()[i] = i % 1000 == 3 ? std::numeric_limits<K>::max() : static_cast<K>(rng() >> 24);
   for (const std::vector<K>& input : inputs)
     for (const int bits : {3, 7, 12})
-      for (const bool desc : {false, true}) {
+      for (const bool desc : {false, true})
+        for (const bool rescue : {false, true}) {
         std::vector<K> split = input, want = input;
         std::sort(want.begin(), want.end());
         if (desc) std::reverse(want.begin(), want.end());
@@ -161,12 +170,57 @@ void msd_split_sorts() {
             listed[b] = true;
           keys[to] = im::from_ordered<K>(im::from_frame(code_at(i), shift, prefix));
         }
+        const auto in_order = [&](K x, K y) { return desc ? y < x : x < y; };
+        if (rescue) {
+          constexpr std::uint64_t long_min = 2 * im::msd_rank_max;
+          std::vector<std::uint64_t> gathered_at(buckets + 1, 0);
+          for (std::uint64_t b = 0; b < buckets; ++b)
+            if (im::msd_rescues(start[b + 1] - start[b], listed[b], long_min)) {
+              listed[b] = false;
+              gathered_at[b] = start[b + 1] - start[b];
+            }
+          std::exclusive_scan(gathered_at.begin(), gathered_at.end(), gathered_at.begin(),
+                              std::uint64_t{0});
+          const auto bucket_of_key = [&](K k) {
+            return along(im::from_ordered<K>(im::to_frame(traits::ordered(k), shift)));
+          };
+          std::vector<K> gathered(gathered_at[buckets]);
+          for (std::uint64_t i = 0; i < n; ++i) {
+            const std::uint64_t b = bucket_of_key(keys[i]);
+            if (gathered_at[b + 1] != gathered_at[b])
+              gathered[gathered_at[b] + (i - start[b])] = keys[i];
+          }
+          std::sort(gathered.begin(), gathered.end(), in_order);
+          for (std::uint64_t j = 0; j < gathered.size(); ++j) {
+            const std::uint64_t b = bucket_of_key(gathered[j]);
+            keys[start[b] + (j - gathered_at[b])] = gathered[j];
+          }
+        }
         for (std::uint64_t b = 0; b < buckets; ++b)
-          if (listed[b])
-            std::sort(keys.begin() + start[b], keys.begin() + start[b + 1],
-                      [&](K x, K y) { return desc ? y < x : x < y; });
-        ASSERT_EQ(keys, want) << "bits " << bits << " shift " << shift << " desc " << desc;
+          if (listed[b]) std::sort(keys.begin() + start[b], keys.begin() + start[b + 1], in_order);
+        ASSERT_EQ(keys, want) << "bits " << bits << " shift " << shift << " desc " << desc
+                              << " rescue " << rescue;
       }
+}
+
+// The rescue's room in the second key buffer: the sizes' scan at its end, on a 256-byte
+// boundary, and the gathered keys with CUB's second buffer below it; the sort's bits.
+TEST(RadixIndexMath, MsdRescueFitsTheSecondBuffer) {
+  constexpr std::uint64_t n = std::uint64_t{1} << 24, buckets = std::uint64_t{1} << 22;
+  const std::uint64_t at = im::msd_rescue_sizes_at(n, 8, buckets);
+  EXPECT_EQ(at % 256, 0u);
+  EXPECT_GE(n * 8 - at, 4 * (buckets + 1));
+  EXPECT_LT(n * 8 - at, 4 * (buckets + 1) + 256);
+  EXPECT_TRUE(im::msd_rescue_gathers(at / 16, n, 8, buckets));
+  EXPECT_FALSE(im::msd_rescue_gathers(at / 16 + 1, n, 8, buckets));
+  EXPECT_FALSE(im::msd_rescue_gathers(n / 2, n, 8, buckets));  // the sizes take room too
+  EXPECT_EQ(im::msd_rescue_sizes_at(4, 8, 8), 0u);              // no room: the whole array
+  EXPECT_FALSE(im::msd_rescue_gathers(1, 4, 8, 8));
+  EXPECT_TRUE(im::msd_rescues(4097, true, 4097));
+  EXPECT_FALSE(im::msd_rescues(4096, true, 4097));
+  EXPECT_FALSE(im::msd_rescues(1 << 20, false, 4097));  // equal keys: nothing to sort
+  EXPECT_EQ(im::msd_rescue_end_bit(0), 64);
+  EXPECT_EQ(im::msd_rescue_end_bit(24), 40);
 }
 
 TEST(RadixIndexMath, MsdSplitThenBucketsSortsEveryDistribution) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <random>
 #include <vector>
@@ -259,6 +260,7 @@ TYPED_TEST(GpuConformance, AutomaticRadixSortPastTheMergeLimits) {
 // orders (every value on its key), and with .stable (no split: std::stable_sort's order of
 // positions) in one. Then inside graph capture (it never waits): captured without running,
 // sorted when launched.
+constexpr int split_cases = 11;
 template <class K>
 std::vector<K> split_case(int which, std::size_t n) {
   std::mt19937_64 rng(n + which);
@@ -279,9 +281,21 @@ std::vector<K> split_case(int which, std::size_t n) {
       for (K& k : keys) k = static_cast<K>(tops[rng() % tops.size()] | (rng() >> 24));
       break;
     }
-    default:  // wide keys, every other one in a single bucket of different keys
+    case 7:  // wide keys, every other one in a single bucket of different keys
       for (std::size_t i = 0; i < n; ++i)
         keys[i] = static_cast<K>(i % 2 ? rng() : (std::uint64_t{0x5a5a5a} << 40) | (rng() >> 24));
+      break;
+    case 8:  // keys below 2^40 and one in 2^20 the largest: all but those in bucket 0
+      for (std::size_t i = 0; i < n; ++i)
+        keys[i] = i % (std::size_t{1} << 20) == 5 ? std::numeric_limits<K>::max()
+                                                    : static_cast<K>(rng() >> 24);
+      break;
+    case 9:  // a tenth of the keys in one bucket of different keys (the rescue gathers it)
+      for (std::size_t i = 0; i < n; ++i)
+        keys[i] = static_cast<K>(i % 10 ? rng() : (std::uint64_t{0x5a5a5a} << 40) | (rng() >> 24));
+      break;
+    default:  // many large buckets of different keys (each bit 1 with probability 1/8)
+      return tools::generate<K>(tools::distribution::reduced_entropy, n, n);
   }
   return keys;
 }
@@ -316,7 +330,7 @@ void check_split_sorts() {
   const auto index32 = [](std::size_t i) { return std::uint32_t(i); };
   for (const std::size_t n : {(std::size_t{1} << 24) + 17, (std::size_t{1} << 25) + 3}) {
     ASSERT_TRUE(gpusort::detail::index_math::msd_split_applies(n));
-    for (int which = 0; which < 8; ++which) {
+    for (int which = 0; which < split_cases; ++which) {
       if (n > (std::size_t{1} << 25) && which != 2) continue;
       reference_for<K> ref(split_case<K>(which, n));
       for (const bool desc : {false, true}) {
@@ -352,24 +366,29 @@ void check_split_sorts() {
       if (keys[i] == keys[i - 1]) ASSERT_LT(out[i - 1], out[i]) << "not the radix sort at " << i;
     EXPECT_TRUE(d.guard_intact() && v.guard_intact());
   }
+  // Captured into a graph: no wait, so no rescue; a large bucket (case 9) goes to the
+  // segmented sort.
   const std::size_t n = (std::size_t{1} << 24) + 5;
-  const std::vector<K> input = split_case<K>(2, n);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
   const gpusort::options opt = directed(split.opt, true, stream);
-  guarded_buffer<K> d(input);
-  std::size_t bytes = 0;
-  CUDA_OK(gpusort::sort_keys(nullptr, bytes, d.data(), n, opt));
-  poisoned_workspace temp(bytes);
-  captured_graph graph;
-  cudaError_t sorted = cudaSuccess;
-  ASSERT_NO_FATAL_FAILURE(graph.capture(
-      stream, [&] { sorted = gpusort::sort_keys(temp.ptr, bytes, d.data(), n, opt); }));
-  ASSERT_EQ(sorted, cudaSuccess);
-  EXPECT_TRUE(same_bits(d.to_host(), input)) << "capture must not run anything";
-  ASSERT_NO_FATAL_FAILURE(graph.launch(stream));
-  EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input, true)));
-  EXPECT_TRUE(d.guard_intact());
+  for (const int which : {2, 9}) {
+    SCOPED_TRACE(::testing::Message() << "captured, case " << which);
+    const std::vector<K> input = split_case<K>(which, n);
+    guarded_buffer<K> d(input);
+    std::size_t bytes = 0;
+    CUDA_OK(gpusort::sort_keys(nullptr, bytes, d.data(), n, opt));
+    poisoned_workspace temp(bytes);
+    captured_graph graph;
+    cudaError_t sorted = cudaSuccess;
+    ASSERT_NO_FATAL_FAILURE(graph.capture(
+        stream, [&] { sorted = gpusort::sort_keys(temp.ptr, bytes, d.data(), n, opt); }));
+    ASSERT_EQ(sorted, cudaSuccess);
+    EXPECT_TRUE(same_bits(d.to_host(), input)) << "capture must not run anything";
+    ASSERT_NO_FATAL_FAILURE(graph.launch(stream));
+    EXPECT_TRUE(same_bits(d.to_host(), reference_sort(input, true)));
+    EXPECT_TRUE(d.guard_intact());
+  }
   cudaStreamDestroy(stream);
 }
 

@@ -7,6 +7,9 @@
 //   gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24]
 //                        [--types u64,i64,u64+u32,i64+u32] [--dists uniform,zipf] [--reps 9]
 //                        [--seed 1] [--csv FILE] [--help]
+// --dists takes the tools' distributions and `outliers`: keys below 2^40 with one key in
+// 2^20 the largest, which puts nearly every key in one bucket of the split's window (the
+// rescue's case: index_math::msd_rescues).
 // Rows: cub_radix, automatic, automatic_split (the library's call with msd_split, its window
 // msd_split_bits(n)), msd_split at each --bits (the split itself with that window, for the
 // sweep that sets msd_split_bits; 16 bits takes two digit passes, which leave the split in
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -46,8 +50,7 @@ struct config {
   std::vector<std::uint64_t> sizes{std::uint64_t{1} << 24, std::uint64_t{1} << 26,
                                    std::uint64_t{1} << 28};
   std::vector<std::uint64_t> bits{16, 20, 24};
-  std::vector<gpusort::tools::distribution> dists{gpusort::tools::distribution::uniform,
-                                                  gpusort::tools::distribution::zipf};
+  std::vector<std::string> dists{"uniform", "zipf"};
   std::vector<std::string> types{"u64", "i64"};
   int reps = 9;
   std::uint64_t seed = 1;
@@ -110,7 +113,7 @@ auto split_call(int bits) {
   return [bits, buckets](void* temp, std::size_t& bytes, K* keys, V* values, std::uint64_t n) {
     return gpusort::detail::device::msd_split_sort(temp, bytes, keys,
                                                    reinterpret_cast<P*>(values), n, bits,
-                                                   false, buckets, nullptr);
+                                                   false, buckets, true, nullptr);
   };
 }
 
@@ -127,12 +130,28 @@ bool values_follow(const std::vector<K>& input, const std::vector<K>& keys,
   return true;
 }
 
+// The keys of a --dists name: a tools distribution, or `outliers`.
+constexpr const char* outliers = "outliers";
+template <class K>
+std::vector<K> keys_of(const std::string& name, std::uint64_t n, std::uint64_t seed) {
+  if (name == outliers) {
+    std::vector<K> keys(n);
+    for (std::uint64_t i = 0; i < n; ++i)
+      keys[i] = i % (std::uint64_t{1} << 20) == 7
+                    ? std::numeric_limits<K>::max()
+                    : static_cast<K>(gpusort::tools::random_bits(seed, i) >> 24);
+    return keys;
+  }
+  gpusort::tools::distribution d{};
+  gpusort::tools::parse_distribution(name, d);
+  return gpusort::tools::generate<K>(d, n, seed);
+}
+
 template <class K, class V>
 void run_size(const config& cfg, const std::string& type, std::uint64_t n,
-              gpusort::tools::distribution d, std::vector<row>& rows) {
+              const std::string& dist, std::vector<row>& rows) {
   constexpr bool pairs = !std::is_same_v<V, no_value>;
-  const std::string dist(gpusort::tools::to_string(d));
-  const std::vector<K> input = gpusort::tools::generate<K>(d, n, cfg.seed);
+  const std::vector<K> input = keys_of<K>(dist, n, cfg.seed);
   std::vector<std::uint32_t> positions(pairs ? n : 0);
   for (std::uint64_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<std::uint32_t>(i);
   K *pristine = nullptr, *keys = nullptr;
@@ -201,7 +220,7 @@ void run(const config& cfg) {
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   std::vector<row> rows;
   for (const std::string& type : cfg.types)
-    for (const gpusort::tools::distribution d : cfg.dists)
+    for (const std::string& d : cfg.dists)
       for (const std::uint64_t n : cfg.sizes) {
         if (type == "u64")
           run_size<std::uint64_t, no_value>(cfg, type, n, d, rows);
@@ -258,9 +277,9 @@ std::optional<config> parse(int argc, char** argv) {
     cfg.dists.clear();
     for (const std::string& name : gpusort::tools::split(args.get("dists"), ',')) {
       gpusort::tools::distribution d{};
-      if (!gpusort::tools::parse_distribution(name, d))
+      if (name != outliers && !gpusort::tools::parse_distribution(name, d))
         throw usage_error("--dists: no distribution '" + name + "'");
-      cfg.dists.push_back(d);
+      cfg.dists.push_back(name);
     }
   }
   if (args.has("types")) cfg.types = gpusort::tools::split(args.get("types"), ',');

@@ -16,9 +16,15 @@
 //            write of the keys for most buckets); keys of larger buckets copied to the same
 //            place, and their bucket listed where its keys are not all equal;
 //   buckets  the segmented sort of the listed buckets (not stable: values of equal keys
-//            may change places).
+//            may change places);
+//   rescue   where the call may wait (not under graph capture), listed buckets too large for
+//            the segmented sort's on-chip classes are first taken off the list; after one
+//            wait for their count, their keys are gathered in bucket order, sorted by one
+//            CUB radix sort (the whole key keeps the buckets' order) and scattered back, or,
+//            where they do not fit half the second buffer, the whole array is radix-sorted.
 #pragma once
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
@@ -54,10 +60,12 @@ struct bitwise_or {
   __device__ std::uint64_t operator()(std::uint64_t a, std::uint64_t b) const { return a | b; }
 };
 
-// The frame's two words in the workspace: the differing bits (the reduction's) and the common
-// prefix (the frame kernel's; read only where the shift is not 0).
+// The frame's words in the workspace: the differing bits (the reduction's), the common
+// prefix (the frame kernel's; read only where the shift is not 0), and the keys of the large
+// buckets the rescue takes (take_large_buckets_kernel's; read back where the call may wait).
 struct frame_words {
   std::uint64_t differing, prefix;
+  unsigned long long rescued;
 };
 
 // Each key as the key whose code is its framed code (CUB reads a signed key's bits with the
@@ -130,6 +138,73 @@ __global__ void finish_buckets_kernel(const K* split, const V* split_values, std
   if constexpr (!std::is_same_v<V, no_value>) values[to] = split_values[i];
 }
 
+// The rescue (index_math::msd_rescues): each listed bucket of long_min keys or more taken off
+// the segmented sort's list (ends[b] = starts[b]), its size written for the gather's scan
+// (0 for every other bucket, and for the entry past the last), and their keys summed.
+__global__ void take_large_buckets_kernel(const std::uint32_t* starts, std::uint32_t* ends,
+                                          std::uint64_t buckets, std::uint64_t long_min,
+                                          std::uint32_t* sizes, frame_words* frame) {
+  using sum = cub::BlockReduce<unsigned long long, 256>;
+  __shared__ typename sum::TempStorage storage;
+  const std::uint64_t b = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  std::uint32_t size = 0;
+  if (b < buckets) {
+    const std::uint32_t first = starts[b], last = starts[b + 1];
+    if (im::msd_rescues(last - first, ends[b] != first, long_min)) {
+      size = last - first;
+      ends[b] = first;
+    }
+  }
+  if (b <= buckets) sizes[b] = size;
+  const unsigned long long total = sum(storage).Sum(size);
+  if (threadIdx.x == 0 && total != 0) atomicAdd(&frame->rescued, total);
+}
+
+// A key of the caller's arrays (out of the frame) and its bucket along the output.
+template <class K>
+__device__ std::uint64_t bucket_of_key(K key, int bits, bool descending,
+                                       const frame_words* frame) {
+  const int shift = im::msd_shift(frame->differing);
+  const std::uint64_t framed = im::to_frame(key_traits<K>::ordered(key), shift);
+  const std::uint64_t b = im::framed_bucket(framed, bits);
+  return descending ? ((std::uint64_t{1} << bits) - 1) - b : b;
+}
+
+// The rescued buckets' keys (and values) gathered in bucket order: a key of bucket b at
+// position i goes to gathered_at[b] + (i - starts[b]); keys of other buckets stay.
+template <class K, class V>
+__global__ void gather_rescued_kernel(const K* keys, const V* values, std::uint64_t n, int bits,
+                                      bool descending, const frame_words* frame,
+                                      const std::uint32_t* starts,
+                                      const std::uint32_t* gathered_at, K* out_keys,
+                                      V* out_values) {
+  const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= n) return;
+  const K key = keys[i];
+  const std::uint64_t b = bucket_of_key(key, bits, descending, frame);
+  const std::uint32_t at = gathered_at[b];
+  if (gathered_at[b + 1] == at) return;  // not rescued
+  const std::uint64_t to = at + (i - starts[b]);
+  out_keys[to] = key;
+  if constexpr (!std::is_same_v<V, no_value>) out_values[to] = values[i];
+}
+
+// The gathered keys, sorted, back to their buckets: the sort kept each bucket's keys together
+// and in bucket order, so the key at j belongs at starts[b] + (j - gathered_at[b]).
+template <class K, class V>
+__global__ void scatter_rescued_kernel(const K* sorted, const V* sorted_values,
+                                       std::uint64_t count, int bits, bool descending,
+                                       const frame_words* frame, const std::uint32_t* starts,
+                                       const std::uint32_t* gathered_at, K* keys, V* values) {
+  const std::uint64_t j = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+  if (j >= count) return;
+  const K key = sorted[j];
+  const std::uint64_t b = bucket_of_key(key, bits, descending, frame);
+  const std::uint64_t to = starts[b] + (j - gathered_at[b]);
+  keys[to] = key;
+  if constexpr (!std::is_same_v<V, no_value>) values[to] = sorted_values[j];
+}
+
 // The workspace: [the split's second key buffer | its second value buffer (pairs) | bucket
 // starts | bucket ends | the frame's words | the reduction's, CUB's and the segmented sort's
 // own bytes, which run one after another].
@@ -152,11 +227,13 @@ struct layout {
 // CUB's convention: temp == nullptr writes the bytes needed. `bits` is the split's window
 // (msd_split_bits(n), 1 to 63). sort_buckets(temp, temp_bytes, keys, values, n,
 // segment_list, descending, stream) is the segmented sort (the library's,
-// src/segmented_<key>.cu). Never waits for the device: it can be captured into a graph.
+// src/segmented_<key>.cu). With may_wait, large buckets of different keys are rescued
+// (index_math::msd_rescues): one wait, for their count. Without, it never waits for the
+// device and can be captured into a graph; the segmented sort then takes every bucket.
 template <class K, class V, class SortBuckets>
 cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* values,
                            std::uint64_t n, int bits, bool descending, SortBuckets sort_buckets,
-                           cudaStream_t stream) {
+                           bool may_wait, cudaStream_t stream) {
   static_assert(std::is_integral_v<K> && sizeof(K) == 8, "8-byte integer keys");
   namespace ms = msd_split;
   constexpr bool pairs = !std::is_same_v<V, no_value>;
@@ -204,7 +281,28 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
     return cub::DeviceScan::InclusiveScan(t, b, starts, ms::maximum{},
                                           static_cast<std::uint32_t>(buckets + 1), stream);
   };
+  // The rescue's radix sort of `count_of` keys (and values) between two buffers, on the bits
+  // below the common prefix: the buffers holding the sorted keys and values come back.
+  const auto rescue_sort = [&](void* t, std::size_t& b, K* at, K* other, V* values_at,
+                               V* other_values, std::uint64_t count_of, int end_bit, K*& sorted,
+                               V*& sorted_values) {
+    cub::DoubleBuffer<K> k(at, other);
+    cub::DoubleBuffer<CV> v(reinterpret_cast<CV*>(values_at), reinterpret_cast<CV*>(other_values));
+    const auto c = static_cast<std::uint32_t>(count_of);
+    const auto dispatch = [&]<cub::SortOrder Order>() {
+      using hub = radix::policy_hub<K, CV, std::uint32_t>;
+      return cub::DispatchRadixSort<Order, K, CV, std::uint32_t,
+                                    cub::detail::identity_decomposer_t, hub>::
+          Dispatch(t, b, k, v, c, 0, end_bit, true, stream);
+    };
+    const cudaError_t r = descending ? dispatch.template operator()<cub::SortOrder::Descending>()
+                                     : dispatch.template operator()<cub::SortOrder::Ascending>();
+    sorted = k.Current();
+    sorted_values = reinterpret_cast<V*>(v.Current());
+    return r;
+  };
   std::size_t reduce_bytes = 0, split_bytes = 0, scan_bytes = 0, bucket_bytes = 0;
+  std::size_t rescue_bytes = 0, sizes_scan_bytes = 0;
   cudaError_t e = cub::DeviceReduce::TransformReduce(nullptr, reduce_bytes, keys, differing, n,
                                                      ms::bitwise_or{}, differs, std::uint64_t{0},
                                                      stream);
@@ -212,8 +310,17 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   if (e == cudaSuccess) e = starts_scan(nullptr, scan_bytes);
   if (e == cudaSuccess)
     e = sort_buckets(nullptr, bucket_bytes, keys, values, n, segs, descending, stream);
+  K* sorted = nullptr;
+  V* sorted_values = nullptr;
+  if (e == cudaSuccess && may_wait)
+    e = rescue_sort(nullptr, rescue_bytes, keys, second_keys, values, second_values, n, 64,
+                    sorted, sorted_values);
+  if (e == cudaSuccess && may_wait)
+    e = cub::DeviceScan::ExclusiveSum(nullptr, sizes_scan_bytes, starts,
+                                      static_cast<std::uint32_t>(buckets + 1), stream);
   if (e != cudaSuccess) return e;
-  const std::size_t rest_bytes = std::max({reduce_bytes, split_bytes, scan_bytes, bucket_bytes});
+  const std::size_t rest_bytes = std::max(
+      {reduce_bytes, split_bytes, scan_bytes, bucket_bytes, rescue_bytes, sizes_scan_bytes});
   const ms::layout at(n, sizeof(K), value_bytes, bits, rest_bytes);
   if (!temp) {
     temp_bytes = at.total;
@@ -257,8 +364,61 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
       second_keys, second_values, n, bits, descending, frame, starts, ends, keys, values);
   e = cudaGetLastError();
   bytes = rest_bytes;
+  // The rescue's first step: large buckets of different keys off the list, before the
+  // segmented sort reads it; their sizes at the end of the second key buffer, free since the
+  // finish read the split from it.
+  const std::uint64_t sizes_at = index_math::msd_rescue_sizes_at(n, sizeof(K), buckets);
+  auto* sizes = reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(second_keys) + sizes_at);
+  if (e == cudaSuccess && may_wait && sizes_at != 0) {
+    const index_math::segment_classes classes{static_cast<int>(sizeof(K) + value_bytes)};
+    const std::uint64_t long_min = (std::uint64_t{1} << classes.tile_max_bits()) + 1;
+    e = cudaMemsetAsync(&frame->rescued, 0, sizeof(frame->rescued), stream);
+    if (e == cudaSuccess) {
+      const auto grid = static_cast<unsigned>((buckets + 1 + 255) / 256);
+      ms::take_large_buckets_kernel<<<grid, 256, 0, stream>>>(starts, ends, buckets, long_min,
+                                                              sizes, frame);
+      e = cudaGetLastError();
+    }
+  }
+  bytes = rest_bytes;
   if (e == cudaSuccess) e = sort_buckets(rest, bytes, keys, values, n, segs, descending, stream);
-  return e;
+  if (e != cudaSuccess || !may_wait) return e;
+  // The one wait: how many keys the large buckets hold (and the frame, for the sort's bits).
+  ms::frame_words seen{};
+  e = cudaMemcpyAsync(&seen, frame, sizeof(seen), cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) return e;
+  const std::uint64_t rescued = sizes_at != 0 ? seen.rescued : 0;
+  const int end_bit = index_math::msd_rescue_end_bit(index_math::msd_shift(seen.differing));
+  bytes = rest_bytes;
+  if (rescued == 0) return cudaSuccess;
+  if (!index_math::msd_rescue_gathers(rescued, n, sizeof(K), buckets)) {  // the whole array again
+    e = rescue_sort(rest, bytes, keys, second_keys, values, second_values, n, end_bit, sorted,
+                    sorted_values);
+    if (e == cudaSuccess && sorted != keys)
+      e = cudaMemcpyAsync(keys, sorted, sizeof(K) * n, cudaMemcpyDeviceToDevice, stream);
+    if constexpr (pairs)
+      if (e == cudaSuccess && sorted_values != values)
+        e = cudaMemcpyAsync(values, sorted_values, sizeof(V) * n, cudaMemcpyDeviceToDevice,
+                            stream);
+    return e;
+  }
+  e = cub::DeviceScan::ExclusiveSum(rest, bytes, sizes, static_cast<std::uint32_t>(buckets + 1),
+                                    stream);
+  if (e != cudaSuccess) return e;
+  ms::gather_rescued_kernel<<<blocks, 256, 0, stream>>>(keys, values, n, bits, descending, frame,
+                                                        starts, sizes, second_keys,
+                                                        second_values);
+  e = cudaGetLastError();
+  bytes = rest_bytes;
+  if (e == cudaSuccess)
+    e = rescue_sort(rest, bytes, second_keys, second_keys + rescued, second_values,
+                    pairs ? second_values + rescued : nullptr, rescued, end_bit, sorted,
+                    sorted_values);
+  if (e != cudaSuccess) return e;
+  ms::scatter_rescued_kernel<<<static_cast<unsigned>((rescued + 255) / 256), 256, 0, stream>>>(
+      sorted, sorted_values, rescued, bits, descending, frame, starts, sizes, keys, values);
+  return cudaGetLastError();
 }
 
 }  // namespace gpusort::detail::device

@@ -94,6 +94,33 @@ GPUSORT_HD constexpr int msd_split_bits(std::uint64_t n) {
   return log2 - 2 < 16 ? 16 : (log2 - 2 > 24 ? 24 : log2 - 2);
 }
 
+// The rescue of large buckets (docs/notes-radix-sort.md). A bucket the finish lists (its keys
+// not all equal) of `long_min` keys or more, the segmented sort's long class, would go to
+// that sort's passes over the whole array: one outlier far above the other keys puts them all
+// in one bucket. Where the call may wait once (not under graph capture), such buckets are
+// taken off the list and sorted together instead: their keys gathered in bucket order into the
+// second key buffer, one radix sort of them on the bits below the codes' common prefix (the
+// whole key orders the buckets too), and scattered back. The gathered keys, CUB's second
+// buffer for them and the scan of the buckets' sizes (32-bit, at the buffer's end) must fit in
+// the second buffer of n keys; where they do not, the whole array is radix-sorted instead.
+GPUSORT_HD constexpr bool msd_rescues(std::uint64_t size, bool listed, std::uint64_t long_min) {
+  return listed && size >= long_min;
+}
+// Where the sizes go in the second key buffer (n keys of key_bytes): each bucket's, then the
+// total (4 bytes each, scanned in place), at the end, on a 256-byte boundary; 0 where they
+// do not fit.
+GPUSORT_HD constexpr std::uint64_t msd_rescue_sizes_at(std::uint64_t n, std::uint64_t key_bytes,
+                                                       std::uint64_t buckets) {
+  const std::uint64_t bytes = 4 * (buckets + 1), room = n * key_bytes;
+  return bytes > room ? 0 : (room - bytes) / 256 * 256;
+}
+GPUSORT_HD constexpr bool msd_rescue_gathers(std::uint64_t rescued, std::uint64_t n,
+                                             std::uint64_t key_bytes, std::uint64_t buckets) {
+  return 2 * rescued * key_bytes <= msd_rescue_sizes_at(n, key_bytes, buckets);
+}
+// The bits the rescue's radix sort reads: those below the codes' common prefix.
+GPUSORT_HD constexpr int msd_rescue_end_bit(int shift) { return 64 - shift; }
+
 // The buckets' starts in the keys sorted by bucket, from their ends: in a table of
 // buckets + 1 entries, zeroed, entry b + 1 is set to the position after bucket b's last key
 // (by the thread of the position that ends its bucket); the table's running maximum is then
