@@ -98,16 +98,16 @@ __device__ void write_runs(const T* staged, const std::uint32_t* starts, int buc
     out[base[math::bucket_holding(starts, buckets, r)] + r] = staged[r];
 }
 
-template <class K, class V>
+template <class K, class V, int RankBits>
 __global__ void __launch_bounds__(block)
     scatter_kernel(const K* keys, const V* values, std::uint64_t n, std::uint32_t rank,
                    math::order_code<K> code, const splitter* splitters, int buckets,
                    std::uint64_t tiles, const std::uint64_t* offsets, K* out_keys,
                    V* out_values, std::uint64_t* bounds) {
   constexpr bool pairs = !std::is_same_v<V, gpusort::detail::no_value>;
-  using ranking = cub::BlockRadixRankMatch<block, 8, false>;
+  using ranking = cub::BlockRadixRankMatch<block, RankBits, false>;
   __shared__ shared_splitters split;
-  __shared__ std::uint32_t starts[block];  // each bucket's first rank in the tile (digit t's)
+  __shared__ std::uint32_t starts[1 << RankBits];  // each bucket's first rank in the tile
   __shared__ std::uint64_t base[math::max_partition_ranks];  // write_runs'
   __shared__ union {
     typename ranking::TempStorage rank;
@@ -127,7 +127,8 @@ __global__ void __launch_bounds__(block)
   }
   int ranks[items], prefix[1];
   ranking(shared.rank).RankKeys(digit, ranks, bucket_digit{}, prefix);
-  starts[threadIdx.x] = static_cast<std::uint32_t>(prefix[0]);  // thread t: digit t
+  if (threadIdx.x < (1u << RankBits))  // thread t: digit t's
+    starts[threadIdx.x] = static_cast<std::uint32_t>(prefix[0]);
   if (static_cast<int>(threadIdx.x) < buckets)
     base[threadIdx.x] = offsets[math::split_slot(threadIdx.x, blockIdx.x, tiles)] - prefix[0];
   __syncthreads();  // the ranking's storage is free from here
@@ -184,9 +185,16 @@ cudaError_t split_by_bucket(void* temp, std::size_t& temp_bytes, const K* keys, 
     e = cub::DeviceScan::ExclusiveSum(static_cast<char*>(temp) + scan_at, scan_bytes, counts,
                                       slots, stream);
   if (e != cudaSuccess) return e;
-  split::scatter_kernel<<<grid, split::block, 0, stream>>>(keys, values, n, rank, code,
-                                                           splitters, buckets, tiles, counts,
-                                                           out_keys, out_values, bounds);
+  const auto scatter = [&]<int RankBits>() {
+    split::scatter_kernel<K, V, RankBits><<<grid, split::block, 0, stream>>>(
+        keys, values, n, rank, code, splitters, buckets, tiles, counts, out_keys, out_values,
+        bounds);
+  };
+  switch (math::split_rank_bits(buckets)) {
+    case 2: scatter.template operator()<2>(); break;
+    case 4: scatter.template operator()<4>(); break;
+    default: scatter.template operator()<8>();
+  }
   return cudaGetLastError();
 }
 

@@ -180,6 +180,12 @@ GPUSORT_HD constexpr std::uint32_t bucket_of(const splitter* splitters, std::uin
 inline constexpr int split_block = 256, split_items = 8;
 inline constexpr std::uint64_t split_tile = std::uint64_t{split_block} * split_items;
 inline constexpr int max_partition_ranks = 255;
+// The digit width the scatter ranks a tile's keys by: the narrowest of 2, 4 and 8 bits that
+// holds every bucket and the number `buckets` (the last tile's places past n). CUB's match
+// ranking costs a round of the warp's votes a bit.
+GPUSORT_HD constexpr int split_rank_bits(int buckets) {
+  return buckets < 4 ? 2 : buckets < 16 ? 4 : 8;
+}
 GPUSORT_HD constexpr std::uint64_t split_tiles(std::uint64_t n) {
   return (n + split_tile - 1) / split_tile;
 }
