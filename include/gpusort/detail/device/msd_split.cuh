@@ -238,7 +238,6 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   namespace ms = msd_split;
   constexpr bool pairs = !std::is_same_v<V, no_value>;
   constexpr std::size_t value_bytes = pairs ? sizeof(V) : 0;
-  const auto count = static_cast<std::uint32_t>(n);
   ms::frame_words* frame = nullptr;
   std::uint32_t *starts = nullptr, *ends = nullptr;
   K* second_keys = nullptr;
@@ -256,21 +255,26 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
   }
   std::uint64_t* differing = frame ? &frame->differing : nullptr;
   const ms::differs_from_first<K> differs{keys};
-  // CUB's split on the framed codes' top bits, in the order asked, under automatic's tuning
-  // of CUB's onesweep (radix_policy.cuh: u64 keys alone take sm_90's 256 x 40).
+  // CUB's radix sort of `c` keys (and values) between two buffers, on bits [begin, end), in
+  // the order asked, under automatic's tuning of CUB's onesweep (radix_policy.cuh: u64 keys
+  // alone take sm_90's 256 x 40): the split on the framed codes' top bits, and the rescue's.
   using CV = std::conditional_t<pairs, V, cub::NullType>;
-  cub::DoubleBuffer<K> split_keys(keys, second_keys);
-  cub::DoubleBuffer<CV> split_values(reinterpret_cast<CV*>(values),
-                                     reinterpret_cast<CV*>(second_values));
-  const auto split = [&](void* t, std::size_t& b) {
+  const auto radix_sort = [&](void* t, std::size_t& b, cub::DoubleBuffer<K>& k,
+                              cub::DoubleBuffer<CV>& v, std::uint64_t c, int begin, int end) {
     const auto dispatch = [&]<cub::SortOrder Order>() {
       using hub = radix::policy_hub<K, CV, std::uint32_t>;
       return cub::DispatchRadixSort<Order, K, CV, std::uint32_t,
                                     cub::detail::identity_decomposer_t, hub>::
-          Dispatch(t, b, split_keys, split_values, count, 64 - bits, 64, true, stream);
+          Dispatch(t, b, k, v, static_cast<std::uint32_t>(c), begin, end, true, stream);
     };
     return descending ? dispatch.template operator()<cub::SortOrder::Descending>()
                       : dispatch.template operator()<cub::SortOrder::Ascending>();
+  };
+  cub::DoubleBuffer<K> split_keys(keys, second_keys);
+  cub::DoubleBuffer<CV> split_values(reinterpret_cast<CV*>(values),
+                                     reinterpret_cast<CV*>(second_values));
+  const auto split = [&](void* t, std::size_t& b) {
+    return radix_sort(t, b, split_keys, split_values, n, 64 - bits, 64);
   };
   // The buckets the finish lists; any non-null address marks them as segmented for the
   // query, which reads no offsets.
@@ -281,22 +285,14 @@ cudaError_t msd_split_sort(void* temp, std::size_t& temp_bytes, K* keys, V* valu
     return cub::DeviceScan::InclusiveScan(t, b, starts, ms::maximum{},
                                           static_cast<std::uint32_t>(buckets + 1), stream);
   };
-  // The rescue's radix sort of `count_of` keys (and values) between two buffers, on the bits
-  // below the common prefix: the buffers holding the sorted keys and values come back.
+  // The rescue's radix sort of `c` keys (and values) from one buffer with another, on the
+  // bits below the common prefix: the buffers holding the sorted keys and values come back.
   const auto rescue_sort = [&](void* t, std::size_t& b, K* at, K* other, V* values_at,
-                               V* other_values, std::uint64_t count_of, int end_bit, K*& sorted,
+                               V* other_values, std::uint64_t c, int end_bit, K*& sorted,
                                V*& sorted_values) {
     cub::DoubleBuffer<K> k(at, other);
     cub::DoubleBuffer<CV> v(reinterpret_cast<CV*>(values_at), reinterpret_cast<CV*>(other_values));
-    const auto c = static_cast<std::uint32_t>(count_of);
-    const auto dispatch = [&]<cub::SortOrder Order>() {
-      using hub = radix::policy_hub<K, CV, std::uint32_t>;
-      return cub::DispatchRadixSort<Order, K, CV, std::uint32_t,
-                                    cub::detail::identity_decomposer_t, hub>::
-          Dispatch(t, b, k, v, c, 0, end_bit, true, stream);
-    };
-    const cudaError_t r = descending ? dispatch.template operator()<cub::SortOrder::Descending>()
-                                     : dispatch.template operator()<cub::SortOrder::Ascending>();
+    const cudaError_t r = radix_sort(t, b, k, v, c, 0, end_bit);
     sorted = k.Current();
     sorted_values = reinterpret_cast<V*>(v.Current());
     return r;
