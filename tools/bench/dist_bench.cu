@@ -3,7 +3,7 @@
 //   gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
 //                      [--types u32] [--values 0,4,8] [--seed 1] [--csv FILE]
 //                      [--fan-in 2,8] [--partition-first]
-//                      [--processes | --one-gpu | --merge 3,4,8]
+//                      [--processes | --one-gpu | --merge 3,4,8 | --split 2,8,64]
 //
 // For each key type, three kinds of rows:
 //   single  baselines on GPU 0 alone: gpusort's automatic sort and CUB's radix sort (cub_radix)
@@ -21,6 +21,9 @@
 // 0, one stream: --total keys cut into R runs, each sorted, merged with each --fan-in (rows
 // merge_fan_in_F, mode merge-R), beside a device copy of the same bytes (d2d_copy: one pass's
 // floor). Key types u32, u64 and f32, keys alone or with 4-byte values.
+// --split B,... times partition_first's split alone (src/dist/split.cuh) on GPU 0, one stream:
+// --total keys split into B buckets by splitters at even quantiles of a sample (rows
+// split_by_bucket, mode split-B), beside the same device copy (d2d_copy). Same types.
 // Keys are uniform random, made on each GPU from --seed and their global index: the keys of
 // `gpusort bench`'s uniform distribution, so that rank 0's weak shard is the baseline's input.
 //
@@ -65,6 +68,7 @@
 #include "gpusort/dist.hpp"
 #include "gpusort/sort.hpp"
 #include "merge_runs.cuh"  // src/dist: the merge alone (--merge)
+#include "split.cuh"       // src/dist: partition_first's split alone (--split)
 
 #ifndef GPUSORT_COMMIT
 #define GPUSORT_COMMIT "unknown"
@@ -117,6 +121,9 @@ constexpr const char* usage_text =
                 (2 to 64), merged with each --fan-in (mode merge-R, rows merge_fan_in_F),
                 and a device copy of the same bytes (d2d_copy); types u32, u64, f32,
                 --values 0 or 4
+  --split L     partition_first's split alone on GPU 0: --total keys into B buckets for each
+                B of L (2 to 255; mode split-B, rows split_by_bucket), and the device copy;
+                the same types and values as --merge
 Sizes: plain numbers or 2^k (2^k+c, 2^k-c).
 )";
 
@@ -133,6 +140,7 @@ struct config {
   bool processes = false;  // one rank of a job a launcher started
   bool one_gpu = false;    // every rank a thread on GPU 0
   std::vector<int> merge_runs;  // --merge: run counts to time the merge alone with
+  std::vector<int> split_buckets;  // --split: bucket counts to time the split alone with
 };
 
 void cuda_check(cudaError_t e, const std::string& what) {
@@ -906,7 +914,8 @@ std::vector<int> parse_list(const gpusort::tools::arguments& args, const std::st
 std::optional<config> parse(int argc, char** argv) {
   const gpusort::tools::arguments args = gpusort::tools::parse_arguments(
       argc, argv,
-      {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv", "fan-in", "merge"},
+      {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv", "fan-in", "merge",
+       "split"},
       {"help", "processes", "one-gpu", "partition-first"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
@@ -937,14 +946,23 @@ std::optional<config> parse(int argc, char** argv) {
   cfg.partition_first = args.has("partition-first");
   cfg.merge_runs = parse_list(args, "merge", {}, [](std::uint64_t r) { return r >= 2 && r <= 64; },
                               "run counts from 2 to 64");
-  if (int(cfg.processes) + int(cfg.one_gpu) + int(!cfg.merge_runs.empty()) > 1)
-    throw usage_error("one of --processes, --one-gpu and --merge");
-  if (!cfg.merge_runs.empty()) {
+  cfg.split_buckets = parse_list(
+      args, "split", {},
+      [](std::uint64_t b) {
+        return b >= 2 && b <= gpusort::detail::index_math::dist::max_partition_ranks;
+      },
+      "bucket counts from 2 to 255");
+  if (int(cfg.processes) + int(cfg.one_gpu) + int(!cfg.merge_runs.empty()) +
+          int(!cfg.split_buckets.empty()) > 1)
+    throw usage_error("one of --processes, --one-gpu, --merge and --split");
+  for (const bool alone : {!cfg.merge_runs.empty(), !cfg.split_buckets.empty()}) {
+    if (!alone) continue;
+    const std::string flag = cfg.merge_runs.empty() ? "--split" : "--merge";
     for (const std::string& type : cfg.types)
       if (type != "u32" && type != "u64" && type != "f32")
-        throw usage_error("--merge: key types u32, u64 and f32, not " + type);
+        throw usage_error(flag + ": key types u32, u64 and f32, not " + type);
     for (int v : cfg.value_bytes)
-      if (v == 8) throw usage_error("--merge: --values 0 or 4");
+      if (v == 8) throw usage_error(flag + ": --values 0 or 4");
   }
   return cfg;
 }
@@ -1177,18 +1195,157 @@ void run_merge_rows(const config& cfg, reporter& out) {
                  run_merge<K, V>(cfg, runs, fan_in));
 }
 
-// --merge's key types (u32, u64, f32; parse checks) and value sizes (0, 4).
-void run_merges(const config& cfg, reporter& out) {
+// --merge's and --split's key types (u32, u64, f32; parse checks) and value sizes (0, 4).
+template <class Rows>
+void run_alone(const config& cfg, const Rows& rows) {
   const auto with_values = [&]<class K>() {
     for (int value_bytes : cfg.value_bytes)
-      value_bytes == 0 ? run_merge_rows<K, keys_only>(cfg, out)
-                       : run_merge_rows<K, std::uint32_t>(cfg, out);
+      value_bytes == 0 ? rows.template operator()<K, keys_only>()
+                       : rows.template operator()<K, std::uint32_t>();
   };
   for (const std::string& type : cfg.types) {
     if (type == "u32") with_values.template operator()<std::uint32_t>();
     else if (type == "u64") with_values.template operator()<std::uint64_t>();
     else with_values.template operator()<float>();
   }
+}
+
+// ---- the split alone (--split) ----------------------------------------------------------
+
+// Keys outside their bucket's range of codes (a split that misplaced them): position i is in
+// the bucket b whose bounds hold it; its code must lie between splitter b - 1's and b's.
+template <class K>
+__global__ void misplaced_kernel(const K* keys, std::uint64_t n, const std::uint64_t* bounds,
+                                 const std::uint64_t* codes, int buckets,
+                                 gpusort::detail::index_math::dist::order_code<K> code,
+                                 unsigned long long* misplaced) {
+  unsigned long long count = 0;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    int b = 0, past = buckets;  // the last bucket starting at or before i
+    while (past - b > 1) {
+      const int mid = (b + past) / 2;
+      if (bounds[mid] <= i) b = mid; else past = mid;
+    }
+    const std::uint64_t c = code(keys[i]);
+    if ((b > 0 && c < codes[b - 1]) || (b + 1 < buckets && c > codes[b])) ++count;
+  }
+  if (count > 0) atomicAdd(misplaced, count);
+}
+
+// --total keys (and values) on GPU 0 split into `buckets` by dist's split_by_bucket on one
+// stream (splitters at even quantiles of the first 2^16 keys, uniform random), or
+// (buckets 0) copied once: CUDA events around the call, the median of --reps after a
+// warm-up; the split's workspace as extra bytes. The split is verified: the same keys, each
+// within its bucket's codes, every value beside its key.
+template <class K, class V>
+outcome run_split(const config& cfg, int buckets) {
+  namespace internal = gpusort::dist::detail;
+  namespace math = gpusort::detail::index_math::dist;
+  using split_value = std::conditional_t<has_values<V>, V, gpusort::detail::no_value>;
+  outcome o;
+  const std::uint64_t n = cfg.total, slot = sizeof(K) + value_size<V>();
+  const owned_stream s;
+  const device_buffer input(n * slot), output(n * slot);
+  if (!input.ok() || !output.ok()) {
+    o.skipped = "no room for the keys twice";
+    return o;
+  }
+  K* keys = input.as<K>();
+  K* out = output.as<K>();
+  auto* values = reinterpret_cast<split_value*>(keys + n);
+  auto* out_values = reinterpret_cast<split_value*>(out + n);
+  generate(keys, n, 0, cfg.seed, s.get());
+  if constexpr (has_values<V>) make_values(keys, values, n, s.get());
+  const std::uint64_t in_sum = check(keys, n, s.get()).checksum;
+  const math::order_code<K> code(gpusort::order::ascending, gpusort::nan_order::last);
+  std::vector<K> sample(std::min<std::uint64_t>(n, 1 << 16));
+  cuda_check(cudaMemcpy(sample.data(), keys, sizeof(K) * sample.size(), cudaMemcpyDeviceToHost),
+             "the sample");
+  std::vector<math::splitter> splitters;
+  for (std::uint64_t i = 0; i < sample.size(); ++i) splitters.push_back({code(sample[i]), 0, i});
+  std::ranges::sort(splitters, [](const math::splitter& a, const math::splitter& b) {
+    return a < b;
+  });
+  std::vector<math::splitter> chosen;
+  std::vector<std::uint64_t> codes;
+  for (int b = 1; b < std::max(buckets, 1); ++b) {
+    chosen.push_back(splitters[splitters.size() * b / buckets]);
+    codes.push_back(chosen.back().key);
+  }
+  const device_buffer d_chosen(sizeof(math::splitter) * std::max<std::size_t>(chosen.size(), 1));
+  const device_buffer d_codes(sizeof(std::uint64_t) * std::max<std::size_t>(codes.size(), 1));
+  const device_buffer bounds(sizeof(std::uint64_t) * (math::max_partition_ranks + 1));
+  require(d_chosen, "the splitters");
+  require(d_codes, "the splitters");
+  require(bounds, "the bounds");
+  cuda_check(cudaMemcpy(d_chosen.as<math::splitter>(), chosen.data(),
+                        sizeof(math::splitter) * chosen.size(), cudaMemcpyHostToDevice),
+             "the splitters");
+  cuda_check(cudaMemcpy(d_codes.as<std::uint64_t>(), codes.data(),
+                        sizeof(std::uint64_t) * codes.size(), cudaMemcpyHostToDevice),
+             "the splitters");
+  std::size_t bytes = 0;
+  if (buckets > 0)
+    cuda_check(internal::split_by_bucket<K, split_value>(
+                   nullptr, bytes, keys, values, n, buckets, 0, code, nullptr, nullptr, nullptr,
+                   nullptr, s.get()),
+               "the split's workspace");
+  const device_buffer temp(bytes);
+  require(temp, "the split's workspace");
+  o.extra_bytes = static_cast<std::int64_t>(bytes);
+  const owned_event start, stop;
+  for (int rep = 0; rep <= cfg.reps; ++rep) {
+    cuda_check(cudaEventRecord(start.get(), s.get()), "cudaEventRecord");
+    if (buckets == 0) {
+      cuda_check(cudaMemcpyAsync(out, keys, n * slot, cudaMemcpyDeviceToDevice, s.get()),
+                 "the copy");
+    } else {
+      std::size_t given = bytes;
+      cuda_check(internal::split_by_bucket<K, split_value>(
+                     temp.as<void>(), given, keys, values, n, buckets, 0, code,
+                     d_chosen.as<math::splitter>(), out, out_values,
+                     bounds.as<std::uint64_t>(), s.get()),
+                 "the split");
+    }
+    cuda_check(cudaEventRecord(stop.get(), s.get()), "cudaEventRecord");
+    cuda_check(cudaEventSynchronize(stop.get()), "the split");
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
+    if (rep > 0) o.ms.push_back(ms);
+  }
+  if (check(out, n, s.get()).checksum != in_sum)
+    o.problem = "the keys differ from the input (checksum)";
+  if (o.problem.empty() && buckets > 0) {
+    device_buffer misplaced(sizeof(unsigned long long));
+    require(misplaced, "the verification's counter");
+    auto* d_misplaced = misplaced.as<unsigned long long>();
+    cuda_check(cudaMemset(d_misplaced, 0, sizeof *d_misplaced), "verification");
+    misplaced_kernel<<<grid_for(n), 256, 0, s.get()>>>(out, n, bounds.as<std::uint64_t>(),
+                                                       d_codes.as<std::uint64_t>(), buckets,
+                                                       code, d_misplaced);
+    unsigned long long count = 0;
+    cuda_check(cudaMemcpyAsync(&count, d_misplaced, sizeof count, cudaMemcpyDeviceToHost,
+                               s.get()),
+               "verification");
+    cuda_check(cudaStreamSynchronize(s.get()), "verification");
+    if (count > 0) o.problem = std::to_string(count) + " keys outside their bucket";
+  }
+  if constexpr (has_values<V>)
+    if (o.problem.empty())
+      if (const std::uint64_t astray = values_astray(out, out_values, n, s.get()))
+        o.problem = std::to_string(astray) + " values are not beside their keys";
+  return o;
+}
+
+template <class K, class V>
+void run_split_rows(const config& cfg, reporter& out) {
+  const std::string_view keys = gpusort::key_traits<K>::name;
+  out.set_values(value_name<V>());
+  out.report("split", "d2d_copy", keys, 1, cfg.total, run_split<K, V>(cfg, 0));
+  for (int buckets : cfg.split_buckets)
+    out.report(("split-" + std::to_string(buckets)).c_str(), "split_by_bucket", keys, 1,
+               cfg.total, run_split<K, V>(cfg, buckets));
 }
 
 // Each key and value type's rows: run_key_type (threads) or run_key_type_in_processes.
@@ -1244,7 +1401,9 @@ int run(const config& cfg) {
   reporter out(cfg.csv, gpu_name);
   reporter::print_header();
   if (!cfg.merge_runs.empty())
-    run_merges(cfg, out);
+    run_alone(cfg, [&]<class K, class V>() { run_merge_rows<K, V>(cfg, out); });
+  else if (!cfg.split_buckets.empty())
+    run_alone(cfg, [&]<class K, class V>() { run_split_rows<K, V>(cfg, out); });
   else
     for_each_type(cfg, [&]<class K, class V>() { run_key_type<K, V>(cfg, out, device_count); });
   return verdict(out);

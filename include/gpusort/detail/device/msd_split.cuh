@@ -141,9 +141,11 @@ __global__ void finish_buckets_kernel(const K* split, const V* split_values, std
 // The rescue (index_math::msd_rescues): each listed bucket of long_min keys or more taken off
 // the segmented sort's list (ends[b] = starts[b]), its size written for the gather's scan
 // (0 for every other bucket, and for the entry past the last), and their keys summed.
-__global__ void take_large_buckets_kernel(const std::uint32_t* starts, std::uint32_t* ends,
-                                          std::uint64_t buckets, std::uint64_t long_min,
-                                          std::uint32_t* sizes, frame_words* frame) {
+// (static: one kernel of no template in a header that several files include)
+static __global__ void take_large_buckets_kernel(const std::uint32_t* starts,
+                                                 std::uint32_t* ends, std::uint64_t buckets,
+                                                 std::uint64_t long_min, std::uint32_t* sizes,
+                                                 frame_words* frame) {
   using sum = cub::BlockReduce<unsigned long long, 256>;
   __shared__ typename sum::TempStorage storage;
   const std::uint64_t b = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
