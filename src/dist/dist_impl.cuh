@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <barrier>
 #include <chrono>
 #include <exception>
@@ -62,6 +63,23 @@ __global__ void bucket_bounds_kernel(const K* keys, std::uint64_t n, const split
   }
   bounds[j] = math::keys_before(s, rank, lo, end);
 }
+
+// Where an exception leaves the call, the work still queued on the side streams comes
+// before anything later on `into` (the buffers' stream-ordered frees among it).
+struct streams_joined_on_unwind {
+  cudaStream_t into;
+  std::array<cudaStream_t, 2> side;
+  int exceptions = std::uncaught_exceptions();
+  ~streams_joined_on_unwind() {
+    if (std::uncaught_exceptions() <= exceptions) return;
+    for (cudaStream_t s : side) {
+      gpusort::detail::owned_event done;
+      if (s && gpusort::detail::create(done, cudaEventDisableTiming) == cudaSuccess &&
+          cudaEventRecord(done.get(), s) == cudaSuccess)
+        cudaStreamWaitEvent(into, done.get());
+    }
+  }
+};
 
 template <class K, class V>
 struct shard_access {
@@ -380,7 +398,23 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     times.bytes_sent += (sizeof(K) + (pairs ? sizeof(V) : 0)) * out;
     times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in.length;
   }
-  exchange(comm, transfers, stream, call + ": exchanging the keys");
+  // While the own run sorts beside it, the exchange goes on a stream of the highest priority:
+  // otherwise its kernel's blocks wait behind the sort's for the SMs, and the two took longer
+  // together than one after the other (2 x H200, f080981).
+  gpusort::detail::owned_stream urgent;
+  gpusort::detail::owned_event exchanged;
+  if (side && (gpusort::detail::create_urgent(urgent) != cudaSuccess ||
+               gpusort::detail::create(exchanged, cudaEventDisableTiming) != cudaSuccess ||
+               cudaStreamWaitEvent(urgent.get(), own_sort_ready.get()) != cudaSuccess)) {
+    cudaGetLastError();  // the exchange then runs on the caller's stream
+    urgent.reset();
+  }
+  const streams_joined_on_unwind join{stream, {side.get(), urgent.get()}};
+  exchange(comm, transfers, urgent ? urgent.get() : stream, call + ": exchanging the keys");
+  if (urgent) {
+    check_cuda(cudaEventRecord(exchanged.get(), urgent.get()), call);
+    check_cuda(cudaStreamWaitEvent(stream, exchanged.get()), call);
+  }
   // The rank's own run copied out before the caller frees the keys.
   device_memory own_key_copy, own_value_copy;
   if (free_input_late) {

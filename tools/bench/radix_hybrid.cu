@@ -18,6 +18,7 @@
 // --reps; the workspace each asks for. Every output's keys are checked byte for byte against
 // CUB's; values (+u32: each key's input position) must sit beside their keys, each once (the
 // split does not keep equal keys' order).
+// Each row prints (and goes to the CSV) as soon as it is measured.
 // Exit codes: 0 every result verified, 1 a wrong result, 2 bad usage, 3 a CUDA failure.
 #include <algorithm>
 #include <cstdint>
@@ -64,6 +65,43 @@ struct row {
   double ms = 0, cub_ms = 0;
   std::size_t extra_bytes = 0;
   bool verified = true;
+};
+
+// Prints each row as soon as it is measured (to stdout and the CSV, flushed), so a run cut
+// short by a time limit keeps what it measured.
+struct row_printer {
+  FILE* csv = nullptr;
+  std::string gpu;
+  bool all_verified = true;
+  row_printer(const std::string& path, const char* gpu_name)
+      : gpu(gpusort::tools::csv_field(gpu_name)) {
+    if (!path.empty() && !(csv = std::fopen(path.c_str(), "w")))
+      throw usage_error("--csv: cannot open " + path);
+    print("gpu,algorithm,type,dist,n,bits,ms,gkeys_per_s,cub_radix_ms,vs_cub_radix,extra_bytes,"
+          "verified\n");
+  }
+  ~row_printer() {
+    if (csv) std::fclose(csv);
+  }
+  row_printer(const row_printer&) = delete;
+  row_printer& operator=(const row_printer&) = delete;
+  void print(const char* line) {
+    std::printf("%s", line);
+    std::fflush(stdout);
+    if (csv) {
+      std::fprintf(csv, "%s", line);
+      std::fflush(csv);
+    }
+  }
+  void add(const row& r) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%s,%s,%s,%s,%llu,%d,%.4f,%.2f,%.4f,%.3f,%zu,%s\n",
+                  gpu.c_str(), r.algorithm.c_str(), r.type.c_str(), r.dist.c_str(),
+                  static_cast<unsigned long long>(r.n), r.bits, r.ms, r.n / (r.ms * 1e6),
+                  r.cub_ms, r.cub_ms / r.ms, r.extra_bytes, r.verified ? "yes" : "NO");
+    print(line);
+    all_verified = all_verified && r.verified;
+  }
 };
 
 using gpusort::detail::no_value;
@@ -149,7 +187,7 @@ std::vector<K> keys_of(const std::string& name, std::uint64_t n, std::uint64_t s
 
 template <class K, class V>
 void run_size(const config& cfg, const std::string& type, std::uint64_t n,
-              const std::string& dist, std::vector<row>& rows) {
+              const std::string& dist, row_printer& out) {
   constexpr bool pairs = !std::is_same_v<V, no_value>;
   const std::vector<K> input = keys_of<K>(dist, n, cfg.seed);
   std::vector<std::uint32_t> positions(pairs ? n : 0);
@@ -193,7 +231,7 @@ void run_size(const config& cfg, const std::string& type, std::uint64_t n,
     }
     r.cub_ms = cub_ms;
     r.verified = got == want && (!pairs || values_follow(input, got, got_values));
-    rows.push_back(r);
+    out.add(r);
   };
   const int window = im::msd_split_applies(n) ? im::msd_split_bits(n) : 0;
   for (const auto& [name, opt] :
@@ -218,41 +256,20 @@ void run_size(const config& cfg, const std::string& type, std::uint64_t n,
 void run(const config& cfg) {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::vector<row> rows;
+  row_printer out(cfg.csv, prop.name);
   for (const std::string& type : cfg.types)
     for (const std::string& d : cfg.dists)
       for (const std::uint64_t n : cfg.sizes) {
         if (type == "u64")
-          run_size<std::uint64_t, no_value>(cfg, type, n, d, rows);
+          run_size<std::uint64_t, no_value>(cfg, type, n, d, out);
         else if (type == "i64")
-          run_size<std::int64_t, no_value>(cfg, type, n, d, rows);
+          run_size<std::int64_t, no_value>(cfg, type, n, d, out);
         else if (type == "u64+u32")
-          run_size<std::uint64_t, std::uint32_t>(cfg, type, n, d, rows);
+          run_size<std::uint64_t, std::uint32_t>(cfg, type, n, d, out);
         else
-          run_size<std::int64_t, std::uint32_t>(cfg, type, n, d, rows);
+          run_size<std::int64_t, std::uint32_t>(cfg, type, n, d, out);
       }
-  FILE* csv = cfg.csv.empty() ? nullptr : std::fopen(cfg.csv.c_str(), "w");
-  if (!cfg.csv.empty() && !csv) throw usage_error("--csv: cannot open " + cfg.csv);
-  const char* header =
-      "gpu,algorithm,type,dist,n,bits,ms,gkeys_per_s,cub_radix_ms,vs_cub_radix,extra_bytes,"
-      "verified\n";
-  std::printf("%s", header);
-  if (csv) std::fprintf(csv, "%s", header);
-  bool all_verified = true;
-  for (const row& r : rows) {
-    char line[512];
-    std::snprintf(line, sizeof line,
-                  "%s,%s,%s,%s,%llu,%d,%.4f,%.2f,%.4f,%.3f,%zu,%s\n",
-                  gpusort::tools::csv_field(prop.name).c_str(), r.algorithm.c_str(),
-                  r.type.c_str(), r.dist.c_str(),
-                  static_cast<unsigned long long>(r.n), r.bits, r.ms, r.n / (r.ms * 1e6), r.cub_ms,
-                  r.cub_ms / r.ms, r.extra_bytes, r.verified ? "yes" : "NO");
-    std::printf("%s", line);
-    if (csv) std::fprintf(csv, "%s", line);
-    all_verified = all_verified && r.verified;
-  }
-  if (csv) std::fclose(csv);
-  if (!all_verified) throw std::logic_error("a result was wrong (verified: NO)");
+  if (!out.all_verified) throw std::logic_error("a result was wrong (verified: NO)");
 }
 
 const char* const usage =

@@ -83,6 +83,17 @@ inline cudaError_t create(owned_stream& out, unsigned flags = cudaStreamNonBlock
   return e;
 }
 
+// A non-blocking stream of the device's highest priority: where kernels of two streams share
+// the SMs, the block scheduler starts this one's blocks first (dist's exchange beside a sort).
+inline cudaError_t create_urgent(owned_stream& out) {
+  int least = 0, greatest = 0;
+  cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+  cudaStream_t s = nullptr;
+  if (e == cudaSuccess) e = cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest);
+  out.reset(e == cudaSuccess ? s : nullptr);
+  return e;
+}
+
 inline cudaError_t create(owned_event& out, unsigned flags = cudaEventDefault) {
   cudaEvent_t ev = nullptr;
   const cudaError_t e = cudaEventCreateWithFlags(&ev, flags);
