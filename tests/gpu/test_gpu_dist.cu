@@ -33,6 +33,7 @@
 #include "gpusort/dist.hpp"
 #include "reference.hpp"
 #include "shuffled_keys.cuh"
+#include "split.cuh"  // src/dist: partition_first's split
 
 using namespace gpusort::testing;
 namespace dist = gpusort::dist;
@@ -67,6 +68,7 @@ using DistOneGpuThreadsHuge = GpuTest;
 using DistOneGpuThreadsMemory = GpuTest;
 using DistMultiGpuNarrow = TwoGpuTest;
 using DistOneGpuThreadsNarrow = GpuTest;
+using DistOneGpuSplit = GpuTest;
 
 // Communicators live for the whole run (made once: ncclCommInitAll takes a while). Never
 // destroyed: NCCL's teardown after CUDA's at exit is not worth the risk.
@@ -988,6 +990,84 @@ TEST_F(DistOneGpuErrors, BadArgumentsThrowBeforeTouchingData) {
   }
   std::vector<std::uint32_t> values(2);
   EXPECT_THROW(dist::sort(comms[0], d.span(), std::span(values), {}), gpusort::error);
+}
+
+// partition_first's split by itself (src/dist/split.cuh): against the stable partition by
+// index_math::dist::bucket_of, for every digit width the scatter ranks by (2 and 4 bits by
+// CUB's counters over keys held blocked, 8 by the warp's match), sizes around the tile, keys
+// with many ties (so the (rank, position) tie-break decides), values beside their keys, and
+// a poisoned output.
+template <class K, class V>
+void split_is_a_stable_partition(std::uint64_t n, int buckets, std::uint64_t seed) {
+  namespace math = gpusort::detail::index_math::dist;
+  constexpr bool pairs = !std::is_same_v<V, gpusort::detail::no_value>;
+  std::mt19937_64 rng(seed);
+  std::vector<K> keys(n);
+  for (K& k : keys) k = static_cast<K>(rng() % 61);
+  if constexpr (std::is_floating_point_v<K>)
+    for (std::uint64_t i = 0; i < n; i += 97) keys[i] = i % 2 ? K(-0.0) : std::nan("");
+  std::vector<std::uint32_t> values(pairs ? n : 0);
+  std::iota(values.begin(), values.end(), 0u);
+  const math::order_code<K> code(gpusort::order::ascending, gpusort::nan_order::last);
+  const std::uint32_t rank = 1;  // the splitters' ranks are 0 to 2: ties go both ways
+  std::vector<math::splitter> all;
+  for (std::uint64_t i = 0; i < n; ++i)
+    all.push_back({code(keys[i]), static_cast<std::uint32_t>(rng() % 3), i});
+  std::ranges::sort(all, [](const math::splitter& a, const math::splitter& b) { return a < b; });
+  std::vector<math::splitter> splitters;
+  for (int b = 1; b < buckets; ++b)
+    splitters.push_back(n ? all[n * b / buckets] : math::splitter{0, 0, 0});
+  std::vector<std::vector<std::uint64_t>> members(buckets);
+  for (std::uint64_t i = 0; i < n; ++i)
+    members[math::bucket_of(splitters.data(), buckets - 1, {code(keys[i]), rank, i})].push_back(i);
+  std::vector<K> want_keys;
+  std::vector<std::uint32_t> want_values;
+  std::vector<std::uint64_t> want_bounds;
+  for (const auto& bucket : members) {
+    want_bounds.push_back(want_keys.size());
+    for (std::uint64_t i : bucket) {
+      want_keys.push_back(keys[i]);
+      if (pairs) want_values.push_back(values[i]);
+    }
+  }
+  want_bounds.push_back(n);
+
+  const device_array<K> d_keys(0, keys), d_out(0, std::vector<K>(n));
+  const device_array<std::uint32_t> d_values(0, values), d_out_values(0, values);
+  const device_array<math::splitter> d_splitters(
+      0, splitters.empty() ? std::vector<math::splitter>(1) : splitters);
+  const device_array<std::uint64_t> d_bounds(0, std::vector<std::uint64_t>(buckets + 1));
+  CUDA_OK(cudaMemset(d_out.ptr, poison, sizeof(K) * n));
+  CUDA_OK(cudaMemset(d_out_values.ptr, poison, sizeof(std::uint32_t) * values.size()));
+  CUDA_OK(cudaMemset(d_bounds.ptr, poison, sizeof(std::uint64_t) * (buckets + 1)));
+  auto* in_values = pairs ? reinterpret_cast<V*>(d_values.ptr) : nullptr;
+  auto* out_values = pairs ? reinterpret_cast<V*>(d_out_values.ptr) : nullptr;
+  std::size_t bytes = 0;
+  CUDA_OK((gpusort::dist::detail::split_by_bucket<K, V>(
+      nullptr, bytes, d_keys.ptr, in_values, n, buckets, rank, code, nullptr, nullptr, nullptr,
+      nullptr, nullptr)));
+  poisoned_workspace temp(bytes);
+  ASSERT_TRUE(temp.ptr);
+  CUDA_OK((gpusort::dist::detail::split_by_bucket<K, V>(
+      temp.ptr, bytes, d_keys.ptr, in_values, n, buckets, rank, code, d_splitters.ptr,
+      d_out.ptr, out_values, d_bounds.ptr, nullptr)));
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::string where = "n=" + std::to_string(n) + " buckets=" + std::to_string(buckets);
+  EXPECT_TRUE(same_bits(to_host(d_out.span()), want_keys)) << where;
+  if (pairs) EXPECT_EQ(to_host(d_out_values.span()), want_values) << where;
+  EXPECT_EQ(to_host(d_bounds.span()), want_bounds) << where;
+}
+
+TEST_F(DistOneGpuSplit, IsAStablePartitionForEveryDigitWidth) {
+  using gpusort::detail::no_value;
+  for (const std::uint64_t n : {0ull, 1ull, 2047ull, 2048ull, 2049ull, 65537ull, 1000003ull})
+    for (const int buckets : {2, 3, 4, 5, 15, 16, 17, 64, 255}) {
+      const std::uint64_t seed = n * 1000 + buckets;
+      ASSERT_NO_FATAL_FAILURE((split_is_a_stable_partition<std::uint32_t, no_value>(n, buckets, seed)));
+      ASSERT_NO_FATAL_FAILURE((split_is_a_stable_partition<std::uint32_t, std::uint32_t>(n, buckets, seed)));
+      ASSERT_NO_FATAL_FAILURE((split_is_a_stable_partition<std::int64_t, std::uint32_t>(n, buckets, seed)));
+      ASSERT_NO_FATAL_FAILURE((split_is_a_stable_partition<double, no_value>(n, buckets, seed)));
+    }
 }
 
 }  // namespace
