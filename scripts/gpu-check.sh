@@ -80,7 +80,9 @@ if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUIL
          -DCMAKE_CUDA_ARCHITECTURES="$archs" -DPython_EXECUTABLE="$venv/bin/python" \
          "${gtest_arg[@]}" &&
        cmake --build "$build" -j "$(nproc)" "${targets[@]}"; } >"$logs/build.log" 2>&1; then
-  tail -30 "$logs/build.log"
+  # ninja's first failures with their messages (other jobs' lines come after them), then the end.
+  grep -m 3 -A 25 '^FAILED:' "$logs/build.log"
+  tail -15 "$logs/build.log"
   echo "gpu-check: BUILD FAILED (log: $logs/build.log)"
   exit 1
 fi
