@@ -18,6 +18,7 @@
 #                                       needs 2+ GPUs. Builds only
 #                                       what those run (about 60 of 140 steps)
 #   GPUSORT_CUDA_ARCHITECTURES=90 scripts/gpu-check.sh   (default: native, this host's GPU)
+#   BUILD_JOBS=16 scripts/gpu-check.sh   fewer parallel compiles than cores (default: nproc)
 #   GPUSORT_LINEINFO=1 scripts/gpu-check.sh   kernels with source lines (-lineinfo: the same
 #                                             code) for Nsight Compute's source view
 # The venv ($build/venv) is made from python3 with the system's packages visible (PyTorch,
@@ -79,7 +80,7 @@ targets=()
 if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUSORT_BUILD_RECORD_BENCH=ON \
          -DCMAKE_CUDA_ARCHITECTURES="$archs" -DPython_EXECUTABLE="$venv/bin/python" \
          "${gtest_arg[@]}" &&
-       cmake --build "$build" -j "$(nproc)" "${targets[@]}"; } >"$logs/build.log" 2>&1; then
+       cmake --build "$build" -j "${BUILD_JOBS:-$(nproc)}" "${targets[@]}"; } >"$logs/build.log" 2>&1; then
   # ninja's first failures with their messages (other jobs' lines come after them), then the end.
   grep -m 3 -A 25 '^FAILED:' "$logs/build.log"
   tail -15 "$logs/build.log"
