@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gpusort/detail/index_math/dist.hpp"
@@ -515,6 +516,80 @@ TEST(DistMath, TheSplitByTilesIsAStablePartition) {
                   static_cast<std::uint64_t>(std::count_if(bucket.begin(), bucket.end(),
                                                            [&](auto x) { return x < b; })));
     }
+}
+
+// The landing plan (exchange first with no merge): each rank's split buffer holds its buckets
+// for the other ranks, each once and aligned as its landing; its own buckets and every part
+// it receives fill its receive buffer exactly once, each sub-bucket's parts in rank order
+// then input order, the sub-buckets in order: so the regions, each sorted stably, are the
+// stable sort.
+TEST(DistMath, TheLandingPlanPlacesEveryPartOnceAndAligned) {
+  std::mt19937_64 rng(21);
+  for (const int p : {1, 2, 3, 5})
+    for (const int c : {1, 2, 4})
+      for (const std::uint64_t element_bytes : {1, 2, 4, 8, 16}) {
+        const int buckets = p * c;
+        std::vector<std::vector<int>> bucket_of(p);  // each key's bucket, rank by rank
+        std::vector<std::uint64_t> counts(static_cast<std::size_t>(p) * buckets, 0);
+        for (int s = 0; s < p; ++s) {
+          const std::uint64_t n = s == 1 ? 0 : rng() % 3000;  // rank 1 holds no key
+          for (std::uint64_t i = 0; i < n; ++i) {
+            const int b = rng() % 3 == 0 ? 0 : static_cast<int>(rng() % buckets);
+            bucket_of[s].push_back(b);
+            ++counts[static_cast<std::size_t>(s) * buckets + b];
+          }
+        }
+        const math::landing_plan plan(counts, p, c);
+        const std::uint64_t per = math::elements_per_alignment(element_bytes);
+        using key_id = std::pair<int, std::uint64_t>;  // (rank, position in its shard)
+        const key_id none{-1, 0};
+        std::vector<std::vector<key_id>> received(p);
+        for (int q = 0; q < p; ++q) received[q].assign(plan.region_start(q, c), none);
+        for (int s = 0; s < p; ++s) {
+          const std::vector<std::uint64_t> starts = plan.split_starts(s, element_bytes);
+          ASSERT_EQ(starts.size(), static_cast<std::size_t>(buckets) + 1);
+          ASSERT_LE(starts.back(), bucket_of[s].size() + buckets * per);
+          std::vector<key_id> split(starts.back(), none);
+          std::vector<std::uint64_t> next(buckets, 0);  // the stable split
+          for (std::uint64_t i = 0; i < bucket_of[s].size(); ++i) {
+            const int b = bucket_of[s][i], q = plan.owner(b), j = b % c;
+            const std::uint64_t k = next[b]++;
+            if (q == s) {
+              key_id& at = received[s][plan.landing(s, s, j) + k];
+              ASSERT_EQ(at, none) << "an own key written twice";
+              at = {s, i};
+            } else {
+              ASSERT_LT(starts[b] + k, split.size());
+              key_id& at = split[starts[b] + k];
+              ASSERT_EQ(at, none) << "two buckets overlap in the split buffer";
+              at = {s, i};
+            }
+          }
+          for (int b = 0; b < buckets; ++b) {  // the transfers
+            const int q = plan.owner(b), j = b % c;
+            if (q == s || plan.count(s, b) == 0) continue;
+            const std::uint64_t to = plan.landing(s, q, j);
+            EXPECT_EQ(starts[b] * element_bytes % 16, to * element_bytes % 16)
+                << "bucket " << b << " of rank " << s << ": not aligned as its landing";
+            for (std::uint64_t k = 0; k < plan.count(s, b); ++k) {
+              key_id& at = received[q][to + k];
+              ASSERT_EQ(at, none) << "a received key written twice";
+              at = split[starts[b] + k];
+            }
+          }
+        }
+        for (int q = 0; q < p; ++q)  // each region: its bucket's keys in (rank, position) order
+          for (int j = 0; j < c; ++j) {
+            std::vector<key_id> want;
+            for (int s = 0; s < p; ++s)
+              for (std::uint64_t i = 0; i < bucket_of[s].size(); ++i)
+                if (bucket_of[s][i] == q * c + j) want.push_back({s, i});
+            const auto first = received[q].begin() + plan.region_start(q, j);
+            ASSERT_EQ(std::vector<key_id>(first, first + want.size()), want)
+                << "p " << p << " c " << c << " rank " << q << " region " << j;
+            ASSERT_EQ(plan.region_start(q, j) + want.size(), plan.region_start(q, j + 1));
+          }
+      }
 }
 
 // partition_first as dist_impl.cuh composes it, on the CPU: samples at random positions of

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpusort/detail/core/config.hpp"
@@ -311,6 +312,63 @@ class exchange_plan {
   std::vector<std::uint64_t> bounds_;
   int p_;
   int self_;
+};
+
+// Exchange first with no merge (docs/distributed.md, "The next design"): every rank splits its
+// shard into p * c buckets, bucket q * c + j being its part of rank q's sub-bucket j. Rank q
+// receives sub-bucket j from every rank into one region of its receive buffer, the parts
+// contiguous and in rank order (a stable local sort then keeps ties in (rank, position)
+// order), region after region; each region sorts in place once its parts are in, and the
+// sorted regions are q's output. counts[s * p * c + b]: rank s's keys in bucket b.
+class landing_plan {
+ public:
+  landing_plan(std::vector<std::uint64_t> counts, int ranks, int sub_buckets)
+      : counts_(std::move(counts)), p_(ranks), c_(sub_buckets) {}
+
+  int buckets() const { return p_ * c_; }
+  int owner(int bucket) const { return bucket / c_; }
+  std::uint64_t count(int rank, int bucket) const {
+    return counts_[static_cast<std::size_t>(rank) * buckets() + bucket];
+  }
+  // Where sub-bucket j starts in rank q's receive buffer (j = c: the keys q receives in all).
+  std::uint64_t region_start(int q, int j) const {
+    std::uint64_t at = 0;
+    for (int i = 0; i < j; ++i)
+      for (int s = 0; s < p_; ++s) at += count(s, q * c_ + i);
+    return at;
+  }
+  // Where rank s's part of rank q's sub-bucket j lands in q's receive buffer.
+  std::uint64_t landing(int s, int q, int j) const {
+    std::uint64_t at = region_start(q, j);
+    for (int r = 0; r < s; ++r) at += count(r, q * c_ + j);
+    return at;
+  }
+  // Where each of rank s's buckets starts in its split buffer (element_bytes each), then the
+  // elements that buffer needs: a bucket for another rank starts at or after the one before,
+  // at the first place with its landing's alignment (both buffers 16-byte aligned), so that its
+  // transfer runs aligned at both ends; the rank's own buckets take no room there (the split
+  // writes them straight to their landings).
+  std::vector<std::uint64_t> split_starts(int s, std::uint64_t element_bytes) const {
+    const std::uint64_t per = elements_per_alignment(element_bytes);
+    std::vector<std::uint64_t> starts;
+    std::uint64_t free = 0;
+    for (int b = 0; b < buckets(); ++b) {
+      if (owner(b) == s) {
+        starts.push_back(free);
+        continue;
+      }
+      const std::uint64_t want = landing(s, owner(b), b % c_) % per;
+      const std::uint64_t at = free + (want + per - free % per) % per;
+      starts.push_back(at);
+      free = at + count(s, b);
+    }
+    starts.push_back(free);
+    return starts;
+  }
+
+ private:
+  std::vector<std::uint64_t> counts_;
+  int p_, c_;
 };
 
 // What every rank must agree on before any key moves, packed in one word that the first
