@@ -7,7 +7,8 @@
 //            bucket start;
 //   scatter  each tile ranks its keys by bucket, stably in the tile's order, places them in
 //            shared memory by rank, and writes each bucket's run out contiguously (then the
-//            values the same way).
+//            values the same way), each bucket where the caller puts it (split_scatter's
+//            places) or all of them one after another.
 // Few buckets (digits of 2 or 4 bits: at most 15) count in a register a thread and rank with
 // CUB's counters (BlockRadixRank), both cheaper than the warp's match, which the measured
 // kernels spent their issue on; more buckets count by match and rank by CUB's
@@ -132,34 +133,56 @@ __global__ void __launch_bounds__(block)
     counts[math::split_slot(threadIdx.x, blockIdx.x, tiles)] = histogram[threadIdx.x];
 }
 
+// Each bucket's first position in the split (the counts' exclusive scan at tile 0), then n.
+static __global__ void bounds_kernel(const std::uint64_t* offsets, int buckets,
+                                     std::uint64_t tiles, std::uint64_t n,
+                                     std::uint64_t* bounds) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (t <= buckets) bounds[t] = t < buckets ? offsets[math::split_slot(t, 0, tiles)] : n;
+}
+
 // Writes the tile's elements, placed by rank in `staged`, to their buckets' runs: the
-// element of rank r in bucket b goes to base[b] + r (base: where the tile's run of bucket b
-// starts in the split, less its first rank in the tile).
+// element of rank r in bucket b goes to run[b][r - starts[b]] (run[b]: where the tile's keys
+// of bucket b go).
 template <class T>
 __device__ void write_runs(const T* staged, const std::uint32_t* starts, int buckets,
-                           const std::uint64_t* base, T* out) {
+                           T* const* run) {
   const std::uint32_t in_tile = starts[buckets];  // past them, the last tile's padding
-  for (std::uint32_t r = threadIdx.x; r < in_tile; r += block)
-    out[base[math::bucket_holding(starts, buckets, r)] + r] = staged[r];
+  for (std::uint32_t r = threadIdx.x; r < in_tile; r += block) {
+    const std::uint32_t b = math::bucket_holding(starts, buckets, r);
+    run[b][r - starts[b]] = staged[r];
+  }
+}
+
+// Where the tile's keys of bucket b go: the bucket's place (places[b], or out + its first
+// position where places is null), past the bucket's keys of the tiles before.
+template <class T>
+__device__ __forceinline__ T* run_of(int b, std::uint64_t tile, std::uint64_t tiles,
+                                     const std::uint64_t* offsets, T* const* places, T* out) {
+  const std::uint64_t bucket_first = offsets[math::split_slot(b, 0, tiles)];
+  T* place = places ? places[b] : out + bucket_first;
+  return place + (offsets[math::split_slot(b, tile, tiles)] - bucket_first);
 }
 
 template <class K, class V, int RankBits>
 __global__ void __launch_bounds__(block)
     scatter_kernel(const K* keys, const V* values, std::uint64_t n, std::uint32_t rank,
                    math::order_code<K> code, const splitter* splitters, int buckets,
-                   std::uint64_t tiles, const std::uint64_t* offsets, K* out_keys,
-                   V* out_values, std::uint64_t* bounds) {
+                   std::uint64_t tiles, const std::uint64_t* offsets, K* const* key_places,
+                   V* const* value_places, K* out_keys, V* out_values) {
   constexpr bool pairs = !std::is_same_v<V, gpusort::detail::no_value>;
   using ranking = std::conditional_t<few_buckets<RankBits>,
                                      cub::BlockRadixRank<block, RankBits, false>,
                                      cub::BlockRadixRankMatch<block, RankBits, false>>;
+  using staged_value = std::conditional_t<pairs, V, K>;
   __shared__ shared_splitters split;
   __shared__ std::uint32_t starts[1 << RankBits];  // each bucket's first rank in the tile
-  __shared__ std::uint64_t base[math::max_partition_ranks];  // write_runs'
+  __shared__ K* key_run[math::max_partition_ranks];  // write_runs'
+  __shared__ staged_value* value_run[pairs ? math::max_partition_ranks : 1];
   __shared__ union {
     typename ranking::TempStorage rank;
     K keys[math::split_tile];
-    std::conditional_t<pairs, V, K> values[math::split_tile];
+    staged_value values[math::split_tile];
   } shared;
   split.load(splitters, buckets - 1);
   const std::uint64_t first = blockIdx.x * math::split_tile;
@@ -172,14 +195,16 @@ __global__ void __launch_bounds__(block)
   ranking(shared.rank).RankKeys(digit, ranks, bucket_digit{}, prefix);
   if (threadIdx.x < (1u << RankBits))  // thread t: digit t's
     starts[threadIdx.x] = static_cast<std::uint32_t>(prefix[0]);
-  if (static_cast<int>(threadIdx.x) < buckets)
-    base[threadIdx.x] = offsets[math::split_slot(threadIdx.x, blockIdx.x, tiles)] - prefix[0];
+  if (const int b = static_cast<int>(threadIdx.x); b < buckets) {
+    key_run[b] = run_of(b, blockIdx.x, tiles, offsets, key_places, out_keys);
+    if constexpr (pairs) value_run[b] = run_of(b, blockIdx.x, tiles, offsets, value_places, out_values);
+  }
   __syncthreads();  // the ranking's storage is free from here
 #pragma unroll
   for (int j = 0; j < items; ++j)
     if (digit[j] < static_cast<std::uint32_t>(buckets)) shared.keys[ranks[j]] = key[j];
   __syncthreads();
-  write_runs(shared.keys, starts, buckets, base, out_keys);
+  write_runs(shared.keys, starts, buckets, key_run);
   if constexpr (pairs) {
     __syncthreads();
 #pragma unroll
@@ -187,20 +212,92 @@ __global__ void __launch_bounds__(block)
       if (digit[j] < static_cast<std::uint32_t>(buckets))
         shared.values[ranks[j]] = values[first + place<A>(j)];
     __syncthreads();
-    write_runs(shared.values, starts, buckets, base, out_values);
+    write_runs(shared.values, starts, buckets, value_run);
   }
-  if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) <= buckets)
-    bounds[threadIdx.x] =
-        static_cast<int>(threadIdx.x) < buckets ? offsets[math::split_slot(threadIdx.x, 0, tiles)]
-                                                : n;
 }
+
+// Runs f.template operator()<RankBits>() with the digit width the buckets need.
+template <class F>
+cudaError_t with_rank_bits(int buckets, const F& f) {
+  switch (math::split_rank_bits(buckets)) {
+    case 2: return f.template operator()<2>();
+    case 4: return f.template operator()<4>();
+    default: return f.template operator()<8>();
+  }
+}
+
+// The workspace's layout: each tile's count of each bucket (scanned in place), then the scan's.
+struct workspace_layout {
+  std::uint64_t tiles, slots;
+  std::size_t scan_at;
+  workspace_layout(std::uint64_t n, int buckets)
+      : tiles(std::max<std::uint64_t>(math::split_tiles(n), 1)),
+        slots(tiles * static_cast<std::uint64_t>(buckets)),
+        scan_at(gpusort::detail::align_workspace(sizeof(std::uint64_t) * slots)) {}
+};
 
 }  // namespace split
 
-// Splits the shard (n keys, and values) into `buckets` (2 to max_partition_ranks) buckets
-// by the buckets - 1 splitters (device memory), stably, into out_keys / out_values, and
-// writes bounds[0 .. buckets] (device), each bucket's first position, then n. CUB's
-// convention: temp == nullptr writes the bytes needed (the counts and the scan's).
+// The split by bucket in two halves, for a caller that must learn the buckets' sizes before
+// any key moves (exchange first: index_math::dist::landing_plan). split_count counts each
+// tile's keys of each of `buckets` (2 to max_partition_ranks) buckets by the buckets - 1
+// splitters (device memory) and writes bounds[0 .. buckets] (device): each bucket's first
+// position in the split, then n. CUB's convention: temp == nullptr writes the bytes needed,
+// the same for both halves, whose counts stay in temp from one to the other.
+template <class K>
+cudaError_t split_count(void* temp, std::size_t& temp_bytes, const K* keys, std::uint64_t n,
+                        int buckets, std::uint32_t rank,
+                        gpusort::detail::index_math::dist::order_code<K> code,
+                        const gpusort::detail::index_math::dist::splitter* splitters,
+                        std::uint64_t* bounds, cudaStream_t stream) {
+  const split::workspace_layout at(n, buckets);
+  auto* counts = temp ? static_cast<std::uint64_t*>(temp) : nullptr;
+  std::size_t scan_bytes = 0;
+  cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts, at.slots, stream);
+  if (!temp || e != cudaSuccess) {
+    temp_bytes = at.scan_at + scan_bytes;
+    return e;
+  }
+  if (temp_bytes < at.scan_at + scan_bytes) return cudaErrorInvalidValue;
+  e = split::with_rank_bits(buckets, [&]<int RankBits>() {
+    split::counts_kernel<RankBits><<<static_cast<unsigned>(at.tiles), split::block, 0, stream>>>(
+        keys, n, rank, code, splitters, buckets, at.tiles, counts);
+    return cudaGetLastError();
+  });
+  if (e == cudaSuccess)
+    e = cub::DeviceScan::ExclusiveSum(static_cast<char*>(temp) + at.scan_at, scan_bytes, counts,
+                                      at.slots, stream);
+  if (e != cudaSuccess) return e;
+  constexpr int threads = split::math::max_partition_ranks + 1;  // a bound a bucket, then n
+  split::bounds_kernel<<<1, threads, 0, stream>>>(counts, buckets, at.tiles, n, bounds);
+  return cudaGetLastError();
+}
+
+// The second half: moves the keys (and values) of each bucket, stably, to its place:
+// key_places[b] / value_places[b] (device arrays of `buckets` pointers) where given, else
+// contiguous from out_keys / out_values in bucket order. The arguments are split_count's, on
+// the same stream after it.
+template <class K, class V>
+cudaError_t split_scatter(void* temp, std::size_t temp_bytes, const K* keys, const V* values,
+                          std::uint64_t n, int buckets, std::uint32_t rank,
+                          gpusort::detail::index_math::dist::order_code<K> code,
+                          const gpusort::detail::index_math::dist::splitter* splitters,
+                          K* const* key_places, V* const* value_places, K* out_keys,
+                          V* out_values, cudaStream_t stream) {
+  const split::workspace_layout at(n, buckets);
+  if (!temp || temp_bytes < at.scan_at) return cudaErrorInvalidValue;
+  return split::with_rank_bits(buckets, [&]<int RankBits>() {
+    split::scatter_kernel<K, V, RankBits>
+        <<<static_cast<unsigned>(at.tiles), split::block, 0, stream>>>(
+            keys, values, n, rank, code, splitters, buckets, at.tiles,
+            static_cast<const std::uint64_t*>(temp), key_places, value_places, out_keys,
+            out_values);
+    return cudaGetLastError();
+  });
+}
+
+// Both halves: the shard's keys (and values) split into their buckets, stably, contiguous
+// in out_keys / out_values, and bounds[0 .. buckets] as split_count writes them.
 template <class K, class V>
 cudaError_t split_by_bucket(void* temp, std::size_t& temp_bytes, const K* keys, const V* values,
                             std::uint64_t n, int buckets, std::uint32_t rank,
@@ -208,37 +305,11 @@ cudaError_t split_by_bucket(void* temp, std::size_t& temp_bytes, const K* keys, 
                             const gpusort::detail::index_math::dist::splitter* splitters,
                             K* out_keys, V* out_values, std::uint64_t* bounds,
                             cudaStream_t stream) {
-  namespace math = gpusort::detail::index_math::dist;
-  const std::uint64_t tiles = std::max<std::uint64_t>(math::split_tiles(n), 1);
-  const std::uint64_t slots = tiles * static_cast<std::uint64_t>(buckets);
-  const std::size_t scan_at = gpusort::detail::align_workspace(sizeof(std::uint64_t) * slots);
-  auto* counts = temp ? static_cast<std::uint64_t*>(temp) : nullptr;
-  std::size_t scan_bytes = 0;
-  cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts, slots, stream);
-  if (!temp || e != cudaSuccess) {
-    temp_bytes = scan_at + scan_bytes;
-    return e;
-  }
-  if (temp_bytes < scan_at + scan_bytes) return cudaErrorInvalidValue;
-  const auto grid = static_cast<unsigned>(tiles);
-  const auto run = [&]<int RankBits>() {
-    split::counts_kernel<RankBits><<<grid, split::block, 0, stream>>>(
-        keys, n, rank, code, splitters, buckets, tiles, counts);
-    cudaError_t status = cudaGetLastError();
-    if (status == cudaSuccess)
-      status = cub::DeviceScan::ExclusiveSum(static_cast<char*>(temp) + scan_at, scan_bytes,
-                                             counts, slots, stream);
-    if (status != cudaSuccess) return status;
-    split::scatter_kernel<K, V, RankBits><<<grid, split::block, 0, stream>>>(
-        keys, values, n, rank, code, splitters, buckets, tiles, counts, out_keys, out_values,
-        bounds);
-    return cudaGetLastError();
-  };
-  switch (math::split_rank_bits(buckets)) {
-    case 2: return run.template operator()<2>();
-    case 4: return run.template operator()<4>();
-    default: return run.template operator()<8>();
-  }
+  cudaError_t e = split_count(temp, temp_bytes, keys, n, buckets, rank, code, splitters, bounds,
+                              stream);
+  if (!temp || e != cudaSuccess) return e;
+  return split_scatter<K, V>(temp, temp_bytes, keys, values, n, buckets, rank, code, splitters,
+                             nullptr, nullptr, out_keys, out_values, stream);
 }
 
 }  // namespace gpusort::dist::detail

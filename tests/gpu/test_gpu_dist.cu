@@ -1056,6 +1056,50 @@ void split_is_a_stable_partition(std::uint64_t n, int buckets, std::uint64_t see
   EXPECT_TRUE(same_bits(to_host(d_out.span()), want_keys)) << where;
   if (pairs) EXPECT_EQ(to_host(d_out_values.span()), want_values) << where;
   EXPECT_EQ(to_host(d_bounds.span()), want_bounds) << where;
+
+  // The two halves with a place for each bucket: the buckets in reverse order, a gap of
+  // `gap` untouched elements before each (where exchange first puts them: landing_plan).
+  const std::uint64_t gap = 3;
+  std::vector<std::uint64_t> place_at(buckets);
+  std::uint64_t end = 0;
+  for (int b = buckets - 1; b >= 0; --b) {
+    place_at[b] = end + gap;
+    end = place_at[b] + members[b].size();
+  }
+  const device_array<K> d_placed(0, std::vector<K>(end));
+  const device_array<std::uint32_t> d_placed_values(0, std::vector<std::uint32_t>(end));
+  CUDA_OK(cudaMemset(d_placed.ptr, poison, sizeof(K) * end));
+  CUDA_OK(cudaMemset(d_placed_values.ptr, poison, sizeof(std::uint32_t) * end));
+  std::vector<K*> key_places;
+  std::vector<V*> value_places;
+  for (int b = 0; b < buckets; ++b) {
+    key_places.push_back(d_placed.ptr + place_at[b]);
+    value_places.push_back(reinterpret_cast<V*>(d_placed_values.ptr + place_at[b]));
+  }
+  const device_array<K*> d_key_places(0, key_places);
+  const device_array<V*> d_value_places(0, value_places);
+  CUDA_OK(cudaMemset(d_bounds.ptr, poison, sizeof(std::uint64_t) * (buckets + 1)));
+  CUDA_OK((gpusort::dist::detail::split_count<K>(temp.ptr, bytes, d_keys.ptr, n, buckets, rank,
+                                                 code, d_splitters.ptr, d_bounds.ptr, nullptr)));
+  CUDA_OK((gpusort::dist::detail::split_scatter<K, V>(
+      temp.ptr, bytes, d_keys.ptr, in_values, n, buckets, rank, code, d_splitters.ptr,
+      d_key_places.ptr, pairs ? d_value_places.ptr : nullptr, nullptr, nullptr, nullptr)));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(to_host(d_bounds.span()), want_bounds) << where << " (split_count)";
+  const std::vector<K> placed = to_host(d_placed.span());
+  const std::vector<std::uint32_t> placed_values = to_host(d_placed_values.span());
+  std::vector<unsigned char> untouched(sizeof(K));
+  std::memset(untouched.data(), poison, sizeof(K));
+  for (int b = 0; b < buckets; ++b) {
+    for (std::uint64_t g = place_at[b] - gap; g < place_at[b]; ++g)
+      ASSERT_EQ(std::memcmp(&placed[g], untouched.data(), sizeof(K)), 0) << where << ": a gap written";
+    for (std::uint64_t k = 0; k < members[b].size(); ++k) {
+      const std::uint64_t i = members[b][k];
+      ASSERT_EQ(std::memcmp(&placed[place_at[b] + k], &keys[i], sizeof(K)), 0)
+          << where << " bucket " << b << " key " << k;
+      if (pairs) ASSERT_EQ(placed_values[place_at[b] + k], values[i]) << where;
+    }
+  }
 }
 
 TEST_F(DistOneGpuSplit, IsAStablePartitionForEveryDigitWidth) {
