@@ -17,10 +17,11 @@
 //   5. the p sorted runs (p - 1 received, one in the shard) merged on the GPU, stably, in
 //      rounds over groups of options::merge_fan_in runs (two by CUB's merge, 3 to 8 in one
 //      pass).
-// With options::partition_first, no local sort first: samples at random positions of the
-// unsorted shards give the splitters, one stable pass splits each shard by bucket, the
-// buckets are exchanged while each rank sorts its own, and the received runs are sorted,
-// then merged as in step 5 (same output; balanced with high probability instead of always).
+// With options::partition_first, exchange first: samples at random positions of the
+// unsorted shards give the splitters, one stable pass splits each shard by bucket (two
+// buckets a rank), the buckets go to their ranks, each landing beside the other ranks' parts
+// of it, and each rank sorts its two sub-buckets in place, the first while the second
+// travels; no merge (same output; balanced with high probability instead of always).
 // The order is the single-GPU sort's (options.hpp): -0.0 before +0.0, NaNs after every number
 // or before (options::nans), ascending or descending. Equal keys come out ordered by (source
 // rank, position after the local sort): with options::stable (or a stable local_algo) the whole
@@ -137,13 +138,14 @@ struct options {
   // same either way; ranks may differ.
   int merge_fan_in = 2;
   // Partition first: splitters from samples of the unsorted shards, each shard split by them
-  // (one stable pass by bucket), the buckets exchanged while the rank sorts its own, then the
-  // received runs sorted and merged. No local sort of the whole shard before the exchange,
-  // which then overlaps a sort; balance holds with high probability instead of always
-  // (index_math/dist.hpp). Same output as the default; the shard is read, not changed. The
-  // split needs a second buffer for the shard. Up to 255 ranks (more take the default).
-  // Every rank must pass the same. Slower than the default as measured (2 H200s: 1.17x one
-  // GPU against 1.42x for 2^31 u32; docs/distributed.md): the split is not yet at its traffic.
+  // (one stable pass by bucket, 2 sub-buckets a rank), the buckets exchanged, each rank's
+  // sub-buckets sorted in place as they come in (the second's exchange beside the first's
+  // sort), with no merge (index_math::dist::landing_plan). Balance holds with high
+  // probability instead of always (index_math/dist.hpp). Same output as the default; the
+  // shard is read, not changed. The split needs a second buffer for the shard. Up to 255
+  // ranks (more take the default). Every rank must pass the same. As measured before this
+  // form (runs sorted apart, then merged; 2 H200s), slower than the default: 1.28x one GPU
+  // against 1.42x for 2^31 u32 (docs/distributed.md).
   bool partition_first = false;
   cudaStream_t stream = nullptr;  // this rank's stream; dist::sort waits for it
 };
@@ -154,9 +156,10 @@ struct options {
 // sampling_ms runs from the end of the local sort to the start of the exchange: the samples,
 // the splitters, the counts, the receive buffers, and the wait for the slowest rank. total_ms
 // runs from the local sort's start. Under options::partition_first, sampling_ms also holds
-// the split by bucket (there is no local sort before it), exchange_ms the exchange (the
-// rank's own bucket sorts meanwhile), and local_sort_ms the received runs' sorts after it;
-// bound is then the most keys a rank received in this call.
+// the counts, the split by bucket (there is no local sort before it) and the receive
+// buffers, exchange_ms every sub-bucket's exchange with the sorts of all but the last beside
+// it, local_sort_ms the last sub-bucket's sort, and merge_ms 0 (there is none); bound is
+// then the most keys a rank received in this call.
 struct phase_times {
   double setup_ms = 0;
   double local_sort_ms = 0, sampling_ms = 0, exchange_ms = 0, merge_ms = 0, total_ms = 0;

@@ -7,9 +7,11 @@
 #include <barrier>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dist_common.hpp"
@@ -94,6 +96,175 @@ struct shard_access {
   }
 };
 
+// partition_first: exchange first, with no merge (math::landing_plan). The shard is split
+// into p * sub buckets by the p * sub - 1 splitters (device memory); every rank's bucket
+// sizes are gathered before any key moves, so that the split puts each bucket for another
+// rank where its transfer runs aligned at both ends and each own bucket straight where it
+// lands. Then sub-bucket by sub-bucket: its exchange (on a stream of the highest priority),
+// after which it sorts in place while the next one travels. The sorted sub-buckets, in
+// order, are the rank's output. The caller's keys are read, not changed.
+template <class K, class V>
+shard<K, V> exchange_first(const communicator& comm, const K* keys, const V* values,
+                           std::uint64_t n, int sub, const math::order_code<K>& code,
+                           const gpusort::options& local, const device_memory& d_chosen,
+                           device_memory& split_temp, std::size_t split_bytes,
+                           device_memory& split_keys, device_memory& split_values,
+                           const std::function<void()>& input_done, const std::string& call,
+                           phase_times& times, event_timeline& clock) {
+  constexpr bool pairs = !std::is_same_v<V, no_value>;
+  const int p = comm.size(), buckets = p * sub, self = comm.rank();
+  const auto rank = static_cast<std::uint32_t>(self);
+  const cudaStream_t stream = local.stream;
+  const auto* splitters = static_cast<const splitter*>(d_chosen.get());
+  // 1. Each bucket's keys counted, and every rank's bucket sizes on every rank.
+  const std::size_t row = static_cast<std::size_t>(buckets) + 1;
+  device_memory bounds(sizeof(std::uint64_t) * row, stream, call);
+  device_memory all_bounds(sizeof(std::uint64_t) * row * p, stream, call);
+  check_cuda(split_count<K>(split_temp.get(), split_bytes, keys, n, buckets, rank, code,
+                            splitters, static_cast<std::uint64_t*>(bounds.get()), stream),
+             call + ": counting the buckets");
+  all_gather(comm, bounds.get(), all_bounds.get(), sizeof(std::uint64_t) * row, stream,
+             call + ": exchanging the counts");
+  std::vector<std::uint64_t> rows(row * p), counts;
+  copy_to_host(rows.data(), static_cast<const std::uint64_t*>(all_bounds.get()), rows.size(),
+               stream, call);
+  for (int s = 0; s < p; ++s)
+    for (int b = 0; b < buckets; ++b) counts.push_back(rows[s * row + b + 1] - rows[s * row + b]);
+  const math::landing_plan plan(std::move(counts), p, sub);
+  const std::uint64_t received = plan.region_start(self, sub);
+  times.bound = 0;  // no bound ahead: the most any rank receives
+  for (int q = 0; q < p; ++q) times.bound = std::max(times.bound, plan.region_start(q, sub));
+
+  // 2. The receive buffers, and one workspace for the sub-buckets' sorts (the largest's, asked
+  //    of each where it lies); every rank learns whether all could be had before any key moves.
+  rank_status room;
+  device_memory recv_keys, recv_values, sort_temp;
+  room.try_allocate(recv_keys, sizeof(K) * std::max<std::uint64_t>(received, 1), stream,
+                    failure::receive_buffers);
+  if (pairs && room.ok())
+    room.try_allocate(recv_values, sizeof(V) * std::max<std::uint64_t>(received, 1), stream,
+                      failure::receive_buffers);
+  auto* out_keys = static_cast<K*>(recv_keys.get());
+  auto* out_values = static_cast<V*>(recv_values.get());
+  const auto region = [&](int j) {
+    return std::pair{plan.region_start(self, j),
+                     plan.region_start(self, j + 1) - plan.region_start(self, j)};
+  };
+  std::size_t sort_bytes = 0;
+  for (int j = 0; j < sub && room.ok(); ++j) {
+    const auto [at, length] = region(j);
+    if (length < 2) continue;
+    std::size_t bytes = 0;
+    const cudaError_t e = gpusort::detail::sort_any_key<K, V>(
+        nullptr, bytes, out_keys + at, pairs ? out_values + at : nullptr, length, local);
+    if (e != cudaSuccess) room.fail(failure::local_sort, e);
+    sort_bytes = std::max(sort_bytes, bytes);
+  }
+  if (room.ok())
+    room.try_allocate(sort_temp, std::max<std::size_t>(sort_bytes, 1), stream,
+                      failure::local_workspace);
+  agree(comm, room, 0, 0, stream, call, "no rank has changed its keys");
+
+  // 3. The split: each bucket to its place.
+  const std::vector<std::uint64_t> key_starts = plan.split_starts(self, sizeof(K));
+  const std::vector<std::uint64_t> value_starts = plan.split_starts(self, pairs ? sizeof(V) : 1);
+  auto* split_key_base = static_cast<K*>(split_keys.get());
+  auto* split_value_base = static_cast<V*>(split_values.get());
+  std::vector<K*> key_places;
+  std::vector<V*> value_places;
+  for (int b = 0; b < buckets; ++b) {
+    const bool own = plan.owner(b) == self;
+    const std::uint64_t landing = own ? plan.landing(self, self, b % sub) : 0;
+    key_places.push_back(own ? out_keys + landing : split_key_base + key_starts[b]);
+    value_places.push_back(!pairs ? nullptr
+                           : own  ? out_values + landing
+                                  : split_value_base + value_starts[b]);
+  }
+  device_memory d_places(sizeof(void*) * 2 * buckets, stream, call);
+  auto** d_key_places = static_cast<K**>(d_places.get());
+  auto** d_value_places = reinterpret_cast<V**>(d_key_places + buckets);
+  copy_async(d_key_places, key_places.data(), buckets, stream);
+  if constexpr (pairs) copy_async(d_value_places, value_places.data(), buckets, stream);
+  check_cuda(split_scatter<K, V>(split_temp.get(), split_bytes, keys, values, n, buckets, rank,
+                                 code, splitters, d_key_places, pairs ? d_value_places : nullptr,
+                                 nullptr, nullptr, stream),
+             call + ": the split by bucket");
+  split_temp.reset(stream);
+  if (input_done) {
+    check_cuda(cudaStreamSynchronize(stream), call + ": before the keys are given back");
+    input_done();
+  }
+  clock.mark(1);
+  clock.mark(2);
+
+  // 4. Sub-bucket by sub-bucket: the exchange on a stream of the highest priority (its
+  //    kernel's blocks then start before the sort's), and the sub-bucket's sort on the
+  //    caller's stream once it is in, beside the next one's exchange. Nothing throws between
+  //    two exchanges, in which the other ranks wait for this one: a failure waits for the end.
+  gpusort::detail::owned_stream urgent;
+  gpusort::detail::owned_event split_done;
+  std::vector<gpusort::detail::owned_event> arrived(sub);
+  bool lane_made = gpusort::detail::create_urgent(urgent) == cudaSuccess &&
+                   gpusort::detail::create(split_done, cudaEventDisableTiming) == cudaSuccess &&
+                   cudaEventRecord(split_done.get(), stream) == cudaSuccess &&
+                   cudaStreamWaitEvent(urgent.get(), split_done.get()) == cudaSuccess;
+  for (auto& event : arrived)
+    lane_made = lane_made && gpusort::detail::create(event, cudaEventDisableTiming) == cudaSuccess;
+  if (!lane_made) {
+    cudaGetLastError();  // the exchanges then run on the caller's stream, before each sort
+    urgent.reset();
+  }
+  const cudaStream_t lane = urgent ? urgent.get() : stream;
+  const streams_joined_on_unwind join{stream, {urgent.get(), nullptr}};
+  cudaError_t sorting = cudaSuccess;
+  for (int j = 0; j < sub; ++j) {
+    std::vector<transfer> transfers;
+    for (int q = 0; q < p; ++q) {
+      if (q == self) continue;
+      const int to = q * sub + j;  // this rank's part of q's sub-bucket j
+      const std::uint64_t out = plan.count(self, to), in = plan.count(q, self * sub + j);
+      const std::uint64_t landing = plan.landing(q, self, j);
+      transfers.push_back({q, split_key_base + key_starts[to], sizeof(K) * out,
+                           out_keys + landing, sizeof(K) * in});
+      if constexpr (pairs)
+        transfers.push_back({q, split_value_base + value_starts[to], sizeof(V) * out,
+                             out_values + landing, sizeof(V) * in});
+      times.bytes_sent += (sizeof(K) + (pairs ? sizeof(V) : 0)) * out;
+      times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in;
+    }
+    exchange(comm, transfers, lane, call + ": exchanging the keys");
+    if (urgent && sorting == cudaSuccess) {
+      sorting = cudaEventRecord(arrived[j].get(), lane);
+      if (sorting == cudaSuccess) sorting = cudaStreamWaitEvent(stream, arrived[j].get());
+    }
+    if (j == sub - 1) clock.mark(3);  // every key is in (and the sorts before)
+    const auto [at, length] = region(j);
+    if (length < 2 || sorting != cudaSuccess) continue;
+    std::size_t bytes = sort_bytes;
+    sorting = gpusort::detail::sort_any_key<K, V>(sort_temp.get(), bytes, out_keys + at,
+                                                  pairs ? out_values + at : nullptr, length,
+                                                  local);
+  }
+  check_cuda(sorting, call + ": sorting a sub-bucket");
+  sort_temp.reset(stream);
+  clock.mark(4);
+  clock.mark(5);
+  check_cuda(cudaStreamSynchronize(stream), call);
+  // sampling: the samples, the counts, the agreement and the split; exchange: every
+  // sub-bucket's, with the sorts of all but the last beside it; local sort: the last's.
+  times.sampling_ms = clock.ms(0, 2);
+  times.exchange_ms = clock.ms(2, 3);
+  times.local_sort_ms = clock.ms(3, 4);
+  times.merge_ms = 0;
+  times.total_ms = clock.ms(0, 5);
+  shard<K, V> out;
+  std::vector<std::uint64_t> rank_sizes(p);
+  for (int q = 0; q < p; ++q) rank_sizes[q] = plan.region_start(q, sub);
+  shard_access<K, V>::fill(out, std::move(recv_keys), std::move(recv_values), received, times,
+                           std::move(rank_sizes));
+  return out;
+}
+
 template <class K, class V>
 shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                  const options& opt, const std::function<void()>& input_done) {
@@ -138,11 +309,14 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                       math::even_split_max_bucket(n * static_cast<std::uint64_t>(p), p,
                                                   opt.oversampling ? opt.oversampling : 1),
                       p, sizeof(K));
-  // Under partition_first, the split's workspace and buffers instead (no local sort yet).
+  // Under partition_first, the split's workspace and buffers instead (no local sort): p sub
+  // buckets, and room in the split buffers for each bucket's alignment (landing_plan).
+  const int sub = partition_first ? math::partition_sub_buckets(p) : 1;
+  const int split_buckets = p * sub;
   std::size_t split_bytes = 0;
   if (status.ok() && partition_first) {
-    e = split_by_bucket<K, V>(nullptr, split_bytes, keys, values, n, p, rank, code, nullptr,
-                              nullptr, nullptr, nullptr, stream);
+    e = split_count<K>(nullptr, split_bytes, keys, n, split_buckets, rank, code, nullptr, nullptr,
+                       stream);
     if (e != cudaSuccess) status.fail(failure::local_workspace, e);
   }
   device_memory sort_temp, split_keys, split_values;
@@ -152,11 +326,14 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                                         : std::max<std::size_t>({sort_bytes, receive_bytes, 1}),
                         stream, failure::local_workspace);
   if (status.ok() && partition_first) {
-    status.try_allocate(split_keys, sizeof(K) * std::max<std::uint64_t>(n, 1), stream,
-                        failure::local_workspace);
+    const std::uint64_t room_for = static_cast<std::uint64_t>(split_buckets);
+    status.try_allocate(split_keys,
+                        sizeof(K) * (n + room_for * math::elements_per_alignment(sizeof(K))),
+                        stream, failure::local_workspace);
     if (pairs && status.ok())
-      status.try_allocate(split_values, sizeof(V) * std::max<std::uint64_t>(n, 1), stream,
-                          failure::local_workspace);
+      status.try_allocate(split_values,
+                          sizeof(V) * (n + room_for * math::elements_per_alignment(sizeof(V))),
+                          stream, failure::local_workspace);
   }
   constexpr bool floating = std::is_floating_point_v<K> || gpusort::detail::float16_key<K>;
   const math::call_signature signature{
@@ -183,10 +360,10 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - entered).count();
   event_timeline clock(stream, 6);
   clock.mark(0);
-  // 1. Local sort (under partition_first, none: the runs sort once they are split). A sort
-  //    that refuses its arguments now (it checks them before it moves a key) is not thrown
-  //    here, where the other ranks would wait for this one in the next collective: it is
-  //    shared with them at the agreement before the exchange.
+  // 1. Local sort (under partition_first, none: the sub-buckets sort once they are in). A
+  //    sort that refuses its arguments now (it checks them before it moves a key) is not
+  //    thrown here, where the other ranks would wait for this one in the next collective: it
+  //    is shared with them at the agreement before the exchange.
   rank_status room;
   if (n > 1 && !partition_first) {
     e = gpusort::detail::sort_any_key<K, V>(sort_temp.get(), sort_bytes, keys, values, n, local);
@@ -227,43 +404,28 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                   first + static_cast<std::ptrdiff_t>(math::sample_count(sizes[q], stride)));
   }
   std::sort(sorted.begin(), sorted.end());
-  std::vector<splitter> chosen(std::max(p - 1, 1));
-  for (int j = 1; j < p; ++j) chosen[j - 1] = sorted[math::splitter_rank(j, samples, p)];
+  std::vector<splitter> chosen(std::max(split_buckets - 1, 1));  // p - 1 but for partition_first
+  for (int j = 1; j < split_buckets; ++j)
+    chosen[j - 1] = sorted[math::splitter_rank(j, samples, split_buckets)];
 
   // 3. Bucket boundaries, and every rank's boundaries on every rank.
   device_memory d_chosen(sizeof(splitter) * chosen.size(), stream, call);
   copy_async(static_cast<splitter*>(d_chosen.get()), chosen.data(), chosen.size(), stream);
+  if (partition_first)
+    return exchange_first<K, V>(comm, keys, values, n, sub, code, local, d_chosen, sort_temp,
+                                split_bytes, split_keys, split_values, input_done, call, times,
+                                clock);
   //    Each rank's row: its p + 1 boundaries, then its keys' and values' addresses (the
   //    receivers lay their buffers out for aligned transfers from them).
   const std::size_t row = static_cast<std::size_t>(p) + 3;
   device_memory bounds(sizeof(std::uint64_t) * row, stream, call);
   device_memory all_bounds(sizeof(std::uint64_t) * row * p, stream, call);
-  //    Under partition_first, the shard split into its buckets instead, which the keys then
-  //    leave from; the caller's keys are no longer needed.
-  K* shard_keys = keys;
-  V* shard_values = values;
-  if (partition_first) {
-    shard_keys = static_cast<K*>(split_keys.get());
-    shard_values = static_cast<V*>(split_values.get());
-    check_cuda(split_by_bucket<K, V>(sort_temp.get(), split_bytes, keys, values, n, p, rank, code,
-                                     static_cast<const splitter*>(d_chosen.get()), shard_keys,
-                                     shard_values, static_cast<std::uint64_t*>(bounds.get()),
-                                     stream),
-               call + ": the split by bucket");
-    sort_temp.reset(stream);
-    if (input_done) {
-      check_cuda(cudaStreamSynchronize(stream), call + ": before the keys are given back");
-      input_done();
-    }
-    clock.mark(1);
-  } else {
-    bucket_bounds_kernel<<<1, ((p + 1 + 31) / 32) * 32, 0, stream>>>(
-        keys, n, static_cast<const splitter*>(d_chosen.get()), p, rank, code,
-        static_cast<std::uint64_t*>(bounds.get()));
-    check_cuda(cudaGetLastError(), call + ": bucket boundaries");
-  }
-  const std::uint64_t addresses[2] = {reinterpret_cast<std::uintptr_t>(shard_keys),
-                                      reinterpret_cast<std::uintptr_t>(shard_values)};
+  bucket_bounds_kernel<<<1, ((p + 1 + 31) / 32) * 32, 0, stream>>>(
+      keys, n, static_cast<const splitter*>(d_chosen.get()), p, rank, code,
+      static_cast<std::uint64_t*>(bounds.get()));
+  check_cuda(cudaGetLastError(), call + ": bucket boundaries");
+  const std::uint64_t addresses[2] = {reinterpret_cast<std::uintptr_t>(keys),
+                                      reinterpret_cast<std::uintptr_t>(values)};
   copy_async(static_cast<std::uint64_t*>(bounds.get()) + p + 1, addresses, 2, stream);
   all_gather(comm, bounds.get(), all_bounds.get(), sizeof(std::uint64_t) * row, stream,
              call + ": exchanging the counts");
@@ -278,10 +440,6 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   }
   const exchange_plan plan(matrix, p, rank);
   const std::uint64_t received = plan.received();
-  if (partition_first) {  // no bound ahead: the most any rank receives
-    times.bound = 0;
-    for (int q = 0; q < p; ++q) times.bound = std::max(times.bound, plan.received_by(q));
-  }
   const std::vector<math::received_run> runs =
       plan.received_runs(key_bases, sizeof(K), value_bases, pairs ? sizeof(V) : 0);
   // Buffer 0 holds the received runs with their leads and padding, and later the merge's
@@ -297,8 +455,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   //    caller frees its keys once they have left (input_done), the merge's second buffer is
   //    allocated after that instead.
   device_memory recv_keys[2], recv_values[2];
-  const bool free_input_late = input_done && !partition_first;
-  const int buffers_now = free_input_late ? 1 : 2;
+  const int buffers_now = input_done ? 1 : 2;
   for (int b = 0; b < buffers_now && room.ok(); ++b) {
     room.try_allocate(recv_keys[b], sizeof(K) * std::max<std::uint64_t>(b ? received : key_room, 1),
                       stream, failure::receive_buffers);
@@ -307,73 +464,14 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                         sizeof(V) * std::max<std::uint64_t>(b ? received : value_room, 1), stream,
                         failure::receive_buffers);
   }
-  // Where each received run lies: the rank's own run stays in the shard, where the merge
-  // reads it (under partition_first, the split's buffer); the others in receive buffer 0.
-  const auto own = static_cast<int>(rank);
-  K* own_keys = shard_keys + plan.send_offset(own);
-  V* own_values = pairs ? shard_values + plan.send_offset(own) : nullptr;
-  auto* received_keys = static_cast<K*>(recv_keys[0].get());
-  auto* received_values = static_cast<V*>(recv_values[0].get());
-  struct run_place {
-    K* keys;
-    V* values;
-  };
-  const auto place_of = [&](const math::received_run& r) {
-    return r.in_place ? run_place{own_keys, own_values}
-                      : run_place{received_keys + r.key_at,
-                                  pairs ? received_values + r.value_at : nullptr};
-  };
-  // Under partition_first, one workspace for the runs' sorts (the largest's), asked of each
-  // run where it lies (the sort checks that every key lies in one allocation).
-  device_memory run_temp;
-  std::size_t run_bytes = 0;
-  for (const math::received_run& r : runs) {
-    if (!partition_first || !room.ok() || r.length < 2) continue;
-    std::size_t bytes = 0;
-    const run_place at = place_of(r);
-    e = gpusort::detail::sort_any_key<K, V>(nullptr, bytes, at.keys, at.values, r.length, local);
-    if (e != cudaSuccess) room.fail(failure::local_sort, e);
-    run_bytes = std::max(run_bytes, bytes);
-  }
-  if (partition_first && room.ok())
-    room.try_allocate(run_temp, std::max<std::size_t>(run_bytes, 1), stream,
-                      failure::local_workspace);
   agree(comm, room, 0, 0, stream, call, "every shard is sorted locally and no key is lost");
   clock.mark(2);  // every rank is here (agree waits for all): the exchange alone from now
-  // Under partition_first, the rank's own run sorts on a second stream while the exchange
-  // runs (the sends read only the other buckets, and the leads before them, which the
-  // receivers drop); where that stream cannot be had, after the exchange with the received
-  // runs. Nothing here throws before the exchange, in which the other ranks wait for this one.
-  gpusort::detail::owned_stream side;
-  gpusort::detail::owned_event own_sort_ready, own_sorted;
-  cudaError_t own_sort = cudaSuccess;
-  if (partition_first && plan.send_count(own) > 1 &&
-      gpusort::detail::create(side) == cudaSuccess &&
-      gpusort::detail::create(own_sort_ready, cudaEventDisableTiming) == cudaSuccess &&
-      gpusort::detail::create(own_sorted, cudaEventDisableTiming) == cudaSuccess &&
-      cudaEventRecord(own_sort_ready.get(), stream) == cudaSuccess &&
-      cudaStreamWaitEvent(side.get(), own_sort_ready.get()) == cudaSuccess) {
-    gpusort::options on_side = local;
-    on_side.stream = side.get();
-    std::size_t bytes = run_bytes;
-    own_sort = gpusort::detail::sort_any_key<K, V>(run_temp.get(), bytes, own_keys, own_values,
-                                                   plan.send_count(own), on_side);
-    const cudaError_t recorded = cudaEventRecord(own_sorted.get(), side.get());
-    if (recorded != cudaSuccess) {
-      cudaStreamSynchronize(side.get());  // its work done before anything moves on
-      own_sorted.reset();
-      if (own_sort == cudaSuccess) own_sort = recorded;
-    }
-  } else if (partition_first) {
-    cudaGetLastError();  // a failed creation's error, cleared: the own run sorts later
-    side.reset();
-    own_sorted.reset();
-  }
-  const bool own_sorts_later = partition_first && !side;
   // One transfer per peer for the keys and one for the values, each from the aligned address
   // at or below its start (the lead), into a receive buffer laid out for it
-  // (math::received_run).
+  // (math::received_run); the rank's own run stays in the shard, where the merge reads it.
   std::vector<transfer> transfers;
+  auto* received_keys = static_cast<K*>(recv_keys[0].get());
+  auto* received_values = static_cast<V*>(recv_values[0].get());
   const auto run_from = [&](int q) -> math::received_run {
     for (const math::received_run& r : runs)
       if (r.from == q) return r;
@@ -392,43 +490,28 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     if (q == static_cast<int>(rank)) continue;
     const math::received_run in = run_from(q);
     const std::uint64_t out = plan.send_count(q), out_at = plan.send_offset(q);
-    add(q, shard_keys, out_at, out, received_keys, in.key_at, in.length, in.key_lead);
+    add(q, keys, out_at, out, received_keys, in.key_at, in.length, in.key_lead);
     if constexpr (pairs)
-      add(q, shard_values, out_at, out, received_values, in.value_at, in.length, in.value_lead);
+      add(q, values, out_at, out, received_values, in.value_at, in.length, in.value_lead);
     times.bytes_sent += (sizeof(K) + (pairs ? sizeof(V) : 0)) * out;
     times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in.length;
   }
-  // While the own run sorts beside it, the exchange goes on a stream of the highest priority:
-  // otherwise its kernel's blocks wait behind the sort's for the SMs, and the two took longer
-  // together than one after the other (2 x H200, f080981).
-  gpusort::detail::owned_stream urgent;
-  gpusort::detail::owned_event exchanged;
-  if (side && (gpusort::detail::create_urgent(urgent) != cudaSuccess ||
-               gpusort::detail::create(exchanged, cudaEventDisableTiming) != cudaSuccess ||
-               cudaStreamWaitEvent(urgent.get(), own_sort_ready.get()) != cudaSuccess)) {
-    cudaGetLastError();  // the exchange then runs on the caller's stream
-    urgent.reset();
-  }
-  const streams_joined_on_unwind join{stream, {side.get(), urgent.get()}};
-  exchange(comm, transfers, urgent ? urgent.get() : stream, call + ": exchanging the keys");
-  if (urgent) {
-    check_cuda(cudaEventRecord(exchanged.get(), urgent.get()), call);
-    check_cuda(cudaStreamWaitEvent(stream, exchanged.get()), call);
-  }
-  // The rank's own run copied out before the caller frees the keys.
+  exchange(comm, transfers, stream, call + ": exchanging the keys");
+  // The rank's own run, kept where it is, or copied out before the caller frees the keys.
+  K* own_keys = keys + plan.send_offset(static_cast<int>(rank));
+  V* own_values = pairs ? values + plan.send_offset(static_cast<int>(rank)) : nullptr;
   device_memory own_key_copy, own_value_copy;
-  if (free_input_late) {
-    const std::uint64_t own_count = plan.send_count(own);
+  if (input_done) {
+    const std::uint64_t own = plan.send_count(static_cast<int>(rank));
     rank_status after;
-    after.try_allocate(own_key_copy, sizeof(K) * std::max<std::uint64_t>(own_count, 1), stream,
+    after.try_allocate(own_key_copy, sizeof(K) * std::max<std::uint64_t>(own, 1), stream,
                        failure::receive_buffers);
     if (pairs && after.ok())
-      after.try_allocate(own_value_copy, sizeof(V) * std::max<std::uint64_t>(own_count, 1),
-                         stream, failure::receive_buffers);
+      after.try_allocate(own_value_copy, sizeof(V) * std::max<std::uint64_t>(own, 1), stream,
+                         failure::receive_buffers);
     if (after.ok()) {
-      copy_async(static_cast<K*>(own_key_copy.get()), own_keys, own_count, stream);
-      if constexpr (pairs)
-        copy_async(static_cast<V*>(own_value_copy.get()), own_values, own_count, stream);
+      copy_async(static_cast<K*>(own_key_copy.get()), own_keys, own, stream);
+      if constexpr (pairs) copy_async(static_cast<V*>(own_value_copy.get()), own_values, own, stream);
       own_keys = static_cast<K*>(own_key_copy.get());
       own_values = static_cast<V*>(own_value_copy.get());
       check_cuda(cudaStreamSynchronize(stream), call + ": before the keys are given back");
@@ -442,37 +525,25 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     agree(comm, after, 0, 0, stream, call, "every rank has room to merge");
   }
   clock.mark(3);
-  // Under partition_first, the received runs sorted where they landed, after the own one.
-  if (own_sorted) check_cuda(cudaStreamWaitEvent(stream, own_sorted.get()), call);
-  check_cuda(own_sort, call + ": sorting the rank's own bucket");
-  for (const math::received_run& r : runs) {
-    if (!partition_first || (r.in_place && !own_sorts_later) || r.length < 2) continue;
-    std::size_t bytes = run_bytes;
-    const run_place at = place_of(r);
-    check_cuda(gpusort::detail::sort_any_key<K, V>(run_temp.get(), bytes, at.keys, at.values,
-                                                   r.length, local),
-               call + ": sorting a received run");
-  }
-  run_temp.reset(stream);
-  clock.mark(4);
 
   // 5. Merge the p received runs (rank order, so ties stay in (rank, position) order).
   std::vector<run_view<K, V>> views;
-  for (const math::received_run& r : runs) {
-    const run_place at = place_of(r);
-    views.push_back({at.keys, at.values, r.length});
-  }
+  for (const math::received_run& r : runs)
+    views.push_back(r.in_place ? run_view<K, V>{own_keys, own_values, r.length}
+                               : run_view<K, V>{received_keys + r.key_at,
+                                                pairs ? received_values + r.value_at : nullptr,
+                                                r.length});
   const int result = merge_runs<K, V>(recv_keys, recv_values, std::move(views), received, code,
                                       opt.merge_fan_in, stream, call);
   recv_keys[1 - result].reset(stream);
   recv_values[1 - result].reset(stream);
-  clock.mark(5);
+  clock.mark(4);
   check_cuda(cudaStreamSynchronize(stream), call);
-  times.local_sort_ms = partition_first ? clock.ms(3, 4) : clock.ms(0, 1);
-  times.sampling_ms = partition_first ? clock.ms(0, 2) : clock.ms(1, 2);
+  times.local_sort_ms = clock.ms(0, 1);
+  times.sampling_ms = clock.ms(1, 2);
   times.exchange_ms = clock.ms(2, 3);
-  times.merge_ms = clock.ms(4, 5);
-  times.total_ms = clock.ms(0, 5);
+  times.merge_ms = clock.ms(3, 4);
+  times.total_ms = clock.ms(0, 4);
   shard<K, V> out;
   std::vector<std::uint64_t> rank_sizes(p);
   for (int q = 0; q < p; ++q) rank_sizes[q] = plan.received_by(q);

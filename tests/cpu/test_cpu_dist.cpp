@@ -524,6 +524,11 @@ TEST(DistMath, TheSplitByTilesIsAStablePartition) {
 // then input order, the sub-buckets in order: so the regions, each sorted stably, are the
 // stable sort.
 TEST(DistMath, TheLandingPlanPlacesEveryPartOnceAndAligned) {
+  for (int p = 2; p <= math::max_partition_ranks; ++p)  // the split takes every bucket
+    EXPECT_LE(p * math::partition_sub_buckets(p), math::max_partition_ranks) << p;
+  EXPECT_EQ(math::partition_sub_buckets(2), 2);
+  EXPECT_EQ(math::partition_sub_buckets(127), 2);
+  EXPECT_EQ(math::partition_sub_buckets(128), 1);
   std::mt19937_64 rng(21);
   for (const int p : {1, 2, 3, 5})
     for (const int c : {1, 2, 4})
@@ -592,11 +597,12 @@ TEST(DistMath, TheLandingPlanPlacesEveryPartOnceAndAligned) {
       }
 }
 
-// partition_first as dist_impl.cuh composes it, on the CPU: samples at random positions of
-// the unsorted shards, splitters, each key's bucket by (key, rank, position), a stable split,
-// the exchange, the runs sorted stably and merged in rank order. The output must be the
-// stable sort by (key, rank, position in the input), and with enough keys no rank may take
-// more than N / p (1 + 6 sqrt(p / S)) for S samples.
+// partition_first as dist_impl.cuh composes it (exchange_first), on the CPU: samples at
+// random positions of the unsorted shards, p * c - 1 splitters (c sub-buckets a rank), each
+// key's bucket by (key, rank, position), a stable split, each bucket's parts landing in rank
+// order (landing_plan), each sorted stably. The output must be the stable sort by (key, rank,
+// position in the input), and with enough keys no rank may take more than
+// N / p (1 + 6 sqrt(p / S)) for S samples.
 void check_partition_first(const std::vector<std::vector<std::uint32_t>>& shards,
                            std::uint64_t oversampling, bool descending = false) {
   const int p = static_cast<int>(shards.size());
@@ -615,26 +621,31 @@ void check_partition_first(const std::vector<std::vector<std::uint32_t>>& shards
       samples.push_back({image(shards[r][pos]), static_cast<std::uint32_t>(r), pos});
     }
   std::sort(samples.begin(), samples.end());
+  const int c = math::partition_sub_buckets(p), buckets = p * c;
   std::vector<splitter> chosen;
-  for (int j = 1; j < p && !samples.empty(); ++j)
-    chosen.push_back(samples[math::splitter_rank(j, samples.size(), p)]);
-  if (samples.empty()) chosen.assign(p - 1, splitter{0, 0, 0});  // as the device: any will do
-  std::vector<std::vector<item>> out(p);
-  for (int r = 0; r < p; ++r)  // the stable split, sent in rank order
+  for (int j = 1; j < buckets && !samples.empty(); ++j)
+    chosen.push_back(samples[math::splitter_rank(j, samples.size(), buckets)]);
+  if (samples.empty()) chosen.assign(buckets - 1, splitter{0, 0, 0});  // any will do
+  std::vector<std::vector<item>> out(buckets);  // each bucket's parts, landed in rank order
+  for (int r = 0; r < p; ++r)
     for (std::uint64_t i = 0; i < shards[r].size(); ++i) {
       const splitter x{image(shards[r][i]), static_cast<std::uint32_t>(r), i};
-      const std::uint32_t b = math::bucket_of(chosen.data(), p - 1, x);
-      ASSERT_LT(b, static_cast<std::uint32_t>(p));
+      const std::uint32_t b = math::bucket_of(chosen.data(), buckets - 1, x);
+      ASSERT_LT(b, static_cast<std::uint32_t>(buckets));
       out[b].push_back({shards[r][i], static_cast<std::uint32_t>(r), i});
     }
   std::vector<item> got;
   for (int r = 0; r < p; ++r) {
-    std::stable_sort(out[r].begin(), out[r].end(),
-                     [&](const item& a, const item& b) { return image(a.key) < image(b.key); });
+    std::uint64_t taken = 0;
+    for (int b = r * c; b < (r + 1) * c; ++b) {  // the rank's sub-buckets, each sorted
+      std::stable_sort(out[b].begin(), out[b].end(),
+                       [&](const item& x, const item& y) { return image(x.key) < image(y.key); });
+      got.insert(got.end(), out[b].begin(), out[b].end());
+      taken += out[b].size();
+    }
     if (total >= (std::uint64_t{1} << 16))
-      EXPECT_LE(out[r].size(), total / p * (1 + 6 * std::sqrt(double(p) / samples.size())))
+      EXPECT_LE(taken, total / p * (1 + 6 * std::sqrt(double(p) / samples.size())))
           << "rank " << r << " of " << p;
-    got.insert(got.end(), out[r].begin(), out[r].end());
   }
   std::vector<item> expected;
   for (int r = 0; r < p; ++r)

@@ -181,6 +181,12 @@ GPUSORT_HD constexpr std::uint32_t bucket_of(const splitter* splitters, std::uin
 inline constexpr int split_block = 256, split_items = 8;
 inline constexpr std::uint64_t split_tile = std::uint64_t{split_block} * split_items;
 inline constexpr int max_partition_ranks = 255;
+// The sub-buckets each rank's range is cut into under partition_first (landing_plan): 2, so
+// that the second's exchange runs while the first sorts, where 2 p buckets fit the split's
+// digits; else 1.
+GPUSORT_HD constexpr int partition_sub_buckets(int ranks) {
+  return 2 * ranks <= max_partition_ranks ? 2 : 1;
+}
 // The digit width the scatter ranks a tile's keys by: the narrowest of 2, 4 and 8 bits that
 // holds every bucket and the number `buckets` (the last tile's places past n). CUB's match
 // ranking costs a round of the warp's votes a bit.
