@@ -279,10 +279,11 @@ cudaError_t searchsorted(void* temp, std::size_t& temp_bytes, const K* sorted, s
 // (past the NaNs top-k puts first), the row's total weight, then scans over the candidates in
 // tiles of Threads: the kept ones (a prefix) with their weight, and the first of them whose
 // running weight passes the target. A candidate's weight is recomputed on each pass rather
-// than kept: k is a few thousand at most where decoding samples.
-template <int Threads>
+// than kept: k is a few thousand at most where decoding samples. Values are float32, or
+// the logits' own float16 or bfloat16 (read as floats: no conversion kernel before the draw).
+template <int Threads, class T>
 __global__ void __launch_bounds__(Threads)
-    sample_rows(const float* values, const std::int64_t* indices, std::uint64_t k, float p,
+    sample_rows(const T* values, const std::int64_t* indices, std::uint64_t k, float p,
                 float inverse_temperature, const float* uniforms, std::int64_t* tokens) {
   using block_scan = cub::BlockScan<float, Threads>;
   using block_reduce = cub::BlockReduce<float, Threads>;
@@ -294,7 +295,8 @@ __global__ void __launch_bounds__(Threads)
   __shared__ unsigned kept_weight_bits;  // the kept weight's bits: non-negative floats order as integers
   __shared__ float total;
   const std::uint64_t row = blockIdx.x;
-  const float* v = values + row * k;
+  const T* row_values = values + row * k;
+  const auto v = [&](std::uint64_t i) { return static_cast<float>(row_values[i]); };
   if (threadIdx.x == 0) {
     first_number = chosen = k;
     kept_count = 0;
@@ -302,7 +304,7 @@ __global__ void __launch_bounds__(Threads)
   }
   __syncthreads();
   for (std::uint64_t i = threadIdx.x; i < k; i += Threads)
-    if (v[i] == v[i]) {
+    if (v(i) == v(i)) {
       atomicMin(&first_number, static_cast<unsigned long long>(i));
       break;
     }
@@ -311,9 +313,9 @@ __global__ void __launch_bounds__(Threads)
     if (threadIdx.x == 0) tokens[row] = indices[row * k];
     return;
   }
-  const float top = v[first_number];
+  const float top = v(first_number);
   const auto weight = [&](std::uint64_t i) {
-    return i < k ? index_math::candidate_weight(v[i], top, inverse_temperature) : 0.0f;
+    return i < k ? index_math::candidate_weight(v(i), top, inverse_temperature) : 0.0f;
   };
   float mine = 0.0f;
   for (std::uint64_t i = threadIdx.x; i < k; i += Threads) mine += weight(i);
@@ -348,13 +350,15 @@ __global__ void __launch_bounds__(Threads)
   if (threadIdx.x == 0) tokens[row] = indices[row * k + std::min(chosen, kept_count - 1)];
 }
 
-cudaError_t sample_candidates(const float* values, const std::int64_t* indices, std::uint64_t rows,
-                              std::uint64_t k, float p, float temperature, const float* uniforms,
-                              std::int64_t* tokens, cudaStream_t stream) {
+template <class T>
+cudaError_t sample_candidates_of(const T* values, const std::int64_t* indices, std::uint64_t rows,
+                                 std::uint64_t k, float p, float temperature,
+                                 const float* uniforms, std::int64_t* tokens,
+                                 cudaStream_t stream) {
   if (!sampling_arguments_valid(p, temperature) || (k == 0 && rows > 0) || rows > INT_MAX)
     return cudaErrorInvalidValue;
   if (rows == 0) return cudaSuccess;
-  cudaError_t e = validate_device_array(values, rows * k, sizeof(float), alignof(float));
+  cudaError_t e = validate_device_array(values, rows * k, sizeof(T), alignof(T));
   if (e == cudaSuccess) e = validate_device_array(indices, rows * k, sizeof(std::int64_t), alignof(std::int64_t));
   if (e == cudaSuccess) e = validate_device_array(uniforms, rows, sizeof(float), alignof(float));
   if (e == cudaSuccess) e = validate_device_array(tokens, rows, sizeof(std::int64_t), alignof(std::int64_t));
@@ -362,7 +366,7 @@ cudaError_t sample_candidates(const float* values, const std::int64_t* indices, 
   // A row's candidates in as few tiles as a block holds: each tile is a scan and a barrier
   // on the row's serial path (k = 1,024 took 8 tiles of 128).
   const auto launch = [&]<int Threads>() {
-    sample_rows<Threads><<<static_cast<unsigned>(rows), Threads, 0, stream>>>(
+    sample_rows<Threads, T><<<static_cast<unsigned>(rows), Threads, 0, stream>>>(
         values, indices, k, p, 1.0f / temperature, uniforms, tokens);
   };
   if (k <= 128) launch.template operator()<128>();
@@ -370,6 +374,22 @@ cudaError_t sample_candidates(const float* values, const std::int64_t* indices, 
   else if (k <= 512) launch.template operator()<512>();
   else launch.template operator()<1024>();
   return cudaGetLastError();
+}
+
+cudaError_t sample_candidates(const float* values, const std::int64_t* indices, std::uint64_t rows,
+                              std::uint64_t k, float p, float temperature, const float* uniforms,
+                              std::int64_t* tokens, cudaStream_t stream) {
+  return sample_candidates_of(values, indices, rows, k, p, temperature, uniforms, tokens, stream);
+}
+cudaError_t sample_candidates(const __half* values, const std::int64_t* indices,
+                              std::uint64_t rows, std::uint64_t k, float p, float temperature,
+                              const float* uniforms, std::int64_t* tokens, cudaStream_t stream) {
+  return sample_candidates_of(values, indices, rows, k, p, temperature, uniforms, tokens, stream);
+}
+cudaError_t sample_candidates(const __nv_bfloat16* values, const std::int64_t* indices,
+                              std::uint64_t rows, std::uint64_t k, float p, float temperature,
+                              const float* uniforms, std::int64_t* tokens, cudaStream_t stream) {
+  return sample_candidates_of(values, indices, rows, k, p, temperature, uniforms, tokens, stream);
 }
 
 #define GPUSORT_OPERATIONS(K)                                                                      \

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -86,6 +87,12 @@ void unique_of_sorted(const std::vector<K>& sorted, std::vector<K>& keys,
 cudaError_t sample_candidates(const float* values, const std::int64_t* indices, std::uint64_t rows,
                               std::uint64_t k, float p, float temperature, const float* uniforms,
                               std::int64_t* tokens, cudaStream_t stream);
+cudaError_t sample_candidates(const __half* values, const std::int64_t* indices,
+                              std::uint64_t rows, std::uint64_t k, float p, float temperature,
+                              const float* uniforms, std::int64_t* tokens, cudaStream_t stream);
+cudaError_t sample_candidates(const __nv_bfloat16* values, const std::int64_t* indices,
+                              std::uint64_t rows, std::uint64_t k, float p, float temperature,
+                              const float* uniforms, std::int64_t* tokens, cudaStream_t stream);
 
 // Whether sample_candidates takes these p and temperature.
 constexpr bool sampling_arguments_valid(float p, float temperature) {
@@ -126,8 +133,11 @@ inline std::int64_t sample_row(const float* values, const std::int64_t* indices,
 // from the kept in proportion to their weight by uniforms[r] in [0, 1). A row of NaNs gives its
 // first candidate. p in (0, 1], temperature > 0 (infinity: every candidate alike), else
 // cudaErrorInvalidValue. Device arrays, on `stream`, no waiting, no workspace: one block a
-// row.
-inline cudaError_t sample_candidates(const float* values, const std::int64_t* indices,
+// row. Values are float, or the logits' __half or __nv_bfloat16 as top_k_rows left them
+// (computed in float: no conversion first).
+template <class T>
+  requires std::same_as<T, float> || std::same_as<T, __half> || std::same_as<T, __nv_bfloat16>
+inline cudaError_t sample_candidates(const T* values, const std::int64_t* indices,
                                      std::uint64_t rows, std::uint64_t k, float p,
                                      float temperature, const float* uniforms, std::int64_t* tokens,
                                      cudaStream_t stream = nullptr) {

@@ -48,13 +48,18 @@ def sample_top_k_top_p(logits, k, p=1.0, temperature=1.0, generator=None):
     count = rows.shape[0]
     uniforms = torch.rand(count, generator=generator, device=logits.device, dtype=torch.float32)
     tokens = torch.empty(count, dtype=torch.int64, device=logits.device)
-    candidates = values.detach().float().contiguous()  # float16 and bfloat16 logits as float32
     if logits.is_cuda:
+        # float16 and bfloat16 candidates as they are: the kernel reads them as floats.
+        candidates = values.detach()
+        if candidates.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+            candidates = candidates.float()
+        candidates = candidates.contiguous()
         xp = _arrays.namespace_of(logits, "logits")
         stream = xp.stream(logits)
         _ext.sample_candidates_device(*(xp.handle(a, stream) for a in (candidates, indices, uniforms, tokens)),
                                       int(k), p, temperature, stream)
     else:
+        candidates = values.detach().float().contiguous()  # the host loop takes float32
         _ext.sample_candidates_host(candidates.numpy(), indices.numpy(), uniforms.numpy(),
                                     tokens.numpy(), int(k), p, temperature)
     return tokens.reshape(logits.shape[:-1])

@@ -466,8 +466,9 @@ void unique_device(py::object keys_obj, py::object out_keys_obj, py::object out_
 }
 
 // gpusort.sample_top_k_top_p's draw (gpusort::sample_candidates): one token of each row of k
-// candidates, float32 values most likely first with their int64 token ids, by the row's
-// float32 uniform, into int64 tokens; device arrays on `stream`.
+// candidates, values (float32, or the logits' float16 or bfloat16) most likely first with
+// their int64 token ids, by the row's float32 uniform, into int64 tokens; device arrays on
+// `stream`.
 void sample_candidates_device(py::object values_obj, py::object indices_obj, py::object uniforms_obj,
                               py::object tokens_obj, std::uint64_t k, float p, float temperature,
                               std::uintptr_t stream_handle) {
@@ -476,8 +477,10 @@ void sample_candidates_device(py::object values_obj, py::object indices_obj, py:
   const array_view uniforms = device_view(uniforms_obj, "uniforms");
   const array_view tokens = device_view(tokens_obj, "tokens");
   const std::uint64_t rows = tokens.size();
-  if (values.type != element::f32 || uniforms.type != element::f32)
-    throw py::type_error("values, uniforms: must be float32");
+  if ((values.type != element::f32 && values.type != element::f16 &&
+       values.type != element::bf16) ||
+      uniforms.type != element::f32)
+    throw py::type_error("values: must be float32, float16 or bfloat16; uniforms: float32");
   if (indices.type != element::i64 || tokens.type != element::i64)
     throw py::type_error("indices, tokens: must be int64");
   expect_size(values, rows * k, "values");
@@ -485,11 +488,19 @@ void sample_candidates_device(py::object values_obj, py::object indices_obj, py:
   expect_size(uniforms, rows, "uniforms");
   const auto stream = reinterpret_cast<cudaStream_t>(stream_handle);
   device_scope scope({&values, &indices, &uniforms, &tokens}, stream);
-  check(gpusort::sample_candidates(static_cast<const float*>(values.data),
-                                   static_cast<const std::int64_t*>(indices.data), rows, k, p,
-                                   temperature, static_cast<const float*>(uniforms.data),
-                                   static_cast<std::int64_t*>(tokens.data), stream),
-        "gpusort.sample_top_k_top_p");
+  const auto draw = [&](const auto* typed_values) {
+    check(gpusort::sample_candidates(typed_values, static_cast<const std::int64_t*>(indices.data),
+                                     rows, k, p, temperature,
+                                     static_cast<const float*>(uniforms.data),
+                                     static_cast<std::int64_t*>(tokens.data), stream),
+          "gpusort.sample_top_k_top_p");
+  };
+  if (values.type == element::f16)
+    draw(static_cast<const __half*>(values.data));
+  else if (values.type == element::bf16)
+    draw(static_cast<const __nv_bfloat16*>(values.data));
+  else
+    draw(static_cast<const float*>(values.data));
   scope.finish();
 }
 

@@ -31,16 +31,20 @@ CHI2_9999 = [15.14, 18.42, 21.11, 23.51, 25.74, 27.86, 29.88, 31.83, 33.72, 35.5
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("k, p, temperature", [(6, 0.8, 0.7), (12, 1.0, 1.0), (4, 0.5, 2.0),
                                                (8, 0.95, 0.3)])
-def test_the_draws_follow_the_recipe_s_distribution(device, k, p, temperature):
+def test_the_draws_follow_the_recipe_s_distribution(device, dtype, k, p, temperature):
+    """16-bit logits (drawn from as they are on a GPU) against the exact distribution of
+    their rounded values."""
     rows = 40000
-    logits = torch.tensor(LOGITS, device=device).repeat(rows, 1)
+    row = torch.tensor(LOGITS, device=device).to(getattr(torch, dtype))
+    logits = row.repeat(rows, 1)
     generator = torch.Generator(device=device).manual_seed(12345)
     tokens = gpusort.sample_top_k_top_p(logits, k, p, temperature, generator=generator)
     assert tokens.shape == (rows,) and tokens.dtype == torch.int64
     counts = np.bincount(tokens.cpu().numpy(), minlength=len(LOGITS))
-    exact = _exact(LOGITS, k, p, temperature)
+    exact = _exact(row.float().cpu().tolist(), k, p, temperature)
     outside = [t for t in range(len(LOGITS)) if exact.get(t, 0.0) == 0.0]
     assert counts[outside].sum() == 0, "tokens drawn outside the top-k / top-p set"
     kept = [t for t, q in exact.items() if q > 0]
@@ -57,8 +61,9 @@ def test_greedy_shapes_and_repeatable_draws(device):
     draw = lambda seed: gpusort.sample_top_k_top_p(  # noqa: E731
         logits, 20, 0.9, 1.3, generator=torch.Generator(device=device).manual_seed(seed))
     assert draw(7).shape == (2, 3) and torch.equal(draw(7), draw(7))
-    half = gpusort.sample_top_k_top_p(logits.to(torch.bfloat16), 5, 0.9)
-    assert half.shape == (2, 3) and half.dtype == torch.int64
+    for dtype in (torch.bfloat16, torch.float16):
+        half = gpusort.sample_top_k_top_p(logits.to(dtype), 5, 0.9)
+        assert half.shape == (2, 3) and half.dtype == torch.int64
 
 
 def test_refusals():

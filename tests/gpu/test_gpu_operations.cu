@@ -188,6 +188,44 @@ TEST_F(GpuTest, SampleCandidatesDrawsAsTheHost) {
       EXPECT_TRUE(d_tokens.guard_intact());
     }
   }
+  // float16 and bfloat16 candidates, read as floats: as the host's loop over the same values.
+  const auto sixteen_bit = [&]<class T>(T) {
+    const std::uint64_t k = 200;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> logit(0.0f, 3.0f);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    std::vector<T> values(rows * k);
+    std::vector<float> as_float(rows * k), uniforms(rows);
+    std::vector<std::int64_t> ids(rows * k);
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      std::vector<float> row(k);
+      for (float& v : row) v = logit(rng);
+      std::sort(row.begin(), row.end(), std::greater<>());
+      if (r % 4 == 1) std::fill(row.begin(), row.begin() + 3, nan);
+      if (r % 4 == 2) std::fill(row.begin() + k / 2, row.end(), -inf);
+      for (std::uint64_t i = 0; i < k; ++i) {
+        values[r * k + i] = T(row[i]);
+        as_float[r * k + i] = static_cast<float>(values[r * k + i]);
+        ids[r * k + i] = static_cast<std::int64_t>(r * 100000 + i);
+      }
+      uniforms[r] = std::min(unit(rng), 0.99999994f);
+    }
+    std::vector<std::int64_t> want(rows);
+    sample_candidates_on_host(as_float.data(), ids.data(), rows, k, 0.9f, 0.7f, uniforms.data(),
+                              want.data());
+    guarded_buffer<T> d_values(values);
+    guarded_buffer<float> d_uniforms(uniforms);
+    guarded_buffer<std::int64_t> d_ids(ids), d_tokens(std::vector<std::int64_t>(rows, -1));
+    CUDA_OK(sample_candidates(d_values.data(), d_ids.data(), rows, k, 0.9f, 0.7f,
+                              d_uniforms.data(), d_tokens.data()));
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<std::int64_t> got = d_tokens.to_host();
+    std::uint64_t differ = 0;
+    for (std::uint64_t r = 0; r < rows; ++r) differ += got[r] != want[r];
+    EXPECT_LE(differ, rows / 50) << differ << " rows differ (" << sizeof(T) << "-byte values)";
+  };
+  sixteen_bit(__half{});
+  sixteen_bit(__nv_bfloat16{});
   guarded_buffer<std::int64_t> tokens(std::vector<std::int64_t>(1, -1));
   guarded_buffer<float> one(std::vector<float>(1, 0.5f));
   guarded_buffer<std::int64_t> id(std::vector<std::int64_t>(1, 4));
