@@ -69,14 +69,39 @@ __device__ __forceinline__ std::uint32_t place(int j) {
     return (threadIdx.x / 32) * (32 * items) + j * 32 + threadIdx.x % 32;
 }
 
-// The tile's keys (those before n) into registers.
-template <arrangement A, class K>
-__device__ __forceinline__ void load_tile(const K* keys, std::uint64_t n, std::uint64_t first,
-                                          K (&key)[items]) {
+// A thread's `items` consecutive elements in 16-byte words, where they make whole words and
+// the tile is whole and aligned: held blocked, one element at a time would take a warp's
+// load through 32 sectors for 32 elements, `items` times over.
+template <class T>
+inline constexpr bool loads_in_words = sizeof(T) * items % 16 == 0;
+template <class T>
+__device__ __forceinline__ bool whole_aligned_tile(const T* tile, std::uint64_t first,
+                                                   std::uint64_t n) {
+  return first + math::split_tile <= n && reinterpret_cast<std::uintptr_t>(tile) % 16 == 0;
+}
+template <class T>
+__device__ __forceinline__ void load_words(const T* from, T (&to)[items]) {
+  uint4 words[sizeof(T) * items / 16];
+#pragma unroll
+  for (std::size_t w = 0; w < sizeof words / 16; ++w)
+    words[w] = reinterpret_cast<const uint4*>(from)[w];
+  memcpy(to, words, sizeof words);
+}
+
+// The tile's elements (those before n) into registers.
+template <arrangement A, class T>
+__device__ __forceinline__ void load_tile(const T* from, std::uint64_t n, std::uint64_t first,
+                                          T (&to)[items]) {
+  if constexpr (A == arrangement::blocked && loads_in_words<T>) {
+    if (whole_aligned_tile(from + first, first, n)) {
+      load_words(from + first + threadIdx.x * items, to);
+      return;
+    }
+  }
 #pragma unroll
   for (int j = 0; j < items; ++j) {
     const std::uint64_t i = first + place<A>(j);
-    if (i < n) key[j] = keys[i];
+    if (i < n) to[j] = from[i];
   }
 }
 
@@ -207,10 +232,11 @@ __global__ void __launch_bounds__(block)
   write_runs(shared.keys, starts, buckets, key_run);
   if constexpr (pairs) {
     __syncthreads();
+    V value[items];
+    load_tile<A>(values, n, first, value);
 #pragma unroll
     for (int j = 0; j < items; ++j)
-      if (digit[j] < static_cast<std::uint32_t>(buckets))
-        shared.values[ranks[j]] = values[first + place<A>(j)];
+      if (digit[j] < static_cast<std::uint32_t>(buckets)) shared.values[ranks[j]] = value[j];
     __syncthreads();
     write_runs(shared.values, starts, buckets, value_run);
   }

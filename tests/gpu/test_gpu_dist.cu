@@ -996,9 +996,11 @@ TEST_F(DistOneGpuErrors, BadArgumentsThrowBeforeTouchingData) {
 // index_math::dist::bucket_of, for every digit width the scatter ranks by (2 and 4 bits by
 // CUB's counters over keys held blocked, 8 by the warp's match), sizes around the tile, keys
 // with many ties (so the (rank, position) tie-break decides), values beside their keys, and
-// a poisoned output.
+// a poisoned output; `offset` elements before the keys and values (1: arrays that are not
+// 16-byte aligned, which the blocked loads take one element at a time).
 template <class K, class V>
-void split_is_a_stable_partition(std::uint64_t n, int buckets, std::uint64_t seed) {
+void split_is_a_stable_partition(std::uint64_t n, int buckets, std::uint64_t seed,
+                                 std::uint64_t offset = 0) {
   namespace math = gpusort::detail::index_math::dist;
   constexpr bool pairs = !std::is_same_v<V, gpusort::detail::no_value>;
   std::mt19937_64 rng(seed);
@@ -1032,27 +1034,34 @@ void split_is_a_stable_partition(std::uint64_t n, int buckets, std::uint64_t see
   }
   want_bounds.push_back(n);
 
-  const device_array<K> d_keys(0, keys), d_out(0, std::vector<K>(n));
-  const device_array<std::uint32_t> d_values(0, values), d_out_values(0, values);
+  std::vector<K> padded_keys(offset, K(1));
+  padded_keys.insert(padded_keys.end(), keys.begin(), keys.end());
+  std::vector<std::uint32_t> padded_values(pairs ? offset : 0, 0u);
+  padded_values.insert(padded_values.end(), values.begin(), values.end());
+  const device_array<K> d_padded_keys(0, padded_keys), d_out(0, std::vector<K>(n));
+  const device_array<std::uint32_t> d_padded_values(0, padded_values), d_out_values(0, values);
+  K* const keys_at = d_padded_keys.ptr + offset;
+  std::uint32_t* const values_at = d_padded_values.ptr + (pairs ? offset : 0);
   const device_array<math::splitter> d_splitters(
       0, splitters.empty() ? std::vector<math::splitter>(1) : splitters);
   const device_array<std::uint64_t> d_bounds(0, std::vector<std::uint64_t>(buckets + 1));
   CUDA_OK(cudaMemset(d_out.ptr, poison, sizeof(K) * n));
   CUDA_OK(cudaMemset(d_out_values.ptr, poison, sizeof(std::uint32_t) * values.size()));
   CUDA_OK(cudaMemset(d_bounds.ptr, poison, sizeof(std::uint64_t) * (buckets + 1)));
-  auto* in_values = pairs ? reinterpret_cast<V*>(d_values.ptr) : nullptr;
+  auto* in_values = pairs ? reinterpret_cast<V*>(values_at) : nullptr;
   auto* out_values = pairs ? reinterpret_cast<V*>(d_out_values.ptr) : nullptr;
   std::size_t bytes = 0;
   CUDA_OK((gpusort::dist::detail::split_by_bucket<K, V>(
-      nullptr, bytes, d_keys.ptr, in_values, n, buckets, rank, code, nullptr, nullptr, nullptr,
+      nullptr, bytes, keys_at, in_values, n, buckets, rank, code, nullptr, nullptr, nullptr,
       nullptr, nullptr)));
   poisoned_workspace temp(bytes);
   ASSERT_TRUE(temp.ptr);
   CUDA_OK((gpusort::dist::detail::split_by_bucket<K, V>(
-      temp.ptr, bytes, d_keys.ptr, in_values, n, buckets, rank, code, d_splitters.ptr,
+      temp.ptr, bytes, keys_at, in_values, n, buckets, rank, code, d_splitters.ptr,
       d_out.ptr, out_values, d_bounds.ptr, nullptr)));
   CUDA_OK(cudaDeviceSynchronize());
-  const std::string where = "n=" + std::to_string(n) + " buckets=" + std::to_string(buckets);
+  const std::string where = "n=" + std::to_string(n) + " buckets=" + std::to_string(buckets) +
+                            " offset=" + std::to_string(offset);
   EXPECT_TRUE(same_bits(to_host(d_out.span()), want_keys)) << where;
   if (pairs) EXPECT_EQ(to_host(d_out_values.span()), want_values) << where;
   EXPECT_EQ(to_host(d_bounds.span()), want_bounds) << where;
@@ -1079,10 +1088,10 @@ void split_is_a_stable_partition(std::uint64_t n, int buckets, std::uint64_t see
   const device_array<K*> d_key_places(0, key_places);
   const device_array<V*> d_value_places(0, value_places);
   CUDA_OK(cudaMemset(d_bounds.ptr, poison, sizeof(std::uint64_t) * (buckets + 1)));
-  CUDA_OK((gpusort::dist::detail::split_count<K>(temp.ptr, bytes, d_keys.ptr, n, buckets, rank,
+  CUDA_OK((gpusort::dist::detail::split_count<K>(temp.ptr, bytes, keys_at, n, buckets, rank,
                                                  code, d_splitters.ptr, d_bounds.ptr, nullptr)));
   CUDA_OK((gpusort::dist::detail::split_scatter<K, V>(
-      temp.ptr, bytes, d_keys.ptr, in_values, n, buckets, rank, code, d_splitters.ptr,
+      temp.ptr, bytes, keys_at, in_values, n, buckets, rank, code, d_splitters.ptr,
       d_key_places.ptr, pairs ? d_value_places.ptr : nullptr, nullptr, nullptr, nullptr)));
   CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(to_host(d_bounds.span()), want_bounds) << where << " (split_count)";
@@ -1111,6 +1120,9 @@ TEST_F(DistOneGpuSplit, IsAStablePartitionForEveryDigitWidth) {
       ASSERT_NO_FATAL_FAILURE((split_is_a_stable_partition<std::uint32_t, std::uint32_t>(n, buckets, seed)));
       ASSERT_NO_FATAL_FAILURE((split_is_a_stable_partition<std::int64_t, std::uint32_t>(n, buckets, seed)));
       ASSERT_NO_FATAL_FAILURE((split_is_a_stable_partition<double, no_value>(n, buckets, seed)));
+      if (n > 2 * gpusort::detail::index_math::dist::split_tile)  // whole tiles, not aligned
+        ASSERT_NO_FATAL_FAILURE(
+            (split_is_a_stable_partition<std::uint32_t, std::uint32_t>(n, buckets, seed, 1)));
     }
 }
 
