@@ -5,7 +5,8 @@
 // direction) against CUB's radix sort (cub_radix: 8 digit passes) and `automatic` without
 // it, on one GPU:
 //   gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24]
-//                        [--types u64,i64,u64+u32,i64+u32] [--dists uniform,zipf] [--reps 9]
+//                        [--types u64,i64,u64+u32,i64+u32] [--dists uniform,zipf,outliers]
+//                        [--reps 9]
 //                        [--seed 1] [--csv FILE] [--help]
 // --dists takes the tools' distributions and `outliers`: keys below 2^40 with one key in
 // 2^20 the largest, which puts nearly every key in one bucket of the split's window (the
@@ -275,7 +276,8 @@ void run(const config& cfg) {
 const char* const usage =
     "usage: gpusort-radix-hybrid [--sizes 2^24,2^26,2^28] [--bits 16,20,24]\n"
     "                            [--types u64,i64,u64+u32,i64+u32]\n"
-    "                            [--dists uniform,zipf] [--reps 9] [--seed 1] [--csv FILE]\n";
+    "                            [--dists uniform,zipf,outliers] [--reps 9] [--seed 1]\n"
+    "                            [--csv FILE]\n";
 
 // The configuration, or none for --help.
 std::optional<config> parse(int argc, char** argv) {
