@@ -324,8 +324,10 @@ def partition(x, kth, axis=_LAST, *, dim=_LAST):
     would put there, no smaller key after it and no larger one before it, like
     numpy.partition (axis=None: x flattened; dim=, torch's name, is the same argument); NaNs
     count as the largest keys. NumPy, CuPy and PyTorch arrays: it runs topk of the
-    max(kth) + 1 smallest keys, which come first in order, and keeps the other keys in their
-    input order after them."""
+    max(kth) + 1 smallest keys, which come first (in order; for one kth in any order, the
+    largest of them at kth, which lets a GPU skip their sort), and keeps the other keys in
+    their input order after them. Two calls on a GPU may order the keys before kth
+    differently, as NumPy promises no order there either."""
     return _core.partition(x, kth, _dim(dim, axis), False)
 
 

@@ -488,7 +488,8 @@ def topk(x, k, dim, largest, in_order=True):
 @_on_device_of_x
 def partition(x, kth, axis, want_indices):
     """NumPy's partition (want_indices: argpartition) of x along axis (None: flattened):
-    topk of the max(kth) + 1 smallest keys, in order, then the other keys in their input order.
+    topk of the max(kth) + 1 smallest keys, in order (for one kth, in any order but the
+    largest of them last), then the other keys in their input order.
     Every kth position holds the key a sort would put there, none after it is smaller and
     none before it larger; NaNs count as the largest keys."""
     if _arrays.is_jax(x):
@@ -508,14 +509,24 @@ def partition(x, kth, axis, want_indices):
     if not kths or any(not -n <= j < n for j in kths):
         raise ValueError(f"kth: must lie in [-{n}, {n}) (the extent of axis {axis}), got {kth!r}")
     first = max(j % n for j in kths) + 1
-    _, smallest = topk(x, first, axis, False)
+    # One kth (a median, say) needs only the first smallest in any order with the largest of
+    # them last: the select then skips the sort of `first` keys.
+    one_kth = len({j % n for j in kths}) == 1
+    _, smallest = topk(x, first, axis, False, in_order=not one_kth)
     moved, back = _last(xp, x, axis)
     rows = 1
     for extent in xp.shape(moved)[:-1]:
         rows *= extent
     chosen = xp.contiguous(xp.moveaxis(smallest, axis, -1)).reshape(rows, first)
-    others = xp.ones(x, (rows, n), "bool")
     row_ids = xp.arange(x, rows, "int64").reshape(rows, 1)
+    if one_kth and first > 1:  # the largest chosen (in the library's order) to the last place
+        keys = xp.take_along(xp.contiguous(moved).reshape(rows, n), chosen, -1)
+        _, at = topk(keys, 1, -1, True)
+        largest = xp.take_along(chosen, at, -1)
+        last = xp.copy(chosen[:, first - 1:first])
+        chosen[row_ids, at] = last
+        chosen[:, first - 1:first] = largest
+    others = xp.ones(x, (rows, n), "bool")
     others[row_ids, chosen] = False
     rest = xp.tile_rows(xp.arange(x, n, "int64"), rows)[others]  # row by row, in order
     order = xp.concat([chosen, rest.reshape(rows, n - first)], 1)

@@ -253,6 +253,35 @@ def test_partition_and_argpartition(dtype, kth, rng):
     check_partitioned(x.reshape(-1), flat, [kths[0] % 300 if isinstance(kth, int) else 7], 0)
 
 
+def test_partition_of_one_kth_takes_the_smallest_in_any_order(monkeypatch, rng):
+    """One kth asks topk for the smallest keys in any order (a GPU's select gives them
+    unordered; here they are shuffled): partition still puts the largest of them at kth,
+    -0.0 below +0.0 and NaNs largest as the library orders them."""
+    from gpusort import _core
+
+    real = _core.topk
+
+    def shuffled(x, k, dim, largest, in_order=True):
+        values, indices = real(x, k, dim, largest, in_order)
+        if in_order:
+            return values, indices
+        order = rng.permutation(k)
+        return np.take(values, order, axis=dim), np.take(indices, order, axis=dim)
+
+    monkeypatch.setattr(_core, "topk", shuffled)
+    x = random_keys("float32", 4 * 100, rng).reshape(4, 100)
+    x[0, ::9] = np.nan
+    x[1, :50] = -0.0
+    x[1, 50:] = 0.0
+    x[2] = 7.0
+    for axis, kths in ((-1, (0, 1, 49, 50, 98, 99)), (0, (0, 1, 3))):
+        for kth in kths:
+            out = gpusort.partition(x, kth, axis=axis)
+            check_partitioned(x, out, [kth % x.shape[axis]], axis)
+            where = gpusort.argpartition(x, kth, axis=axis)
+            check_partitioned(x, np.take_along_axis(x, where, axis), [kth % x.shape[axis]], axis)
+
+
 def test_partition_errors():
     x = np.arange(10, dtype=np.int32)
     with pytest.raises(ValueError, match="kth:"):
