@@ -15,8 +15,8 @@
 // --one-gpu puts every rank on GPU 0 instead (modes weak-1gpu, strong-1gpu; no all-to-all).
 // --fan-in runs dist::sort once for each merge fan-in (dist::options::merge_fan_in): the
 // default's rows are dist_sample_sort, the others' dist_sample_sort_fan_in_F.
-// --partition-first runs each of those once more with dist::options::partition_first (rows
-// dist_partition_first, dist_partition_first_fan_in_F).
+// --partition-first runs dist::sort once more with dist::options::partition_first (rows
+// dist_partition_first; it has no merge, so no fan-in).
 // --merge R,... times dist's merge alone instead (its step 5, src/dist/merge_runs.cuh) on GPU
 // 0, one stream: --total keys cut into R runs, each sorted, merged with each --fan-in (rows
 // merge_fan_in_F, mode merge-R), beside a device copy of the same bytes (d2d_copy: one pass's
@@ -105,8 +105,8 @@ constexpr const char* usage_text =
   --seed S      the keys' seed (the same keys as `gpusort bench --seed S`)
   --fan-in L    dist::options::merge_fan_in values (2 to 8) to run each dist row with; rows
                 of a value other than the library's default are named dist_sample_sort_fan_in_F
-  --partition-first  each dist row again with dist::options::partition_first (rows
-                dist_partition_first, dist_partition_first_fan_in_F)
+  --partition-first  dist::sort once more with dist::options::partition_first (rows
+                dist_partition_first)
   --csv FILE    append the rows to FILE (the header is written if the file is new)
   --processes   this process is one rank of a job that a launcher started, one process a
                 GPU (torchrun, mpirun, srun, scripts/dist-launch.sh: docs/distributed.md):
@@ -1004,14 +1004,12 @@ std::string print_environment(const config& cfg, int device_count) {
   return name0;
 }
 
-// The dist::sort options of each dist row: every --fan-in, and with --partition-first each
-// again with partition_first.
+// The dist::sort options of each dist row: every --fan-in, and with --partition-first once
+// more with partition_first (which has no merge, so no fan-in).
 std::vector<dist::options> dist_shapes(const config& cfg) {
   std::vector<dist::options> shapes;
-  for (bool first : {false, true})
-    for (int fan_in : cfg.fan_ins)
-      if (!first || cfg.partition_first)
-        shapes.push_back({.merge_fan_in = fan_in, .partition_first = first});
+  for (int fan_in : cfg.fan_ins) shapes.push_back({.merge_fan_in = fan_in});
+  if (cfg.partition_first) shapes.push_back({.partition_first = true});
   return shapes;
 }
 
