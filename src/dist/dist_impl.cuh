@@ -163,6 +163,9 @@ shard<K, V> exchange_first(const communicator& comm, const K* keys, const V* val
   if (room.ok())
     room.try_allocate(sort_temp, std::max<std::size_t>(sort_bytes, 1), stream,
                       failure::local_workspace);
+  device_memory d_places;  // each bucket's place in the split, for keys and for values
+  if (room.ok())
+    room.try_allocate(d_places, sizeof(void*) * 2 * buckets, stream, failure::local_workspace);
   agree(comm, room, 0, 0, stream, call, "no rank has changed its keys");
 
   // 3. The split: each bucket to its place.
@@ -180,7 +183,6 @@ shard<K, V> exchange_first(const communicator& comm, const K* keys, const V* val
                            : own  ? out_values + landing
                                   : split_value_base + value_starts[b]);
   }
-  device_memory d_places(sizeof(void*) * 2 * buckets, stream, call);
   auto** d_key_places = static_cast<K**>(d_places.get());
   auto** d_value_places = reinterpret_cast<V**>(d_key_places + buckets);
   copy_async(d_key_places, key_places.data(), buckets, stream);
