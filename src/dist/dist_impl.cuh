@@ -3,7 +3,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <barrier>
 #include <chrono>
 #include <exception>
@@ -66,20 +65,17 @@ __global__ void bucket_bounds_kernel(const K* keys, std::uint64_t n, const split
   bounds[j] = math::keys_before(s, rank, lo, end);
 }
 
-// Where an exception leaves the call, the work still queued on the side streams comes
-// before anything later on `into` (the buffers' stream-ordered frees among it).
-struct streams_joined_on_unwind {
-  cudaStream_t into;
-  std::array<cudaStream_t, 2> side;
+// Where an exception leaves the call, the work still queued on a side stream comes before
+// anything later on `into` (the buffers' stream-ordered frees among it).
+struct stream_joined_on_unwind {
+  cudaStream_t into, side;
   int exceptions = std::uncaught_exceptions();
-  ~streams_joined_on_unwind() {
-    if (std::uncaught_exceptions() <= exceptions) return;
-    for (cudaStream_t s : side) {
-      gpusort::detail::owned_event done;
-      if (s && gpusort::detail::create(done, cudaEventDisableTiming) == cudaSuccess &&
-          cudaEventRecord(done.get(), s) == cudaSuccess)
-        cudaStreamWaitEvent(into, done.get());
-    }
+  ~stream_joined_on_unwind() {
+    if (!side || std::uncaught_exceptions() <= exceptions) return;
+    gpusort::detail::owned_event done;
+    if (gpusort::detail::create(done, cudaEventDisableTiming) == cudaSuccess &&
+        cudaEventRecord(done.get(), side) == cudaSuccess)
+      cudaStreamWaitEvent(into, done.get());
   }
 };
 
@@ -217,7 +213,7 @@ shard<K, V> exchange_first(const communicator& comm, const K* keys, const V* val
     urgent.reset();
   }
   const cudaStream_t lane = urgent ? urgent.get() : stream;
-  const streams_joined_on_unwind join{stream, {urgent.get(), nullptr}};
+  const stream_joined_on_unwind join{stream, urgent.get()};
   cudaError_t sorting = cudaSuccess;
   for (int j = 0; j < sub; ++j) {
     std::vector<transfer> transfers;
