@@ -38,14 +38,26 @@ struct bucket_digit {
   __device__ std::uint32_t Digit(std::uint32_t bucket) const { return bucket; }
 };
 
-// The splitters, copied to shared memory by the whole block.
+// Keys' order codes as the searches compare them: 32 bits wide where the keys are.
+template <class K>
+using code_type = std::conditional_t<sizeof(K) <= 4, std::uint32_t, std::uint64_t>;
+
+// The splitters as the block's tile meets them (math::seen_from_tile), in shared memory.
+template <class C>
 struct shared_splitters {
-  splitter s[math::max_partition_ranks - 1];
-  __device__ void load(const splitter* from, int count) {
-    for (int i = threadIdx.x; i < count; i += block) s[i] = from[i];
+  math::tile_splitter<C> s[math::max_partition_ranks - 1];
+  __device__ void load(const splitter* from, int count, std::uint32_t rank, std::uint64_t first) {
+    for (int i = threadIdx.x; i < count; i += block)
+      s[i] = math::seen_from_tile<C>(from[i], rank, first);
     __syncthreads();
   }
 };
+
+// The tile's keys before n: those at offsets below this.
+__device__ __forceinline__ std::uint32_t keys_in_tile(std::uint64_t n, std::uint64_t first) {
+  constexpr std::uint64_t tile = math::split_tile;
+  return static_cast<std::uint32_t>(n - first < tile ? n - first : tile);
+}
 
 // Few buckets: a thread's counts in 4-bit fields of one word, bucket b's in bits
 // [4 b, 4 b + 4): 16 fields hold buckets 0 to 14 and the number 15 (past n).
@@ -105,18 +117,35 @@ __device__ __forceinline__ void load_tile(const T* from, std::uint64_t n, std::u
   }
 }
 
-// Each of the tile's keys' bucket (past n: the number `buckets`, after every bucket).
-template <arrangement A, class K>
-__device__ __forceinline__ void buckets_of(const K (&key)[items], std::uint64_t n,
-                                           std::uint64_t first, std::uint32_t rank,
-                                           math::order_code<K> code, const splitter* splitters,
-                                           int buckets, std::uint32_t (&bucket)[items]) {
+// Each of the tile's keys' bucket (past n: the number `buckets`, after every bucket). Few
+// buckets: every splitter against every key, each read from shared memory once (no search's
+// branches); more: a binary search a key.
+template <int RankBits, arrangement A, class K, class C>
+__device__ __forceinline__ void buckets_of(const K (&key)[items], std::uint32_t in_tile,
+                                           math::order_code<K> code,
+                                           const math::tile_splitter<C>* splitters, int buckets,
+                                           std::uint32_t (&bucket)[items]) {
+  C codes[items];
 #pragma unroll
-  for (int j = 0; j < items; ++j) {
-    const std::uint64_t i = first + place<A>(j);
-    bucket[j] = i < n ? math::bucket_of(splitters, buckets - 1, {code(key[j]), rank, i})
-                      : static_cast<std::uint32_t>(buckets);
+  for (int j = 0; j < items; ++j) codes[j] = static_cast<C>(code(key[j]));
+  if constexpr (few_buckets<RankBits>) {
+#pragma unroll
+    for (int j = 0; j < items; ++j) bucket[j] = 0;
+#pragma unroll
+    for (int k = 0; k < (1 << RankBits) - 2; ++k) {  // buckets < 2^RankBits
+      if (k >= buckets - 1) break;
+      const math::tile_splitter<C> s = splitters[k];
+#pragma unroll
+      for (int j = 0; j < items; ++j) bucket[j] += !math::below(codes[j], place<A>(j), s);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < items; ++j)
+      bucket[j] = math::bucket_in_tile(splitters, buckets - 1, codes[j], place<A>(j));
   }
+#pragma unroll
+  for (int j = 0; j < items; ++j)
+    if (place<A>(j) >= in_tile) bucket[j] = static_cast<std::uint32_t>(buckets);
 }
 
 template <int RankBits, class K>
@@ -124,16 +153,16 @@ __global__ void __launch_bounds__(block)
     counts_kernel(const K* keys, std::uint64_t n, std::uint32_t rank, math::order_code<K> code,
                   const splitter* splitters, int buckets, std::uint64_t tiles,
                   std::uint64_t* counts) {
-  __shared__ shared_splitters split;
+  __shared__ shared_splitters<code_type<K>> split;
   __shared__ std::uint32_t histogram[block];
   histogram[threadIdx.x] = 0;
-  split.load(splitters, buckets - 1);
   const std::uint64_t first = blockIdx.x * math::split_tile;
+  split.load(splitters, buckets - 1, rank, first);
   K key[items];
   constexpr arrangement A = arrangement::warp_striped;  // counts need no order
   load_tile<A>(keys, n, first, key);  // every load in flight before the first search
   std::uint32_t bucket[items];
-  buckets_of<A>(key, n, first, rank, code, split.s, buckets, bucket);
+  buckets_of<RankBits, A>(key, keys_in_tile(n, first), code, split.s, buckets, bucket);
   if constexpr (few_buckets<RankBits>) {
     std::uint64_t fields = 0;
 #pragma unroll
@@ -168,13 +197,23 @@ static __global__ void bounds_kernel(const std::uint64_t* offsets, int buckets,
 
 // Writes the tile's elements, placed by rank in `staged`, to their buckets' runs: the
 // element of rank r in bucket b goes to run[b][r - starts[b]] (run[b]: where the tile's keys
-// of bucket b go).
-template <class T>
+// of bucket b go). Few buckets: r's bucket counts the starts at or below r, held in registers.
+template <int RankBits, class T>
 __device__ void write_runs(const T* staged, const std::uint32_t* starts, int buckets,
                            T* const* run) {
   const std::uint32_t in_tile = starts[buckets];  // past them, the last tile's padding
+  constexpr int held = few_buckets<RankBits> ? (1 << RankBits) - 2 : 1;
+  std::uint32_t start[held];  // starts[1 ..]; none past the last bucket's
+#pragma unroll
+  for (int k = 0; k < held; ++k) start[k] = k + 1 < buckets ? starts[k + 1] : 0xffffffffu;
   for (std::uint32_t r = threadIdx.x; r < in_tile; r += block) {
-    const std::uint32_t b = math::bucket_holding(starts, buckets, r);
+    std::uint32_t b = 0;
+    if constexpr (few_buckets<RankBits>) {
+#pragma unroll
+      for (int k = 0; k < held; ++k) b += start[k] <= r;
+    } else {
+      b = math::bucket_holding(starts, buckets, r);
+    }
     run[b][r - starts[b]] = staged[r];
   }
 }
@@ -200,7 +239,7 @@ __global__ void __launch_bounds__(block)
                                      cub::BlockRadixRank<block, RankBits, false>,
                                      cub::BlockRadixRankMatch<block, RankBits, false>>;
   using staged_value = std::conditional_t<pairs, V, K>;
-  __shared__ shared_splitters split;
+  __shared__ shared_splitters<code_type<K>> split;
   __shared__ std::uint32_t starts[1 << RankBits];  // each bucket's first rank in the tile
   __shared__ K* key_run[math::max_partition_ranks];  // write_runs'
   __shared__ staged_value* value_run[pairs ? math::max_partition_ranks : 1];
@@ -209,27 +248,28 @@ __global__ void __launch_bounds__(block)
     K keys[math::split_tile];
     staged_value values[math::split_tile];
   } shared;
-  split.load(splitters, buckets - 1);
   const std::uint64_t first = blockIdx.x * math::split_tile;
+  split.load(splitters, buckets - 1, rank, first);
   K key[items];
   constexpr arrangement A = ranked_as<RankBits>;
   load_tile<A>(keys, n, first, key);
   std::uint32_t digit[items];
-  buckets_of<A>(key, n, first, rank, code, split.s, buckets, digit);
+  buckets_of<RankBits, A>(key, keys_in_tile(n, first), code, split.s, buckets, digit);
   int ranks[items], prefix[1];
   ranking(shared.rank).RankKeys(digit, ranks, bucket_digit{}, prefix);
   if (threadIdx.x < (1u << RankBits))  // thread t: digit t's
     starts[threadIdx.x] = static_cast<std::uint32_t>(prefix[0]);
   if (const int b = static_cast<int>(threadIdx.x); b < buckets) {
     key_run[b] = run_of(b, blockIdx.x, tiles, offsets, key_places, out_keys);
-    if constexpr (pairs) value_run[b] = run_of(b, blockIdx.x, tiles, offsets, value_places, out_values);
+    if constexpr (pairs)
+      value_run[b] = run_of(b, blockIdx.x, tiles, offsets, value_places, out_values);
   }
   __syncthreads();  // the ranking's storage is free from here
 #pragma unroll
   for (int j = 0; j < items; ++j)
     if (digit[j] < static_cast<std::uint32_t>(buckets)) shared.keys[ranks[j]] = key[j];
   __syncthreads();
-  write_runs(shared.keys, starts, buckets, key_run);
+  write_runs<RankBits>(shared.keys, starts, buckets, key_run);
   if constexpr (pairs) {
     __syncthreads();
     V value[items];
@@ -238,7 +278,7 @@ __global__ void __launch_bounds__(block)
     for (int j = 0; j < items; ++j)
       if (digit[j] < static_cast<std::uint32_t>(buckets)) shared.values[ranks[j]] = value[j];
     __syncthreads();
-    write_runs(shared.values, starts, buckets, value_run);
+    write_runs<RankBits>(shared.values, starts, buckets, value_run);
   }
 }
 

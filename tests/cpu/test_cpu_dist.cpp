@@ -460,6 +460,59 @@ TEST(DistMath, BucketOfCountsTheSplittersAtOrBelowAKey) {
   EXPECT_EQ(math::bucket_of(s, 0, {0, 0, 0}), 0u);
 }
 
+// The split's kernels search splitters as a tile sees them (seen_from_tile): the order of
+// (code, offset in the tile) must give every key the bucket that (code, rank, position)
+// gives, for keys tied with splitters on lower, equal and higher ranks, tiles before, around
+// and far behind a splitter's position (past 2^32 keys), and 32- and 64-bit codes.
+template <class C>
+void expect_tile_buckets_match(std::uint64_t first) {
+  std::mt19937_64 rng(first * 31 + sizeof(C));
+  for (int round = 0; round < 40; ++round) {
+    const std::uint64_t top = sizeof(C) == 4 ? 0xffffffffu : ~std::uint64_t{0};
+    std::vector<splitter> s;
+    for (int k = 0; k < 1 + round % 14; ++k) {
+      const std::uint64_t key = round % 2 ? rng() % 4 : rng() & top;  // ties, or spread
+      const std::uint64_t pos = rng() % 3 == 0 ? rng() : first + rng() % 4100 - 2;
+      s.push_back({key, static_cast<std::uint32_t>(rng() % 3), pos});
+    }
+    s.push_back({top, 2, ~std::uint64_t{0}});
+    std::sort(s.begin(), s.end());
+    const auto count = static_cast<std::uint32_t>(s.size());
+    for (std::uint32_t rank = 0; rank < 3; ++rank) {
+      std::vector<math::tile_splitter<C>> seen;
+      for (const splitter& x : s) seen.push_back(math::seen_from_tile<C>(x, rank, first));
+      for (std::uint32_t offset = 0; offset < math::split_tile; offset += 1 + rng() % 7) {
+        const std::uint64_t code = round % 2 ? rng() % 5 : rng() & top;
+        const std::uint32_t want = math::bucket_of(s.data(), count, {code, rank, first + offset});
+        ASSERT_EQ(math::bucket_in_tile(seen.data(), count, static_cast<C>(code), offset), want)
+            << "code " << code << " rank " << rank << " first " << first << " offset " << offset;
+        std::uint32_t linear = 0;  // the kernels' form for few buckets
+        for (const auto& t : seen) linear += !math::below(static_cast<C>(code), offset, t);
+        ASSERT_EQ(linear, want);
+      }
+    }
+  }
+}
+TEST(DistMath, ATilesViewOfTheSplittersGivesEveryKeyItsBucket) {
+  const math::tile_splitter<std::uint32_t> t = math::seen_from_tile<std::uint32_t>(
+      {7, 1, 100}, 1, 90);
+  EXPECT_EQ(t.key, 7u);
+  EXPECT_EQ(t.from, 10u);  // the splitter's own rank: from its position on
+  EXPECT_EQ(math::seen_from_tile<std::uint32_t>({7, 1, 100}, 1, 200).from, 0u);
+  EXPECT_EQ(math::seen_from_tile<std::uint32_t>({7, 1, 100}, 2, 0).from, 0u);  // after it
+  EXPECT_EQ(math::seen_from_tile<std::uint32_t>({7, 1, 100}, 0, 200).from, 0xffffffffu);
+  EXPECT_EQ(math::seen_from_tile<std::uint64_t>({7, 1, std::uint64_t{1} << 40}, 1, 0).from,
+            0xffffffffu);
+  EXPECT_TRUE(math::below<std::uint32_t>(7, 9, t));
+  EXPECT_FALSE(math::below<std::uint32_t>(7, 10, t));
+  EXPECT_FALSE(math::below<std::uint32_t>(8, 0, t));
+  for (const std::uint64_t first : {std::uint64_t{0}, std::uint64_t{2048},
+                                    std::uint64_t{1} << 33, (std::uint64_t{1} << 40) + 6144}) {
+    expect_tile_buckets_match<std::uint32_t>(first);
+    expect_tile_buckets_match<std::uint64_t>(first);
+  }
+}
+
 // The split by bucket as src/dist/split.cuh composes it, on the CPU: per tile, each bucket's
 // count; one exclusive sum over the counts bucket by bucket (split_slot); per tile, the keys
 // ranked by bucket in the tile's order, each bucket's first rank, and each rank written to

@@ -172,6 +172,45 @@ GPUSORT_HD constexpr std::uint32_t bucket_of(const splitter* splitters, std::uin
   return lo;
 }
 
+// A splitter as the keys of one tile of rank `rank` meet it, the tile's first key at shard
+// position `first`: its key's code, and the offset in the tile from which a key of equal code
+// lies at or past it (ties go by rank, then position). Key x at offset L of the tile then
+// lies below the splitter exactly when (code(x), L) < (key, from), lexicographically: one
+// compare of codes (32 bits wide where the keys are) and one of 32-bit offsets, no 64-bit
+// position a key. C: the codes' type.
+template <class C>
+struct tile_splitter {
+  C key;
+  std::uint32_t from;
+};
+template <class C>
+GPUSORT_HD constexpr tile_splitter<C> seen_from_tile(const splitter& s, std::uint32_t rank,
+                                                     std::uint64_t first) {
+  // The first position of rank `rank` at or past s among keys equal to it.
+  const std::uint64_t at = rank < s.rank ? ~std::uint64_t{0} : rank > s.rank ? 0 : s.pos;
+  const std::uint64_t past = at <= first ? 0 : at - first;
+  return {static_cast<C>(s.key),
+          past > 0xffffffffu ? 0xffffffffu : static_cast<std::uint32_t>(past)};
+}
+template <class C>
+GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool below(C code, std::uint32_t offset,
+                                                    const tile_splitter<C>& s) {
+  return code < s.key || (code == s.key && offset < s.from);
+}
+// bucket_of over a tile's splitters: how many of the `count` sorted ones lie at or below the
+// key of code `code` at offset `offset`.
+template <class C>
+GPUSORT_HD constexpr std::uint32_t bucket_in_tile(const tile_splitter<C>* splitters,
+                                                  std::uint32_t count, C code,
+                                                  std::uint32_t offset) {
+  std::uint32_t lo = 0, hi = count;
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (below(code, offset, splitters[mid])) hi = mid; else lo = mid + 1;
+  }
+  return lo;
+}
+
 // The split by bucket (src/dist/split.cuh), in tiles of split_tile keys, one block of
 // split_block threads each: every tile counts its keys of each bucket; one exclusive scan
 // over the counts laid out bucket by bucket (split_slot) then gives where a tile's keys of a
