@@ -18,10 +18,11 @@
 //      rounds over groups of options::merge_fan_in runs (two by CUB's merge, 3 to 8 in one
 //      pass).
 // With options::partition_first, exchange first: samples at random positions of the
-// unsorted shards give the splitters, one stable pass splits each shard by bucket (two
-// buckets a rank), the buckets go to their ranks, each landing beside the other ranks' parts
-// of it, and each rank sorts its two sub-buckets in place, the first while the second
-// travels; no merge (same output; balanced with high probability instead of always).
+// unsorted shards give the splitters, one stable pass splits each shard by bucket
+// (options::sub_buckets a rank, 2 by default), the buckets go to their ranks, each landing
+// beside the other ranks' parts of it, and each rank sorts its sub-buckets in place, each
+// while the next travels; no merge (same output; balanced with high probability instead of
+// always).
 // The order is the single-GPU sort's (options.hpp): -0.0 before +0.0, NaNs after every number
 // or before (options::nans), ascending or descending. Equal keys come out ordered by (source
 // rank, position after the local sort): with options::stable (or a stable local_algo) the whole
@@ -143,10 +144,13 @@ struct options {
   // sort), with no merge (index_math::dist::landing_plan). Balance holds with high
   // probability instead of always (index_math/dist.hpp). Same output as the default; the
   // shard is read, not changed. The split needs a second buffer for the shard. Up to 255
-  // ranks (more take the default). Every rank must pass the same. As measured before this
-  // form (runs sorted apart, then merged; 2 H200s), slower than the default: 1.28x one GPU
-  // against 1.42x for 2^31 u32 (docs/distributed.md).
+  // ranks (more take the default). Every rank must pass the same. Measured on 2 H200s,
+  // slower than the default: 1.18x one GPU against 1.42x for 2^31 u32 (docs/distributed.md).
   bool partition_first = false;
+  // Under partition_first, the sub-buckets each rank's range is cut into, 1 to 8: sub-bucket
+  // j + 1 travels while sub-bucket j sorts. 0: the library's choice (2). Fewer where p times
+  // it would pass 255 buckets. Every rank must pass the same.
+  int sub_buckets = 0;
   cudaStream_t stream = nullptr;  // this rank's stream; dist::sort waits for it
 };
 

@@ -170,6 +170,7 @@ const char* describe(failure f) {
     case failure::local_workspace: return "no device memory for the local sort's workspace";
     case failure::receive_buffers: return "no device memory for the keys it would receive";
     case failure::slice: return "no device memory for its slice of the keys";
+    case failure::sub_buckets: return "options::sub_buckets is not from 0 to 8";
   }
   return "unknown failure";
 }

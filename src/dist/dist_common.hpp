@@ -77,6 +77,7 @@ enum class failure : std::uint32_t {
   local_workspace,   // no room for the local sort's workspace
   receive_buffers,   // no room for the received keys (and the merge's second buffer)
   slice,             // sort_spread: no room for the slice
+  sub_buckets,       // options::sub_buckets is not 0 to math::max_sub_buckets
 };
 const char* describe(failure f);
 

@@ -294,6 +294,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     status.fail(failure::oversampling, cudaErrorInvalidValue);
   if (opt.merge_fan_in < 2 || opt.merge_fan_in > mm::max_runs)
     status.fail(failure::merge_fan_in, cudaErrorInvalidValue);
+  if (opt.sub_buckets < 0 || opt.sub_buckets > math::max_sub_buckets)
+    status.fail(failure::sub_buckets, cudaErrorInvalidValue);
   std::size_t sort_bytes = 0;
   cudaError_t e = cudaSuccess;
   if (status.ok()) {
@@ -309,7 +311,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                       p, sizeof(K));
   // Under partition_first, the split's workspace and buffers instead (no local sort): p sub
   // buckets, and room in the split buffers for each bucket's alignment (landing_plan).
-  const int sub = partition_first ? math::partition_sub_buckets(p) : 1;
+  const int sub = partition_first ? math::partition_sub_buckets(p, opt.sub_buckets) : 1;
   const int split_buckets = p * sub;
   std::size_t split_bytes = 0;
   if (status.ok() && partition_first) {
@@ -340,7 +342,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
                             : math::key_kind::unsigned_integer,
       static_cast<std::uint8_t>(sizeof(K)), static_cast<std::uint8_t>(pairs ? sizeof(V) : 0),
       opt.direction == order::descending, opt.nans == nan_order::first, opt.stable,
-      static_cast<std::uint8_t>(opt.local_algo), opt.oversampling, partition_first};
+      static_cast<std::uint8_t>(opt.local_algo), opt.oversampling, partition_first,
+      static_cast<std::uint8_t>(partition_first ? sub : 0)};
   const std::vector<std::uint64_t> sizes = agree(comm, status, n, math::pack(signature), stream,
                                                  call, "no rank has changed its keys");
 

@@ -205,6 +205,11 @@ TEST(DistMath, CallSignaturesTellDisagreeingRanksApart) {
   c.oversampling = math::max_oversampling;
   differs(c, "the oversampling");
   c = base;
+  c.sub_buckets = 8;
+  differs(c, "sub_buckets");
+  c.sub_buckets = 1;
+  differs(c, "sub_buckets");
+  c = base;
   c.descending = true;
   c.value_bytes = 16;
   EXPECT_EQ(math::signature_difference(word, math::pack(c)), "the value size, the order");
@@ -582,6 +587,16 @@ TEST(DistMath, TheLandingPlanPlacesEveryPartOnceAndAligned) {
   EXPECT_EQ(math::partition_sub_buckets(2), 2);
   EXPECT_EQ(math::partition_sub_buckets(127), 2);
   EXPECT_EQ(math::partition_sub_buckets(128), 1);
+  for (int p = 2; p <= math::max_partition_ranks; ++p)
+    for (int asked = 1; asked <= math::max_sub_buckets; ++asked) {
+      const int c = math::partition_sub_buckets(p, asked);
+      EXPECT_TRUE(c == asked || (c < asked && p * (c + 1) > math::max_partition_ranks)) << p;
+      EXPECT_LE(p * c, math::max_partition_ranks) << p;
+      EXPECT_GE(c, 1);
+    }
+  EXPECT_EQ(math::partition_sub_buckets(2, 8), 8);
+  EXPECT_EQ(math::partition_sub_buckets(64, 8), 3);
+  EXPECT_EQ(math::partition_sub_buckets(3, 0), 2);
   std::mt19937_64 rng(21);
   for (const int p : {1, 2, 3, 5})
     for (const int c : {1, 2, 4})
@@ -657,7 +672,8 @@ TEST(DistMath, TheLandingPlanPlacesEveryPartOnceAndAligned) {
 // position in the input), and with enough keys no rank may take more than
 // N / p (1 + 6 sqrt(p / S)) for S samples.
 void check_partition_first(const std::vector<std::vector<std::uint32_t>>& shards,
-                           std::uint64_t oversampling, bool descending = false) {
+                           std::uint64_t oversampling, bool descending = false,
+                           int sub_buckets = 0) {
   const int p = static_cast<int>(shards.size());
   const std::uint64_t flip = descending ? 0xffffffffu : 0;
   const auto image = [&](std::uint32_t k) {
@@ -674,7 +690,7 @@ void check_partition_first(const std::vector<std::vector<std::uint32_t>>& shards
       samples.push_back({image(shards[r][pos]), static_cast<std::uint32_t>(r), pos});
     }
   std::sort(samples.begin(), samples.end());
-  const int c = math::partition_sub_buckets(p), buckets = p * c;
+  const int c = math::partition_sub_buckets(p, sub_buckets), buckets = p * c;
   std::vector<splitter> chosen;
   for (int j = 1; j < buckets && !samples.empty(); ++j)
     chosen.push_back(samples[math::splitter_rank(j, samples.size(), buckets)]);
@@ -728,6 +744,10 @@ TEST(DistSimulation, PartitionFirstGivesTheStableOrderAndStaysBalanced) {
     for (std::uint32_t i = 0; i < 20000; ++i)
       sorted[r].push_back(r * 20000 + (r % 2 ? 20000 - i : i));
   check_partition_first(sorted, 1024);
+  for (int sub : {1, 3, 8}) {  // options::sub_buckets
+    check_partition_first(random_shards({30011, 29989}, 0xffffffffu, 7), 1024, false, sub);
+    check_partition_first(random_shards({20011, 0, 19997}, 3, 9), 1024, true, sub);
+  }
 }
 
 }  // namespace

@@ -468,6 +468,14 @@ void PartitionFirstSortsTheSame(const std::vector<comm_set*>& sets) {
                               reference_sort(concat(shards), descending, opt.nans)));
       }
     }
+    for (int sub : {1, 3, 8}) {  // options::sub_buckets
+      const auto shards =
+          make_shards<K>(uneven_sizes(ranks, 100019), tools::distribution::few_unique, 41 + sub);
+      EXPECT_TRUE(same_bits(
+          concat(dist_sort(*set, shards, {.partition_first = true, .sub_buckets = sub})),
+          reference_sort(concat(shards))))
+          << "sub_buckets " << sub << ", ranks " << ranks;
+    }
     for (auto sizes : {std::vector<std::size_t>(ranks, 0), std::vector<std::size_t>(ranks, 1)}) {
       sizes[0] += 1;
       const auto shards = make_shards<K>(sizes, tools::distribution::uniform, 5);
@@ -488,6 +496,8 @@ void PartitionFirstSortsTheSame(const std::vector<comm_set*>& sets) {
   for (tools::distribution d : {tools::distribution::few_unique, tools::distribution::uniform})
     stable_pairs<K, std::uint32_t>(sets, {.stable = true, .partition_first = true}, d);
   stable_pairs<K, std::uint64_t>(sets, {.stable = true, .merge_fan_in = 3, .partition_first = true});
+  stable_pairs<K, std::uint32_t>(sets, {.stable = true, .partition_first = true, .sub_buckets = 4},
+                                 tools::distribution::few_unique);
   for (comm_set* set : sets) {
     struct wide {
       std::uint64_t index, check;
@@ -986,6 +996,11 @@ TEST_F(DistOneGpuErrors, BadArgumentsThrowBeforeTouchingData) {
   EXPECT_EQ(to_host(d.span()), host);
   for (int fan_in : {1, 9}) {
     EXPECT_THROW(dist::sort(comms[0], d.span(), {.merge_fan_in = fan_in}), gpusort::error);
+    EXPECT_EQ(to_host(d.span()), host);
+  }
+  for (int sub : {-1, 9}) {
+    EXPECT_THROW(dist::sort(comms[0], d.span(), {.partition_first = true, .sub_buckets = sub}),
+                 gpusort::error);
     EXPECT_EQ(to_host(d.span()), host);
   }
   std::vector<std::uint32_t> values(2);

@@ -220,11 +220,14 @@ GPUSORT_HD constexpr std::uint32_t bucket_in_tile(const tile_splitter<C>* splitt
 inline constexpr int split_block = 256, split_items = 8;
 inline constexpr std::uint64_t split_tile = std::uint64_t{split_block} * split_items;
 inline constexpr int max_partition_ranks = 255;
-// The sub-buckets each rank's range is cut into under partition_first (landing_plan): 2, so
-// that the second's exchange runs while the first sorts, where 2 p buckets fit the split's
-// digits; else 1.
-GPUSORT_HD constexpr int partition_sub_buckets(int ranks) {
-  return 2 * ranks <= max_partition_ranks ? 2 : 1;
+// The sub-buckets each rank's range is cut into under partition_first (landing_plan), as
+// options::sub_buckets asks (1 to max_sub_buckets; 0: 2, so that the second's exchange runs
+// while the first sorts), fewer where p of them would pass the split's 8-bit digits.
+inline constexpr int max_sub_buckets = 8;
+GPUSORT_HD constexpr int partition_sub_buckets(int ranks, int asked = 0) {
+  const int most = max_partition_ranks / ranks;
+  const int want = asked > 0 ? asked : 2;
+  return want < most ? want : (most > 0 ? most : 1);
 }
 // The digit width the scatter ranks a tile's keys by: the narrowest of 2, 4 and 8 bits that
 // holds every bucket and the number `buckets` (the last tile's places past n). CUB's match
@@ -432,6 +435,7 @@ struct call_signature {
   std::uint8_t local_algo;
   std::uint64_t oversampling;
   bool partition_first = false;
+  std::uint8_t sub_buckets = 0;  // under partition_first, the sub-buckets a rank (up to 15)
 };
 // The most samples per rank a call may ask for: its signature holds it whole.
 inline constexpr std::uint64_t max_oversampling = std::uint64_t{1} << 24;
@@ -440,7 +444,8 @@ constexpr std::uint64_t pack(const call_signature& c) {
   return std::uint64_t{static_cast<std::uint8_t>(c.kind)} | std::uint64_t{c.key_bytes} << 4 |
          std::uint64_t{c.value_bytes} << 12 | std::uint64_t{c.descending} << 20 |
          std::uint64_t{c.nans_first} << 21 | std::uint64_t{c.stable} << 22 |
-         std::uint64_t{c.partition_first} << 23 | std::uint64_t{c.local_algo} << 24 | over << 32;
+         std::uint64_t{c.partition_first} << 23 | std::uint64_t{c.local_algo} << 24 | over << 32 |
+         std::uint64_t{c.sub_buckets & 15u} << 57;
 }
 // The first rank whose word differs from rank 0's, or -1.
 inline int first_disagreeing(const std::vector<std::uint64_t>& words) {
@@ -462,7 +467,8 @@ inline std::string signature_difference(std::uint64_t a, std::uint64_t b) {
   add(1u << 22, "stable");
   add(1u << 23, "partition_first");
   add(0xffu << 24, "the local algorithm");
-  add(0xffffffffull << 32, "the oversampling");
+  add(((max_oversampling << 1) - 1) << 32, "the oversampling");
+  add(0xfull << 57, "sub_buckets");
   return what;
 }
 
