@@ -9,7 +9,7 @@
 //            shared memory by rank, and writes each bucket's run out contiguously (then the
 //            values the same way), each bucket where the caller puts it (split_scatter's
 //            places) or all of them one after another.
-// Few buckets (digits of 2 or 4 bits: at most 15) count in a register a thread and rank with
+// Few buckets (digits of 2 or 4 bits: at most 16) count in a register a thread and rank with
 // CUB's counters (BlockRadixRank), both cheaper than the warp's match, which the measured
 // kernels spent their issue on; more buckets count by match and rank by CUB's
 // BlockRadixRankMatch (whose counters for 8-bit digits would need 129 KiB of shared memory).
@@ -60,11 +60,11 @@ __device__ __forceinline__ std::uint32_t keys_in_tile(std::uint64_t n, std::uint
 }
 
 // Few buckets: a thread's counts in 4-bit fields of one word, bucket b's in bits
-// [4 b, 4 b + 4): 16 fields hold buckets 0 to 14 and the number 15 (past n).
+// [4 b, 4 b + 4): 16 fields, each up to `items`.
 template <int RankBits>
 inline constexpr bool few_buckets = RankBits <= 4;
-static_assert(items < 16 && math::split_rank_bits(15) == 4 && math::split_rank_bits(16) == 8,
-              "a field holds a thread's count; few buckets are at most 15");
+static_assert(items < 16 && math::split_rank_bits(16) == 4 && math::split_rank_bits(17) == 8,
+              "a field holds a thread's count; few buckets are at most 16");
 
 // Where a thread's items lie in the tile. Warp-striped: coalesced loads, and the match
 // ranking's order; blocked (thread t holds t * items + j): the order CUB's counters rank in.
@@ -132,7 +132,7 @@ __device__ __forceinline__ void buckets_of(const K (&key)[items], std::uint32_t 
 #pragma unroll
     for (int j = 0; j < items; ++j) bucket[j] = 0;
 #pragma unroll
-    for (int k = 0; k < (1 << RankBits) - 2; ++k) {  // buckets < 2^RankBits
+    for (int k = 0; k < (1 << RankBits) - 1; ++k) {  // buckets <= 2^RankBits
       if (k >= buckets - 1) break;
       const math::tile_splitter<C> s = splitters[k];
 #pragma unroll
@@ -166,7 +166,9 @@ __global__ void __launch_bounds__(block)
   if constexpr (few_buckets<RankBits>) {
     std::uint64_t fields = 0;
 #pragma unroll
-    for (int j = 0; j < items; ++j) fields += std::uint64_t{1} << (4 * bucket[j]);
+    for (int j = 0; j < items; ++j)  // none for places past n (bucket `buckets`, up to 16)
+      fields += std::uint64_t{bucket[j] < static_cast<std::uint32_t>(buckets)}
+                << (4 * (bucket[j] & 15));
     for (int b = 0; b < buckets; ++b) {  // one sum over the warp a bucket
       const unsigned warp_count =
           __reduce_add_sync(0xffffffffu, static_cast<unsigned>(fields >> (4 * b)) & 15u);
@@ -202,7 +204,7 @@ template <int RankBits, class T>
 __device__ void write_runs(const T* staged, const std::uint32_t* starts, int buckets,
                            T* const* run) {
   const std::uint32_t in_tile = starts[buckets];  // past them, the last tile's padding
-  constexpr int held = few_buckets<RankBits> ? (1 << RankBits) - 2 : 1;
+  constexpr int held = few_buckets<RankBits> ? (1 << RankBits) - 1 : 1;
   std::uint32_t start[held];  // starts[1 ..]; none past the last bucket's
 #pragma unroll
   for (int k = 0; k < held; ++k) start[k] = k + 1 < buckets ? starts[k + 1] : 0xffffffffu;
@@ -240,7 +242,7 @@ __global__ void __launch_bounds__(block)
                                      cub::BlockRadixRankMatch<block, RankBits, false>>;
   using staged_value = std::conditional_t<pairs, V, K>;
   __shared__ shared_splitters<code_type<K>> split;
-  __shared__ std::uint32_t starts[1 << RankBits];  // each bucket's first rank in the tile
+  __shared__ std::uint32_t starts[(1 << RankBits) + 1];  // each bucket's first rank, then n
   __shared__ K* key_run[math::max_partition_ranks];  // write_runs'
   __shared__ staged_value* value_run[pairs ? math::max_partition_ranks : 1];
   __shared__ union {
@@ -253,12 +255,18 @@ __global__ void __launch_bounds__(block)
   K key[items];
   constexpr arrangement A = ranked_as<RankBits>;
   load_tile<A>(keys, n, first, key);
+  const std::uint32_t in_tile = keys_in_tile(n, first);
   std::uint32_t digit[items];
-  buckets_of<RankBits, A>(key, keys_in_tile(n, first), code, split.s, buckets, digit);
+  buckets_of<RankBits, A>(key, in_tile, code, split.s, buckets, digit);
+#pragma unroll
+  for (int j = 0; j < items; ++j)  // places past n: the last digit where 2^RankBits buckets
+    digit[j] = digit[j] < (1u << RankBits) ? digit[j] : (1u << RankBits) - 1;  // fill them
   int ranks[items], prefix[1];
   ranking(shared.rank).RankKeys(digit, ranks, bucket_digit{}, prefix);
-  if (threadIdx.x < (1u << RankBits))  // thread t: digit t's
-    starts[threadIdx.x] = static_cast<std::uint32_t>(prefix[0]);
+  if (const int t = static_cast<int>(threadIdx.x); t < buckets)  // thread t: digit t's
+    starts[t] = static_cast<std::uint32_t>(prefix[0]);
+  else if (t == buckets)
+    starts[t] = in_tile;
   if (const int b = static_cast<int>(threadIdx.x); b < buckets) {
     key_run[b] = run_of(b, blockIdx.x, tiles, offsets, key_places, out_keys);
     if constexpr (pairs)
@@ -267,7 +275,7 @@ __global__ void __launch_bounds__(block)
   __syncthreads();  // the ranking's storage is free from here
 #pragma unroll
   for (int j = 0; j < items; ++j)
-    if (digit[j] < static_cast<std::uint32_t>(buckets)) shared.keys[ranks[j]] = key[j];
+    if (place<A>(j) < in_tile) shared.keys[ranks[j]] = key[j];
   __syncthreads();
   write_runs<RankBits>(shared.keys, starts, buckets, key_run);
   if constexpr (pairs) {
@@ -276,7 +284,7 @@ __global__ void __launch_bounds__(block)
     load_tile<A>(values, n, first, value);
 #pragma unroll
     for (int j = 0; j < items; ++j)
-      if (digit[j] < static_cast<std::uint32_t>(buckets)) shared.values[ranks[j]] = value[j];
+      if (place<A>(j) < in_tile) shared.values[ranks[j]] = value[j];
     __syncthreads();
     write_runs<RankBits>(shared.values, starts, buckets, value_run);
   }

@@ -230,10 +230,11 @@ GPUSORT_HD constexpr int partition_sub_buckets(int ranks, int asked = 0) {
   return want < most ? want : (most > 0 ? most : 1);
 }
 // The digit width the scatter ranks a tile's keys by: the narrowest of 2, 4 and 8 bits that
-// holds every bucket and the number `buckets` (the last tile's places past n). CUB's match
-// ranking costs a round of the warp's votes a bit.
+// holds every bucket (the last tile's places past n, the tile's last places, rank last in
+// its last digit). CUB's counters cost more a digit, its match ranking a round of the warp's
+// votes a bit.
 GPUSORT_HD constexpr int split_rank_bits(int buckets) {
-  return buckets < 4 ? 2 : buckets < 16 ? 4 : 8;
+  return buckets <= 4 ? 2 : buckets <= 16 ? 4 : 8;
 }
 GPUSORT_HD constexpr std::uint64_t split_tiles(std::uint64_t n) {
   return (n + split_tile - 1) / split_tile;
