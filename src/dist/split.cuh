@@ -199,23 +199,18 @@ static __global__ void bounds_kernel(const std::uint64_t* offsets, int buckets,
 
 // Writes the tile's elements, placed by rank in `staged`, to their buckets' runs: the
 // element of rank r in bucket b goes to run[b][r - starts[b]] (run[b]: where the tile's keys
-// of bucket b go). Few buckets: r's bucket counts the starts at or below r, held in registers.
-template <int RankBits, class T>
+// of bucket b go). A thread's r rises by the block's size, so its bucket only moves up: one
+// search for the first, then a step past each start r reaches (starts[buckets], the tile's
+// count, stops it).
+template <class T>
 __device__ void write_runs(const T* staged, const std::uint32_t* starts, int buckets,
                            T* const* run) {
   const std::uint32_t in_tile = starts[buckets];  // past them, the last tile's padding
-  constexpr int held = few_buckets<RankBits> ? (1 << RankBits) - 1 : 1;
-  std::uint32_t start[held];  // starts[1 ..]; none past the last bucket's
-#pragma unroll
-  for (int k = 0; k < held; ++k) start[k] = k + 1 < buckets ? starts[k + 1] : 0xffffffffu;
-  for (std::uint32_t r = threadIdx.x; r < in_tile; r += block) {
-    std::uint32_t b = 0;
-    if constexpr (few_buckets<RankBits>) {
-#pragma unroll
-      for (int k = 0; k < held; ++k) b += start[k] <= r;
-    } else {
-      b = math::bucket_holding(starts, buckets, r);
-    }
+  std::uint32_t r = threadIdx.x;
+  if (r >= in_tile) return;
+  std::uint32_t b = math::bucket_holding(starts, buckets, r);
+  for (; r < in_tile; r += block) {
+    while (starts[b + 1] <= r) ++b;
     run[b][r - starts[b]] = staged[r];
   }
 }
@@ -277,7 +272,7 @@ __global__ void __launch_bounds__(block)
   for (int j = 0; j < items; ++j)
     if (place<A>(j) < in_tile) shared.keys[ranks[j]] = key[j];
   __syncthreads();
-  write_runs<RankBits>(shared.keys, starts, buckets, key_run);
+  write_runs(shared.keys, starts, buckets, key_run);
   if constexpr (pairs) {
     __syncthreads();
     V value[items];
@@ -286,7 +281,7 @@ __global__ void __launch_bounds__(block)
     for (int j = 0; j < items; ++j)
       if (place<A>(j) < in_tile) shared.values[ranks[j]] = value[j];
     __syncthreads();
-    write_runs<RankBits>(shared.values, starts, buckets, value_run);
+    write_runs(shared.values, starts, buckets, value_run);
   }
 }
 
