@@ -210,7 +210,7 @@ __device__ void write_runs(const T* staged, const std::uint32_t* starts, int buc
   if (r >= in_tile) return;
   std::uint32_t b = math::bucket_holding(starts, buckets, r);
   for (; r < in_tile; r += block) {
-    while (starts[b + 1] <= r) ++b;
+    b = math::bucket_holding_from(starts, b, r);
     run[b][r - starts[b]] = staged[r];
   }
 }

@@ -564,6 +564,19 @@ TEST(DistMath, TheSplitByTilesIsAStablePartition) {
           out[at] = i;
         }
       }
+      for (std::uint64_t t = 0; t < tiles; ++t) {  // the scatter's walk: rising ranks
+        const auto last = static_cast<std::uint32_t>(std::min(n - t * tile, tile));
+        std::vector<std::uint32_t> tile_starts(buckets + 1, 0);
+        for (std::uint64_t i = t * tile; i < t * tile + last; ++i) ++tile_starts[bucket[i] + 1];
+        std::partial_sum(tile_starts.begin(), tile_starts.end(), tile_starts.begin());
+        for (std::uint32_t thread = 0; thread < math::split_block && thread < last; ++thread) {
+          std::uint32_t b = math::bucket_holding(tile_starts.data(), buckets, thread);
+          for (std::uint32_t r = thread; r < last; r += math::split_block) {
+            b = math::bucket_holding_from(tile_starts.data(), b, r);
+            ASSERT_EQ(b, math::bucket_holding(tile_starts.data(), buckets, r)) << r;
+          }
+        }
+      }
       std::vector<std::uint64_t> want(n);
       std::iota(want.begin(), want.end(), std::uint64_t{0});
       std::stable_sort(want.begin(), want.end(),

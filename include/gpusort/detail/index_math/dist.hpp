@@ -255,6 +255,14 @@ GPUSORT_HD constexpr std::uint32_t bucket_holding(const std::uint32_t* starts,
   }
   return lo - 1;
 }
+// The same from b, the bucket of a lower rank (ranks a thread visits rise by the block's
+// size): a step past each start r has reached; starts[buckets], the tile's count, lies above
+// any rank in the tile and stops it.
+GPUSORT_HD constexpr std::uint32_t bucket_holding_from(const std::uint32_t* starts,
+                                                       std::uint32_t b, std::uint32_t r) {
+  while (starts[b + 1] <= r) ++b;
+  return b;
+}
 
 // NCCL copies at full speed only between 16-byte aligned addresses: a 1 GiB send between two
 // H200s took 3.0 ms aligned and 4.6 ms with both ends 4 bytes off (2026-11-26). A bucket starts
