@@ -26,15 +26,21 @@ expect 2 "--fan-in: from 2 to 8, not '9'" --fan-in 2,9
 expect 2 "--fan-in: from 2 to 8, not '1'" --fan-in 1
 expect 2 "--merge: run counts from 2 to 64, not '65'" --merge 3,65
 expect 0 "--split L" --help
-expect 2 "one of --processes, --one-gpu, --merge and --split" --merge 3 --one-gpu
-expect 2 "one of --processes, --one-gpu, --merge and --split" --processes --one-gpu
-expect 2 "one of --processes, --one-gpu, --merge and --split" --merge 3 --split 2
+expect 2 "one of --processes, --one-gpu, --merge, --split and --overlap" --merge 3 --one-gpu
+expect 2 "one of --processes, --one-gpu, --merge, --split and --overlap" --processes --one-gpu
+expect 2 "one of --processes, --one-gpu, --merge, --split and --overlap" --merge 3 --split 2
 expect 2 "--split: bucket counts from 2 to 255, not '256'" --split 2,256
 expect 2 "--split: bucket counts from 2 to 255, not '1'" --split 1
 expect 2 "--split: key types u32, u64 and f32, not i64" --split 2 --types i64
 expect 2 "--split: --values 0 or 4" --split 8 --values 8
 expect 2 "--merge: key types u32, u64 and f32, not i32" --merge 3 --types u32,i32
 expect 2 "--merge: --values 0 or 4" --merge 3 --values 0,8
+expect 0 "--overlap" --help
+expect 2 "one of --processes, --one-gpu, --merge, --split and --overlap" --overlap --split 2
+expect 2 "--overlap: keys alone (--values 0)" --overlap --values 0,4
+expect 2 "--overlap: key types u32, u64 and f32, not i32" --overlap --types i32
+expect 2 "--sub-buckets: with --partition-first" --sub-buckets 2
+expect 2 "--sub-buckets: from 0 to 8, not '9'" --partition-first --sub-buckets 1,9
 expect 2 "--values: 0, 4 or 8, not '3'" --values 3
 expect 2 "--gpus: a GPU count from 1 to 1024, not '0'" --gpus 1,0
 expect 2 "unknown key type 'u16'" --types u16

@@ -3,7 +3,7 @@
 //   gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
 //                      [--types u32] [--values 0,4,8] [--seed 1] [--csv FILE]
 //                      [--fan-in 2,8] [--partition-first] [--sub-buckets 1,2,4]
-//                      [--processes | --one-gpu | --merge 3,4,8 | --split 2,8,64]
+//                      [--processes | --one-gpu | --merge 3,4,8 | --split 2,8,64 | --overlap]
 //
 // For each key type, three kinds of rows:
 //   single  baselines on GPU 0 alone: gpusort's automatic sort and CUB's radix sort (cub_radix)
@@ -25,6 +25,9 @@
 // --split B,... times partition_first's split alone (src/dist/split.cuh) on GPU 0, one stream:
 // --total keys split into B buckets by splitters at even quantiles of a sample (rows
 // split_by_bucket, mode split-B), beside the same device copy (d2d_copy). Same types.
+// --overlap times what partition_first's overlap meets, on GPUs 0 and 1: each sorts --total
+// keys while they swap half as many keys' bytes, by NCCL (on a stream of the highest
+// priority, as dist does) or by the copy engines; each alone, then together (mode overlap).
 // Keys are uniform random, made on each GPU from --seed and their global index: the keys of
 // `gpusort bench`'s uniform distribution, so that rank 0's weak shard is the baseline's input.
 //
@@ -54,6 +57,7 @@
 #include <exception>
 #include <fstream>
 #include <initializer_list>
+#include <deque>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -127,6 +131,12 @@ constexpr const char* usage_text =
   --split L     partition_first's split alone on GPU 0: --total keys into B buckets for each
                 B of L (2 to 255; mode split-B, rows split_by_bucket), and the device copy;
                 the same types and values as --merge
+  --overlap     on GPUs 0 and 1, a sort of --total keys on each beside a swap of half their
+                bytes: by NCCL on a stream of the highest priority (dist's exchange) or by
+                the copy engines (cudaMemcpyPeerAsync); rows sort_alone, nccl_alone,
+                copy_engines_alone, then sort_with_X (from the start to the last end),
+                sort_beside_X and X_beside_sort (each part's own time); --types u32, u64,
+                f32, keys alone
 Sizes: plain numbers or 2^k (2^k+c, 2^k-c).
 )";
 
@@ -145,7 +155,13 @@ struct config {
   bool one_gpu = false;    // every rank a thread on GPU 0
   std::vector<int> merge_runs;  // --merge: run counts to time the merge alone with
   std::vector<int> split_buckets;  // --split: bucket counts to time the split alone with
+  bool overlap = false;            // --overlap: a sort beside a swap of bytes on GPUs 0 and 1
 };
+
+void check_nccl_call(ncclResult_t r, const std::string& what) {
+  if (r != ncclSuccess)
+    throw gpusort::error(cudaErrorUnknown, what + ": " + ncclGetErrorString(r));
+}
 
 void cuda_check(cudaError_t e, const std::string& what) {
   if (e != cudaSuccess) throw gpusort::error(e, what);
@@ -206,6 +222,17 @@ class owned_stream : public owned_handle<cudaStream_t, cudaStreamDestroy> {
 class owned_event : public owned_handle<cudaEvent_t, cudaEventDestroy> {
  public:
   owned_event() { cuda_check(cudaEventCreate(&handle_), "cudaEventCreate"); }
+};
+
+// A stream of the device's highest priority (dist's exchanges run on one).
+class urgent_stream : public owned_handle<cudaStream_t, cudaStreamDestroy> {
+ public:
+  urgent_stream() {
+    int least = 0, greatest = 0;
+    cuda_check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
+    cuda_check(cudaStreamCreateWithPriority(&handle_, cudaStreamNonBlocking, greatest),
+               "cudaStreamCreateWithPriority");
+  }
 };
 
 // ---- keys and their verification ---------------------------------------------------------
@@ -920,7 +947,7 @@ std::optional<config> parse(int argc, char** argv) {
       argc, argv,
       {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv", "fan-in", "merge",
        "split", "sub-buckets"},
-      {"help", "processes", "one-gpu", "partition-first"});
+      {"help", "processes", "one-gpu", "partition-first", "overlap"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
   config cfg;
@@ -962,17 +989,21 @@ std::optional<config> parse(int argc, char** argv) {
         return b >= 2 && b <= gpusort::detail::index_math::dist::max_partition_ranks;
       },
       "bucket counts from 2 to 255");
+  cfg.overlap = args.has("overlap");
   if (int(cfg.processes) + int(cfg.one_gpu) + int(!cfg.merge_runs.empty()) +
-          int(!cfg.split_buckets.empty()) > 1)
-    throw usage_error("one of --processes, --one-gpu, --merge and --split");
-  for (const bool alone : {!cfg.merge_runs.empty(), !cfg.split_buckets.empty()}) {
+          int(!cfg.split_buckets.empty()) + int(cfg.overlap) > 1)
+    throw usage_error("one of --processes, --one-gpu, --merge, --split and --overlap");
+  for (const bool alone : {!cfg.merge_runs.empty(), !cfg.split_buckets.empty(), cfg.overlap}) {
     if (!alone) continue;
-    const std::string flag = cfg.merge_runs.empty() ? "--split" : "--merge";
+    const std::string flag = cfg.overlap                ? "--overlap"
+                             : cfg.merge_runs.empty() ? "--split"
+                                                      : "--merge";
     for (const std::string& type : cfg.types)
       if (type != "u32" && type != "u64" && type != "f32")
         throw usage_error(flag + ": key types u32, u64 and f32, not " + type);
     for (int v : cfg.value_bytes)
-      if (v == 8) throw usage_error(flag + ": --values 0 or 4");
+      if (v == 8 || (cfg.overlap && v != 0))
+        throw usage_error(flag + (cfg.overlap ? ": keys alone (--values 0)" : ": --values 0 or 4"));
   }
   return cfg;
 }
@@ -1361,6 +1392,176 @@ void run_split_rows(const config& cfg, reporter& out) {
                cfg.total, run_split<K, V>(cfg, buckets));
 }
 
+// ---- a sort beside a swap of bytes (--overlap) -------------------------------------------
+
+enum class swap_by { none, nccl, copy_engines };
+
+// One GPU's part: its keys, the sort's workspace, the bytes it swaps, two streams and the
+// events around each part.
+template <class K>
+struct overlap_gpu {
+  // Made on device d: its buffers, streams and events.
+  overlap_gpu(int d, std::uint64_t n)
+      : device((cuda_check(cudaSetDevice(d), "cudaSetDevice"), d)), keys(sizeof(K) * n),
+        send(sizeof(K) * (n / 2)), recv(sizeof(K) * (n / 2)) {}
+  int device;
+  device_buffer keys, send, recv;
+  std::unique_ptr<device_buffer> temp;
+  std::size_t temp_bytes = 0;
+  owned_stream sorting;
+  urgent_stream swapping;
+  owned_event go, sort_start, sort_stop, swap_start, swap_stop;
+};
+
+double elapsed_ms(cudaEvent_t from, cudaEvent_t to) {
+  float ms = 0;
+  cuda_check(cudaEventElapsedTime(&ms, from, to), "cudaEventElapsedTime");
+  return ms;
+}
+
+// --reps timed rounds (after a warm-up) of, on both GPUs at once, the sort of --total keys
+// (freshly made each round) if `sorting`, and the swap of half as many keys' bytes by `by`:
+// the slowest GPU's sort, swap and whole (from the keys made to the last part's end) times.
+// The sorts and the swapped bytes are verified; the problem, if any, is returned.
+template <class K>
+std::string run_overlap(const config& cfg, std::deque<overlap_gpu<K>>& gpus,
+                        const std::vector<dist::communicator>& comms, bool sorting, swap_by by,
+                        outcome& sort, outcome& swap, outcome& whole) {
+  const std::uint64_t n = cfg.total, half = n / 2;
+  for (int rep = 0; rep <= cfg.reps; ++rep) {
+    for (auto& g : gpus) {
+      cuda_check(cudaSetDevice(g.device), "cudaSetDevice");
+      generate(g.keys.template as<K>(), n, g.device * n, cfg.seed + rep, g.sorting.get());
+      cuda_check(cudaEventRecord(g.go.get(), g.sorting.get()), "cudaEventRecord");
+      cuda_check(cudaStreamWaitEvent(g.swapping.get(), g.go.get()), "cudaStreamWaitEvent");
+      if (sorting) {  // enqueued first, as dist's sort of a sub-bucket before the next's swap
+        cuda_check(cudaEventRecord(g.sort_start.get(), g.sorting.get()), "cudaEventRecord");
+        std::size_t bytes = g.temp_bytes;
+        cuda_check(gpusort::sort_keys(g.temp->template as<void>(), bytes,
+                                      g.keys.template as<K>(), n,
+                                      {.stream = g.sorting.get()}),
+                   "the sort");
+        cuda_check(cudaEventRecord(g.sort_stop.get(), g.sorting.get()), "cudaEventRecord");
+      }
+      if (by != swap_by::none)
+        cuda_check(cudaEventRecord(g.swap_start.get(), g.swapping.get()), "cudaEventRecord");
+    }
+    if (by == swap_by::nccl) {
+      check_nccl_call(ncclGroupStart(), "ncclGroupStart");
+      for (std::size_t d = 0; d < gpus.size(); ++d) {
+        const int peer = static_cast<int>(1 - d);
+        check_nccl_call(ncclSend(gpus[d].send.template as<K>(), sizeof(K) * half, ncclUint8,
+                                 peer, comms[d].get(), gpus[d].swapping.get()),
+                        "ncclSend");
+        check_nccl_call(ncclRecv(gpus[d].recv.template as<K>(), sizeof(K) * half, ncclUint8,
+                                 peer, comms[d].get(), gpus[d].swapping.get()),
+                        "ncclRecv");
+      }
+      check_nccl_call(ncclGroupEnd(), "ncclGroupEnd");
+    } else if (by == swap_by::copy_engines) {
+      for (std::size_t d = 0; d < gpus.size(); ++d) {  // each GPU pushes its bytes over
+        auto& to = gpus[1 - d];
+        cuda_check(cudaSetDevice(gpus[d].device), "cudaSetDevice");
+        cuda_check(cudaMemcpyPeerAsync(to.recv.template as<K>(), to.device,
+                                       gpus[d].send.template as<K>(), gpus[d].device,
+                                       sizeof(K) * half, gpus[d].swapping.get()),
+                   "cudaMemcpyPeerAsync");
+      }
+    }
+    double sort_ms = 0, swap_ms = 0, whole_ms = 0;
+    for (auto& g : gpus) {
+      cuda_check(cudaSetDevice(g.device), "cudaSetDevice");
+      if (by != swap_by::none) {
+        cuda_check(cudaEventRecord(g.swap_stop.get(), g.swapping.get()), "cudaEventRecord");
+        cuda_check(cudaEventSynchronize(g.swap_stop.get()), "the swap");
+        swap_ms = std::max(swap_ms, elapsed_ms(g.swap_start.get(), g.swap_stop.get()));
+        whole_ms = std::max(whole_ms, elapsed_ms(g.go.get(), g.swap_stop.get()));
+      }
+      if (sorting) {
+        cuda_check(cudaEventSynchronize(g.sort_stop.get()), "the sort");
+        sort_ms = std::max(sort_ms, elapsed_ms(g.sort_start.get(), g.sort_stop.get()));
+        whole_ms = std::max(whole_ms, elapsed_ms(g.go.get(), g.sort_stop.get()));
+      }
+    }
+    if (rep == 0) continue;
+    sort.ms.push_back(sort_ms);
+    swap.ms.push_back(swap_ms);
+    whole.ms.push_back(whole_ms);
+  }
+  for (std::size_t d = 0; d < gpus.size(); ++d) {
+    auto& g = gpus[d];
+    cuda_check(cudaSetDevice(g.device), "cudaSetDevice");
+    if (sorting && check(g.keys.template as<K>(), n, g.sorting.get()).descents != 0)
+      return "GPU " + std::to_string(g.device) + "'s keys are not sorted";
+    if (by != swap_by::none &&
+        check(gpus[1 - d].recv.template as<K>(), half, g.sorting.get()).checksum !=
+            check(g.send.template as<K>(), half, g.sorting.get()).checksum)
+      return "the bytes GPU " + std::to_string(g.device) + " sent did not arrive";
+  }
+  return {};
+}
+
+// --overlap's rows of one key type (keys alone) on GPUs 0 and 1.
+template <class K, class V>
+void run_overlap_rows(const config& cfg, reporter& out) {
+  const std::string_view keys = gpusort::key_traits<K>::name;
+  out.set_values(value_name<V>());
+  const std::uint64_t n = cfg.total;
+  int devices = 0;
+  cuda_check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  if (devices < 2) {
+    out.skip("overlap", "sort_alone", keys, 2, n, "needs 2 GPUs");
+    return;
+  }
+  std::deque<overlap_gpu<K>> gpus;  // neither copied nor moved
+  for (int d = 0; d < 2; ++d) {
+    gpus.emplace_back(d, n);
+    auto& g = gpus.back();
+    if (!g.keys.ok() || !g.send.ok() || !g.recv.ok()) {
+      out.skip("overlap", "sort_alone", keys, 2, n, "no room on GPU " + std::to_string(d));
+      return;
+    }
+    cuda_check(gpusort::sort_keys(nullptr, g.temp_bytes, g.keys.template as<K>(), n, {}),
+               "the sort's workspace");
+    g.temp = std::make_unique<device_buffer>(g.temp_bytes);
+    require(*g.temp, "the sort's workspace");
+    generate(g.send.template as<K>(), n / 2, (2 + d) * n, cfg.seed, g.sorting.get());
+  }
+  const std::vector<int> pair{0, 1};
+  const std::vector<dist::communicator> comms = dist::communicators_for_devices(pair);
+  int peers = 0, back = 0;
+  cuda_check(cudaDeviceCanAccessPeer(&peers, 0, 1), "cudaDeviceCanAccessPeer");
+  cuda_check(cudaDeviceCanAccessPeer(&back, 1, 0), "cudaDeviceCanAccessPeer");
+  for (int d = 0; d < 2 && peers && back; ++d) {
+    cuda_check(cudaSetDevice(d), "cudaSetDevice");
+    if (const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
+        e == cudaErrorPeerAccessAlreadyEnabled)
+      cudaGetLastError();
+    else
+      cuda_check(e, "cudaDeviceEnablePeerAccess");
+  }
+  const auto rows = [&](bool sorting, swap_by by, const char* swap_name) {
+    outcome sort, swap, whole;
+    const std::string problem = run_overlap<K>(cfg, gpus, comms, sorting, by, sort, swap, whole);
+    for (outcome* o : {&sort, &swap, &whole}) o->problem = problem;
+    const std::string name(swap_name);
+    if (!sorting) return out.report("overlap", name + "_alone", keys, 2, n, swap);
+    if (by == swap_by::none) return out.report("overlap", "sort_alone", keys, 2, n, sort);
+    out.report("overlap", "sort_with_" + name, keys, 2, n, whole);
+    out.report("overlap", "sort_beside_" + name, keys, 2, n, sort);
+    out.report("overlap", name + "_beside_sort", keys, 2, n, swap);
+  };
+  rows(true, swap_by::none, "");
+  rows(false, swap_by::nccl, "nccl");
+  rows(true, swap_by::nccl, "nccl");
+  if (!peers || !back) {
+    out.skip("overlap", "copy_engines_alone", keys, 2, n, "no peer access between GPUs 0 and 1");
+    return;
+  }
+  rows(false, swap_by::copy_engines, "copy_engines");
+  rows(true, swap_by::copy_engines, "copy_engines");
+}
+
 // Each key and value type's rows: run_key_type (threads) or run_key_type_in_processes.
 template <class Each>
 void for_each_type(const config& cfg, const Each& each) {
@@ -1417,6 +1618,8 @@ int run(const config& cfg) {
     run_alone(cfg, [&]<class K, class V>() { run_merge_rows<K, V>(cfg, out); });
   else if (!cfg.split_buckets.empty())
     run_alone(cfg, [&]<class K, class V>() { run_split_rows<K, V>(cfg, out); });
+  else if (cfg.overlap)
+    run_alone(cfg, [&]<class K, class V>() { run_overlap_rows<K, V>(cfg, out); });
   else
     for_each_type(cfg, [&]<class K, class V>() { run_key_type<K, V>(cfg, out, device_count); });
   return verdict(out);
