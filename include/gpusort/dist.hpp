@@ -151,6 +151,12 @@ struct options {
   // j + 1 travels while sub-bucket j sorts. 0: the library's choice (2). Fewer where p times
   // it would pass 255 buckets. Every rank must pass the same.
   int sub_buckets = 0;
+  // Where the ranks are threads of this process, each on its own GPU with peer access to the
+  // others (communicators_for_devices), move the keys by the GPUs' copy engines
+  // (cudaMemcpyPeerAsync into the receivers' buffers) instead of NCCL's kernels, which take
+  // SMs from a sort beside the exchange (partition_first). Elsewhere NCCL, as without it.
+  // Every rank must pass the same. Not yet measured against NCCL (docs/distributed.md).
+  bool copy_engines = false;
   cudaStream_t stream = nullptr;  // this rank's stream; dist::sort waits for it
 };
 

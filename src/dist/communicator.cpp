@@ -168,6 +168,9 @@ std::vector<communicator> communicators_for_devices(std::span<const int> devices
                      "gpusort::dist::communicators_for_devices: ncclCommInitAll");
   std::vector<communicator> out;
   for (ncclComm_t c : comms) out.push_back(communicator(c, true));
+  // Threads of this process on their own GPUs: a peer group for options::copy_engines.
+  if (const auto group = detail::peer_group(list))
+    for (communicator& c : out) c.group_ = group;
   return out;
 }
 

@@ -88,6 +88,20 @@ cudaError_t pool_of(int device, cudaMemPool_t& pool) {
   return cudaSuccess;
 }
 
+// Gives the other devices of `devices` access to gpusort's pool on `device`: its allocations
+// are otherwise this device's alone, whatever peer access says.
+cudaError_t open_pool_to(int device, const std::vector<int>& devices) {
+  const std::lock_guard<std::mutex> held(pools().lock);
+  cudaMemPool_t pool = nullptr;
+  if (const cudaError_t e = pool_of(device, pool); e != cudaSuccess) return e;
+  std::vector<cudaMemAccessDesc> access;
+  for (const int d : devices)
+    if (d != device)
+      access.push_back({{cudaMemLocationTypeDevice, d}, cudaMemAccessFlagsProtReadWrite});
+  return access.empty() ? cudaSuccess
+                        : cudaMemPoolSetAccess(pool, access.data(), access.size());
+}
+
 cudaError_t set_release_threshold(cudaMemPool_t pool, std::uint64_t bytes) {
   return cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &bytes);
 }
@@ -235,9 +249,40 @@ std::vector<std::uint64_t> agree(const communicator& comm, const rank_status& st
   return sizes;
 }
 
+std::shared_ptr<thread_group> peer_group(const std::vector<int>& devices) {
+  const int ranks = static_cast<int>(devices.size());
+  int current = 0;
+  if (ranks < 2 || cudaGetDevice(&current) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  auto g = std::make_shared<thread_group>(ranks);
+  g->devices = devices;
+  g->ready.resize(ranks);
+  g->sent.resize(ranks);
+  g->pool_opened.assign(ranks, 0);
+  bool ok = true;
+  for (int r = 0; r < ranks && ok; ++r) {
+    ok = cudaSetDevice(devices[r]) == cudaSuccess;
+    for (int q = 0; q < ranks && ok; ++q) {
+      int can = 0;
+      if (q == r) continue;
+      ok = cudaDeviceCanAccessPeer(&can, devices[r], devices[q]) == cudaSuccess && can;
+      if (!ok) break;
+      const cudaError_t e = cudaDeviceEnablePeerAccess(devices[q], 0);
+      ok = e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled;
+    }
+    ok = ok && gpusort::detail::create(g->ready[r], cudaEventDisableTiming) == cudaSuccess &&
+         gpusort::detail::create(g->sent[r], cudaEventDisableTiming) == cudaSuccess;
+  }
+  cudaGetLastError();  // an access already enabled, or the failure that ends the group
+  cudaSetDevice(current);
+  return ok ? g : nullptr;
+}
+
 void all_gather(const communicator& comm, const void* send, void* recv, std::size_t bytes,
                 cudaStream_t stream, const std::string& what) {
-  if (!comm.group()) {
+  if (comm.get()) {
     check_nccl(ncclAllGather(send, recv, bytes, ncclUint8, comm.get(), stream), what);
     return;
   }
@@ -253,9 +298,70 @@ void all_gather(const communicator& comm, const void* send, void* recv, std::siz
   g.meet.arrive_and_wait();  // nobody reuses its send buffer before all have read it
 }
 
+namespace {
+
+// The transfer of rank `peer`'s list that is its k-th with rank `rank`, or null.
+const transfer* kth_with(const std::vector<transfer>& list, int rank, int k) {
+  for (const transfer& u : list)
+    if (u.peer == rank && k-- == 0) return &u;
+  return nullptr;
+}
+
+// A peer group's exchange: each rank pushes its parts into the receivers' buffers by its
+// GPU's copy engines, its stream first waiting for theirs to have made the buffers; each
+// receiver's stream then waits for its senders' pushes. The threads meet three times and no
+// stream is synchronized; a failure is thrown once every rank is past the last meeting, so
+// none is left waiting.
+void exchange_by_copy_engines(const communicator& comm, thread_group& g,
+                              const std::vector<transfer>& transfers, cudaStream_t stream,
+                              const std::string& what) {
+  const int self = comm.rank();
+  cudaError_t failed = cudaSuccess;
+  std::string why, mismatch;
+  const auto note = [&](cudaError_t e, const std::string& step) {
+    if (e == cudaSuccess) return;
+    cudaGetLastError();
+    if (failed == cudaSuccess) failed = e, why = step;
+  };
+  if (!g.pool_opened[self]) {  // the receive buffers come from gpusort's pool on this GPU
+    note(open_pool_to(comm.device(), g.devices), "opening the pool to the peers");
+    g.pool_opened[self] = 1;
+  }
+  note(cudaEventRecord(g.ready[self].get(), stream), "cudaEventRecord");
+  g.lists[self] = &transfers;
+  g.meet.arrive_and_wait();
+  std::vector<int> seen(comm.size(), 0);  // transfers met so far, per peer
+  for (const transfer& t : transfers) {
+    const transfer* u = kth_with(*g.lists[t.peer], self, seen[t.peer]++);
+    if (!u || u->recv_bytes != t.send_bytes) {
+      if (mismatch.empty())
+        mismatch = "rank " + std::to_string(t.peer) + " expects another size from rank " +
+                   std::to_string(self);
+      continue;
+    }
+    if (t.send_bytes == 0) continue;
+    note(cudaStreamWaitEvent(stream, g.ready[t.peer].get()), "cudaStreamWaitEvent");
+    note(cudaMemcpyPeerAsync(u->recv, g.devices[t.peer], t.send, comm.device(), t.send_bytes,
+                             stream),
+         "cudaMemcpyPeerAsync");
+  }
+  note(cudaEventRecord(g.sent[self].get(), stream), "cudaEventRecord");
+  g.meet.arrive_and_wait();
+  for (int q = 0; q < comm.size(); ++q)
+    if (q != self && kth_with(*g.lists[q], self, 0))
+      note(cudaStreamWaitEvent(stream, g.sent[q].get()), "cudaStreamWaitEvent");
+  g.meet.arrive_and_wait();  // every wait queued before any rank records its events again
+  if (!mismatch.empty()) throw_internal(what + ": " + mismatch);
+  if (failed != cudaSuccess) throw gpusort::error(failed, what + ": " + why);
+}
+
+}  // namespace
+
 void exchange(const communicator& comm, const std::vector<transfer>& transfers,
-              cudaStream_t stream, const std::string& what) {
-  if (!comm.group()) {
+              cudaStream_t stream, const std::string& what, bool copy_engines) {
+  if (comm.get() && copy_engines && comm.group())
+    return exchange_by_copy_engines(comm, *comm.group(), transfers, stream, what);
+  if (comm.get()) {
     check_nccl(ncclGroupStart(), what);
     for (const transfer& t : transfers) {
       if (t.send_bytes > 0)

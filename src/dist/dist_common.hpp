@@ -4,12 +4,14 @@
 
 #include <barrier>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "gpusort/detail/core/cuda_resources.hpp"
 #include "gpusort/detail/index_math/dist.hpp"
 #include "gpusort/dist.hpp"
 
@@ -17,14 +19,25 @@ namespace gpusort::dist::detail {
 
 using gpusort::detail::index_math::dist::exchange_plan;
 
-// Ranks that are threads on one device: they meet at a barrier and copy from each other's
-// posted buffers.
+// Ranks that are threads of this process: on one device (communicators_on_one_device), where
+// they meet at a barrier and copy from each other's posted buffers; or each on its own GPU
+// beside an NCCL communicator (communicators_for_devices, peer access between every pair:
+// peer_group), where options::copy_engines moves the keys by copy engines. Then each rank has
+// two events on its GPU, its receive buffers ready and its pushes sent, and opens its pool of
+// device memory to the others at its first such exchange.
 struct thread_group {
   explicit thread_group(int ranks) : meet(ranks), sends(ranks), lists(ranks) {}
   std::barrier<> meet;
   std::vector<const void*> sends;
   std::vector<const std::vector<struct transfer>*> lists;
+  std::vector<int> devices;                                // peer groups: each rank's GPU
+  std::vector<gpusort::detail::owned_event> ready, sent;   // peer groups: on each rank's GPU
+  std::vector<char> pool_opened;                           // peer groups: by each rank
 };
+
+// The peer group of ranks on `devices` (one each, in rank order), or none where a pair lacks
+// peer access or the events cannot be made.
+std::shared_ptr<thread_group> peer_group(const std::vector<int>& devices);
 
 void check_cuda(cudaError_t e, const std::string& what);
 void check_nccl(ncclResult_t r, const std::string& what);
@@ -119,8 +132,10 @@ struct transfer {
   void* recv;
   std::size_t recv_bytes;
 };
+// By NCCL; by device copies where the ranks are threads on one device; by copy engines where
+// copy_engines asks and the ranks are a peer group.
 void exchange(const communicator& comm, const std::vector<transfer>& transfers,
-              cudaStream_t stream, const std::string& what);
+              cudaStream_t stream, const std::string& what, bool copy_engines = false);
 
 // CUDA events at the phase boundaries of one call.
 class event_timeline {

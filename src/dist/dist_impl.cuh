@@ -105,8 +105,8 @@ shard<K, V> exchange_first(const communicator& comm, const K* keys, const V* val
                            const gpusort::options& local, const device_memory& d_chosen,
                            device_memory& split_temp, std::size_t split_bytes,
                            device_memory& split_keys, device_memory& split_values,
-                           const std::function<void()>& input_done, const std::string& call,
-                           phase_times& times, event_timeline& clock) {
+                           const std::function<void()>& input_done, bool copy_engines,
+                           const std::string& call, phase_times& times, event_timeline& clock) {
   constexpr bool pairs = !std::is_same_v<V, no_value>;
   const int p = comm.size(), buckets = p * sub, self = comm.rank();
   const auto rank = static_cast<std::uint32_t>(self);
@@ -230,7 +230,7 @@ shard<K, V> exchange_first(const communicator& comm, const K* keys, const V* val
       times.bytes_sent += (sizeof(K) + (pairs ? sizeof(V) : 0)) * out;
       times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in;
     }
-    exchange(comm, transfers, lane, call + ": exchanging the keys");
+    exchange(comm, transfers, lane, call + ": exchanging the keys", copy_engines);
     if (urgent && sorting == cudaSuccess) {
       sorting = cudaEventRecord(arrived[j].get(), lane);
       if (sorting == cudaSuccess) sorting = cudaStreamWaitEvent(stream, arrived[j].get());
@@ -343,7 +343,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
       static_cast<std::uint8_t>(sizeof(K)), static_cast<std::uint8_t>(pairs ? sizeof(V) : 0),
       opt.direction == order::descending, opt.nans == nan_order::first, opt.stable,
       static_cast<std::uint8_t>(opt.local_algo), opt.oversampling, partition_first,
-      static_cast<std::uint8_t>(partition_first ? sub : 0)};
+      static_cast<std::uint8_t>(partition_first ? sub : 0), opt.copy_engines};
   const std::vector<std::uint64_t> sizes = agree(comm, status, n, math::pack(signature), stream,
                                                  call, "no rank has changed its keys");
 
@@ -414,8 +414,8 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
   copy_async(static_cast<splitter*>(d_chosen.get()), chosen.data(), chosen.size(), stream);
   if (partition_first)
     return exchange_first<K, V>(comm, keys, values, n, sub, code, local, d_chosen, sort_temp,
-                                split_bytes, split_keys, split_values, input_done, call, times,
-                                clock);
+                                split_bytes, split_keys, split_values, input_done,
+                                opt.copy_engines, call, times, clock);
   //    Each rank's row: its p + 1 boundaries, then its keys' and values' addresses (the
   //    receivers lay their buffers out for aligned transfers from them).
   const std::size_t row = static_cast<std::size_t>(p) + 3;
@@ -497,7 +497,7 @@ shard<K, V> sort(const communicator& comm, K* keys, V* values, std::uint64_t n,
     times.bytes_sent += (sizeof(K) + (pairs ? sizeof(V) : 0)) * out;
     times.bytes_received += (sizeof(K) + (pairs ? sizeof(V) : 0)) * in.length;
   }
-  exchange(comm, transfers, stream, call + ": exchanging the keys");
+  exchange(comm, transfers, stream, call + ": exchanging the keys", opt.copy_engines);
   // The rank's own run, kept where it is, or copied out before the caller frees the keys.
   K* own_keys = keys + plan.send_offset(static_cast<int>(rank));
   V* own_values = pairs ? values + plan.send_offset(static_cast<int>(rank)) : nullptr;

@@ -210,6 +210,9 @@ TEST(DistMath, CallSignaturesTellDisagreeingRanksApart) {
   c.sub_buckets = 1;
   differs(c, "sub_buckets");
   c = base;
+  c.copy_engines = true;
+  differs(c, "copy_engines");
+  c = base;
   c.descending = true;
   c.value_bytes = 16;
   EXPECT_EQ(math::signature_difference(word, math::pack(c)), "the value size, the order");

@@ -513,6 +513,34 @@ void PartitionFirstSortsTheSame(const std::vector<comm_set*>& sets) {
   }
 }
 
+// options::copy_engines gives the same output, by the default plan and by partition_first (at
+// 2 and 4 sub-buckets), both orders, uneven shards, stable pairs: by copy engines where the
+// ranks are threads on their own GPUs (DistMultiGpu), and by NCCL or device copies elsewhere.
+template <class K>
+void CopyEnginesSortTheSame(const std::vector<comm_set*>& sets) {
+  for (comm_set* set : sets) {
+    const int ranks = ranks_of(*set);
+    for (tools::distribution d : {tools::distribution::uniform, tools::distribution::few_unique})
+      for (bool descending : {false, true})
+        for (const dist::options base : {dist::options{}, dist::options{.partition_first = true},
+                                         dist::options{.partition_first = true,
+                                                       .sub_buckets = 4}}) {
+          const auto shards = make_shards<K>(uneven_sizes(ranks, 100003), d, 51 + ranks);
+          dist::options opt = base;
+          opt.direction = descending ? gpusort::order::descending : gpusort::order::ascending;
+          opt.copy_engines = true;
+          EXPECT_TRUE(same_bits(concat(dist_sort(*set, shards, opt)),
+                                reference_sort(concat(shards), descending, opt.nans)))
+              << "copy engines, ranks " << ranks << ", dist " << tools::to_string(d)
+              << ", desc " << descending << ", partition_first " << base.partition_first
+              << ", sub_buckets " << base.sub_buckets;
+        }
+  }
+  stable_pairs<K, std::uint32_t>(sets, {.stable = true, .copy_engines = true});
+  stable_pairs<K, std::uint32_t>(sets, {.stable = true, .partition_first = true,
+                                        .copy_engines = true});
+}
+
 GPUSORT_TYPED_SUITE(DistMultiGpu, TwoGpuTest, key_types);
 
 // The same checks with thread ranks on one GPU.
@@ -549,6 +577,7 @@ DIST_TYPED_TESTS(PairsAreStableWhenAsked)
 DIST_TYPED_TESTS(SixteenByteValuesFollowTheirKeys)
 DIST_TYPED_TESTS(EveryMergeFanInGivesTheStableOrder)
 DIST_TYPED_TESTS(PartitionFirstSortsTheSame)
+DIST_TYPED_TESTS(CopyEnginesSortTheSame)
 
 void host_pointer_on_rank_1(const comm_set& comms) {
   const std::vector<std::uint32_t> input = tools::generate<std::uint32_t>(tools::distribution::uniform, 10000, 1);

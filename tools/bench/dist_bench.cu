@@ -3,6 +3,7 @@
 //   gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
 //                      [--types u32] [--values 0,4,8] [--seed 1] [--csv FILE]
 //                      [--fan-in 2,8] [--partition-first] [--sub-buckets 1,2,4]
+//                      [--copy-engines]
 //                      [--processes | --one-gpu | --merge 3,4,8 | --split 2,8,64 | --overlap]
 //
 // For each key type, three kinds of rows:
@@ -18,6 +19,8 @@
 // --partition-first runs dist::sort once more with dist::options::partition_first (rows
 // dist_partition_first; it has no merge, so no fan-in); --sub-buckets once for each
 // dist::options::sub_buckets (rows dist_partition_first_sub_C, the default's unnamed).
+// --copy-engines runs each of those dist rows again with dist::options::copy_engines (rows
+// suffixed _copy_engines).
 // --merge R,... times dist's merge alone instead (its step 5, src/dist/merge_runs.cuh) on GPU
 // 0, one stream: --total keys cut into R runs, each sorted, merged with each --fan-in (rows
 // merge_fan_in_F, mode merge-R), beside a device copy of the same bytes (d2d_copy: one pass's
@@ -99,7 +102,7 @@ constexpr const char* csv_header =
 constexpr const char* usage_text =
     R"(usage: gpusort-dist-bench [--gpus 1,2,4] [--per-gpu 2^30] [--total 2^32] [--reps 5]
                           [--types u32] [--values 0] [--seed 1] [--csv FILE] [--fan-in 2]
-                          [--partition-first] [--sub-buckets 1,2,4]
+                          [--partition-first] [--sub-buckets 1,2,4] [--copy-engines]
   --gpus L      GPU counts to run dist::sort on (counts above the visible devices are skipped)
   --per-gpu N   keys per GPU for weak scaling, and a single-GPU baseline size
   --total N     keys in all for strong scaling (split over the GPUs), and a baseline size
@@ -114,6 +117,8 @@ constexpr const char* usage_text =
                 dist_partition_first)
   --sub-buckets L  with --partition-first, dist::options::sub_buckets values (0 to 8) to
                 run it with; rows of a value other than 0 are dist_partition_first_sub_C
+  --copy-engines  each dist row again with dist::options::copy_engines (the exchange by the
+                GPUs' copy engines; rows suffixed _copy_engines)
   --csv FILE    append the rows to FILE (the header is written if the file is new)
   --processes   this process is one rank of a job that a launcher started, one process a
                 GPU (torchrun, mpirun, srun, scripts/dist-launch.sh: docs/distributed.md):
@@ -149,6 +154,7 @@ struct config {
   std::vector<int> fan_ins{dist::options{}.merge_fan_in};  // the merge's, one dist row each
   bool partition_first = false;  // each dist row again with dist::options::partition_first
   std::vector<int> sub_buckets{dist::options{}.sub_buckets};  // partition_first's, a row each
+  bool copy_engines = false;  // each dist row again with dist::options::copy_engines
   std::uint64_t seed = 1;
   std::string csv;
   bool processes = false;  // one rank of a job a launcher started
@@ -947,7 +953,7 @@ std::optional<config> parse(int argc, char** argv) {
       argc, argv,
       {"gpus", "per-gpu", "total", "reps", "types", "values", "seed", "csv", "fan-in", "merge",
        "split", "sub-buckets"},
-      {"help", "processes", "one-gpu", "partition-first", "overlap"});
+      {"help", "processes", "one-gpu", "partition-first", "overlap", "copy-engines"});
   if (args.has("help")) return std::nullopt;
   args.positional(0, "options only");
   config cfg;
@@ -981,6 +987,7 @@ std::optional<config> parse(int argc, char** argv) {
       "from 0 to 8");
   if (args.has("sub-buckets") && !cfg.partition_first)
     throw usage_error("--sub-buckets: with --partition-first");
+  cfg.copy_engines = args.has("copy-engines");
   cfg.merge_runs = parse_list(args, "merge", {}, [](std::uint64_t r) { return r >= 2 && r <= 64; },
                               "run counts from 2 to 64");
   cfg.split_buckets = parse_list(
@@ -1046,25 +1053,34 @@ std::string print_environment(const config& cfg, int device_count) {
 }
 
 // The dist::sort options of each dist row: every --fan-in, and with --partition-first once
-// more with partition_first for each --sub-buckets (it has no merge, so no fan-in).
+// more with partition_first for each --sub-buckets (it has no merge, so no fan-in); with
+// --copy-engines each of them again by copy engines.
 std::vector<dist::options> dist_shapes(const config& cfg) {
   std::vector<dist::options> shapes;
   for (int fan_in : cfg.fan_ins) shapes.push_back({.merge_fan_in = fan_in});
   if (cfg.partition_first)
     for (int sub : cfg.sub_buckets)
       shapes.push_back({.partition_first = true, .sub_buckets = sub});
+  if (cfg.copy_engines)
+    for (std::size_t i = 0, by_nccl = shapes.size(); i < by_nccl; ++i) {
+      shapes.push_back(shapes[i]);
+      shapes.back().copy_engines = true;
+    }
   return shapes;
 }
 
 // The name of dist::sort's rows with those options.
 std::string dist_row_name(const dist::options& shape) {
+  const std::string by = shape.copy_engines ? "_copy_engines" : "";
   if (shape.partition_first)
-    return shape.sub_buckets == dist::options{}.sub_buckets
-               ? "dist_partition_first"
-               : "dist_partition_first_sub_" + std::to_string(shape.sub_buckets);
-  return shape.merge_fan_in == dist::options{}.merge_fan_in
-             ? "dist_sample_sort"
-             : "dist_sample_sort_fan_in_" + std::to_string(shape.merge_fan_in);
+    return (shape.sub_buckets == dist::options{}.sub_buckets
+                ? "dist_partition_first"
+                : "dist_partition_first_sub_" + std::to_string(shape.sub_buckets)) +
+           by;
+  return (shape.merge_fan_in == dist::options{}.merge_fan_in
+              ? "dist_sample_sort"
+              : "dist_sample_sort_fan_in_" + std::to_string(shape.merge_fan_in)) +
+         by;
 }
 
 // Every row of one key type and value type: the one-GPU baselines, then weak and strong

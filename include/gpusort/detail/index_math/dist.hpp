@@ -445,6 +445,7 @@ struct call_signature {
   std::uint64_t oversampling;
   bool partition_first = false;
   std::uint8_t sub_buckets = 0;  // under partition_first, the sub-buckets a rank (up to 15)
+  bool copy_engines = false;
 };
 // The most samples per rank a call may ask for: its signature holds it whole.
 inline constexpr std::uint64_t max_oversampling = std::uint64_t{1} << 24;
@@ -454,7 +455,7 @@ constexpr std::uint64_t pack(const call_signature& c) {
          std::uint64_t{c.value_bytes} << 12 | std::uint64_t{c.descending} << 20 |
          std::uint64_t{c.nans_first} << 21 | std::uint64_t{c.stable} << 22 |
          std::uint64_t{c.partition_first} << 23 | std::uint64_t{c.local_algo} << 24 | over << 32 |
-         std::uint64_t{c.sub_buckets & 15u} << 57;
+         std::uint64_t{c.sub_buckets & 15u} << 57 | std::uint64_t{c.copy_engines} << 61;
 }
 // The first rank whose word differs from rank 0's, or -1.
 inline int first_disagreeing(const std::vector<std::uint64_t>& words) {
@@ -478,6 +479,7 @@ inline std::string signature_difference(std::uint64_t a, std::uint64_t b) {
   add(0xffu << 24, "the local algorithm");
   add(((max_oversampling << 1) - 1) << 32, "the oversampling");
   add(0xfull << 57, "sub_buckets");
+  add(1ull << 61, "copy_engines");
   return what;
 }
 
