@@ -19,6 +19,8 @@
 #                                       what those run (about 60 of 140 steps)
 #   GPUSORT_CUDA_ARCHITECTURES=90 scripts/gpu-check.sh   (default: native, this host's GPU)
 #   BUILD_JOBS=16 scripts/gpu-check.sh   fewer parallel compiles than cores (default: nproc)
+#   GPU_CHECK_EXCLUDE=REGEX scripts/gpu-check.sh   leaves out the ctest tests whose names match
+#                                             (ctest -E), say ones a run already saw fail
 #   GPUSORT_LINEINFO=1 scripts/gpu-check.sh   kernels with source lines (-lineinfo: the same
 #                                             code) for Nsight Compute's source view
 # The venv ($build/venv) is made from python3 with the system's packages visible (PyTorch,
@@ -31,6 +33,8 @@ export NCCL_NVLS_ENABLE=0
 build=${BUILD_DIR:-build-gpu}
 case "$build" in /*) ;; *) build=$PWD/$build ;; esac
 logs=${LOG_DIR:-$build/logs}
+exclude=()
+[ -n "${GPU_CHECK_EXCLUDE:-}" ] && exclude=(-E "$GPU_CHECK_EXCLUDE")
 mkdir -p "$logs"
 
 gtest_arg=()
@@ -107,18 +111,18 @@ if [ "${1:-}" = "--multi" ]; then
   gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
   # A test that hangs (a rank waiting for one that failed) is stopped and named after 5
   # minutes instead of stalling the run.
-  ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 --timeout 300 \
+  ctest --test-dir "$build" --output-on-failure "${exclude[@]}" -L "^multigpu$" -j 1 --timeout 300 \
     >"$logs/tests-multi.log" 2>&1
   tests_rc=$?
   # With 4 or more GPUs, again on three of them: a rank count that is not a power of two.
   if [ "$gpus" -ge 4 ]; then
-    CUDA_VISIBLE_DEVICES=0,1,2 ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 \
+    CUDA_VISIBLE_DEVICES=0,1,2 ctest --test-dir "$build" --output-on-failure "${exclude[@]}" -L "^multigpu$" -j 1 \
       --timeout 300 >>"$logs/tests-multi.log" 2>&1 || tests_rc=1
   fi
   # Again over NCCL's network transport (sockets on the loopback interface), the path of
   # ranks on hosts without NVLink between them (issue 74).
   NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo \
-    ctest --test-dir "$build" --output-on-failure -L "^multigpu$" -j 1 --timeout 300 \
+    ctest --test-dir "$build" --output-on-failure "${exclude[@]}" -L "^multigpu$" -j 1 --timeout 300 \
     >"$logs/tests-multi-sockets.log" 2>&1 || tests_rc=1
   # gpusort.distributed (Python, torch.distributed) on every GPU: its tests, then its benchmark
   # beside the same keys in C++ (the native path, then the group's own collectives).
@@ -171,7 +175,7 @@ fi
 # instead of stalling the run. CPU tests that need what a host may not allow (a new PID
 # namespace, a memory control group) skip and are named; a skipped GPU test fails the check.
 tests_rc=0
-ctest --test-dir "$build" --output-on-failure -L "^gpu$" -j 2 --timeout 900 >"$logs/tests.log" 2>&1 || tests_rc=1
+ctest --test-dir "$build" --output-on-failure "${exclude[@]}" -L "^gpu$" -j 2 --timeout 900 >"$logs/tests.log" 2>&1 || tests_rc=1
 mark gpu-tests
 # The Python package's tests (PyTorch and CuPy on the GPU): the wheel from this build (nothing
 # recompiles) installed in the venv, tested from an empty folder so that python/gpusort
@@ -225,7 +229,7 @@ bench_rc=$?
 { "$build/tools/gpusort_host_keys" 28 0 u32 1 nocpu &&
   "$build/tools/gpusort_host_keys" 27 0 u32+u32 1 nocpu; } >"$logs/host-keys.log" 2>&1 || bench_rc=1
 mark benchmarks
-ctest --test-dir "$build" --output-on-failure -L "^cpu$" -j 4 --timeout 300 >"$logs/tests-cpu.log" 2>&1 || tests_rc=1
+ctest --test-dir "$build" --output-on-failure "${exclude[@]}" -L "^cpu$" -j 4 --timeout 300 >"$logs/tests-cpu.log" 2>&1 || tests_rc=1
 mark cpu-tests
 
 echo "== gpu-check on ${gpu:-no GPU} (${GPUSORT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}) =="
