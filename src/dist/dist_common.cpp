@@ -261,6 +261,7 @@ std::shared_ptr<thread_group> peer_group(const std::vector<int>& devices) {
   g->ready.resize(ranks);
   g->sent.resize(ranks);
   g->pool_opened.assign(ranks, 0);
+  g->failed.assign(ranks, 0);
   bool ok = true;
   for (int r = 0; r < ranks && ok; ++r) {
     ok = cudaSetDevice(devices[r]) == cudaSuccess;
@@ -300,7 +301,7 @@ void all_gather(const communicator& comm, const void* send, void* recv, std::siz
 
 namespace {
 
-// The transfer of rank `peer`'s list that is its k-th with rank `rank`, or null.
+// The k-th transfer of `list` with rank `rank`, or null.
 const transfer* kth_with(const std::vector<transfer>& list, int rank, int k) {
   for (const transfer& u : list)
     if (u.peer == rank && k-- == 0) return &u;
@@ -309,9 +310,9 @@ const transfer* kth_with(const std::vector<transfer>& list, int rank, int k) {
 
 // A peer group's exchange: each rank pushes its parts into the receivers' buffers by its
 // GPU's copy engines, its stream first waiting for theirs to have made the buffers; each
-// receiver's stream then waits for its senders' pushes. The threads meet three times and no
-// stream is synchronized; a failure is thrown once every rank is past the last meeting, so
-// none is left waiting.
+// receiver's stream then waits for its senders' pushes. The threads meet four times and no
+// stream is synchronized; a failure on any rank is thrown by every rank once all are past the
+// last meeting, so none is left waiting in this exchange or a later collective.
 void exchange_by_copy_engines(const communicator& comm, thread_group& g,
                               const std::vector<transfer>& transfers, cudaStream_t stream,
                               const std::string& what) {
@@ -350,9 +351,17 @@ void exchange_by_copy_engines(const communicator& comm, thread_group& g,
   for (int q = 0; q < comm.size(); ++q)
     if (q != self && kth_with(*g.lists[q], self, 0))
       note(cudaStreamWaitEvent(stream, g.sent[q].get()), "cudaStreamWaitEvent");
+  g.failed[self] = failed != cudaSuccess || !mismatch.empty();
   g.meet.arrive_and_wait();  // every wait queued before any rank records its events again
+  int first_failed = -1;
+  for (int q = 0; q < comm.size() && first_failed < 0; ++q)
+    if (g.failed[q]) first_failed = q;
+  g.meet.arrive_and_wait();  // every rank has read the flags before the next exchange sets them
   if (!mismatch.empty()) throw_internal(what + ": " + mismatch);
   if (failed != cudaSuccess) throw gpusort::error(failed, what + ": " + why);
+  if (first_failed >= 0)
+    throw gpusort::error(cudaErrorUnknown, what + ": rank " + std::to_string(first_failed) +
+                                               " could not exchange by copy engines");
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ struct thread_group {
   std::vector<int> devices;                                // peer groups: each rank's GPU
   std::vector<gpusort::detail::owned_event> ready, sent;   // peer groups: on each rank's GPU
   std::vector<char> pool_opened;                           // peer groups: by each rank
+  std::vector<char> failed;  // peer groups: each rank's last exchange failed, seen by all
 };
 
 // The peer group of ranks on `devices` (one each, in rank order), or none where a pair lacks
