@@ -387,18 +387,14 @@ void exchange(const communicator& comm, const std::vector<transfer>& transfers,
   g.meet.arrive_and_wait();
   std::vector<int> seen(comm.size(), 0);  // transfers met so far, per peer
   for (const transfer& t : transfers) {
-    const int k = seen[t.peer]++;
-    int j = -1;
-    for (const transfer& u : *g.lists[t.peer])
-      if (u.peer == comm.rank() && ++j == k) {
-        if (u.send_bytes != t.recv_bytes)
-          throw_internal(what + ": rank " + std::to_string(t.peer) + " sends " +
-                         std::to_string(u.send_bytes) + " bytes, rank " +
-                         std::to_string(comm.rank()) + " expects " + std::to_string(t.recv_bytes));
-        if (t.recv_bytes > 0)
-          check_cuda(cudaMemcpyAsync(t.recv, u.send, t.recv_bytes, cudaMemcpyDefault, stream), what);
-        break;
-      }
+    const transfer* u = kth_with(*g.lists[t.peer], comm.rank(), seen[t.peer]++);
+    if (!u) continue;
+    if (u->send_bytes != t.recv_bytes)
+      throw_internal(what + ": rank " + std::to_string(t.peer) + " sends " +
+                     std::to_string(u->send_bytes) + " bytes, rank " +
+                     std::to_string(comm.rank()) + " expects " + std::to_string(t.recv_bytes));
+    if (t.recv_bytes > 0)
+      check_cuda(cudaMemcpyAsync(t.recv, u->send, t.recv_bytes, cudaMemcpyDefault, stream), what);
   }
   check_cuda(cudaStreamSynchronize(stream), what);
   g.meet.arrive_and_wait();
