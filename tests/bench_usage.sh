@@ -40,6 +40,8 @@ expect 2 "one of --processes, --one-gpu, --merge, --split and --overlap" --overl
 expect 2 "--overlap: keys alone (--values 0)" --overlap --values 0,4
 expect 2 "--overlap: key types u32, u64 and f32, not i32" --overlap --types i32
 expect 2 "--sub-buckets: with --partition-first" --sub-buckets 2
+expect 2 "--copy-engines: ranks that are threads on their own GPUs, not with --processes" --copy-engines --processes
+expect 2 "--copy-engines: ranks that are threads on their own GPUs, not with --one-gpu" --one-gpu --copy-engines
 expect 2 "--sub-buckets: from 0 to 8, not '9'" --partition-first --sub-buckets 1,9
 expect 2 "--values: 0, 4 or 8, not '3'" --values 3
 expect 2 "--gpus: a GPU count from 1 to 1024, not '0'" --gpus 1,0

@@ -988,6 +988,9 @@ std::optional<config> parse(int argc, char** argv) {
   if (args.has("sub-buckets") && !cfg.partition_first)
     throw usage_error("--sub-buckets: with --partition-first");
   cfg.copy_engines = args.has("copy-engines");
+  if (cfg.copy_engines && (args.has("processes") || args.has("one-gpu")))
+    throw usage_error("--copy-engines: ranks that are threads on their own GPUs, not with " +
+                      std::string(args.has("processes") ? "--processes" : "--one-gpu"));
   cfg.merge_runs = parse_list(args, "merge", {}, [](std::uint64_t r) { return r >= 2 && r <= 64; },
                               "run counts from 2 to 64");
   cfg.split_buckets = parse_list(
