@@ -13,7 +13,8 @@
 //   3. bucket boundaries by binary search, counts exchanged (all-gather);
 //   4. the keys exchanged with grouped ncclSend / ncclRecv (an all-to-all) straight from the
 //      sorted shard, each transfer starting at a 16-byte aligned address at both ends (NCCL's
-//      full speed); the rank's own part stays where it is;
+//      full speed), or by the GPUs' copy engines (options::copy_engines); the rank's own
+//      part stays where it is;
 //   5. the p sorted runs (p - 1 received, one in the shard) merged on the GPU, stably, in
 //      rounds over groups of options::merge_fan_in runs (two by CUB's merge, 3 to 8 in one
 //      pass).
@@ -94,6 +95,8 @@ class communicator {
 
 // All GPUs of this host in one process (ncclCommInitAll): one communicator per device, rank
 // i on devices[i] (all visible devices if empty). Call dist::sort from one thread per rank.
+// Where every pair of the devices has peer access (enabled here), the ranks can also exchange
+// by the copy engines (options::copy_engines).
 std::vector<communicator> communicators_for_devices(std::span<const int> devices = {});
 
 // `ranks` ranks on one device, to be driven by one thread each (see communicator above).
