@@ -117,9 +117,10 @@ __device__ __forceinline__ void load_tile(const T* from, std::uint64_t n, std::u
   }
 }
 
-// Each of the tile's keys' bucket (past n: the number `buckets`, after every bucket). Few
-// buckets: every splitter against every key, each read from shared memory once (no search's
-// branches); more: a binary search a key.
+// Each of the tile's keys' bucket (past n: the number `buckets`, after every bucket). Up to 4
+// buckets (2-bit digits): every splitter against every key, each read from shared memory once
+// (no search's branches); more: a binary search a key. On an H200 (2^29 u32 keys) compares
+// took 6.8 ms for 8 buckets and 12.1 for 16 (39922db), a search 5.3 for 8 (14141b4).
 template <int RankBits, arrangement A, class K, class C>
 __device__ __forceinline__ void buckets_of(const K (&key)[items], std::uint32_t in_tile,
                                            math::order_code<K> code,
@@ -128,7 +129,7 @@ __device__ __forceinline__ void buckets_of(const K (&key)[items], std::uint32_t 
   C codes[items];
 #pragma unroll
   for (int j = 0; j < items; ++j) codes[j] = static_cast<C>(code(key[j]));
-  if constexpr (few_buckets<RankBits>) {
+  if constexpr (RankBits == 2) {
 #pragma unroll
     for (int j = 0; j < items; ++j) bucket[j] = 0;
 #pragma unroll
