@@ -4,7 +4,7 @@ there is no GPU (a check of the script more than a benchmark). Start it once per
 
     torchrun --nproc-per-node 4 scripts/dist-bench.py [--total 2^28 | --per-rank 2^29]
                                                       [--dtype float32] [--reps 5]
-                                                      [--partition-first]
+                                                      [--partition-first] [--overwrite-input]
 
 Each rank makes its shard of `total` random keys (the same keys whatever the rank count), the
 ranks sort them together (warm-up, then the median of --reps, timed from a barrier to a barrier,
@@ -38,6 +38,9 @@ def main():
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--partition-first", action="store_true",
                         help="gpusort.distributed.sort(..., partition_first=True)")
+    parser.add_argument("--overwrite-input", action="store_true",
+                        help="gpusort.distributed.sort(..., overwrite_input=True): the shard, "
+                             "restored before each call outside the time, sorted in place")
     args = parser.parse_args()
 
     import torch
@@ -70,9 +73,13 @@ def main():
                              dtype=torch.int64).to(dtype)
 
     last = {}
+    # With overwrite_input the call reorders the shard: each call gets the same keys again.
+    pristine = keys.clone() if args.overwrite_input else None
 
     def timed(call):
         last.clear()  # the previous result freed first, as a caller that sorts again would
+        if pristine is not None:
+            keys.copy_(pristine)
         dist.barrier()
         synchronize()
         start = time.perf_counter()
@@ -82,7 +89,8 @@ def main():
         return time.perf_counter() - start
 
     def call():
-        return gpusort.distributed.sort(keys, partition_first=args.partition_first)
+        return gpusort.distributed.sort(keys, partition_first=args.partition_first,
+                                        overwrite_input=args.overwrite_input)
 
     timed(call)
     seconds = statistics.median(timed(call) for _ in range(args.reps))
@@ -129,7 +137,7 @@ def main():
                 times.append(time.perf_counter() - start)
             one[method] = statistics.median(times)
         print(f"dist-bench {name} x{world} {args.dtype} total={args.total} "
-              f"partition_first={args.partition_first} "
+              f"partition_first={args.partition_first} overwrite_input={args.overwrite_input} "
               f"correct={correct} dist={seconds * 1e3:.2f} ms ({args.total / seconds / 1e6:.1f} Mkeys/s) "
               f"one-GPU gpusort={one['gpusort'] * 1e3:.2f} ms torch.sort={one['torch'] * 1e3:.2f} ms "
               f"speedup vs gpusort={one['gpusort'] / seconds:.2f}x vs torch={one['torch'] / seconds:.2f}x "

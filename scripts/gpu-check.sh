@@ -128,8 +128,9 @@ if [ "${1:-}" = "--multi" ]; then
   # beside the same keys in C++ (the native path, then the group's own collectives).
   (GPUSORT_MODULE_DIR="$build/python" "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider \
      python/tests/test_distributed.py) >"$logs/pytest-distributed.log" 2>&1 || tests_rc=1
-  # (and the native path with partition_first, which skips the shard's copy)
-  for run in "1" "0" "1 --partition-first"; do
+  # (and the native path with partition_first, which skips the shard's copy, and with
+  # overwrite_input, which sorts the shard itself)
+  for run in "1" "0" "1 --partition-first" "1 --overwrite-input"; do
     read -r native extra <<<"$run"
     GPUSORT_DISTRIBUTED_NATIVE=$native PYTHONPATH="$PWD/python:$build/python" \
       "$venv/bin/python" -m torch.distributed.run --nproc-per-node "$gpus" scripts/dist-bench.py \

@@ -155,26 +155,30 @@ def release(group=None):
             dist_module().release_shard_ranks()
 
 
-def _reads_only(module, partition_first, world):
-    """Whether gpusort::dist leaves the shards as they were: partition_first on 2 to
-    max_partition_ranks ranks (else it sorts them in place, and takes copies)."""
-    return partition_first and 2 <= world <= module.max_partition_ranks
+def _copies_needed(module, partition_first, overwrite_input, world):
+    """Whether gpusort::dist must sort copies of the shards to leave the caller's as they were:
+    not under partition_first on 2 to max_partition_ranks ranks (it only reads them then), nor
+    where the caller lets it reorder them (overwrite_input)."""
+    reads_only = partition_first and 2 <= world <= module.max_partition_ranks
+    return not (reads_only or overwrite_input)
 
 
-def _shard_for(tensor, reads_only):
-    """What gpusort::dist gets of a caller's tensor: itself (contiguous) where it only reads."""
-    return tensor.contiguous() if reads_only else tensor.contiguous().clone()
+def _shard_for(tensor, copy):
+    """What gpusort::dist gets of a caller's tensor: itself where it is contiguous and no copy
+    is needed; else one copy (a non-contiguous tensor's contiguous() already is one)."""
+    work = tensor.contiguous()
+    return work.clone() if copy and work.data_ptr() == tensor.data_ptr() else work
 
 
 def _sort_native(torch, dist, module, group, keys, values, descending, stable, nans,
-                 partition_first):
+                 partition_first, overwrite_input):
     """gpusort::dist::sort of this rank's shard; it sorts in place, so on copies, except
-    with partition_first, which only reads it."""
+    with partition_first, which only reads it, and with overwrite_input."""
     global _last_times
     comm = _communicator(dist, module, group, keys.device)
-    reads_only = _reads_only(module, partition_first, dist.get_world_size(group))
-    work = _shard_for(keys, reads_only)
-    rows = None if values is None else _shard_for(values, reads_only)
+    copy = _copies_needed(module, partition_first, overwrite_input, dist.get_world_size(group))
+    work = _shard_for(keys, copy)
+    rows = None if values is None else _shard_for(values, copy)
     stream = torch.cuda.current_stream(keys.device).cuda_stream
     sorted_keys, sorted_values, count, _last_times, rank_sizes = comm.sort(
         *_handles(work, rows), descending, stable, nans, partition_first, stream)
@@ -183,12 +187,14 @@ def _sort_native(torch, dist, module, group, keys, values, descending, stable, n
                           torch.tensor(rank_sizes, dtype=torch.int64, device=keys.device))
 
 
-def _sort_list_native(torch, module, shards, descending, stable, nans, partition_first):
+def _sort_list_native(torch, module, shards, descending, stable, nans, partition_first,
+                      overwrite_input):
     """gpusort::dist::sort of shards on distinct GPUs of this process, one thread a GPU, on
-    copies (it sorts in place), or on the shards themselves with partition_first."""
+    copies (it sorts in place), or on the shards themselves with partition_first or
+    overwrite_input."""
     global _last_times
-    reads_only = _reads_only(module, partition_first, len(shards))
-    copies = [(_shard_for(k, reads_only), None if v is None else _shard_for(v, reads_only))
+    copy = _copies_needed(module, partition_first, overwrite_input, len(shards))
+    copies = [(_shard_for(k, copy), None if v is None else _shard_for(v, copy))
               for k, v in shards]
     handles = [_handles(k, v) for k, v in copies]
     streams = [torch.cuda.current_stream(k.device).cuda_stream for k, _ in copies]
@@ -271,7 +277,8 @@ def _bucket_bounds(torch, codes, splitters, rank, world):
     return bounds
 
 
-def _sort_list(torch, local_sort, keys, values, descending, stable, nans, partition_first):
+def _sort_list(torch, local_sort, keys, values, descending, stable, nans, partition_first,
+               overwrite_input):
     """The sort of a list of shards on several devices of this process: gpusort::dist on
     one thread a GPU where _native_module allows and the GPUs are distinct; else the same
     steps as over a group, the buckets moved between devices by the tensors' own copies (over
@@ -292,7 +299,8 @@ def _sort_list(torch, local_sort, keys, values, descending, stable, nans, partit
         raise TypeError("values: every shard's values must have the same dtype and shape")
     native = _native_module(torch, shards)
     if native is not None and len({shard.device.index for shard, _ in shards}) == len(shards):
-        return _sort_list_native(torch, native, shards, descending, stable, nans, partition_first)
+        return _sort_list_native(torch, native, shards, descending, stable, nans, partition_first,
+                                 overwrite_input)
     world = len(shards)
     local = []
     for shard, value in shards:
@@ -316,7 +324,7 @@ def _sort_list(torch, local_sort, keys, values, descending, stable, nans, partit
 
 
 def sort(keys, values=None, *, descending=False, stable=False, nans="last", group=None,
-         partition_first=False):
+         partition_first=False, overwrite_input=False):
     """Sorts the keys of every rank of `group` (torch.distributed's default group if None)
     together: each rank passes its shard, a 1-D tensor (on its GPU with NCCL, on the host with
     Gloo), and gets back DistSortResult(keys, values, counts): its range of the global order
@@ -330,7 +338,10 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
     tensors under NCCL, or a list of shards on distinct GPUs), its exchange-first plan
     (dist::options::partition_first, docs/distributed.md), which reads the shards instead of
     sorting copies of them; the same result, ranges even with high probability rather than
-    within a bound. Elsewhere it changes nothing. Every rank must pass the same. Errors are
+    within a bound. Elsewhere it changes nothing. Every rank must pass the same.
+    overwrite_input=True: where gpusort::dist sorts, it may sort the caller's shard (and its
+    values) in place instead of a copy, leaving them holding the same rows in another order;
+    that saves the copy's time and a shard of device memory. Ranks may differ here. Errors are
     checked on every rank before any key moves: a rank with a wrong argument raises it, the
     others a ValueError naming that rank.
 
@@ -345,7 +356,7 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
         if not keys:
             raise ValueError("keys: an empty list of shards")
         return _sort_list(torch, local_sort, list(keys), values, descending, stable, nans,
-                          bool(partition_first))
+                          bool(partition_first), bool(overwrite_input))
     import torch.distributed as dist
 
     rank = dist.get_rank(group)
@@ -366,7 +377,7 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
     _agree(torch, dist, group, error, signature)
     if native is not None:
         return _sort_native(torch, dist, native, group, keys, values, descending, stable, nans,
-                            bool(partition_first))
+                            bool(partition_first), bool(overwrite_input))
 
     world = dist.get_world_size(group)
     codes = _order_codes(torch, keys, descending, nans)

@@ -17,6 +17,7 @@ def sort(
     nans: Literal["last", "first"] = "last",
     group: Any = None,
     partition_first: bool = False,
+    overwrite_input: bool = False,
 ) -> DistSortResult: ...
 @overload
 def sort(
@@ -28,5 +29,6 @@ def sort(
     nans: Literal["last", "first"] = "last",
     group: Any = None,
     partition_first: bool = False,
+    overwrite_input: bool = False,
 ) -> DistSortResult: ...
 def release(group: Any = None) -> None: ...

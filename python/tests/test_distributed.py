@@ -68,13 +68,26 @@ def _one_call(rank, world, device, case, options):
         before = _bytes(keys), _bytes(values)
         out = gpusort.distributed.sort(keys, values, descending=options.get("descending", False),
                                        stable=True, nans=options.get("nans", "last"),
-                                       partition_first=options.get("partition_first", False))
+                                       partition_first=options.get("partition_first", False),
+                                       overwrite_input=options.get("overwrite_input", False))
         return {"keys": out.keys.cpu().numpy(), "values": out.values.cpu().numpy(),
                 "counts": out.counts.cpu().numpy(),
                 "native": gpusort.distributed._last_times is not None,
-                "input_kept": (_bytes(keys), _bytes(values)) == before}
+                "input_kept": (_bytes(keys), _bytes(values)) == before,
+                "input_rows_kept": _rows_kept(_shard(case, rank, world), keys.cpu().numpy(),
+                                              values[:, 0].cpu().numpy() - offset,
+                                              values[:, 1].cpu().numpy() + offset)}
     except Exception as error:  # every rank reports what it raised
         return {"error": (type(error).__name__, str(error), traceback.format_exc())}
+
+
+def _rows_kept(original, keys, positions, negated=None):
+    """Whether a shard the sort may have reordered (overwrite_input) still holds its rows:
+    positions a permutation of 0 .. n - 1, each key the one first at its position, and
+    negated (a second value column, offset back, if any) beside it."""
+    return (np.array_equal(np.sort(positions), np.arange(original.shape[0]))
+            and (negated is None or np.array_equal(negated, -positions))
+            and keys.view(np.uint8).tobytes() == original[positions].view(np.uint8).tobytes())
 
 
 def _worker(rank, world, backend, init, folder, calls, environment):
@@ -137,7 +150,22 @@ CALLS = [
     ("int32", {"partition_first": True}),
     ("floats", {"descending": True, "nans": "first", "partition_first": True}),
     ("equal", {"partition_first": True}),
+    # The shards sorted in place rather than copies where gpusort::dist sorts (elsewhere kept).
+    ("int32", {"overwrite_input": True}),
+    ("floats", {"descending": True, "nans": "first", "overwrite_input": True}),
+    ("int32", {"partition_first": True, "overwrite_input": True}),
 ]
+
+
+def _check_input(result, options, rank, case):
+    """The caller's shard after a call: as it was, or with overwrite_input where gpusort::dist
+    sorted it, its rows in another order (rank 0's 3,000 or so keys reordered: no copy made)."""
+    if options.get("overwrite_input") and result["native"]:
+        assert result["input_rows_kept"], (case, options, rank)
+        if rank == 0 and not options.get("partition_first"):
+            assert not result["input_kept"], (case, options, rank)
+    else:
+        assert result["input_kept"], (case, options, rank)  # the caller's shard as it was
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -153,7 +181,7 @@ def test_the_ranks_hold_the_global_stable_order(tmp_path, world, backend):
         for rank, result in enumerate(results):
             assert "error" not in result, (case, rank, result.get("error"))
             assert result["native"] == (backend == "nccl"), (case, rank)
-            assert result["input_kept"], (case, options, rank)  # the caller's shard as it was
+            _check_input(result, options, rank, case)
         shards = [_shard(case, r, world) for r in range(world)]
         everything = np.concatenate(shards)
         order = _stable_reference(everything, options.get("descending", False),
@@ -207,11 +235,16 @@ def test_a_list_of_shards_in_one_process(shards, case, options):
     before = [k.cpu().numpy().tobytes() for k in keys]
     out = gpusort.distributed.sort(keys, values, descending=options.get("descending", False),
                                    stable=True, nans=options.get("nans", "last"),
-                                   partition_first=options.get("partition_first", False))
-    assert [k.cpu().numpy().tobytes() for k in keys] == before  # the caller's shards as they were
+                                   partition_first=options.get("partition_first", False),
+                                   overwrite_input=options.get("overwrite_input", False))
     # Shards on distinct GPUs go to gpusort::dist (one thread a GPU) where it is built.
     native = devices[0] != "cpu" and _native_built()
     assert (gpusort.distributed._last_times is not None) == native
+    if options.get("overwrite_input") and native:  # reordered in place, every row kept
+        for r, (shard, value) in enumerate(zip(keys, values)):
+            assert _rows_kept(arrays[r], shard.cpu().numpy(), value.cpu().numpy() - offsets[r]), r
+    else:
+        assert [k.cpu().numpy().tobytes() for k in keys] == before  # the caller's shards as they were
     everything = np.concatenate(arrays)
     order = _stable_reference(everything, options.get("descending", False), options.get("nans", "last"))
     for shard, device in zip(out.keys, devices):
