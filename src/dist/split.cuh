@@ -60,7 +60,7 @@ __device__ __forceinline__ std::uint32_t keys_in_tile(std::uint64_t n, std::uint
 }
 
 // Few buckets: a thread's counts in 4-bit fields of one word, bucket b's in bits
-// [4 b, 4 b + 4): 16 fields, each up to `items`.
+// [4 b, 4 b + 4), each up to `items`: 32 bits for up to 4 buckets, 64 for 16.
 template <int RankBits>
 inline constexpr bool few_buckets = RankBits <= 4;
 static_assert(items < 16 && math::split_rank_bits(16) == 4 && math::split_rank_bits(17) == 8,
@@ -100,7 +100,7 @@ __device__ __forceinline__ void load_words(const T* from, T (&to)[items]) {
   memcpy(to, words, sizeof words);
 }
 
-// The tile's elements (those before n) into registers.
+// The tile's elements (those before n) into registers; a whole tile without a check a load.
 template <arrangement A, class T>
 __device__ __forceinline__ void load_tile(const T* from, std::uint64_t n, std::uint64_t first,
                                           T (&to)[items]) {
@@ -109,6 +109,11 @@ __device__ __forceinline__ void load_tile(const T* from, std::uint64_t n, std::u
       load_words(from + first + threadIdx.x * items, to);
       return;
     }
+  }
+  if (first + math::split_tile <= n) {
+#pragma unroll
+    for (int j = 0; j < items; ++j) to[j] = from[first + place<A>(j)];
+    return;
   }
 #pragma unroll
   for (int j = 0; j < items; ++j) {
@@ -144,9 +149,11 @@ __device__ __forceinline__ void buckets_of(const K (&key)[items], std::uint32_t 
     for (int j = 0; j < items; ++j)
       bucket[j] = math::bucket_in_tile(splitters, buckets - 1, codes[j], place<A>(j));
   }
+  if (in_tile < math::split_tile) {  // the last tile
 #pragma unroll
-  for (int j = 0; j < items; ++j)
-    if (place<A>(j) >= in_tile) bucket[j] = static_cast<std::uint32_t>(buckets);
+    for (int j = 0; j < items; ++j)
+      if (place<A>(j) >= in_tile) bucket[j] = static_cast<std::uint32_t>(buckets);
+  }
 }
 
 template <int RankBits, class K>
@@ -165,11 +172,11 @@ __global__ void __launch_bounds__(block)
   std::uint32_t bucket[items];
   buckets_of<RankBits, A>(key, keys_in_tile(n, first), code, split.s, buckets, bucket);
   if constexpr (few_buckets<RankBits>) {
-    std::uint64_t fields = 0;
+    using word = std::conditional_t<RankBits <= 2, std::uint32_t, std::uint64_t>;
+    word fields = 0;
 #pragma unroll
     for (int j = 0; j < items; ++j)  // none for places past n (bucket `buckets`, up to 16)
-      fields += std::uint64_t{bucket[j] < static_cast<std::uint32_t>(buckets)}
-                << (4 * (bucket[j] & 15));
+      fields += word{bucket[j] < static_cast<std::uint32_t>(buckets)} << (4 * (bucket[j] & 15));
     for (int b = 0; b < buckets; ++b) {  // one sum over the warp a bucket
       const unsigned warp_count =
           __reduce_add_sync(0xffffffffu, static_cast<unsigned>(fields >> (4 * b)) & 15u);

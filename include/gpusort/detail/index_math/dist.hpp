@@ -192,10 +192,15 @@ GPUSORT_HD constexpr tile_splitter<C> seen_from_tile(const splitter& s, std::uin
   return {static_cast<C>(s.key),
           past > 0xffffffffu ? 0xffffffffu : static_cast<std::uint32_t>(past)};
 }
+// Without branches (the split's kernels are bound by their issue): a 32-bit code and its
+// offset as one 64-bit number, wider codes by bitwise rather than short-circuit operators.
 template <class C>
 GPUSORT_HD GPUSORT_FORCEINLINE constexpr bool below(C code, std::uint32_t offset,
                                                     const tile_splitter<C>& s) {
-  return code < s.key || (code == s.key && offset < s.from);
+  if constexpr (sizeof(C) <= 4)
+    return (std::uint64_t{code} << 32 | offset) < (std::uint64_t{s.key} << 32 | s.from);
+  else
+    return (code < s.key) | ((code == s.key) & (offset < s.from));
 }
 // bucket_of over a tile's splitters: how many of the `count` sorted ones lie at or below the
 // key of code `code` at offset `offset`.
