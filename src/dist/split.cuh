@@ -223,6 +223,20 @@ __device__ void write_runs(const T* staged, const std::uint32_t* starts, int buc
   }
 }
 
+// The tile's elements (those before n) into shared memory at their ranks.
+template <arrangement A, class T>
+__device__ __forceinline__ void stage(const T (&from)[items], const int (&ranks)[items],
+                                      std::uint32_t in_tile, T* staged) {
+  if (in_tile == math::split_tile) {
+#pragma unroll
+    for (int j = 0; j < items; ++j) staged[ranks[j]] = from[j];
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < items; ++j)
+    if (place<A>(j) < in_tile) staged[ranks[j]] = from[j];
+}
+
 // Where the tile's keys of bucket b go: the bucket's place (places[b], or out + its first
 // position where places is null), past the bucket's keys of the tiles before.
 template <class T>
@@ -276,18 +290,14 @@ __global__ void __launch_bounds__(block)
       value_run[b] = run_of(b, blockIdx.x, tiles, offsets, value_places, out_values);
   }
   __syncthreads();  // the ranking's storage is free from here
-#pragma unroll
-  for (int j = 0; j < items; ++j)
-    if (place<A>(j) < in_tile) shared.keys[ranks[j]] = key[j];
+  stage<A>(key, ranks, in_tile, shared.keys);
   __syncthreads();
   write_runs(shared.keys, starts, buckets, key_run);
   if constexpr (pairs) {
     __syncthreads();
     V value[items];
     load_tile<A>(values, n, first, value);
-#pragma unroll
-    for (int j = 0; j < items; ++j)
-      if (place<A>(j) < in_tile) shared.values[ranks[j]] = value[j];
+    stage<A>(value, ranks, in_tile, shared.values);
     __syncthreads();
     write_runs(shared.values, starts, buckets, value_run);
   }
