@@ -134,8 +134,8 @@ if [ "${1:-}" = "--multi" ]; then
     read -r native extra <<<"$run"
     GPUSORT_DISTRIBUTED_NATIVE=$native PYTHONPATH="$PWD/python:$build/python" \
       "$venv/bin/python" -m torch.distributed.run --nproc-per-node "$gpus" scripts/dist-bench.py \
-      --per-rank 2^26 --dtype float32 --reps 3 $extra
-  done >"$logs/dist-bench-python.log" 2>&1 || tests_rc=1
+      --per-rank 2^26 --dtype float32 --reps 3 $extra || tests_rc=1  # each run counts
+  done >"$logs/dist-bench-python.log" 2>&1
   list=1; [ "$gpus" -ge 2 ] && list=1,2; [ "$gpus" -ge 4 ] && list=1,2,4
   "$build/tools/gpusort-dist-bench" --gpus "$list" --per-gpu 2^26 --total 2^28 --reps 3 --fan-in 2,4,8 \
     --values 0,4 --partition-first --csv "$logs/dist-bench.csv" >"$logs/dist-bench.log" 2>&1

@@ -163,11 +163,26 @@ def _copies_needed(module, partition_first, overwrite_input, world):
     return not (reads_only or overwrite_input)
 
 
-def _shard_for(tensor, copy):
-    """What gpusort::dist gets of a caller's tensor: itself where it is contiguous and no copy
-    is needed; else one copy (a non-contiguous tensor's contiguous() already is one)."""
-    work = tensor.contiguous()
-    return work.clone() if copy and work.data_ptr() == tensor.data_ptr() else work
+def _bytes_of(tensor):
+    """The [first, end) byte addresses of a contiguous tensor."""
+    return tensor.data_ptr(), tensor.data_ptr() + tensor.numel() * tensor.element_size()
+
+
+def _shard_for(torch, keys, values, copy):
+    """What gpusort::dist gets of a shard's keys and values: the caller's tensors themselves
+    where no copy is needed (copy False) and gpusort::dist takes them as they are (contiguous,
+    each row aligned to its size, keys and values apart); else copies of both, so that the
+    caller's keys and values never come apart row from row."""
+    tensors = [keys] if values is None else [keys, values]
+    as_they_are = not copy and all(t.is_contiguous() and t.data_ptr() % _row_bytes(t) == 0
+                                   for t in tensors)
+    if as_they_are and values is not None and keys.numel() and values.numel():
+        (k0, k1), (v0, v1) = _bytes_of(keys), _bytes_of(values)
+        as_they_are = k1 <= v0 or v1 <= k0
+    if as_they_are:
+        return keys, values
+    copies = [t.clone(memory_format=torch.contiguous_format) for t in tensors]
+    return copies[0], None if values is None else copies[1]
 
 
 def _sort_native(torch, dist, module, group, keys, values, descending, stable, nans,
@@ -177,8 +192,7 @@ def _sort_native(torch, dist, module, group, keys, values, descending, stable, n
     global _last_times
     comm = _communicator(dist, module, group, keys.device)
     copy = _copies_needed(module, partition_first, overwrite_input, dist.get_world_size(group))
-    work = _shard_for(keys, copy)
-    rows = None if values is None else _shard_for(values, copy)
+    work, rows = _shard_for(torch, keys, values, copy)
     stream = torch.cuda.current_stream(keys.device).cuda_stream
     sorted_keys, sorted_values, count, _last_times, rank_sizes = comm.sort(
         *_handles(work, rows), descending, stable, nans, partition_first, stream)
@@ -194,8 +208,7 @@ def _sort_list_native(torch, module, shards, descending, stable, nans, partition
     overwrite_input."""
     global _last_times
     copy = _copies_needed(module, partition_first, overwrite_input, len(shards))
-    copies = [(_shard_for(k, copy), None if v is None else _shard_for(v, copy))
-              for k, v in shards]
+    copies = [_shard_for(torch, k, v, copy) for k, v in shards]
     handles = [_handles(k, v) for k, v in copies]
     streams = [torch.cuda.current_stream(k.device).cuda_stream for k, _ in copies]
     results = module.sort_shards([h[0] for h in handles],
@@ -340,8 +353,10 @@ def sort(keys, values=None, *, descending=False, stable=False, nans="last", grou
     sorting copies of them; the same result, ranges even with high probability rather than
     within a bound. Elsewhere it changes nothing. Every rank must pass the same.
     overwrite_input=True: where gpusort::dist sorts, it may sort the caller's shard (and its
-    values) in place instead of a copy, leaving them holding the same rows in another order;
-    that saves the copy's time and a shard of device memory. Ranks may differ here. Errors are
+    values) in place instead of a copy, leaving them holding the same rows in another order
+    (unseen by autograd); that saves the copy's time and a shard of device memory. Keys and
+    values that overlap, are not contiguous or whose rows are not aligned to their size are
+    copied as without it. Ranks may differ here. Errors are
     checked on every rank before any key moves: a rank with a wrong argument raises it, the
     others a ValueError naming that rank.
 

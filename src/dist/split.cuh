@@ -1,8 +1,8 @@
 // The split by bucket of options::partition_first (dist_impl.cuh): a shard's keys (and
 // values) in the order of their buckets, stably, in one read to count and one read and write
 // to move, by tiles (index_math/dist.hpp, split_tile):
-//   counts   each tile's keys of each bucket (the buckets by binary search over the
-//            splitters, in shared memory);
+//   counts   each tile's keys of each bucket (the buckets by every splitter against every
+//            key up to 4 buckets, else by binary search over the splitters, in shared memory);
 //   scan     one exclusive sum of the counts, bucket by bucket: where each tile's keys of each
 //            bucket start;
 //   scatter  each tile ranks its keys by bucket, stably in the tile's order, places them in

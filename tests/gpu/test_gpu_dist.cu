@@ -1164,9 +1164,12 @@ TEST_F(DistOneGpuSplit, IsAStablePartitionForEveryDigitWidth) {
       ASSERT_NO_FATAL_FAILURE((split_is_a_stable_partition<std::uint32_t, std::uint32_t>(n, buckets, seed)));
       ASSERT_NO_FATAL_FAILURE((split_is_a_stable_partition<std::int64_t, std::uint32_t>(n, buckets, seed)));
       ASSERT_NO_FATAL_FAILURE((split_is_a_stable_partition<double, no_value>(n, buckets, seed)));
-      if (n > 2 * gpusort::detail::index_math::dist::split_tile)  // whole tiles, not aligned
+      if (n > 2 * gpusort::detail::index_math::dist::split_tile) {  // whole tiles, not aligned
         ASSERT_NO_FATAL_FAILURE(
             (split_is_a_stable_partition<std::uint32_t, std::uint32_t>(n, buckets, seed, 1)));
+        ASSERT_NO_FATAL_FAILURE(
+            (split_is_a_stable_partition<std::int64_t, std::uint32_t>(n, buckets, seed, 1)));
+      }
     }
 }
 
